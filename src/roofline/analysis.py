@@ -1,0 +1,350 @@
+"""The roofline model, vectorised over every op of a workload.
+
+    arithmetic intensity = FLOPs / bytes                  [FLOP/B]
+    ridge intensity      = peak FLOP/s / bandwidth        [FLOP/B]
+    roofline time        = max(FLOPs / peak, bytes / bandwidth[, bytes_level / bw_level])
+    attainable FLOP/s    = FLOPs / roofline time = min(peak, intensity x bandwidth)
+
+Each op's compute roof is the device ceiling for its (unit, precision), or the
+documented fallback (:meth:`roofline.device.Device.choose_compute`), recorded
+per op.  Its memory roof is main memory unless the op names a level
+(``interconnect`` means the device link).  ``analyze`` is pure: nothing printed.
+
+>>> from roofline import Device, Op, Workload, analyze
+>>> a = analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9)]),
+...             Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
+>>> a.intensity[0], a.attainable_flops[0] / 1e9, a.bound[0]
+(0.2, 2.0, 'memory')
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from roofline.device import ComputeCeiling, Device, MemoryCeiling
+from roofline.errors import RooflineError
+from roofline.workload import Workload
+
+ANALYSIS_SCHEMA = "roofline.analysis/1"
+ABOVE_ROOF = "above roof: check units, FLOP counting or the chosen ceiling"
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """Totals of the ops in one group (a module path prefix, a type or a kind)."""
+
+    name: str
+    ops: int
+    flops: float
+    bytes: float
+    time: float
+    share: float
+    compute_time: float
+    memory_time: float
+    measured_seconds: float  # nan when no op of the group was measured
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes > 0 else math.inf
+
+    @property
+    def bound(self) -> str:
+        """Which roof dominates the group's time (summed over its ops)."""
+        return "compute" if self.compute_time > self.memory_time else "memory"
+
+    @property
+    def attainable_flops(self) -> float:
+        return self.flops / self.time if self.time > 0 else 0.0
+
+
+@dataclass
+class Analysis:
+    """Per-op roofline results (numpy arrays aligned with ``workload``), totals and group-bys."""
+
+    workload: Workload
+    device: Device
+    ceilings: list[ComputeCeiling]
+    ceiling_index: np.ndarray  # per op: index into ceilings
+    fallbacks: list[str]  # per ceiling index: "" or "bf16 matrix -> fp16 vector"
+    levels: list[MemoryCeiling]
+    level_index: np.ndarray  # per op: index into levels (-1: interconnect)
+    peak_flops: np.ndarray
+    bandwidth: np.ndarray
+    intensity: np.ndarray
+    compute_time: np.ndarray  # per single run
+    memory_time: np.ndarray
+    time: np.ndarray  # per single run
+    total_op_time: np.ndarray  # x count
+    warnings: list[str] = field(default_factory=list)
+    above_roof_tolerance: float = 0.0
+
+    # -- per-op derived ----------------------------------------------------
+    @cached_property
+    def ridge_intensity(self) -> np.ndarray:
+        return self.peak_flops / self.bandwidth
+
+    @cached_property
+    def attainable_flops(self) -> np.ndarray:
+        """min(peak, intensity x bandwidth) = FLOPs / roofline time (0 for 0-FLOP ops)."""
+        flops = self.workload.columns["flops"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.time > 0, flops / np.where(self.time > 0, self.time, 1.0), 0.0)
+
+    @cached_property
+    def bound(self) -> np.ndarray:
+        """'compute', 'memory' or 'interconnect' per op (ties go to compute)."""
+        memory_kind = np.where(self.level_index < 0, "interconnect", "memory")
+        return np.where((self.compute_time >= self.memory_time) & (self.compute_time > 0), "compute", memory_kind)
+
+    @cached_property
+    def share(self) -> np.ndarray:
+        return self.total_op_time / self.total_time if self.total_time > 0 else np.zeros(len(self.time))
+
+    @cached_property
+    def achieved_flops(self) -> np.ndarray:
+        """Measured FLOP/s (nan when not measured)."""
+        return self.workload.columns["flops"] / self.workload.columns["measured_seconds"]
+
+    @cached_property
+    def achieved_bandwidth(self) -> np.ndarray:
+        return self.workload.bytes / self.workload.columns["measured_seconds"]
+
+    @cached_property
+    def efficiency(self) -> np.ndarray:
+        """Roofline time / measured time = achieved / attainable (nan when not measured)."""
+        return self.time / self.workload.columns["measured_seconds"]
+
+    @cached_property
+    def above_roof(self) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return np.nan_to_num(self.efficiency, nan=0.0) > 1.0 + self.above_roof_tolerance
+
+    def fallback(self, i: int) -> str:
+        return self.fallbacks[int(self.ceiling_index[i])]
+
+    def ceiling_label(self, i: int) -> str:
+        return self.ceilings[int(self.ceiling_index[i])].label
+
+    def level_label(self, i: int) -> str:
+        j = int(self.level_index[i])
+        return "interconnect" if j < 0 else self.levels[j].level
+
+    # -- totals ------------------------------------------------------------
+    @cached_property
+    def total_time(self) -> float:
+        return float(self.total_op_time.sum())
+
+    @property
+    def total_flops(self) -> float:
+        return self.workload.total_flops
+
+    @property
+    def total_bytes(self) -> float:
+        return self.workload.total_bytes
+
+    @property
+    def total_measured_seconds(self) -> float:
+        m = self.workload.columns["measured_seconds"] * self.workload.columns["count"]
+        return float(np.nansum(m)) if np.isfinite(m).any() else math.nan
+
+    def time_share_by_bound(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for b in ("memory", "compute", "interconnect"):
+            t = float(self.total_op_time[self.bound == b].sum())
+            if t > 0:
+                out[b] = t / self.total_time
+        return out
+
+    def order(self) -> np.ndarray:
+        """Op indices sorted by total time, longest first."""
+        return np.argsort(-self.total_op_time, kind="stable")
+
+    # -- group-bys ---------------------------------------------------------
+    def by(self, key: str = "group", depth: int | None = None) -> list[GroupRow]:
+        """Group ops by 'group' (module path, cut to ``depth`` parts), 'module_type', 'kind' or 'name'.
+
+        Rows sorted by time, longest first.
+        """
+        w = self.workload
+        if key not in ("group", "module_type", "kind", "name", "precision"):
+            raise RooflineError(f"cannot group by {key!r}; use group, module_type, kind or name")
+        table = w.tables[key]
+        labels = [t if t else "(top level)" if key == "group" else t or "(none)" for t in table]
+        if key == "group" and depth is not None:
+            labels = [".".join(t.split(".")[:depth]) if t else "(top level)" for t in table]
+        uniq, remap = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+        codes = remap[w.columns[key]]
+        n = len(uniq)
+        count = w.columns["count"]
+
+        def total(values: np.ndarray) -> np.ndarray:
+            return np.bincount(codes, weights=values, minlength=n)
+
+        flops, nbytes = total(w.columns["flops"] * count), total(w.bytes * count)
+        time = total(self.total_op_time)
+        ct, mt = total(self.compute_time * count), total(self.memory_time * count)
+        measured = w.columns["measured_seconds"] * count
+        has = np.bincount(codes, weights=np.isfinite(measured).astype(float), minlength=n) > 0
+        meas = np.where(has, total(np.nan_to_num(measured)), np.nan)
+        ops = np.bincount(codes, minlength=n)
+        tt = self.total_time or 1.0
+        rows = [GroupRow(str(uniq[i]), int(ops[i]), float(flops[i]), float(nbytes[i]), float(time[i]),
+                         float(time[i] / tt), float(ct[i]), float(mt[i]), float(meas[i])) for i in range(n)]
+        return sorted(rows, key=lambda r: -r.time)
+
+    # -- words -------------------------------------------------------------
+    def verdict(self, i: int) -> str:
+        """One line on op ``i``: its bound, where it sits against the ridge, and the headroom if measured."""
+        b = self.bound[i]
+        ai, ridge = self.intensity[i], self.ridge_intensity[i]
+        if b == "compute":
+            text = f"compute-bound on {self.ceiling_label(i)} (AI {ai:.3g} >= ridge {ridge:.3g}): faster math or lower precision helps"
+        elif b == "interconnect":
+            text = "interconnect-bound: fewer or smaller transfers, or overlap with compute"
+        elif self.workload.columns["flops"][i] == 0:
+            text = f"data movement only ({self.level_label(i)}): avoid or fuse it"
+        else:
+            text = f"memory-bound on {self.level_label(i)} (AI {ai:.3g} < ridge {ridge:.3g}): fewer bytes, fusion or reuse helps"
+        fb = self.fallback(i)
+        if fb:
+            text += f" [ceiling fallback {fb}]"
+        if self.above_roof[i]:
+            text += f" [{ABOVE_ROOF}]"
+        return text
+
+    # -- (de)serialisation -------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Inputs (device, workload) and the per-op results; loading re-analyses identically."""
+
+        def clean(a: np.ndarray) -> list[Any]:
+            return [None if not math.isfinite(x) else x for x in np.asarray(a, dtype=float).tolist()]
+
+        return {
+            "schema": ANALYSIS_SCHEMA,
+            "device": self.device.to_dict(),
+            "workload": self.workload.to_dict(),
+            "options": {"above_roof_tolerance": self.above_roof_tolerance},
+            "totals": {"time": self.total_time, "flops": self.total_flops, "bytes": self.total_bytes,
+                       "measured_seconds": None if math.isnan(self.total_measured_seconds) else self.total_measured_seconds,
+                       "time_share_by_bound": self.time_share_by_bound()},
+            "ops": {"intensity": clean(self.intensity), "peak_flops": clean(self.peak_flops),
+                    "bandwidth": clean(self.bandwidth), "attainable_flops": clean(self.attainable_flops),
+                    "time": clean(self.time), "total_time": clean(self.total_op_time), "share": clean(self.share),
+                    "bound": self.bound.tolist(),
+                    "ceiling": [self.ceiling_label(i) for i in range(len(self.time))],
+                    "fallback": [self.fallback(i) for i in range(len(self.time))],
+                    "efficiency": clean(self.efficiency), "above_roof": self.above_roof.tolist()},
+            "warnings": list(self.warnings),
+        }
+
+    def save(self, path: str | Path) -> None:
+        from roofline.fileio import write_text_atomic
+
+        write_text_atomic(path, json.dumps(self.to_dict()) + "\n")
+
+    @classmethod
+    def from_dict(cls, d: Any, *, where: str = "analysis") -> Analysis:
+        if not isinstance(d, dict):
+            raise RooflineError(f"expected a JSON object, got {type(d).__name__}", where=where)
+        if d.get("schema") != ANALYSIS_SCHEMA:
+            raise RooflineError(f"schema: expected {ANALYSIS_SCHEMA!r}, got {d.get('schema')!r}", where=where)
+        for key in ("device", "workload"):
+            if key not in d:
+                raise RooflineError(f"missing field {key!r}", where=where)
+        device = Device.from_dict(d["device"], where=f"{where} device")
+        workload = Workload.from_dict(d["workload"], where=f"{where} workload")
+        return analyze(workload, device, **d.get("options", {}))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Analysis:
+        from roofline.fileio import read_json
+
+        return cls.from_dict(read_json(path), where=str(path))
+
+    def _repr_html_(self) -> str:  # Jupyter: summary table
+        from roofline.render.terminal import summary_html
+
+        return summary_html(self)
+
+
+def analyze(workload: Workload, device: Device, *, above_roof_tolerance: float = 0.0) -> Analysis:
+    """Place every op of ``workload`` under the roofs of ``device``.
+
+    ``above_roof_tolerance``: a measured op is flagged above the roof when its
+    efficiency exceeds 1 + tolerance (e.g. 0.1 for a measurement spread of 10%).
+
+    >>> from roofline import Device, Op, Workload, analyze
+    >>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
+    >>> a = analyze(Workload.from_ops([Op("app", flops=8e8, bytes_read=4e9)]), dev)
+    >>> float(a.time[0])  # max(0.8e9 / 1e11, 4e9 / 1e10) seconds
+    0.4
+    """
+    w = workload
+    n = len(w)
+    # compute roof per distinct (unit, precision) pair
+    pair_codes = w.columns["unit"].astype(np.int64) * 1000 + w.columns["precision"]
+    pairs, inverse = np.unique(pair_codes, return_inverse=True)
+    ceilings: list[ComputeCeiling] = []
+    fallbacks: list[str] = []
+    for code in pairs:
+        unit, precision = w.tables["unit"][code // 1000], w.tables["precision"][code % 1000]
+        choice = device.choose_compute(unit, precision)
+        ceilings.append(choice.ceiling)
+        fallbacks.append(choice.fallback)
+    ceiling_index = inverse.reshape(-1).astype(np.int32)
+    peak = np.asarray([c.flops for c in ceilings])[ceiling_index]
+
+    # memory roof per distinct level
+    levels: list[MemoryCeiling] = []
+    level_of_code = np.empty(len(w.tables["level"]), dtype=np.int32)
+    level_bw = np.empty(len(w.tables["level"]))
+    warnings: list[str] = []
+    for code, name in enumerate(w.tables["level"]):
+        if name == "interconnect":
+            level_of_code[code] = -1
+            if device.interconnect is None:
+                level_bw[code] = math.inf if not np.any(w.columns["level"] == code) else device.main_memory.bandwidth
+                if np.any(w.columns["level"] == code):
+                    warnings.append(f"device {device.name!r} lists no interconnect; collective ops use main-memory bandwidth")
+            else:
+                level_bw[code] = device.interconnect.bandwidth
+            continue
+        try:
+            m = device.memory_level(name or None)
+        except RooflineError:
+            m = device.main_memory
+            if np.any(w.columns["level"] == code):
+                warnings.append(f"device {device.name!r} has no {name} ceiling; those ops use {m.level}")
+        if m not in levels:
+            levels.append(m)
+        level_of_code[code] = levels.index(m)
+        level_bw[code] = m.bandwidth
+    level_index = level_of_code[w.columns["level"]]
+    bandwidth = level_bw[w.columns["level"]]
+
+    flops = w.columns["flops"]
+    nbytes = w.bytes
+    compute_time = flops / peak
+    memory_time = nbytes / bandwidth
+    time = np.maximum(compute_time, memory_time)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = np.where(nbytes > 0, flops / np.where(nbytes > 0, nbytes, 1.0), np.where(flops > 0, np.inf, 0.0))
+    used_fallbacks = sorted({f for f in fallbacks if f})
+    for f in used_fallbacks:
+        warnings.append(f"device {device.name!r} lacks a ceiling; fell back {f}")
+    a = Analysis(w, device, ceilings, ceiling_index, fallbacks, levels, level_index, peak, bandwidth,
+                 intensity, compute_time, memory_time, time, time * w.columns["count"], warnings,
+                 above_roof_tolerance)
+    if w.has_measurements:
+        k = int(a.above_roof.sum())
+        if k:
+            a.warnings.append(f"{k} measured op(s) {ABOVE_ROOF}")
+    assert n == len(time)
+    return a

@@ -1,0 +1,94 @@
+"""The device catalog: datasheet ceilings shipped as JSON data files, one per vendor.
+
+Each file is ``{"schema": "roofline.catalog/1", "vendor": ..., "sources": {key:
+{"title", "url"}}, "devices": [device objects]}``; a ceiling's
+``provenance.source`` names a key of ``sources``.  Lookup ignores case and
+punctuation and knows aliases.
+
+>>> from roofline.catalog import get_device
+>>> get_device("h100").name
+'NVIDIA H100 SXM5 80GB'
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from roofline.device import Device
+from roofline.errors import RooflineError
+
+CATALOG_SCHEMA = "roofline.catalog/1"
+
+
+def normalize(name: str) -> str:
+    """'H100-SXM5 80GB' -> 'h100sxm580gb': case and punctuation do not matter."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+@lru_cache(maxsize=1)
+def devices() -> tuple[Device, ...]:
+    """Every catalog device, in file order."""
+    out: list[Device] = []
+    for entry in sorted(resources.files(__name__).iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".json"):
+            continue
+        data = json.loads(entry.read_text(encoding="utf-8"))
+        if data.get("schema") != CATALOG_SCHEMA:
+            raise RuntimeError(f"catalog file {entry.name}: bad schema {data.get('schema')!r}")
+        for d in data["devices"]:
+            d = {"vendor": data.get("vendor", ""), **d}
+            out.append(Device.from_dict(d, where=f"catalog/{entry.name}", sources=data.get("sources", {}),
+                                        require_schema=False))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, Device]:
+    index: dict[str, Device] = {}
+    for d in devices():
+        for key in (d.name, *d.aliases):
+            k = normalize(key)
+            other = index.get(k)
+            if other is not None and other is not d:
+                raise RuntimeError(f"catalog: name {key!r} is used by {other.name!r} and {d.name!r}")
+            index[k] = d
+    return index
+
+
+def closest(name: str, n: int = 3) -> list[str]:
+    """The ``n`` catalog device names closest to ``name``."""
+    key = normalize(name)
+    scored: dict[str, float] = {}
+    for alias, dev in _index().items():
+        score = difflib.SequenceMatcher(None, key, alias).ratio()
+        if key and (alias.startswith(key) or key in alias):
+            score += 0.5
+        scored[dev.name] = max(scored.get(dev.name, 0.0), score)
+    return [name for name, _ in sorted(scored.items(), key=lambda kv: -kv[1])[:n]]
+
+
+def get_device(name: str) -> Device:
+    """A catalog device by name or alias; unknown names fail with the three closest."""
+    dev = _index().get(normalize(name))
+    if dev is None:
+        raise RooflineError(f"unknown device {name!r}; closest: {', '.join(closest(name))}"
+                            " (see 'roofline devices')")
+    return dev
+
+
+def resolve_device(spec: str | Device) -> Device:
+    """A Device from a catalog name, a device JSON file, or 'local' (the cached bench result)."""
+    if isinstance(spec, Device):
+        return spec
+    if spec.lower() == "local":
+        from roofline.bench import load_local_device
+
+        return load_local_device()
+    if spec.endswith(".json") or Path(spec).is_file():
+        return Device.load(spec)
+    return get_device(spec)

@@ -1,0 +1,68 @@
+"""Command line: parse, call the API, render.  Bad input -> 'roofline: error: ...', exit 2.
+
+Each subcommand lives in its own module under ``roofline.commands`` and
+exposes ``register(subparsers)``; this file only discovers and dispatches them,
+so adding a command never edits this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from roofline.errors import RooflineError
+
+#: Order in ``roofline --help``; modules not listed follow alphabetically.
+ORDER = ("demo", "devices", "device", "plot", "analyze", "llm", "torch", "hf", "onnx", "bench", "compare", "report")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"roofline: error: {self.prog}: {message} (see '{self.prog} --help')", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import roofline.commands as pkg
+
+    parser = Parser(
+        prog="roofline",
+        description="The roofline model: how fast can a workload run on a device, and what limits it.",
+        epilog="example: roofline plot --peak 100GFLOP/s --bandwidth 10GB/s --point app:0.8e9:4e9 -o chart.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from roofline import __version__
+
+    parser.add_argument("--version", action="version", version=f"roofline {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
+    names.sort(key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+    for name in names:
+        importlib.import_module(f"roofline.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except RooflineError as exc:
+        print(f"roofline: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("roofline: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,392 @@
+"""Devices: compute and memory ceilings, each with its provenance.
+
+A :class:`Device` is immutable.  Compute ceilings are keyed by
+``(unit, precision)``; memory ceilings by level (``HBM``/``DRAM`` for main
+memory, then ``L3``, ``L2``, ``L1``).  Every number carries a
+:class:`Provenance`: a datasheet, a derivation written out, or a measurement
+with its method, date, repeats and spread.  Dense figures only: a sparse
+figure may appear in a note.
+
+>>> from roofline import Device
+>>> d = Device.simple("seed", peak="100 GFLOP/s", bandwidth="10 GB/s")
+>>> d.ridge_intensity()
+10.0
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from roofline.errors import RooflineError
+from roofline.units import parse_quantity
+
+DEVICE_SCHEMA = "roofline.device/1"
+UNITS = ("vector", "matrix")
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
+KINDS = ("gpu", "cpu", "tpu", "npu")
+MAIN_MEMORY = ("HBM", "DRAM")
+PROVENANCE_KINDS = ("datasheet", "derived", "measured", "user")
+
+#: When a device lacks the ceiling an op asks for, precisions are tried in this
+#: order (the op's own first).  Each step is recorded on the op as a fallback.
+PRECISION_FALLBACK: dict[str, tuple[str, ...]] = {
+    "fp64": ("fp64", "fp32"),
+    "fp32": ("fp32",),
+    "tf32": ("tf32", "fp32"),
+    "bf16": ("bf16", "fp16", "fp32"),
+    "fp16": ("fp16", "bf16", "fp32"),
+    "fp8": ("fp8", "fp16", "bf16", "fp32"),
+    "int8": ("int8", "fp8", "fp16", "bf16", "fp32"),
+    "int4": ("int4", "int8", "fp8", "fp16", "bf16", "fp32"),
+}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a number came from.
+
+    ``kind`` is datasheet, derived (the derivation in ``note``), measured
+    (``method``, ``date``, ``repeats``, ``spread`` = (low, high) in the
+    ceiling's units) or user.
+    """
+
+    kind: str = "user"
+    source: str = ""
+    url: str = ""
+    note: str = ""
+    dense: bool = True
+    method: str = ""
+    date: str = ""
+    repeats: int = 0
+    spread: tuple[float, float] | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "source": self.source}
+        for key in ("url", "note", "method", "date"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        if not self.dense:
+            out["dense"] = False
+        if self.repeats:
+            out["repeats"] = self.repeats
+        if self.spread is not None:
+            out["spread"] = [float(self.spread[0]), float(self.spread[1])]
+        if self.details:
+            out["details"] = dict(self.details)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str) -> Provenance:
+        if not isinstance(d, Mapping):
+            raise RooflineError(f"provenance must be an object, got {d!r}", where=where)
+        kind = d.get("kind", "datasheet")
+        if kind not in PROVENANCE_KINDS:
+            raise RooflineError(f"provenance.kind: {kind!r} is not one of {', '.join(PROVENANCE_KINDS)}", where=where)
+        spread = d.get("spread")
+        if spread is not None:
+            if not (isinstance(spread, (list, tuple)) and len(spread) == 2):
+                raise RooflineError(f"provenance.spread must be [low, high], got {spread!r}", where=where)
+            spread = (float(spread[0]), float(spread[1]))
+        return cls(
+            kind=kind,
+            source=str(d.get("source", "")),
+            url=str(d.get("url", "")),
+            note=str(d.get("note", "")),
+            dense=bool(d.get("dense", True)),
+            method=str(d.get("method", "")),
+            date=str(d.get("date", "")),
+            repeats=int(d.get("repeats", 0)),
+            spread=spread,
+            details=dict(d.get("details", {})),
+        )
+
+    def describe(self) -> str:
+        """One line: 'datasheet: NVIDIA H100 datasheet (https://...)'."""
+        text = f"{self.kind}: {self.source}" if self.source else self.kind
+        if self.url:
+            text += f" ({self.url})"
+        if self.kind == "measured":
+            bits = [b for b in (self.method, self.date) if b]
+            if self.repeats:
+                bits.append(f"{self.repeats} repeats")
+            if self.spread:
+                bits.append(f"spread {self.spread[0]:.4g}..{self.spread[1]:.4g}")
+            if bits:
+                text += " [" + ", ".join(bits) + "]"
+        if self.note:
+            text += f" — {self.note}"
+        return text
+
+
+@dataclass(frozen=True)
+class ComputeCeiling:
+    """A compute roof: ``flops`` FLOP/s (dense) on ``unit`` at ``precision``."""
+
+    unit: str
+    precision: str
+    flops: float
+    provenance: Provenance = field(default_factory=Provenance)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.unit, self.precision)
+
+    @property
+    def label(self) -> str:
+        return f"{self.precision} {self.unit}"
+
+
+@dataclass(frozen=True)
+class MemoryCeiling:
+    """A memory roof: ``bandwidth`` B/s from ``level``, holding ``capacity`` B."""
+
+    level: str
+    bandwidth: float
+    capacity: float | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """Device-to-device link; ``bandwidth`` B/s per direction."""
+
+    name: str
+    bandwidth: float
+    provenance: Provenance = field(default_factory=Provenance)
+
+
+@dataclass(frozen=True)
+class ComputeChoice:
+    """The ceiling chosen for an op, and what was asked for when it differs."""
+
+    ceiling: ComputeCeiling
+    asked: tuple[str, str]
+
+    @property
+    def fallback(self) -> str:
+        if self.ceiling.key == self.asked:
+            return ""
+        return f"{self.asked[1]} {self.asked[0]} -> {self.ceiling.precision} {self.ceiling.unit}"
+
+
+@dataclass(frozen=True)
+class Device:
+    """A piece of hardware as a set of roofs.  Immutable; see module docs."""
+
+    name: str
+    compute: tuple[ComputeCeiling, ...]
+    memory: tuple[MemoryCeiling, ...]
+    vendor: str = ""
+    kind: str = "gpu"
+    aliases: tuple[str, ...] = ()
+    interconnect: Interconnect | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        where = f"device {self.name!r}"
+        if not self.name:
+            raise RooflineError("name must not be empty", where="device")
+        if self.kind not in KINDS:
+            raise RooflineError(f"kind: {self.kind!r} is not one of {', '.join(KINDS)}", where=where)
+        if not self.compute:
+            raise RooflineError("needs at least one compute ceiling", where=where)
+        if not self.memory:
+            raise RooflineError("needs at least one memory ceiling", where=where)
+        seen: set[tuple[str, str]] = set()
+        for c in self.compute:
+            if c.unit not in UNITS:
+                raise RooflineError(f"compute.unit: {c.unit!r} is not one of {', '.join(UNITS)}", where=where)
+            if c.precision not in PRECISIONS:
+                raise RooflineError(f"compute.precision: {c.precision!r} is not one of {', '.join(PRECISIONS)}", where=where)
+            _positive(c.flops, f"compute[{c.precision} {c.unit}].flops", where)
+            if c.key in seen:
+                raise RooflineError(f"compute ceiling {c.precision} {c.unit} given twice", where=where)
+            seen.add(c.key)
+        levels: set[str] = set()
+        for m in self.memory:
+            _positive(m.bandwidth, f"memory[{m.level}].bandwidth", where)
+            if m.capacity is not None:
+                _positive(m.capacity, f"memory[{m.level}].capacity", where)
+            if m.level in levels:
+                raise RooflineError(f"memory level {m.level} given twice", where=where)
+            levels.add(m.level)
+        if self.interconnect is not None:
+            _positive(self.interconnect.bandwidth, "interconnect.bandwidth", where)
+
+    # -- construction ------------------------------------------------------
+    @classmethod
+    def simple(cls, name: str, peak: str | float, bandwidth: str | float, *,
+               precision: str = "fp32", unit: str = "vector", kind: str = "cpu") -> Device:
+        """One compute roof and one memory slope, e.g. the textbook example."""
+        prov = Provenance(kind="user", source="given on the command line or in code")
+        return cls(
+            name=name, kind=kind,
+            compute=(ComputeCeiling(unit, precision, parse_quantity(peak, "flops", field="peak"), prov),),
+            memory=(MemoryCeiling("DRAM", parse_quantity(bandwidth, "bandwidth", field="bandwidth"), None, prov),),
+        )
+
+    # -- lookup ------------------------------------------------------------
+    def ceiling(self, unit: str, precision: str) -> ComputeCeiling | None:
+        for c in self.compute:
+            if c.unit == unit and c.precision == precision:
+                return c
+        return None
+
+    def choose_compute(self, unit: str, precision: str) -> ComputeChoice:
+        """The roof for an op on ``unit`` at ``precision``, with the documented fallback.
+
+        Order: for each precision in :data:`PRECISION_FALLBACK` (the op's own first),
+        the asked unit, then (for matrix ops) the vector unit.  Vector ops never
+        borrow a matrix roof.  If nothing matches, the fastest vector roof, else
+        the fastest roof of all.
+        """
+        units = ("matrix", "vector") if unit == "matrix" else ("vector",)
+        for p in PRECISION_FALLBACK.get(precision, (precision, "fp32")):
+            for u in units:
+                c = self.ceiling(u, p)
+                if c is not None:
+                    return ComputeChoice(c, (unit, precision))
+        vector = [c for c in self.compute if c.unit == "vector"]
+        pool = vector or list(self.compute)
+        return ComputeChoice(max(pool, key=lambda c: c.flops), (unit, precision))
+
+    @property
+    def main_memory(self) -> MemoryCeiling:
+        """HBM or DRAM; else the level with the largest capacity (else the slowest)."""
+        for m in self.memory:
+            if m.level in MAIN_MEMORY:
+                return m
+        return max(self.memory, key=lambda m: (m.capacity or 0.0, -m.bandwidth))
+
+    def memory_level(self, level: str | None = None) -> MemoryCeiling:
+        """The ceiling for ``level``; ``None``, 'DRAM', 'HBM' and 'main' mean main memory."""
+        if level is None or level == "" or level.upper() in (*MAIN_MEMORY, "MAIN"):
+            return self.main_memory
+        for m in self.memory:
+            if m.level.upper() == level.upper():
+                return m
+        raise RooflineError(
+            f"memory level {level!r} is not on device {self.name!r}; it has {', '.join(m.level for m in self.memory)}")
+
+    def ridge_intensity(self, unit: str = "", precision: str = "", level: str | None = None) -> float:
+        """Ridge point in FLOP/byte: peak / bandwidth.  Defaults: the fastest roof, main memory."""
+        peak = self.choose_compute(unit, precision).ceiling.flops if unit else self.peak_flops
+        return peak / self.memory_level(level).bandwidth
+
+    @property
+    def peak_flops(self) -> float:
+        return max(c.flops for c in self.compute)
+
+    def with_name(self, name: str) -> Device:
+        return replace(self, name=name)
+
+    # -- (de)serialisation -------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema": DEVICE_SCHEMA, "name": self.name, "vendor": self.vendor,
+                               "kind": self.kind, "aliases": list(self.aliases)}
+        out["compute"] = [{"unit": c.unit, "precision": c.precision, "flops": float(c.flops),
+                           "provenance": c.provenance.to_dict()} for c in self.compute]
+        out["memory"] = [{"level": m.level, "bandwidth": float(m.bandwidth),
+                          "capacity": None if m.capacity is None else float(m.capacity),
+                          "provenance": m.provenance.to_dict()} for m in self.memory]
+        out["interconnect"] = None if self.interconnect is None else {
+            "name": self.interconnect.name, "bandwidth": float(self.interconnect.bandwidth),
+            "provenance": self.interconnect.provenance.to_dict()}
+        out["metadata"] = dict(self.metadata)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, where: str = "device",
+                  sources: Mapping[str, Mapping[str, str]] | None = None,
+                  require_schema: bool = True) -> Device:
+        """Validate and build.  ``sources`` resolves catalog source keys."""
+        if not isinstance(d, Mapping):
+            raise RooflineError(f"expected a JSON object, got {type(d).__name__}", where=where)
+        if require_schema:
+            schema = d.get("schema")
+            if schema != DEVICE_SCHEMA:
+                raise RooflineError(f"schema: expected {DEVICE_SCHEMA!r}, got {schema!r}", where=where)
+        for key in ("name", "compute", "memory"):
+            if key not in d:
+                raise RooflineError(f"missing field {key!r}", where=where)
+        where = f"{where} (device {d['name']!r})" if where != "device" else f"device {d['name']!r}"
+
+        def prov(raw: Any, field_name: str) -> Provenance:
+            raw = dict(raw or {})
+            key = raw.get("source", "")
+            if sources and key in sources:
+                src = sources[key]
+                raw["source"] = src.get("title", key)
+                raw.setdefault("url", src.get("url", ""))
+            return Provenance.from_dict(raw, f"{where} {field_name}")
+
+        compute = []
+        for i, c in enumerate(_list(d["compute"], "compute", where)):
+            f = f"compute[{i}]"
+            _need(c, ("unit", "precision", "flops"), f, where)
+            compute.append(ComputeCeiling(str(c["unit"]), str(c["precision"]),
+                                          _quantity(c["flops"], "flops", f"{f}.flops", where),
+                                          prov(c.get("provenance"), f)))
+        memory = []
+        for i, m in enumerate(_list(d["memory"], "memory", where)):
+            f = f"memory[{i}]"
+            _need(m, ("level", "bandwidth"), f, where)
+            cap = m.get("capacity")
+            memory.append(MemoryCeiling(str(m["level"]), _quantity(m["bandwidth"], "bandwidth", f"{f}.bandwidth", where),
+                                        None if cap is None else _quantity(cap, "bytes", f"{f}.capacity", where),
+                                        prov(m.get("provenance"), f)))
+        ic = d.get("interconnect")
+        interconnect = None
+        if ic:
+            _need(ic, ("bandwidth",), "interconnect", where)
+            interconnect = Interconnect(str(ic.get("name", "")),
+                                        _quantity(ic["bandwidth"], "bandwidth", "interconnect.bandwidth", where),
+                                        prov(ic.get("provenance"), "interconnect"))
+        return cls(name=str(d["name"]), vendor=str(d.get("vendor", "")), kind=str(d.get("kind", "gpu")),
+                   aliases=tuple(d.get("aliases", ())), compute=tuple(compute), memory=tuple(memory),
+                   interconnect=interconnect, metadata=dict(d.get("metadata", {})))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def save(self, path: str | Path) -> None:
+        from roofline.fileio import write_text_atomic
+
+        write_text_atomic(path, self.to_json() + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Device:
+        from roofline.fileio import read_json
+
+        return cls.from_dict(read_json(path), where=str(path))
+
+
+def _positive(value: float, field_name: str, where: str) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise RooflineError(f"{field_name} must be a finite number > 0, got {value!r}", where=where)
+
+
+def _quantity(raw: Any, kind: str, field_name: str, where: str) -> float:
+    try:
+        value = parse_quantity(raw, kind, field=field_name)
+    except RooflineError as exc:
+        raise RooflineError(str(exc), where=where) from None
+    _positive(value, field_name, where)
+    return value
+
+
+def _list(raw: Any, field_name: str, where: str) -> list[Mapping[str, Any]]:
+    if not isinstance(raw, list) or not all(isinstance(x, Mapping) for x in raw):
+        raise RooflineError(f"{field_name} must be a list of objects", where=where)
+    return raw
+
+
+def _need(d: Mapping[str, Any], keys: Iterable[str], field_name: str, where: str) -> None:
+    for k in keys:
+        if k not in d:
+            raise RooflineError(f"{field_name}: missing field {k!r}", where=where)

@@ -1,0 +1,157 @@
+"""Parse and format quantities: FLOP/s, B/s, bytes and plain numbers.
+
+Accepted forms (case of the prefix matters only for ``m`` vs ``M``)::
+
+    "3.35 TB/s"   "989.4 TFLOP/s"   "80 GiB"   "1.2e12"   "100GFLOPS"
+    "2.5 GB"      "512 KiB"         "10 GB/s"  "1 PFLOP/s"  "4.1G"
+
+SI prefixes (k, M, G, T, P, E) are powers of 1000; IEC prefixes (Ki, Mi, Gi,
+Ti, Pi, Ei) are powers of 1024.  Units are optional; when given they must
+match the kind of quantity asked for (``parse_bandwidth("3 TFLOP/s")`` fails).
+
+>>> parse_flops("989.4 TFLOP/s")
+989400000000000.0
+>>> format_bandwidth(3.35e12)
+'3.35 TB/s'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from roofline.errors import RooflineError
+
+SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+IEC = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
+
+# unit spellings -> canonical kind
+_UNITS = {
+    "flop/s": "flops", "flops": "flops", "flop/sec": "flops",
+    "b/s": "bandwidth", "byte/s": "bandwidth", "bytes/s": "bandwidth", "bps": "bandwidth",
+    "b": "bytes", "byte": "bytes", "bytes": "bytes",
+    "flop": "flop", "flops_count": "flop",
+    "op/s": "flops", "ops": "flops", "iop/s": "flops", "tops": "flops",
+    "s": "seconds", "sec": "seconds",
+    "flop/b": "intensity", "flop/byte": "intensity",
+}
+
+_PATTERN = re.compile(
+    r"^\s*(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*"
+    r"(?P<prefix>Ki|Mi|Gi|Ti|Pi|Ei|[kKMGTPE]|)\s*(?P<unit>[A-Za-z/]*)\s*$"
+)
+
+FORMS = {
+    "flops": "a number with an optional SI prefix and FLOP/s, e.g. '989.4 TFLOP/s', '100GFLOP/s' or '1.2e12'",
+    "bandwidth": "a number with an optional SI/IEC prefix and B/s, e.g. '3.35 TB/s', '10GB/s' or '2e12'",
+    "bytes": "a number with an optional SI/IEC prefix and B, e.g. '80 GiB', '40 MB' or '1e9'",
+    "flop": "a number with an optional SI prefix, e.g. '8.2 GFLOP', '4.1G' or '1e9'",
+    "seconds": "a number of seconds, e.g. '0.5', '1e-3 s' or '2.5ms'",
+    "number": "a number with an optional SI/IEC prefix, e.g. '1.2e12', '4k' or '3 Gi'",
+}
+
+
+def parse_quantity(text: str | float | int, kind: str = "number", *, field: str = "value") -> float:
+    """Parse ``text`` as a quantity of ``kind`` (flops, bandwidth, bytes, flop, seconds, number).
+
+    Numbers pass through.  Raises :class:`RooflineError` naming the accepted forms.
+    """
+    if isinstance(text, bool):
+        raise RooflineError(f"{field}: expected {FORMS[kind]}, got {text!r}")
+    if isinstance(text, (int, float)):
+        return float(text)
+    s = str(text).strip()
+    if kind == "seconds":
+        m = re.match(r"^\s*([-+]?[\d.eE+-]+)\s*(ms|us|µs|ns|s)?\s*$", s)
+        if m:
+            try:
+                value = float(m.group(1))
+            except ValueError:
+                value = None
+            if value is not None:
+                scale = {"ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(m.group(2) or "s", 1.0)
+                return value * scale
+        raise RooflineError(f"{field}: cannot parse {text!r}; expected {FORMS[kind]}")
+    m = _PATTERN.match(s)
+    if not m:
+        raise RooflineError(f"{field}: cannot parse {text!r}; expected {FORMS[kind]}")
+    value = float(m.group("num"))
+    prefix, unit = m.group("prefix"), m.group("unit")
+    # "100GFLOPS": the regex may have taken no prefix and left "GFLOPS" in the unit.
+    if unit and not prefix and unit[:2] in IEC and unit[2:].lower() in _UNITS:
+        prefix, unit = unit[:2], unit[2:]
+    elif unit and not prefix and unit[:1] in SI and unit[1:].lower() in _UNITS:
+        prefix, unit = unit[:1], unit[1:]
+    scale = IEC.get(prefix) or SI.get(prefix)
+    if scale is None:
+        raise RooflineError(f"{field}: unknown prefix in {text!r}; expected {FORMS[kind]}")
+    if unit:
+        unit_kind = _UNITS.get(unit.lower())
+        if unit_kind is None or (kind != "number" and unit_kind != kind and not (kind == "flop" and unit_kind == "flops" and unit.lower() == "flops")):
+            raise RooflineError(f"{field}: unknown or wrong unit {unit!r} in {text!r}; expected {FORMS[kind]}")
+    if prefix in IEC and kind in ("flops", "flop"):
+        raise RooflineError(f"{field}: IEC prefix {prefix!r} makes no sense for FLOPs in {text!r}; expected {FORMS[kind]}")
+    return value * scale
+
+
+def parse_flops(text: str | float) -> float:
+    """'989.4 TFLOP/s' -> 9.894e14 (FLOP/s)."""
+    return parse_quantity(text, "flops")
+
+
+def parse_bandwidth(text: str | float) -> float:
+    """'3.35 TB/s' -> 3.35e12 (B/s)."""
+    return parse_quantity(text, "bandwidth")
+
+
+def parse_bytes(text: str | float) -> float:
+    """'80 GiB' -> 85899345920.0 (B)."""
+    return parse_quantity(text, "bytes")
+
+
+def _si(value: float, unit: str, digits: int = 3) -> str:
+    if value is None or not math.isfinite(value):
+        return f"{value} {unit}"
+    if value == 0:
+        return f"0 {unit}"
+    exp = int(math.floor(math.log10(abs(value)) / 3))
+    exp = max(-4, min(6, exp))
+    prefixes = {-4: "p", -3: "n", -2: "µ", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E"}
+    scaled = value / 1000.0**exp
+    text = f"{scaled:.{digits}g}"
+    if "e" in text:  # e.g. 1e+03 after rounding up
+        text = f"{scaled:.0f}"
+    return f"{text} {prefixes[exp]}{unit}"
+
+
+def format_flops(value: float, digits: int = 4) -> str:
+    """9.894e14 -> '989.4 TFLOP/s'."""
+    return _si(value, "FLOP/s", digits)
+
+
+def format_flop(value: float, digits: int = 4) -> str:
+    """8.2e9 -> '8.2 GFLOP'."""
+    return _si(value, "FLOP", digits)
+
+
+def format_bandwidth(value: float, digits: int = 4) -> str:
+    """3.35e12 -> '3.35 TB/s'."""
+    return _si(value, "B/s", digits)
+
+
+def format_bytes(value: float, digits: int = 4) -> str:
+    """Decimal SI bytes: 8e10 -> '80 GB'."""
+    return _si(value, "B", digits)
+
+
+def format_seconds(value: float, digits: int = 3) -> str:
+    """1.5e-3 -> '1.5 ms'."""
+    return _si(value, "s", digits)
+
+
+def scale_for(max_value: float, unit: str) -> tuple[float, str]:
+    """Pick a display scale for an axis: (divisor, label) e.g. (1e12, 'TFLOP/s')."""
+    for exp, p in ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k")):
+        if max_value >= 10.0**exp:
+            return 10.0**exp, f"{p}{unit}"
+    return 1.0, unit
