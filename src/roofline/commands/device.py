@@ -1,0 +1,63 @@
+"""roofline device NAME: one device's ceilings, ridge points and provenance."""
+
+from __future__ import annotations
+
+import argparse
+
+from roofline.commands._common import EXAMPLE_HELP
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("device", help="show one device: ceilings, ridge points, provenance", formatter_class=EXAMPLE_HELP,
+                       description="Show a device's compute and memory ceilings, the ridge point of every pair, "
+                                   "and where each number came from.",
+                       epilog="examples:\n  roofline device h100\n  roofline device local\n"
+                              "  roofline device mydevice.json -o h100-roofs.png\n  roofline device mi300x --json")
+    p.add_argument("name", help="catalog name or alias, a device JSON file, or 'local'")
+    p.add_argument("--json", action="store_true", help="print the device as JSON (roofline.device/1)")
+    p.add_argument("-o", "--output", metavar="CHART", help="also draw its rooflines (.png, .svg, .pdf)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from roofline.catalog import resolve_device
+    from roofline.units import format_bandwidth, format_bytes, format_flops
+
+    if args.output:
+        from roofline.render import check_chart_path
+
+        check_chart_path(args.output)
+    d = resolve_device(args.name)
+    if args.json:
+        print(d.to_json())
+        return 0
+    con = Console(width=200)
+    con.print(f"[bold]{d.name}[/bold] ({d.vendor} {d.kind}); aliases: {', '.join(d.aliases) or '-'}")
+    t = Table(title="compute ceilings (dense)", title_justify="left")
+    for col in ("unit", "precision", "peak", *(f"ridge vs {m.level}" for m in d.memory), "source"):
+        t.add_column(col, overflow="fold")
+    for c in sorted(d.compute, key=lambda c: -c.flops):
+        t.add_row(c.unit, c.precision, format_flops(c.flops), *(f"{c.flops / m.bandwidth:.3g} FLOP/B" for m in d.memory),
+                  c.provenance.describe())
+    con.print(t)
+    t = Table(title="memory ceilings", title_justify="left")
+    for col in ("level", "bandwidth", "capacity", "source"):
+        t.add_column(col, overflow="fold")
+    for m in d.memory:
+        t.add_row(m.level, format_bandwidth(m.bandwidth), format_bytes(m.capacity) if m.capacity else "-",
+                  m.provenance.describe())
+    con.print(t)
+    if d.interconnect:
+        ic = d.interconnect
+        con.print(f"interconnect: {ic.name} {format_bandwidth(ic.bandwidth)} per direction — {ic.provenance.describe()}")
+    for k, v in d.metadata.items():
+        con.print(f"{k}: {v}", markup=False)
+    if args.output:
+        from roofline.render.chart import save_chart
+
+        save_chart(d, args.output)
+        print(f"chart: {args.output}")
+    return 0

@@ -1,0 +1,284 @@
+"""The classic log-log roofline chart, generalised (matplotlib; PNG, SVG or PDF by extension).
+
+One horizontal roof per shown compute ceiling, one slope per memory level,
+each labelled on its line; the ridge point of the main roof marked; the
+memory-bound (left of the ridge) and compute-bound (right) regions shaded;
+predicted points (filled, on the roof) and measured points (hollow, joined to
+their prediction) labelled without overlap, up to ``max_labels`` (the top ops
+by time; the rest unlabelled).
+
+>>> from roofline import Device, Op, Workload, analyze
+>>> from roofline.render.chart import plot
+>>> fig = plot(analyze(Workload.from_ops([Op("app", flops=8e8, bytes_read=4e9)]),
+...                    Device.simple("seed", "100 GFLOP/s", "10 GB/s")))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from roofline.analysis import Analysis
+from roofline.device import ComputeCeiling, Device
+from roofline.units import format_bandwidth, format_flops, scale_for
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+MEMORY_COLOR = "#d6e6f5"
+COMPUTE_COLOR = "#fbe3c8"
+ROOF_COLOR = "#222222"
+SLOPE_COLORS = ("#1f4e79", "#2e75b6", "#5b9bd5", "#9dc3e6")
+KIND_COLORS = {
+    "matmul": "#d62728", "conv": "#9467bd", "attention": "#e377c2", "elementwise": "#2ca02c", "norm": "#17becf",
+    "softmax": "#bcbd22", "reduction": "#8c564b", "embedding": "#7f7f7f", "memory": "#1f77b4",
+    "collective": "#ff7f0e", "other": "#555555",
+}
+MAX_POINTS = 5000  # beyond this only the top ops by time are drawn
+
+
+@dataclass
+class Point:
+    """A point to draw: (intensity FLOP/B, FLOP/s); ``measured`` draws it hollow."""
+
+    label: str
+    intensity: float
+    flops: float
+    kind: str = "other"
+    measured: bool = False
+    weight: float = 1.0  # share of time, sets the marker size
+    partner: int | None = None  # index of the predicted point a measured one joins
+
+
+def points_of(a: Analysis, limit: int = MAX_POINTS) -> list[Point]:
+    """Predicted (and measured) points of an analysis, longest ops first."""
+    w = a.workload
+    pts: list[Point] = []
+    flops = w.columns["flops"]
+    for i in a.order()[:limit]:
+        ai = float(a.intensity[i])
+        if flops[i] <= 0 or not math.isfinite(ai):
+            continue
+        name = w.strings("name", i)
+        group = w.strings("group", i)
+        label = name if not group or group.endswith(name) else f"{group.split('.')[-1]}.{name}"
+        kind = w.strings("kind", i)
+        pts.append(Point(label, ai, float(a.attainable_flops[i]), kind, False, float(a.share[i])))
+        if np.isfinite(a.achieved_flops[i]):
+            pts.append(Point(label, ai, float(a.achieved_flops[i]), kind, True, float(a.share[i]), len(pts) - 1))
+    return pts
+
+
+def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: int = 30,
+         points: Sequence[Point] = (), ceilings: Sequence[ComputeCeiling] | None = None,
+         levels: Sequence[str] | None = None, ax: Axes | None = None) -> Figure:
+    """Draw the roofline of a device (and an analysis's points) and return the Figure.
+
+    ``ceilings``: which compute roofs to draw (default: the ones the ops use plus
+    the device's fastest; every ceiling for a bare device).  ``levels``: which
+    memory levels (default: all the device has).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    if isinstance(subject, Analysis):
+        device, analysis = subject.device, subject
+        pts = points_of(analysis) + list(points)
+    else:
+        device, analysis, pts = subject, None, list(points)
+    if ceilings is None:
+        if analysis is not None:
+            used = {analysis.ceilings[j].key: analysis.ceilings[j] for j in np.unique(analysis.ceiling_index)}
+            fastest = max(device.compute, key=lambda c: c.flops)
+            used[fastest.key] = fastest
+            ceilings = sorted(used.values(), key=lambda c: -c.flops)
+        else:
+            ceilings = sorted(device.compute, key=lambda c: -c.flops)
+    mems = [m for m in device.memory if levels is None or m.level in levels]
+    mems.sort(key=lambda m: m.bandwidth)
+    main = device.main_memory if device.main_memory in mems else mems[0]
+    # the roof whose ridge is marked: the one carrying most op time, else the fastest
+    top = ceilings[0]
+    if analysis is not None and len(analysis.time):
+        t = np.bincount(analysis.ceiling_index, weights=analysis.total_op_time, minlength=len(analysis.ceilings))
+        top = analysis.ceilings[int(np.argmax(t))]
+    ridge = top.flops / main.bandwidth
+
+    # axis ranges: every point, every ridge, a decade of margin
+    ridges = [c.flops / m.bandwidth for c in ceilings for m in mems]
+    xs = [p.intensity for p in pts] + ridges
+    x_lo = 10 ** math.floor(math.log10(min(xs)) - 1)
+    x_hi = 10 ** math.ceil(math.log10(max(xs)) + 1)
+    ys = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [main.bandwidth * x_lo]
+    y_lo = 10 ** math.floor(math.log10(min(ys)) - 0.3)
+    y_hi = 10 ** math.ceil(math.log10(max(ys)) + 0.3)
+    scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")
+
+    own = ax is None
+    if own:
+        fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
+    else:
+        fig = ax.figure
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo / scale, y_hi / scale)
+
+    # regions: left of the ridge memory-bound, right compute-bound
+    ax.axvspan(x_lo, ridge, color=MEMORY_COLOR, zorder=0, lw=0)
+    ax.axvspan(ridge, x_hi, color=COMPUTE_COLOR, zorder=0, lw=0)
+    ax.text(math.sqrt(x_lo * ridge) if ridge > x_lo * 10 else x_lo * 1.5, y_hi / scale / 1.6, "memory-bound",
+            ha="center", va="top", fontsize=11, color="#1f4e79", alpha=0.8, style="italic")
+    ax.text(math.sqrt(ridge * x_hi), y_hi / scale / 1.6, "compute-bound", ha="center", va="top", fontsize=11,
+            color="#a0522d", alpha=0.8, style="italic")
+
+    x = np.geomspace(x_lo, x_hi, 512)
+    # compute roofs: horizontal from where they meet the main slope
+    for k, c in enumerate(ceilings):
+        x0 = c.flops / main.bandwidth
+        style = "-" if c is top else "--"
+        ax.plot([x0, x_hi], [c.flops / scale] * 2, style, color=ROOF_COLOR, lw=2.2 if c is top else 1.3, zorder=3)
+        ax.text(x_hi / 1.15, c.flops / scale * 1.06, f"{c.label} {format_flops(c.flops)}", ha="right", va="bottom",
+                fontsize=8.5, color=ROOF_COLOR, zorder=6)
+    # memory slopes: up to the fastest shown roof
+    peak = ceilings[0].flops
+    for k, m in enumerate(sorted(mems, key=lambda m: -m.bandwidth)):
+        color = SLOPE_COLORS[min(k, len(SLOPE_COLORS) - 1)] if m is not main else ROOF_COLOR
+        xe = peak / m.bandwidth
+        xx = x[x <= xe]
+        xx = np.append(xx, xe)
+        ax.plot(xx, xx * m.bandwidth / scale, "-" if m is main else ":", color=color, lw=2.2 if m is main else 1.4, zorder=3)
+        _slope_label(ax, m.level + " " + format_bandwidth(m.bandwidth), m.bandwidth / scale, x_lo, xe, color)
+
+    # ridge point
+    ax.plot([ridge], [top.flops / scale], "o", ms=8, mfc="white", mec=ROOF_COLOR, mew=2, zorder=7)
+    ax.axvline(ridge, color=ROOF_COLOR, lw=0.8, ls=":", zorder=2)
+    ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, top.flops / scale), xytext=(8, -16),
+                textcoords="offset points", fontsize=9, zorder=8, color=ROOF_COLOR,
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
+
+    # points
+    shown_kinds: dict[str, Any] = {}
+    for i, p in enumerate(pts):
+        color = KIND_COLORS.get(p.kind, "#555555")
+        size = 30 + 270 * math.sqrt(max(p.weight, 0.0))
+        if p.measured:
+            if p.partner is not None:
+                q = pts[p.partner]
+                ax.plot([q.intensity, p.intensity], [q.flops / scale, p.flops / scale], color=color, lw=0.9,
+                        alpha=0.7, zorder=4)
+            ax.scatter([p.intensity], [p.flops / scale], s=size, facecolors="white", edgecolors=color,
+                       linewidths=1.8, zorder=5, marker="D")
+        else:
+            h = ax.scatter([p.intensity], [p.flops / scale], s=size, color=color, edgecolors="white",
+                           linewidths=0.6, zorder=5, alpha=0.9)
+            shown_kinds.setdefault(p.kind, h)
+    _label_points(ax, fig, pts, scale, max_labels)
+
+    handles = list(shown_kinds.values())
+    labels = list(shown_kinds.keys())
+    if any(p.measured for p in pts):
+        from matplotlib.lines import Line2D
+
+        handles += [Line2D([], [], marker="o", ls="", color="#555555"),
+                    Line2D([], [], marker="D", ls="", mfc="white", mec="#555555")]
+        labels += ["predicted (on the roof)", "measured"]
+    if handles:
+        ax.legend(handles, labels, loc="lower right", fontsize=8.5, framealpha=0.9, title="op kind", title_fontsize=8.5)
+    ax.set_xlabel("arithmetic intensity [FLOP/byte]")
+    ax.set_ylabel(f"performance [{unit}]")
+    ax.grid(True, which="major", color="white", lw=0.8, alpha=0.8, zorder=1)
+    ax.set_title(title or (f"{analysis.workload.title} on {device.name}" if analysis else f"{device.name} roofline"),
+                 fontsize=12)
+    if analysis is not None:
+        hidden = int(np.sum((analysis.workload.columns["flops"] <= 0)))
+        if hidden:
+            ax.text(0.01, 0.01, f"{hidden} op(s) with 0 FLOPs (data movement) not drawn; they are in the tables",
+                    transform=ax.transAxes, fontsize=7.5, color="#444444", va="bottom")
+    if own:
+        fig.tight_layout()
+    return fig
+
+
+def _slope_label(ax: Axes, text: str, bw_scaled: float, x_lo: float, x_end: float, color: str) -> None:
+    """Write ``text`` along a slope, rotated to its on-screen angle."""
+    xm = math.sqrt(x_lo * x_end) if x_end > x_lo * 100 else x_lo * 2
+    xm = max(xm, x_lo * 3)
+    p1 = ax.transData.transform((xm, xm * bw_scaled))
+    p2 = ax.transData.transform((xm * 2, xm * 2 * bw_scaled))
+    angle = math.degrees(math.atan2(p2[1] - p1[1], p2[0] - p1[0]))
+    ax.annotate(text, (xm, xm * bw_scaled), xytext=(0, 5), textcoords="offset points", rotation=angle,
+                rotation_mode="anchor", fontsize=8.5, color=color, ha="left", va="bottom", zorder=6)
+
+
+def _label_points(ax: Axes, fig: Figure, pts: Sequence[Point], scale: float, max_labels: int) -> None:
+    """Greedy non-overlapping labels for the top ``max_labels`` points (by time)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    taken = []  # display-space boxes (x0, y0, x1, y1)
+    for p in pts:
+        x, y = ax.transData.transform((p.intensity, p.flops / scale))
+        r = 5 + 8 * math.sqrt(max(p.weight, 0.0))
+        taken.append((x - r, y - r, x + r, y + r))
+    ax_box = ax.get_window_extent(renderer)
+    seen: set[tuple[str, bool]] = set()
+    n = 0
+    offsets = [(dx * s, dy * s) for s in (1, 2, 3, 4.5) for dx, dy in
+               ((10, 8), (10, -14), (-10, 8), (-10, -14), (0, 14), (0, -20), (16, -3), (-16, -3))]
+    for p in pts:
+        if n >= max_labels:
+            break
+        if p.measured or (p.label, p.measured) in seen:
+            continue
+        seen.add((p.label, p.measured))
+        x, y = ax.transData.transform((p.intensity, p.flops / scale))
+        text = p.label if len(p.label) <= 28 else p.label[:26] + "…"
+        t = ax.annotate(text, (p.intensity, p.flops / scale), xytext=(0, 0), textcoords="offset points",
+                        fontsize=7.5, zorder=9, ha="left", va="bottom",
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75},
+                        arrowprops={"arrowstyle": "-", "color": "#777777", "lw": 0.6})
+        ext = t.get_window_extent(renderer)
+        w, h = ext.width, ext.height
+        placed = False
+        for dx, dy in offsets:
+            x0 = x + dx if dx >= 0 else x + dx - w
+            y0 = y + dy
+            box = (x0, y0, x0 + w, y0 + h)
+            inside = box[0] >= ax_box.x0 and box[2] <= ax_box.x1 and box[1] >= ax_box.y0 and box[3] <= ax_box.y1
+            if inside and not any(_overlap(box, b) for b in taken):
+                t.set_position((dx, dy))
+                t.set_ha("left" if dx >= 0 else "right")
+                taken.append(box)
+                placed = True
+                n += 1
+                break
+        if not placed:
+            t.remove()
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return not (a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1])
+
+
+def save_chart(subject: Analysis | Device, path: str | Path, *, title: str | None = None, **kw: Any) -> None:
+    """Render to PNG/SVG/PDF (by extension), written all-or-nothing."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from roofline.fileio import write_bytes_atomic
+    from roofline.render import check_chart_path
+
+    check_chart_path(path)
+    fig = plot(subject, title=title, **kw)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lower().lstrip("."), bbox_inches="tight")
+    plt.close(fig)
+    write_bytes_atomic(path, buf.getvalue())

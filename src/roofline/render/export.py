@@ -1,0 +1,64 @@
+"""Per-op analysis results as CSV (and as a pandas DataFrame when pandas is installed)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from roofline.analysis import Analysis
+from roofline.workload import COLUMNS
+
+
+def result_columns(a: Analysis) -> dict[str, Any]:
+    """Workload columns plus every per-op result, each a list aligned with the ops."""
+    n = len(a.time)
+    cols: dict[str, Any] = {c: a.workload.column(c).tolist() for c in COLUMNS}
+    cols.update({
+        "intensity": a.intensity.tolist(),
+        "ceiling": [a.ceiling_label(i) for i in range(n)],
+        "ceiling_fallback": [a.fallback(i) for i in range(n)],
+        "memory_level": [a.level_label(i) for i in range(n)],
+        "peak_flops": a.peak_flops.tolist(),
+        "bandwidth": a.bandwidth.tolist(),
+        "ridge_intensity": a.ridge_intensity.tolist(),
+        "attainable_flops": a.attainable_flops.tolist(),
+        "bound": a.bound.tolist(),
+        "time": a.time.tolist(),
+        "total_time": a.total_op_time.tolist(),
+        "share": a.share.tolist(),
+        "achieved_flops": a.achieved_flops.tolist(),
+        "achieved_bandwidth": a.achieved_bandwidth.tolist(),
+        "efficiency": a.efficiency.tolist(),
+        "above_roof": a.above_roof.tolist(),
+    })
+    return cols
+
+
+def to_csv(a: Analysis) -> str:
+    cols = result_columns(a)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    order = a.order()
+    values = [np.asarray(v, dtype=object)[order] for v in cols.values()]
+    for row in zip(*values):
+        w.writerow(["" if isinstance(v, float) and v != v else repr(v) if isinstance(v, float) else v for v in row])
+    return buf.getvalue()
+
+
+def save_csv(a: Analysis, path: str | Path) -> None:
+    from roofline.fileio import write_text_atomic
+
+    write_text_atomic(path, to_csv(a))
+
+
+def to_dataframe(a: Analysis):  # type: ignore[no-untyped-def]
+    """A pandas DataFrame of per-op results, sorted by time (needs pandas)."""
+    from roofline.errors import require
+
+    pd = require("pandas", "all")
+    return pd.DataFrame(result_columns(a)).iloc[a.order()].reset_index(drop=True)

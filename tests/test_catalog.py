@@ -1,0 +1,151 @@
+"""The shipped device catalog: coverage, provenance, pinned datasheet figures, lookup."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+
+import pytest
+
+from roofline.catalog import closest, devices, get_device, normalize
+from roofline.device import Device
+from roofline.errors import RooflineError
+
+ALL = devices()
+
+
+def test_catalog_has_at_least_25_devices():
+    assert len(ALL) >= 25
+    kinds = {d.kind for d in ALL}
+    assert {"gpu", "tpu", "npu", "cpu"} <= kinds
+
+
+def test_every_catalog_file_is_well_formed():
+    files = [p for p in resources.files("roofline.catalog").iterdir() if p.name.endswith(".json")]
+    assert {"nvidia.json", "amd.json", "google.json", "intel.json", "apple.json"} <= {p.name for p in files}
+    for f in files:
+        data = json.loads(f.read_text(encoding="utf-8"))
+        assert data["schema"] == "roofline.catalog/1"
+        sources = data["sources"]
+        for key, src in sources.items():
+            assert src.get("title"), f"{f.name}: source {key} has no title"
+            assert src.get("url", "").startswith("https://"), f"{f.name}: source {key} has no https url"
+        for d in data["devices"]:
+            ceilings = [*d["compute"], *d["memory"]]
+            if d.get("interconnect"):
+                ceilings.append(d["interconnect"])
+            for c in ceilings:
+                key = c["provenance"]["source"]
+                assert key in sources, f"{f.name}: {d['name']} cites unknown source {key!r}"
+
+
+@pytest.mark.parametrize("dev", ALL, ids=lambda d: d.name)
+def test_every_ceiling_has_provenance(dev: Device):
+    ceilings = [*dev.compute, *dev.memory]
+    if dev.interconnect is not None:
+        ceilings.append(dev.interconnect)
+    for c in ceilings:
+        p = c.provenance
+        assert p.kind in ("datasheet", "derived"), (dev.name, p)
+        assert p.source.strip(), (dev.name, c)
+        if p.kind == "datasheet":
+            assert p.url.startswith("https://"), (dev.name, c)
+        if p.kind == "derived":
+            assert p.note.strip(), f"{dev.name}: derived figure without its derivation"
+        assert p.dense, (dev.name, c)
+    assert dev.main_memory.level in ("HBM", "DRAM")
+    assert dev.main_memory.bandwidth > 0
+
+
+def _tf(name: str, unit: str, precision: str) -> float:
+    c = get_device(name).ceiling(unit, precision)
+    assert c is not None, f"{name} has no {precision} {unit} ceiling"
+    return c.flops
+
+
+def test_pinned_h100_sxm():
+    h100 = get_device("h100")
+    assert h100.name == "NVIDIA H100 SXM5 80GB"
+    assert get_device("H100-SXM5-80GB") is h100
+    assert get_device("h100 sxm") is h100
+    assert _tf("h100", "matrix", "bf16") == pytest.approx(989.4e12)
+    assert h100.memory_level("HBM").bandwidth == pytest.approx(3.35e12)
+
+
+def test_pinned_a100_sxm4_80gb():
+    a100 = get_device("a100")
+    assert a100 is get_device("a100-80gb") is get_device("A100-SXM4-80GB")
+    assert _tf("a100", "matrix", "bf16") == pytest.approx(312e12)
+    assert a100.memory_level("HBM").bandwidth == pytest.approx(2.039e12)
+    assert a100.memory_level("HBM").capacity == pytest.approx(80e9)
+
+
+def test_pinned_mi300x():
+    assert _tf("mi300x", "matrix", "bf16") == pytest.approx(1307.4e12)
+    assert get_device("MI300X").main_memory.bandwidth == pytest.approx(5.3e12)
+
+
+def test_pinned_h200():
+    h200 = get_device("h200")
+    assert "H200 SXM" in h200.name
+    assert h200.main_memory.bandwidth == pytest.approx(4.8e12)
+
+
+def test_pinned_tpu_v5e():
+    v5e = get_device("tpu-v5e")
+    assert v5e is get_device("v5e")
+    assert v5e.kind == "tpu"
+    assert _tf("v5e", "matrix", "bf16") == pytest.approx(197e12)
+    assert v5e.main_memory.bandwidth == pytest.approx(819e9)
+
+
+@pytest.mark.parametrize("alias", [
+    "h100-sxm", "h100sxm", "h100-pcie", "a100-40gb", "a100-pcie", "v100", "t4", "a10", "l4", "l40s",
+    "4090", "rtx4090", "3090", "b200", "mi250x", "mi325x", "tpu-v4", "v5p", "gaudi2", "gaudi3",
+    "m2-ultra", "m4-max", "spr", "xeon-8480", "genoa", "epyc-9654",
+])
+def test_aliases_resolve(alias: str):
+    dev = get_device(alias)
+    assert normalize(alias) in {normalize(a) for a in (dev.name, *dev.aliases)}
+
+
+def test_distinct_parts_are_distinct():
+    assert get_device("a10") is not get_device("a100")
+    assert get_device("a100") is not get_device("a100-pcie")
+    assert get_device("a100") is not get_device("a100-40gb")
+    assert get_device("h100") is not get_device("h100-pcie")
+    assert get_device("h100") is not get_device("h200")
+
+
+def test_cpu_and_sparse_sanity():
+    spr = get_device("spr")
+    assert spr.kind == "cpu"
+    assert spr.ceiling("matrix", "bf16").flops == pytest.approx(56 * 2.0e9 * 1024)
+    assert spr.main_memory.bandwidth == pytest.approx(8 * 4800e6 * 8)
+    genoa = get_device("genoa")
+    assert genoa.main_memory.bandwidth == pytest.approx(12 * 4800e6 * 8)
+    # dense figures only: A100 dense bf16 is half its 624 TFLOPS sparse figure
+    assert get_device("a100").ceiling("matrix", "bf16").flops < 400e12
+
+
+def test_unknown_name_lists_three_closest():
+    with pytest.raises(RooflineError) as info:
+        get_device("h1000-sxm")
+    message = str(info.value)
+    assert "unknown device 'h1000-sxm'" in message
+    match = re.search(r"closest: (.*?) \(see", message)
+    assert match, message
+    names = match.group(1).split(", ")
+    assert len(names) == 3
+    by_name = {d.name for d in ALL}
+    assert all(n in by_name for n in names)
+    assert names == closest("h1000-sxm")
+    assert "NVIDIA H100 SXM5 80GB" in names
+
+
+@pytest.mark.parametrize("dev", ALL, ids=lambda d: d.name)
+def test_json_round_trip(dev: Device):
+    again = Device.from_dict(dev.to_dict())
+    assert again == dev
+    assert Device.from_dict(json.loads(dev.to_json())) == dev
