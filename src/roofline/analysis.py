@@ -201,17 +201,17 @@ class Analysis:
 
     # -- words -------------------------------------------------------------
     def verdict(self, i: int) -> str:
-        """One line on op ``i``: its bound, where it sits against the ridge, and the headroom if measured."""
+        """One line on op ``i``: its bound and where it sits against the ridge; flags fallbacks and points above the roof."""
         b = self.bound[i]
         ai, ridge = self.intensity[i], self.ridge_intensity[i]
         if b == "compute":
-            text = f"compute-bound on {self.ceiling_label(i)} (AI {ai:.3g} >= ridge {ridge:.3g}): faster math or lower precision helps"
+            text = f"compute-bound on {self.ceiling_label(i)} (AI {ai:.3g} >= ridge {ridge:.3g})"
         elif b == "interconnect":
-            text = "interconnect-bound: fewer or smaller transfers, or overlap with compute"
+            text = "interconnect-bound (device-to-device transfer)"
         elif self.workload.columns["flops"][i] == 0:
-            text = f"data movement only ({self.level_label(i)}): avoid or fuse it"
+            text = f"data movement only ({self.level_label(i)})"
         else:
-            text = f"memory-bound on {self.level_label(i)} (AI {ai:.3g} < ridge {ridge:.3g}): fewer bytes, fusion or reuse helps"
+            text = f"memory-bound on {self.level_label(i)} (AI {ai:.3g} < ridge {ridge:.3g})"
         fb = self.fallback(i)
         if fb:
             text += f" [ceiling fallback {fb}]"

@@ -57,12 +57,21 @@ ELEMENTWISE_FLOPS: dict[str, float] = {
     "rope": 3,         # rotary embedding: x*cos + rotate(x)*sin per element
     "dropout": 2,      # compare + scale
     "copy": 0, "cast": 0, "fill": 0,
+    # backward (gradient) kernels, per element of the gradient produced
+    "relu_backward": 1,      # where(y > 0, g, 0)
+    "sigmoid_backward": 3,   # g * y * (1 - y)
+    "tanh_backward": 3,      # g * (1 - y^2)
+    "silu_backward": 9,      # sigmoid (4) + g * s * (1 + x * (1 - s)) (5)
+    "gelu_backward": 11,     # cdf (4) + pdf exp(-x^2/2) (4) + x * pdf (1) + add (1) + g * (1)
+    "softmax_backward": 4,   # y * (g - sum(g * y)): mul, sum, sub, mul
 }
 
 #: FLOPs per input element of normalisations, before the affine part.
 #: layer/group/instance: mean (1), centre (1), square-accumulate (2), scale by 1/std (1) = 5.
 #: rms: square-accumulate (2), scale (1) = 3.  batch (inference, statistics given): centre + scale = 2.
-NORM_FLOPS: dict[str, float] = {"layer": 5, "group": 5, "instance": 5, "rms": 3, "batch": 2, "batch_train": 5}
+#: backward (any of them, with the weight/bias gradients): g*w (1), two row sums (3), rescale (4), dw/db (3) = 11.
+NORM_FLOPS: dict[str, float] = {"layer": 5, "group": 5, "instance": 5, "rms": 3, "batch": 2, "batch_train": 5,
+                                "backward": 11}
 #: Added per element when the norm has a learned scale (1) and shift (1).
 NORM_AFFINE_FLOPS = {"scale": 1, "scale_shift": 2}
 #: Softmax per element: max (1), subtract (1), exp (1), sum (1), divide (1).
@@ -240,3 +249,13 @@ def embedding(inputs: list[T], outputs: list[T]) -> Cost:
 def memory(inputs: list[T], outputs: list[T]) -> Cost:
     """Copies, concatenation, casts, gathers: 0 FLOPs, compulsory bytes."""
     return _cost("memory", 0.0, inputs, outputs)
+
+
+@formula("lrn")
+def lrn(inputs: list[T], outputs: list[T], size: int = 5) -> Cost:
+    """Local response normalisation across ``size`` channels: (size + 5) FLOPs per element.
+
+    square each input (1), sum ``size`` squared neighbours (size), bias + alpha/size * sum (2),
+    raise to beta (1), divide the input by it (1).
+    """
+    return _cost("norm", (size + 5) * inputs[0].numel, inputs, outputs)

@@ -347,9 +347,12 @@ class Device:
             interconnect = Interconnect(str(ic.get("name", "")),
                                         _quantity(ic["bandwidth"], "bandwidth", "interconnect.bandwidth", where),
                                         prov(ic.get("provenance"), "interconnect"))
-        return cls(name=str(d["name"]), vendor=str(d.get("vendor", "")), kind=str(d.get("kind", "gpu")),
-                   aliases=tuple(d.get("aliases", ())), compute=tuple(compute), memory=tuple(memory),
-                   interconnect=interconnect, metadata=dict(d.get("metadata", {})))
+        try:
+            return cls(name=str(d["name"]), vendor=str(d.get("vendor", "")), kind=str(d.get("kind", "gpu")),
+                       aliases=tuple(d.get("aliases", ())), compute=tuple(compute), memory=tuple(memory),
+                       interconnect=interconnect, metadata=dict(d.get("metadata", {})))
+        except RooflineError as exc:
+            raise RooflineError(str(exc), where=where.split(" (device")[0]) from None
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)

@@ -52,6 +52,7 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
         os.replace(tmp, p)
     except BaseException:
         try:
@@ -59,6 +60,12 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

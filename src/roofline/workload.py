@@ -140,7 +140,7 @@ class Workload:
                 columns[c] = arr
             else:
                 default = {"kind": "other", "precision": "fp32", "unit": "vector"}.get(c, "")
-                values = [default] * n if raw is None else ["" if v is None else str(v) for v in raw]
+                values = [default] * n if raw is None else [default if v is None else str(v) for v in raw]
                 if c in _ENUMS:
                     allowed = _ENUMS[c]
                     bad = set(values) - set(allowed)

@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     if args.device and args.bandwidth:
         raise RooflineError("--bandwidth goes with --peak, not with --device")
     points = [parse_point(t) for t in args.point]
-    device = resolve(args.device) if args.device else Device.simple("roofline", args.peak, args.bandwidth)
+    device = resolve(args.device) if args.device else Device.simple(
+        f"peak {args.peak}, bandwidth {args.bandwidth}", args.peak, args.bandwidth)
     top = max(device.compute, key=lambda c: c.flops)
     precision = args.precision or top.precision
     unit = args.unit or top.unit

@@ -31,9 +31,11 @@ def _console(color: bool):  # type: ignore[no-untyped-def]
 def summary_lines(a: Analysis) -> list[str]:
     """The headline: device, roofline time, totals, where the time goes."""
     d = a.device
-    mm = d.main_memory
+    t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
+    roofs = ", ".join(f"{a.ceilings[j].label} {format_flops(a.ceilings[j].flops)}" for j in np.argsort(-t) if t[j] > 0)
+    mems = ", ".join(f"{m.level} {format_bandwidth(m.bandwidth)}" for m in a.levels)
     lines = [
-        f"device: {d.name} — peak {format_flops(d.peak_flops)}, {mm.level} {format_bandwidth(mm.bandwidth)}",
+        f"device: {d.name} — roofs used: {roofs or '-'}; {mems}",
         f"workload: {a.workload.title} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
         f"{format_bytes(a.total_bytes)} moved, intensity {_ai(a.total_flops / a.total_bytes if a.total_bytes else math.inf)} FLOP/B",
         f"roofline time: {format_seconds(a.total_time)}"

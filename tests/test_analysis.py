@@ -1,0 +1,141 @@
+import math
+
+import numpy as np
+import pytest
+
+from roofline import Device, Op, Workload, analyze
+from roofline.analysis import Analysis
+from roofline.device import ComputeCeiling, Interconnect, MemoryCeiling
+
+
+@pytest.fixture
+def seed():
+    return Device.simple("seed", "100 GFLOP/s", "10 GB/s")
+
+
+def gpu():
+    return Device("toy-gpu",
+                  compute=(ComputeCeiling("matrix", "bf16", 1000e12), ComputeCeiling("vector", "fp32", 50e12)),
+                  memory=(MemoryCeiling("HBM", 2e12, 80e9), MemoryCeiling("L2", 10e12, 50e6)),
+                  interconnect=Interconnect("link", 400e9))
+
+
+def test_seed_example(seed):
+    # 0.8 GFLOP over 4 GB: AI = 0.2 FLOP/B < ridge 100e9/10e9 = 10 -> memory-bound,
+    # attainable = 0.2 * 10 GB/s = 2 GFLOP/s, time = 4e9 / 10e9 = 0.4 s
+    a = analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9, measured_seconds=1.0)]), seed)
+    assert a.intensity[0] == pytest.approx(0.2)
+    assert a.ridge_intensity[0] == pytest.approx(10.0)
+    assert a.bound[0] == "memory"
+    assert a.attainable_flops[0] == pytest.approx(2e9)
+    assert a.time[0] == pytest.approx(0.4)
+    # measured 1 s: achieved 0.8 GFLOP/s, efficiency 0.8 / 2 = 40 %
+    assert a.achieved_flops[0] == pytest.approx(0.8e9)
+    assert a.efficiency[0] == pytest.approx(0.4)
+    assert not a.above_roof[0]
+
+
+def test_compute_bound_and_ridge(seed):
+    # AI 1000 > 10: compute-bound, time = 1e12 / 1e11 = 10 s
+    a = analyze(Workload.from_ops([Op("gemm", flops=1e12, bytes_read=1e9)]), seed)
+    assert a.bound[0] == "compute" and a.time[0] == pytest.approx(10.0)
+    assert a.attainable_flops[0] == pytest.approx(100e9)
+
+
+def test_zero_flop_op_is_memory_bound_at_zero_intensity(seed):
+    # 1 GB copy: 0 FLOPs, time = 1e9 / 10e9 = 0.1 s
+    a = analyze(Workload.from_ops([Op("copy", kind="memory", bytes_read=5e8, bytes_written=5e8)]), seed)
+    assert a.intensity[0] == 0 and a.bound[0] == "memory" and a.time[0] == pytest.approx(0.1)
+    assert a.attainable_flops[0] == 0
+
+
+def test_per_op_ceilings_levels_and_fallbacks():
+    ops = [
+        Op("gemm", kind="matmul", flops=2e12, bytes_read=1e9, precision="bf16", unit="matrix"),
+        Op("fp8gemm", kind="matmul", flops=2e12, bytes_read=1e9, precision="fp8", unit="matrix"),
+        Op("act", kind="elementwise", flops=1e9, bytes_read=4e9, precision="bf16"),
+        Op("l2op", flops=1e9, bytes_read=1e9, level="L2"),
+        Op("allreduce", kind="collective", bytes_read=8e8, level="interconnect"),
+    ]
+    a = analyze(Workload.from_ops(ops), gpu())
+    # gemm: max(2e12/1e15, 1e9/2e12) = max(2 ms, 0.5 ms) = 2 ms, compute-bound
+    assert a.time[0] == pytest.approx(2e-3) and a.bound[0] == "compute"
+    # fp8 falls back to the fp8 -> fp16 -> bf16 matrix roof (same time) and records it
+    assert a.fallback(1) == "fp8 matrix -> bf16 matrix" and a.time[1] == pytest.approx(2e-3)
+    assert any("fell back" in w for w in a.warnings)
+    # bf16 vector has no roof: falls back to fp32 vector (50 TFLOP/s); memory time 4e9/2e12 = 2 ms
+    assert a.ceiling_label(2) == "fp32 vector" and a.time[2] == pytest.approx(2e-3)
+    # L2 op uses 10 TB/s: 1e9 / 10e12 = 0.1 ms vs compute 1e9/50e12 = 0.02 ms
+    assert a.level_label(3) == "L2" and a.time[3] == pytest.approx(1e-4)
+    # collective: 8e8 B over 400 GB/s = 2 ms, bound by the interconnect
+    assert a.bound[4] == "interconnect" and a.time[4] == pytest.approx(2e-3)
+
+
+def test_attainable_is_min_of_roofs_everywhere():
+    # invariant: attainable == min(peak, AI * bw) for single-level ops, and never above the roof
+    rng = np.random.default_rng(1)
+    n = 2000
+    w = Workload.from_columns(name=[f"o{i}" for i in range(n)], flops=rng.lognormal(15, 4, n),
+                              bytes_read=rng.lognormal(15, 4, n), bytes_written=np.zeros(n),
+                              precision=["bf16"] * n, unit=["matrix"] * n)
+    a = analyze(w, gpu())
+    expected = np.minimum(1000e12, a.intensity * 2e12)
+    np.testing.assert_allclose(a.attainable_flops, expected, rtol=1e-12)
+    assert np.all(a.attainable_flops <= a.peak_flops * (1 + 1e-12))
+
+
+def test_time_monotone_in_flops_and_bytes(seed):
+    base = analyze(Workload.from_ops([Op("x", flops=1e9, bytes_read=1e8)]), seed).time[0]
+    more_flops = analyze(Workload.from_ops([Op("x", flops=2e9, bytes_read=1e8)]), seed).time[0]
+    more_bytes = analyze(Workload.from_ops([Op("x", flops=1e9, bytes_read=2e9)]), seed).time[0]
+    assert more_flops >= base and more_bytes >= base
+
+
+def test_above_roof_flag(seed):
+    # 1e9 FLOPs in 1 ms = 1 TFLOP/s > the 100 GFLOP/s roof
+    a = analyze(Workload.from_ops([Op("x", flops=1e9, bytes_read=1e6, measured_seconds=1e-3)]), seed)
+    assert a.above_roof[0]
+    assert "above roof" in a.verdict(0)
+    assert any("above roof" in w for w in a.warnings)
+
+
+def test_group_bys_and_shares(seed):
+    ops = [Op("a", flops=1e9, bytes_read=1e9, group="m.l0.attn", module_type="Attn", kind="matmul"),
+           Op("b", flops=1e9, bytes_read=1e9, group="m.l0.mlp", module_type="MLP", kind="matmul", count=3),
+           Op("c", flops=0, bytes_read=1e9, group="m.l1.mlp", module_type="MLP", kind="memory")]
+    a = analyze(Workload.from_ops(ops), seed)
+    # each op 0.1 s per run (1e9 B at 10 GB/s); b runs 3 times: total 0.1 + 0.3 + 0.1 = 0.5 s
+    assert a.total_time == pytest.approx(0.5)
+    rows = {r.name: r for r in a.by("group", depth=2)}
+    assert rows["m.l0"].time == pytest.approx(0.4) and rows["m.l0"].share == pytest.approx(0.8)
+    assert rows["m.l1"].flops == 0 and rows["m.l1"].bound == "memory"
+    types = {r.name: r for r in a.by("module_type")}
+    assert types["MLP"].ops == 2 and types["MLP"].flops == pytest.approx(3e9)
+    kinds = {r.name: r for r in a.by("kind")}
+    assert kinds["matmul"].time == pytest.approx(0.4)
+    assert sum(a.share) == pytest.approx(1.0)
+
+
+def test_analysis_json_round_trip(tmp_path, seed):
+    a = analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9, measured_seconds=1.0)]), seed)
+    p = tmp_path / "a.json"
+    a.save(p)
+    b = Analysis.load(p)
+    assert b.to_dict() == a.to_dict()
+
+
+def test_saved_analysis_of_other_schema_version(tmp_path, seed):
+    from roofline.errors import RooflineError
+
+    a = analyze(Workload.from_ops([Op("app", flops=1, bytes_read=1)]), seed)
+    d = a.to_dict()
+    d["schema"] = "roofline.analysis/2"
+    with pytest.raises(RooflineError, match="roofline.analysis/1"):
+        Analysis.from_dict(d)
+
+
+def test_million_ops_are_fast_enough_to_run_in_tests():
+    n = 100_000
+    w = Workload.from_columns(name=["x"] * n, flops=np.ones(n), bytes_read=np.ones(n), bytes_written=np.zeros(n))
+    a = analyze(w, gpu())
+    assert math.isclose(a.total_time, n * 1 / 2e12)

@@ -1,0 +1,179 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from roofline.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_seed_example_one_cli_call(tmp_path, capsys):
+    chart = tmp_path / "chart.png"
+    code, out, _ = run(capsys, "plot", "--peak", "100GFLOP/s", "--bandwidth", "10GB/s",
+                       "--point", "app:0.8e9:4e9:1", "-o", str(chart))
+    assert code == 0
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # AI 0.2, attainable min(100, 0.2 * 10) = 2 GFLOP/s, measured 0.8 GFLOP/s = 40 %
+    assert "memory-bound" in out and "2 GFLOP/s" in out and "40%" in out
+
+
+def test_seed_example_one_python_call(tmp_path):
+    import roofline
+
+    a = roofline.analyze(roofline.Workload.from_ops([roofline.Op("app", flops=0.8e9, bytes_read=4e9, measured_seconds=1)]),
+                         roofline.Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
+    roofline.plot(a).savefig(tmp_path / "c.svg")
+    assert a.bound[0] == "memory" and (tmp_path / "c.svg").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("ext", ["png", "svg", "pdf"])
+def test_chart_formats(tmp_path, capsys, ext):
+    out = tmp_path / f"c.{ext}"
+    code, _, _ = run(capsys, "plot", "--device", "h100", "--point", "gemm:2.2T:100M", "--point", "softmax:1G:4G",
+                     "-o", str(out))
+    assert code == 0 and out.stat().st_size > 1000
+
+
+def test_analyze_workload_file_writes_every_output(tmp_path, capsys):
+    w = {"schema": "roofline.workload/1", "title": "two ops",
+         "ops": [{"name": "gemm", "kind": "matmul", "flops": 2e12, "bytes_read": 1e9, "bytes_written": 1e8,
+                  "precision": "bf16", "unit": "matrix", "group": "model.block"},
+                 {"name": "gelu", "kind": "elementwise", "flops": 5e8, "bytes_read": 2e8, "bytes_written": 2e8,
+                  "precision": "bf16", "group": "model.block"}]}
+    src = tmp_path / "w.json"
+    src.write_text(json.dumps(w))
+    outs = {k: tmp_path / f"out.{k}" for k in ("png", "json", "csv")}
+    code, out, _ = run(capsys, "analyze", str(src), "--device", "a100", "-o", str(outs["png"]),
+                       "--json", str(outs["json"]), "--csv", str(outs["csv"]))
+    assert code == 0
+    assert all(p.exists() for p in outs.values())
+    # gemm on A100 bf16: max(2e12 / 312e12, 1.1e9 / 2.039e12) = 6.41 ms compute-bound; gelu is memory-bound
+    assert "compute-bound" in out and "memory-bound" in out
+    saved = json.loads(outs["json"].read_text())
+    assert saved["schema"] == "roofline.analysis/1"
+    assert saved["ops"]["time"][0] == pytest.approx(2e12 / 312e12)
+    code, out, _ = run(capsys, "analyze", str(src), "--device", "a100", "--group-by", "kind")
+    assert code == 0 and "by kind" in out
+
+
+def test_devices_and_device(capsys):
+    code, out, _ = run(capsys, "devices")
+    assert code == 0 and "H100" in out
+    code, out, _ = run(capsys, "device", "H100-SXM5-80GB")
+    assert code == 0 and "989.4 TFLOP/s" in out and "3.35 TB/s" in out and "ridge" in out
+    code, out, _ = run(capsys, "devices", "--json")
+    assert len(json.loads(out)) >= 25
+
+
+def test_demo_writes_the_charts(tmp_path, capsys):
+    code, out, _ = run(capsys, "demo", "--out", str(tmp_path / "r"))
+    assert code == 0
+    assert (tmp_path / "r" / "seed.png").exists() and "seed.png" in out
+
+
+# -- bad input: one line, exit 2, nothing written ---------------------------------------
+
+def bad_device_files(tmp_path):
+    good = {"schema": "roofline.device/1", "name": "d", "compute": [{"unit": "vector", "precision": "fp32", "flops": 1e12}],
+            "memory": [{"level": "DRAM", "bandwidth": 1e11}]}
+    cases = {
+        "schema": {**good, "schema": "roofline.device/9"},
+        "missing": {k: v for k, v in good.items() if k != "memory"},
+        "negative": {**good, "compute": [{"unit": "vector", "precision": "fp32", "flops": -1}]},
+        "zero": {**good, "memory": [{"level": "DRAM", "bandwidth": 0}]},
+        "unit": {**good, "memory": [{"level": "DRAM", "bandwidth": "10 GFLOP/s"}]},
+    }
+    paths = []
+    for name, doc in cases.items():
+        p = tmp_path / f"dev-{name}.json"
+        p.write_text(json.dumps(doc))
+        paths.append(p)
+    return paths
+
+
+def bad_workload_files(tmp_path):
+    def op(**kw):
+        return {"name": "x", "flops": 1.0, "bytes_read": 1.0, "bytes_written": 1.0, **kw}
+    cases = {
+        "negative": [op(flops=-1)],
+        "nan": '{"schema": "roofline.workload/1", "ops": [{"name": "x", "flops": NaN, "bytes_read": 1, "bytes_written": 1}]}',
+        "inf": '{"schema": "roofline.workload/1", "ops": [{"name": "x", "flops": 1, "bytes_read": Infinity, "bytes_written": 1}]}',
+        "seconds": [op(measured_seconds=-1)],
+        "columns": {"name": ["x"], "flops": [1.0]},
+        "empty": [],
+    }
+    paths = []
+    for name, ops in cases.items():
+        p = tmp_path / f"w-{name}.json"
+        p.write_text(ops if isinstance(ops, str) else json.dumps({"schema": "roofline.workload/1", "ops": ops}))
+        paths.append(p)
+    return paths
+
+
+def assert_one_line_error(code, err, *needles):
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("roofline: error: "), err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in lines[0]
+
+
+def test_unknown_device_lists_closest_three(capsys, tmp_path):
+    code, _, err = run(capsys, "device", "h1000")
+    assert_one_line_error(code, err, "unknown device 'h1000'", "closest:")
+    assert err.count(",") >= 2
+
+
+def test_bad_device_files_exit_2_and_write_nothing(tmp_path, capsys):
+    for p in bad_device_files(tmp_path):
+        chart = tmp_path / "never.png"
+        code, _, err = run(capsys, "plot", "--device", str(p), "--point", "a:1:1", "-o", str(chart))
+        assert_one_line_error(code, err, str(p))
+        assert not chart.exists()
+
+
+def test_bad_workload_files_exit_2_and_write_nothing(tmp_path, capsys):
+    for p in bad_workload_files(tmp_path):
+        outs = [tmp_path / "never.png", tmp_path / "never.json", tmp_path / "never.csv"]
+        code, _, err = run(capsys, "analyze", str(p), "--device", "h100", "-o", str(outs[0]),
+                           "--json", str(outs[1]), "--csv", str(outs[2]))
+        assert_one_line_error(code, err, str(p))
+        assert not any(o.exists() for o in outs)
+
+
+@pytest.mark.parametrize("point", ["app", "app:1", ":1:2", "app:x:4e9", "app:1:2:3:4", "app:-1:2", "app:1:2:0",
+                                   "app:1:2:fast"])
+def test_malformed_points(capsys, tmp_path, point):
+    chart = tmp_path / "never.png"
+    code, _, err = run(capsys, "plot", "--peak", "1T", "--bandwidth", "1G", "--point", point, "-o", str(chart))
+    assert_one_line_error(code, err, "--point")
+    assert not chart.exists()
+
+
+def test_unknown_chart_extension_lists_valid(capsys, tmp_path):
+    code, _, err = run(capsys, "plot", "--peak", "1T", "--bandwidth", "1G", "--point", "a:1:1", "-o",
+                       str(tmp_path / "c.bmp"))
+    assert_one_line_error(code, err, ".png", ".svg", ".pdf")
+
+
+def test_console_script_subprocess_has_no_traceback(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "roofline.cli", "analyze", str(tmp_path / "missing.json"), "--device", "h100"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("roofline: error:") and "Traceback" not in r.stderr
+
+
+def test_every_command_has_help_with_example(capsys):
+    from roofline.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, p in sub.choices.items():
+        text = p.format_help()
+        assert "example" in text and f"roofline {name}" in text, name
