@@ -3,8 +3,16 @@ import math
 import pytest
 
 from roofline.errors import RooflineError
-from roofline.units import (format_bandwidth, format_bytes, format_flops, format_seconds, parse_bandwidth, parse_bytes,
-                            parse_flops, parse_quantity)
+from roofline.units import (
+    format_bandwidth,
+    format_bytes,
+    format_flops,
+    format_seconds,
+    parse_bandwidth,
+    parse_bytes,
+    parse_flops,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -17,8 +17,8 @@ import importlib
 from typing import Any
 
 from roofline.analysis import Analysis, GroupRow, analyze
-from roofline.catalog import get_device, resolve_device
 from roofline.catalog import devices as catalog_devices
+from roofline.catalog import get_device, resolve_device
 from roofline.device import ComputeCeiling, Device, Interconnect, MemoryCeiling, Provenance
 from roofline.errors import RooflineError
 from roofline.workload import Op, UnsupportedOp, Workload, WorkloadBuilder

@@ -26,8 +26,9 @@ Conventions (say them exactly):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 #: Bytes per element of each dtype name used by the frontends (int4 packs two per byte).
 DTYPE_BYTES: dict[str, float] = {

@@ -21,9 +21,10 @@ import csv
 import io
 import json
 import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -273,7 +274,7 @@ class Workload:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(COLUMNS)
         cols = [self.column(c).tolist() for c in COLUMNS]
-        for row in zip(*cols):
+        for row in zip(*cols, strict=True):
             w.writerow([repr(v) if isinstance(v, float) else v for v in row])
         return buf.getvalue()
 

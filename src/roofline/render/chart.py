@@ -16,9 +16,10 @@ by time; the rest unlabelled).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -141,7 +142,7 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
 
     x = np.geomspace(x_lo, x_hi, 512)
     # compute roofs: horizontal from where they meet the main slope
-    for k, c in enumerate(ceilings):
+    for c in ceilings:
         x0 = c.flops / main.bandwidth
         style = "-" if c is top else "--"
         ax.plot([x0, x_hi], [c.flops / scale] * 2, style, color=ROOF_COLOR, lw=2.2 if c is top else 1.3, zorder=3)
@@ -166,7 +167,7 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
 
     # points
     shown_kinds: dict[str, Any] = {}
-    for i, p in enumerate(pts):
+    for p in pts:
         color = KIND_COLORS.get(p.kind, "#555555")
         size = 30 + 270 * math.sqrt(max(p.weight, 0.0))
         if p.measured:
@@ -198,7 +199,7 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     ax.set_title(title or (f"{analysis.workload.title} on {device.name}" if analysis else f"{device.name} roofline"),
                  fontsize=12)
     if analysis is not None:
-        hidden = int(np.sum((analysis.workload.columns["flops"] <= 0)))
+        hidden = int(np.sum(analysis.workload.columns["flops"] <= 0))
         if hidden:
             ax.text(0.01, 0.01, f"{hidden} op(s) with 0 FLOPs (data movement) not drawn; they are in the tables",
                     transform=ax.transAxes, fontsize=7.5, color="#444444", va="bottom")

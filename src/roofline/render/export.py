@@ -45,7 +45,7 @@ def to_csv(a: Analysis) -> str:
     w.writerow(cols)
     order = a.order()
     values = [np.asarray(v, dtype=object)[order] for v in cols.values()]
-    for row in zip(*values):
+    for row in zip(*values, strict=True):
         w.writerow(["" if isinstance(v, float) and v != v else repr(v) if isinstance(v, float) else v for v in row])
     return buf.getvalue()
 

@@ -106,7 +106,7 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
         con.print(f"... and {hidden} more (use --top N)", markup=False)
     unsupported = a.workload.unsupported
     if unsupported:
-        con.print(f"unsupported ops (no FLOP formula; counted with 0 FLOPs and their bytes): "
+        con.print("unsupported ops (no FLOP formula; counted with 0 FLOPs and their bytes): "
                   + ", ".join(f"{u.name} x{u.count}" for u in unsupported), markup=False)
     for note in a.workload.assumptions:
         con.print(f"assumption: {note}", markup=False)

@@ -1,0 +1,310 @@
+"""Model configs: Hugging Face style config.json -> :class:`Arch`, the shape facts the LLM model needs.
+
+Bundled configs live in ``roofline/models/*.json`` (the HF config fields plus
+``_source``, the model card / config URL, ``_hf_id`` and ``_aliases``).  Lookup
+ignores case and punctuation and accepts Hugging Face ids::
+
+    >>> load_arch("meta-llama/Llama-2-7b-hf").hidden
+    4096
+    >>> load_arch("LLaMA 2 7B").layers
+    32
+
+Any local config.json (a file, or a directory holding one) works too.  Families:
+Llama 2/3, Mistral, Mixtral (MoE), Qwen2, Gemma/Gemma-2, GPT-2 and OPT
+(LayerNorm, GELU/ReLU MLP without gate, learned positions), Phi-3 and
+DeepSeek-V2/V3 (MLA attention, shared + routed experts).  An unknown
+``model_type`` is read as Llama-style, with a warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from roofline.errors import RooflineError
+
+#: HF activation names -> keys of roofline.costs.ELEMENTWISE_FLOPS.
+ACTIVATIONS = {
+    "silu": "silu", "swish": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
+    "gelu_fast": "gelu_tanh", "gelu_python": "gelu", "relu": "relu",
+}
+LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "deepseek_v2", "deepseek_v3")
+KNOWN_TYPES = (*LLAMA_LIKE, "gpt2", "opt")
+
+
+@dataclass(frozen=True)
+class Arch:
+    """A decoder-only transformer, reduced to the shapes that cost FLOPs and bytes.
+
+    ``head_dim`` is the query/key width per head and ``v_head_dim`` the value
+    width (equal except for MLA).  ``window_layers`` of the ``layers`` use a
+    sliding attention window of ``sliding_window`` tokens.  MoE: ``experts``
+    routed experts (0 = dense), ``top_k`` per token, ``shared_experts`` always
+    on, each of width ``moe_intermediate``; the first ``dense_layers`` layers
+    keep a dense MLP of width ``intermediate``.  MLA: ``kv_lora_rank`` > 0.
+    """
+
+    name: str
+    source: str
+    model_type: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    intermediate: int
+    vocab: int
+    gated: bool = True
+    activation: str = "silu"
+    norm: str = "rms"
+    norms_per_layer: int = 2
+    positions: str = "rope"
+    position_table: int = 0  # rows of a learned position table
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    norm_bias: bool = False
+    tie_embeddings: bool = False
+    embed_scale: bool = False
+    sliding_window: int = 0
+    window_layers: int = 0
+    experts: int = 0
+    top_k: int = 0
+    shared_experts: int = 0
+    moe_intermediate: int = 0
+    dense_layers: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.experts else 0
+
+    @property
+    def mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["warnings"] = list(self.warnings)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Arch:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in fields}
+        kw["warnings"] = tuple(kw.get("warnings", ()))
+        return cls(**kw)
+
+
+# -- lookup ----------------------------------------------------------------
+def normalize(name: str) -> str:
+    """'meta-llama/Llama-2-7b-hf' -> 'llama27bhf': case and punctuation do not matter."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+@lru_cache(maxsize=1)
+def bundled() -> dict[str, dict[str, Any]]:
+    """Every bundled config by its short name, in name order."""
+    out: dict[str, dict[str, Any]] = {}
+    folder = resources.files("roofline").joinpath("models")
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".json"):
+            data = json.loads(entry.read_text(encoding="utf-8"))
+            out[data.get("_name", entry.name[:-5])] = data
+    return out
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, str]:
+    index: dict[str, str] = {}
+    for name, data in bundled().items():
+        hf_id = data.get("_hf_id", "")
+        keys = [name, hf_id, hf_id.split("/")[-1], *data.get("_aliases", [])]
+        for key in keys:
+            if key:
+                k = normalize(key)
+                index[k] = name
+                # HF ids often end in -hf / -v0.1 / -instruct: accept them without
+                index.setdefault(re.sub(r"(hf|v\d+|instruct)$", "", k), name)
+    return index
+
+
+def list_models() -> list[dict[str, str]]:
+    """[{'name', 'hf_id', 'model_type', 'source'}] for every bundled config."""
+    return [{"name": n, "hf_id": d.get("_hf_id", ""), "model_type": d.get("model_type", ""),
+             "source": d.get("_source", "")} for n, d in bundled().items()]
+
+
+def closest(name: str, n: int = 3) -> list[str]:
+    """The ``n`` bundled model names closest to ``name``."""
+    key = normalize(name)
+    scored: dict[str, float] = {}
+    for alias, model in _index().items():
+        score = difflib.SequenceMatcher(None, key, alias).ratio()
+        scored[model] = max(scored.get(model, 0.0), score)
+    return [m for m, _ in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+def find_config(spec: str) -> tuple[dict[str, Any], str]:
+    """(config dict, where) for a bundled name / HF id, a config.json path, or a folder holding one."""
+    p = Path(spec)
+    if spec.endswith(".json") or p.is_file() or (p.is_dir() and (p / "config.json").is_file()):
+        from roofline.fileio import read_json
+
+        path = p / "config.json" if p.is_dir() else p
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise RooflineError(f"expected a JSON object, got {type(data).__name__}", where=str(path))
+        return data, str(path)
+    name = _index().get(normalize(spec))
+    if name is None:
+        raise RooflineError(f"unknown model {spec!r}; closest: {', '.join(closest(spec))}"
+                            " (see 'roofline llm --list', or give a config.json path)")
+    return bundled()[name], name
+
+
+def load_arch(spec: str | Mapping[str, Any] | Arch) -> Arch:
+    """An :class:`Arch` from a bundled name, HF id, config.json path or config dict."""
+    if isinstance(spec, Arch):
+        return spec
+    if isinstance(spec, Mapping):
+        return parse_config(spec, where="config")
+    if not isinstance(spec, str) or not spec.strip():
+        raise RooflineError(f"model: expected a name, a config.json path or a dict, got {spec!r}")
+    return _load_cached(spec)
+
+
+@lru_cache(maxsize=64)
+def _load_cached(spec: str) -> Arch:
+    data, where = find_config(spec)
+    return parse_config(data, where=where)
+
+
+# -- parsing ---------------------------------------------------------------
+def parse_config(cfg: Mapping[str, Any], *, where: str = "config") -> Arch:
+    """Validate a HF config dict and reduce it to an :class:`Arch` (errors name the field and value)."""
+    mt = str(cfg.get("model_type", "") or "")
+    warnings: list[str] = []
+    if mt not in KNOWN_TYPES:
+        warnings.append(f"model_type {mt!r} is not one roofline knows ({', '.join(KNOWN_TYPES)}); read as Llama-style")
+    name = str(cfg.get("_name") or cfg.get("_name_or_path") or where)
+    source = str(cfg.get("_source") or where)
+
+    def need(key: str) -> Any:
+        if key not in cfg or cfg[key] is None:
+            raise RooflineError(f"missing field {key!r} (needed for model_type {mt or 'unknown'!r})", where=where)
+        return cfg[key]
+
+    def pos_int(key: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value <= 0:
+            raise RooflineError(f"{key} must be a positive integer, got {value!r}", where=where)
+        return int(value)
+
+    def get_int(key: str, default: int = 0) -> int:
+        v = cfg.get(key)
+        return default if v is None else pos_int(key, v) if v != 0 else 0
+
+    kw: dict[str, Any] = {}
+    if mt == "gpt2":
+        d = pos_int("n_embd", need("n_embd"))
+        heads = pos_int("n_head", need("n_head"))
+        kw.update(hidden=d, layers=pos_int("n_layer", need("n_layer")), heads=heads, kv_heads=heads,
+                  intermediate=get_int("n_inner") or 4 * d, vocab=pos_int("vocab_size", need("vocab_size")),
+                  gated=False, activation=_activation(cfg.get("activation_function", "gelu_new"), "activation_function", where),
+                  norm="layer", norm_bias=True, positions="learned", position_table=get_int("n_positions", 1024),
+                  qkv_bias=True, o_bias=True, mlp_bias=True, tie_embeddings=bool(cfg.get("tie_word_embeddings", True)))
+    elif mt == "opt":
+        d = pos_int("hidden_size", need("hidden_size"))
+        proj = cfg.get("word_embed_proj_dim", d)
+        if proj not in (None, d):
+            raise RooflineError(f"word_embed_proj_dim {proj!r} != hidden_size {d}: OPT projections are not modelled", where=where)
+        heads = pos_int("num_attention_heads", need("num_attention_heads"))
+        bias = bool(cfg.get("enable_bias", True))
+        kw.update(hidden=d, layers=pos_int("num_hidden_layers", need("num_hidden_layers")), heads=heads, kv_heads=heads,
+                  intermediate=pos_int("ffn_dim", need("ffn_dim")), vocab=pos_int("vocab_size", need("vocab_size")),
+                  gated=False, activation=_activation(cfg.get("activation_function", "relu"), "activation_function", where),
+                  norm="layer", norm_bias=True, positions="learned",
+                  # OPT's learned position table has 2 extra rows (padding offset)
+                  position_table=get_int("max_position_embeddings", 2048) + 2,
+                  qkv_bias=bias, o_bias=bias, mlp_bias=bias, tie_embeddings=bool(cfg.get("tie_word_embeddings", True)))
+    else:
+        d = pos_int("hidden_size", need("hidden_size"))
+        heads = pos_int("num_attention_heads", need("num_attention_heads"))
+        layers = pos_int("num_hidden_layers", need("num_hidden_layers"))
+        kv = cfg.get("num_key_value_heads")
+        kv = heads if kv is None else pos_int("num_key_value_heads", kv)
+        act_name = cfg.get("hidden_activation") or cfg.get("hidden_act") or "silu"
+        gemma = mt in ("gemma", "gemma2")
+        attn_bias = bool(cfg.get("attention_bias", False))
+        kw.update(hidden=d, layers=layers, heads=heads, kv_heads=kv,
+                  intermediate=pos_int("intermediate_size", need("intermediate_size")),
+                  vocab=pos_int("vocab_size", need("vocab_size")), gated=True,
+                  activation=_activation(act_name, "hidden_act", where),
+                  qkv_bias=attn_bias or mt == "qwen2", o_bias=attn_bias, mlp_bias=bool(cfg.get("mlp_bias", False)),
+                  tie_embeddings=bool(cfg.get("tie_word_embeddings", gemma)),
+                  norms_per_layer=4 if mt == "gemma2" else 2, embed_scale=gemma)
+        if cfg.get("head_dim") is not None and not mt.startswith("deepseek"):
+            kw["head_dim"] = pos_int("head_dim", cfg["head_dim"])
+        # MoE: Mixtral style or DeepSeek style
+        if cfg.get("num_local_experts"):
+            kw.update(experts=pos_int("num_local_experts", cfg["num_local_experts"]),
+                      top_k=pos_int("num_experts_per_tok", need("num_experts_per_tok")),
+                      moe_intermediate=kw["intermediate"])
+        elif cfg.get("n_routed_experts"):
+            kw.update(experts=pos_int("n_routed_experts", cfg["n_routed_experts"]),
+                      top_k=pos_int("num_experts_per_tok", need("num_experts_per_tok")),
+                      shared_experts=get_int("n_shared_experts"),
+                      moe_intermediate=pos_int("moe_intermediate_size", need("moe_intermediate_size")),
+                      dense_layers=min(layers, get_int("first_k_dense_replace")))
+            if cfg.get("moe_layer_freq", 1) not in (1, None):
+                raise RooflineError(f"moe_layer_freq {cfg['moe_layer_freq']!r} is not supported (only 1)", where=where)
+        if cfg.get("kv_lora_rank"):
+            nope = pos_int("qk_nope_head_dim", need("qk_nope_head_dim"))
+            rope = pos_int("qk_rope_head_dim", need("qk_rope_head_dim"))
+            kw.update(kv_lora_rank=pos_int("kv_lora_rank", cfg["kv_lora_rank"]), q_lora_rank=get_int("q_lora_rank"),
+                      qk_nope_head_dim=nope, qk_rope_head_dim=rope, head_dim=nope + rope,
+                      v_head_dim=pos_int("v_head_dim", need("v_head_dim")))
+        # sliding windows
+        window = cfg.get("sliding_window")
+        types = cfg.get("layer_types")
+        if window and isinstance(types, list) and len(types) == layers:
+            kw["window_layers"] = sum(1 for t in types if t == "sliding_attention")
+        elif window and mt == "gemma2":
+            kw["window_layers"] = (layers + 1) // 2  # even layers slide
+        elif window and cfg.get("use_sliding_window", True):
+            kw["window_layers"] = layers
+        if kw.get("window_layers"):
+            kw["sliding_window"] = pos_int("sliding_window", window)
+    if kw.get("positions", "rope") == "rope" and "position_table" not in kw:
+        kw["positions"] = "rope"
+    kw.setdefault("head_dim", 0)
+    d, heads, kv = kw["hidden"], kw["heads"], kw["kv_heads"]
+    if not kw["head_dim"]:
+        if d % heads:
+            raise RooflineError(f"hidden size {d} is not divisible by num_attention_heads {heads}", where=where)
+        kw["head_dim"] = d // heads
+    kw.setdefault("v_head_dim", kw["head_dim"])
+    if heads % kv:
+        raise RooflineError(f"num_key_value_heads {kv} does not divide num_attention_heads {heads}", where=where)
+    if kw.get("experts") and kw["top_k"] > kw["experts"]:
+        raise RooflineError(f"num_experts_per_tok {kw['top_k']} exceeds the {kw['experts']} experts", where=where)
+    return Arch(name=name, source=source, model_type=mt, warnings=tuple(warnings), **kw)
+
+
+def _activation(name: Any, key: str, where: str) -> str:
+    act = ACTIVATIONS.get(str(name))
+    if act is None:
+        raise RooflineError(f"{key} {name!r} is not supported; known: {', '.join(ACTIVATIONS)}", where=where)
+    return act

@@ -1,0 +1,548 @@
+"""The interactive, self-contained HTML report (plotly, embedded inline: opens offline).
+
+One file holds plotly.js, the roofline chart(s) and every table.  Chart: one
+trace per compute ceiling and per memory level (click the legend, or use the
+buttons, to toggle them), the op points by kind (hover: name, module, kind,
+FLOPs, bytes, intensity, bound, time, efficiency), measured points joined to
+their prediction by a line.  Tables: per op and per group, sortable by a click
+on a header.  Then the summary, the advice, the device's provenance, the
+workload's assumptions, warnings and unsupported ops.
+
+Every string that came from a model or a file is escaped: in HTML with
+:func:`html.escape`, and in the chart's JSON with ``<``/``>``/``&`` written as
+``\\u003c``/``\\u003e``/``\\u0026`` (so nothing can close the ``<script>``) and
+HTML-escaped again because plotly renders hover text as HTML.
+
+>>> from roofline import Device, Op, Workload, analyze
+>>> from roofline.render.html import render_html
+>>> a = analyze(Workload.from_ops([Op("<b>app</b>", flops=8e8, bytes_read=4e9)]),
+...             Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
+>>> page = render_html(a, advice=False)
+>>> "&lt;b&gt;app&lt;/b&gt;" in page and "<b>app</b>" not in page
+True
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from roofline.analysis import Analysis
+from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
+
+if TYPE_CHECKING:
+    from roofline.advise import Advice
+
+KIND_COLORS = {
+    "matmul": "#d62728", "conv": "#9467bd", "attention": "#e377c2", "elementwise": "#2ca02c", "norm": "#17becf",
+    "softmax": "#bcbd22", "reduction": "#8c564b", "embedding": "#7f7f7f", "memory": "#1f77b4",
+    "collective": "#ff7f0e", "other": "#555555",
+}
+DEVICE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+MAX_POINTS = 3000  # chart points beyond this: only the top ops by time are drawn
+MAX_TABLE_ROWS = 1000  # per-op table rows beyond this: only the top ops by time
+
+
+def esc(value: Any) -> str:
+    """HTML-escape anything (quotes too)."""
+    return html.escape(str(value), quote=True)
+
+
+@dataclass
+class Section:
+    """One analysis in a report: its heading, the analysis, optional advice, optional extra chart."""
+
+    title: str
+    analysis: Analysis
+    advice: Advice | None = None
+    note: str = ""
+
+
+# ----------------------------------------------------------------------------- chart data
+def _ai(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:.3g}"
+
+
+def _hover(a: Analysis, i: int, measured: bool) -> str:
+    """Hover text for op ``i``: escaped, because plotly renders hover text as HTML."""
+    w = a.workload
+    sec = w.columns["measured_seconds"][i]
+    lines = [
+        f"<b>{esc(w.strings('name', i))}</b>" + (" (measured)" if measured else " (predicted)"),
+        f"module: {esc(w.strings('group', i) or '-')}" + (f" ({esc(w.strings('module_type', i))})"
+                                                          if w.strings("module_type", i) else ""),
+        f"kind: {esc(w.strings('kind', i))}, {esc(w.strings('precision', i))} {esc(w.strings('unit', i))}"
+        + (f" x{w.columns['count'][i]:g}" if w.columns["count"][i] != 1 else ""),
+        f"FLOPs: {format_flop(w.columns['flops'][i])}, bytes: {format_bytes(w.bytes[i])}",
+        f"intensity: {_ai(float(a.intensity[i]))} FLOP/B, bound: {a.bound[i]} ({esc(a.ceiling_label(i))}, "
+        f"{esc(a.level_label(i))})",
+        f"roofline time: {format_seconds(a.time[i])}, attainable {format_flops(a.attainable_flops[i])}",
+    ]
+    if np.isfinite(sec):
+        lines.append(f"measured: {format_seconds(sec)}, achieved {format_flops(a.achieved_flops[i])}, "
+                     f"{format_bandwidth(a.achieved_bandwidth[i])}, efficiency {a.efficiency[i]:.0%}")
+        if a.above_roof[i]:
+            lines.append("<b>ABOVE THE ROOF</b>: check units, FLOP counting or the chosen ceiling")
+    return "<br>".join(lines)
+
+
+def _ranges(a_list: Sequence[Analysis], xs: list[float], ys: list[float]) -> tuple[float, float, float, float]:
+    ridges = [c.flops / m.bandwidth for a in a_list for c in _shown_ceilings(a)[0] for m in a.device.memory]
+    xs = [x for x in xs + ridges if x > 0 and math.isfinite(x)] or [1.0]
+    x_lo = math.floor(math.log10(min(xs))) - 1
+    x_hi = math.ceil(math.log10(max(xs))) + 1
+    ys = [y for y in ys if y > 0 and math.isfinite(y)]
+    ys += [c.flops for a in a_list for c in a.device.compute]
+    ys += [a.device.main_memory.bandwidth * 10**x_lo for a in a_list]
+    y_lo = math.floor(math.log10(min(ys)) - 0.3)
+    y_hi = math.ceil(math.log10(max(ys)) + 0.3)
+    return x_lo, x_hi, y_lo, y_hi
+
+
+def _shown_ceilings(a: Analysis) -> tuple[list[Any], set[tuple[str, str]]]:
+    """All the device's compute ceilings (fastest first) and the keys shown by default (used + fastest)."""
+    used = {a.ceilings[j].key for j in np.unique(a.ceiling_index)}
+    used.add(max(a.device.compute, key=lambda c: c.flops).key)
+    return sorted(a.device.compute, key=lambda c: -c.flops), used
+
+
+def _point_traces(a: Analysis, *, color: str | None = None, prefix: str = "", group: str | None = None,
+                  symbol: str = "circle") -> tuple[list[dict[str, Any]], list[float], list[float]]:
+    w = a.workload
+    flops = w.columns["flops"]
+    order = [int(i) for i in a.order()[:MAX_POINTS] if flops[i] > 0 and math.isfinite(a.intensity[i])]
+    traces: list[dict[str, Any]] = []
+    xs: list[float] = []
+    ys: list[float] = []
+    by_kind: dict[str, list[int]] = {}
+    for i in order:
+        by_kind.setdefault(w.strings("kind", i) if color is None else "ops", []).append(i)
+    for kind, idx in by_kind.items():
+        x = [float(a.intensity[i]) for i in idx]
+        y = [float(a.attainable_flops[i]) for i in idx]
+        xs += x
+        ys += y
+        traces.append({
+            "type": "scatter", "mode": "markers", "name": f"{prefix}{kind}", "x": x, "y": y,
+            "hovertext": [_hover(a, i, False) for i in idx], "hoverinfo": "text",
+            "legendgroup": group or "points", "legendgrouptitle": {"text": "ops (predicted, on the roof)"} if group is None else None,
+            "marker": {"color": color or KIND_COLORS.get(kind, "#555555"), "symbol": symbol, "opacity": 0.85,
+                       "size": [6 + 22 * math.sqrt(max(float(a.share[i]), 0.0)) for i in idx],
+                       "line": {"color": "white", "width": 0.6}},
+        })
+    meas = [i for i in order if np.isfinite(a.achieved_flops[i])]
+    if meas:
+        x = [float(a.intensity[i]) for i in meas]
+        y = [float(a.achieved_flops[i]) for i in meas]
+        ys += y
+        above = [bool(a.above_roof[i]) for i in meas]
+        traces.append({
+            "type": "scatter", "mode": "markers", "name": f"{prefix}measured", "x": x, "y": y,
+            "hovertext": [_hover(a, i, True) for i in meas], "hoverinfo": "text",
+            "legendgroup": group or "measured", "legendgrouptitle": {"text": "measured"} if group is None else None,
+            "marker": {"symbol": "diamond-open", "size": 10, "color": ["#ff0000" if b else (color or "#222222")
+                                                                        for b in above], "line": {"width": 2}},
+        })
+        lx: list[float | None] = []
+        ly: list[float | None] = []
+        for i in meas:
+            lx += [float(a.intensity[i]), float(a.intensity[i]), None]
+            ly += [float(a.attainable_flops[i]), float(a.achieved_flops[i]), None]
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{prefix}predicted → measured", "x": lx, "y": ly,
+                       "hoverinfo": "skip", "legendgroup": group or "measured",
+                       "line": {"color": color or "#777777", "width": 1, "dash": "dot"}})
+    return [{k: v for k, v in t.items() if v is not None} for t in traces], xs, ys
+
+
+def figure(a: Analysis, title: str | None = None) -> dict[str, Any]:
+    """The plotly figure of one analysis, as plain ``{"data": [...], "layout": {...}}``."""
+    device = a.device
+    points, xs, ys = _point_traces(a)
+    x_lo, x_hi, y_lo, y_hi = _ranges([a], xs, ys)
+    ceilings, shown = _shown_ceilings(a)
+    main = device.main_memory
+    traces: list[dict[str, Any]] = []
+    roof_idx: list[int] = []
+    level_idx: list[int] = []
+    default_vis: list[Any] = []
+    for c in ceilings:
+        x0 = c.flops / main.bandwidth
+        vis: Any = True if c.key in shown else "legendonly"
+        roof_idx.append(len(traces))
+        default_vis.append(vis)
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{c.label} {format_flops(c.flops)}",
+                       "x": [x0, 10**x_hi], "y": [c.flops, c.flops], "visible": vis, "legendgroup": "compute",
+                       "legendgrouptitle": {"text": "compute roofs (click to toggle)"},
+                       "hovertext": f"{esc(c.label)} roof {format_flops(c.flops)}<br>{esc(c.provenance.describe())}",
+                       "hoverinfo": "text", "line": {"color": "#222222", "width": 2.5 if c.key in shown else 1.5,
+                                                     "dash": "solid" if c.key in shown else "dash"}})
+    peak = max(c.flops for c in device.compute)
+    for k, m in enumerate(sorted(device.memory, key=lambda m: m.bandwidth)):
+        xe = peak / m.bandwidth
+        xx = [10**x_lo, xe]
+        level_idx.append(len(traces))
+        default_vis.append(True)
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{m.level} {format_bandwidth(m.bandwidth)}",
+                       "x": xx, "y": [v * m.bandwidth for v in xx], "legendgroup": "memory",
+                       "legendgrouptitle": {"text": "memory roofs (click to toggle)"},
+                       "hovertext": f"{esc(m.level)} {format_bandwidth(m.bandwidth)}<br>{esc(m.provenance.describe())}",
+                       "hoverinfo": "text",
+                       "line": {"color": "#1f4e79" if m is main else ("#2e75b6", "#5b9bd5", "#9dc3e6")[min(k, 2)],
+                                "width": 2.5 if m is main else 1.5, "dash": "solid" if m is main else "dot"}})
+    n_roofs = len(traces)
+    traces += points
+    default_vis += [True] * len(points)
+    # buttons: restyle the 'visible' of every trace
+    all_roofs = [True] * n_roofs + [True] * len(points)
+    used_main = [default_vis[i] if i in roof_idx else (True if traces[i]["name"].startswith(main.level + " ") else
+                                                       "legendonly") for i in range(n_roofs)] + [True] * len(points)
+    top = max(_shown_ceilings(a)[0], key=lambda c: c.flops if c.key in shown else -1)
+    t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
+    if len(a.time) and t.sum() > 0:
+        top = a.ceilings[int(np.argmax(t))]
+    ridge = top.flops / main.bandwidth
+    layout = {
+        "title": {"text": esc(title or f"{a.workload.title} on {device.name}")},
+        "xaxis": {"type": "log", "range": [x_lo, x_hi], "title": {"text": "arithmetic intensity [FLOP/byte]"},
+                  "exponentformat": "power"},
+        "yaxis": {"type": "log", "range": [y_lo, y_hi], "title": {"text": "performance [FLOP/s]"},
+                  "exponentformat": "SI"},
+        "hovermode": "closest", "height": 620, "margin": {"l": 70, "r": 20, "t": 60, "b": 60},
+        "legend": {"groupclick": "toggleitem", "font": {"size": 11}},
+        "shapes": [{"type": "rect", "xref": "x", "yref": "paper", "x0": 10**x_lo, "x1": ridge, "y0": 0, "y1": 1,
+                    "fillcolor": "#d6e6f5", "opacity": 0.45, "line": {"width": 0}, "layer": "below"},
+                   {"type": "rect", "xref": "x", "yref": "paper", "x0": ridge, "x1": 10**x_hi, "y0": 0, "y1": 1,
+                    "fillcolor": "#fbe3c8", "opacity": 0.45, "line": {"width": 0}, "layer": "below"}],
+        "annotations": [{"x": math.log10(ridge), "y": math.log10(top.flops), "text": f"ridge {ridge:.3g} FLOP/B",
+                         "showarrow": True, "arrowhead": 0, "ax": 40, "ay": 30, "bgcolor": "white"},
+                        {"x": 0.01, "y": 0.98, "xref": "paper", "yref": "paper", "text": "memory-bound",
+                         "showarrow": False, "xanchor": "left", "font": {"color": "#1f4e79"}},
+                        {"x": 0.99, "y": 0.98, "xref": "paper", "yref": "paper", "text": "compute-bound",
+                         "showarrow": False, "xanchor": "right", "font": {"color": "#a0522d"}}],
+        "updatemenus": [{"type": "buttons", "direction": "right", "x": 0, "y": 1.09, "xanchor": "left",
+                         "showactive": False, "buttons": [
+                             {"label": "used roofs", "method": "restyle", "args": [{"visible": default_vis}]},
+                             {"label": "all precision ceilings + memory levels", "method": "restyle",
+                              "args": [{"visible": all_roofs}]},
+                             {"label": "main memory only", "method": "restyle", "args": [{"visible": used_main}]}]}],
+    }
+    return {"data": traces, "layout": layout}
+
+
+def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared") -> dict[str, Any]:
+    """Every device's main roof (its fastest used ceiling and main memory) and its points, one colour each."""
+    traces: list[dict[str, Any]] = []
+    xs_all: list[float] = []
+    ys_all: list[float] = []
+    per: list[tuple[Analysis, list[dict[str, Any]], str]] = []
+    symbols = ("circle", "square", "triangle-up", "x", "star", "diamond", "cross", "pentagon")
+    for k, a in enumerate(analyses):
+        color = DEVICE_COLORS[k % len(DEVICE_COLORS)]
+        pts, xs, ys = _point_traces(a, color=color, prefix=f"{a.device.name}: ", group=f"d{k}",
+                                    symbol=symbols[k % len(symbols)])
+        xs_all += xs
+        ys_all += ys
+        per.append((a, pts, color))
+    x_lo, x_hi, y_lo, y_hi = _ranges(list(analyses), xs_all, ys_all)
+    for k, (a, pts, color) in enumerate(per):
+        main = a.device.main_memory
+        t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
+        top = a.ceilings[int(np.argmax(t))] if t.sum() > 0 else max(a.device.compute, key=lambda c: c.flops)
+        ridge = top.flops / main.bandwidth
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{a.device.name} roof ({top.label})",
+                       "x": [10**x_lo, ridge, 10**x_hi], "y": [10**x_lo * main.bandwidth, top.flops, top.flops],
+                       "legendgroup": f"d{k}", "line": {"color": color, "width": 2.5}, "hoverinfo": "text",
+                       "hovertext": esc(f"{a.device.name}: {top.label} {format_flops(top.flops)}, "
+                                        f"{main.level} {format_bandwidth(main.bandwidth)}, ridge {ridge:.3g} FLOP/B")})
+        traces += pts
+    layout = {
+        "title": {"text": esc(title)},
+        "xaxis": {"type": "log", "range": [x_lo, x_hi], "title": {"text": "arithmetic intensity [FLOP/byte]"},
+                  "exponentformat": "power"},
+        "yaxis": {"type": "log", "range": [y_lo, y_hi], "title": {"text": "performance [FLOP/s]"},
+                  "exponentformat": "SI"},
+        "hovermode": "closest", "height": 620, "legend": {"groupclick": "togglegroup", "font": {"size": 11}},
+    }
+    return {"data": traces, "layout": layout}
+
+
+def _json(obj: Any) -> str:
+    """JSON safe inside <script>: no '<', '>' or '&' survive, so nothing can close the tag."""
+    text = json.dumps(obj, allow_nan=False, default=_json_default)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+# ----------------------------------------------------------------------------- HTML pieces
+def _num(v: float, text: str) -> str:
+    """A table cell that sorts by ``v``."""
+    key = "" if v is None or not math.isfinite(v) else repr(float(v))
+    if v is not None and math.isinf(v):
+        key = "1e308" if v > 0 else "-1e308"
+    return f'<td class="n" data-v="{key}">{esc(text)}</td>'
+
+
+def _txt(text: str) -> str:
+    return f"<td>{esc(text)}</td>"
+
+
+def _opt(v: float, fmt: Any) -> str:
+    return "-" if v is None or not math.isfinite(v) else fmt(v)
+
+
+def summary_items(a: Analysis) -> list[str]:
+    """Summary lines (plain text, escaped later): totals, time by bound and by kind, measured."""
+    from roofline.render.terminal import summary_lines
+
+    lines = list(summary_lines(a))
+    kinds = a.by("kind")
+    if kinds and a.total_time > 0:
+        lines.append("time by kind: " + ", ".join(f"{r.name} {r.share:.0%}" for r in kinds if r.share >= 0.005))
+    return lines
+
+
+def ops_table(a: Analysis, limit: int = MAX_TABLE_ROWS) -> str:
+    w = a.workload
+    measured = w.has_measurements
+    heads = ["#", "op", "module", "kind", "count", "FLOPs", "bytes", "FLOP/B", "bound", "ceiling", "attainable",
+             "time", "share"] + (["measured", "achieved", "efficiency"] if measured else [])
+    rows = []
+    order = a.order()
+    for rank, i in enumerate(order[:limit], 1):
+        count = w.columns["count"][i]
+        cells = [_num(rank, str(rank)), _txt(w.strings("name", i)), _txt(w.strings("group", i)),
+                 _txt(w.strings("kind", i)), _num(count, f"{count:g}"),
+                 _num(w.columns["flops"][i], format_flop(w.columns["flops"][i])),
+                 _num(w.bytes[i], format_bytes(w.bytes[i])), _num(a.intensity[i], _ai(float(a.intensity[i]))),
+                 _txt(a.bound[i]), _txt(a.ceiling_label(i) + (f" ({a.fallback(i)})" if a.fallback(i) else "")),
+                 _num(a.attainable_flops[i], format_flops(a.attainable_flops[i])),
+                 _num(a.total_op_time[i], format_seconds(a.total_op_time[i])), _num(a.share[i], f"{a.share[i]:.1%}")]
+        if measured:
+            sec = w.columns["measured_seconds"][i] * count
+            cells += [_num(sec, _opt(sec, format_seconds)),
+                      _num(a.achieved_flops[i], _opt(a.achieved_flops[i], format_flops)),
+                      _num(a.efficiency[i], _opt(a.efficiency[i], lambda e: f"{e:.0%}"))]
+        cls = ' class="above"' if a.above_roof[i] else ""
+        rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
+    more = len(order) - limit
+    foot = f'<p class="note">{more} more ops not listed (the chart and the JSON/CSV exports have all)</p>' if more > 0 else ""
+    return _table(heads, rows, "ops") + foot
+
+
+def groups_table(a: Analysis, key: str, label: str, depth: int | None = None, limit: int = 200) -> str:
+    rows = []
+    measured = a.workload.has_measurements
+    for r in a.by(key, depth)[:limit]:
+        cells = [_txt(r.name), _num(r.ops, str(r.ops)), _num(r.flops, format_flop(r.flops)),
+                 _num(r.bytes, format_bytes(r.bytes)), _num(r.intensity, _ai(r.intensity)), _txt(r.bound),
+                 _num(r.time, format_seconds(r.time)), _num(r.share, f"{r.share:.1%}")]
+        if measured:
+            cells.append(_num(r.measured_seconds, _opt(r.measured_seconds, format_seconds)))
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    heads = [label, "ops", "FLOPs", "bytes", "FLOP/B", "bound", "time", "share"] + (["measured"] if measured else [])
+    return _table(heads, rows, f"by-{key}")
+
+
+def _table(heads: list[str], rows: list[str], cls: str) -> str:
+    head = "".join(f'<th title="click to sort">{esc(h)}</th>' for h in heads)
+    return (f'<table class="sortable {esc(cls)}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def provenance_html(a: Analysis) -> str:
+    d = a.device
+    rows = []
+    for c in sorted(d.compute, key=lambda c: -c.flops):
+        rows.append(f"<tr>{_txt('compute ' + c.label)}{_txt(format_flops(c.flops))}{_txt(c.provenance.describe())}</tr>")
+    for m in d.memory:
+        cap = f", {format_bytes(m.capacity)}" if m.capacity else ""
+        rows.append(f"<tr>{_txt('memory ' + m.level)}{_txt(format_bandwidth(m.bandwidth) + cap)}"
+                    f"{_txt(m.provenance.describe())}</tr>")
+    if d.interconnect is not None:
+        ic = d.interconnect
+        rows.append(f"<tr>{_txt('interconnect ' + ic.name)}{_txt(format_bandwidth(ic.bandwidth))}"
+                    f"{_txt(ic.provenance.describe())}</tr>")
+    meta = "".join(f"<li>{esc(k)}: {esc(v)}</li>" for k, v in dict(d.metadata).items())
+    return (f"<p>{esc(d.name)} ({esc(d.vendor or '-')}, {esc(d.kind)})</p>"
+            + _table(["ceiling", "value", "provenance"], rows, "provenance")
+            + (f"<ul>{meta}</ul>" if meta else ""))
+
+
+def _list(title: str, items: Sequence[str]) -> str:
+    if not items:
+        return ""
+    return f"<h4>{esc(title)}</h4><ul>" + "".join(f"<li>{esc(x)}</li>" for x in items) + "</ul>"
+
+
+def advice_html(advice: Advice) -> str:
+    parts = []
+    for block in advice.blocks():
+        items = "".join(f"<li>{esc(x)}</li>" for x in block.lines)
+        parts.append(f"<h4>{esc(block.heading)}</h4><ul>{items}</ul>")
+    return "".join(parts)
+
+
+def _section_html(s: Section, k: int, charts: list[tuple[str, dict[str, Any]]]) -> str:
+    a = s.analysis
+    w = a.workload
+    div = f"chart{k}"
+    charts.append((div, figure(a, s.title)))
+    summary = "".join(f"<li>{esc(x)}</li>" for x in summary_items(a))
+    if w.source:
+        summary += f"<li>source: {esc(w.source)}</li>"
+    unsupported = [f"{u.name} x{u.count} ({format_bytes(u.bytes)} counted, 0 FLOPs)" for u in w.unsupported]
+    parts = [f'<section id="s{k}"><h2>{esc(s.title)}</h2>']
+    if s.note:
+        parts.append(f'<p class="note">{esc(s.note)}</p>')
+    parts += [f"<h3>Summary</h3><ul>{summary}</ul>",
+              f'<div id="{div}" class="chart"></div>',
+              '<p class="note">Hover a point for its figures; click a legend entry to hide or show it; '
+              'the buttons switch between the roofs the ops use, every precision ceiling and memory level, '
+              'and main memory only. Hollow diamonds are measured; a dotted line joins each to its prediction.</p>']
+    if s.advice is not None:
+        parts.append("<h3>Advice</h3>" + advice_html(s.advice))
+    parts += ["<h3>Ops by roofline time</h3>", ops_table(a),
+              "<h3>By module</h3>", groups_table(a, "group", "module"),
+              "<h3>By kind</h3>", groups_table(a, "kind", "kind"),
+              "<h3>Device and provenance</h3>", provenance_html(a),
+              "<h3>Workload</h3>",
+              f"<p>bytes model: {esc(w.bytes_model)}</p>",
+              _list("Assumptions", w.assumptions),
+              _list("Warnings", [*w.warnings, *a.warnings]),
+              _list("Unsupported ops (no FLOP formula)", unsupported) or "<p>unsupported ops: none</p>",
+              "</section>"]
+    return "".join(parts)
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1300px;padding:1em 2em;color:#222}
+h1{font-size:1.6em}h2{border-bottom:2px solid #ccc;padding-top:.6em}h3{margin-top:1.4em}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0;max-width:100%}
+th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#f2f2f2;cursor:pointer;user-select:none;position:sticky;top:0}
+th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+tr.above td{background:#ffe0e0}
+.note{color:#555;font-size:.85em}.chart{min-height:620px}
+nav a{margin-right:1em}
+"""
+
+_SORT_JS = """
+(function(){
+  function key(td){var v=td.getAttribute('data-v');if(v===null)return td.textContent.toLowerCase();
+    return v===''?-Infinity:parseFloat(v);}
+  document.querySelectorAll('table.sortable').forEach(function(t){
+    t.querySelectorAll('th').forEach(function(th){
+      th.addEventListener('click',function(){
+        var i=th.cellIndex,asc=!th.classList.contains('asc'),b=t.tBodies[0];
+        t.querySelectorAll('th').forEach(function(h){h.classList.remove('asc','desc');});
+        th.classList.add(asc?'asc':'desc');
+        var rows=Array.prototype.slice.call(b.rows);
+        rows.sort(function(r,s){var x=key(r.cells[i]),y=key(s.cells[i]);
+          if(x<y)return asc?-1:1;if(x>y)return asc?1:-1;return 0;});
+        rows.forEach(function(r){b.appendChild(r);});
+      });
+    });
+  });
+})();
+"""
+
+
+def render_report(sections: Sequence[Section], title: str = "roofline report", *,
+                  extra_charts: Sequence[tuple[str, dict[str, Any]]] = (), intro: Sequence[str] = ()) -> str:
+    """A whole self-contained page: one section per analysis, plotly.js inline (no network needed).
+
+    ``extra_charts``: (heading, plotly figure dict) pairs drawn before the sections (e.g. a device comparison).
+    ``intro``: plain-text paragraphs under the title.
+    """
+    from roofline.errors import require
+
+    offline = require("plotly.offline", "html")
+    charts: list[tuple[str, dict[str, Any]]] = []
+    body: list[str] = [f"<h1>{esc(title)}</h1>"]
+    body += [f"<p>{esc(p)}</p>" for p in intro]
+    if len(sections) > 1:
+        body.append("<nav>" + "".join(f'<a href="#s{k}">{esc(s.title)}</a>' for k, s in enumerate(sections)) + "</nav>")
+    for j, (heading, fig) in enumerate(extra_charts):
+        div = f"extra{j}"
+        charts.append((div, fig))
+        body.append(f'<h2>{esc(heading)}</h2><div id="{div}" class="chart"></div>')
+    for k, s in enumerate(sections):
+        body.append(_section_html(s, k, charts))
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    from roofline import __version__
+
+    body.append(f'<p class="note">generated by roofline {esc(__version__)} on {stamp}; '
+                "the roofline time is a lower bound under the bytes model stated above.</p>")
+    plots = "".join(
+        f"Plotly.newPlot({json.dumps(div)}, FIG[{j}].data, FIG[{j}].layout, "
+        '{"responsive": true, "displaylogo": false});'
+        for j, (div, _) in enumerate(charts))
+    figs = "[" + ",".join(_json(fig) for _, fig in charts) + "]"
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{esc(title)}</title><style>{_CSS}</style>"
+            f"<script>{offline.get_plotlyjs()}</script></head><body>"
+            + "".join(body)
+            + f"<script>var FIG={figs};{plots}</script><script>{_SORT_JS}</script></body></html>\n")
+
+
+def render_html(analysis: Analysis, title: str | None = None, *, advice: Advice | bool | None = None) -> str:
+    """The report of one analysis as a string.  ``advice``: None/True computes it, False leaves it out."""
+    title = title or f"{analysis.workload.title} on {analysis.device.name}"
+    if advice is None or advice is True:
+        from roofline.advise import advise
+
+        advice = advise(analysis)
+    return render_report([Section(title, analysis, advice or None)], title)
+
+
+def save_html(analysis: Analysis, path: str | Path, title: str | None = None, *,
+              advice: Advice | bool | None = None) -> None:
+    """Write the report, all-or-nothing (see :func:`render_html`)."""
+    from roofline.fileio import write_text_atomic
+
+    write_text_atomic(path, render_html(analysis, title, advice=advice))
+
+
+def save_report(sections: Sequence[Section], path: str | Path, title: str = "roofline report", **kw: Any) -> None:
+    from roofline.fileio import write_text_atomic
+
+    write_text_atomic(path, render_report(sections, title, **kw))
+
+
+def notebook_html(a: Analysis, top: int = 10) -> str:
+    """Jupyter ``_repr_html_``: summary, the chart as an inline SVG (no plotly needed) and the top ops."""
+    import io
+
+    parts = ["<div>", "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_items(a)) + "</ul>"]
+    try:
+        import matplotlib.pyplot as plt
+
+        from roofline.render.chart import plot
+
+        fig = plot(a, max_labels=10)
+        buf = io.StringIO()
+        fig.set_size_inches(8, 5.2)
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+        plt.close(fig)
+        svg = buf.getvalue()
+        parts.append(svg[svg.find("<svg"):])  # drop the XML prolog; matplotlib escapes its text
+    except Exception as exc:  # a notebook repr must never raise
+        parts.append(f"<p>(chart unavailable: {esc(exc)})</p>")
+    parts.append(ops_table(a, limit=top))
+    parts.append("</div>")
+    return "".join(parts)
