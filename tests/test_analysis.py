@@ -139,3 +139,12 @@ def test_million_ops_are_fast_enough_to_run_in_tests():
     w = Workload.from_columns(name=["x"] * n, flops=np.ones(n), bytes_read=np.ones(n), bytes_written=np.zeros(n))
     a = analyze(w, gpu())
     assert math.isclose(a.total_time, n * 1 / 2e12)
+
+
+def test_cache_aware_time_takes_the_slowest_level():
+    # 1e9 B at HBM (2 TB/s) = 0.5 ms; 8e9 B at L2 (10 TB/s) = 0.8 ms; compute 1e9 / 50e12 = 0.02 ms
+    a = analyze(Workload.from_ops([Op("stencil", flops=1e9, bytes_read=1e9, bytes_l2=8e9)]), gpu())
+    assert a.time[0] == pytest.approx(0.8e-3) and a.bound[0] == "memory"
+    # no L1 ceiling on this device: the column is ignored with a warning
+    b = analyze(Workload.from_ops([Op("x", flops=1e9, bytes_read=1e9, bytes_l1=1e12)]), gpu())
+    assert b.time[0] == pytest.approx(0.5e-3) and any("no L1 ceiling" in w for w in b.warnings)

@@ -2,7 +2,7 @@
 
     arithmetic intensity = FLOPs / bytes                  [FLOP/B]
     ridge intensity      = peak FLOP/s / bandwidth        [FLOP/B]
-    roofline time        = max(FLOPs / peak, bytes / bandwidth[, bytes_level / bw_level])
+    roofline time        = max(FLOPs / peak, bytes / bandwidth, bytes_L1 / bw_L1, bytes_L2 / bw_L2, ...)
     attainable FLOP/s    = FLOPs / roofline time = min(peak, intensity x bandwidth)
 
 Each op's compute roof is the device ceiling for its (unit, precision), or the
@@ -30,7 +30,7 @@ import numpy as np
 
 from roofline.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.errors import RooflineError
-from roofline.workload import Workload
+from roofline.workload import CACHE_BYTES, Workload
 
 ANALYSIS_SCHEMA = "roofline.analysis/1"
 ABOVE_ROOF = "above roof: check units, FLOP counting or the chosen ceiling"
@@ -333,6 +333,18 @@ def analyze(workload: Workload, device: Device, *, above_roof_tolerance: float =
     nbytes = w.bytes
     compute_time = flops / peak
     memory_time = nbytes / bandwidth
+    for column, level in CACHE_BYTES.items():  # hierarchical terms: the slowest level sets the memory time
+        cache = w.columns[column]
+        if not cache.any():
+            continue
+        try:
+            m = device.memory_level(level)
+        except RooflineError:
+            warnings.append(f"device {device.name!r} has no {level} ceiling; {column} is ignored")
+            continue
+        if m not in levels:
+            levels.append(m)
+        memory_time = np.maximum(memory_time, cache / m.bandwidth)
     time = np.maximum(compute_time, memory_time)
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(nbytes > 0, flops / np.where(nbytes > 0, nbytes, 1.0), np.where(flops > 0, np.inf, 0.0))

@@ -38,11 +38,13 @@ OP_KINDS = ("matmul", "conv", "attention", "elementwise", "norm", "softmax", "re
 LEVELS = ("", "L1", "L2", "L3", "interconnect")
 UNFUSED = "unfused: compulsory traffic per op (every input read once, every output written once)"
 
-_NUMERIC = ("flops", "bytes_read", "bytes_written", "weight_bytes", "count", "measured_seconds")
+#: Traffic at cache levels, on top of the op's main traffic (cache-aware / hierarchical roofline).
+CACHE_BYTES = {"bytes_l1": "L1", "bytes_l2": "L2", "bytes_l3": "L3"}
+_NUMERIC = ("flops", "bytes_read", "bytes_written", "weight_bytes", "count", "measured_seconds", *CACHE_BYTES)
 _STRINGS = ("name", "group", "module_type")
 _ENUMS = {"kind": OP_KINDS, "precision": PRECISIONS, "unit": UNITS, "level": LEVELS}
 COLUMNS = ("name", "kind", "flops", "bytes_read", "bytes_written", "precision", "unit", "count",
-           "group", "module_type", "level", "weight_bytes", "measured_seconds")
+           "group", "module_type", "level", "weight_bytes", "measured_seconds", *CACHE_BYTES)
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,10 @@ class Op:
 
     ``weight_bytes`` is the part of ``bytes_read`` that is parameters.
     ``level`` names the memory level the bytes move through ("" = main memory,
-    "interconnect" = device-to-device link).  ``measured_seconds`` is the
-    measured time of one run (NaN when not measured).
+    "interconnect" = device-to-device link).  ``bytes_l1/l2/l3`` optionally
+    give the traffic the op also causes at each cache level (cache-aware
+    roofline: its time is then the max over every level's bytes / bandwidth).
+    ``measured_seconds`` is the measured time of one run (NaN when not measured).
     """
 
     name: str
@@ -68,6 +72,9 @@ class Op:
     level: str = ""
     weight_bytes: float = 0.0
     measured_seconds: float = math.nan
+    bytes_l1: float = 0.0
+    bytes_l2: float = 0.0
+    bytes_l3: float = 0.0
 
     @property
     def bytes(self) -> float:

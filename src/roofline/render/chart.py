@@ -228,6 +228,11 @@ def _label_points(ax: Axes, fig: Figure, pts: Sequence[Point], scale: float, max
         x, y = ax.transData.transform((p.intensity, p.flops / scale))
         r = 5 + 8 * math.sqrt(max(p.weight, 0.0))
         taken.append((x - r, y - r, x + r, y + r))
+    from matplotlib.text import Text
+
+    for existing in ax.texts:  # roof, slope, ridge and region labels stay readable
+        e = Text.get_window_extent(existing, renderer)
+        taken.append((e.x0 - 2, e.y0 - 2, e.x1 + 2, e.y1 + 2))
     ax_box = ax.get_window_extent(renderer)
     seen: set[tuple[str, bool]] = set()
     n = 0
@@ -245,8 +250,8 @@ def _label_points(ax: Axes, fig: Figure, pts: Sequence[Point], scale: float, max
                         fontsize=7.5, zorder=9, ha="left", va="bottom",
                         bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75},
                         arrowprops={"arrowstyle": "-", "color": "#777777", "lw": 0.6})
-        ext = t.get_window_extent(renderer)
-        w, h = ext.width, ext.height
+        ext = Text.get_window_extent(t, renderer)  # the text alone, not its leader line
+        w, h = ext.width + 4, ext.height + 4  # + the label's rounded box padding
         placed = False
         for dx, dy in offsets:
             x0 = x + dx if dx >= 0 else x + dx - w
