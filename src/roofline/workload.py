@@ -148,7 +148,8 @@ class Workload:
                 columns[c] = arr
             else:
                 default = {"kind": "other", "precision": "fp32", "unit": "vector"}.get(c, "")
-                values = [default] * n if raw is None else [default if v is None else str(v) for v in raw]
+                values = [default] * n if raw is None else [v if type(v) is str else default if v is None else str(v)
+                                                           for v in raw]
                 if c in _ENUMS:
                     allowed = _ENUMS[c]
                     bad = set(values) - set(allowed)
@@ -364,16 +365,12 @@ class WorkloadBuilder:
 
 
 def _encode(values: Sequence[str], seed: list[str]) -> tuple[list[str], np.ndarray]:
-    table = list(seed)
-    index = {v: i for i, v in enumerate(table)}
-    codes = np.empty(len(values), dtype=np.int32)
-    for i, v in enumerate(values):
-        j = index.get(v)
-        if j is None:
-            j = index[v] = len(table)
-            table.append(v)
-        codes[i] = j
-    return table, codes
+    """String table (``seed`` first, then new values in order of appearance) and int32 codes."""
+    index = {v: i for i, v in enumerate(seed)}
+    for v in dict.fromkeys(values):  # C-speed de-duplication, order kept
+        index.setdefault(v, len(index))
+    codes = np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
+    return list(index), codes
 
 
 def _float_column(raw: Any, c: str, where: str) -> np.ndarray:
