@@ -268,10 +268,10 @@ class Analysis:
 
         return cls.from_dict(read_json(path), where=str(path))
 
-    def _repr_html_(self) -> str:  # Jupyter: summary table
-        from roofline.render.terminal import summary_html
+    def _repr_html_(self) -> str:  # Jupyter: summary, chart (inline SVG) and the top ops
+        from roofline.render.html import notebook_html
 
-        return summary_html(self)
+        return notebook_html(self)
 
 
 def analyze(workload: Workload, device: Device, *, above_roof_tolerance: float = 0.0) -> Analysis:

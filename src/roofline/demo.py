@@ -1,21 +1,36 @@
 """The embedded default job behind ``roofline demo``.
 
-Part 1, the textbook example: peak 100 GFLOP/s, bandwidth 10 GB/s, one
-application point at 0.2 FLOP/B achieving 0.8 GFLOP/s; then the same point on
-a catalog GPU.  Every chart lands in ``outdir``; the return value lists them.
+1. The textbook example: peak 100 GFLOP/s, bandwidth 10 GB/s, one application
+   point at 0.2 FLOP/B achieving 0.8 GFLOP/s; then the same point on a catalog GPU.
+2. This machine, measured quickly (``roofline bench --quick``; cached, so the
+   second run is instant).
+3. Llama-3-8B prefill (1024 tokens) and decode (batch 1, 1024 tokens of
+   context) from the bundled config, on this machine and on a catalog GPU.
+4. With torch installed, a small CNN (:class:`DemoCNN`) measured for real on
+   this CPU: predicted and measured points side by side.
+
+Everything lands in ``outdir``: ``index.html`` (the interactive report, with
+advice) and one PNG per analysis.  The return value lists the files.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from roofline.analysis import Analysis, analyze
 from roofline.catalog import get_device
 from roofline.device import Device
+from roofline.errors import RooflineError
 from roofline.workload import Op, Workload
 
 DEMO_GPU = "h100"
+DEMO_LLM = "llama-3-8b"
+#: A tiny benchmark for tests (seconds, not a minute): small sweep, few repeats.
+TINY_BENCH = {"max_bytes": 1 << 22, "repeats": 3}
 
 
 def seed_workload() -> Workload:
@@ -32,22 +47,153 @@ def seed_device() -> Device:
 class DemoResult:
     outdir: Path
     analyses: dict[str, Analysis] = field(default_factory=dict)
+    titles: dict[str, str] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def report(self) -> Path:
+        return self.outdir / "index.html"
 
 
-def run_demo(outdir: str | Path = "roofline-report", *, quick: bool = True) -> DemoResult:
-    """Analyse the embedded workloads and write every chart into ``outdir``."""
+def demo_cnn(batch: int = 16) -> tuple[Any, tuple[Any, ...]]:
+    """A small CNN (conv/bn/relu/pool/linear) and a batch of 32x32 images, on the CPU, in fp32."""
+    from roofline.errors import require
+
+    torch = require("torch", "torch")
+    nn = torch.nn
+
+    class DemoCNN(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+            self.bn1 = nn.BatchNorm2d(16)
+            self.conv2 = nn.Conv2d(16, 32, 3, stride=2, padding=1)
+            self.bn2 = nn.BatchNorm2d(32)
+            self.pool = nn.MaxPool2d(2)
+            self.fc1 = nn.Linear(32 * 8 * 8, 256)
+            self.fc2 = nn.Linear(256, 10)
+
+        def forward(self, x: Any) -> Any:
+            x = torch.relu(self.bn1(self.conv1(x)))
+            x = self.pool(torch.relu(self.bn2(self.conv2(x))))
+            return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
+
+    gen = torch.Generator().manual_seed(0)
+    model = DemoCNN().eval()
+    return model, (torch.randn(batch, 3, 32, 32, generator=gen),)
+
+
+def local_device(*, quick: bool = True, tiny: bool = False, progress: Callable[[str], None] | None = None) -> Device:
+    """This machine: the cached bench result, else a fresh quick (or full) measurement, cached."""
+    from roofline import bench
+
+    if not tiny:
+        try:
+            return bench.load_local_device()
+        except RooflineError:
+            pass
+    if progress:
+        progress("measuring this machine (roofline bench --quick, about a minute; cached afterwards) ...")
+    device = bench.run_bench(quick=quick, full=not quick, **(TINY_BENCH if tiny else {}))
+    if not tiny:
+        try:
+            bench.save_local_device(device)
+        except (RooflineError, OSError):
+            pass
+    return device
+
+
+def prepare_outdir(outdir: str | Path) -> Path:
+    """Create the output folder (before any work), or a one-line error saying why it cannot be."""
+    from roofline.fileio import check_writable
+
+    path = Path(outdir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RooflineError(f"cannot write: cannot create the folder ({exc.strerror or exc})", where=str(path)) from None
+    check_writable(path / "index.html")
+    return path
+
+
+def run_demo(outdir: str | Path = "roofline-report", *, quick: bool = True, tiny: bool = False,
+             local: Device | None = None, progress: Callable[[str], None] | None = None) -> DemoResult:
+    """Analyse the embedded workloads and write ``index.html`` plus one PNG per analysis into ``outdir``.
+
+    ``quick``: the quick benchmark when this machine has no cached measurement.  ``tiny``: a
+    seconds-long benchmark and fewer repeats (for tests).  ``local``: use this device instead of
+    measuring.
+    """
+    from roofline.advise import advise
     from roofline.render.chart import save_chart
+    from roofline.render.html import Section, compare_figure, save_report
 
-    out = DemoResult(Path(outdir))
-    out.outdir.mkdir(parents=True, exist_ok=True)
+    out = DemoResult(prepare_outdir(outdir))
+    gpu = get_device(DEMO_GPU)
+    t0 = time.perf_counter()
+
+    def add(key: str, a: Analysis, title: str) -> None:
+        out.analyses[key] = a
+        out.titles[key] = title
+
     seed = seed_workload()
     predicted_only = seed.replace(measured_seconds=[float("nan")])  # the 1 s was measured on the textbook machine
-    for key, device, work in (("seed", seed_device(), seed), ("seed-gpu", get_device(DEMO_GPU), predicted_only)):
-        a = analyze(work, device)
-        out.analyses[key] = a
+    add("seed", analyze(seed, seed_device()), "seed example on the textbook machine")
+    add("seed-gpu", analyze(predicted_only, gpu), f"seed example on {gpu.name}")
+
+    t = time.perf_counter()
+    here = local or local_device(quick=quick, tiny=tiny, progress=progress)
+    out.seconds["bench"] = time.perf_counter() - t
+
+    try:
+        from roofline.frontends.llm import from_llm
+
+        for phase in ("prefill", "decode"):
+            w = from_llm(DEMO_LLM, phase=phase, batch=1, prompt=1024)
+            add(f"llama-{phase}-local", analyze(w, here), f"Llama-3-8B {phase} on this machine ({here.name})")
+            add(f"llama-{phase}-gpu", analyze(w, gpu), f"Llama-3-8B {phase} on {gpu.name}")
+    except ImportError as exc:
+        out.notes.append(f"skipped Llama-3-8B: {exc}")
+
+    t = time.perf_counter()
+    try:
+        from roofline.measure import measure
+
+        batch = 4 if tiny else 16
+        model, inputs = demo_cnn(batch)
+        a = measure(model, *inputs, device=here, repeats=3 if tiny else 10, warmup=1 if tiny else 2,
+                    profile_runs=1 if tiny else 3, title=f"small CNN ({batch}x3x32x32, fp32)")
+        add("cnn-measured", a, "small CNN measured on this CPU (predicted vs measured)")
+    except ImportError:
+        out.notes.append("skipped the measured CNN: torch is not installed (pip install 'roofline[torch]')")
+    out.seconds["measure"] = time.perf_counter() - t
+
+    sections = []
+    for key, a in out.analyses.items():
         path = out.outdir / f"{key}.png"
-        save_chart(a, path, title=f"seed example on {device.name}")
+        save_chart(a, path, title=out.titles[key])
         out.files.append(path)
+        sections.append(Section(out.titles[key], a, advise(a)))
+    extra = []
+    if "llama-decode-local" in out.analyses:
+        pair = [out.analyses["llama-decode-local"], out.analyses["llama-decode-gpu"]]
+        extra.append(("Llama-3-8B decode: this machine vs " + gpu.name,
+                      compare_figure(pair, "Llama-3-8B decode", [here.name, gpu.name])))
+    intro = [f"This machine: {here.name}, measured by roofline bench ({_bench_line(here)}).",
+             "Each section: the roofline chart (hover the points, toggle the roofs in the legend), the advice with "
+             "computed effects, the per-op and per-group tables (click a header to sort), the device's provenance "
+             "and the workload's assumptions."]
+    save_report(sections, out.report, title="roofline demo", extra_charts=extra, intro=intro)
+    out.files.insert(0, out.report)
+    out.seconds["total"] = time.perf_counter() - t0
     return out
+
+
+def _bench_line(d: Device) -> str:
+    from roofline.units import format_bandwidth, format_flops
+
+    best = max(d.compute, key=lambda c: c.flops)
+    return (f"peak {format_flops(best.flops)} ({best.label}), "
+            + ", ".join(f"{m.level} {format_bandwidth(m.bandwidth)}" for m in d.memory))

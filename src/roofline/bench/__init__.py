@@ -1,0 +1,52 @@
+"""Measured ceilings: this machine's hierarchical roofline, as a :class:`~roofline.device.Device`.
+
+``run_bench`` measures (CPU with numba kernels and numpy/torch GEMM; the CUDA
+GPU with torch when ``gpu=True``) and returns a Device whose every ceiling has
+``Provenance(kind="measured", ...)`` with its method, date, repeats, spread
+and details.  ``load_local_device`` returns the last measurement cached by
+``roofline bench``, which is what ``--device local`` means everywhere.
+
+>>> from roofline.bench import run_bench                  # doctest: +SKIP
+>>> dev = run_bench(quick=True)                           # about a minute on 2 cores
+>>> [m.level for m in dev.memory]                         # doctest: +SKIP
+['L1', 'L2', 'L3', 'DRAM']
+>>> dev.ceiling("vector", "fp64").provenance.spread       # doctest: +SKIP
+(55.1e9, 57.3e9)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.bench.cache import cache_dir, load_local_device, local_device_path, save_local_device
+from roofline.device import Device
+
+__all__ = ["run_bench", "load_local_device", "save_local_device", "local_device_path", "cache_dir"]
+
+
+def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = None, gpu: bool = False,
+              progress: Any = None, **overrides: Any) -> Device:
+    """Measure this machine and return a Device (kind ``cpu``, or ``gpu`` with ``gpu=True``).
+
+    ``full=True`` sweeps finer and repeats more (``quick`` is the default);
+    ``threads``: CPU threads (default every CPU); ``progress(fraction, text)``
+    is called as stages complete; ``overrides`` go to
+    :class:`roofline.bench.cpu.BenchConfig` (e.g. ``max_bytes=1 << 20,
+    repeats=3`` for a tiny run) or to :func:`roofline.bench.gpu.run_gpu_bench`.
+    Nothing is written: saving and caching are the caller's choice
+    (:func:`save_local_device`).
+    """
+    if gpu:
+        from roofline.bench.gpu import run_gpu_bench
+
+        return run_gpu_bench(quick=quick and not full, progress=progress, **overrides)
+    from roofline.bench.cpu import BenchConfig, run_cpu_bench
+
+    cfg = BenchConfig.full(**overrides) if full else BenchConfig.quick(**overrides)
+    if threads is not None:
+        from dataclasses import replace
+
+        from roofline.bench.cpu import check_threads
+
+        cfg = replace(cfg, threads=check_threads(threads))
+    return run_cpu_bench(cfg, progress)

@@ -13,7 +13,6 @@ vector accumulators.  ``cache=True`` keeps the compiled code for reruns.
 
 from __future__ import annotations
 
-import numpy as np
 from llvmlite import binding as _llvm
 from numba import njit, prange
 
@@ -25,6 +24,10 @@ CHAINS64 = 128 if _AVX512 else 48
 CHAINS32 = 2 * CHAINS64
 #: Block of elements the ERT kernel updates m times while it sits in registers.
 ERT_BLOCK = CHAINS64
+
+#: FMA chains may only be contracted, never reassociated: with reassociation LLVM
+#: folds two steps x*a+b of a chain into one and the FLOP count becomes a lie.
+_CONTRACT = {"contract"}
 
 READ, WRITE, COPY, TRIAD = 0, 1, 2, 3
 ERT_ADD = 4  # 1 FLOP per element: x = x + beta
@@ -64,7 +67,7 @@ def _ert_add(x, beta):
         x[i] = x[i] + beta
 
 
-@njit(fastmath=True, cache=True, inline="never")
+@njit(fastmath=_CONTRACT, cache=True, inline="never")
 def _ert_fma(x, m, alpha, beta):
     # a block of ERT_BLOCK elements stays in registers for its m FMAs (the fixed
     # inner trip count lets LLVM unroll it and promote the block to registers)
@@ -82,14 +85,14 @@ def _ert_fma(x, m, alpha, beta):
         tail[j] = v
 
 
-@njit(fastmath=True, cache=True, inline="never")
+@njit(fastmath=_CONTRACT, cache=True, inline="never")
 def _fma64(x, iters, alpha, beta):
     for _ in range(iters):
         for j in range(CHAINS64):
             x[j] = x[j] * alpha + beta
 
 
-@njit(fastmath=True, cache=True, inline="never")
+@njit(fastmath=_CONTRACT, cache=True, inline="never")
 def _fma32(x, iters, alpha, beta):
     for _ in range(iters):
         for j in range(CHAINS32):
@@ -130,18 +133,26 @@ def stream(kind, a, b, c, s, m, reps, nthreads, out):
 
 
 @njit(parallel=True, fastmath=True, cache=True)
-def fma_peak64(x, iters, nthreads):
-    """``iters`` x CHAINS64 FMAs per thread on a register-resident block; x has nthreads*CHAINS64 elements."""
+def fma_peak64(x, iters, nthreads, alpha, beta):
+    """``iters`` x CHAINS64 FMAs per thread on a register-resident block; x has nthreads*CHAINS64 elements.
+
+    ``alpha``, ``beta`` are run-time arguments so the compiler cannot fold the chain.
+    """
+    total = 0.0
     for t in prange(nthreads):
-        _fma64(x[t * CHAINS64:(t + 1) * CHAINS64], iters, 0.999, 0.001)
-    return x.sum()
+        # a private copy per thread: neighbouring blocks of one array would share a cache line
+        xl = x[t * CHAINS64:(t + 1) * CHAINS64].copy()
+        _fma64(xl, iters, alpha, beta)
+        total += xl.sum()
+    return total
 
 
 @njit(parallel=True, fastmath=True, cache=True)
-def fma_peak32(x, iters, nthreads):
-    """As :func:`fma_peak64` in float32 (CHAINS32 chains per thread)."""
-    alpha = np.float32(0.999)
-    beta = np.float32(0.001)
+def fma_peak32(x, iters, nthreads, alpha, beta):
+    """As :func:`fma_peak64` in float32 (CHAINS32 chains per thread); alpha, beta float32."""
+    total = 0.0
     for t in prange(nthreads):
-        _fma32(x[t * CHAINS32:(t + 1) * CHAINS32], iters, alpha, beta)
-    return x.sum()
+        xl = x[t * CHAINS32:(t + 1) * CHAINS32].copy()
+        _fma32(xl, iters, alpha, beta)
+        total += xl.sum()
+    return total

@@ -97,10 +97,13 @@ randn_like randint_like bernoulli bernoulli_ uniform_ normal_ _unsafe_masked_ind
 #: ops that overwrite their first argument without reading it.
 _WRITE_ONLY_SELF = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "bernoulli_", "index_copy_",
                               "index_fill_", "_index_put_impl_", "index_put_", "scatter_"})
+#: in-place scatters: only the slots given by their last tensor argument (source/values) are written,
+#: e.g. a KV-cache update writes the new tokens, not the whole cache.
+_SCATTER_INPLACE = frozenset({"index_copy_", "_index_put_impl_", "index_put_", "scatter_"})
 
 _REDUCTIONS = frozenset("""
 sum mean amax amin max min prod var std var_mean std_mean linalg_vector_norm norm argmax argmin cumsum cumprod
-logsumexp all any count_nonzero aminmax nansum
+logsumexp all any count_nonzero aminmax nansum topk histc bincount
 """.split())
 
 _POOLS = {"max_pool1d": 1, "max_pool2d": 1, "max_pool3d": 1, "max_pool2d_with_indices": 1,
@@ -238,6 +241,7 @@ class _Recorder:
         self.warnings: list[str] = []
         self.item_reads: dict[str, int] = {}
         self.paused = 0
+        self.fused = 0  # fused-function ops recorded (SDPA, rms_norm)
         self.training = False
         self.tracker: Any = None
         self.current_op = ""
@@ -250,7 +254,8 @@ class _Recorder:
     # -- where are we -----------------------------------------------------
     def where(self) -> tuple[str, str]:
         parents = self.tracker.parents
-        deepest = max(parents, key=len) if len(parents) > 1 else "Global"
+        # module names nest ("Root.layer1.0" inside "Root.layer1"): the longest is the innermost
+        deepest = max((p for p in parents if p != "Global"), key=len) if len(parents) > 1 else "Global"
         got = self.names.get(deepest)
         if got is None:  # a module outside the traced model's tree
             got = self.names[deepest] = (deepest.split(".", 1)[-1] if "." in deepest else deepest, "")
@@ -263,7 +268,8 @@ class _Recorder:
             packet = func.overloadpacket
             ns = func.namespace
             name = packet.__name__ if ns == "aten" else f"{ns}.{packet.__name__}"
-            if ns == "aten" and name in VIEW_OPS or func.is_view and name not in _MEMORY:
+            # prim.device / prim.layout (fake tensors) read metadata only
+            if ns == "prim" or ns == "aten" and name in VIEW_OPS or func.is_view and name not in _MEMORY:
                 r = False
             else:
                 key = aten_key(name) if ns == "aten" else None
@@ -303,7 +309,7 @@ class _Recorder:
         if 0 in stride:  # expanded: only the distinct elements are in memory
             n = math.prod(shape)
             if n:
-                distinct = math.prod(s for s, st in zip(shape, stride) if st != 0)
+                distinct = math.prod(s for s, st in zip(shape, stride, strict=False) if st != 0)
                 itemsize = itemsize * distinct / n
         try:
             is_weight = t.untyped_storage()._cdata in self.weight_storages
@@ -334,6 +340,8 @@ class _Recorder:
             if is_w:
                 weight += tt.nbytes
         tout = [self.as_T(t)[0] for t in outs]
+        if name in _SCATTER_INPLACE and tin:
+            tout = [tin[-1]]
         if key is None:
             kind, flops = "other", 0.0
             rd, wr = costs.traffic(tin, tout)
@@ -380,6 +388,7 @@ class _Recorder:
             weight += tt.nbytes if is_w else 0.0
         tout = [self.as_T(t)[0] for t in outputs]
         c = costs.FORMULAS[formula](tin, tout, **attrs)
+        self.fused += 1
         self.add(name, c.kind, c.flops, c.bytes_read, c.bytes_written, self.precision(inputs), weight)
 
     def item(self, t: Any) -> Any:
@@ -459,15 +468,12 @@ def _grouped_mm_meta(torch: Any, func: Any, args: Sequence[Any], kwargs: Mapping
         return func(*args, **kwargs)
     except RuntimeError:
         a, b = args[0], args[1]
-        if a.dim() == 2 and b.dim() == 3:
+        if a.dim() == 2 and b.dim() == 3:  # tokens sorted by group (offs) x one weight per group: MoE experts
             shape = (a.shape[0], b.shape[-1])
-        elif a.dim() == 3 and b.dim() == 3:
+        elif a.dim() == 3 and b.dim() == 3:  # batched
             shape = (a.shape[0], a.shape[1], b.shape[-1])
-        elif a.dim() == 3 and b.dim() == 2:
-            shape = (a.shape[0] if False else a.shape[1], b.shape[-1])
-        else:  # 2D x 2D with offsets: one (M, N) block per group
-            offs = kwargs.get("offs", args[2] if len(args) > 2 else None)
-            shape = (offs.shape[0], a.shape[0], b.shape[-1])
+        else:
+            raise
         dtype = kwargs.get("out_dtype") or a.dtype
         return torch.empty(shape, dtype=dtype, device=a.device)
 
@@ -569,9 +575,12 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
                         + ", ".join(sorted(rec.unsupported)))
     unsupported = [UnsupportedOp(n, int(c), float(b)) for n, (c, b) in sorted(rec.unsupported.items())]
     shapes = [list(t.shape) for t in example_inputs if isinstance(t, torch.Tensor)]
-    assumptions = [ITEM_ASSUMPTION, FUSED_ASSUMPTION,
-                   "FLOPs of mm/addmm/bmm/baddbmm/convolution (and convolution backward) from torch.utils.flop_counter; "
+    assumptions = ["FLOPs of mm/addmm/bmm/baddbmm/convolution (and convolution backward) from torch.utils.flop_counter; "
                    "all others from roofline.costs"]
+    if rec.fused:
+        assumptions.append(FUSED_ASSUMPTION)
+    if rec.item_reads:
+        assumptions.append(ITEM_ASSUMPTION)
     if training:
         assumptions.append(BACKWARD_NAMING + "; loss = sum of the floating-point outputs" if loss is None
                            else BACKWARD_NAMING)

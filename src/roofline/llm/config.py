@@ -22,11 +22,12 @@ import dataclasses
 import difflib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from roofline.errors import RooflineError
 
@@ -96,7 +97,7 @@ class Arch:
         return self.kv_lora_rank > 0
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["warnings"] = list(self.warnings)
         return d
 
@@ -287,8 +288,6 @@ def parse_config(cfg: Mapping[str, Any], *, where: str = "config") -> Arch:
             kw["window_layers"] = layers
         if kw.get("window_layers"):
             kw["sliding_window"] = pos_int("sliding_window", window)
-    if kw.get("positions", "rope") == "rope" and "position_table" not in kw:
-        kw["positions"] = "rope"
     kw.setdefault("head_dim", 0)
     d, heads, kv = kw["hidden"], kw["heads"], kw["kv_heads"]
     if not kw["head_dim"]:

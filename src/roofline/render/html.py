@@ -27,10 +27,11 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -87,7 +88,7 @@ def _hover(a: Analysis, i: int, measured: bool) -> str:
     ]
     if np.isfinite(sec):
         lines.append(f"measured: {format_seconds(sec)}, achieved {format_flops(a.achieved_flops[i])}, "
-                     f"{format_bandwidth(a.achieved_bandwidth[i])}, efficiency {a.efficiency[i]:.0%}")
+                     f"{format_bandwidth(a.achieved_bandwidth[i])}, efficiency {_pct(a.efficiency[i])}")
         if a.above_roof[i]:
             lines.append("<b>ABOVE THE ROOF</b>: check units, FLOP counting or the chosen ceiling")
     return "<br>".join(lines)
@@ -209,12 +210,11 @@ def figure(a: Analysis, title: str | None = None) -> dict[str, Any]:
         top = a.ceilings[int(np.argmax(t))]
     ridge = top.flops / main.bandwidth
     layout = {
-        "title": {"text": esc(title or f"{a.workload.title} on {device.name}")},
         "xaxis": {"type": "log", "range": [x_lo, x_hi], "title": {"text": "arithmetic intensity [FLOP/byte]"},
                   "exponentformat": "power"},
         "yaxis": {"type": "log", "range": [y_lo, y_hi], "title": {"text": "performance [FLOP/s]"},
                   "exponentformat": "SI"},
-        "hovermode": "closest", "height": 620, "margin": {"l": 70, "r": 20, "t": 60, "b": 60},
+        "hovermode": "closest", "height": 620, "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
         "legend": {"groupclick": "toggleitem", "font": {"size": 11}},
         "shapes": [{"type": "rect", "xref": "x", "yref": "paper", "x0": 10**x_lo, "x1": ridge, "y0": 0, "y1": 1,
                     "fillcolor": "#d6e6f5", "opacity": 0.45, "line": {"width": 0}, "layer": "below"},
@@ -227,7 +227,7 @@ def figure(a: Analysis, title: str | None = None) -> dict[str, Any]:
                         {"x": 0.99, "y": 0.98, "xref": "paper", "yref": "paper", "text": "compute-bound",
                          "showarrow": False, "xanchor": "right", "font": {"color": "#a0522d"}}],
         "updatemenus": [{"type": "buttons", "direction": "right", "x": 0, "y": 1.09, "xanchor": "left",
-                         "showactive": False, "buttons": [
+                         "showactive": False, "pad": {"b": 4}, "buttons": [
                              {"label": "used roofs", "method": "restyle", "args": [{"visible": default_vis}]},
                              {"label": "all precision ceilings + memory levels", "method": "restyle",
                               "args": [{"visible": all_roofs}]},
@@ -236,8 +236,10 @@ def figure(a: Analysis, title: str | None = None) -> dict[str, Any]:
     return {"data": traces, "layout": layout}
 
 
-def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared") -> dict[str, Any]:
-    """Every device's main roof (its fastest used ceiling and main memory) and its points, one colour each."""
+def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared",
+                   labels: Sequence[str] | None = None) -> dict[str, Any]:
+    """Every device's main roof (its most-used ceiling and main memory) and its points, one colour each."""
+    labels = list(labels) if labels is not None else [a.device.name for a in analyses]
     traces: list[dict[str, Any]] = []
     xs_all: list[float] = []
     ys_all: list[float] = []
@@ -245,7 +247,7 @@ def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared"
     symbols = ("circle", "square", "triangle-up", "x", "star", "diamond", "cross", "pentagon")
     for k, a in enumerate(analyses):
         color = DEVICE_COLORS[k % len(DEVICE_COLORS)]
-        pts, xs, ys = _point_traces(a, color=color, prefix=f"{a.device.name}: ", group=f"d{k}",
+        pts, xs, ys = _point_traces(a, color=color, prefix=f"{labels[k]}: ", group=f"d{k}",
                                     symbol=symbols[k % len(symbols)])
         xs_all += xs
         ys_all += ys
@@ -256,10 +258,10 @@ def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared"
         t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
         top = a.ceilings[int(np.argmax(t))] if t.sum() > 0 else max(a.device.compute, key=lambda c: c.flops)
         ridge = top.flops / main.bandwidth
-        traces.append({"type": "scatter", "mode": "lines", "name": f"{a.device.name} roof ({top.label})",
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{labels[k]} roof ({top.label})",
                        "x": [10**x_lo, ridge, 10**x_hi], "y": [10**x_lo * main.bandwidth, top.flops, top.flops],
                        "legendgroup": f"d{k}", "line": {"color": color, "width": 2.5}, "hoverinfo": "text",
-                       "hovertext": esc(f"{a.device.name}: {top.label} {format_flops(top.flops)}, "
+                       "hovertext": esc(f"{labels[k]}: {top.label} {format_flops(top.flops)}, "
                                         f"{main.level} {format_bandwidth(main.bandwidth)}, ridge {ridge:.3g} FLOP/B")})
         traces += pts
     layout = {
@@ -294,6 +296,11 @@ def _num(v: float, text: str) -> str:
     if v is not None and math.isinf(v):
         key = "1e308" if v > 0 else "-1e308"
     return f'<td class="n" data-v="{key}">{esc(text)}</td>'
+
+
+def _pct(x: float) -> str:
+    """Efficiency as a percentage with 3 significant digits (0.06% must not print as 0%)."""
+    return f"{x * 100:.3g}%"
 
 
 def _txt(text: str) -> str:
@@ -335,7 +342,7 @@ def ops_table(a: Analysis, limit: int = MAX_TABLE_ROWS) -> str:
             sec = w.columns["measured_seconds"][i] * count
             cells += [_num(sec, _opt(sec, format_seconds)),
                       _num(a.achieved_flops[i], _opt(a.achieved_flops[i], format_flops)),
-                      _num(a.efficiency[i], _opt(a.efficiency[i], lambda e: f"{e:.0%}"))]
+                      _num(a.efficiency[i], _opt(a.efficiency[i], _pct))]
         cls = ' class="above"' if a.above_roof[i] else ""
         rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     more = len(order) - limit
@@ -346,7 +353,7 @@ def ops_table(a: Analysis, limit: int = MAX_TABLE_ROWS) -> str:
 def groups_table(a: Analysis, key: str, label: str, depth: int | None = None, limit: int = 200) -> str:
     rows = []
     measured = a.workload.has_measurements
-    for r in a.by(key, depth)[:limit]:
+    for r in [r for r in a.by(key, depth) if r.ops > 0][:limit]:
         cells = [_txt(r.name), _num(r.ops, str(r.ops)), _num(r.flops, format_flop(r.flops)),
                  _num(r.bytes, format_bytes(r.bytes)), _num(r.intensity, _ai(r.intensity)), _txt(r.bound),
                  _num(r.time, format_seconds(r.time)), _num(r.share, f"{r.share:.1%}")]
@@ -507,7 +514,7 @@ def render_html(analysis: Analysis, title: str | None = None, *, advice: Advice 
         from roofline.advise import advise
 
         advice = advise(analysis)
-    return render_report([Section(title, analysis, advice or None)], title)
+    return render_report([Section(title, analysis, advice or None)], f"roofline report: {title}")
 
 
 def save_html(analysis: Analysis, path: str | Path, title: str | None = None, *,

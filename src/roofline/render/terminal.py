@@ -32,7 +32,8 @@ def summary_lines(a: Analysis) -> list[str]:
     """The headline: device, roofline time, totals, where the time goes."""
     d = a.device
     t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
-    roofs = ", ".join(f"{a.ceilings[j].label} {format_flops(a.ceilings[j].flops)}" for j in np.argsort(-t) if t[j] > 0)
+    used = dict.fromkeys(f"{a.ceilings[j].label} {format_flops(a.ceilings[j].flops)}" for j in np.argsort(-t) if t[j] > 0)
+    roofs = ", ".join(used)  # two asked-for pairs may share one roof after a fallback
     mems = ", ".join(f"{m.level} {format_bandwidth(m.bandwidth)}" for m in a.levels)
     lines = [
         f"device: {d.name} — roofs used: {roofs or '-'}; {mems}",

@@ -1,0 +1,542 @@
+"""Advice from the numbers: the limiting roof, the headroom, and levers whose effect was computed.
+
+Every lever is a modified workload (or device) that was re-analysed with
+:func:`roofline.analysis.analyze`; the figures quoted are read off that
+re-analysis (kept on the lever as ``after``).  A lever that cannot be computed
+for this workload is not offered; when none applies the advice says
+"no lever found".
+
+Levers:
+
+* **batching** (LLM decode: the LLM model rebuilt at a larger batch, as :func:`roofline.from_llm` does):
+  intensity a -> b, the ridge, tokens/s before and after;
+* **fusion** of chains of consecutive elementwise/norm/softmax ops into one
+  (the intermediate tensors are neither written nor read back): bytes and time saved;
+* **lower-precision weights** (int8, int4: weight bytes scaled by the bit
+  ratio; compute unchanged) and, for LLMs, a **lower-precision KV cache**;
+* a **matrix-unit precision** (tf32/bf16/fp8 on the matrix unit; operand
+  bytes scaled by the bit ratio except for tf32): compute roof x, time x;
+* a **different catalog device**: time x.
+
+>>> from roofline import Device, Op, Workload, analyze
+>>> from roofline.advise import advise
+>>> ops = [Op("mul", kind="elementwise", flops=1e6, bytes_read=8e6, bytes_written=4e6),
+...        Op("add", kind="elementwise", flops=1e6, bytes_read=8e6, bytes_written=4e6)]
+>>> adv = advise(analyze(Workload.from_ops(ops), Device.simple("cpu", "100 GFLOP/s", "10 GB/s")), devices=False)
+>>> lever = adv.levers[0]
+>>> lever.name, lever.figures["bytes_saved"]   # the 4 MB intermediate is not written, nor read back
+('fusion', 8000000.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from roofline.analysis import Analysis, analyze
+from roofline.device import Device
+from roofline.units import format_bytes, format_flops, format_seconds
+from roofline.workload import COLUMNS, Workload
+
+FUSIBLE = ("elementwise", "norm", "softmax")
+MATRIX_KINDS = ("matmul", "conv", "attention")
+BITS = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+MIN_GAIN = 1.02  # a lever must make the roofline time at least 2% shorter to be offered
+NO_LEVER = "no lever found"
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One change and its computed effect.
+
+    ``before`` / ``after``: roofline seconds of the scope (the whole workload, or the op(s) the
+    lever touches) before and after; ``after_analysis``: the re-analysed workload with the lever
+    applied, from which every figure was read.
+    """
+
+    name: str
+    text: str
+    before: float
+    after: float
+    after_analysis: Analysis
+    figures: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def speedup(self) -> float:
+        return self.before / self.after if self.after > 0 else math.inf
+
+    def line(self) -> str:
+        return f"{self.name}: {self.text}"
+
+
+@dataclass
+class OpAdvice:
+    """One of the top ops by time: its roof, its headroom and its levers."""
+
+    index: int
+    name: str
+    share: float
+    roof: str
+    headroom: str
+    levers: list[Lever]
+
+
+@dataclass
+class Block:
+    heading: str
+    lines: list[str]
+
+
+@dataclass
+class Advice:
+    """The whole-workload verdict and levers, then the top ops'."""
+
+    analysis: Analysis
+    roof: str
+    headroom: str
+    levers: list[Lever]
+    ops: list[OpAdvice]
+
+    def blocks(self) -> list[Block]:
+        a = self.analysis
+        out = [Block(f"whole workload: {a.workload.title} on {a.device.name}",
+                     [f"limiting roof: {self.roof}", f"headroom: {self.headroom}",
+                      *([lv.line() for lv in self.levers] or [NO_LEVER])])]
+        for o in self.ops:
+            out.append(Block(f"op {o.name} ({o.share:.0%} of the time)",
+                             [f"limiting roof: {o.roof}", f"headroom: {o.headroom}",
+                              *([lv.line() for lv in o.levers] or [NO_LEVER])]))
+        return out
+
+    def lines(self) -> list[str]:
+        """Plain text, for the terminal."""
+        out = []
+        for b in self.blocks():
+            out.append(b.heading)
+            out += [f"  {x}" for x in b.lines]
+        return out
+
+    def all_levers(self) -> list[Lever]:
+        return [*self.levers, *(lv for o in self.ops for lv in o.levers)]
+
+
+# ----------------------------------------------------------------------------- helpers
+def _cols(w: Workload) -> dict[str, Any]:
+    return {c: w.column(c) for c in COLUMNS}
+
+
+def _rebuild(w: Workload, cols: dict[str, Any], note: str) -> Workload:
+    meta = w.meta()
+    meta["assumptions"] = [*w.assumptions, note]
+    return Workload.from_columns(**cols, **meta)
+
+
+def _predicted(w: Workload) -> Workload:
+    """The workload without measured times: a lever changes the prediction, not the past."""
+    if not w.has_measurements:
+        return w
+    return w.replace(measured_seconds=np.full(len(w), np.nan))
+
+
+def _main_roof(a: Analysis) -> tuple[Any, float]:
+    """The compute ceiling carrying most of the time, and its ridge on main memory."""
+    t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
+    c = a.ceilings[int(np.argmax(t))] if t.sum() > 0 else max(a.device.compute, key=lambda c: c.flops)
+    return c, c.flops / a.device.main_memory.bandwidth
+
+
+def _x(v: float) -> str:
+    return f"x{v:.3g}"
+
+
+def _rate(v: float) -> str:
+    """Tokens/s: thousands separated when large, 3 significant digits when small (2.43, not 2)."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+# ----------------------------------------------------------------------------- fusion
+def fusion_chains(w: Workload) -> list[tuple[int, int]]:
+    """Maximal runs [start, end) of >= 2 consecutive elementwise/norm/softmax ops with equal count and level."""
+    kinds = w.column("kind")
+    fusible = np.isin(kinds, FUSIBLE)
+    count, level = w.columns["count"], w.columns["level"]
+    chains = []
+    i, n = 0, len(w)
+    while i < n:
+        if not fusible[i] or w.strings("level", i) != "":
+            i += 1
+            continue
+        j = i + 1
+        while j < n and fusible[j] and count[j] == count[i] and level[j] == level[i]:
+            j += 1
+        if j - i >= 2:
+            chains.append((i, j))
+        i = j
+    return chains
+
+
+def fuse(w: Workload, chains: Sequence[tuple[int, int]]) -> Workload:
+    """``w`` with each chain replaced by one op at its place.
+
+    The fused op reads the first op's inputs plus whatever each later op reads
+    beyond its predecessor's output (``max(read - previous write, 0)``), writes
+    the last op's output, and does the FLOPs of all.  Assumes each intermediate
+    is used only by the next op of the chain.
+    """
+    cols = _cols(w)
+    n = len(w)
+    keep = np.ones(n, dtype=bool)
+    position = np.arange(n, dtype=float)
+    new: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    new_pos: list[float] = []
+    rd, wr = w.columns["bytes_read"], w.columns["bytes_written"]
+    for s, e in chains:
+        keep[s:e] = False
+        reads = rd[s] + float(np.maximum(rd[s + 1:e] - wr[s:e - 1], 0.0).sum())
+        names = [w.strings("name", i) for i in range(s, e)]
+        groups = [w.strings("group", i) for i in range(s, e)]
+        common = groups[0]
+        for g in groups[1:]:
+            while common and not (g == common or g.startswith(common + ".")):
+                common = common.rpartition(".")[0]
+        kinds = [w.strings("kind", i) for i in range(s, e)]
+        row = {c: cols[c][s] for c in COLUMNS}
+        row.update(name="fused(" + "+".join(names) + ")", kind="norm" if "norm" in kinds else
+                   "softmax" if "softmax" in kinds else "elementwise", flops=float(w.columns["flops"][s:e].sum()),
+                   bytes_read=reads, bytes_written=float(wr[e - 1]), group=common, module_type="",
+                   weight_bytes=float(w.columns["weight_bytes"][s:e].sum()), measured_seconds=math.nan)
+        for c in COLUMNS:
+            new[c].append(row[c])
+        new_pos.append(s)
+    order = np.argsort(np.concatenate([position[keep], np.asarray(new_pos, dtype=float)]), kind="stable")
+    out = {}
+    for c in COLUMNS:
+        merged = np.concatenate([np.asarray(cols[c])[keep], np.asarray(new[c], dtype=np.asarray(cols[c]).dtype)])
+        out[c] = merged[order]
+    return _rebuild(w, out, f"advice: {len(chains)} chain(s) of elementwise/norm/softmax ops fused into one op each "
+                            "(intermediates neither written nor read back)")
+
+
+def _fusion_lever(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]], scope: str) -> Lever | None:
+    if not chains:
+        return None
+    after = analyze(fuse(w, chains), a.device)
+    ops_before = sum(e - s for s, e in chains)
+    idx = np.concatenate([np.arange(s, e) for s, e in chains])
+    if scope == "workload":
+        before_t, after_t = a.total_time, after.total_time
+    else:  # the chain's own time: its ops before, the fused op after
+        before_t = float(a.total_op_time[idx].sum())
+        fused_name = "fused(" + "+".join(w.strings("name", i) for i in range(chains[0][0], chains[0][1])) + ")"
+        j = int(np.flatnonzero(after.workload.column("name") == fused_name)[0])
+        after_t = float(after.total_op_time[j])
+    saved_bytes = a.total_bytes - after.total_bytes
+    saved_time = a.total_time - after.total_time
+    if saved_bytes <= 0 or before_t / after_t < MIN_GAIN:
+        return None
+    what = (f"fuse {len(chains)} chain(s) of elementwise/norm ops ({ops_before} ops)" if scope == "workload"
+            else f"fuse the chain {' + '.join(w.strings('name', i) for i in range(chains[0][0], chains[0][1]))}")
+    text = (f"{what}: {format_bytes(saved_bytes)} less traffic, {format_seconds(saved_time)} saved "
+            f"({format_seconds(before_t)} -> {format_seconds(after_t)}, {_x(before_t / after_t)})")
+    return Lever("fusion", text, before_t, after_t, after,
+                 {"bytes_saved": saved_bytes, "time_saved": saved_time, "ops_fused": float(ops_before)})
+
+
+# ----------------------------------------------------------------------------- precision
+def with_weight_bits(w: Workload, bits: int, mask: np.ndarray | None = None) -> Workload:
+    """Weights stored in ``bits`` bits (dequantised on the fly): weight bytes x bits / the op's bits."""
+    cols = _cols(w)
+    old = np.asarray([BITS[p] for p in w.tables["precision"]], dtype=float)[w.columns["precision"]]
+    scale = np.where(old > bits, bits / old, 1.0)
+    if mask is not None:
+        scale = np.where(mask, scale, 1.0)
+    wb = w.columns["weight_bytes"]
+    cols["bytes_read"] = w.columns["bytes_read"] - wb + wb * scale
+    cols["weight_bytes"] = wb * scale
+    return _rebuild(w, cols, f"advice: weights stored in {bits} bits, dequantised on the fly (compute unchanged)")
+
+
+def with_matrix_precision(w: Workload, precision: str, mask: np.ndarray) -> Workload:
+    """Ops in ``mask`` on the matrix unit at ``precision``; operand bytes scaled by the bit ratio (not for tf32)."""
+    cols = _cols(w)
+    old = np.asarray([BITS[p] for p in w.tables["precision"]], dtype=float)[w.columns["precision"]]
+    scale = np.ones(len(w)) if precision == "tf32" else np.where(old > BITS[precision], BITS[precision] / old, 1.0)
+    scale = np.where(mask, scale, 1.0)
+    for c in ("bytes_read", "bytes_written", "weight_bytes"):
+        cols[c] = w.columns[c] * scale
+    cols["precision"] = np.where(mask, precision, cols["precision"])
+    cols["unit"] = np.where(mask, "matrix", cols["unit"])
+    return _rebuild(w, cols, f"advice: matrix-shaped ops on the matrix unit at {precision}"
+                             + ("" if precision == "tf32" else f", operands stored in {precision}"))
+
+
+def _weight_levers(a: Analysis, w: Workload, mask: np.ndarray | None, scope_idx: np.ndarray | None) -> list[Lever]:
+    wb = w.columns["weight_bytes"] if mask is None else np.where(mask, w.columns["weight_bytes"], 0.0)
+    if not (wb > 0).any():
+        return []
+    levers = []
+    widest = max(BITS[w.strings("precision", int(i))] for i in np.flatnonzero(wb > 0))
+    for bits, label in ((8, "int8"), (4, "int4")):
+        if bits >= widest:
+            continue
+        after = analyze(with_weight_bits(w, bits, mask), a.device)
+        before_t, after_t = _scope_times(a, after, scope_idx)
+        if before_t / after_t < MIN_GAIN or (levers and levers[-1].after / after_t < MIN_GAIN):
+            continue  # no gain, or none beyond the wider format's
+        saved = a.total_bytes - after.total_bytes
+        levers.append(Lever("weight precision", f"{label} weights: {format_bytes(saved)} less traffic, "
+                            f"{format_seconds(before_t)} -> {format_seconds(after_t)} ({_x(before_t / after_t)})",
+                            before_t, after_t, after, {"bytes_saved": saved, "bits": float(bits)}))
+    return levers
+
+
+def _matrix_levers(a: Analysis, w: Workload, mask: np.ndarray, scope_idx: np.ndarray | None) -> list[Lever]:
+    if not mask.any():
+        return []
+    dev = a.device
+    # the roof these ops use now: the slowest ceiling among them (the one that binds)
+    idx = np.flatnonzero(mask)
+    current = float(np.min(a.peak_flops[idx]))
+    candidates = []
+    seen_roofs: set[float] = set()
+    for p in ("tf32", "bf16", "fp16", "fp8"):
+        c = dev.ceiling("matrix", p)
+        if c is None or c.flops < 1.5 * current or c.flops in seen_roofs:
+            continue
+        if p != "tf32" and BITS[p] >= min(BITS[w.strings("precision", int(i))] for i in idx):
+            continue  # not lower than what the ops already use
+        seen_roofs.add(c.flops)
+        after = analyze(with_matrix_precision(w, p, mask), dev)
+        before_t, after_t = _scope_times(a, after, scope_idx)
+        if before_t / after_t < MIN_GAIN:
+            continue
+        roof_x = float(np.min(after.peak_flops[idx])) / current
+        candidates.append(Lever("matrix-unit precision",
+                                f"{p} on the matrix unit: compute roof {_x(roof_x)} ({format_flops(current)} -> "
+                                f"{format_flops(c.flops)}), {format_seconds(before_t)} -> {format_seconds(after_t)} "
+                                f"({_x(before_t / after_t)})", before_t, after_t, after, {"roof_x": roof_x}))
+    candidates.sort(key=lambda lv: -lv.speedup)
+    return candidates[:2]
+
+
+def _scope_times(a: Analysis, after: Analysis, scope_idx: np.ndarray | None) -> tuple[float, float]:
+    """Roofline seconds of the scope before and after (ops keep their index in these levers)."""
+    if scope_idx is None:
+        return a.total_time, after.total_time
+    return float(a.total_op_time[scope_idx].sum()), float(after.total_op_time[scope_idx].sum())
+
+
+# ----------------------------------------------------------------------------- devices
+def _device_levers(a: Analysis, w: Workload, candidates: Sequence[Device] | None, n: int = 2) -> list[Lever]:
+    if candidates is None:
+        from roofline.catalog import devices
+
+        candidates = devices()
+    results = []
+    for d in candidates:
+        if d.name == a.device.name:
+            continue
+        after = analyze(w, d)
+        results.append((after.total_time, d, after))
+    results.sort(key=lambda r: r[0])
+    levers = []
+    for t, d, after in results[:n]:
+        if a.total_time / t < MIN_GAIN:
+            continue
+        levers.append(Lever("device", f"on {d.name}: {format_seconds(a.total_time)} -> {format_seconds(t)} "
+                            f"(time {_x(t / a.total_time)}, {_x(a.total_time / t)} faster)", a.total_time, t, after,
+                            {"time_x": t / a.total_time}))
+    return levers
+
+
+# ----------------------------------------------------------------------------- LLM levers
+def _llm_spec(w: Workload) -> Any | None:
+    """The LLM run behind an analytic LLM workload (``info['llm']``, as written by roofline.llm), if any."""
+    raw = w.info.get("llm") if isinstance(w.info, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    from roofline.llm.model import LLMSpec
+
+    try:
+        return LLMSpec.from_dict(raw)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def llm_workload(spec: Any, **changes: Any) -> Workload:
+    """The LLM workload of ``spec`` with fields replaced (batch=..., precisions=...): what from_llm builds."""
+    from dataclasses import replace
+
+    from roofline.llm.model import build_workload
+
+    return build_workload(replace(spec, **changes))
+
+
+def tokens(w: Workload) -> float:
+    """Tokens one run of an LLM workload produces (decode) or processes (prefill): summed over its phases."""
+    phases = w.info.get("phases", {}) if isinstance(w.info, dict) else {}
+    return float(sum(p.get("tokens", 0.0) for p in phases.values())) or 1.0
+
+
+def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
+    from dataclasses import replace
+
+    levers: list[Lever] = []
+    dev = a.device
+    roof, ridge = _main_roof(a)
+    tok0 = tokens(a.workload) / a.total_time
+    if spec.phase in ("decode", "generate"):
+        ai0 = a.total_flops / a.total_bytes
+        best = None
+        b = spec.batch
+        cap = dev.main_memory.capacity
+        while b < 256:  # double until the step reaches the ridge, 256 sequences, or memory is full
+            wb = llm_workload(spec, batch=b * 2)
+            if cap and wb.info.get("memory_bytes", 0) > cap:
+                break
+            b *= 2
+            ab = analyze(wb, dev)
+            best = (b, ab)
+            if ab.total_flops / ab.total_bytes >= ridge:
+                break
+        if best is not None:
+            b, ab = best
+            ai1 = ab.total_flops / ab.total_bytes
+            tok1 = tokens(ab.workload) / ab.total_time
+            kv = ab.workload.info.get("memory_bytes")
+            fits = f"; needs {format_bytes(kv)} of {format_bytes(cap)} memory" if kv and cap else ""
+            if tok1 / tok0 >= MIN_GAIN:
+                levers.append(Lever(
+                    "batching", f"batch {spec.batch} -> {b}: {spec.phase} intensity {ai0:.3g} -> {ai1:.3g} FLOP/B "
+                                f"(ridge at {ridge:.3g}); {_rate(tok0)} -> {_rate(tok1)} tokens/s ({_x(tok1 / tok0)}), "
+                                f"time per token {format_seconds(1 / tok0)} -> {format_seconds(1 / tok1)}{fits}",
+                    1 / tok0, 1 / tok1, ab,
+                    {"batch": float(b), "intensity_before": ai0, "intensity_after": ai1, "ridge": ridge,
+                     "tokens_per_s_before": tok0, "tokens_per_s_after": tok1}))
+    p = spec.precisions
+    for field_name, label, what in (("weights", "weight precision", "weights"), ("kv_cache", "KV-cache precision",
+                                                                                  "KV cache")):
+        if field_name == "kv_cache" and spec.phase == "prefill" and not a.workload.info.get("context"):
+            continue
+        last = None
+        for bits, name in ((8, "int8"), (4, "int4")):
+            if bits >= BITS[getattr(p, field_name)]:
+                continue
+            ak = analyze(llm_workload(spec, precisions=replace(p, **{field_name: name})), dev)
+            gain = a.total_time / ak.total_time
+            if gain < MIN_GAIN or (last is not None and last / ak.total_time < MIN_GAIN):
+                continue
+            last = ak.total_time
+            saved = a.total_bytes - ak.total_bytes
+            levers.append(Lever(label, f"{name} {what}: {format_bytes(saved)} less traffic, "
+                                f"{format_seconds(a.total_time)} -> {format_seconds(ak.total_time)} ({_x(gain)})",
+                                a.total_time, ak.total_time, ak, {"bytes_saved": saved, "bits": float(bits)}))
+    return levers
+
+
+# ----------------------------------------------------------------------------- verdicts
+def _roof_text(a: Analysis, idx: np.ndarray) -> str:
+    """The roof that binds the most time among ``idx``."""
+    ct = float((a.compute_time[idx] * a.workload.columns["count"][idx]).sum())
+    mt = float((a.memory_time[idx] * a.workload.columns["count"][idx]).sum())
+    j = int(idx[np.argmax(a.total_op_time[idx])])
+    if ct > mt:
+        c = a.ceilings[int(a.ceiling_index[j])]
+        return f"compute ({c.label}, {format_flops(c.flops)}); {ct / (ct + mt):.0%} of the time is compute-bound"
+    lvl = a.level_label(j)
+    bw = a.bandwidth[j]
+    return f"memory ({lvl}, {format_bytes(bw)}/s); {mt / (ct + mt):.0%} of the time is memory-bound"
+
+
+def _headroom(a: Analysis, idx: np.ndarray) -> str:
+    """x to the roof when measured; else how far the compute roof is above the attainable rate."""
+    w = a.workload
+    sec = w.columns["measured_seconds"][idx] * w.columns["count"][idx]
+    t = float(a.total_op_time[idx].sum())
+    parts = []
+    if np.isfinite(sec).all() and sec.sum() > 0:
+        x = float(sec.sum()) / t if t > 0 else math.inf
+        gap = (f"{_x(x)} to the roof" if x >= 1 else
+               f"x{1 / x:.3g} faster than the roof allows: data in cache, a wrong FLOP/byte count or the wrong ceiling")
+        parts.append(f"measured {format_seconds(float(sec.sum()))} vs roofline {format_seconds(t)}: {gap}")
+    flops = float((w.columns["flops"][idx] * w.columns["count"][idx]).sum())
+    if t > 0 and flops > 0:
+        peak = float(np.max(a.peak_flops[idx]))
+        attainable = flops / t
+        parts.append(f"attainable {format_flops(attainable)} is {_x(peak / attainable)} below the compute roof "
+                     f"{format_flops(peak)}" if peak / attainable > 1.05 else "at the compute roof")
+    elif flops == 0:
+        parts.append("data movement only: the only gain is moving fewer bytes")
+    return "; ".join(parts) or "-"
+
+
+def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device] = True) -> Advice:
+    """Levers for the whole workload and for its ``top`` ops by time, each with its computed effect.
+
+    ``devices``: False skips the catalog-device lever; a list of devices limits it to those.
+
+    >>> from roofline import Device, Op, Workload, analyze
+    >>> a = analyze(Workload.from_ops([Op("gemm", kind="matmul", flops=2e12, bytes_read=1e9,
+    ...                                   precision="fp32", unit="matrix")]), Device.simple("x", "1 TFLOP/s", "1 TB/s"))
+    >>> advise(a, devices=False).levers
+    []
+    """
+    a = analysis
+    w = _predicted(a.workload)
+    n = len(w)
+    everything = np.arange(n)
+    levers: list[Lever] = []
+    spec = _llm_spec(w)
+    if spec is not None:
+        levers += _llm_levers(a, spec)
+    chains = fusion_chains(w)
+    lv = _fusion_lever(a, w, chains, "workload")
+    if lv:
+        levers.append(lv)
+    if spec is None or not any(x.name == "weight precision" for x in levers):
+        levers += _weight_levers(a, w, None, None)
+    matrix_mask = np.isin(w.column("kind"), MATRIX_KINDS)
+    levers += _matrix_levers(a, w, matrix_mask, None)
+    if devices is not False:
+        levers += _device_levers(a, w, None if devices is True else list(devices))
+
+    ops: list[OpAdvice] = []
+    chain_of = {}
+    for s, e in chains:
+        for i in range(s, e):
+            chain_of[i] = (s, e)
+    for i in a.order()[:top]:
+        i = int(i)
+        if a.share[i] < 0.01:
+            break
+        idx = np.asarray([i])
+        op_levers: list[Lever] = []
+        if i in chain_of:
+            lv = _fusion_lever(a, w, [chain_of[i]], "op")
+            if lv:
+                op_levers.append(lv)
+        mask = np.zeros(n, dtype=bool)
+        mask[i] = True
+        if w.columns["weight_bytes"][i] > 0:
+            op_levers += _weight_levers(a, w, mask, idx)
+        if w.strings("kind", i) in MATRIX_KINDS:
+            op_levers += _matrix_levers(a, w, mask, idx)
+        g = w.strings("group", i)
+        ops.append(OpAdvice(i, w.strings("name", i) + (f" in {g}" if g and g != w.strings("name", i) else ""),
+                            float(a.share[i]), _roof_text(a, idx), _headroom(a, idx), op_levers))
+    return Advice(a, _roof_text(a, everything), _headroom(a, everything), levers, ops)
+
+
+class _CallableModule(__import__("types").ModuleType):
+    """``roofline.advise`` is both this module and the function: once the submodule is imported, Python binds
+    the package attribute to the module, so the module forwards calls to :func:`advise`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return advise(*args, **kwargs)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,87 @@
+"""Charts of a measured Device: bandwidth vs working set, and the measured hierarchical roofline.
+
+Both read only the Device (its ceilings and ``metadata.sweep`` / ``metadata.ert``),
+so ``roofline bench --show --plot DIR`` redraws a cached measurement.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from roofline.device import Device
+from roofline.fileio import write_bytes_atomic
+from roofline.units import format_bandwidth, format_bytes
+
+KERNEL_COLORS = {"read": "#1f77b4", "write": "#d62728", "copy": "#2ca02c", "triad": "#222222"}
+
+
+def plot_bandwidth(device: Device, path: str | Path) -> None:
+    """Bandwidth vs working set (log x), every kernel, all threads solid and one thread dashed;
+    the detected levels drawn as bars over their working-set range; sysfs cache sizes as dotted lines."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    sweep = device.metadata.get("sweep")
+    if not sweep:
+        raise ValueError(f"device {device.name!r} has no bandwidth sweep in its metadata")
+    sizes = sweep["working_set_bytes"]
+    threads = int(device.metadata.get("threads", 1))
+    fig, ax = plt.subplots(figsize=(10, 6), dpi=110)
+    for t, curves in sweep["curves"].items():
+        style = "-" if int(t) == threads else "--"
+        for name, values in curves.items():
+            ax.plot(sizes, [v / 1e9 for v in values], style, marker="o" if style == "-" else None, ms=3,
+                    color=KERNEL_COLORS.get(name, "#555555"), lw=1.6 if style == "-" else 1.0,
+                    alpha=1.0 if style == "-" else 0.6, label=f"{name}, {t} thread{'s' if int(t) > 1 else ''}")
+    for m in device.memory:
+        ws = m.provenance.details.get("working_set_bytes")
+        if not ws:
+            continue
+        ax.plot(ws, [m.bandwidth / 1e9] * 2, color="#ff7f0e", lw=6, alpha=0.45, solid_capstyle="butt")
+        ax.annotate(f"{m.level} {format_bandwidth(m.bandwidth)}\n{format_bytes(ws[0])} .. {format_bytes(ws[1])}",
+                    ((ws[0] * ws[1]) ** 0.5, m.bandwidth / 1e9), xytext=(0, 9), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=8, color="#a04000",
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
+    caches: dict[str, Any] = device.metadata.get("caches_sysfs", {})
+    for level, info in sorted(caches.items()):
+        cap = info.get("capacity")
+        if cap:
+            ax.axvline(cap, color="#777777", ls=":", lw=1)
+            ax.text(cap, 0.98, f" {level} (sysfs) {format_bytes(cap)}", transform=ax.get_xaxis_transform(),
+                    rotation=90, va="top", ha="right", fontsize=7.5, color="#555555")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("working set [bytes, all arrays of the kernel]")
+    ax.set_ylabel("bandwidth [GB/s] (STREAM byte counting)")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: format_bytes(v, 3)))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7.5, ncol=2, loc="lower left")
+    ax.set_title(f"{device.name}: bandwidth vs working set", fontsize=11)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def plot_roofline(device: Device, path: str | Path) -> None:
+    """The measured hierarchical roofline (every level, every precision) with the ERT curve's points."""
+    from roofline.render.chart import Point, save_chart
+
+    ert = device.metadata.get("ert") or {}
+    points = [Point(f"ERT {f} FLOP/elem", ai, flops, kind="other", measured=True, weight=0.02)
+              for f, ai, flops in zip(ert.get("flops_per_element", []), ert.get("intensity", []), ert.get("flops", []), strict=False)]
+    title = f"{device.name}: measured roofline"
+    if ert:
+        title += f" (ERT points; largest deviation {ert['max_deviation']:+.0%} at {ert['at_intensity']:.3g} FLOP/B)"
+    save_chart(device, path, title=title, points=points)
+
+
+def _save(fig: Any, path: str | Path) -> None:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lower().lstrip(".") or "png", bbox_inches="tight")
+    plt.close(fig)
+    write_bytes_atomic(path, buf.getvalue())

@@ -1,0 +1,190 @@
+"""roofline bench: measure this machine's roofline (bandwidth per cache level, FMA peaks, GEMM, ERT curve)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from roofline.device import Device
+from roofline.errors import RooflineError
+from roofline.fileio import check_writable
+from roofline.units import format_bandwidth, format_bytes, format_flops
+
+EPILOG = """\
+examples:
+  roofline bench                       # quick (< 1 minute), all CPUs; cached for --device local
+  roofline bench --full --out me.json  # finer sweep, more repeats, also saved to me.json
+  roofline bench --threads 1 --plot charts/
+  roofline bench --show                # print the cached measurement
+  roofline analyze --device local ...  # use it anywhere a device is accepted
+"""
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "bench", help="measure this machine's hierarchical roofline (cached for --device local)",
+        description=("Measure bandwidth per memory level (read/write/copy/triad sweep, plateaus detected), "
+                     "FMA peaks, GEMM ceilings (numpy BLAS; torch bf16/fp16) and an ERT-style curve. "
+                     "The result is a device JSON cached in the user cache directory "
+                     "($ROOFLINE_CACHE_DIR, else $XDG_CACHE_HOME/roofline)."),
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="the default: about a minute on 2 cores")
+    mode.add_argument("--full", action="store_true", help="finer sweep and more repeats (several minutes)")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads (default: every CPU)")
+    p.add_argument("--gpu", action="store_true", help="measure the CUDA GPU (torch) instead of the CPU")
+    p.add_argument("--out", metavar="FILE", help="also save the device JSON here")
+    p.add_argument("--plot", metavar="DIR", help="write bandwidth.png and roofline.png into DIR")
+    p.add_argument("--show", action="store_true", help="print the cached measurement instead of measuring")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from roofline import bench
+
+    plot_dir = Path(args.plot) if args.plot else None
+    # every check before any measuring: nothing is half-done after a bad argument
+    if args.threads is not None and not args.gpu:
+        from roofline.bench.cpu import check_threads
+
+        check_threads(args.threads)
+    if args.out:
+        _check_out(args.out)
+    if plot_dir is not None:
+        _check_plot_dir(plot_dir)
+    if args.show:
+        device = bench.load_local_device()
+        print(f"cached: {bench.local_device_path()}")
+        sys.stdout.write(render_table(device))
+        _write(device, args, plot_dir, cache=False)
+        return 0
+    if not args.gpu:
+        from roofline.errors import require
+
+        require("numba", "bench")  # the one-line 'pip install roofline[bench]' before anything else
+    with _progress() as progress:
+        device = bench.run_bench(quick=not args.full, full=bool(args.full), threads=args.threads, gpu=args.gpu,
+                                 progress=progress)
+    sys.stdout.write(render_table(device))
+    _write(device, args, plot_dir, cache=True)
+    return 0
+
+
+def _write(device: Device, args: argparse.Namespace, plot_dir: Path | None, *, cache: bool) -> None:
+    """All outputs, only once measuring is over (Ctrl-C before this leaves every file as it was)."""
+    from roofline import bench
+
+    if args.out:
+        device.save(args.out)
+        print(f"saved: {args.out}")
+    if cache:
+        print(f"cached: {bench.save_local_device(device)}  (use --device local)")
+    if plot_dir is not None:
+        from roofline.bench.plots import plot_bandwidth, plot_roofline
+
+        plot_dir.mkdir(parents=True, exist_ok=True)
+        if device.metadata.get("sweep"):
+            plot_bandwidth(device, plot_dir / "bandwidth.png")
+            print(f"chart: {plot_dir / 'bandwidth.png'}")
+        plot_roofline(device, plot_dir / "roofline.png")
+        print(f"chart: {plot_dir / 'roofline.png'}")
+
+
+def _check_out(path: str) -> None:
+    """Writable file path: its nearest existing ancestor must be a writable directory (missing ones are created)."""
+    p = Path(path)
+    check_writable(p)
+    ancestor = next((q for q in p.parents if q.exists()), Path("."))
+    if not ancestor.is_dir():
+        raise RooflineError(f"cannot write: {str(ancestor)!r} is not a directory", where=path)
+    if not os.access(ancestor, os.W_OK):
+        raise RooflineError(f"cannot write: directory {str(ancestor)!r} is not writable", where=path)
+
+
+def _check_plot_dir(d: Path) -> None:
+    """A directory (created when missing) under a writable ancestor."""
+    if d.exists() and not d.is_dir():
+        raise RooflineError("--plot expects a directory, got a file", where=str(d))
+    probe = d if d.exists() else next((q for q in d.parents if q.exists()), Path("."))
+    if not probe.is_dir() or not os.access(probe, os.W_OK):
+        raise RooflineError(f"cannot write: {str(probe)!r} is not a writable directory", where=str(d))
+
+
+class _progress:
+    """A rich progress bar on stderr; a no-op when stderr is not a terminal or under CI."""
+
+    def __enter__(self) -> Any:
+        self._bar = None
+        if not sys.stderr.isatty() or os.environ.get("CI"):
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(TextColumn("[bold]bench[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                             TimeElapsedColumn(), TextColumn("{task.description}"),
+                             console=Console(stderr=True), transient=True)
+        self._bar.__enter__()
+        task = self._bar.add_task("starting", total=1.0)
+
+        def update(fraction: float, what: str) -> None:
+            self._bar.update(task, completed=min(max(fraction, 0.0), 1.0), description=what)
+
+        return update
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+def render_table(device: Device) -> str:
+    """The ceilings with their spread (interquartile range), one per line, then ERT and warnings."""
+    meta = device.metadata
+    lines = [f"{device.name}", f"  measured {meta.get('date', '?')}, mode {meta.get('mode', '?')}, "
+             f"{meta.get('threads', '?')} thread(s), {meta.get('wall_seconds', '?')} s"]
+    rows: list[tuple[str, str, str, str, str]] = []
+    flagged = False
+
+    def spread_text(value: float, spread: tuple[float, float] | None) -> str:
+        nonlocal flagged
+        if not spread or value <= 0:
+            return ""
+        rel = (spread[1] - spread[0]) / value
+        mark = " !" if rel > 0.10 else ""
+        flagged = flagged or bool(mark)
+        return f"{rel:.1%}{mark}"
+
+    for c in sorted(device.compute, key=lambda c: (c.unit, -c.flops)):
+        d = c.provenance.details
+        s = spread_text(c.flops, c.provenance.spread)
+        where = f"n={d['best_n']}" if "best_n" in d else (f"{d.get('chains_per_thread')} chains/thread"
+                                                         if "chains_per_thread" in d else "")
+        rows.append((f"{c.precision} {c.unit}", format_flops(c.flops), s, str(d.get("threads", "")), where))
+    for m in device.memory:
+        d = m.provenance.details
+        s = spread_text(m.bandwidth, m.provenance.spread)
+        ws = d.get("working_set_bytes")
+        where = f"{format_bytes(ws[0])} .. {format_bytes(ws[1])}" if isinstance(ws, list) and len(ws) == 2 else (
+            format_bytes(ws) if isinstance(ws, (int, float)) else "")
+        cap = f", capacity {format_bytes(m.capacity)}" if m.capacity else ""
+        rows.append((m.level, format_bandwidth(m.bandwidth), s, str(d.get("threads", "")), where + cap))
+    head = ("ceiling", "value", "IQR/median", "threads", "size / working set")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
+    fmt = "  " + "  ".join(f"{{:{'<' if i in (0, 4) else '>'}{w}}}" for i, w in enumerate(widths))
+    lines.append(fmt.format(*head))
+    lines += [fmt.format(*r) for r in rows]
+    ert = meta.get("ert")
+    if ert:
+        lines.append(f"  ERT curve ({len(ert['flops'])} points, {format_bytes(ert['working_set_bytes'])} in place): "
+                     f"largest deviation from min(peak, AI x DRAM) {ert['max_deviation']:+.1%} "
+                     f"at {ert['at_intensity']:.3g} FLOP/B")
+    for note in meta.get("levels", {}).get("notes", []):
+        if note not in meta.get("warnings", []):
+            lines.append(f"  note: {note}")
+    for w in meta.get("warnings", []):
+        lines.append(f"  warning: {w}")
+    if flagged:
+        lines.append("  ! spread above 10% of the median")
+    return "\n".join(lines) + "\n"

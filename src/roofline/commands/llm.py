@@ -1,0 +1,196 @@
+"""roofline llm MODEL --device NAME: prefill/decode rooflines of an LLM from its config."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_output_options, check_outputs, emit
+from roofline.errors import RooflineError
+
+EPILOG = """examples:
+  roofline llm llama-2-7b --device a100 --phase decode --batch 1 --context 1024
+  roofline llm meta-llama/Meta-Llama-3-70B --device h100 --tp 4 --wbits 4 --kvbits 8 --flash
+  roofline llm mixtral-8x7b --device h100 --phase decode --sweep batch=1..256 -o chart.png
+  roofline llm ./config.json --device a100 --phase prefill --prompt 4096 --batch max
+  roofline llm qwen2-7b --device h100 --phase prefill --group-by module --depth 3   (per-layer table)
+  roofline llm --list
+
+phases: prefill (--prompt tokens), decode (one step at --context), generate (prefill --prompt,
+then --gen decode steps; the default).  Precisions: 32, 16, 8, 4 or fp32, bf16, fp16, fp8,
+int8, int4 (int4 carries one fp16 scale per --group-size values).
+--sweep batch=LO..HI | LO..max | max | a,b,c: decode (or prefill) throughput against per-token latency
+per batch; the plot goes to --sweep-plot, or beside -o CHART as CHART-sweep.EXT."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("llm", help="LLM inference rooflines (prefill, decode) from a model config",
+                       formatter_class=EXAMPLE_HELP, epilog=EPILOG,
+                       description="Analytic per-op model of decoder-only transformer inference: TTFT, time per "
+                                   "output token, tokens/s, memory fit, largest batch, ridge batch, batch sweep.")
+    p.add_argument("model", nargs="?", help="bundled model name or Hugging Face id (see --list), or a config.json")
+    p.add_argument("--list", action="store_true", help="list the bundled model configs and exit")
+    add_device_option(p, required=False)
+    p.add_argument("--phase", choices=("prefill", "decode", "generate"), default="generate",
+                   help="default generate (prefill + decode)")
+    p.add_argument("--batch", default="1", metavar="N|max", help="sequences per step, or 'max': the largest that fits")
+    p.add_argument("--prompt", type=int, default=None, metavar="TOKENS", help="prompt length (default 1024)")
+    p.add_argument("--gen", type=int, default=None, metavar="TOKENS", help="decode steps for generate (default 256)")
+    p.add_argument("--context", type=int, default=None, metavar="TOKENS",
+                   help="decode: tokens attended to, KV cache length (default: --prompt)")
+    p.add_argument("--wbits", default="16", metavar="BITS", help="weight precision (default 16 = bf16)")
+    p.add_argument("--abits", default="16", metavar="BITS", help="activation precision (default 16 = bf16)")
+    p.add_argument("--kvbits", default="16", metavar="BITS", help="KV-cache precision (default 16 = bf16)")
+    p.add_argument("--group-size", type=int, default=128, metavar="N", help="int4 quantisation group (default 128)")
+    p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel devices (per-device figures)")
+    p.add_argument("--flash", action="store_true", help="fused attention: no score tensor in memory")
+    p.add_argument("--all-logits", action="store_true", help="lm_head on every token, not the last of each sequence")
+    p.add_argument("--sweep", metavar="batch=1..256", help="batch sweep: throughput vs per-token latency")
+    p.add_argument("--sweep-plot", metavar="PLOT", help="write the sweep plot here (.png, .svg or .pdf)")
+    add_output_options(p, group_by=("module", "type", "kind", "name"))
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from roofline.analysis import analyze
+    from roofline.commands._common import resolve
+    from roofline.frontends import llm
+
+    if args.list:
+        print(list_text())
+        return 0
+    if not args.model:
+        raise RooflineError("give a model name or config.json (see 'roofline llm --list')")
+    if not args.device:
+        raise RooflineError("--device is required (see 'roofline devices')")
+    check_outputs(args)
+    sweep_plot = sweep_plot_path(args)
+    sweep_batches = llm.parse_range(args.sweep)[1] if args.sweep else None
+    batch_max = str(args.batch).strip().lower() == "max"
+    if not batch_max and not str(args.batch).strip().isdigit():
+        raise RooflineError(f"--batch must be an integer > 0 or 'max', got {args.batch!r}")
+    spec = llm.make_spec(args.model, phase=args.phase, batch=1 if batch_max else int(args.batch), prompt=args.prompt,
+                         context=args.context, gen=args.gen, wbits=args.wbits, abits=args.abits, kvbits=args.kvbits,
+                         tp=args.tp, flash=args.flash, group_size=args.group_size, all_logits=args.all_logits)
+    device = resolve(args.device)
+    if batch_max:
+        spec = spec.replace(batch=llm.fitting_batch(spec, device))
+    analysis = analyze(llm.build_workload(spec), device)
+    title = f"{spec.arch.name} {spec.phase} on {device.name}"
+    emit(analysis, args, title=title)
+    rep = llm.llm_report(analysis)
+    print(report_text(rep))
+    if args.sweep:
+        sw = llm.batch_sweep(spec, device, sweep_batches)
+        print(sweep_text(sw))
+        if sweep_plot:
+            llm.plot_sweep(sw, sweep_plot, title=f"{spec.arch.name} on {device.name}: batch sweep ({spec.phase})")
+            print(f"sweep plot: {sweep_plot}")
+    return 0
+
+
+def sweep_plot_path(args: argparse.Namespace) -> str | None:
+    """--sweep-plot, else CHART-sweep.EXT beside -o CHART; validated before any work."""
+    from roofline.render import check_chart_path
+
+    path = args.sweep_plot
+    if path and not args.sweep:
+        raise RooflineError("--sweep-plot needs --sweep")
+    if not path and args.sweep and args.output:
+        out = Path(args.output)
+        path = str(out.with_name(f"{out.stem}-sweep{out.suffix}"))
+    if path:
+        check_chart_path(path)
+    return path
+
+
+def list_text() -> str:
+    from roofline.llm.config import list_models, load_arch
+    from roofline.llm.model import param_counts
+
+    rows = [("model", "Hugging Face id", "type", "params", "source")]
+    for m in list_models():
+        total, active = param_counts(load_arch(m["name"]))
+        params = f"{total / 1e9:.2f} B" + (f" ({active / 1e9:.1f} B active)" if active != total else "")
+        rows.append((m["name"], m["hf_id"], m["model_type"], params, m["source"]))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows)
+
+
+def report_text(r) -> str:  # type: ignore[no-untyped-def]
+    """The LLM facts under the op table, plain text."""
+    from roofline.units import format_bytes, format_flop, format_seconds
+
+    s = r.spec
+    p = s.precisions
+    info = [f"{s.phase}", f"batch {s.batch}"]
+    if s.phase in ("prefill", "generate"):
+        info.append(f"prompt {s.prompt}")
+    if s.phase == "generate":
+        info.append(f"gen {s.gen}")
+    if s.phase == "decode":
+        info.append(f"context {s.context}")
+    if s.tp > 1:
+        info.append(f"tp {s.tp} (figures per device)")
+    info.append(f"weights {p.weights}, activations {p.activations}, KV cache {p.kv_cache}"
+                + (f" (int4 group {p.group_size})" if "int4" in (p.weights, p.kv_cache) else ""))
+    info.append("fused attention" if s.flash else "unfused attention")
+    from roofline.llm.model import param_counts
+
+    total, active = param_counts(s.arch)
+    lines = [f"LLM: {s.arch.name} on {r.device} — " + ", ".join(info)]
+    lines.append(f"  parameters          {_count(total)}" + (f" ({_count(active)} active per token)"
+                                                              if active != total else ""))
+    for phase in ("prefill", "decode"):
+        if phase in r.phase_time:
+            fl, by = r.phase_flops[phase], r.phase_bytes[phase]
+            lines.append(f"  {phase:<8s} total      {format_seconds(r.phase_time[phase])}, {format_flop(fl)}, "
+                         f"{format_bytes(by)} moved (AI {fl / by:.3g} FLOP/B)")
+    if r.ttft is not None:
+        lines.append(f"  time to first token {format_seconds(r.ttft)}")
+    if r.tpot is not None:
+        lines.append(f"  time per token      {format_seconds(r.tpot)}  ({s.batch / r.tpot:,.0f} tokens/s over the batch)")
+    if s.phase == "generate":
+        lines.append(f"  end to end          {format_seconds(r.latency)} (TTFT + {s.gen} x time per token), "
+                     f"{r.tokens_per_s:,.0f} output tokens/s")
+    elif s.phase == "prefill":
+        lines.append(f"  throughput          {r.tokens_per_s:,.0f} prompt tokens/s")
+    if r.interconnect_time > 0:
+        lines.append(f"  interconnect        {format_seconds(r.interconnect_time)} of all-reduce/all-gather")
+    fp = r.footprint
+    mem = (f"  memory per device   {format_bytes(fp.weights)} weights + {format_bytes(fp.kv_cache)} KV cache + "
+           f"{format_bytes(fp.activations)} activations = {format_bytes(fp.total)}")
+    if fp.capacity is not None:
+        mem += f" of {format_bytes(fp.capacity)} ({'fits' if fp.fits else 'DOES NOT FIT'})"
+    lines.append(mem)
+    if r.max_batch is not None:
+        lines.append(f"  largest batch       {r.max_batch} (at {s.max_context} tokens of KV cache per sequence)"
+                     if r.max_batch else "  largest batch       none fits")
+    if r.ridge_batch is not None:
+        lines.append(f"  ridge batch         {r.ridge_batch} (decode GEMMs compute-bound from here, {p.gemm} matrix)")
+    else:
+        lines.append("  ridge batch         none below 65536 (decode GEMMs stay memory-bound)")
+    for f in r.findings:
+        lines.append(f"  * {f}")
+    return "\n".join(lines)
+
+
+def _count(n: float) -> str:
+    """6.738e9 -> '6.74 B'; 1.244e8 -> '124.4 M'."""
+    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M"
+
+
+def sweep_text(sw) -> str:  # type: ignore[no-untyped-def]
+    """Rows at powers of two (and the last batch) of a batch sweep."""
+    from roofline.units import format_bytes, format_seconds
+
+    lat = "TTFT" if sw.phase == "prefill" else "time/token"
+    tps = "prompt tok/s" if sw.phase == "prefill" else "tokens/s"
+    lines = [f"batch sweep ({len(sw.batch)} batches, {sw.batch[0]}..{sw.batch[-1]}):",
+             f"  {'batch':>6}  {lat:>11}  {tps:>14}  {'memory':>10}  fits"]
+    for i, b in enumerate(sw.batch):
+        if (b & (b - 1)) == 0 or i == len(sw.batch) - 1 or b == sw.ridge_batch:
+            mark = "  <- ridge" if b == sw.ridge_batch else ""
+            lines.append(f"  {b:>6}  {format_seconds(sw.latency[i]):>11}  {sw.tokens_per_s[i]:>14,.0f}  "
+                         f"{format_bytes(sw.footprint[i]):>10}  {'yes' if sw.fits[i] else 'NO'}{mark}")
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""LLM config -> Workload: an analytic, per-op model of decoder-only transformer inference.
+
+Prefill and decode rooflines from a Hugging Face style config, with weight /
+activation / KV-cache precisions (int4 with group-wise scales), grouped-query
+and multi-head latent attention, mixture-of-experts and tensor parallelism.
+No torch needed.  The implementation lives in :mod:`roofline.llm` (config,
+model, metrics); this module is the frontend's public face.
+
+Against the same config traced from transformers on the meta device
+(:func:`roofline.frontends.hf.from_hf_config`), projections, attention matmuls
+(causal in both), MLP/expert GEMMs, router and lm_head agree exactly in FLOPs
+and weight bytes (tests/test_llm.py).  Remaining differences, all deliberate:
+
+* HF's plain forward computes logits for every prompt token; here lm_head runs
+  on the last token of each sequence unless ``all_logits=True``.
+* HF's grouped-matmul experts read every expert's weights each layer; here a
+  step reads the ``min(E, tokens x top_k)`` experts it touches (decode batch 2
+  of Mixtral: 4 of 8).
+* HF's RMSNorm traces as pow / mean / mul / rsqrt elementwise and reduction ops,
+  RoPE as mul / add / neg / cat, and SDPA carries its softmax inside; here each
+  is one norm, rope or softmax op with the FLOP constants of roofline.costs.
+* The embedding table is never read whole: an op reads the rows it gathers.
+  A "weights + KV cache over bandwidth" estimate that counts the table whole is
+  1.7% slower than this model for Llama-2-7B decode at batch 1.
+* HF's decode reads a static cache of kv_len + 1 slots: ``context = kv_len + 1``.
+
+>>> from roofline import Device, analyze
+>>> from roofline.frontends.llm import from_llm, llm_report
+>>> w = from_llm("llama-2-7b", phase="decode", batch=1, context=1024)
+>>> round(w.info["params"] / 1e9, 2)
+6.74
+>>> dev = Device.simple("a100ish", "312 TFLOP/s", "2.039 TB/s", precision="bf16", unit="matrix", kind="gpu")
+>>> r = llm_report(analyze(w, dev))
+>>> r.ridge_batch is not None and r.tpot > 0
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from roofline.llm.config import Arch, list_models, load_arch
+from roofline.llm.metrics import (
+    BatchSweep,
+    Footprint,
+    GridSweep,
+    LLMReport,
+    batch_sweep,
+    device_ceilings,
+    fitting_batch,
+    footprint,
+    grid_sweep,
+    max_batch,
+    parse_range,
+    plot_sweep,
+    ridge_batch,
+    sweep_times,
+)
+from roofline.llm.metrics import report as llm_report
+from roofline.llm.model import LLMSpec, Precisions, build_workload, make_spec, param_counts
+from roofline.workload import Workload
+
+__all__ = [
+    "Arch", "BatchSweep", "Footprint", "GridSweep", "LLMReport", "LLMSpec", "Precisions", "batch_sweep",
+    "device_ceilings", "fitting_batch", "footprint", "from_llm", "grid_sweep", "list_models", "llm_report",
+    "load_arch", "make_spec", "max_batch", "param_counts", "parse_range", "plot_sweep", "ridge_batch", "sweep_times",
+]
+
+
+def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
+             prompt: int | None = None, context: int | None = None, gen: int | None = None,
+             wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
+             flash: bool = False, *, group_size: int = 128, all_logits: bool = False) -> Workload:
+    """The per-op inference workload of a decoder-only transformer (per device with ``tp`` > 1).
+
+    ``name_or_config``: a bundled model ('llama-2-7b', 'meta-llama/Llama-2-7b-hf'; case and
+    punctuation ignored), a config.json path, or a config dict.  ``phase``: 'prefill' of
+    ``prompt`` tokens (default 1024), 'decode' one token at ``context`` (default: prompt), or
+    'generate' = prefill + ``gen`` decode steps (default 256).  Precisions: 32, 16, 8 or 4 bits
+    or a name (fp32, bf16, fp16, fp8, int8, int4); int4 carries one fp16 scale per
+    ``group_size`` values.  ``flash``: fused attention with no score tensor in memory.
+    ``all_logits``: lm_head over every token instead of the last of each sequence.
+
+    Ops are named and grouped by path ('decode.layers.attn.q_proj'); ``count`` is the number of
+    layers; ``info`` holds the sizes and totals and ``assumptions`` the modelling choices.
+
+    >>> w = from_llm("mixtral-8x7b", phase="decode", batch=8, context=2048, wbits=4)
+    >>> round(w.info["params"] / 1e9, 1), round(w.info["active_params"] / 1e9, 1)
+    (46.7, 12.9)
+    >>> w.op(int(list(w.tables["name"]).index("decode.layers.attn.q_proj"))).precision
+    'bf16'
+    """
+    spec = make_spec(name_or_config, phase=phase, batch=batch, prompt=prompt, context=context, gen=gen,
+                     wbits=wbits, abits=abits, kvbits=kvbits, tp=tp, flash=flash, group_size=group_size,
+                     all_logits=all_logits)
+    return build_workload(spec)

@@ -1,0 +1,465 @@
+"""What the LLM numbers mean on a device: TTFT, time per output token, tokens/s, memory fit,
+the largest batch that fits, the ridge batch, and vectorised sweeps.  Pure functions returning data.
+
+>>> from roofline import Device, analyze
+>>> from roofline.frontends.llm import from_llm, llm_report
+>>> dev = Device.simple("a100ish", "312 TFLOP/s", "2.039 TB/s", precision="bf16", unit="matrix", kind="gpu")
+>>> r = llm_report(analyze(from_llm("llama-2-7b", phase="decode", context=1024), dev))
+>>> round(r.tpot * 1e3, 2)  # ms/token: (13.21 GB weights (embedding: 1 row) + 0.54 GB KV cache) / 2.039 TB/s
+6.76
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from roofline.analysis import Analysis
+from roofline.device import Device
+from roofline.errors import RooflineError
+from roofline.llm.model import (
+    ATTN,
+    GEMM,
+    LINK,
+    ROLES,
+    VEC,
+    LLMSpec,
+    OpTable,
+    Precisions,
+    activation_bytes,
+    basis,
+    build_table,
+    kv_cache_bytes,
+    parse_precision,
+    weight_bytes_resident,
+)
+
+#: Largest batch the ridge-batch and max-batch searches consider.
+MAX_BATCH = 1 << 16
+
+
+# -- device ceilings as arrays -------------------------------------------------------
+def device_ceilings(device: Device, precisions: Precisions) -> dict[str, float]:
+    """Peaks and bandwidths the LLM ops use on ``device``: GEMM / attention matrix roofs at their
+    compute precisions (with the device's documented fallback), the fp32 vector roof, main memory
+    and the interconnect (inf when absent: no tensor-parallel traffic to time)."""
+    return {
+        "peak_gemm": device.choose_compute("matrix", precisions.gemm).ceiling.flops,
+        "peak_attn": device.choose_compute("matrix", precisions.attention).ceiling.flops,
+        "peak_vector": device.choose_compute("vector", "fp32").ceiling.flops,
+        "bandwidth": device.main_memory.bandwidth,
+        "link_bandwidth": device.interconnect.bandwidth if device.interconnect else device.main_memory.bandwidth,
+    }
+
+
+def _roofs(c: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(peaks (N, roles), bandwidths (N, 2)) from broadcastable ceiling arrays."""
+    arrs = np.broadcast_arrays(*(np.atleast_1d(np.asarray(c[k], dtype=float)) for k in
+                                 ("peak_gemm", "peak_attn", "peak_vector", "bandwidth", "link_bandwidth")))
+    gemm, attn, vec, bw, link = (a.reshape(-1) for a in arrs)
+    peaks = np.empty((len(gemm), 4))
+    peaks[:, GEMM], peaks[:, ATTN], peaks[:, VEC], peaks[:, LINK] = gemm, attn, vec, vec
+    return peaks, np.stack([bw, link], axis=1)
+
+
+def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.ndarray, bws: np.ndarray,
+              *, mask: np.ndarray | None = None, split: bool = False) -> Any:
+    """Roofline time of one step, per configuration: sum over ops of count x max(FLOPs/peak, bytes/bw).
+
+    ``B`` (N, terms), ``peaks`` (N or 1, roles), ``bws`` (N or 1, 2), ``eb`` bytes per element
+    (scalars or length-N arrays).  ``split``: return (compute time, memory time) summed per
+    configuration instead.  Per roof role, two matrix products (FLOPs; bytes with the element
+    sizes folded into the coefficients) per distinct precision combination.
+    """
+    c = table.coef
+    keep = np.ones(len(table), dtype=bool) if mask is None else mask
+    n = len(B)
+    sizes = np.stack([np.broadcast_to(np.asarray(eb[k], dtype=float), (n,)) for k in ("wq", "wu", "a", "kv")], axis=1)
+    if (sizes == sizes[0]).all():
+        combos, groups = sizes[:1], [slice(None)]
+    else:
+        combos, which = np.unique(sizes, axis=0, return_inverse=True)
+        which = which.reshape(-1)
+        groups = [which == j for j in range(len(combos))]
+    compute_sum, memory_sum, total = np.zeros(n), np.zeros(n), np.zeros(n)
+    for role in range(len(ROLES)):
+        ops = keep & (table.roles == role)
+        if not ops.any():
+            continue
+        counts = table.counts[ops]
+        compute = B @ c["flops"][ops].T
+        compute /= peaks[:, role:role + 1]
+        nbytes = np.empty_like(compute)
+        for (wq, wu, a, kv), g in zip(combos, groups, strict=True):
+            coef = (c["wq"][ops] * wq + c["wu"][ops] * wu + (c["ar"][ops] + c["aw"][ops]) * a
+                    + (c["kr"][ops] + c["kw"][ops]) * kv + c["xr"][ops])
+            nbytes[g] = B[g] @ coef.T
+        level = 1 if role == LINK else 0
+        nbytes /= bws[:, level:level + 1]
+        if split:
+            compute_sum += compute @ counts
+            memory_sum += nbytes @ counts
+        else:
+            np.maximum(compute, nbytes, out=compute)
+            total += compute @ counts
+    return (compute_sum, memory_sum) if split else total
+
+
+# -- vectorised sweeps ---------------------------------------------------------------
+def sweep_times(spec: LLMSpec, *, batch: Any = None, context: Any = None, prompt: Any = None, gen: Any = None,
+                ceilings: Mapping[str, Any], element_bytes: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """Phase times of ``spec`` for arrays of configurations at once (numpy broadcasting).
+
+    ``batch``, ``context`` (decode), ``prompt`` and ``gen`` (prefill/generate) default to the
+    spec's; ``ceilings`` holds ``peak_gemm``, ``peak_attn``, ``peak_vector``, ``bandwidth``,
+    ``link_bandwidth`` (scalars or arrays, see :func:`device_ceilings`); ``element_bytes`` holds
+    ``wq``, ``wu``, ``a``, ``kv`` bytes per element (arrays allowed; default: the spec's precisions).
+    Returns {'prefill': s, 'decode': s per step, 'total': s}; the phase's missing part is 0.
+
+    >>> import numpy as np
+    >>> from roofline.frontends.llm import make_spec
+    >>> spec = make_spec("llama-2-7b", phase="decode")
+    >>> c = {"peak_gemm": 312e12, "peak_attn": 312e12, "peak_vector": 19.5e12, "bandwidth": 2.039e12,
+    ...      "link_bandwidth": 300e9}
+    >>> t = sweep_times(spec, batch=np.array([1, 64]), context=1024, ceilings=c)["decode"]
+    >>> bool(t[1] < 64 * t[0])  # batching amortises the weight reads
+    True
+    """
+    a = spec.arch
+    b = np.asarray(spec.batch if batch is None else batch, dtype=float)
+    P = np.asarray(spec.prompt if prompt is None else prompt, dtype=float)
+    S = np.asarray(spec.context if context is None else context, dtype=float)
+    N = np.asarray(spec.gen if gen is None else gen, dtype=float)
+    eb = dict(spec.precisions.bytes() if element_bytes is None else element_bytes)
+    shape = np.broadcast_shapes(b.shape, P.shape, S.shape, N.shape, *(np.shape(v) for v in ceilings.values()),
+                                *(np.shape(v) for v in eb.values()))
+    b, P, S, N = (np.broadcast_to(x, shape).reshape(-1) for x in (b, P, S, N))
+    peaks, bws = _roofs({k: np.broadcast_to(np.asarray(ceilings[k], dtype=float), shape) for k in
+                         ("peak_gemm", "peak_attn", "peak_vector", "bandwidth", "link_bandwidth")})
+    eb = {k: np.broadcast_to(np.asarray(v, dtype=float), shape).reshape(-1) for k, v in eb.items()}
+    zero = np.zeros(b.shape)
+    prefill = decode = zero
+    if spec.phase in ("prefill", "generate"):
+        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits)
+        prefill = step_time(table, basis(a, b, P, P), eb, peaks, bws)
+    if spec.phase == "decode":
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
+        decode = step_time(table, basis(a, b, 1, S), eb, peaks, bws)
+    if spec.phase == "generate":
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
+        decode = step_time(table, basis(a, b, 1, P + 1, P + N), eb, peaks, bws)  # mean over the steps
+    total = prefill + decode * (N if spec.phase == "generate" else 1.0)
+    return {"prefill": prefill.reshape(shape), "decode": decode.reshape(shape), "total": total.reshape(shape)}
+
+
+@dataclass(frozen=True)
+class GridSweep:
+    """Times over a grid: axes (batch, context, device, precision); ``time`` is the phase total."""
+
+    batch: np.ndarray
+    context: np.ndarray
+    devices: list[str]
+    precisions: list[Precisions]
+    prefill: np.ndarray
+    decode: np.ndarray
+    time: np.ndarray
+
+
+def grid_sweep(spec: LLMSpec, *, batches: Sequence[int], contexts: Sequence[int], devices: Sequence[Device],
+               precisions: Sequence[Precisions | tuple[Any, Any, Any]]) -> GridSweep:
+    """Every (batch, context, device, precision) combination in one vectorised evaluation.
+
+    ``contexts`` is the decode context (decode) or the prompt length (prefill, generate).
+    ``precisions``: :class:`Precisions` or (wbits, abits, kvbits) tuples.
+    """
+    precs = [p if isinstance(p, Precisions) else
+             Precisions(parse_precision(p[0], "wbits"), parse_precision(p[1], "abits"),
+                        parse_precision(p[2], "kvbits"), spec.precisions.group_size) for p in precisions]
+    b = np.asarray(batches, dtype=float)[:, None, None]
+    c = np.asarray(contexts, dtype=float)[None, :, None]
+    ctx = {"context": c} if spec.phase == "decode" else {"prompt": c}
+    shape = (len(batches), len(contexts), len(devices), len(precs))
+    out = {k: np.empty(shape) for k in ("prefill", "decode", "total")}
+    for j, p in enumerate(precs):
+        ceil = [device_ceilings(dev, p) for dev in devices]
+        arrays = {k: np.asarray([x[k] for x in ceil])[None, None, :] for k in ceil[0]}
+        t = sweep_times(spec.replace(precisions=p), batch=b, **ctx, ceilings=arrays)
+        for k in out:
+            out[k][..., j] = t[k]
+    return GridSweep(np.asarray(batches), np.asarray(contexts), [d.name for d in devices], precs,
+                     out["prefill"], out["decode"], out["total"])
+
+
+# -- memory ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes per device: weights (all experts), KV cache, transient activations; and the device capacity."""
+
+    weights: float
+    kv_cache: float
+    activations: float
+    capacity: float | None
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.kv_cache + self.activations
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.capacity is None else self.total <= self.capacity
+
+
+def footprint(spec: LLMSpec, device: Device | None = None) -> Footprint:
+    cap = device.main_memory.capacity if device is not None else None
+    return Footprint(weight_bytes_resident(spec), float(kv_cache_bytes(spec)), float(activation_bytes(spec)), cap)
+
+
+def max_batch(spec: LLMSpec, capacity: float) -> int:
+    """The largest batch whose footprint fits ``capacity`` bytes (0 when not even batch 1 fits).
+
+    KV cache and activations are both proportional to the batch, so
+    footprint(b) = weights + b x (footprint(1) - weights) and the answer is a division.
+    """
+    weights = weight_bytes_resident(spec)
+    per_seq = float(kv_cache_bytes(spec, batch=1)) + float(activation_bytes(spec, batch=1))
+    if capacity < weights + per_seq:
+        return 0
+    return int(min(MAX_BATCH * 16, math.floor((capacity - weights) / per_seq)))
+
+
+def fitting_batch(spec: LLMSpec, device: Device) -> int:
+    """The largest batch that fits ``device``; an error when none does (the user asked for one)."""
+    cap = device.main_memory.capacity
+    if cap is None:
+        raise RooflineError(f"device {device.name!r} lists no memory capacity; give --batch explicitly")
+    b = max_batch(spec, cap)
+    if b < 1:
+        fp = footprint(spec.replace(batch=1), device)
+        raise RooflineError(f"{spec.arch.name} does not fit {device.name} even at batch 1: weights "
+                            f"{fp.weights / 1e9:.1f} GB + KV cache {fp.kv_cache / 1e9:.2f} GB + activations "
+                            f"{fp.activations / 1e9:.2f} GB > {cap / 1e9:.1f} GB (try --tp, lower --wbits or --kvbits)")
+    return b
+
+
+def ridge_batch(spec: LLMSpec, device: Device, *, limit: int = MAX_BATCH) -> int | None:
+    """Smallest decode batch at which the decode GEMMs (projections, MLP, experts, router, lm_head),
+    summed, spend at least as long computing as reading memory on ``device``; None below ``limit``."""
+    ceilings = device_ceilings(device, spec.precisions)
+    # GEMMs depend on neither the phase lengths nor the attention kernel: share the answer
+    key = spec.replace(batch=1, phase="decode", prompt=1, context=1, gen=1, flash=False)
+    return _ridge_batch(key, tuple(sorted(ceilings.items())), limit)
+
+
+@lru_cache(maxsize=256)
+def _ridge_batch(spec: LLMSpec, ceilings: tuple[tuple[str, float], ...], limit: int) -> int | None:
+    table = build_table(spec.arch, "decode", spec.tp, spec.flash, spec.all_logits)
+    mask = np.asarray([k == "matmul" for k in table.kinds])
+    peaks, bws = _roofs(dict(ceilings))
+    eb = spec.precisions.bytes()
+
+    def compute_bound(b: np.ndarray) -> np.ndarray:
+        ct, mt = step_time(table, basis(spec.arch, b, 1, spec.context), eb, peaks, bws, mask=mask, split=True)
+        return ct >= mt
+
+    # a vectorised scan over powers of two, then every batch in the bracket
+    coarse = 2 ** np.arange(int(math.log2(limit)) + 1)
+    ok = compute_bound(coarse)
+    if not ok.any():
+        return None
+    k = int(np.argmax(ok))
+    if k == 0:
+        return 1
+    fine = np.arange(int(coarse[k - 1]) + 1, int(coarse[k]) + 1)
+    return int(fine[int(np.argmax(compute_bound(fine)))])
+
+
+# -- one run on one device ---------------------------------------------------------------
+@dataclass
+class LLMReport:
+    """Latency, throughput and memory of one LLM run on one device (per device with tp)."""
+
+    spec: LLMSpec
+    device: str
+    phase_time: dict[str, float]  # 'prefill' / 'decode': total seconds of that phase
+    phase_flops: dict[str, float]
+    phase_bytes: dict[str, float]
+    interconnect_time: float
+    ttft: float | None  # seconds to the first token (prefill)
+    tpot: float | None  # seconds per output token (one decode step; mean over the steps for generate)
+    tokens_per_s: float  # decode/generate: output tokens/s over the batch; prefill: prompt tokens/s
+    latency: float  # seconds of the whole phase (generate: TTFT + gen x TPOT)
+    footprint: Footprint
+    max_batch: int | None  # None when the device lists no capacity
+    ridge_batch: int | None
+    findings: list[str] = field(default_factory=list)
+
+
+def report(analysis: Analysis) -> LLMReport:
+    """Read an analysed LLM workload (from :func:`roofline.frontends.llm.from_llm`) as latency,
+    throughput and memory facts.  A run that does not fit the device is a finding, not an error."""
+    w = analysis.workload
+    if "llm" not in w.info:
+        raise RooflineError("workload was not built by the LLM frontend (no info['llm']); use from_llm")
+    spec = LLMSpec.from_dict(w.info["llm"])
+    dev = analysis.device
+    names = w.tables["name"]
+    phase_of = np.asarray([n.split(".", 1)[0] for n in names], dtype=object)[w.columns["name"]]
+    times, flops, nbytes = {}, {}, {}
+    count = w.columns["count"]
+    for phase in ("prefill", "decode"):
+        m = phase_of == phase
+        if m.any():
+            times[phase] = float(analysis.total_op_time[m].sum())
+            flops[phase] = float(w.columns["flops"][m] @ count[m])
+            nbytes[phase] = float(w.bytes[m] @ count[m])
+    link = float(analysis.total_op_time[analysis.level_index < 0].sum())
+    ttft = times.get("prefill")
+    steps = spec.gen if spec.phase == "generate" else 1
+    tpot = times["decode"] / steps if "decode" in times else None
+    if spec.phase == "prefill":
+        latency = times["prefill"]
+        tps = spec.batch * spec.prompt / latency
+    elif spec.phase == "decode":
+        latency = times["decode"]
+        tps = spec.batch / latency
+    else:
+        latency = times["prefill"] + times["decode"]
+        tps = spec.batch * spec.gen / latency
+    fp = footprint(spec, dev)
+    mb = max_batch(spec, fp.capacity) if fp.capacity is not None else None
+    rb = ridge_batch(spec, dev) if spec.phase != "prefill" else ridge_batch(spec.replace(context=spec.prompt), dev)
+    findings = []
+    if fp.fits is False:
+        findings.append(f"does not fit: needs {fp.total / 1e9:.2f} GB per device (weights {fp.weights / 1e9:.2f} + "
+                        f"KV cache {fp.kv_cache / 1e9:.2f} + activations {fp.activations / 1e9:.2f}) but "
+                        f"{dev.name} has {fp.capacity / 1e9:.1f} GB" + ("" if mb else "; no batch fits"))
+    if mb and spec.batch > mb:
+        findings.append(f"batch {spec.batch} exceeds the largest batch that fits ({mb})")
+    if link > 0 and analysis.total_time > 0:
+        findings.append(f"interconnect (tp {spec.tp}) takes {100 * link / analysis.total_time:.1f}% of the time")
+    if rb is not None and spec.phase != "prefill":
+        side = "compute-bound" if spec.batch >= rb else "memory-bound"
+        findings.append(f"decode GEMMs are {side} at batch {spec.batch} (ridge batch {rb})")
+    return LLMReport(spec, dev.name, times, flops, nbytes, link, ttft, tpot, tps, latency, fp, mb, rb, findings)
+
+
+# -- the batch sweep ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class BatchSweep:
+    """Per-token latency and throughput against batch (decode step; prefill for phase prefill)."""
+
+    phase: str
+    batch: np.ndarray
+    latency: np.ndarray  # s per output token (decode / generate) or TTFT (prefill)
+    tokens_per_s: np.ndarray
+    footprint: np.ndarray  # bytes per device
+    fits: np.ndarray  # bool (all True when the device lists no capacity)
+    max_batch: int | None
+    ridge_batch: int | None
+
+
+def parse_range(text: str) -> tuple[str, list[int] | None]:
+    """'batch=1..256' -> ('batch', [1, ..., 256]); 'batch=1,8,64'; 'batch=1..max' or 'max' -> ('batch', [1, -1])."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        key, value = "batch", text
+    if value.strip() == "max":
+        value = "1..max"
+    key = key.strip()
+    if key != "batch":
+        raise RooflineError(f"--sweep: {key!r} cannot be swept; use batch=1..256, batch=1,8,64 or batch=1..max")
+    value = value.strip()
+    try:
+        if ".." in value:
+            lo_s, hi_s = value.split("..", 1)
+            lo = int(lo_s)
+            if hi_s.strip() == "max":
+                if lo < 1:
+                    raise ValueError
+                return key, [lo, -1]
+            hi = int(hi_s)
+            if lo < 1 or hi < lo:
+                raise ValueError
+            return key, list(range(lo, hi + 1))
+        values = sorted({int(v) for v in value.split(",") if v.strip()})
+        if not values or values[0] < 1:
+            raise ValueError
+        return key, values
+    except ValueError:
+        raise RooflineError(f"--sweep: cannot read {text!r}; use batch=1..256, batch=1,8,64 or batch=1..max") from None
+
+
+def batch_sweep(spec: LLMSpec, device: Device, batches: Iterable[int] | None = None) -> BatchSweep:
+    """Throughput vs per-token latency for each batch (default 1 .. the largest that fits), vectorised.
+
+    ``batches`` = [lo, -1] means lo .. the largest fitting batch (an error when none fits).
+    """
+    cap = device.main_memory.capacity
+    mb = max_batch(spec, cap) if cap is not None else None
+    blist = None if batches is None else list(batches)
+    if blist is None or (len(blist) == 2 and blist[1] == -1):
+        lo = 1 if blist is None else blist[0]
+        hi = fitting_batch(spec, device) if cap is not None else 256
+        if hi < lo:
+            raise RooflineError(f"--sweep: the largest batch that fits {device.name} is {hi}, below {lo}")
+        blist = list(range(lo, hi + 1))
+    b = np.asarray(blist, dtype=float)
+    t = sweep_times(spec, batch=b, ceilings=device_ceilings(device, spec.precisions))
+    if spec.phase == "prefill":
+        latency = t["prefill"]
+        tps = b * spec.prompt / latency
+    else:
+        latency = t["decode"]
+        tps = b / latency
+    fp = weight_bytes_resident(spec) + kv_cache_bytes(spec, batch=b) + activation_bytes(spec, batch=b)
+    fits = fp <= cap if cap is not None else np.ones(len(b), dtype=bool)
+    rb = ridge_batch(spec if spec.phase != "prefill" else spec.replace(context=spec.prompt), device)
+    return BatchSweep(spec.phase, b.astype(int), latency, tps, np.asarray(fp), np.asarray(fits), mb, rb)
+
+
+def plot_sweep(sweep: BatchSweep, path: str, *, title: str = "") -> None:
+    """Throughput (tokens/s) against per-token latency (ms), one point per batch; matplotlib, lazily."""
+    from roofline.errors import require
+
+    mpl = require("matplotlib", "all")
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    lat = sweep.latency * 1e3
+    ax.plot(lat, sweep.tokens_per_s, "-", color="tab:blue", lw=1, zorder=1)
+    ok = sweep.fits
+    if ok.any():
+        ax.scatter(lat[ok], sweep.tokens_per_s[ok], s=12, color="tab:blue", zorder=2, label="fits in memory")
+    if (~ok).any():
+        ax.scatter(lat[~ok], sweep.tokens_per_s[~ok], s=12, facecolors="none", edgecolors="tab:red", zorder=2,
+                   label="does not fit")
+    for i, b in enumerate(sweep.batch):
+        if b & (b - 1) == 0 or i == len(sweep.batch) - 1:
+            ax.annotate(str(b), (lat[i], sweep.tokens_per_s[i]), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    if sweep.ridge_batch is not None and sweep.batch[0] <= sweep.ridge_batch <= sweep.batch[-1]:
+        i = int(np.searchsorted(sweep.batch, sweep.ridge_batch))
+        ax.axvline(lat[i], color="gray", ls=":", lw=1)
+        ax.annotate(f"ridge batch {sweep.ridge_batch}", (lat[i], ax.get_ylim()[0]), textcoords="offset points",
+                    xytext=(3, 5), fontsize=7, color="gray")
+    xlabel = "time to first token (ms)" if sweep.phase == "prefill" else "time per output token (ms)"
+    ylabel = "prompt tokens/s" if sweep.phase == "prefill" else "output tokens/s (whole batch)"
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title or "batch sweep: throughput vs latency (labels: batch)", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    import io
+
+    from roofline.fileio import write_bytes_atomic
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.rsplit(".", 1)[-1].lower())
+    plt.close(fig)
+    write_bytes_atomic(path, buf.getvalue())

@@ -1,0 +1,651 @@
+"""The analytic transformer inference model: a symbolic op table evaluated with numpy.
+
+Every op's FLOPs and traffic are linear in a few *terms* of the run's shape
+(:data:`TERMS`): a constant (weights), the sequences ``b``, the tokens ``n = b*s``
+processed in the step, the keys read ``b*S``, the visible (causal) query-key
+pairs, the score-tensor size ``b*s*S``, the experts touched ``min(E, n*k)`` and
+the sliding-window versions of keys and pairs.  An :class:`OpTable` holds, per
+op, one coefficient row per quantity (FLOPs; weight elements, quantised and
+not; activation, KV-cache elements read and written; raw bytes).  One
+configuration is one row of the basis matrix; a sweep of 10,000
+configurations is one matrix product, and a :class:`~roofline.workload.Workload`
+is the same table evaluated at a single point, so the two can never disagree.
+
+Everything is per device: with tensor parallelism ``tp`` the heads, the MLP
+width, the experts' width and the vocabulary are split ``tp`` ways; norms,
+residual adds, the router, the MLA down-projections and the MLA latent cache
+are replicated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from roofline.costs import ELEMENTWISE_FLOPS, NORM_AFFINE_FLOPS, NORM_FLOPS, SOFTMAX_FLOPS
+from roofline.errors import RooflineError
+from roofline.llm.config import Arch, load_arch
+from roofline.workload import Workload
+
+TERMS = ("one", "seqs", "tokens", "keys", "pairs", "scores", "experts", "keys_window", "pairs_window")
+ONE, SEQ, TOK, KEY, PAIR, FULL, EXP, KEYW, PAIRW = range(len(TERMS))
+#: Which roof an op's FLOPs run on: the GEMM precision's matrix roof, the attention
+#: precision's matrix roof, the fp32 vector roof, or the vector roof over the link.
+ROLES = ("gemm", "attn", "vector", "link")
+GEMM, ATTN, VEC, LINK = range(len(ROLES))
+QUANTITIES = ("flops", "wq", "wu", "ar", "aw", "kr", "kw", "xr")
+PHASES = ("prefill", "decode", "generate")
+#: Accepted precisions: bits -> name, and names (case-insensitive, a few spellings).
+BITS = {32: "fp32", 16: "bf16", 8: "int8", 4: "int4"}
+NAMES = {"fp32": "fp32", "float32": "fp32", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16",
+         "half": "fp16", "fp8": "fp8", "int8": "int8", "int4": "int4"}
+PREC_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+INDEX_BYTES = 8  # token ids are int64
+SCALE_BYTES = 2  # one fp16 scale per group of int4 values
+
+
+def parse_precision(value: Any, field: str) -> str:
+    """16 / '16' / 'bf16' / 'int4' -> a precision name; anything else is a one-line error."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value in BITS:
+        return BITS[value]
+    if isinstance(value, str) and value.strip().lower() in NAMES:
+        return NAMES[value.strip().lower()]
+    raise RooflineError(f"{field}: {value!r} is not supported; use 32, 16, 8 or 4 bits, "
+                        f"or one of {', '.join(sorted(set(NAMES.values())))}")
+
+
+def element_bytes(precision: str, group_size: int) -> float:
+    """Bytes per element; int4 adds one fp16 scale per ``group_size`` values (group-wise quantisation)."""
+    if precision == "int4":
+        return 0.5 + SCALE_BYTES / group_size
+    return PREC_BITS[precision] / 8
+
+
+def _wider(a: str, b: str) -> str:
+    """The precision a mixed op computes in: the wider of the two; ties go to ``a``."""
+    return a if PREC_BITS[a] >= PREC_BITS[b] else b
+
+
+@dataclass(frozen=True)
+class Precisions:
+    """Weights, activations and KV cache stored separately; compute precisions follow from them.
+
+    A GEMM computes in the wider of (activations, weights): W4A16 dequantises
+    4-bit weights and runs on the 16-bit matrix roof.  Attention computes in the
+    wider of (activations, KV cache).  Embedding, lm_head, router, norms and
+    biases stay 16-bit when weights are quantised below 16 bits.
+    """
+
+    weights: str = "bf16"
+    activations: str = "bf16"
+    kv_cache: str = "bf16"
+    group_size: int = 128
+
+    @property
+    def gemm(self) -> str:
+        return _wider(self.activations, self.weights)
+
+    @property
+    def attention(self) -> str:
+        return _wider(self.activations, self.kv_cache)
+
+    @property
+    def unquantized(self) -> str:
+        return self.weights if PREC_BITS[self.weights] >= 16 else "bf16"
+
+    def bytes(self) -> dict[str, float]:
+        g = self.group_size
+        return {"wq": element_bytes(self.weights, g), "wu": element_bytes(self.unquantized, g),
+                "a": element_bytes(self.activations, g), "kv": element_bytes(self.kv_cache, g)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"weights": self.weights, "activations": self.activations, "kv_cache": self.kv_cache,
+                "group_size": self.group_size, "gemm_compute": self.gemm, "attention_compute": self.attention}
+
+
+# -- the op table ------------------------------------------------------------
+@dataclass(frozen=True)
+class OpTable:
+    """Ops of one phase step, symbolically: coefficient rows over :data:`TERMS`."""
+
+    phase: str
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    module_types: tuple[str, ...]
+    roles: np.ndarray  # (ops,) index into ROLES
+    counts: np.ndarray  # (ops,) layers the op runs in
+    coef: Mapping[str, np.ndarray]  # quantity -> (ops, terms)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+class _Rows:
+    def __init__(self, phase: str) -> None:
+        self.phase = phase
+        self.names: list[str] = []
+        self.kinds: list[str] = []
+        self.mtypes: list[str] = []
+        self.roles: list[int] = []
+        self.counts: list[float] = []
+        self.coef: dict[str, list[np.ndarray]] = {q: [] for q in QUANTITIES}
+
+    def add(self, path: str, kind: str, role: int, count: float, **quantities: dict[int, float]) -> None:
+        if count <= 0:
+            return
+        self.names.append(f"{self.phase}.{path}")
+        self.kinds.append(kind)
+        self.mtypes.append(path.split(".")[-1])
+        self.roles.append(role)
+        self.counts.append(float(count))
+        for q in QUANTITIES:
+            row = np.zeros(len(TERMS))
+            for term, value in quantities.get(q, {}).items():
+                row[term] += value
+            self.coef[q].append(row)
+
+    def table(self) -> OpTable:
+        return OpTable(self.phase, tuple(self.names), tuple(self.kinds), tuple(self.mtypes),
+                       np.asarray(self.roles, dtype=np.int64), np.asarray(self.counts),
+                       {q: np.vstack(v) for q, v in self.coef.items()})
+
+
+def kv_heads_per_device(arch: Arch, tp: int) -> int:
+    """KV heads each device holds: split when tp divides them, replicated when they divide tp."""
+    if arch.kv_heads % tp == 0:
+        return arch.kv_heads // tp
+    if tp % arch.kv_heads == 0:
+        return 1
+    raise RooflineError(f"tp {tp} and num_key_value_heads {arch.kv_heads}: one must divide the other")
+
+
+def check_tp(arch: Arch, tp: int) -> None:
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
+    if arch.heads % tp:
+        raise RooflineError(f"tp {tp} does not divide num_attention_heads {arch.heads} of {arch.name}")
+    widths = []
+    if arch.layers > arch.moe_layers:
+        widths.append(("intermediate_size", arch.intermediate))
+    if arch.experts:
+        widths.append(("moe_intermediate_size", arch.moe_intermediate))
+    for label, width in widths:
+        if width % tp:
+            raise RooflineError(f"tp {tp} does not divide {label} {width} of {arch.name}")
+    if not arch.mla:
+        kv_heads_per_device(arch, tp)
+
+
+@lru_cache(maxsize=256)
+def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_logits: bool = False) -> OpTable:
+    """The ops of one prefill or decode step of ``arch`` on one of ``tp`` devices."""
+    check_tp(arch, tp)
+    t = tp
+    r = _Rows(phase)
+    d, V, L = arch.hidden, arch.vocab, arch.layers
+    h = arch.heads // t
+    dh, dv = arch.head_dim, arch.v_head_dim
+    norm_flops = NORM_FLOPS[arch.norm] + NORM_AFFINE_FLOPS["scale_shift" if arch.norm_bias else "scale"]
+    norm_weights = 2 if arch.norm_bias else 1
+    act = ELEMENTWISE_FLOPS[arch.activation]
+    ring = 2 * (t - 1) / t  # ring all-reduce: bytes each device sends (and receives) per message byte
+
+    def norm(path: str, count: float, width: float) -> None:
+        r.add(path, "norm", VEC, count, flops={TOK: norm_flops * width}, wu={ONE: norm_weights * width},
+              ar={TOK: width}, aw={TOK: width})
+
+    def gemm(path: str, count: float, k: float, n_out: float, *, bias: bool = False, quantized: bool = True,
+             tokens: int = TOK) -> None:
+        wq = {ONE: k * n_out} if quantized else {}
+        wu = {} if quantized else {ONE: k * n_out}
+        if bias:  # biases stay unquantised
+            wu[ONE] = wu.get(ONE, 0.0) + n_out
+        r.add(path, "matmul", GEMM, count, flops={tokens: 2 * k * n_out}, wq=wq, wu=wu, ar={tokens: k},
+              aw={tokens: n_out})
+
+    def elementwise(path: str, count: float, flops_per: float, reads: float, width: float, term: int = TOK) -> None:
+        r.add(path, "elementwise", VEC, count, flops={term: flops_per * width}, ar={term: reads * width},
+              aw={term: width})
+
+    def all_reduce(path: str, count: float, width: float) -> None:
+        if t > 1:
+            r.add(path, "collective", LINK, count, flops={TOK: (t - 1) / t * width}, ar={TOK: ring * width})
+
+    # embedding (vocab-parallel: each device gathers the rows it owns, 1/tp of them on average)
+    r.add("embed.tokens", "embedding", VEC, 1, wu={TOK: d / t}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
+    all_reduce("embed.all_reduce", 1, d)
+    if arch.positions == "learned":
+        r.add("embed.positions", "embedding", VEC, 1, wu={TOK: d}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
+        elementwise("embed.add", 1, 1, 2, d)
+    if arch.embed_scale:
+        elementwise("embed.scale", 1, 1, 1, d)
+
+    # attention
+    norm("layers.attn.norm", L, d)
+    if arch.mla:
+        C, R, N = arch.kv_lora_rank, arch.qk_rope_head_dim, arch.qk_nope_head_dim
+        if arch.q_lora_rank:
+            gemm("layers.attn.q_a_proj", L, d, arch.q_lora_rank)  # replicated
+            norm("layers.attn.q_a_norm", L, arch.q_lora_rank)
+            gemm("layers.attn.q_b_proj", L, arch.q_lora_rank, h * (N + R))
+        else:
+            gemm("layers.attn.q_proj", L, d, h * (N + R))
+        gemm("layers.attn.kv_a_proj", L, d, C + R)  # replicated
+        norm("layers.attn.kv_a_norm", L, C)
+        elementwise("layers.attn.rope", L, ELEMENTWISE_FLOPS["rope"], 1, (h + 1) * R)
+        r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: C + R}, kw={TOK: C + R})
+        if phase == "prefill":
+            # naive MLA: decompress every key's latent into per-head K and V, then ordinary attention
+            r.add("layers.attn.kv_b_proj", "matmul", GEMM, L, flops={KEY: 2 * C * h * (N + dv)},
+                  wq={ONE: C * h * (N + dv)}, kr={KEY: C}, aw={KEY: h * (N + dv)})
+            _attention_core(r, L, "", h, N + R, dv, flash, KEY, PAIR,
+                            k_read=("ar", h * (N + R)), v_read=("ar", h * dv))
+        else:
+            # absorbed MLA: W_uk folds into the query, W_uv into the output; attention runs over the latent cache
+            r.add("layers.attn.q_absorb", "matmul", GEMM, L, flops={TOK: 2 * h * N * C}, wq={ONE: h * N * C},
+                ar={TOK: h * N}, aw={TOK: h * C})
+            _attention_core(r, L, "", h, C + R, C, flash, KEY, PAIR, k_read=("kr", C + R), v_read=("kr", C),
+                            shared_kv=True)
+            r.add("layers.attn.v_absorb", "matmul", GEMM, L, flops={TOK: 2 * h * C * dv}, wq={ONE: h * C * dv},
+                  ar={TOK: h * C}, aw={TOK: h * dv})
+    else:
+        kv = kv_heads_per_device(arch, t)
+        gemm("layers.attn.q_proj", L, d, h * dh, bias=arch.qkv_bias)
+        gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
+        gemm("layers.attn.v_proj", L, d, kv * dv, bias=arch.qkv_bias)
+        if arch.positions == "rope":
+            elementwise("layers.attn.rope", L, ELEMENTWISE_FLOPS["rope"], 1, (h + kv) * dh)
+        r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: kv * (dh + dv)}, kw={TOK: kv * (dh + dv)})
+        full = L - arch.window_layers
+        _attention_core(r, full, "", h, dh, dv, flash, KEY, PAIR, k_read=("kr", kv * dh), v_read=("kr", kv * dv))
+        _attention_core(r, arch.window_layers, "sliding.", h, dh, dv, flash, KEYW, PAIRW,
+                        k_read=("kr", kv * dh), v_read=("kr", kv * dv))
+    gemm("layers.attn.o_proj", L, h * dv, d, bias=arch.o_bias)
+    all_reduce("layers.attn.all_reduce", L, d)
+    if arch.norms_per_layer == 4:
+        norm("layers.attn.post_norm", L, d)
+    elementwise("layers.attn.residual", L, 1, 2, d)
+
+    # MLP: dense layers, then MoE layers
+    norm("layers.mlp.norm", L, d)
+    dense = L - arch.moe_layers
+    _mlp(r, "layers.mlp.", dense, d, arch.intermediate / t, arch.gated, act, arch.mlp_bias)
+    if arch.moe_layers:
+        E, k, M = arch.experts, arch.top_k, arch.moe_layers
+        fe = arch.moe_intermediate / t
+        r.add("layers.moe.router", "matmul", GEMM, M, flops={TOK: 2 * d * E}, wu={ONE: d * E}, ar={TOK: d}, aw={TOK: E})
+        r.add("layers.moe.topk", "softmax", VEC, M, flops={TOK: SOFTMAX_FLOPS * E}, ar={TOK: E}, aw={TOK: 2 * k})
+        # routed experts: n*k token-expert assignments; weights of the experts touched
+        for proj in (("gate_proj", "up_proj") if arch.gated else ("up_proj",)):
+            r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: 2 * k * d * fe}, wq={EXP: d * fe},
+                  ar={TOK: k * d}, aw={TOK: k * fe})
+        elementwise("layers.moe.experts.act", M, act, 1, k * fe)
+        if arch.gated:
+            elementwise("layers.moe.experts.mul", M, 1, 2, k * fe)
+        r.add("layers.moe.experts.down_proj", "matmul", GEMM, M, flops={TOK: 2 * k * fe * d}, wq={EXP: fe * d},
+              ar={TOK: k * fe}, aw={TOK: k * d})
+        shared = arch.shared_experts
+        if shared:
+            _mlp(r, "layers.moe.shared.", M, d, arch.moe_intermediate * shared / t, arch.gated, act, False)
+        r.add("layers.moe.combine", "elementwise", VEC, M, flops={TOK: (2 * k + (1 if shared else 0)) * d},
+              ar={TOK: (k + (1 if shared else 0)) * d}, aw={TOK: d})
+    all_reduce("layers.mlp.all_reduce", L, d)
+    if arch.norms_per_layer == 4:
+        norm("layers.mlp.post_norm", L, d)
+    elementwise("layers.mlp.residual", L, 1, 2, d)
+
+    # final norm and lm_head (generation: the last token of each sequence)
+    norm("final_norm", 1, d)
+    m = TOK if all_logits else SEQ
+    gemm("lm_head", 1, d, V / t, quantized=False, tokens=m)
+    if t > 1:
+        r.add("lm_head.all_gather", "collective", LINK, 1, ar={m: (t - 1) / t * V})
+    return r.table()
+
+
+def _attention_core(r: _Rows, count: float, tag: str, h: float, dk: float, dv: float, flash: bool,
+                    keys: int, pairs: int, *, k_read: tuple[str, float], v_read: tuple[str, float],
+                    shared_kv: bool = False) -> None:
+    """QK^T, softmax, PV (unfused) or one fused op (FlashAttention-style: no score tensor in memory).
+
+    ``k_read``/``v_read``: (quantity, elements per key) of the K and V tensors read.
+    FLOPs count the visible pairs (causal); an unfused score tensor holds all b*s*S.
+    """
+    if count <= 0:
+        return
+    path = f"layers.attn.{tag}"
+    kq, kn = k_read
+    vq, vn = v_read
+
+    def reads(*parts: tuple[str, int, float]) -> dict[str, dict[int, float]]:
+        out: dict[str, dict[int, float]] = {}
+        for quantity, term, value in parts:
+            row = out.setdefault(quantity, {})
+            row[term] = row.get(term, 0.0) + value
+        return out
+
+    if flash:
+        # MLA's V is the same latent already read as K: read once
+        v_part = () if shared_kv else ((vq, keys, vn),)
+        r.add(path + "sdpa", "attention", ATTN, count, flops={pairs: 2 * h * (dk + dv)}, aw={TOK: h * dv},
+              **reads(("ar", TOK, h * dk), (kq, keys, kn), *v_part))
+        r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h})  # in registers: no bytes
+        return
+    r.add(path + "qk", "attention", ATTN, count, flops={pairs: 2 * h * dk}, aw={FULL: h},
+          **reads(("ar", TOK, h * dk), (kq, keys, kn)))
+    r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h}, ar={FULL: h}, aw={FULL: h})
+    r.add(path + "pv", "attention", ATTN, count, flops={pairs: 2 * h * dv}, aw={TOK: h * dv},
+          **reads(("ar", FULL, h), (vq, keys, vn)))
+
+
+def _mlp(r: _Rows, path: str, count: float, d: float, f: float, gated: bool, act: float, bias: bool) -> None:
+    if count <= 0:
+        return
+    bias_row = {"wu": {ONE: f}} if bias else {}
+    for proj in (("gate_proj", "up_proj") if gated else ("up_proj",)):
+        r.add(path + proj, "matmul", GEMM, count, flops={TOK: 2 * d * f}, wq={ONE: d * f}, ar={TOK: d},
+              aw={TOK: f}, **bias_row)
+    r.add(path + "act", "elementwise", VEC, count, flops={TOK: act * f}, ar={TOK: f}, aw={TOK: f})
+    if gated:
+        r.add(path + "mul", "elementwise", VEC, count, flops={TOK: f}, ar={TOK: 2 * f}, aw={TOK: f})
+    r.add(path + "down_proj", "matmul", GEMM, count, flops={TOK: 2 * f * d}, wq={ONE: f * d}, ar={TOK: f},
+          aw={TOK: d}, **({"wu": {ONE: d}} if bias else {}))
+
+
+# -- the basis: one row of term values per configuration ---------------------------
+def _sum_min(lo: np.ndarray, hi: np.ndarray, w: float) -> np.ndarray:
+    """sum_{x=lo..hi} min(x, w), vectorised (0 where hi < lo)."""
+    m = np.clip(w, lo - 1, hi)
+    return (m * (m + 1) - (lo - 1) * lo) / 2 + (hi - m) * w
+
+
+def basis(arch: Arch, batch: Any, new: Any, lo: Any, hi: Any | None = None) -> np.ndarray:
+    """Term values, shape (configs, terms), for ``batch`` sequences each adding ``new`` tokens.
+
+    Keys visible at the last new token run from ``lo`` to ``hi`` (a range of decode
+    steps, averaged: a generate phase) or are just ``lo``.  The ``new`` tokens are
+    the last ``new`` of the ``lo`` (prefill: new == lo).
+    """
+    b = np.asarray(batch, dtype=float)
+    s = np.asarray(new, dtype=float)
+    S0 = np.asarray(lo, dtype=float)
+    S1 = S0 if hi is None else np.asarray(hi, dtype=float)
+    b, s, S0, S1 = np.broadcast_arrays(b, s, S0, S1)
+    steps = S1 - S0 + 1
+    S = (S0 + S1) / 2  # every term linear in S averages exactly at the midpoint
+    n = b * s
+    out = np.empty((*b.shape, len(TERMS)))
+    out[..., ONE] = 1.0
+    out[..., SEQ] = b
+    out[..., TOK] = n
+    out[..., KEY] = b * S
+    out[..., PAIR] = b * (s * S - s * (s - 1) / 2)  # sum over the new queries of the keys at or before them
+    out[..., FULL] = n * S
+    out[..., EXP] = np.minimum(arch.experts, n * arch.top_k) if arch.experts else 0.0
+    w = arch.sliding_window or math.inf
+    if arch.window_layers:
+        keys_w = _sum_min(S0, S1, w) / steps  # mean over the steps of min(S, w)
+        out[..., KEYW] = b * keys_w
+        # pairs: sum over the new queries at positions S-s+1..S of min(pos, w); decode (s == 1): keys_w
+        out[..., PAIRW] = b * np.where(s == 1, keys_w, _sum_min(S - s + 1, S, w))
+    else:
+        out[..., KEYW] = out[..., KEY]
+        out[..., PAIRW] = out[..., PAIR]
+    return out.reshape(-1, len(TERMS))
+
+
+def evaluate(table: OpTable, B: np.ndarray, eb: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Per-op FLOPs, weight bytes, bytes read and written, shape (configs, ops); ``eb`` = bytes per element."""
+    c = table.coef
+
+    def mm(q: str) -> np.ndarray:
+        return B @ c[q].T
+
+    def col(x: Any) -> Any:
+        x = np.asarray(x, dtype=float)
+        return x.reshape(-1, 1) if x.ndim else x
+
+    weight = mm("wq") * col(eb["wq"]) + mm("wu") * col(eb["wu"])
+    read = weight + mm("ar") * col(eb["a"]) + mm("kr") * col(eb["kv"]) + mm("xr")
+    written = mm("aw") * col(eb["a"]) + mm("kw") * col(eb["kv"])
+    return {"flops": mm("flops"), "weight_bytes": weight, "bytes_read": read, "bytes_written": written}
+
+
+# -- a fully specified run ---------------------------------------------------------
+@dataclass(frozen=True)
+class LLMSpec:
+    """Model and knobs of one LLM inference run (validated by :func:`make_spec`)."""
+
+    arch: Arch
+    phase: str = "generate"
+    batch: int = 1
+    prompt: int = 1024
+    context: int = 1024
+    gen: int = 256
+    precisions: Precisions = Precisions()
+    tp: int = 1
+    flash: bool = False
+    all_logits: bool = False
+
+    @property
+    def max_context(self) -> int:
+        """KV-cache length the run needs to hold."""
+        return {"prefill": self.prompt, "decode": self.context, "generate": self.prompt + self.gen}[self.phase]
+
+    def replace(self, **changes: Any) -> LLMSpec:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arch": self.arch.to_dict(), "phase": self.phase, "batch": self.batch, "prompt": self.prompt,
+                "context": self.context, "gen": self.gen, "precisions": self.precisions.to_dict(), "tp": self.tp,
+                "flash": self.flash, "all_logits": self.all_logits}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LLMSpec:
+        p = d["precisions"]
+        return cls(Arch.from_dict(d["arch"]), d["phase"], int(d["batch"]), int(d["prompt"]), int(d["context"]),
+                   int(d["gen"]), Precisions(p["weights"], p["activations"], p["kv_cache"], int(p["group_size"])),
+                   int(d["tp"]), bool(d["flash"]), bool(d["all_logits"]))
+
+
+def _positive_int(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        if isinstance(value, float) and value.is_integer() and value > 0:
+            return int(value)
+        raise RooflineError(f"{field} must be an integer > 0, got {value!r}")
+    return int(value)
+
+
+def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
+              prompt: int | None = None, context: int | None = None, gen: int | None = None,
+              wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
+              flash: bool = False, group_size: int = 128, all_logits: bool = False) -> LLMSpec:
+    """Validate every knob (one-line errors) and resolve the model."""
+    if phase not in PHASES:
+        raise RooflineError(f"phase {phase!r} is not one of {', '.join(PHASES)}")
+    arch = load_arch(model)
+    prompt = _positive_int(1024 if prompt is None else prompt, "prompt")
+    context = _positive_int(prompt if context is None else context, "context")
+    gen = _positive_int(256 if gen is None else gen, "gen")
+    batch = _positive_int(batch, "batch")
+    group_size = _positive_int(group_size, "group_size")
+    precisions = Precisions(parse_precision(wbits, "wbits"), parse_precision(abits, "abits"),
+                            parse_precision(kvbits, "kvbits"), group_size)
+    if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
+        raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
+    check_tp(arch, int(tp))
+    return LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits))
+
+
+# -- sizes -------------------------------------------------------------------------
+@lru_cache(maxsize=64)
+def param_counts(arch: Arch) -> tuple[float, float]:
+    """(total, active) parameters, read off the op table's weight coefficients (tp = 1).
+
+    Total counts every expert; active counts ``top_k`` routed experts per MoE layer.
+    The embedding table is added whole (the ops read only the rows they gather)
+    unless tied to lm_head, and a learned position table whole.
+    """
+    table = build_table(arch, "prefill")
+    w = (table.coef["wq"] + table.coef["wu"]) * table.counts[:, None]
+    base = float(w[:, ONE].sum())
+    routed = float(w[:, EXP].sum())
+    extra = (0 if arch.tie_embeddings else arch.vocab * arch.hidden) + arch.position_table * arch.hidden
+    return base + routed * arch.experts + extra, base + routed * arch.top_k + extra
+
+
+def kv_elements_per_token(arch: Arch, tp: int = 1) -> float:
+    """KV-cache elements one token occupies across all layers on one device (full-attention layers)."""
+    if arch.mla:
+        return arch.layers * (arch.kv_lora_rank + arch.qk_rope_head_dim)  # latent, replicated over tp
+    return arch.layers * kv_heads_per_device(arch, tp) * (arch.head_dim + arch.v_head_dim)
+
+
+def kv_cache_bytes(spec: LLMSpec, batch: Any = None, context: Any = None) -> Any:
+    """KV-cache bytes per device for ``batch`` sequences of ``context`` tokens (sliding-window layers cap at the window)."""
+    a = spec.arch
+    b = np.asarray(spec.batch if batch is None else batch, dtype=float)
+    S = np.asarray(spec.max_context if context is None else context, dtype=float)
+    per_layer = kv_elements_per_token(a, spec.tp) / a.layers
+    tokens = (a.layers - a.window_layers) * S + a.window_layers * np.minimum(S, a.sliding_window or math.inf)
+    return b * tokens * per_layer * spec.precisions.bytes()["kv"]
+
+
+def weight_bytes_resident(spec: LLMSpec) -> float:
+    """Weight bytes each device holds: every expert, the embedding shard and position table."""
+    return _weights_resident(spec.arch, spec.tp, spec.precisions)
+
+
+@lru_cache(maxsize=256)
+def _weights_resident(a: Arch, tp: int, precisions: Precisions) -> float:
+    eb = precisions.bytes()
+    table = build_table(a, "prefill", tp)
+    wq = table.coef["wq"] * table.counts[:, None]
+    wu = table.coef["wu"] * table.counts[:, None]
+    total = ((wq[:, ONE].sum() + wq[:, EXP].sum() * a.experts) * eb["wq"]
+             + (wu[:, ONE].sum() + wu[:, EXP].sum() * a.experts) * eb["wu"])
+    embed = (0 if a.tie_embeddings else a.vocab * a.hidden / tp) + a.position_table * a.hidden
+    return float(total + embed * eb["wu"])
+
+
+def activation_bytes(spec: LLMSpec, batch: Any = None) -> Any:
+    """Transient activations per device: the largest one-op working set (its activation inputs and
+    outputs) of the phase, plus the residual stream (batch x tokens x hidden).  Proportional to the
+    batch (every activation term is), so computed once per sequence."""
+    b = np.asarray(spec.batch if batch is None else batch, dtype=float)
+    out = b * _activation_per_sequence(spec.replace(batch=1))
+    return out if out.ndim else float(out)
+
+
+@lru_cache(maxsize=256)
+def _activation_per_sequence(spec: LLMSpec) -> float:
+    eb = spec.precisions.bytes()
+    steps = {"prefill": [("prefill", spec.prompt, spec.prompt)], "decode": [("decode", 1, spec.context)],
+             "generate": [("prefill", spec.prompt, spec.prompt), ("decode", 1, spec.prompt + spec.gen)]}[spec.phase]
+    out = 0.0
+    for phase, s, S in steps:
+        table = build_table(spec.arch, phase, spec.tp, spec.flash, spec.all_logits)
+        B = basis(spec.arch, 1, s, S)
+        act = float((B @ (table.coef["ar"] + table.coef["aw"]).T).max()) * eb["a"]
+        out = max(out, act + float(B[0, TOK]) * spec.arch.hidden * eb["a"])
+    return out
+
+
+# -- workload ----------------------------------------------------------------------
+ASSUMPTIONS = (
+    "per device: tp splits heads, MLP/expert width and vocabulary; norms, residual adds, router, MLA "
+    "down-projections and the MLA latent cache are replicated",
+    "tp all-reduce (ring): 2*(tp-1)/tp x (tokens x hidden x activation bytes) per device over the interconnect "
+    "(per direction); logits all-gather: (tp-1)/tp x tokens x vocab x activation bytes",
+    "prefill FLOPs count the causal triangle; decode reads the whole KV cache (context tokens, the new one included)",
+    "generate = prefill + gen decode steps at contexts prompt+1 .. prompt+gen, evaluated at the mean over the "
+    "steps with count x gen (FLOPs and bytes exact)",
+    "lm_head on the last token of each sequence (all tokens with all_logits); embedding reads only the rows gathered",
+    "MoE: a step touches min(experts, tokens x top_k) experts and reads their weights (routing spread out)",
+    "int4 carries one fp16 scale per group; int8/fp8 scales ignored; embedding, lm_head, router, norms and biases "
+    "stay 16-bit under weight quantisation",
+    "norms, softmax, activations and adds compute in fp32 on the vector unit; scale and mask fold into softmax; "
+    "RoPE 3 FLOPs per q/k element",
+    "MLA: naive (decompressed KV) prefill, absorbed decode over the latent cache; sliding-window layers attend to "
+    "and cache at most the window; logit soft-capping not counted",
+)
+
+
+def assumptions(spec: LLMSpec) -> list[str]:
+    return list(ASSUMPTIONS)
+
+
+def _steps(spec: LLMSpec) -> list[tuple[OpTable, np.ndarray, float]]:
+    """(table, basis row, multiplier) for each phase step of the run."""
+    a = spec.arch
+    out = []
+    if spec.phase in ("prefill", "generate"):
+        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits)
+        out.append((table, basis(a, spec.batch, spec.prompt, spec.prompt), 1.0))
+    if spec.phase == "decode":
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
+        out.append((table, basis(a, spec.batch, 1, spec.context), 1.0))
+    if spec.phase == "generate":
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
+        out.append((table, basis(a, spec.batch, 1, spec.prompt + 1, spec.prompt + spec.gen), float(spec.gen)))
+    return out
+
+
+def build_workload(spec: LLMSpec) -> Workload:
+    """The per-op :class:`Workload` of ``spec`` (per device), with totals in ``info``."""
+    eb = spec.precisions.bytes()
+    prec = spec.precisions
+    role_prec = {GEMM: prec.gemm, ATTN: prec.attention, VEC: "fp32", LINK: "fp32"}
+    cols: dict[str, list[Any]] = {k: [] for k in ("name", "kind", "flops", "bytes_read", "bytes_written", "precision",
+                                                   "unit", "count", "group", "module_type", "level", "weight_bytes")}
+    phase_totals: dict[str, dict[str, float]] = {}
+    for table, B, mult in _steps(spec):
+        v = evaluate(table, B, eb)
+        counts = table.counts * mult
+        cols["name"] += table.names
+        cols["group"] += table.names
+        cols["kind"] += table.kinds
+        cols["module_type"] += table.module_types
+        cols["precision"] += [role_prec[int(x)] for x in table.roles]
+        cols["unit"] += ["matrix" if x in (GEMM, ATTN) else "vector" for x in table.roles]
+        cols["level"] += ["interconnect" if x == LINK else "" for x in table.roles]
+        for k in ("flops", "bytes_read", "bytes_written", "weight_bytes"):
+            cols[k].append(v[k][0])
+        cols["count"].append(counts)
+        phase_totals[table.phase] = {
+            "flops": float(v["flops"][0] @ counts),
+            "bytes": float((v["bytes_read"][0] + v["bytes_written"][0]) @ counts),
+            "weight_bytes": float(v["weight_bytes"][0] @ counts),
+            "steps": mult, "tokens": float(B[0, TOK] * mult)}
+    for k in ("flops", "bytes_read", "bytes_written", "weight_bytes", "count"):
+        cols[k] = np.concatenate(cols[k])  # type: ignore[assignment]
+    info = run_info(spec)
+    info["phases"] = phase_totals
+    title = f"{spec.arch.name} {spec.phase} batch {spec.batch}" + (f" tp {spec.tp}" if spec.tp > 1 else "")
+    return Workload.from_columns(
+        **cols, title=title, source=f"roofline.llm ({spec.arch.source})", info=info,
+        bytes_model=("fused attention (FlashAttention-style, no score tensor in memory); other ops unfused"
+                     if spec.flash else "unfused: compulsory traffic per op (every input read once, every output "
+                     "written once), attention scores written and read back"),
+        assumptions=assumptions(spec), warnings=list(spec.arch.warnings))
+
+
+def run_info(spec: LLMSpec) -> dict[str, Any]:
+    """Sizes of the run, for printing: parameters, resident weights, KV cache and activations (per device)."""
+    total, active = param_counts(spec.arch)
+    weights = weight_bytes_resident(spec)
+    kv = float(kv_cache_bytes(spec))
+    act = float(activation_bytes(spec))
+    return {"model": spec.arch.name, "model_source": spec.arch.source, "phase": spec.phase, "batch": spec.batch,
+            "prompt": spec.prompt, "context": spec.context, "gen": spec.gen, "tp": spec.tp, "flash": spec.flash,
+            "all_logits": spec.all_logits, "precisions": spec.precisions.to_dict(),
+            "params": total, "active_params": active, "weight_bytes": weights, "kv_cache_bytes": kv,
+            "activation_bytes": act, "memory_bytes": weights + kv + act, "llm": spec.to_dict()}

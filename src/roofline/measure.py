@@ -1,0 +1,470 @@
+"""Measured points: real timings joined to the ops, so each op shows where it is, not only where it could be.
+
+* :func:`measure` runs a PyTorch model for real (CPU, or CUDA when the inputs
+  are there): the ops come from :func:`roofline.from_torch` on the same inputs;
+  the model then runs ``warmup`` times, ``repeats`` times timed whole (median
+  and spread), and a few times under ``torch.profiler`` (CPU time per aten op;
+  CUDA time on a GPU).  Profiler events are joined to the traced ops in
+  execution order by aten name.  Each op gets ``measured_seconds``; the
+  analysis then gives achieved FLOP/s, achieved bandwidth and efficiency =
+  achieved / attainable, and flags points above the roof.
+* :func:`measure_callable` and the :func:`kernel` decorator do the same for
+  any Python callable (numpy, numba, cupy, ...), given its FLOPs and bytes.
+
+On the CPU the default device is the measured local one (the ``roofline bench``
+cache; measured quickly when there is none).  Timing noise — the spread
+between the 10th and 90th percentile of the repeats, relative to the median —
+above 20% is reported as a warning with the spread.
+
+>>> import numpy as np
+>>> from roofline import Device
+>>> from roofline.measure import measure_callable
+>>> x = np.ones(1_000_000)
+>>> a = measure_callable(np.add, x, x, flops=1e6, bytes=3 * 8e6, repeats=5,
+...                      device=Device.simple("cpu", "100 GFLOP/s", "10 GB/s"))
+>>> a.workload.has_measurements
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from roofline.analysis import Analysis, analyze
+from roofline.device import Device
+from roofline.errors import RooflineError, require
+from roofline.units import format_seconds
+from roofline.workload import Op, Workload
+
+NOISE_LIMIT = 0.20
+MIN_BATCH_SECONDS = 2e-3  # time calls in batches at least this long, so the clock's resolution does not matter
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per run over ``repeats``: median and the 10th..90th percentile spread."""
+
+    median: float
+    low: float
+    high: float
+    repeats: int
+
+    @property
+    def noise(self) -> float:
+        """(p90 - p10) / median."""
+        return (self.high - self.low) / self.median if self.median > 0 else math.inf
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> Timing:
+        s = np.asarray(samples, dtype=float)
+        return cls(float(np.median(s)), float(np.percentile(s, 10)), float(np.percentile(s, 90)), len(s))
+
+    def to_dict(self) -> dict[str, float]:
+        return {"median": self.median, "p10": self.low, "p90": self.high, "repeats": self.repeats,
+                "noise": self.noise}
+
+    def warning(self, what: str) -> str | None:
+        if self.noise <= NOISE_LIMIT:
+            return None
+        return (f"timing noise {self.noise:.0%} (above {NOISE_LIMIT:.0%}) for {what}: median "
+                f"{format_seconds(self.median)}, spread {format_seconds(self.low)}..{format_seconds(self.high)} "
+                f"(10th..90th percentile of {self.repeats} repeats); measured figures are uncertain")
+
+
+def default_device() -> Device:
+    """The measured local device: the bench cache, else a quick measurement (cached for next time)."""
+    from roofline import bench
+
+    try:
+        return bench.load_local_device()
+    except RooflineError:
+        pass
+    run = getattr(bench, "run_bench", None)
+    if run is None:
+        raise RooflineError("no measured local device and the benchmark is not available; pass device=...")
+    device = run(quick=True)
+    save = getattr(bench, "save_local_device", None)
+    if save is not None:
+        try:
+            save(device)
+        except (RooflineError, OSError):
+            pass  # a read-only cache only costs a re-measurement next time
+    return device
+
+
+def _resolve(device: Device | str | None) -> Device:
+    if device is None:
+        return default_device()
+    from roofline.catalog import resolve_device
+
+    return resolve_device(device)
+
+
+def time_calls(fn: Callable[[], Any], *, repeats: int, warmup: int, sync: Callable[[], Any] | None = None) -> Timing:
+    """Median and spread of ``fn()``'s run time; short calls are timed in batches."""
+    if repeats < 1 or warmup < 0:
+        raise RooflineError(f"repeats must be >= 1 and warmup >= 0, got repeats={repeats}, warmup={warmup}")
+    for _ in range(warmup):
+        fn()
+    if sync:
+        sync()
+    t0 = time.perf_counter()
+    fn()
+    if sync:
+        sync()
+    once = time.perf_counter() - t0
+    inner = max(1, min(10_000, math.ceil(MIN_BATCH_SECONDS / max(once, 1e-9))))
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        if sync:
+            sync()
+        samples.append((time.perf_counter() - t0) / inner)
+    return Timing.of(samples)
+
+
+def _precision_of(args: Sequence[Any]) -> str:
+    names = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int8": "int8"}
+    for x in args:
+        dt = getattr(x, "dtype", None)
+        if dt is not None:
+            key = str(dt).replace("torch.", "")
+            if key in names:
+                return names[key]
+    return "fp32"
+
+
+def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable[..., float],
+                     bytes: float | Callable[..., float], device: Device | str | None = None,
+                     repeats: int = 20, warmup: int = 3, name: str | None = None, kind: str = "other",
+                     precision: str | None = None, unit: str = "vector", kwargs: Mapping[str, Any] | None = None,
+                     sync: Callable[[], Any] | None = None) -> Analysis:
+    """Time ``fn(*args)`` and place it under the device's roofs as one measured op.
+
+    ``flops`` / ``bytes``: per call (a multiply-add is 2 FLOPs), numbers or functions of ``*args``.
+    ``sync``: called after the timed calls for asynchronous libraries (e.g. ``cupy.cuda.Device().synchronize``).
+
+    >>> import numpy as np
+    >>> from roofline import Device
+    >>> a = measure_callable(lambda x: x * 2.0, np.ones(10**6), flops=1e6, bytes=16e6, repeats=3,
+    ...                      device=Device.simple("cpu", "10 GFLOP/s", "10 GB/s"))
+    >>> float(a.intensity[0])   # 1e6 FLOPs / 16e6 bytes
+    0.0625
+    """
+    kw = dict(kwargs or {})
+    f = float(flops(*args) if callable(flops) else flops)
+    b = float(bytes(*args) if callable(bytes) else bytes)
+    for label, v in (("flops", f), ("bytes", b)):
+        if not (v >= 0 and math.isfinite(v)):
+            raise RooflineError(f"measure_callable: {label} must be a finite number >= 0, got {v!r}")
+    label = name or getattr(fn, "__name__", "callable")
+    dev = _resolve(device)
+    try:
+        timing = time_calls(lambda: fn(*args, **kw), repeats=repeats, warmup=warmup, sync=sync)
+    except RooflineError:
+        raise
+    except Exception as exc:
+        raise RooflineError(f"{label} failed during measurement: {_first_line(exc)}") from exc
+    warnings = [w for w in (timing.warning(label),) if w]
+    work = Workload.from_ops(
+        [Op(label, kind=kind, flops=f, bytes_read=b, precision=precision or _precision_of(args), unit=unit,
+            measured_seconds=timing.median)],
+        title=label, source=f"measured callable: {label}", warnings=warnings,
+        assumptions=["FLOPs and bytes as given by the caller; bytes counted as reads"],
+        info={"measured": timing.to_dict(), "frontend": "callable"})
+    return analyze(work, dev, above_roof_tolerance=_tolerance(timing))
+
+
+def _tolerance(t: Timing) -> float:
+    """A measured point counts as above the roof only beyond its own fast-side spread."""
+    return max((t.median - t.low) / t.median if t.median > 0 else 0.0, 0.02)
+
+
+def kernel(flops: float | Callable[..., float], bytes: float | Callable[..., float], *, name: str | None = None,
+           kind: str = "other", precision: str | None = None, unit: str = "vector") -> Callable[[Callable[..., Any]], Any]:
+    """Declare a function's FLOPs and bytes (numbers or functions of its arguments) so it can be measured.
+
+    The function runs unchanged; ``f.measure(*args, device=..., repeats=...)`` returns its Analysis.
+
+    >>> import numpy as np
+    >>> from roofline import Device
+    >>> @kernel(flops=lambda x: x.size, bytes=lambda x: 2 * x.nbytes)
+    ... def double(x):
+    ...     return x * 2.0
+    >>> a = double.measure(np.ones(1000), repeats=3, device=Device.simple("c", "1 GFLOP/s", "1 GB/s"))
+    >>> a.workload.strings("name", 0)
+    'double'
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            return fn(*args, **kw)
+
+        def measure_it(*args: Any, device: Device | str | None = None, repeats: int = 20, warmup: int = 3,
+                       kwargs: Mapping[str, Any] | None = None, sync: Callable[[], Any] | None = None) -> Analysis:
+            return measure_callable(fn, *args, flops=flops, bytes=bytes, device=device, repeats=repeats,
+                                    warmup=warmup, name=name or fn.__name__, kind=kind, precision=precision,
+                                    unit=unit, kwargs=kwargs, sync=sync)
+
+        wrapper.measure = measure_it  # type: ignore[attr-defined]
+        wrapper.flops = flops  # type: ignore[attr-defined]
+        wrapper.bytes = bytes  # type: ignore[attr-defined]
+        return wrapper
+
+    return wrap
+
+
+# ----------------------------------------------------------------------------- PyTorch models
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def _locate_failure(torch: Any, model: Any, call: Callable[[], Any]) -> tuple[str, str]:
+    """Re-run a failing call watching the aten op and the module: (op, 'module path (Type)')."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.module_tracker import ModuleTracker
+
+    state = {"op": "(before the first op)"}
+
+    class Watch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            state["op"] = str(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    root = type(model).__name__
+    names = {f"{root}.{p}" if p else root: (p, type(m).__name__) for p, m in model.named_modules()}
+    where = f"the top level of {root}"
+    with ModuleTracker() as tracker:
+        try:
+            with Watch():
+                call()
+        except Exception:
+            parents = [p for p in tracker.parents if p != "Global"]
+            if parents:
+                path, mtype = names.get(max(parents, key=len), (max(parents, key=len), ""))
+                where = f"module {path} ({mtype})" if path else where
+            return state["op"], where
+    return state["op"], where
+
+
+def _profile(torch: Any, call: Callable[[], Any], runs: int, cuda: bool) -> list[list[tuple[str, float, float, float]]]:
+    """Per profiled run: (name, start us, end us, seconds) of every event, in start order."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=acts) as prof:
+        for k in range(runs):
+            with record_function(f"roofline.run.{k}"):
+                call()
+            if cuda:
+                torch.cuda.synchronize()
+    events = list(prof.events())
+    marks = sorted((e for e in events if e.name.startswith("roofline.run.")), key=lambda e: e.time_range.start)
+    out: list[list[tuple[str, float, float, float]]] = []
+    for m in marks:
+        lo, hi = m.time_range.start, m.time_range.end
+        run = []
+        for e in events:
+            if e is m or not (lo <= e.time_range.start and e.time_range.end <= hi):
+                continue
+            if cuda:
+                sec = float(getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0.0))) * 1e-6
+            else:
+                sec = float(e.cpu_time_total) * 1e-6
+            run.append((e.name, float(e.time_range.start), float(e.time_range.end), sec))
+        run.sort(key=lambda r: (r[1], -r[2]))
+        out.append(run)
+    return out
+
+
+def join_events(names: Sequence[str], events: Sequence[tuple[str, float, float, float]], lookahead: int = 16) -> np.ndarray:
+    """Seconds per traced op (NaN when unmatched), matching profiler events in execution order.
+
+    Op ``j`` takes the next event named ``aten::<name>`` that starts after the
+    previous match ended (so nested events of a matched op are skipped), looking
+    at most ``lookahead`` candidate events ahead; unmatched ops leave the cursor
+    where it was.
+    """
+    wanted = {n if "::" in n else ("aten::" + n if "." not in n else n.replace(".", "::", 1)) for n in names}
+    cand = [e for e in events if e[0] in wanted]
+    out = np.full(len(names), np.nan)
+    cursor, last_end = 0, -math.inf
+    for j, n in enumerate(names):
+        target = n if "::" in n else ("aten::" + n if "." not in n else n.replace(".", "::", 1))
+        seen = 0
+        k = cursor
+        while k < len(cand) and seen < lookahead:
+            e = cand[k]
+            if e[1] >= last_end:
+                seen += 1
+                if e[0] == target:
+                    out[j] = e[3]
+                    last_end = e[2]
+                    cursor = k + 1
+                    break
+            k += 1
+    return out
+
+
+def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeats: int = 10, warmup: int = 2,
+            profile_runs: int = 3, kwargs: Mapping[str, Any] | None = None, title: str | None = None) -> Analysis:
+    """Run ``model(*inputs)`` for real and return its Analysis with measured per-op times.
+
+    ``device``: the roofs to compare against (default on the CPU: the measured local device).
+    The whole model is timed ``repeats`` times (median and spread in ``workload.info['measured']``);
+    ``profile_runs`` runs under ``torch.profiler`` give the per-op times (median per op).
+
+    >>> import torch
+    >>> from roofline import Device
+    >>> net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU())
+    >>> a = measure(net, torch.randn(32, 64), repeats=3, device=Device.simple("cpu", "50 GFLOP/s", "10 GB/s"))
+    >>> bool(np.isfinite(a.workload.columns["measured_seconds"]).all())
+    True
+    """
+    torch = require("torch", "torch")
+    from roofline.frontends.torch import from_torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise RooflineError(f"measure: expected a torch.nn.Module, got {type(model).__name__}")
+    kw = dict(kwargs or {})
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    if any(t.device.type == "meta" for t in tensors):
+        raise RooflineError("measure: inputs are on the meta device; measuring needs real tensors")
+    cuda = any(t.device.type == "cuda" for t in tensors)
+    dev = _resolve(device)
+    workload = from_torch(model, *inputs, kwargs=kw, title=title)  # raises one line naming op and module
+    names = [workload.strings("name", i) for i in range(len(workload))]
+
+    def call() -> Any:
+        return model(*inputs, **kw)
+
+    sync = torch.cuda.synchronize if cuda else None
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            try:
+                timing = time_calls(call, repeats=repeats, warmup=warmup, sync=sync)
+                # one extra profiled run, dropped: the profiler's lazy set-up lands on the first op it sees
+                runs = _profile(torch, call, max(1, profile_runs) + 1, cuda)[1:]
+            except Exception as exc:
+                op, where = _locate_failure(torch, model, call)
+                raise RooflineError(f"the model failed during measurement at op {op} in {where}: "
+                                    f"{_first_line(exc)}") from exc
+    finally:
+        model.train(was_training)
+    per_run = np.vstack([join_events(names, r) for r in runs])
+    seconds = np.full(len(names), np.nan)
+    seen = np.isfinite(per_run).any(axis=0)
+    if seen.any():
+        seconds[seen] = np.nanmedian(per_run[:, seen], axis=0)
+    warnings = list(workload.warnings)
+    missing = int((~np.isfinite(seconds)).sum())
+    if missing:
+        warnings.append(f"{missing} of {len(names)} traced op(s) had no matching profiler event; they have no "
+                        "measured time")
+    w = timing.warning(f"the whole model ({type(model).__name__})")
+    if w:
+        warnings.append(w)
+    op_sum = float(np.nansum(seconds))
+    info = dict(workload.info)
+    info["measured"] = {**timing.to_dict(), "device_type": "cuda" if cuda else "cpu",
+                        "profiled_runs": len(runs), "sum_of_op_times": op_sum,
+                        "method": "torch.profiler " + ("CUDA time" if cuda else "CPU time") + " per aten op; "
+                                  "whole model timed with perf_counter"}
+    assumptions = [*workload.assumptions,
+                   "measured: per-op times from torch.profiler joined to the traced ops by aten name in execution "
+                   "order (median of the profiled runs); profiler overhead makes small ops look slower"]
+    measured = workload.replace(measured_seconds=seconds, warnings=warnings, info=info, assumptions=assumptions,
+                                source=workload.source + " (measured)")
+    a = analyze(measured, dev, above_roof_tolerance=_tolerance(timing))
+    note = _cache_note(a)
+    if note:
+        a.warnings.append(note)
+    return a
+
+
+def _cache_note(a: Analysis) -> str:
+    """Explain measured points above the main-memory roof that stay under the fastest memory level's roof."""
+    flagged = np.flatnonzero(a.above_roof)
+    if not len(flagged) or len(a.device.memory) < 2:
+        return ""
+    fastest = max(a.device.memory, key=lambda m: m.bandwidth)
+    top = np.minimum(a.peak_flops[flagged], a.intensity[flagged] * fastest.bandwidth)
+    under = int((a.achieved_flops[flagged] <= top * (1 + a.above_roof_tolerance)).sum())
+    if not under:
+        return ""
+    return (f"{under} of the {len(flagged)} op(s) above the {a.device.main_memory.level} roof stay under the "
+            f"{fastest.level} roof: their data was in cache between runs (see the memory levels on the chart)")
+
+
+def timing_of(a: Analysis) -> Timing | None:
+    """The whole-run timing recorded by :func:`measure` / :func:`measure_callable`, if any."""
+    m = a.workload.info.get("measured") if isinstance(a.workload.info, dict) else None
+    if not isinstance(m, dict):
+        return None
+    return Timing(float(m["median"]), float(m["p10"]), float(m["p90"]), int(m["repeats"]))
+
+
+
+
+def measure_target(target: str, input_specs: Sequence[str], device: Device | str | None = None, *,
+                   repeats: int = 10, warmup: int = 2) -> Analysis:
+    """``roofline torch MODULE:CALLABLE --measure``: build the model for real on the CPU and :func:`measure` it.
+
+    ``input_specs`` ('1x3x224x224', '8x512:int64') make random float inputs (integer inputs are zeros,
+    valid token ids); without them the callable's own (module, inputs) pair is used.
+    """
+    torch = require("torch", "torch")
+    from roofline.commands.torch import load_callable, parse_input
+
+    parsed = [parse_input(s) for s in input_specs]
+    fn = load_callable(target)
+    try:
+        made = fn()
+    except Exception as exc:
+        raise RooflineError(f"{target} raised {type(exc).__name__}: {_first_line(exc)}") from exc
+    inputs: tuple[Any, ...] = ()
+    if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module):
+        made, given = made
+        inputs = tuple(given) if isinstance(given, (list, tuple)) else (given,)
+    if not isinstance(made, torch.nn.Module):
+        raise RooflineError(f"{target} returned a {type(made).__name__}; expected an nn.Module or a (module, inputs) pair")
+    if any(t.device.type == "meta" for t in (*made.parameters(), *made.buffers())):
+        raise RooflineError(f"{target} built the model on the meta device; --measure needs real weights")
+    gen = torch.Generator().manual_seed(0)
+    if parsed:
+        inputs = tuple(torch.randn(shape, generator=gen).to(getattr(torch, dtype))
+                       if getattr(torch, dtype).is_floating_point else torch.zeros(shape, dtype=getattr(torch, dtype))
+                       for shape, dtype in parsed)
+    if not inputs:
+        raise RooflineError(f"{target} returned a module without inputs; give --input SHAPE[:DTYPE]")
+    if any(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in inputs):
+        raise RooflineError(f"{target} returned meta inputs; give --input SHAPE[:DTYPE] to measure")
+    return measure(made, *inputs, device=device, repeats=repeats, warmup=warmup)
+
+
+__all__ = ["Timing", "default_device", "join_events", "kernel", "measure", "measure_callable", "measure_target",
+           "time_calls", "timing_of"]
+
+
+class _CallableModule(__import__("types").ModuleType):
+    """``roofline.measure`` is both this module and the function: once the submodule is imported, Python binds
+    the package attribute to the module, so the module forwards calls to :func:`measure`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return measure(*args, **kwargs)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,95 @@
+"""Several devices' roofs and points on one log-log chart (matplotlib), for ``roofline compare``.
+
+Each device (or device + precision) gets one colour: its main roof (the
+compute ceiling carrying most of the time, and main memory) and its op points.
+
+>>> from roofline import Op, Workload, analyze, get_device
+>>> from roofline.render.compare import plot_compare
+>>> w = Workload.from_ops([Op("gemm", kind="matmul", flops=2e12, bytes_read=1e9, precision="bf16", unit="matrix")])
+>>> fig = plot_compare([analyze(w, get_device("h100")), analyze(w, get_device("l4"))])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from roofline.analysis import Analysis
+from roofline.units import format_bandwidth, format_flops, scale_for
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
+
+
+def _main_ceiling(a: Analysis) -> Any:
+    t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
+    return a.ceilings[int(np.argmax(t))] if t.sum() > 0 else max(a.device.compute, key=lambda c: c.flops)
+
+
+def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared",
+                 labels: Sequence[str] | None = None, max_points: int = 400) -> Figure:
+    """One roof and one point cloud per analysis, on shared axes."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    labels = list(labels) if labels is not None else [a.device.name for a in analyses]
+    pts = []
+    for a in analyses:
+        order = [i for i in a.order()[:max_points] if a.workload.columns["flops"][i] > 0
+                 and math.isfinite(a.intensity[i])]
+        pts.append((np.asarray([a.intensity[i] for i in order]), np.asarray([a.attainable_flops[i] for i in order]),
+                    np.asarray([a.share[i] for i in order])))
+    roofs = [(_main_ceiling(a), a.device.main_memory) for a in analyses]
+    xs = np.concatenate([p[0] for p in pts] + [np.asarray([c.flops / m.bandwidth for c, m in roofs])])
+    x_lo = 10 ** math.floor(math.log10(max(xs.min(), 1e-6)) - 1)
+    x_hi = 10 ** math.ceil(math.log10(xs.max()) + 1)
+    peak = max(c.flops for c, _ in roofs)
+    ys = np.concatenate([p[1] for p in pts] + [np.asarray([m.bandwidth * x_lo for _, m in roofs])])
+    y_lo = 10 ** math.floor(math.log10(max(ys[ys > 0].min(), 1.0)) - 0.3)
+    scale, unit = scale_for(peak, "FLOP/s")
+    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for k, ((c, m), (x, y, share)) in enumerate(zip(roofs, pts, strict=True)):
+        color = COLORS[k % len(COLORS)]
+        ridge = c.flops / m.bandwidth
+        ax.plot([x_lo, ridge, x_hi], [x_lo * m.bandwidth / scale, c.flops / scale, c.flops / scale], color=color,
+                lw=2, label=f"{labels[k]}: {c.label} {format_flops(c.flops)}, {m.level} {format_bandwidth(m.bandwidth)}")
+        if len(x):
+            ax.scatter(x, y / scale, s=20 + 200 * np.sqrt(np.maximum(share, 0)), color=color,
+                       marker=MARKERS[k % len(MARKERS)], alpha=0.6, edgecolors="white", linewidths=0.5, zorder=5)
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo / scale, peak * 3 / scale)
+    ax.set_xlabel("arithmetic intensity [FLOP/byte]")
+    ax.set_ylabel(f"performance [{unit}]")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title, fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def save_compare_chart(analyses: Sequence[Analysis], path: str | Path, **kw: Any) -> None:
+    """PNG/SVG/PDF by extension, written all-or-nothing."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from roofline.fileio import write_bytes_atomic
+    from roofline.render import check_chart_path
+
+    check_chart_path(path)
+    fig = plot_compare(analyses, **kw)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lower().lstrip("."), bbox_inches="tight")
+    plt.close(fig)
+    write_bytes_atomic(path, buf.getvalue())

@@ -1,0 +1,334 @@
+"""roofline bench: plateau detection, the measured Device's schema, the CLI's fault handling.
+
+Measurements here are tiny (a few MiB, 3 repeats, short samples): they check
+shapes and bookkeeping, never speed.  Speed targets live in
+benchmarks/bench_ceilings.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from roofline import cli
+from roofline.bench import cpu as bench_cpu
+from roofline.bench import levels, machine
+from roofline.device import Device
+
+KiB, MiB = 1024, 1024 * 1024
+
+TINY = dict(max_bytes=2 * MiB, points_per_octave=2, repeats=3, min_sample_seconds=2e-4, gemm_sizes=(64,),
+            torch_gemm=False, ert_flops=(1, 2, 8), fma_sample_seconds=2e-4)
+
+
+# -- plateau detection on synthetic curves ------------------------------------------------
+
+def staircase(sizes: np.ndarray, steps: list[tuple[float, float]], noise: float = 0.0, seed: int = 0) -> np.ndarray:
+    """Bandwidth that falls smoothly (over ~half an octave) at each (capacity, next level) step."""
+    rng = np.random.default_rng(seed)
+    levels_ = [bw for _, bw in steps]
+    caps = [cap for cap, _ in steps[1:]]
+    log_bw = np.full(len(sizes), math.log(levels_[0]))
+    for cap, hi, lo in zip(caps, levels_, levels_[1:], strict=False):
+        # logistic step in log2(size), centred at the capacity
+        s = 1 / (1 + np.exp(-(np.log2(sizes) - math.log2(cap)) * 6))
+        log_bw += s * (math.log(lo) - math.log(hi))
+    return np.exp(log_bw) * (1 + noise * rng.standard_normal(len(sizes)))
+
+
+SIZES = 2.0 ** np.arange(14, 28.01, 1 / 3)  # 16 KiB .. 256 MiB, 3 per octave
+# L1 300 GB/s up to 48 KiB, L2 150 up to 1 MiB, L3 80 up to 32 MiB, DRAM 30
+STEPS = [(0, 300e9), (48 * KiB, 150e9), (1 * MiB, 80e9), (32 * MiB, 30e9)]
+CACHES = {"L1": 48 * KiB, "L2": 1 * MiB, "L3": 32 * MiB}
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.03])
+def test_plateaus_of_a_four_level_staircase(noise: float) -> None:
+    bw = staircase(SIZES, STEPS, noise=noise)
+    named = levels.label_plateaus(levels.detect_plateaus(SIZES, bw), CACHES)
+    assert [n for n, _ in named] == ["L1", "L2", "L3", "DRAM"]
+    for (name, p), (_, expected) in zip(named, STEPS, strict=False):
+        # each level's median within 5 % of the synthetic level (noise 3 % per point, medians over >= 3 points)
+        assert p.bandwidth == pytest.approx(expected, rel=0.05), name
+    # L3 holds from just above L2 (1 MiB) to just below its capacity (32 MiB): the range sits inside (1 MiB, 32 MiB)
+    l3 = dict(named)["L3"]
+    assert 1 * MiB < l3.start_bytes < 4 * MiB and 8 * MiB < l3.end_bytes <= 32 * MiB
+
+
+def test_one_outlier_neither_splits_nor_adds_a_level() -> None:
+    bw = staircase(SIZES, STEPS, noise=0.01)
+    bw[20] *= 0.4  # a single sample hit by another process
+    assert len(levels.detect_plateaus(SIZES, bw)) == 4
+
+
+def test_flat_curve_is_one_level_named_dram_without_sysfs() -> None:
+    bw = np.full(len(SIZES), 20e9)
+    plats = levels.detect_plateaus(SIZES, bw)
+    assert len(plats) == 1 and plats[0].bandwidth == pytest.approx(20e9)
+    # no cache sizes known: plateaus are named in order and the last is main memory
+    assert [n for n, _ in levels.label_plateaus(plats)] == ["DRAM"]
+
+
+def test_labels_in_order_without_sysfs() -> None:
+    bw = staircase(SIZES, STEPS)
+    assert [n for n, _ in levels.label_plateaus(levels.detect_plateaus(SIZES, bw))] == ["L1", "L2", "L3", "DRAM"]
+
+
+def test_bad_curve_input() -> None:
+    with pytest.raises(ValueError):
+        levels.detect_plateaus([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError):
+        levels.detect_plateaus([2.0, 1.0], [1.0, 1.0])
+
+
+def test_sysfs_disagreement_is_noted() -> None:
+    # a curve whose L2 plateau ends at 4 MiB while "sysfs" says L2 is 256 KiB
+    steps = [(0, 300e9), (48 * KiB, 150e9), (4 * MiB, 80e9), (32 * MiB, 30e9)]
+    sizes = [int(s) for s in SIZES]
+    bw = staircase(SIZES, steps)
+    curves = {2: {k: [bench_cpu.Stat(float(v), float(v), float(v), [float(v)]) for v in bw] for k in bench_cpu.KERNELS}}
+    caches = {"L1": {"capacity": 48 * KiB, "size": 24 * KiB}, "L2": {"capacity": 256 * KiB, "size": 128 * KiB},
+              "L3": {"capacity": 32 * MiB, "size": 32 * MiB}}
+    memory, info = bench_cpu._memory_levels(sizes, curves, 2, caches, bench_cpu.BenchConfig.quick(), "d", None, [])
+    assert any("sysfs reports" in n for n in info["notes"]), info["notes"]
+
+
+# -- timing helpers ---------------------------------------------------------------------------
+
+def test_measure_rate_grows_reps_until_a_sample_is_long_enough(monkeypatch) -> None:
+    calls: list[int] = []
+
+    def call(reps: int) -> None:
+        calls.append(reps)
+
+    # a deterministic clock: every rep takes 0.1 ms
+    monkeypatch.setattr(bench_cpu, "_timeit", lambda fn: (fn(), 1e-4 * calls[-1])[1])
+    stat, reps = bench_cpu.measure_rate(call, 1.0, 3, 0.002)
+    # 1 rep = 0.1 ms < 2 ms, so reps grows to ceil(1.2 x 2 ms / 0.1 ms) = 24 (2.4 ms >= 2 ms)
+    assert reps == 24
+    # each sample: 24 units of work in 2.4 ms = 1e4 per second
+    assert stat.median == pytest.approx(1e4) and len(stat.samples) == 3
+    assert calls == [1, 1, 24, 24, 24, 24]  # warm-up, calibration 1 -> 24, three samples
+
+
+def test_sweep_sizes_are_geometric_and_cover_the_range() -> None:
+    s = bench_cpu.sweep_sizes(16 * KiB, 128 * MiB, 3)
+    assert s[0] == 16 * KiB and s[-1] == 128 * MiB
+    # 13 octaves x 3 per octave + 1 = 40 points; ratios 2^(1/3) ~ 1.26 (rounding to 4 KiB blurs the first few)
+    assert len(s) == 40
+    assert all(b > a for a, b in zip(s, s[1:], strict=False))
+    assert np.allclose(np.diff(np.log2(s[10:])), 1 / 3, atol=0.03)  # 4 KiB rounding of 160 KiB: +-1.3 %
+
+
+@pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"), reason="x86 assembly")
+def test_the_bandwidth_and_ert_loops_vectorise() -> None:
+    numba = pytest.importorskip("numba")
+    import re
+
+    from roofline.bench import _kernels as k
+
+    a, b, c = np.ones(1024), np.ones(1024), np.ones(1024)
+    calls = {"_read": (a, 0.0), "_write": (a, 1.0), "_copy": (a, b), "_triad": (a, b, c, 0.5),
+             "_ert_add": (a, 0.5), "_ert_fma": (a, 2, 0.5, 0.5)}
+    for name, args in calls.items():
+        f = getattr(k, name)
+        # numba will not show the assembly of cached code: recompile the same function with the same flags
+        opts = {key: v for key, v in f.targetoptions.items() if key not in ("cache", "nopython")}
+        g = numba.njit(**opts)(f.py_func)
+        g(*args)
+        asm = g.inspect_asm(g.signatures[0])
+        # packed double instructions on 256- or 512-bit registers (scalar code uses %xmm with *sd)
+        assert re.search(r"\bv\w+p[sd]\s.*%[yz]mm", asm), name
+
+
+# -- a tiny real run: the Device schema ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_device() -> Device:
+    pytest.importorskip("numba")
+    from roofline.bench import run_bench
+
+    return run_bench(quick=True, threads=min(2, os.cpu_count() or 1), **TINY)
+
+
+def test_tiny_run_is_a_valid_measured_cpu_device(tiny_device: Device) -> None:
+    d = tiny_device
+    assert d.kind == "cpu"
+    assert {c.key for c in d.compute} >= {("vector", "fp64"), ("vector", "fp32"), ("matrix", "fp64"), ("matrix", "fp32")}
+    assert "DRAM" in [m.level for m in d.memory]
+    for ceiling in [*d.compute, *d.memory]:
+        p = ceiling.provenance
+        assert p.kind == "measured" and p.method and p.date and p.repeats >= 3
+        assert p.spread is not None and p.spread[0] <= p.spread[1]
+        assert "threads" in p.details and "working_set_bytes" in p.details
+    gemm = d.ceiling("matrix", "fp64")
+    assert gemm.provenance.details["sizes"] == [64]
+    dram = d.memory_level("DRAM")
+    assert "triad 24 B" in dram.provenance.note
+    for key in ("cpu_model", "cores", "threads", "versions", "blas", "date", "sweep", "ert", "warnings"):
+        assert key in d.metadata, key
+    assert d.metadata["versions"]["numpy"] == np.__version__
+    # JSON round trip keeps every number and its provenance
+    again = Device.from_dict(json.loads(d.to_json()))
+    assert again.to_dict() == json.loads(d.to_json())
+
+
+def test_ert_curve_is_checked_against_the_devices_own_roofline(tiny_device: Device) -> None:
+    ert = tiny_device.metadata["ert"]
+    peak = tiny_device.ceiling("vector", "fp64").flops
+    dram = tiny_device.memory_level("DRAM").bandwidth
+    # intensity = FLOPs per element / 16 B (one 8-B read + one 8-B write in place): 1/16, 2/16, 8/16
+    assert ert["intensity"] == [1 / 16, 2 / 16, 8 / 16]
+    for ai, model, got, dev in zip(ert["intensity"], ert["model_flops"], ert["flops"], ert["deviation"], strict=False):
+        assert model == pytest.approx(min(peak, ai * dram))
+        assert dev == pytest.approx(got / model - 1)
+    assert abs(ert["max_deviation"]) == pytest.approx(max(abs(x) for x in ert["deviation"]))
+
+
+def test_plots_of_a_measured_device(tiny_device: Device, tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from roofline.bench.plots import plot_bandwidth, plot_roofline
+
+    plot_bandwidth(tiny_device, tmp_path / "bw.png")
+    plot_roofline(tiny_device, tmp_path / "roof.png")
+    for name in ("bw.png", "roof.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- CLI and faults -----------------------------------------------------------------------------
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(d))
+    return d
+
+
+def _no_measuring(monkeypatch) -> None:
+    import roofline.bench
+
+    def boom(**kw):
+        raise AssertionError("measured although the arguments were bad")
+
+    monkeypatch.setattr(roofline.bench, "run_bench", boom)
+
+
+def test_numba_missing_names_the_extra(monkeypatch, capsys, cache) -> None:
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba -> ImportError
+    assert cli.main(["bench"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install 'roofline[bench]'" in err
+
+
+def test_no_cuda_is_one_line(capsys, cache) -> None:
+    from roofline.bench.gpu import cuda_available
+
+    if cuda_available():
+        pytest.skip("this machine has CUDA")
+    assert cli.main(["bench", "--gpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and ("no CUDA device" in err or "roofline[torch]" in err)
+
+
+@pytest.mark.parametrize("threads", [0, (os.cpu_count() or 1) + 1])
+def test_threads_out_of_range(threads, monkeypatch, capsys, cache) -> None:
+    _no_measuring(monkeypatch)
+    assert cli.main(["bench", "--threads", str(threads)]) == 2
+    assert f"--threads: {threads} is out of range" in capsys.readouterr().err
+
+
+def test_unwritable_out_fails_before_measuring(tmp_path, monkeypatch, capsys, cache) -> None:
+    _no_measuring(monkeypatch)
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("x")
+    # a directory; a path under a file; a path under a file two levels up
+    for bad in (str(tmp_path), str(a_file / "dev.json"), str(a_file / "sub" / "dev.json")):
+        assert cli.main(["bench", "--out", bad]) == 2, bad
+        assert "roofline: error:" in capsys.readouterr().err
+    if os.geteuid() != 0:  # root may write anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        assert cli.main(["bench", "--out", str(ro / "dev.json")]) == 2
+        assert cli.main(["bench", "--out", str(ro / "new" / "dev.json")]) == 2
+    assert cli.main(["bench", "--plot", str(a_file)]) == 2  # --plot wants a directory
+
+
+def test_memory_shortage_shrinks_and_says_so(monkeypatch) -> None:
+    pytest.importorskip("numba")
+    # 64 MiB headroom + 2 MiB spare: the 4 MiB working set needs 4*1.25 MiB + 64 MiB, so it
+    # shrinks to (available - 64 MiB) / 2 = 1 MiB
+    monkeypatch.setattr(machine, "available_memory", lambda: 66.0 * MiB)
+    from roofline.bench import run_bench
+
+    d = run_bench(quick=True, threads=1, **{**TINY, "max_bytes": 4 * MiB})
+    short = d.metadata["memory_shortage"]
+    assert short["wanted_bytes"] == 4 * MiB and short["used_bytes"] == 1 * MiB
+    assert max(d.metadata["sweep"]["working_set_bytes"]) == 1 * MiB
+    assert any("shrunk" in w for w in d.metadata["warnings"])
+    assert "shrunk" in d.memory_level("DRAM").provenance.note
+
+
+def test_ctrl_c_leaves_no_partial_file_and_the_cache_intact(tmp_path, monkeypatch, capsys, cache) -> None:
+    from roofline.bench import cache as bench_cache
+
+    old = Device.simple("previous", "1 GFLOP/s", "1 GB/s")
+    bench_cache.save_local_device(old)
+    before = bench_cache.local_device_path().read_text()
+    calls = {"n": 0}
+    real = bench_cpu.measure_rate
+
+    def interrupted(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:  # mid-sweep
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(bench_cpu, "measure_rate", interrupted)
+    monkeypatch.setattr(bench_cpu, "default_max_bytes", lambda caches, mode: 1 * MiB)
+    out = tmp_path / "dev.json"
+    assert cli.main(["bench", "--out", str(out), "--plot", str(tmp_path / "plots")]) == 130
+    assert not out.exists() and not (tmp_path / "plots" / "roofline.png").exists()
+    assert bench_cache.local_device_path().read_text() == before
+    assert [p.name for p in bench_cache.local_device_path().parent.iterdir()] == ["local-device.json"]
+
+
+def test_show_and_device_local(tiny_device: Device, monkeypatch, capsys, cache) -> None:
+    from roofline.bench import cache as bench_cache
+    from roofline.catalog import resolve_device
+
+    assert cli.main(["bench", "--show"]) == 2
+    assert "run 'roofline bench' first" in capsys.readouterr().err
+    bench_cache.save_local_device(tiny_device)
+    assert cli.main(["bench", "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "fp64 vector" in out and "DRAM" in out and "IQR/median" in out
+    assert resolve_device("local").to_dict() == tiny_device.to_dict()
+
+
+def test_cache_dir_override_and_xdg(monkeypatch, tmp_path) -> None:
+    from roofline.bench.cache import cache_dir
+
+    monkeypatch.delenv("ROOFLINE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "roofline"
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path / "x"))
+    assert cache_dir() == tmp_path / "x"
+
+
+# -- GPU (skipped without CUDA) ---------------------------------------------------------------------
+
+@pytest.mark.cuda
+def test_gpu_bench_schema() -> None:
+    from roofline.bench.gpu import cuda_available, run_gpu_bench
+
+    if not cuda_available():
+        pytest.skip("no CUDA device")
+    d = run_gpu_bench(quick=True, copy_bytes=64 * MiB, gemm_n=1024, repeats=3)
+    assert d.kind == "gpu" and d.memory_level("HBM").provenance.kind == "measured"
+    assert d.ceiling("matrix", "fp32") is not None

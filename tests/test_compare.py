@@ -1,0 +1,103 @@
+"""`roofline compare`: ranking by roofline time (and tokens/s), binding roofs, charts, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofline import Device, Op, Workload, analyze, get_device
+from roofline.cli import main
+
+
+def workload_file(tmp_path):
+    w = Workload.from_ops([
+        Op("gemm", kind="matmul", flops=2 * 4096**3, bytes_read=2 * 2 * 4096**2, bytes_written=2 * 4096**2,
+           precision="bf16", unit="matrix"),
+        Op("softmax", kind="softmax", flops=5 * 4096**2, bytes_read=4 * 4096**2, bytes_written=4 * 4096**2)],
+        title="two ops")
+    p = tmp_path / "w.json"
+    w.save(p)
+    return w, p
+
+
+def test_ranking_matches_independent_analyses(tmp_path, capsys):
+    w, p = workload_file(tmp_path)
+    out = tmp_path / "rank.json"
+    assert main(["compare", str(p), "--devices", "h100,l4,mi300x", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    times = {d: analyze(w, get_device(d)).total_time for d in ("h100", "l4", "mi300x")}
+    expected = sorted(times.values())
+    assert [r["time_s"] for r in rows] == pytest.approx(expected)
+    assert rows[0]["x_best"] == 1.0 and rows[-1]["x_best"] == pytest.approx(expected[-1] / expected[0])
+    # the gemm dominates on each: 137.4 GFLOP at 989.4 TFLOP/s (H100 bf16 matrix) = 139 us vs 100 MB / 3.35 TB/s
+    h100 = [r for r in rows if r["device"].startswith("NVIDIA H100")][0]
+    assert h100["binding_roof"].startswith("bf16 matrix 989.4 TFLOP/s (compute")
+    text = capsys.readouterr().out
+    assert text.index("AMD Instinct MI300X") < text.index("NVIDIA L4")  # fastest first
+
+
+def test_llm_tokens_per_second_and_precisions(tmp_path, capsys):
+    from roofline.frontends.llm import from_llm
+
+    out = tmp_path / "r.csv"
+    assert main(["compare", "llama-3-8b", "--devices", "h100,l4", "--precision", "bf16,fp8", "--phase", "decode",
+                 "--batch", "4", "--csv", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0].split(",")[:4] == ["device", "precision", "time_s", "tokens_per_s"]
+    rows = [ln.split(",") for ln in lines[1:]]
+    assert len(rows) == 4
+    for device, prec, t, tps, *_ in rows:
+        w = from_llm("llama-3-8b", phase="decode", batch=4, wbits=prec, abits=prec)
+        ref = analyze(w, get_device(device)).total_time
+        assert float(t) == pytest.approx(ref)
+        assert float(tps) == pytest.approx(4 / ref)  # one decode step: 4 sequences x 1 token
+    assert "tokens/s" in capsys.readouterr().out
+
+
+def test_local_device_chart_and_html(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("plotly")
+    from roofline.bench import save_local_device
+
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path / "cache"))
+    save_local_device(Device.simple("my cpu", "200 GFLOP/s", "40 GB/s"))
+    _, p = workload_file(tmp_path)
+    chart, html = tmp_path / "c.png", tmp_path / "c.html"
+    assert main(["compare", str(p), "--devices", "local,h100", "-o", str(chart), "--html", str(html)]) == 0
+    assert chart.read_bytes()[:4] == b"\x89PNG"
+    page = html.read_text()
+    assert "my cpu" in page and "all devices" in page and page.count("Plotly.newPlot(") == 3
+
+
+def test_generic_precision_rescales_bytes(tmp_path):
+    from roofline.commands.compare import at_precision
+
+    w, _ = workload_file(tmp_path)
+    w8 = at_precision(w, None, "fp8")
+    # gemm: bf16 -> fp8 halves its bytes; softmax (fp32) -> fp8 quarters them
+    assert w8.bytes[0] == pytest.approx(w.bytes[0] / 2) and w8.bytes[1] == pytest.approx(w.bytes[1] / 4)
+    assert w8.strings("precision", 0) == "fp8" and w8.strings("unit", 0) == "matrix"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--devices", "h1000"], "unknown device 'h1000'; closest:"),
+    (["--devices", "h100", "--precision", "fp7"], "--precision: 'fp7' is not one of"),
+    (["--devices", "h100", "-o", "x.bmp"], "unknown chart format '.bmp'; valid: .png, .svg, .pdf"),
+    (["--devices", "h100", "--html", "x.txt"], "--html expects a .html or .htm file"),
+    (["--devices", ","], "--devices: give at least one device"),
+])
+def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
+    _, p = workload_file(tmp_path)
+    assert main(["compare", str(p), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_unknown_model_and_unwritable_output(tmp_path, capsys):
+    assert main(["compare", "no-such-model", "--devices", "h100"]) == 2
+    assert capsys.readouterr().err.startswith("roofline: error:")
+    _, p = workload_file(tmp_path)
+    blocker = tmp_path / "f"
+    blocker.write_text("x")
+    assert main(["compare", str(p), "--devices", "h100", "--json", str(blocker / "a" / "r.json")]) == 2
+    assert "cannot write" in capsys.readouterr().err

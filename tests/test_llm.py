@@ -1,0 +1,492 @@
+"""The analytic LLM inference model: hand formulas, cross-checks between routes, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from roofline import ComputeCeiling, Device, Interconnect, MemoryCeiling, analyze
+from roofline.cli import main
+from roofline.costs import T, cost
+from roofline.errors import RooflineError
+from roofline.frontends.llm import (
+    batch_sweep,
+    device_ceilings,
+    fitting_batch,
+    footprint,
+    from_llm,
+    grid_sweep,
+    list_models,
+    llm_report,
+    load_arch,
+    make_spec,
+    max_batch,
+    ridge_batch,
+    sweep_times,
+)
+from roofline.llm.model import build_workload, kv_cache_bytes
+
+
+def a100(capacity: str = "80 GB") -> Device:
+    """A100 SXM4 80GB datasheet figures, built here so the tests do not wait on the catalog."""
+    return Device(name="A100 SXM4 80GB (test)", kind="gpu",
+                  compute=(ComputeCeiling("matrix", "bf16", 312e12), ComputeCeiling("matrix", "fp16", 312e12),
+                           ComputeCeiling("matrix", "int8", 624e12), ComputeCeiling("vector", "fp32", 19.5e12)),
+                  memory=(MemoryCeiling("HBM", 2.039e12, float(capacity.split()[0]) * 1e9),),
+                  interconnect=Interconnect("NVLink 3", 300e9))
+
+
+def op(w, name):
+    names = list(w.column("name"))
+    return w.op(names.index(name))
+
+
+def has(w, name):
+    return name in set(w.column("name"))
+
+
+# -- hand formulas ------------------------------------------------------------------
+def test_projection_and_mlp_flops_and_weight_bytes_equal_hand_formulas():
+    w = from_llm("llama-2-7b", phase="decode", batch=4, context=100)
+    d, f = 4096, 11008
+    q = op(w, "decode.layers.attn.q_proj")
+    assert q.flops == 2 * 4 * d * d  # 2 x tokens x K x N
+    assert q.weight_bytes == d * d * 2  # bf16 weights
+    assert q.bytes_read == d * d * 2 + 4 * d * 2  # weights + input activations
+    assert q.bytes_written == 4 * d * 2
+    assert q.count == 32 and q.unit == "matrix" and q.precision == "bf16" and q.kind == "matmul"
+    for name in ("gate_proj", "up_proj"):
+        m = op(w, f"decode.layers.mlp.{name}")
+        assert m.flops == 2 * 4 * d * f and m.weight_bytes == d * f * 2
+    down = op(w, "decode.layers.mlp.down_proj")
+    assert down.flops == 2 * 4 * f * d and down.weight_bytes == f * d * 2
+    head = op(w, "decode.lm_head")
+    assert head.flops == 2 * 4 * d * 32000  # last token of each of the 4 sequences
+    p = from_llm("llama-2-7b", phase="prefill", batch=2, prompt=64)
+    assert op(p, "prefill.layers.attn.o_proj").flops == 2 * (2 * 64) * d * d
+    assert op(p, "prefill.lm_head").flops == 2 * 2 * d * 32000  # generation: last prompt token only
+    p_all = from_llm("llama-2-7b", phase="prefill", batch=2, prompt=64, all_logits=True)
+    assert op(p_all, "prefill.lm_head").flops == 2 * 128 * d * 32000
+
+
+def test_gqa_projections_and_kv_cache():
+    w = from_llm("llama-3-8b", phase="decode", batch=2, context=300)
+    assert op(w, "decode.layers.attn.k_proj").weight_bytes == 4096 * 8 * 128 * 2  # 8 KV heads of 128
+    qk = op(w, "decode.layers.attn.qk")
+    # reads q (2 x 32 x 128) and the K cache (2 seqs x 300 keys x 8 heads x 128) at 2 bytes
+    assert qk.bytes_read == (2 * 32 * 128 + 2 * 300 * 8 * 128) * 2
+    assert qk.flops == 2 * 2 * 32 * 128 * 300
+    # KV cache: 2 (K, V) x 32 layers x 8 heads x 128 x 300 tokens x 2 seqs x 2 bytes
+    assert w.info["kv_cache_bytes"] == 2 * 32 * 8 * 128 * 300 * 2 * 2
+
+
+def test_prefill_counts_the_causal_triangle_like_the_core_attention_formula():
+    b, P, h, dh = 2, 100, 32, 128
+    w = from_llm("llama-2-7b", phase="prefill", batch=b, prompt=P)
+    qk, pv = op(w, "prefill.layers.attn.qk"), op(w, "prefill.layers.attn.pv")
+    assert qk.flops + pv.flops == 2 * b * h * (P * (P + 1) // 2) * (dh + dh)
+    core = cost("attention", [T((b, h, P, dh), 2)] * 3, [T((b, h, P, dh), 2)], causal=True)
+    assert qk.flops + pv.flops == core.flops  # independent route: roofline.costs
+    # unfused: the full P x P score tensor is written by QK^T and read by PV
+    assert qk.bytes_written == b * h * P * P * 2
+    flash = from_llm("llama-2-7b", phase="prefill", batch=b, prompt=P, flash=True)
+    sdpa = op(flash, "prefill.layers.attn.sdpa")
+    assert sdpa.flops == core.flops
+    assert sdpa.bytes_read + sdpa.bytes_written == core.bytes_read + core.bytes_written  # q, k, v in; out
+    assert op(flash, "prefill.layers.attn.softmax").bytes_read == 0
+
+
+def test_int4_weights_compute_on_the_16_bit_matrix_roof_with_group_scales():
+    w = from_llm("llama-2-7b", phase="decode", wbits=4, abits=16, kvbits=8, group_size=64)
+    q = op(w, "decode.layers.attn.q_proj")
+    assert q.precision == "bf16" and q.unit == "matrix"  # W4A16 dequantises to the 16-bit roof
+    assert q.weight_bytes == 4096 * 4096 * (0.5 + 2 / 64)  # 4-bit + one fp16 scale per 64
+    assert op(w, "decode.lm_head").weight_bytes == 4096 * 32000 * 2  # lm_head stays 16-bit
+    assert op(w, "decode.layers.attn.softmax").unit == "vector"
+    assert w.info["kv_cache_bytes"] == 2 * 32 * 4096 * 1024 * 1  # int8 KV cache
+    w8 = from_llm("llama-2-7b", phase="decode", wbits=8, abits=8)
+    assert op(w8, "decode.layers.attn.q_proj").precision == "int8"
+
+
+def test_moe_reads_only_the_experts_a_batch_touches():
+    d, f = 4096, 14336
+    expert = 3 * d * f * 2  # gate, up, down in bf16
+
+    def expert_bytes(w, phase):
+        return sum(op(w, f"{phase}.layers.moe.experts.{p}").weight_bytes for p in ("gate_proj", "up_proj", "down_proj"))
+
+    assert expert_bytes(from_llm("mixtral-8x7b", phase="decode", batch=1), "decode") == 2 * expert  # top-2
+    assert expert_bytes(from_llm("mixtral-8x7b", phase="decode", batch=3), "decode") == 6 * expert
+    assert expert_bytes(from_llm("mixtral-8x7b", phase="decode", batch=64), "decode") == 8 * expert  # min(8, 128)
+    w = from_llm("mixtral-8x7b", phase="decode", batch=5)
+    assert op(w, "decode.layers.moe.experts.gate_proj").flops == 2 * (5 * 2) * d * f  # 10 token-expert pairs
+
+
+def test_parameter_counts_match_the_published_sizes():
+    for name, expected in (("llama-2-7b", 6.74e9), ("llama-3-8b", 8.03e9), ("mistral-7b", 7.24e9),
+                           ("mixtral-8x7b", 46.7e9)):
+        assert abs(from_llm(name, phase="decode").info["params"] / expected - 1) < 0.005, name
+    assert abs(from_llm("mixtral-8x7b", phase="decode").info["active_params"] / 12.9e9 - 1) < 0.005
+
+
+def test_weight_bytes_read_in_decode_cross_check_the_hand_parameter_formula():
+    # Llama-2-7B by hand: per layer 4 d^2 + 3 d f + 2 d; plus final norm d and lm_head V d.
+    d, f, V, L = 4096, 11008, 32000, 32
+    read = L * (4 * d * d + 3 * d * f + 2 * d) + d + V * d + d  # + one embedding row (batch 1)
+    w = from_llm("llama-2-7b", phase="decode", batch=1)
+    assert float(w.columns["weight_bytes"] @ w.columns["count"]) == read * 2
+    assert w.info["params"] == L * (4 * d * d + 3 * d * f + 2 * d) + d + 2 * V * d
+
+
+def test_a100_decode_time_is_weights_plus_kv_over_bandwidth():
+    w = from_llm("llama-2-7b", phase="decode", batch=1, context=1024, wbits="fp16", abits="fp16", kvbits="fp16")
+    r = llm_report(analyze(w, a100()))
+    params = 6_738_415_616  # hand count, see the test above
+    weights_read = (params - 32000 * 4096 + 4096) * 2  # the embedding reads its one row
+    kv = 2 * 32 * 4096 * 1024 * 2
+    assert r.tpot == pytest.approx((weights_read + kv) / 2.039e12, rel=0.01)
+    # with the embedding table counted whole the figure is 1.9% higher: that table is never read in full
+    assert (params * 2 + kv) / 2.039e12 / r.tpot == pytest.approx(1.017, abs=0.003)
+
+
+def test_a100_from_the_catalog():
+    from roofline.catalog import get_device
+
+    try:
+        dev = get_device("a100-sxm4-80gb")
+    except RooflineError:
+        pytest.skip("catalog has no A100 SXM4 80GB yet")
+    r = llm_report(analyze(from_llm("llama-2-7b", phase="decode", context=1024, wbits="fp16", abits="fp16",
+                                    kvbits="fp16"), dev))
+    weights_read = (6_738_415_616 - 32000 * 4096 + 4096) * 2
+    assert r.tpot == pytest.approx((weights_read + 2 * 32 * 4096 * 1024 * 2) / 2.039e12, rel=0.01)
+
+
+# -- tensor parallelism ----------------------------------------------------------------
+def test_tensor_parallel_splits_work_and_times_the_ring_all_reduce_on_the_link():
+    one = from_llm("llama-2-7b", phase="decode", batch=8)
+    two = from_llm("llama-2-7b", phase="decode", batch=8, tp=4)
+    assert op(two, "decode.layers.attn.q_proj").flops == op(one, "decode.layers.attn.q_proj").flops / 4
+    assert op(two, "decode.layers.mlp.down_proj").weight_bytes == op(one, "decode.layers.mlp.down_proj").weight_bytes / 4
+    ar = op(two, "decode.layers.attn.all_reduce")
+    assert ar.kind == "collective" and ar.level == "interconnect"
+    assert ar.bytes_read + ar.bytes_written == 2 * 3 / 4 * (8 * 4096 * 2)  # 2 (tp-1)/tp x message
+    a = analyze(two, a100())
+    i = list(two.column("name")).index("decode.layers.attn.all_reduce")
+    assert a.time[i] == pytest.approx(ar.bytes_read / 300e9)
+    assert llm_report(a).interconnect_time > 0
+    assert not has(one, "decode.layers.attn.all_reduce")
+
+
+# -- phases ---------------------------------------------------------------------------
+def test_generate_integrates_decode_over_the_growing_context():
+    P, N = 50, 6
+    gen = from_llm("llama-3-8b", phase="generate", batch=3, prompt=P, gen=N)
+    pre = from_llm("llama-3-8b", phase="prefill", batch=3, prompt=P)
+    steps = [from_llm("llama-3-8b", phase="decode", batch=3, context=P + i) for i in range(1, N + 1)]
+    assert gen.total_flops == pytest.approx(pre.total_flops + sum(s.total_flops for s in steps), rel=1e-12)
+    assert gen.total_bytes == pytest.approx(pre.total_bytes + sum(s.total_bytes for s in steps), rel=1e-12)
+    dev = a100()
+    r = llm_report(analyze(gen, dev))
+    step_times = [analyze(s, dev).total_time for s in steps]
+    assert r.ttft == pytest.approx(analyze(pre, dev).total_time)
+    assert r.tpot == pytest.approx(sum(step_times) / N)  # every op stays on one side of its ridge here
+
+
+def test_sliding_window_caps_attention_and_cache():
+    w = from_llm("mistral-7b", phase="decode", context=8192)
+    assert op(w, "decode.layers.attn.sliding.qk").flops == 2 * 32 * 128 * 4096  # window 4096 keys
+    assert w.info["kv_cache_bytes"] == 2 * 32 * 8 * 128 * 4096 * 2
+    g = from_llm("gemma-2-9b", phase="decode", context=8192)
+    assert op(g, "decode.layers.attn.qk").count == 21 and op(g, "decode.layers.attn.sliding.qk").count == 21
+
+
+def test_mla_latent_cache_and_absorbed_decode_weights():
+    w = from_llm("deepseek-v3", phase="decode", batch=1, context=1000)
+    assert w.info["kv_cache_bytes"] == 61 * (512 + 64) * 1000 * 2  # latent + rope key, one per layer
+    kv_b = 512 * 128 * (128 + 128)
+    dec = op(w, "decode.layers.attn.q_absorb").weight_bytes + op(w, "decode.layers.attn.v_absorb").weight_bytes
+    assert dec == kv_b * 2
+    p = from_llm("deepseek-v3", phase="prefill", prompt=64)
+    assert op(p, "prefill.layers.attn.kv_b_proj").weight_bytes == kv_b * 2
+    assert op(p, "prefill.layers.moe.experts.gate_proj").count == 58  # 3 dense layers first
+    assert op(p, "prefill.layers.mlp.gate_proj").count == 3
+    assert abs(w.info["params"] / 671e9 - 1) < 0.005
+
+
+def test_gpt2_learned_positions_layernorm_and_biases():
+    w = from_llm("gpt2", phase="prefill", prompt=16)
+    assert has(w, "prefill.embed.positions") and not has(w, "prefill.layers.attn.rope")
+    assert not has(w, "prefill.layers.mlp.gate_proj")
+    assert abs(w.info["params"] / 124.44e6 - 1) < 0.001  # 124,439,808 with tied lm_head
+
+
+# -- sizes, ridge, sweeps ------------------------------------------------------------------
+def test_max_batch_is_the_last_that_fits():
+    spec = make_spec("llama-2-7b", phase="decode", context=4096)
+    cap = 80e9
+    b = max_batch(spec, cap)
+    assert b > 1
+    assert footprint(spec.replace(batch=b)).total <= cap < footprint(spec.replace(batch=b + 1)).total
+
+
+def test_ridge_batch_is_where_decode_gemms_turn_compute_bound():
+    spec = make_spec("llama-2-7b", phase="decode", context=512)
+    dev = a100()
+    rb = ridge_batch(spec, dev)
+
+    def gemm_bound(b):
+        a = analyze(build_workload(spec.replace(batch=b)), dev)
+        m = a.workload.column("kind") == "matmul"
+        n = a.workload.columns["count"][m]
+        return (a.compute_time[m] @ n) >= (a.memory_time[m] @ n)
+
+    assert not gemm_bound(rb - 1) and gemm_bound(rb)
+    # dense GEMM intensity ~ batch, so the ridge batch sits a little above the 153 FLOP/B ridge
+    assert 153 < rb < 200
+
+
+def test_vectorised_sweep_agrees_with_full_analysis():
+    dev = a100()
+    for phase in ("decode", "prefill", "generate"):
+        spec = make_spec("mixtral-8x7b", phase=phase, prompt=300, gen=20, context=700, wbits=4, tp=2)
+        batches = np.array([1, 3, 16, 100])
+        t = sweep_times(spec, batch=batches, ceilings=device_ceilings(dev, spec.precisions))["total"]
+        for b, tb in zip(batches, t, strict=True):
+            assert tb == pytest.approx(analyze(build_workload(spec.replace(batch=int(b))), dev).total_time, rel=1e-9)
+
+
+def test_grid_sweep_shape_and_monotone_in_context():
+    spec = make_spec("llama-3-8b", phase="decode")
+    h100 = Device(name="h100ish", compute=(ComputeCeiling("matrix", "bf16", 989e12),
+                                           ComputeCeiling("vector", "fp32", 67e12)),
+                  memory=(MemoryCeiling("HBM", 3.35e12, 80e9),))
+    g = grid_sweep(spec, batches=[1, 8, 64], contexts=[512, 2048, 8192], devices=[a100(), h100],
+                   precisions=[(16, 16, 16), (4, 16, 8)])
+    assert g.time.shape == (3, 3, 2, 2)
+    assert (np.diff(g.time, axis=1) > 0).all()  # more context, more KV cache to read
+    assert (g.time[:, :, 1] < g.time[:, :, 0]).all()  # faster memory
+    assert (g.time[..., 1] < g.time[..., 0]).all()  # 4-bit weights, 8-bit cache
+
+
+def test_batch_sweep_stops_at_the_largest_fitting_batch():
+    spec = make_spec("llama-2-13b", phase="decode", context=2048)
+    sw = batch_sweep(spec, a100())
+    assert sw.batch[-1] == sw.max_batch == max_batch(spec, 80e9)
+    assert sw.fits.all()
+    assert (np.diff(sw.tokens_per_s) > 0).all() and (np.diff(sw.latency) > 0).all()
+
+
+def test_does_not_fit_is_a_finding_and_batch_max_an_error():
+    w = from_llm("llama-2-70b", phase="decode")  # 138 GB of bf16 weights
+    r = llm_report(analyze(w, a100()))
+    assert r.footprint.fits is False and r.max_batch == 0
+    assert any("does not fit" in f for f in r.findings)
+    with pytest.raises(RooflineError, match="does not fit"):
+        fitting_batch(make_spec("llama-2-70b", phase="decode"), a100())
+    assert fitting_batch(make_spec("llama-2-70b", phase="decode", tp=2), a100()) >= 1  # half per device
+
+
+# -- lookup and configs ---------------------------------------------------------------------
+def test_lookup_ignores_case_and_punctuation_and_accepts_hf_ids():
+    assert load_arch("meta-llama/Llama-2-7b-hf").name == "llama-2-7b"
+    assert load_arch("LLaMA 2 7B").name == "llama-2-7b"
+    assert load_arch("mistralai/Mixtral-8x7B-v0.1").experts == 8
+    names = {m["name"] for m in list_models()}
+    assert {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "mistral-7b", "mixtral-8x7b",
+            "qwen2-7b", "qwen2-72b", "gemma-2-9b", "gpt2", "phi-3-mini", "deepseek-v3"} <= names
+    assert all(m["source"].startswith("https://huggingface.co/") for m in list_models())
+
+
+def test_local_config_file_and_folder(tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+           "num_hidden_layers": 2, "vocab_size": 100}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    a = load_arch(str(tmp_path))
+    assert a.head_dim == 16 and a.kv_heads == 4
+    w = from_llm(str(tmp_path / "config.json"), phase="decode")
+    assert w.info["params"] == 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64 + 2 * 100 * 64
+    assert from_llm(cfg, phase="prefill").info["params"] == w.info["params"]
+
+
+def test_every_bundled_model_builds_all_phases():
+    for m in list_models():
+        for phase in ("prefill", "decode", "generate"):
+            w = from_llm(m["name"], phase=phase, prompt=128, gen=4, flash=phase == "decode")
+            assert w.total_flops > 0 and math.isfinite(w.total_bytes)
+
+
+# -- bad input -----------------------------------------------------------------------
+LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+         "num_hidden_layers": 2, "vocab_size": 100}
+
+
+def test_unknown_model_names_the_closest_three():
+    with pytest.raises(RooflineError, match=r"unknown model 'llama-2-7'; closest: llama-2-7b, llama-2-70b, llama-2-13b"):
+        from_llm("llama-2-7")
+
+
+def test_missing_field_is_named():
+    cfg = {k: v for k, v in LLAMA.items() if k != "intermediate_size"}
+    with pytest.raises(RooflineError, match="missing field 'intermediate_size'"):
+        from_llm(cfg)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"hidden_size": 66}, "hidden size 66 is not divisible by num_attention_heads 4"),
+    ({"num_key_value_heads": 3}, "num_key_value_heads 3 does not divide num_attention_heads 4"),
+    ({"num_hidden_layers": 0}, "num_hidden_layers must be a positive integer"),
+])
+def test_inconsistent_configs(change, message):
+    with pytest.raises(RooflineError, match=message):
+        from_llm({**LLAMA, **change})
+
+
+def test_tp_must_divide_heads():
+    with pytest.raises(RooflineError, match="tp 3 does not divide num_attention_heads 32"):
+        from_llm("llama-2-7b", tp=3)
+    with pytest.raises(RooflineError, match="tp must be an integer >= 1"):
+        from_llm("llama-2-7b", tp=0)
+
+
+@pytest.mark.parametrize("knob", ["wbits", "abits", "kvbits"])
+def test_bits_outside_the_supported_set(knob):
+    with pytest.raises(RooflineError, match=f"{knob}: 3 is not supported"):
+        from_llm("llama-2-7b", **{knob: 3})
+    with pytest.raises(RooflineError, match=f"{knob}: 'fp4' is not supported"):
+        from_llm("llama-2-7b", **{knob: "fp4"})
+
+
+@pytest.mark.parametrize("knob", ["batch", "prompt", "context", "gen", "group_size"])
+def test_sizes_must_be_positive(knob):
+    for bad in (0, -5):
+        with pytest.raises(RooflineError, match=f"{knob} must be an integer > 0"):
+            from_llm("llama-2-7b", **{knob: bad})
+
+
+def test_bad_phase():
+    with pytest.raises(RooflineError, match="phase 'train' is not one of"):
+        from_llm("llama-2-7b", phase="train")
+
+
+# -- command line -----------------------------------------------------------------------
+@pytest.fixture
+def device_file(tmp_path):
+    path = tmp_path / "a100.json"
+    a100().save(path)
+    return str(path)
+
+
+def test_cli_list(capsys):
+    assert main(["llm", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "llama-2-7b" in out and "meta-llama/Llama-2-7b-hf" in out and "46.70 B (12.9 B active)" in out
+
+
+def test_cli_decode_report(capsys, device_file):
+    assert main(["llm", "llama-2-7b", "--device", device_file, "--phase", "decode", "--context", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "time per token" in out and "ridge batch" in out and "largest batch       123" in out
+
+
+def test_cli_sweep_to_the_largest_fitting_batch(capsys, device_file):
+    assert main(["llm", "llama-2-7b", "--device", device_file, "--phase", "decode", "--sweep", "max"]) == 0
+    out = capsys.readouterr().out
+    assert "batch sweep (123 batches, 1..123)" in out and "<- ridge" not in out  # ridge 163 does not fit
+
+
+def test_cli_sweep_writes_the_plot(capsys, device_file, tmp_path):
+    chart = tmp_path / "chart.png"
+    assert main(["llm", "llama-2-7b", "--device", device_file, "--phase", "decode", "--sweep", "batch=1..64",
+                 "-o", str(chart)]) == 0
+    out = capsys.readouterr().out
+    assert "batch sweep (64 batches, 1..64)" in out
+    assert chart.exists() and (tmp_path / "chart-sweep.png").stat().st_size > 1000
+
+
+def test_cli_errors_are_one_line(capsys, device_file):
+    assert main(["llm", "llama-2-7", "--device", device_file]) == 2
+    assert "roofline: error: unknown model" in capsys.readouterr().err
+    assert main(["llm", "llama-2-70b", "--device", device_file, "--batch", "max"]) == 2
+    err = capsys.readouterr().err
+    assert "does not fit" in err and err.count("\n") == 1
+    assert main(["llm", "llama-2-7b", "--device", device_file, "--sweep", "batch=0..4"]) == 2
+    assert "cannot read 'batch=0..4'" in capsys.readouterr().err
+    assert main(["llm", "llama-2-70b", "--device", device_file, "--phase", "decode", "--sweep", "batch=1..max"]) == 2
+    assert "does not fit" in capsys.readouterr().err
+    assert main(["llm", "llama-2-7b"]) == 2
+    assert "--device is required" in capsys.readouterr().err
+
+
+def test_kv_cache_bytes_vectorised():
+    spec = make_spec("llama-3-8b", phase="decode")
+    got = kv_cache_bytes(spec, batch=np.array([1, 2]), context=np.array([10, 10]))
+    assert got.tolist() == [2 * 32 * 8 * 128 * 10 * 2, 2 * 2 * 32 * 8 * 128 * 10 * 2]
+
+
+# -- cross-check against the traced PyTorch model (transformers on the meta device) --------------
+def _op_classes(w, hf: bool) -> dict[str, list[float]]:
+    """FLOPs and weight bytes per op class: projections, attention matmuls, MLP GEMMs, router, lm_head."""
+    out: dict[str, list[float]] = {}
+    for o in w:
+        parts = (o.group if hf else o.name).split(".")
+        leaf = parts[-1]
+        if o.kind == "attention":
+            c = "attention"
+        elif leaf in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            c = "projections"
+        elif o.kind == "matmul" and (leaf in ("gate_proj", "up_proj", "down_proj") or "experts" in parts):
+            c = "mlp"
+        elif o.kind == "matmul" and leaf in ("gate", "router"):
+            c = "router"
+        elif leaf == "lm_head":
+            c = "lm_head"
+        else:
+            continue
+        acc = out.setdefault(c, [0.0, 0.0])
+        acc[0] += o.flops * o.count
+        acc[1] += o.weight_bytes * o.count
+    return out
+
+
+def _cross_check(model: str, layers: int | None) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    hf_frontend = pytest.importorskip("roofline.frontends.hf")
+    from roofline.llm.config import bundled
+
+    cfg = {k: v for k, v in bundled()[model].items() if not k.startswith("_")}
+    if layers:
+        cfg["num_hidden_layers"] = layers  # identical layers: per-layer agreement is the whole story
+    moe = "num_local_experts" in cfg
+    # prefill: HF's plain forward computes logits for every token (all_logits); causal SDPA in both
+    traced = hf_frontend.from_hf_config(cfg, phase="prefill", batch=2, seq_len=64)
+    ours = from_llm(cfg, phase="prefill", batch=2, prompt=64, all_logits=True)
+    pairs = [(_op_classes(traced, True), _op_classes(ours, False), True)]
+    # decode: HF's static cache holds kv_len tokens plus the new one, which attention reads
+    traced = hf_frontend.from_hf_config(cfg, phase="decode", batch=2, kv_len=256)
+    ours = from_llm(cfg, phase="decode", batch=2, context=257)
+    pairs.append((_op_classes(traced, True), _op_classes(ours, False), not moe))
+    for hf, mine, weights_agree in pairs:
+        assert set(hf) == set(mine)
+        for c in hf:
+            assert mine[c][0] == pytest.approx(hf[c][0], rel=0.02), c
+            if weights_agree or c != "mlp":
+                assert mine[c][1] == pytest.approx(hf[c][1], rel=0.02), c
+            else:
+                # grouped-matmul experts read all 8 experts; a batch of 2 touches min(8, 2 x 2) = 4
+                assert mine[c][1] == pytest.approx(hf[c][1] * 4 / 8, rel=0.02), c
+
+
+@pytest.mark.parametrize("model", ["llama-2-7b", "mixtral-8x7b"])
+def test_cross_check_with_the_traced_transformers_model(model):
+    _cross_check(model, layers=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["llama-2-7b", "llama-3-8b", "mixtral-8x7b"])
+def test_cross_check_full_depth(model):
+    _cross_check(model, layers=None)
