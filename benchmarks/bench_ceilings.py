@@ -112,7 +112,10 @@ def build(workdir: Path) -> Path:
 
 def run_yardstick(exe: Path, elements: int) -> dict[str, float]:
     out = subprocess.run([str(exe), str(elements), "20", "20000000"], check=True, capture_output=True, text=True,
-                         env={**os.environ, "OMP_PROC_BIND": "spread", "OMP_PLACES": "cores"}).stdout
+                         # passive waiting: with spinning OpenMP threads, a busy neighbour on a 2-core machine
+                         # stalls whole passes (the numba side uses its passive workqueue layer too)
+                         env={**os.environ, "OMP_PROC_BIND": "spread", "OMP_PLACES": "cores",
+                              "OMP_WAIT_POLICY": "passive"}).stdout
     return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
 
 

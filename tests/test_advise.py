@@ -7,7 +7,7 @@ import math
 import pytest
 
 from roofline import ComputeCeiling, Device, MemoryCeiling, Op, Workload, analyze, get_device
-from roofline.advise import MIN_GAIN, NO_LEVER, advise, fusion_chains
+from roofline.advice import MIN_GAIN, NO_LEVER, advise, fusion_chains
 
 CPU = Device.simple("cpu", "100 GFLOP/s", "10 GB/s")
 
@@ -150,7 +150,7 @@ def test_headroom_uses_measured_time():
 
 def test_roofline_advise_is_callable_after_the_submodule_is_imported():
     import roofline
-    import roofline.advise  # noqa: F401
+    import roofline.advice  # noqa: F401
 
     a = analyze(Workload.from_ops(chain_ops()), CPU)
     assert roofline.advise(a, devices=False).levers[0].name == "fusion"

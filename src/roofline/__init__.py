@@ -30,12 +30,12 @@ _LAZY = {
     "from_hf_config": "roofline.frontends.hf",
     "from_onnx": "roofline.frontends.onnx",
     "from_llm": "roofline.frontends.llm",
-    "measure": "roofline.measure",
-    "measure_callable": "roofline.measure",
-    "kernel": "roofline.measure",
+    "measure": "roofline.measurement",
+    "measure_callable": "roofline.measurement",
+    "kernel": "roofline.measurement",
     "run_bench": "roofline.bench",
     "plot": "roofline.render.chart",
-    "advise": "roofline.advise",
+    "advise": "roofline.advice",
 }
 
 __all__ = [

@@ -126,7 +126,7 @@ def run_demo(outdir: str | Path = "roofline-report", *, quick: bool = True, tiny
     seconds-long benchmark and fewer repeats (for tests).  ``local``: use this device instead of
     measuring.
     """
-    from roofline.advise import advise
+    from roofline.advice import advise
     from roofline.render.chart import save_chart
     from roofline.render.html import Section, compare_figure, save_report
 
@@ -159,7 +159,7 @@ def run_demo(outdir: str | Path = "roofline-report", *, quick: bool = True, tiny
 
     t = time.perf_counter()
     try:
-        from roofline.measure import measure
+        from roofline.measurement import measure
 
         batch = 4 if tiny else 16
         model, inputs = demo_cnn(batch)

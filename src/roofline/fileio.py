@@ -30,15 +30,23 @@ def read_json(path: str | Path) -> Any:
 
 
 def check_writable(path: str | Path) -> Path:
-    """Fail early (before any work) when ``path`` cannot be written."""
+    """Fail early (before any work) when ``path`` cannot be written.
+
+    Checks the nearest existing folder above ``path``: it must be a folder and
+    writable (missing folders below it are created when writing).
+    """
     p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
     if p.is_dir():
         raise RooflineError("is a directory, expected a file path", where=str(path))
-    if parent.exists() and not os.access(parent, os.W_OK):
-        raise RooflineError(f"cannot write: directory {str(parent)!r} is not writable", where=str(path))
     if p.exists() and not os.access(p, os.W_OK):
         raise RooflineError("cannot write: file is not writable", where=str(path))
+    parent = p.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise RooflineError(f"cannot write: {str(parent)!r} is a file, not a directory", where=str(path))
+    if not os.access(parent, os.W_OK):
+        raise RooflineError(f"cannot write: directory {str(parent)!r} is not writable", where=str(path))
     return p
 
 

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
                      "($ROOFLINE_CACHE_DIR, else $XDG_CACHE_HOME/roofline)."),
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="the default: about a minute on 2 cores")
+    mode.add_argument("--quick", action="store_true", help="the default: under a minute on 2 cores")
     mode.add_argument("--full", action="store_true", help="finer sweep and more repeats (several minutes)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads (default: every CPU)")
     p.add_argument("--gpu", action="store_true", help="measure the CUDA GPU (torch) instead of the CPU")

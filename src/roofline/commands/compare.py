@@ -84,7 +84,7 @@ def load_workload(spec: str, args: argparse.Namespace) -> tuple[Any, Any]:
 
             return Analysis.from_dict(data, where=spec).workload, None
         return Workload.from_dict(data, where=spec), None
-    from roofline.advise import _llm_spec
+    from roofline.advice import _llm_spec
     from roofline.frontends.llm import from_llm
 
     w = from_llm(spec, phase=args.phase, batch=args.batch, prompt=args.prompt, context=args.context, gen=args.gen)
@@ -95,7 +95,7 @@ def at_precision(workload: Any, llm: Any, precision: str) -> Any:
     """The workload re-run at ``precision`` (see the command's help)."""
     import numpy as np
 
-    from roofline.advise import MATRIX_KINDS, llm_workload, with_matrix_precision
+    from roofline.advice import MATRIX_KINDS, llm_workload, with_matrix_precision
     from roofline.device import PRECISIONS
 
     if precision not in PRECISIONS:
@@ -113,7 +113,7 @@ def at_precision(workload: Any, llm: Any, precision: str) -> Any:
     mask = np.isin(workload.column("kind"), MATRIX_KINDS)
     w = with_matrix_precision(workload, precision, mask) if mask.any() else workload
     # the other ops store their data at that precision too
-    from roofline.advise import BITS
+    from roofline.advice import BITS
 
     old = np.asarray([BITS[p] for p in w.tables["precision"]], dtype=float)[w.columns["precision"]]
     scale = np.where(~mask & (old > BITS[precision]), BITS[precision] / old, 1.0)
@@ -143,7 +143,7 @@ def binding_roof(a: Analysis) -> str:
 
 def compare(workload: Any, devices: list[Any], precisions: list[str], llm: Any = None) -> list[Row]:
     """Every (device, precision) analysed, fastest first."""
-    from roofline.advise import tokens
+    from roofline.advice import tokens
     from roofline.analysis import analyze
 
     rows = []

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.advise import advise
+    from roofline.advice import advise
     from roofline.demo import prepare_outdir, run_demo
     from roofline.render.terminal import summary_lines
 

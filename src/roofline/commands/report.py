@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     title = f"{analysis.workload.title} on {analysis.device.name}"
     emit(analysis, args, title=title)
     if args.advice:
-        from roofline.advise import advise
+        from roofline.advice import advise
 
         print("advice:")
         for line in advise(analysis).lines():

@@ -43,10 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--input", "-i", action="append", default=[], metavar="SHAPE[:DTYPE]",
                    help="an input tensor, e.g. 1x3x224x224 or 8x512:int64; repeat for several inputs")
     p.add_argument("--training", action="store_true", help="forward + backward from the sum of the outputs")
-    add_device_option(p)
+    add_device_option(p, required=False)
     p.add_argument("--measure", action="store_true",
                    help="also run the model for real on this CPU (built without meta, random inputs) and time every "
-                        "op with torch.profiler: measured points next to the predicted ones (use --device local)")
+                        "op with torch.profiler: measured points next to the predicted ones (--device defaults to local)")
     p.add_argument("--repeats", type=int, default=10, metavar="N", help="with --measure: timed runs (default 10)")
     add_output_options(p, group_by=("module", "type", "kind"))
     p.set_defaults(func=run, group_by="module")
@@ -139,11 +139,13 @@ def run(args: argparse.Namespace) -> int:
     from roofline.frontends.torch import from_torch
 
     check_outputs(args)
-    device = resolve(args.device)
+    if args.device is None and not args.measure:
+        raise RooflineError("--device is required (it defaults to 'local' only with --measure)")
+    device = resolve(args.device or "local")
     if getattr(args, "measure", False):
         if args.training:
             raise RooflineError("--measure times inference only; drop --training")
-        from roofline.measure import measure_target
+        from roofline.measurement import measure_target
 
         measured = measure_target(args.target, args.input, device, repeats=args.repeats)
         emit(measured, args, title=f"{measured.workload.title} on {device.name}")

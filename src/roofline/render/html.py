@@ -39,7 +39,7 @@ from roofline.analysis import Analysis
 from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 
 if TYPE_CHECKING:
-    from roofline.advise import Advice
+    from roofline.advice import Advice
 
 KIND_COLORS = {
     "matmul": "#d62728", "conv": "#9467bd", "attention": "#e377c2", "elementwise": "#2ca02c", "norm": "#17becf",
@@ -511,7 +511,7 @@ def render_html(analysis: Analysis, title: str | None = None, *, advice: Advice 
     """The report of one analysis as a string.  ``advice``: None/True computes it, False leaves it out."""
     title = title or f"{analysis.workload.title} on {analysis.device.name}"
     if advice is None or advice is True:
-        from roofline.advise import advise
+        from roofline.advice import advise
 
         advice = advise(analysis)
     return render_report([Section(title, analysis, advice or None)], f"roofline report: {title}")

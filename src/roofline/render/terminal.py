@@ -23,7 +23,7 @@ GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "modul
 def _console(color: bool):  # type: ignore[no-untyped-def]
     from rich.console import Console
 
-    width = max(shutil.get_terminal_size((160, 40)).columns, 140)
+    width = max(shutil.get_terminal_size((180, 40)).columns, 150)
     return Console(file=io.StringIO(), record=True, width=width, force_terminal=color, color_system="standard" if color else None,
                    highlight=False, soft_wrap=False)
 
@@ -47,7 +47,7 @@ def summary_lines(a: Analysis) -> list[str]:
         lines.append("time by bound: " + ", ".join(f"{k} {v:.0%}" for k, v in share.items()))
     if a.workload.has_measurements:
         m = a.total_measured_seconds
-        lines.append(f"measured: {format_seconds(m)} (roofline / measured = {a.total_time / m:.0%})")
+        lines.append(f"measured: {format_seconds(m)} (roofline / measured = {a.total_time / m:.3g}, i.e. {a.total_time / m:.1%} of the roof)")
     lines.append(f"bytes model: {a.workload.bytes_model}")
     return lines
 
@@ -55,6 +55,7 @@ def summary_lines(a: Analysis) -> list[str]:
 def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: int | None = None,
            title: str | None = None, color: bool | None = None) -> str:
     """The full terminal report as a string."""
+    from rich import box
     from rich.table import Table
 
     if color is None:
@@ -68,7 +69,8 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     if group_by:
         key = GROUP_KEYS.get(group_by, group_by)
         rows = a.by(key, depth)
-        t = Table(title=f"by {group_by}" + (f" (depth {depth})" if depth else ""), title_justify="left")
+        t = Table(title=f"by {group_by}" + (f" (depth {depth})" if depth else ""), title_justify="left",
+                  box=box.SIMPLE_HEAD)
         for col in ("group", "ops", "FLOPs", "bytes", "FLOP/B", "bound", "attainable", "time", "share",
                     *(("measured", "efficiency") if measured else ())):
             t.add_column(col, justify="left" if col in ("group", "bound") else "right", overflow="fold")
@@ -83,11 +85,12 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
         hidden = len(rows) - top
     else:
         order = a.order()
-        t = Table(title="ops by roofline time", title_justify="left")
+        t = Table(title="ops by roofline time", title_justify="left", box=box.SIMPLE_HEAD)
         for col in ("op", "kind", "count", "FLOPs", "bytes", "FLOP/B", "attainable", "time", "share",
                     *(("measured", "efficiency") if measured else ()), "verdict"):
             t.add_column(col, justify="left" if col in ("op", "kind", "verdict") else "right",
-                         overflow="fold", max_width=60 if col == "verdict" else 48 if col == "op" else None)
+                         overflow="fold", max_width=48 if col == "op" else None,
+                         no_wrap=col not in ("op", "verdict"), min_width=36 if col == "verdict" else None)
         w = a.workload
         for i in order[:top]:
             name = w.strings("name", i)

@@ -18,7 +18,7 @@ above 20% is reported as a warning with the spread.
 
 >>> import numpy as np
 >>> from roofline import Device
->>> from roofline.measure import measure_callable
+>>> from roofline.measurement import measure_callable
 >>> x = np.ones(1_000_000)
 >>> a = measure_callable(np.add, x, x, flops=1e6, bytes=3 * 8e6, repeats=5,
 ...                      device=Device.simple("cpu", "100 GFLOP/s", "10 GB/s"))
@@ -457,14 +457,3 @@ def measure_target(target: str, input_specs: Sequence[str], device: Device | str
 
 __all__ = ["Timing", "default_device", "join_events", "kernel", "measure", "measure_callable", "measure_target",
            "time_calls", "timing_of"]
-
-
-class _CallableModule(__import__("types").ModuleType):
-    """``roofline.measure`` is both this module and the function: once the submodule is imported, Python binds
-    the package attribute to the module, so the module forwards calls to :func:`measure`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return measure(*args, **kwargs)
-
-
-__import__("sys").modules[__name__].__class__ = _CallableModule

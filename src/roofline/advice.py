@@ -19,7 +19,7 @@ Levers:
 * a **different catalog device**: time x.
 
 >>> from roofline import Device, Op, Workload, analyze
->>> from roofline.advise import advise
+>>> from roofline.advice import advise
 >>> ops = [Op("mul", kind="elementwise", flops=1e6, bytes_read=8e6, bytes_written=4e6),
 ...        Op("add", kind="elementwise", flops=1e6, bytes_read=8e6, bytes_written=4e6)]
 >>> adv = advise(analyze(Workload.from_ops(ops), Device.simple("cpu", "100 GFLOP/s", "10 GB/s")), devices=False)
@@ -529,14 +529,3 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
         ops.append(OpAdvice(i, w.strings("name", i) + (f" in {g}" if g and g != w.strings("name", i) else ""),
                             float(a.share[i]), _roof_text(a, idx), _headroom(a, idx), op_levers))
     return Advice(a, _roof_text(a, everything), _headroom(a, everything), levers, ops)
-
-
-class _CallableModule(__import__("types").ModuleType):
-    """``roofline.advise`` is both this module and the function: once the submodule is imported, Python binds
-    the package attribute to the module, so the module forwards calls to :func:`advise`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return advise(*args, **kwargs)
-
-
-__import__("sys").modules[__name__].__class__ = _CallableModule
