@@ -440,16 +440,16 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
 
 # ----------------------------------------------------------------------------- verdicts
 def _roof_text(a: Analysis, idx: np.ndarray) -> str:
-    """The roof that binds the most time among ``idx``."""
-    ct = float((a.compute_time[idx] * a.workload.columns["count"][idx]).sum())
-    mt = float((a.memory_time[idx] * a.workload.columns["count"][idx]).sum())
-    j = int(idx[np.argmax(a.total_op_time[idx])])
-    if ct > mt:
+    """The roof that binds the most time among ``idx``, and the share of time spent under it."""
+    t = a.total_op_time[idx]
+    total = float(t.sum()) or 1.0
+    compute_share = float(t[a.bound[idx] == "compute"].sum()) / total
+    j = int(idx[np.argmax(t)])
+    if compute_share > 0.5:
         c = a.ceilings[int(a.ceiling_index[j])]
-        return f"compute ({c.label}, {format_flops(c.flops)}); {ct / (ct + mt):.0%} of the time is compute-bound"
-    lvl = a.level_label(j)
-    bw = a.bandwidth[j]
-    return f"memory ({lvl}, {format_bytes(bw)}/s); {mt / (ct + mt):.0%} of the time is memory-bound"
+        return f"compute ({c.label}, {format_flops(c.flops)}); {compute_share:.0%} of the time is in compute-bound ops"
+    return (f"memory ({a.level_label(j)}, {format_bytes(a.bandwidth[j])}/s); "
+            f"{1 - compute_share:.0%} of the time is in memory-bound ops")
 
 
 def _headroom(a: Analysis, idx: np.ndarray) -> str:
