@@ -171,11 +171,12 @@ def main() -> int:
     print()
     print(f"machine: {machine.cpu_model()}, {threads} threads")
     print(f"{'round':>5s} {'ys triad':>9s} {'(best)':>7s} {'bench DRAM':>10s} {'ys FMA':>8s} {'DGEMM':>7s} "
-          f"{'bench v64':>9s} {'bench m64':>9s} {'wall s':>7s} {'compile s':>9s}")
+          f"{'bench v64':>9s} {'bench m64':>9s} {'wall s':>7s} {'compile s':>9s} {'DRAM ratio':>10s} {'fp64 ratio':>10s}")
     for k, r in enumerate(results):
         print(f"{k:5d} {r['ys_triad'] / 1e9:9.1f} {r['ys_triad_best'] / 1e9:7.1f} {r['dram'] / 1e9:10.1f} "
               f"{r['ys_fma'] / 1e9:8.1f} {r['dgemm'] / 1e9:7.1f} {r['vector64'] / 1e9:9.1f} {r['matrix64'] / 1e9:9.1f} "
-              f"{r['wall']:7.1f} {r['compile']:9.2f}")
+              f"{r['wall']:7.1f} {r['compile']:9.2f} {r['dram'] / r['ys_triad']:10.2f} "
+              f"{max(r['vector64'], r['matrix64']) / max(r['ys_fma'], r['dgemm']):10.2f}")
 
     def med(key: str) -> float:
         return statistics.median(r[key] for r in results)

@@ -154,3 +154,55 @@ def test_roofline_advise_is_callable_after_the_submodule_is_imported():
 
     a = analyze(Workload.from_ops(chain_ops()), CPU)
     assert roofline.advise(a, devices=False).levers[0].name == "fusion"
+
+
+def test_llm_weight_lever_equals_from_llm_with_fewer_weight_bits():
+    from roofline.frontends.llm import from_llm
+
+    dev = get_device("h100")
+    a = analyze(from_llm("llama-3-8b", phase="decode", batch=1, prompt=1024), dev)
+    levers = {lv.figures["bits"]: lv for lv in advise(a, devices=False).levers if lv.name == "weight precision"}
+    assert set(levers) == {8.0, 4.0}
+    # quantised: every projection and MLP weight, 32 x (4096 x (4096 + 1024 + 1024 + 4096) + 3 x 4096 x 14336)
+    quantised = 32 * (4096 * 10240 + 3 * 4096 * 14336)  # = 6.979e9; embedding and lm_head stay bf16
+    for bits, per_weight in ((8, 1.0), (4, 0.5 + 2 / 128)):  # int4: one fp16 scale per 128 weights
+        other = analyze(from_llm("llama-3-8b", phase="decode", batch=1, prompt=1024, wbits=bits), dev)
+        assert levers[bits].after == pytest.approx(other.total_time)  # an independent build at those bits
+        assert levers[bits].figures["bytes_saved"] == pytest.approx(quantised * (2 - per_weight))
+
+
+def test_batching_lever_states_each_sequences_latency_not_the_inverse_throughput():
+    from roofline.frontends.llm import from_llm
+    from roofline.units import format_seconds
+
+    dev = get_device("h100")
+    a = analyze(from_llm("llama-3-8b", phase="decode", batch=1, prompt=1024), dev)
+    lever = [lv for lv in advise(a, devices=False).levers if lv.name == "batching"][0]
+    b = int(lever.figures["batch"])
+    step = analyze(from_llm("llama-3-8b", phase="decode", batch=b, prompt=1024), dev).total_time
+    # one decode step gives every sequence one token: each waits the whole step (longer at batch b),
+    # while the batch's throughput is b / step
+    assert step > a.total_time
+    assert f"time per token {format_seconds(a.total_time)} -> {format_seconds(step)}" in lever.text
+    assert lever.figures["tokens_per_s_after"] == pytest.approx(b / step)
+
+
+def test_llm_generate_tokens_are_output_tokens_as_in_the_llm_report():
+    from roofline.advice import tokens
+    from roofline.frontends.llm import from_llm, llm_report
+
+    a = analyze(from_llm("llama-3-8b", phase="generate", batch=8, prompt=1024, gen=256), get_device("h100"))
+    assert tokens(a.workload) == 8 * 256  # output tokens, not 8 x (1024 + 256)
+    assert tokens(a.workload) / a.total_time == pytest.approx(llm_report(a).tokens_per_s)
+    pre = from_llm("llama-3-8b", phase="prefill", batch=2, prompt=512)
+    assert tokens(pre) == 2 * 512  # prefill: prompt tokens processed
+
+
+def test_matrix_precision_lever_names_the_bytes_it_saves():
+    # memory-bound GEMV in bf16 on an fp8-capable device: the gain comes from halved operands
+    op = Op("gemv", kind="matmul", flops=2 * 4096 * 8192, bytes_read=2 * 4096 * 8192 + 2 * 8192,
+            bytes_written=2 * 4096, weight_bytes=2 * 4096 * 8192, precision="bf16", unit="matrix")
+    a = analyze(Workload.from_ops([op]), get_device("h100"))
+    lever = [lv for lv in advise(a, devices=False).levers if lv.name == "matrix-unit precision"][0]
+    assert lever.figures["bytes_saved"] == pytest.approx(op.bytes / 2)  # fp8 operands: half of 67.1 MB
+    assert "operands in fp8: 33.57 MB less traffic" in lever.text

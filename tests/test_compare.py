@@ -101,3 +101,24 @@ def test_unknown_model_and_unwritable_output(tmp_path, capsys):
     blocker.write_text("x")
     assert main(["compare", str(p), "--devices", "h100", "--json", str(blocker / "a" / "r.json")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_llm_rows_say_whether_the_model_fits(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["compare", "llama-3-70b", "--devices", "h100,mi300x", "--phase", "decode", "--json", str(out)]) == 0
+    rows = {r["device"]: r for r in json.loads(out.read_text())["rows"]}
+    # 70.55 B params x 2 B = 141.1 GB + KV 80 layers x 8 heads x 128 x 2 (K, V) x 2 B x 1024 tokens = 0.34 GB
+    assert rows["NVIDIA H100 SXM5 80GB"]["memory"] == "DOES NOT FIT (141.4 > 80 GB)"
+    assert rows["AMD Instinct MI300X"]["memory"].startswith("fits (141.4 of 192 GB")
+    assert "DOES NOT FIT" in capsys.readouterr().out
+
+
+def test_llm_generate_tokens_per_second_are_output_tokens(tmp_path):
+    from roofline.frontends.llm import from_llm
+
+    out = tmp_path / "r.json"
+    assert main(["compare", "llama-3-8b", "--devices", "h100", "--phase", "generate", "--batch", "8",
+                 "--json", str(out)]) == 0
+    row = json.loads(out.read_text())["rows"][0]
+    t = analyze(from_llm("llama-3-8b", phase="generate", batch=8), get_device("h100")).total_time
+    assert row["tokens_per_s"] == pytest.approx(8 * 256 / t)  # 8 sequences x 256 generated tokens, prompt excluded

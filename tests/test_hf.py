@@ -80,6 +80,20 @@ def test_decode(family):
     assert w.bytes[k == "attention"].sum() >= layers * cache
 
 
+def test_prefill_after_cached_prefix_attends_to_the_prefix():
+    """Before the fix the mask code's `offset == 0` on a meta tensor was assumed True: the prefix was dropped
+    (K/V cut to the SEQ new tokens, 136 causal pairs) and the numbers equalled a fresh prefill."""
+    w = from_hf_config(CONFIGS / "llama_tiny.json", phase="prefill", batch=BATCH, seq_len=SEQ, kv_len=KV, dtype="fp32")
+    layers, heads, hd = attention_dims("llama")  # 2 layers, 4 heads (2 KV heads), head_dim 16
+    # explicit mask -> every pair of SEQ queries x (KV + SEQ) = 48 static-cache keys: 2 x 2 x 4 x 768 x 32 per layer
+    assert total_of(w, "attention") == layers * 2 * BATCH * heads * (SEQ * (KV + SEQ)) * 2 * hd
+    k = w.column("kind")
+    cache = 2 * BATCH * 2 * (KV + SEQ) * hd * 4  # K and V of 48 tokens, 2 KV heads, fp32: 24576 bytes per layer
+    assert w.bytes[k == "attention"].sum() >= layers * cache
+    assert not any("assumed values" in s for s in w.warnings)
+    assert any("cached prefix of 32 tokens" in a for a in w.assumptions)
+
+
 def test_mixtral_reads_every_expert_once():
     w = from_hf_config(CONFIGS / "mixtral_tiny.json", phase="prefill", batch=1, seq_len=8, dtype="bf16")
     d = json.loads((CONFIGS / "mixtral_tiny.json").read_text())

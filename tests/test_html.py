@@ -264,3 +264,29 @@ def test_device_only_roofs_render():
     page = render_html(a)
     assert "no lever found" in page or "device:" in page  # advice present either way
     assert "textbook" in page
+
+
+def test_llm_report_carries_the_llm_facts_the_terminal_prints():
+    from roofline.frontends.llm import from_llm, llm_report
+    from roofline.render.html import render_html
+    from roofline.units import format_seconds
+
+    a = analyze(from_llm("llama-3-8b", phase="decode", batch=8, context=1024), get_device("h100"))
+    page = render_html(a, advice=False)
+    r = llm_report(a)
+    assert "<h3>LLM inference</h3>" in page
+    assert f"time per token {format_seconds(r.tpot)}" in re.sub(r"\s+", " ", page)
+    assert f"ridge batch {r.ridge_batch}" in page and "largest batch" in page
+    assert "LLM inference" not in render_html(hostile_analysis(), advice=False)
+
+
+def test_report_of_a_saved_llm_analysis_prints_the_llm_facts(tmp_path, capsys):
+    from roofline.cli import main
+    from roofline.frontends.llm import from_llm
+
+    saved = tmp_path / "llm.json"
+    analyze(from_llm("llama-2-7b", phase="decode", context=1024), get_device("a100")).save(saved)
+    assert main(["report", str(saved)]) == 0
+    out = capsys.readouterr().out
+    # (13.21 GB of weights read + 0.54 GB KV cache) / 2.039 TB/s = 6.76 ms, as `roofline llm` prints
+    assert "time per token      6.76 ms" in out and "largest batch" in out

@@ -134,6 +134,22 @@ def test_attention_op_causal_gqa():
     assert (op.bytes_read, op.bytes_written) == (98304, 65536)
 
 
+@pytest.mark.parametrize("past, pairs", [
+    (0, 1 + 2 + 3 + 4),  # no cache: top-left, query i sees keys 0..i even though K (10) is longer than Q (4); was 34
+    (6, 7 + 8 + 9 + 10),  # 6 cached + 4 new keys: query i sees keys 0..i + 6
+])
+def test_attention_op_causal_alignment(past, pairs):
+    ins = [vi("q", [1, 1, 4, 8]), vi("k", [1, 1, 10 - past, 8]), vi("v", [1, 1, 10 - past, 8])]
+    names = ["q", "k", "v"]
+    if past:
+        ins += [vi("pk", [1, 1, past, 8]), vi("pv", [1, 1, past, 8])]
+        names += ["", "pk", "pv"]
+    outs = [vi("y", None)] + ([vi("pko", None), vi("pvo", None)] if past else [])
+    m = model([h.make_node("Attention", names, [o.name for o in outs], name="att", is_causal=1)], ins, outs,
+              opset=23)
+    assert one(from_onnx(m)).flops == 2 * pairs * (8 + 8)  # one batch x head; QK^T and PV per pair
+
+
 def test_attention_op_3d_heads():
     m = model([h.make_node("Attention", ["q", "k", "v"], ["y"], name="att", q_num_heads=8, kv_num_heads=2)],
               [vi("q", [2, 16, 512]), vi("k", [2, 16, 128]), vi("v", [2, 16, 128])], [vi("y", None)], opset=23)
@@ -241,6 +257,18 @@ def test_gather_embedding_reads_only_gathered_rows():
     pick = one(w, "pick")
     # axis 1 of an activation: gathers 4 x 2 x 3 = 24 floats (96 bytes) + 2 ids (16) = 112 read, 96 written
     assert (pick.kind, pick.bytes_read, pick.bytes_written, pick.weight_bytes) == ("memory", 112, 96, 0)
+
+
+def test_gather_elements_and_nd_read_only_what_they_pick():
+    m = model([h.make_node("GatherElements", ["x", "i"], ["ge"], name="ge", axis=1),
+               h.make_node("GatherND", ["x", "j"], ["gn"], name="gn")],
+              [vi("x", [4, 1000]), vi("i", [4, 3], TP.INT64), vi("j", [2, 1], TP.INT64)],
+              [vi("ge", None), vi("gn", None)])
+    w = from_onnx(m)
+    # 12 fp32 picked (48) + 12 int64 indices (96) = 144 read, not the whole 16,000-byte x; 48 written
+    assert (one(w, "ge").bytes_read, one(w, "ge").bytes_written) == (144, 48)
+    # 2 rows of 1000 fp32 (8000) + 2 int64 indices (16) = 8016 read; 8000 written
+    assert (one(w, "gn").bytes_read, one(w, "gn").bytes_written) == (8016, 8000)
 
 
 def test_constant_subgraphs_fold_and_count_as_weights():

@@ -138,6 +138,45 @@ def test_embedding_reads_only_gathered_rows():
     assert op.weight_bytes == 10 * 32 * 4  # the table is a parameter: only its gathered rows
 
 
+def test_index_and_gather_read_only_what_they_pick():
+    class Table(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.empty(100, 8))
+
+        def forward(self, i):  # type: ignore[no-untyped-def]
+            return self.w[i]
+
+    with torch.device(META):
+        table = Table()
+    op = only_op(from_torch(table, meta(5, dtype=torch.long)))
+    # was 3240 (the whole 100 x 8 fp32 table + indices): 5 rows x 8 x 4 B + 5 int64 indices = 160 + 40 = 200
+    assert (op.name, op.kind, op.bytes_read, op.bytes_written) == ("index", "memory", 200, 160)
+    assert op.weight_bytes == 160  # only the gathered rows are weight reads
+    op = only_op(from_torch(Fn(lambda x, i: torch.gather(x, 1, i)), meta(4, 1000), meta(4, 3, dtype=torch.long)))
+    assert op.bytes_read == 4 * 3 * 4 + 4 * 3 * 8  # 12 fp32 picked + 12 int64 indices = 144 (was 16096)
+    op = only_op(from_torch(Fn(lambda x, i: x.index_select(0, i)), meta(10, 4), meta(30, dtype=torch.long)))
+    assert op.bytes_read == 10 * 4 * 4 + 30 * 8  # 30 picks of 4 exceed the table: the table once (160) + 240
+
+
+@pytest.mark.parametrize("call, causal", [
+    # efficient/cudnn take compute_log_sumexp (a bool) before is_causal: it used to be read as the causal flag
+    (lambda q, k, v: torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, False)[0], False),
+    (lambda q, k, v: torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, False, 0.0, True)[0], True),
+    (lambda q, k, v: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, True)[0], True),
+])
+def test_attention_aten_ops_read_their_own_causal_flag(call, causal):
+    op = only_op(from_torch(Fn(call), meta(1, 2, 4, 8), meta(1, 2, 10, 8), meta(1, 2, 10, 8)))
+    # L=4 queries, S=10 keys, 2 heads, E=Ev=8: causal (top-left) pairs 1+2+3+4 = 10, else 40; 2 * 2 * pairs * 16
+    assert op.flops == 2 * 2 * (10 if causal else 40) * 16
+
+
+def test_attention_cost_seq_first_layout():
+    # flash/efficient forward kernels take (batch, seq, heads, dim): same count as the (batch, heads, seq, dim) layout
+    q, k = T((2, 4, 3, 8), 2), T((2, 10, 3, 8), 2)
+    assert FORMULAS["attention"]([q, k, k], [q], seq_first=True).flops == 2 * (2 * 3) * (4 * 10) * (8 + 8)
+
+
 def test_views_move_nothing_and_copies_count():
     def f(x):  # type: ignore[no-untyped-def]
         y = x.view(8, 8).t().transpose(0, 1).permute(1, 0).unsqueeze(0).expand(3, 8, 8)[:, 1:].detach()

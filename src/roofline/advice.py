@@ -315,10 +315,14 @@ def _matrix_levers(a: Analysis, w: Workload, mask: np.ndarray, scope_idx: np.nda
         if before_t / after_t < MIN_GAIN:
             continue
         roof_x = float(np.min(after.peak_flops[idx])) / current
+        # operands shrink with the precision: for memory-bound ops that, not the roof, is the gain
+        saved = a.total_bytes - after.total_bytes
+        traffic = f", operands in {p}: {format_bytes(saved)} less traffic" if saved > 0 else ""
         candidates.append(Lever("matrix-unit precision",
                                 f"{p} on the matrix unit: compute roof {_x(roof_x)} ({format_flops(current)} -> "
-                                f"{format_flops(c.flops)}), {format_seconds(before_t)} -> {format_seconds(after_t)} "
-                                f"({_x(before_t / after_t)})", before_t, after_t, after, {"roof_x": roof_x}))
+                                f"{format_flops(c.flops)}){traffic}, {format_seconds(before_t)} -> "
+                                f"{format_seconds(after_t)} ({_x(before_t / after_t)})", before_t, after_t, after,
+                                {"roof_x": roof_x, "bytes_saved": saved}))
     candidates.sort(key=lambda lv: -lv.speedup)
     return candidates[:2]
 
@@ -377,9 +381,12 @@ def llm_workload(spec: Any, **changes: Any) -> Workload:
 
 
 def tokens(w: Workload) -> float:
-    """Tokens one run of an LLM workload produces (decode) or processes (prefill): summed over its phases."""
+    """Tokens one run of an LLM workload produces: output tokens when it decodes (decode: batch;
+    generate: batch x gen), else the prompt tokens it processes (prefill) -- as LLMReport.tokens_per_s.
+    Prompt and output tokens are never added up: a generate run's tokens/s is output tokens/s."""
     phases = w.info.get("phases", {}) if isinstance(w.info, dict) else {}
-    return float(sum(p.get("tokens", 0.0) for p in phases.values())) or 1.0
+    step = phases.get("decode") or phases.get("prefill") or {}
+    return float(step.get("tokens", 0.0)) or 1.0
 
 
 def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
@@ -410,18 +417,18 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             kv = ab.workload.info.get("memory_bytes")
             fits = f"; needs {format_bytes(kv)} of {format_bytes(cap)} memory" if kv and cap else ""
             if tok1 / tok0 >= MIN_GAIN:
+                # what each sequence waits per token grows with the batch: say so next to the throughput
                 levers.append(Lever(
                     "batching", f"batch {spec.batch} -> {b}: {spec.phase} intensity {ai0:.3g} -> {ai1:.3g} FLOP/B "
                                 f"(ridge at {ridge:.3g}); {_rate(tok0)} -> {_rate(tok1)} tokens/s ({_x(tok1 / tok0)}), "
-                                f"time per token {format_seconds(1 / tok0)} -> {format_seconds(1 / tok1)}{fits}",
+                                f"each sequence's time per token {format_seconds(spec.batch / tok0)} -> "
+                                f"{format_seconds(b / tok1)}{fits}",
                     1 / tok0, 1 / tok1, ab,
                     {"batch": float(b), "intensity_before": ai0, "intensity_after": ai1, "ridge": ridge,
                      "tokens_per_s_before": tok0, "tokens_per_s_after": tok1}))
     p = spec.precisions
     for field_name, label, what in (("weights", "weight precision", "weights"), ("kv_cache", "KV-cache precision",
                                                                                   "KV cache")):
-        if field_name == "kv_cache" and spec.phase == "prefill" and not a.workload.info.get("context"):
-            continue
         last = None
         for bits, name in ((8, "int8"), (4, "int4")):
             if bits >= BITS[getattr(p, field_name)]:

@@ -30,12 +30,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: Bytes per element of each dtype name used by the frontends (int4 packs two per byte).
-DTYPE_BYTES: dict[str, float] = {
-    "fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "uint8": 1, "int4": 0.5,
-    "int16": 2, "int32": 4, "int64": 8, "bool": 1, "complex64": 8, "complex128": 16,
-}
-
 #: FLOPs per output element of elementwise ops and activations.
 ELEMENTWISE_FLOPS: dict[str, float] = {
     # one arithmetic op or comparison each
@@ -183,15 +177,23 @@ def causal_pairs(queries: int, keys: int, offset: int = 0) -> int:
 
 
 @formula("attention")
-def attention(inputs: list[T], outputs: list[T], causal: bool = False, causal_offset: int = 0) -> Cost:
+def attention(inputs: list[T], outputs: list[T], causal: bool = False, causal_offset: int = 0,
+              seq_first: bool = False) -> Cost:
     """Fused scaled-dot-product attention: QK^T (2*L*S*E) and PV (2*L*S*Ev) per batch x head.
 
-    Causal masking counts only the unmasked pairs (about half of L*S).  Bytes: q,
-    k, v (and mask) read, output written; no L x S tensor touches memory.
+    Shapes are (..., heads, L, E) (SDPA's layout), or (batch, L, heads, E) with
+    ``seq_first`` (the flash/efficient kernels' layout).  Heads are the query's
+    (GQA shares K/V across them).  Causal masking counts only the unmasked pairs
+    (about half of L*S).  Bytes: q, k, v (and mask) read, output written; no
+    L x S tensor touches memory.
     """
     q, k, v = inputs[0], inputs[1], inputs[2]
-    heads = math.prod(q.shape[:-2])
-    L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+    if seq_first:
+        heads = math.prod(q.shape[:-3]) * q.shape[-2]
+        L, E, S, Ev = q.shape[-3], q.shape[-1], k.shape[-3], v.shape[-1]
+    else:
+        heads = math.prod(q.shape[:-2])
+        L, E, S, Ev = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
     pairs = causal_pairs(L, S, causal_offset) if causal else L * S
     return _cost("attention", 2 * heads * pairs * (E + Ev), inputs, outputs)
 
@@ -244,6 +246,18 @@ def embedding(inputs: list[T], outputs: list[T]) -> Cost:
     table, idx = inputs[0], inputs[1]
     row_bytes = math.prod(table.shape[1:]) * table.itemsize
     return Cost("embedding", 0.0, idx.numel * row_bytes + idx.nbytes, traffic([], outputs)[1])
+
+
+@formula("gather")
+def gather(inputs: list[T], outputs: list[T]) -> Cost:
+    """Index/gather: 0 FLOPs; reads the index tensors and at most one source element per output element.
+
+    inputs = [source, *indices].  A gather of 5 rows from a (100, 8) fp32 table with int64
+    indices reads 5 * 8 * 4 + 5 * 8 = 200 bytes, not the whole 3,200-byte table.
+    """
+    src, out = inputs[0], outputs[0]
+    read = min(src.nbytes, out.numel * src.itemsize) + sum(t.nbytes for t in inputs[1:])
+    return Cost("memory", 0.0, float(read), traffic([], outputs)[1])
 
 
 @formula("memory")

@@ -296,12 +296,12 @@ def join_events(names: Sequence[str], events: Sequence[tuple[str, float, float, 
     at most ``lookahead`` candidate events ahead; unmatched ops leave the cursor
     where it was.
     """
-    wanted = {n if "::" in n else ("aten::" + n if "." not in n else n.replace(".", "::", 1)) for n in names}
+    targets = [n if "::" in n else ("aten::" + n if "." not in n else n.replace(".", "::", 1)) for n in names]
+    wanted = set(targets)
     cand = [e for e in events if e[0] in wanted]
     out = np.full(len(names), np.nan)
     cursor, last_end = 0, -math.inf
-    for j, n in enumerate(names):
-        target = n if "::" in n else ("aten::" + n if "." not in n else n.replace(".", "::", 1))
+    for j, target in enumerate(targets):
         seen = 0
         k = cursor
         while k < len(cand) and seen < lookahead:
@@ -415,8 +415,6 @@ def timing_of(a: Analysis) -> Timing | None:
     if not isinstance(m, dict):
         return None
     return Timing(float(m["median"]), float(m["p10"]), float(m["p90"]), int(m["repeats"]))
-
-
 
 
 def measure_target(target: str, input_specs: Sequence[str], device: Device | str | None = None, *,

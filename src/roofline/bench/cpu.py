@@ -37,7 +37,7 @@ from roofline.bench import levels as _levels
 from roofline.bench import machine
 from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 from roofline.errors import RooflineError, require
-from roofline.units import format_bandwidth, format_bytes
+from roofline.units import format_bandwidth, format_bytes, format_flops
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -220,13 +220,14 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     # -- bandwidth sweep -----------------------------------------------------------
     curves: dict[int, dict[str, list[Stat]]] = {t: {name: [] for name in KERNELS} for t in thread_counts}
     rng = np.random.default_rng(12345)
+    # one buffer, touched once; each working set is a prefix of it (random, never zeros)
+    buf = rng.random(max(sizes) // 8) + 0.5
     total_steps = len(sizes) * len(thread_counts)
     step = 0
-    for ws in sizes:
-        buf = rng.random(ws // 8) + 0.5  # random, never zeros
-        for t in thread_counts:
-            numba.set_num_threads(t)
-            out = np.zeros(t)
+    for t in thread_counts:
+        _spin_up(numba, k, t)
+        out = np.zeros(t)
+        for ws in sizes:
             for kind, (name, (bpe, narrays)) in enumerate(KERNELS.items()):
                 n = (ws // 8) // narrays
                 a, b, c = buf[:n], buf[n:2 * n] if narrays > 1 else buf[:n], buf[2 * n:3 * n] if narrays > 2 else buf[:n]
@@ -237,21 +238,28 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
             step += 1
             report(done + stages["sweep"] * step / total_steps,
                    f"bandwidth sweep {format_bytes(ws)} on {t} thread{'s' if t > 1 else ''}")
-        del buf
+    del buf
     done += stages["sweep"]
 
     # -- FMA peaks -----------------------------------------------------------------
     report(done, "FMA peak")
-    peaks: dict[tuple[str, int], tuple[Stat, int]] = {}
-    for t in thread_counts:
-        numba.set_num_threads(t)
+    # more samples than elsewhere: each is short, and a ceiling must not hang on one busy moment
+    fma_repeats = max(11, 2 * cfg.repeats)
+
+    def fma_peaks(t: int) -> dict[tuple[str, int], tuple[Stat, int]]:
+        _spin_up(numba, k, t)
         x64 = rng.random(t * k.CHAINS64) + 0.5
         x32 = (rng.random(t * k.CHAINS32) + 0.5).astype(np.float32)
-        peaks[("fp64", t)] = measure_rate(lambda it, x=x64, t=t: k.fma_peak64(x, it * 1000, t, 0.999, 0.001),
-                                          2.0 * k.CHAINS64 * t * 1000, cfg.repeats, cfg.fma_sample_seconds)
-        peaks[("fp32", t)] = measure_rate(
-            lambda it, x=x32, t=t: k.fma_peak32(x, it * 1000, t, np.float32(0.999), np.float32(0.001)),
-            2.0 * k.CHAINS32 * t * 1000, cfg.repeats, cfg.fma_sample_seconds)
+        return {
+            ("fp64", t): measure_rate(lambda it: k.fma_peak64(x64, it * 1000, t, 0.999, 0.001),
+                                      2.0 * k.CHAINS64 * t * 1000, fma_repeats, cfg.fma_sample_seconds),
+            ("fp32", t): measure_rate(lambda it: k.fma_peak32(x32, it * 1000, t, np.float32(0.999), np.float32(0.001)),
+                                      2.0 * k.CHAINS32 * t * 1000, fma_repeats, cfg.fma_sample_seconds),
+        }
+
+    peaks: dict[tuple[str, int], tuple[Stat, int]] = {}
+    for t in thread_counts:
+        peaks.update(fma_peaks(t))
     done += stages["fma"]
 
     # -- memory levels -------------------------------------------------------------
@@ -262,6 +270,18 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     numba.set_num_threads(threads)
     ert = _ert_curve(k, max_bytes, threads, cfg, peaks[("fp64", threads)][0].median, dram_bw, rng,
                      lambda f, what: report(done + stages["ert"] * f, what))
+    ert_best = max(ert["flops"])
+    if ert_best > 1.1 * peaks[("fp64", threads)][0].median:
+        # the ERT kernel runs the same FMAs from memory: beating the peak kernel by > 10 % means the
+        # peak was measured while the machine was busy; measure it once more and keep the better median
+        first = peaks[("fp64", threads)][0].median
+        again = fma_peaks(threads)
+        for key, val in again.items():
+            if val[0].median > peaks[key][0].median:
+                peaks[key] = val
+        warnings.append(f"FMA peak re-measured: the first fp64 figure ({format_flops(first)}) was below the ERT "
+                        f"kernel's {format_flops(ert_best)}; now {format_flops(peaks[('fp64', threads)][0].median)}")
+        ert = _ert_model(ert, peaks[("fp64", threads)][0].median, dram_bw)
     done += stages["ert"]
 
     # -- GEMM ----------------------------------------------------------------------
@@ -323,6 +343,20 @@ def _threading_layer(numba: Any) -> str:
         return str(numba.threading_layer())
     except ValueError:
         return "unknown"
+
+
+def _spin_up(numba: Any, k: Any, threads: int, seconds: float = 0.1) -> None:
+    """Keep ``threads`` threads busy for a moment before measuring with them.
+
+    A worker that has been asleep tends to wake on the CPU of the thread that woke it; until the
+    scheduler spreads them (milliseconds) two threads share one core and a short sample shows
+    half the machine.
+    """
+    numba.set_num_threads(threads)
+    x = np.full(threads * k.CHAINS64, 1.5)
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        k.fma_peak64(x, 2000, threads, 0.999, 0.001)
 
 
 def _check_memory(max_bytes: int, min_bytes: int) -> dict[str, Any] | None:
@@ -440,25 +474,26 @@ def _ert_curve(k: Any, ws: int, threads: int, cfg: BenchConfig, peak: float, dra
                                flops, max(3, cfg.repeats // 2), cfg.min_sample_seconds)
         rates.append(stat)
     ai = [(1 if f == 1 else 2 * (f // 2)) / ERT_BYTES_PER_ELEMENT for f in flops_per_elem]
-    model = [min(peak, a * dram_bw) for a in ai]
-    dev = [s.median / mdl - 1.0 for s, mdl in zip(rates, model, strict=False)]
-    worst = int(np.argmax(np.abs(dev)))
-    return {
+    return _ert_model({
         "flops_per_element": flops_per_elem,
         "intensity": ai,
         "flops": [s.median for s in rates],
         "spread": [[s.q1, s.q3] for s in rates],
-        "model_flops": model,
-        "deviation": dev,
-        "max_deviation": dev[worst],
-        "max_abs_deviation": abs(dev[worst]),
-        "at_intensity": ai[worst],
         "working_set_bytes": ws,
         "threads": threads,
         "bytes_per_element": ERT_BYTES_PER_ELEMENT,
         "note": ("model = min(fp64 vector FMA peak, AI x DRAM triad bandwidth); the ERT kernel updates in place "
                  "(16 B/element, no write-allocate), so at low AI it can beat a triad-derived slope"),
-    }
+    }, peak, dram_bw)
+
+
+def _ert_model(ert: dict[str, Any], peak: float, dram_bw: float) -> dict[str, Any]:
+    """Add the roofline model min(peak, AI x bandwidth) and the measured curve's deviation from it."""
+    model = [min(peak, a * dram_bw) for a in ert["intensity"]]
+    dev = [f / m - 1.0 for f, m in zip(ert["flops"], model, strict=True)]
+    worst = int(np.argmax(np.abs(dev)))
+    return {**ert, "model_flops": model, "deviation": dev, "max_deviation": dev[worst],
+            "max_abs_deviation": abs(dev[worst]), "at_intensity": ert["intensity"][worst]}
 
 
 def _gemms(cfg: BenchConfig, threads: int, warnings: list[str], report: Progress) -> dict[str, tuple[Stat, dict[str, Any], str]]:
@@ -510,7 +545,7 @@ def _gemms(cfg: BenchConfig, threads: int, warnings: list[str], report: Progress
                     finally:
                         torch.set_num_threads(old)
             call(1)  # warm-up (thread pools, JIT kernels)
-            t_one = min(_timeit(lambda call=call: call(1)) for _ in range(2))
+            t_one = min(_timeit(lambda call=call: call(1)) for _ in range(3))
             stat, _ = measure_rate(call, 2.0 * n**3, max(3, cfg.repeats // 2 + 1), cfg.min_sample_seconds)
             per_size.append({"n": n, "flops": stat.median})
             if best is None or stat.median > best.median:

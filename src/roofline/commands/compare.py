@@ -56,11 +56,12 @@ class Row:
     tokens_per_s: float
     binding: str
     analysis: Analysis
+    memory: str = ""  # LLMs: footprint per device against the device's capacity
 
     def to_dict(self, best: float) -> dict[str, Any]:
         return {"device": self.device, "precision": self.precision, "time_s": self.time,
                 "tokens_per_s": None if math.isnan(self.tokens_per_s) else self.tokens_per_s,
-                "x_best": self.time / best, "binding_roof": self.binding}
+                "x_best": self.time / best, "binding_roof": self.binding, "memory": self.memory or None}
 
 
 def load_workload(spec: str, args: argparse.Namespace) -> tuple[Any, Any]:
@@ -141,6 +142,24 @@ def binding_roof(a: Analysis) -> str:
     return f"{m.level} {format_bandwidth(m.bandwidth)} (memory, {share.get('memory', 0):.0%} of the time)"
 
 
+def memory_fit(workload: Any, device: Any) -> str:
+    """LLMs: 'fits (16.6 of 80 GB)' or 'DOES NOT FIT (141.2 > 80 GB)' per device; '' otherwise.
+
+    A ranking by roofline time alone would put a model that cannot be loaded first."""
+    from roofline.advice import _llm_spec
+
+    spec = _llm_spec(workload)
+    cap = device.main_memory.capacity
+    if spec is None or not cap:
+        return ""
+    from roofline.llm.metrics import footprint
+
+    need = footprint(spec).total
+    if need <= cap:
+        return f"fits ({need / 1e9:.1f} of {cap / 1e9:.0f} GB)"
+    return f"DOES NOT FIT ({need / 1e9:.1f} > {cap / 1e9:.0f} GB)"
+
+
 def compare(workload: Any, devices: list[Any], precisions: list[str], llm: Any = None) -> list[Row]:
     """Every (device, precision) analysed, fastest first."""
     from roofline.advice import tokens
@@ -152,7 +171,7 @@ def compare(workload: Any, devices: list[Any], precisions: list[str], llm: Any =
         for d in devices:
             a = analyze(w, d)
             tps = tokens(w) / a.total_time if llm is not None and a.total_time > 0 else math.nan
-            rows.append(Row(d.name, prec, a.total_time, tps, binding_roof(a), a))
+            rows.append(Row(d.name, prec, a.total_time, tps, binding_roof(a), a, memory_fit(w, d)))
     rows.sort(key=lambda r: r.time)
     return rows
 
@@ -190,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         line = f"{k:>2}  {r.device[:32]:<32} {r.precision:<9} {format_seconds(r.time):>10} {r.time / best:>7.3g}"
         if llm is not None:
             line += f" {r.tokens_per_s:>12,.0f}"
-        print(line + f"  {r.binding}")
+        print(line + f"  {r.binding}" + (f"; {r.memory}" if r.memory else ""))
     series = [r.analysis for r in rows]
     if args.output:
         from roofline.render.compare import save_compare_chart
@@ -204,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         fig = compare_figure(series, f"{workload.title}: devices compared", [_label(r) for r in rows])
         intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} (x{r.time / best:.3g} the best)"
                  + (f", {r.tokens_per_s:,.0f} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
+                 + (f"; memory {r.memory}" if r.memory else "")
                  for k, r in enumerate(rows, 1)]
         save_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], args.html,
                     title=f"{workload.title}: devices compared", extra_charts=[("all devices", fig)], intro=intro)

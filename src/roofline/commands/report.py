@@ -29,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
     analysis = Analysis.load(args.analysis)
     title = f"{analysis.workload.title} on {analysis.device.name}"
     emit(analysis, args, title=title)
+    if "llm" in analysis.workload.info:  # the LLM facts `roofline llm` prints under the table
+        from roofline.commands.llm import report_text
+        from roofline.llm.metrics import report
+
+        print(report_text(report(analysis)))
     if args.advice:
         from roofline.advice import advise
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_output_options, check_outputs, emit, resolve
 from roofline.errors import RooflineError, require
+from roofline.frontends.torch import DTYPE_NAMES
 
 EPILOG = """\
 examples:
@@ -26,12 +27,6 @@ module) with --depth N cuts module paths to N parts.  Ops without a FLOP formula
 listed as unsupported, with their bytes counted.
 """
 
-#: --input dtype names -> torch dtype attribute.
-INPUT_DTYPES = {"fp32": "float32", "float32": "float32", "float": "float32", "bf16": "bfloat16",
-                "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "half": "float16",
-                "fp64": "float64", "float64": "float64", "double": "float64", "int64": "int64", "long": "int64",
-                "int32": "int32", "int": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool",
-                "fp8": "float8_e4m3fn", "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -56,15 +51,15 @@ def parse_input(spec: str) -> tuple[tuple[int, ...], str]:
     """'1x3x224x224:bf16' -> ((1, 3, 224, 224), 'bfloat16')."""
     shape_text, _, dtype = spec.strip().partition(":")
     dtype = dtype.strip().lower() or "fp32"
-    if dtype not in INPUT_DTYPES:
-        raise RooflineError(f"--input {spec!r}: unknown dtype {dtype!r}; use one of {', '.join(INPUT_DTYPES)}")
+    if dtype not in DTYPE_NAMES:
+        raise RooflineError(f"--input {spec!r}: unknown dtype {dtype!r}; use one of {', '.join(DTYPE_NAMES)}")
     try:
         shape = tuple(int(d) for d in shape_text.lower().split("x"))
     except ValueError:
         shape = ()
     if not shape or any(d < 0 for d in shape):
         raise RooflineError(f"--input {spec!r}: expected a shape like 1x3x224x224 (non-negative integers)")
-    return shape, INPUT_DTYPES[dtype]
+    return shape, DTYPE_NAMES[dtype]
 
 
 def load_callable(target: str) -> Any:

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, require
+from roofline.frontends.torch import DTYPE_NAMES
 from roofline.workload import Workload
 
-#: dtype names accepted on the command line and in the API -> torch dtype attribute.
-DTYPES = {"fp32": "float32", "float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16",
-          "fp16": "float16", "float16": "float16", "half": "float16", "fp64": "float64", "float64": "float64"}
+#: dtype names accepted on the command line and in the API (the model's float dtypes) -> torch dtype attribute.
+DTYPES = {k: v for k, v in DTYPE_NAMES.items() if v in ("float32", "bfloat16", "float16", "float64")}
 
 #: Each model needs one field of each tuple (families name them differently).
 REQUIRED = (("hidden_size", "n_embd", "d_model"), ("num_hidden_layers", "n_layer", "num_layers"), ("vocab_size",))
@@ -98,9 +98,13 @@ def from_hf_config(config: str | Path | Mapping[str, Any], phase: str = "prefill
     model, kwargs, info = prepare(config, phase, batch, seq_len, kv_len, dtype)
     w = from_torch(model, kwargs=kwargs, mode=mode, title=title or info.pop("title"))
     info.pop("title", None)
-    assumptions = list(w.assumptions) + ([f"decode: static KV cache of {kv_len} tokens per sequence; the step writes "
-                                          "one slot and attention reads the whole cache (no mask skipping)"]
-                                         if phase == "decode" else [])
+    assumptions = list(w.assumptions)
+    if phase == "decode":
+        assumptions.append(f"decode: static KV cache of {kv_len} tokens per sequence; the step writes one slot and "
+                           "attention reads the whole cache (no mask skipping)")
+    elif kv_len:
+        assumptions.append(f"prefill after a cached prefix of {kv_len} tokens: transformers passes an explicit mask, "
+                           "so attention counts every (query, key) pair of the static cache (an upper bound)")
     return w.replace(info=dict(w.info, **info), source=f"hf: {info['config']}", assumptions=assumptions)
 
 
@@ -170,3 +174,8 @@ def _fill_cache(torch: Any, cache: Any, config: Any, batch: int, kv_len: int, dt
         if hasattr(layer, "cumulative_length"):
             # a real (CPU) scalar: positions and masks read it, and a meta one would only give assumed values
             layer.cumulative_length = torch.tensor(kv_len)
+    if hasattr(cache, "get_query_offset"):
+        # the mask code asks "is the cache empty (offset == 0)?" after moving the offset to the meta device, where
+        # the answer is data-dependent and would be assumed True: a cached prefix would then be dropped (K/V cut to
+        # the new tokens).  A plain int keeps the real answer for the whole forward.
+        cache.get_query_offset = lambda layer_idx=0: kv_len

@@ -217,7 +217,7 @@ def _attention(n: NodeView) -> Cost:
     """ONNX Attention (opset 23) and com.microsoft MultiHeadAttention / GroupQueryAttention.
 
     Fused: no (seq x seq) tensor touches memory.  With a KV cache the keys are past + new
-    and a causal mask aligns the last query with the last key.
+    and query i sees keys j <= i + past length.
     """
     ms = n.op_type != "Attention"
     q, k, v = n.inputs[0], n.inputs[1], n.inputs[2]
@@ -236,7 +236,10 @@ def _attention(n: NodeView) -> Cost:
         k4 = T((*k4.shape[:-2], k4.shape[-2] + past_len, k4.shape[-1]), k4.itemsize)
         v4 = T((*v4.shape[:-2], v4.shape[-2] + past_len, v4.shape[-1]), v4.itemsize)
     causal = bool(n.attrs.get("is_causal", n.attrs.get("unidirectional", 0))) or n.op_type == "GroupQueryAttention"
-    c = cost("attention", [q4, k4, v4], [q4], causal=causal, causal_offset=k4.shape[-2] - q4.shape[-2] if causal else 0)
+    # ONNX Attention aligns the causal frontier by the cached length (past_key), so with no cache it is top-left
+    # even when K is longer than Q (onnx.reference op_attention); the contrib ops align the last query with the last key
+    offset = past_len if not ms else k4.shape[-2] - q4.shape[-2]
+    c = cost("attention", [q4, k4, v4], [q4], causal=causal, causal_offset=offset if causal else 0)
     return _flops_only("attention", c.flops, n)
 
 
@@ -390,9 +393,9 @@ ONNX_OPS: dict[str, Entry] = {
                                  "Cosh", "Asinh", "Acosh", "Atanh")},  # one op (or one transcendental) each
     "Sum": _variadic(), "Max": _variadic(), "Min": _variadic(), "Mean": _variadic(extra=1),
     # data movement: 0 FLOPs, compulsory bytes
-    "Gather": _gather, "Slice": _slice,
+    "Gather": _gather, "Slice": _slice, "GatherElements": _simple("gather"), "GatherND": _simple("gather"),
     **{op: _memory for op in ("Transpose", "Concat", "Cast", "CastLike", "Expand", "Tile", "Pad", "Split",
-                              "GatherElements", "GatherND", "ScatterND", "ScatterElements", "Scatter",
+                              "ScatterND", "ScatterElements", "Scatter",
                               "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Compress", "OneHot",
                               "NonZero", "Range", "EyeLike", "Trilu", "ConstantOfShape", "Unique", "MaxUnpool",
                               "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",

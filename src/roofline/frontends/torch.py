@@ -84,15 +84,17 @@ _ELEMENTWISE = {
 
 #: memory ops: 0 FLOPs, compulsory bytes (copies, casts, gathers, scatters, fills, factories).
 _MEMORY = frozenset("""
-clone _to_copy copy_ contiguous cat stack index_select gather index _unsafe_index index_put index_put_ _index_put_impl_
+clone _to_copy copy_ contiguous cat stack index_put index_put_ _index_put_impl_
 scatter scatter_ scatter_add scatter_add_ scatter_reduce masked_scatter index_add index_add_ index_copy index_copy_
 index_fill index_fill_ repeat repeat_interleave tril triu tril_ triu_ flip roll constant_pad_nd reflection_pad1d
 reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d zeros ones full zeros_like
 ones_like full_like fill fill_ zero_ arange linspace scalar_tensor new_zeros new_ones new_full lift_fresh_copy
 select_scatter slice_scatter diagonal_scatter as_strided_scatter embedding_dense_backward
 max_pool2d_with_indices_backward max_pool3d_with_indices_backward _pdist_forward rand randn randint rand_like
-randn_like randint_like bernoulli bernoulli_ uniform_ normal_ _unsafe_masked_index masked_select nonzero
+randn_like randint_like bernoulli bernoulli_ uniform_ normal_ masked_select nonzero
 """.split())
+#: gathers: read the indices and only the source elements they pick (costs.gather).
+_GATHERS = frozenset({"index", "_unsafe_index", "index_select", "gather", "take", "_unsafe_masked_index"})
 
 #: ops that overwrite their first argument without reading it.
 _WRITE_ONLY_SELF = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "bernoulli_", "index_copy_",
@@ -117,9 +119,16 @@ _INTERPOLATE = {"upsample_nearest1d": "nearest", "upsample_nearest2d": "nearest"
                 "upsample_bilinear2d": "bilinear", "_upsample_bilinear2d_aa": "bilinear",
                 "upsample_bicubic2d": "bicubic", "upsample_trilinear3d": "trilinear"}
 
-_ATTENTION_OPS = frozenset({"_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
-                            "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
-                            "_flash_attention_forward", "_efficient_attention_forward"})
+#: fused attention aten ops -> (schema position, name) of their causal flag; positions differ per op
+#: (e.g. efficient/cudnn have compute_log_sumexp, a bool, before is_causal).  The last two take
+#: (batch, seq, heads, dim) tensors; _efficient_attention_forward's custom_mask_type is 0 none,
+#: 1 causal top-left, 2 causal bottom-right.
+_ATTENTION_OPS = {"_scaled_dot_product_efficient_attention": (6, "is_causal"),
+                  "_scaled_dot_product_flash_attention": (4, "is_causal"),
+                  "_scaled_dot_product_cudnn_attention": (6, "is_causal"),
+                  "_scaled_dot_product_flash_attention_for_cpu": (4, "is_causal"),
+                  "_flash_attention_forward": (8, "is_causal"),
+                  "_efficient_attention_forward": (9, "custom_mask_type")}
 _MATMUL_K = {  # matmul ops our formula handles (flop_registry lacks them): index of the (.., K) operand
     "mv": 0, "addmv": 1, "dot": 0, "vdot": 0, "_grouped_mm": 0, "addbmm": 1, "_int_mm": 0}
 
@@ -166,11 +175,13 @@ def aten_key(name: str) -> tuple[str, Callable[[Sequence[Any], Mapping[str, Any]
     if name == "convolution_backward":
         return "conv", None  # FLOPs from flop_registry; the formula only supplies kind and bytes
     if name in _ATTENTION_OPS:
+        pos, arg = _ATTENTION_OPS[name]
+        seq_first = name in ("_flash_attention_forward", "_efficient_attention_forward")
+
         def attrs(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-            causal = kw.get("is_causal")
-            if causal is None:
-                causal = next((x for x in a[3:7] if isinstance(x, bool)), False)
-            return {"causal": bool(causal)}
+            flag = kw.get(arg, a[pos] if len(a) > pos else 0)
+            offset = a[1].shape[1] - a[0].shape[1] if flag == 2 else 0  # bottom-right: S - L
+            return {"causal": bool(flag), "causal_offset": offset, "seq_first": seq_first}
         return "attention", attrs
     if name.endswith("_attention_backward"):
         return "attention", None
@@ -198,11 +209,19 @@ def aten_key(name: str) -> tuple[str, Callable[[Sequence[Any], Mapping[str, Any]
         return "interpolate", lambda a, kw: {"mode": mode}
     if name in ("embedding", "embedding_bag", "_embedding_bag"):
         return "embedding", None
+    if name in _GATHERS:
+        return "gather", None
     if name in _MEMORY:
         return "memory", None
     return None
 
 
+#: dtype names accepted by --input and from_hf_config -> torch dtype attribute.
+DTYPE_NAMES = {"fp32": "float32", "float32": "float32", "float": "float32", "bf16": "bfloat16",
+               "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "half": "float16",
+               "fp64": "float64", "float64": "float64", "double": "float64", "int64": "int64", "long": "int64",
+               "int32": "int32", "int": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool",
+               "fp8": "float8_e4m3fn", "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
 #: torch dtype name -> precision column.
 _PRECISION = {"float64": "fp64", "float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int8": "int8",
               "uint8": "int8", "complex64": "fp32", "complex128": "fp64"}
@@ -238,7 +257,6 @@ class _Recorder:
                                                            "precision", "unit", "group", "module_type",
                                                            "weight_bytes")}
         self.unsupported: dict[str, list[float]] = {}
-        self.warnings: list[str] = []
         self.item_reads: dict[str, int] = {}
         self.paused = 0
         self.fused = 0  # fused-function ops recorded (SDPA, rms_norm)
@@ -334,11 +352,13 @@ class _Recorder:
         self.tensors(out, outs)
         tin: list[T] = []
         weight = 0.0
+        src_is_weight = False
         for t in ins:
             tt, is_w = self.as_T(t)
             tin.append(tt)
             if is_w:
                 weight += tt.nbytes
+                src_is_weight = src_is_weight or len(tin) == 1
         tout = [self.as_T(t)[0] for t in outs]
         if name in _SCATTER_INPLACE and tin:
             tout = [tin[-1]]
@@ -360,8 +380,10 @@ class _Recorder:
             else:
                 c = costs.FORMULAS[formula](tin, tout, **(attrs(args, kwargs) if attrs else {}))
                 kind, flops, rd, wr = c.kind, c.flops, c.bytes_read, c.bytes_written
-            if formula == "embedding" and weight:
-                weight = rd - tin[1].nbytes  # only the rows gathered
+            if formula in ("embedding", "gather") and src_is_weight:
+                # only the source elements gathered are weight reads (plus any index tensor that is a buffer)
+                index_bytes = sum(t.nbytes for t in tin[1:])
+                weight = weight - tin[0].nbytes + (rd - index_bytes)
         self.add(name, kind, flops, rd, wr, self.precision(ins or outs), min(weight, rd))
 
     def add(self, name: str, kind: str, flops: float, rd: float, wr: float, precision: str, weight: float) -> None:
@@ -566,7 +588,7 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
             p.grad = grads.get(id(p))
     if not rec.cols["name"]:
         raise RooflineError(f"{root}: the trace recorded no ops (does forward() compute anything?)")
-    warnings = list(rec.warnings)
+    warnings: list[str] = []
     if rec.item_reads:
         where = ", ".join(f"{k or '(top level)'} x{v}" for k, v in rec.item_reads.items())
         warnings.append(f"data-dependent reads on meta/fake tensors used assumed values ({where}): {ITEM_ASSUMPTION}")

@@ -332,7 +332,7 @@ def report(analysis: Analysis) -> LLMReport:
         tps = spec.batch * spec.gen / latency
     fp = footprint(spec, dev)
     mb = max_batch(spec, fp.capacity) if fp.capacity is not None else None
-    rb = ridge_batch(spec, dev) if spec.phase != "prefill" else ridge_batch(spec.replace(context=spec.prompt), dev)
+    rb = ridge_batch(spec, dev)  # decode GEMMs: independent of the phase and the lengths
     findings = []
     if fp.fits is False:
         findings.append(f"does not fit: needs {fp.total / 1e9:.2f} GB per device (weights {fp.weights / 1e9:.2f} + "
@@ -418,7 +418,7 @@ def batch_sweep(spec: LLMSpec, device: Device, batches: Iterable[int] | None = N
         tps = b / latency
     fp = weight_bytes_resident(spec) + kv_cache_bytes(spec, batch=b) + activation_bytes(spec, batch=b)
     fits = fp <= cap if cap is not None else np.ones(len(b), dtype=bool)
-    rb = ridge_batch(spec if spec.phase != "prefill" else spec.replace(context=spec.prompt), device)
+    rb = ridge_batch(spec, device)
     return BatchSweep(spec.phase, b.astype(int), latency, tps, np.asarray(fp), np.asarray(fits), mb, rb)
 
 

@@ -119,7 +119,7 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     x_hi = 10 ** math.ceil(math.log10(max(xs)) + 1)
     ys = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [main.bandwidth * x_lo]
     y_lo = 10 ** math.floor(math.log10(min(ys)) - 0.3)
-    y_hi = 10 ** math.ceil(math.log10(max(ys)) + 0.3)
+    y_hi = 10 ** math.ceil(math.log10(max(ys)) + 0.5)  # room above the top roof for the region labels
     scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")
 
     own = ax is None
@@ -142,12 +142,19 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
 
     x = np.geomspace(x_lo, x_hi, 512)
     # compute roofs: horizontal from where they meet the main slope
+    last_label = math.inf  # y of the label written just before (ceilings run fastest first)
     for c in ceilings:
         x0 = c.flops / main.bandwidth
         style = "-" if c is top else "--"
         ax.plot([x0, x_hi], [c.flops / scale] * 2, style, color=ROOF_COLOR, lw=2.2 if c is top else 1.3, zorder=3)
-        ax.text(x_hi / 1.15, c.flops / scale * 1.06, f"{c.label} {format_flops(c.flops)}", ha="right", va="bottom",
+        # a label spans ~0.1 decade: above its line, else just below it, else stacked under the label above
+        h = 10**0.11
+        y = c.flops * 1.06
+        if y * h > last_label:
+            y = min(c.flops / 1.06 / h, last_label / h)
+        ax.text(x_hi / 1.15, y / scale, f"{c.label} {format_flops(c.flops)}", ha="right", va="bottom",
                 fontsize=8.5, color=ROOF_COLOR, zorder=6)
+        last_label = y
     # memory slopes: up to the fastest shown roof
     peak = ceilings[0].flops
     for k, m in enumerate(sorted(mems, key=lambda m: -m.bandwidth)):
@@ -156,7 +163,7 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
         xx = x[x <= xe]
         xx = np.append(xx, xe)
         ax.plot(xx, xx * m.bandwidth / scale, "-" if m is main else ":", color=color, lw=2.2 if m is main else 1.4, zorder=3)
-        _slope_label(ax, m.level + " " + format_bandwidth(m.bandwidth), m.bandwidth / scale, x_lo, xe, color)
+        _slope_label(ax, m.level + " " + format_bandwidth(m.bandwidth), m.bandwidth / scale, x_lo, xe, color, k)
 
     # ridge point
     ax.plot([ridge], [top.flops / scale], "o", ms=8, mfc="white", mec=ROOF_COLOR, mew=2, zorder=7)
@@ -188,11 +195,14 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     if any(p.measured for p in pts):
         from matplotlib.lines import Line2D
 
-        handles += [Line2D([], [], marker="o", ls="", color="#555555"),
-                    Line2D([], [], marker="D", ls="", mfc="white", mec="#555555")]
-        labels += ["predicted (on the roof)", "measured"]
+        if shown_kinds:
+            handles.append(Line2D([], [], marker="o", ls="", color="#555555"))
+            labels.append("predicted (on the roof)")
+        handles.append(Line2D([], [], marker="D", ls="", mfc="white", mec="#555555"))
+        labels.append("measured")
     if handles:
-        ax.legend(handles, labels, loc="lower right", fontsize=8.5, framealpha=0.9, title="op kind", title_fontsize=8.5)
+        ax.legend(handles, labels, loc="lower right", fontsize=8.5, framealpha=0.9,
+                  title="op kind" if shown_kinds else None, title_fontsize=8.5)
     ax.set_xlabel("arithmetic intensity [FLOP/byte]")
     ax.set_ylabel(f"performance [{unit}]")
     ax.grid(True, which="major", color="white", lw=0.8, alpha=0.8, zorder=1)
@@ -208,9 +218,10 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     return fig
 
 
-def _slope_label(ax: Axes, text: str, bw_scaled: float, x_lo: float, x_end: float, color: str) -> None:
-    """Write ``text`` along a slope, rotated to its on-screen angle."""
+def _slope_label(ax: Axes, text: str, bw_scaled: float, x_lo: float, x_end: float, color: str, k: int = 0) -> None:
+    """Write ``text`` along a slope, rotated to its on-screen angle; the k-th slope's label sits further left."""
     xm = math.sqrt(x_lo * x_end) if x_end > x_lo * 100 else x_lo * 2
+    xm /= 5.0**k  # neighbouring slopes are close: stagger their labels
     xm = max(xm, x_lo * 3)
     p1 = ax.transData.transform((xm, xm * bw_scaled))
     p2 = ax.transData.transform((xm * 2, xm * 2 * bw_scaled))

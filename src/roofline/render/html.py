@@ -403,6 +403,23 @@ def advice_html(advice: Advice) -> str:
     return "".join(parts)
 
 
+def llm_html(a: Analysis) -> str:
+    """LLM runs (roofline.llm): the same TTFT / time per token / tokens/s / memory / ridge-batch lines the
+    terminal prints under the table; '' for other workloads."""
+    if "llm" not in a.workload.info:
+        return ""
+    from roofline.commands.llm import report_text
+    from roofline.errors import RooflineError
+    from roofline.llm.metrics import report
+
+    try:
+        lines = report_text(report(a)).splitlines()
+    except (RooflineError, KeyError, TypeError, ValueError):  # a hand-edited saved analysis: skip, never fail
+        return ""
+    items = "".join(f"<li>{esc(x.strip().removeprefix('* '))}</li>" for x in lines[1:])
+    return f"<h3>LLM inference</h3><p>{esc(lines[0].removeprefix('LLM: '))}</p><ul>{items}</ul>"
+
+
 def _section_html(s: Section, k: int, charts: list[tuple[str, dict[str, Any]]]) -> str:
     a = s.analysis
     w = a.workload
@@ -415,7 +432,7 @@ def _section_html(s: Section, k: int, charts: list[tuple[str, dict[str, Any]]]) 
     parts = [f'<section id="s{k}"><h2>{esc(s.title)}</h2>']
     if s.note:
         parts.append(f'<p class="note">{esc(s.note)}</p>')
-    parts += [f"<h3>Summary</h3><ul>{summary}</ul>",
+    parts += [f"<h3>Summary</h3><ul>{summary}</ul>", llm_html(a),
               f'<div id="{div}" class="chart"></div>',
               '<p class="note">Hover a point for its figures; click a legend entry to hide or show it; '
               'the buttons switch between the roofs the ops use, every precision ceiling and memory level, '
@@ -442,7 +459,7 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0;max-width:100%}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f2f2f2;cursor:pointer;user-select:none;position:sticky;top:0}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.above td{background:#ffe0e0}
 .note{color:#555;font-size:.85em}.chart{min-height:620px}
 nav a{margin-right:1em}
