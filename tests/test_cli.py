@@ -71,12 +71,6 @@ def test_devices_and_device(capsys):
     assert len(json.loads(out)) >= 25
 
 
-def test_demo_writes_the_charts(tmp_path, capsys):
-    code, out, _ = run(capsys, "demo", "--out", str(tmp_path / "r"))
-    assert code == 0
-    assert (tmp_path / "r" / "seed.png").exists() and "seed.png" in out
-
-
 # -- bad input: one line, exit 2, nothing written ---------------------------------------
 
 def bad_device_files(tmp_path):

@@ -159,6 +159,21 @@ def test_index_and_gather_read_only_what_they_pick():
     assert op.bytes_read == 10 * 4 * 4 + 30 * 8  # 30 picks of 4 exceed the table: the table once (160) + 240
 
 
+def test_addbmm_and_grouped_mm_count_every_product():
+    op = only_op(from_torch(Fn(torch.addbmm), meta(3, 5), meta(4, 3, 7), meta(4, 7, 5)))
+    # out (3, 5) sums 4 products (3, 7) @ (7, 5): 2 * 4 * 3 * 7 * 5 = 840 (was 210: the batch was left out of K)
+    assert (op.kind, op.flops) == ("matmul", 840)
+    bf16 = torch.bfloat16
+    offs = meta(4, dtype=torch.int32)
+    # MoE experts: 64 tokens (K 16) routed to 4 experts (16, 8): each token meets one expert, 2 * 64 * 16 * 8 = 16384
+    op = only_op(from_torch(Fn(torch._grouped_mm), meta(64, 16, dtype=bf16), meta(4, 16, 8, dtype=bf16), offs))
+    assert op.flops == 2 * 64 * 16 * 8
+    # weight gradient: (16, 64) @ (64, 8) with the 64 tokens split among 4 groups -> (4, 16, 8): 2 * 16 * 8 * 64 = 16384
+    # (was 65536: every group was charged all 64 tokens)
+    op = only_op(from_torch(Fn(torch._grouped_mm), meta(16, 64, dtype=bf16), meta(64, 8, dtype=bf16), offs))
+    assert op.flops == 2 * 16 * 8 * 64
+
+
 @pytest.mark.parametrize("call, causal", [
     # efficient/cudnn take compute_log_sumexp (a bool) before is_causal: it used to be read as the causal flag
     (lambda q, k, v: torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, False)[0], False),

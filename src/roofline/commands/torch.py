@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -101,13 +102,12 @@ def _line(exc: BaseException) -> str:
     return (str(exc).strip() or type(exc).__name__).splitlines()[0]
 
 
-def build(target: str, specs: list[str]) -> tuple[Any, tuple[Any, ...]]:
-    """Call the user's CALLABLE on the meta device: (meta model, meta inputs)."""
+def call_target(target: str, *, meta: bool = True) -> tuple[Any, tuple[Any, ...]]:
+    """Call the user's CALLABLE (under ``torch.device("meta")`` when ``meta``): (module, the inputs it returned or ())."""
     torch = require("torch", "torch")
-    parsed = [parse_input(s) for s in specs]  # check every --input before running user code
     fn = load_callable(target)
     try:
-        with torch.device("meta"):
+        with torch.device("meta") if meta else contextlib.nullcontext():
             made = fn()
     except Exception as exc:
         raise RooflineError(f"{target} raised {type(exc).__name__}: {_line(exc)}") from exc
@@ -117,7 +117,14 @@ def build(target: str, specs: list[str]) -> tuple[Any, tuple[Any, ...]]:
         inputs = tuple(given) if isinstance(given, (list, tuple)) else (given,)
     if not isinstance(made, torch.nn.Module):
         raise RooflineError(f"{target} returned a {type(made).__name__}; expected an nn.Module or a (module, inputs) pair")
-    model = made
+    return made, inputs
+
+
+def build(target: str, specs: list[str]) -> tuple[Any, tuple[Any, ...]]:
+    """Call the user's CALLABLE on the meta device: (meta model, meta inputs)."""
+    torch = require("torch", "torch")
+    parsed = [parse_input(s) for s in specs]  # check every --input before running user code
+    model, inputs = call_target(target)
     if any(t.device.type != "meta" for t in (*model.parameters(), *model.buffers())):
         model = model.to("meta")  # built before our meta context (e.g. at import): drop the real weights
     if parsed:

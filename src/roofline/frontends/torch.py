@@ -130,7 +130,7 @@ _ATTENTION_OPS = {"_scaled_dot_product_efficient_attention": (6, "is_causal"),
                   "_flash_attention_forward": (8, "is_causal"),
                   "_efficient_attention_forward": (9, "custom_mask_type")}
 _MATMUL_K = {  # matmul ops our formula handles (flop_registry lacks them): index of the (.., K) operand
-    "mv": 0, "addmv": 1, "dot": 0, "vdot": 0, "_grouped_mm": 0, "addbmm": 1, "_int_mm": 0}
+    "mv": 0, "addmv": 1, "dot": 0, "vdot": 0, "_int_mm": 0}
 
 
 def _norm_attrs(name: str, args: Sequence[Any]) -> dict[str, Any]:
@@ -157,6 +157,15 @@ _NORMS = frozenset({"native_layer_norm", "native_group_norm", "native_batch_norm
                     "cudnn_batch_norm_backward", "_fused_rms_norm_backward"})
 
 
+def _grouped_mm_k(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+    """K of torch._grouped_mm; 2-D x 2-D (an MoE weight gradient) gives (G, M, N), each group its own K slice."""
+    x, w = a[0], a[1]
+    if x.dim() == 2 and w.dim() == 2:
+        offs = kw.get("offs", a[2] if len(a) > 2 else None)
+        return {"k": x.shape[-1] / offs.shape[0]}
+    return {"k": x.shape[-1]}
+
+
 def aten_key(name: str) -> tuple[str, Callable[[Sequence[Any], Mapping[str, Any]], dict[str, Any]] | None] | None:
     """The costs.py formula for an aten op (packet name, e.g. ``"addmm"``) and a function giving its attributes.
 
@@ -165,6 +174,10 @@ def aten_key(name: str) -> tuple[str, Callable[[Sequence[Any], Mapping[str, Any]
     if name in _MATMUL_K:
         i = _MATMUL_K[name]
         return "matmul", lambda a, kw: {"k": a[i].shape[-1]}
+    if name == "addbmm":  # out (n, p) = sum over the batch of (n, m) @ (m, p): the batch is part of K
+        return "matmul", lambda a, kw: {"k": a[1].shape[0] * a[1].shape[-1]}
+    if name == "_grouped_mm":
+        return "matmul", _grouped_mm_k
     if name in ("mm", "bmm", "matmul", "_scaled_mm"):
         return "matmul", None
     if name in ("addmm", "baddbmm"):
