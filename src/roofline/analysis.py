@@ -196,7 +196,7 @@ class Analysis:
         ops = np.bincount(codes, minlength=n)
         tt = self.total_time or 1.0
         rows = [GroupRow(str(uniq[i]), int(ops[i]), float(flops[i]), float(nbytes[i]), float(time[i]),
-                         float(time[i] / tt), float(ct[i]), float(mt[i]), float(meas[i])) for i in range(n)]
+                         float(time[i] / tt), float(ct[i]), float(mt[i]), float(meas[i])) for i in range(n) if ops[i]]
         return sorted(rows, key=lambda r: -r.time)
 
     # -- words -------------------------------------------------------------

@@ -425,20 +425,10 @@ def measure_target(target: str, input_specs: Sequence[str], device: Device | str
     valid token ids); without them the callable's own (module, inputs) pair is used.
     """
     torch = require("torch", "torch")
-    from roofline.commands.torch import load_callable, parse_input
+    from roofline.commands.torch import call_target, parse_input
 
     parsed = [parse_input(s) for s in input_specs]
-    fn = load_callable(target)
-    try:
-        made = fn()
-    except Exception as exc:
-        raise RooflineError(f"{target} raised {type(exc).__name__}: {_first_line(exc)}") from exc
-    inputs: tuple[Any, ...] = ()
-    if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module):
-        made, given = made
-        inputs = tuple(given) if isinstance(given, (list, tuple)) else (given,)
-    if not isinstance(made, torch.nn.Module):
-        raise RooflineError(f"{target} returned a {type(made).__name__}; expected an nn.Module or a (module, inputs) pair")
+    made, inputs = call_target(target, meta=False)
     if any(t.device.type == "meta" for t in (*made.parameters(), *made.buffers())):
         raise RooflineError(f"{target} built the model on the meta device; --measure needs real weights")
     gen = torch.Generator().manual_seed(0)
