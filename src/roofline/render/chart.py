@@ -131,6 +131,13 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo / scale, y_hi / scale)
+    ax.set_xlabel("arithmetic intensity [FLOP/byte]")
+    ax.set_ylabel(f"performance [{unit}]")
+    ax.grid(True, which="major", color="white", lw=0.8, alpha=0.8, zorder=1)
+    ax.set_title(title or (f"{analysis.workload.title} on {device.name}" if analysis else f"{device.name} roofline"),
+                 fontsize=12)
+    if own:  # the layout is final before any label is placed: placement works in pixels
+        fig.tight_layout()
 
     # regions: left of the ridge memory-bound, right compute-bound
     ax.axvspan(x_lo, ridge, color=MEMORY_COLOR, zorder=0, lw=0)
@@ -142,19 +149,11 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
 
     x = np.geomspace(x_lo, x_hi, 512)
     # compute roofs: horizontal from where they meet the main slope
-    last_label = math.inf  # y of the label written just before (ceilings run fastest first)
     for c in ceilings:
         x0 = c.flops / main.bandwidth
         style = "-" if c is top else "--"
         ax.plot([x0, x_hi], [c.flops / scale] * 2, style, color=ROOF_COLOR, lw=2.2 if c is top else 1.3, zorder=3)
-        # a label spans ~0.1 decade: above its line, else just below it, else stacked under the label above
-        h = 10**0.11
-        y = c.flops * 1.06
-        if y * h > last_label:
-            y = min(c.flops / 1.06 / h, last_label / h)
-        ax.text(x_hi / 1.15, y / scale, f"{c.label} {format_flops(c.flops)}", ha="right", va="bottom",
-                fontsize=8.5, color=ROOF_COLOR, zorder=6)
-        last_label = y
+    _roof_labels(ax, fig, ceilings, main.bandwidth, scale, x_hi)
     # memory slopes: up to the fastest shown roof
     peak = ceilings[0].flops
     for k, m in enumerate(sorted(mems, key=lambda m: -m.bandwidth)):
@@ -168,9 +167,9 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     # ridge point
     ax.plot([ridge], [top.flops / scale], "o", ms=8, mfc="white", mec=ROOF_COLOR, mew=2, zorder=7)
     ax.axvline(ridge, color=ROOF_COLOR, lw=0.8, ls=":", zorder=2)
-    ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, top.flops / scale), xytext=(8, -16),
-                textcoords="offset points", fontsize=9, zorder=8, color=ROOF_COLOR,
-                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
+    # written up the ridge's dotted line, near the x axis, where no roof label goes
+    ax.text(ridge, y_lo / scale * 1.4, f"ridge {ridge:.3g} FLOP/B", rotation=90, ha="right", va="bottom",
+            fontsize=9, zorder=8, color=ROOF_COLOR)
 
     # points
     shown_kinds: dict[str, Any] = {}
@@ -203,19 +202,42 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     if handles:
         ax.legend(handles, labels, loc="lower right", fontsize=8.5, framealpha=0.9,
                   title="op kind" if shown_kinds else None, title_fontsize=8.5)
-    ax.set_xlabel("arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel(f"performance [{unit}]")
-    ax.grid(True, which="major", color="white", lw=0.8, alpha=0.8, zorder=1)
-    ax.set_title(title or (f"{analysis.workload.title} on {device.name}" if analysis else f"{device.name} roofline"),
-                 fontsize=12)
     if analysis is not None:
         hidden = int(np.sum(analysis.workload.columns["flops"] <= 0))
         if hidden:
             ax.text(0.01, 0.01, f"{hidden} op(s) with 0 FLOPs (data movement) not drawn; they are in the tables",
                     transform=ax.transAxes, fontsize=7.5, color="#444444", va="bottom")
-    if own:
-        fig.tight_layout()
     return fig
+
+
+def _roof_labels(ax: Axes, fig: Figure, ceilings: Sequence[ComputeCeiling], bandwidth: float, scale: float,
+                 x_hi: float) -> None:
+    """Label every roof on its line without overlaps: right end above the line, else further left, else below."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    placed: list[Any] = []
+    for c in ceilings:  # fastest first
+        y = c.flops / scale
+        t = ax.text(x_hi / 1.15, y * 1.06, f"{c.label} {format_flops(c.flops)}", ha="right", va="bottom",
+                    fontsize=8.5, color=ROOF_COLOR, zorder=6)
+        box = t.get_window_extent(renderer)
+        decade = ax.transData.transform((10.0, 1.0))[0] - ax.transData.transform((1.0, 1.0))[0]
+        width = 10 ** (box.width / decade)  # the label's width as a factor along x
+        line = 10 ** (box.height / (ax.transData.transform((1.0, 10.0))[1] - ax.transData.transform((1.0, 1.0))[1]))
+        right = [x_hi / 1.15 / (1.15 * width) ** k for k in range(4)]
+        candidates = [(x, y * 1.06, "bottom") for x in right] + [(x, y / 1.06, "top") for x in right]
+        candidates += [(right[0], y / 1.06 / line**j, "top") for j in (1, 2, 3)]  # stacked further down
+        for x, ty, va in candidates:
+            if x / width < c.flops / bandwidth:  # the label must sit over its own roof
+                continue
+            t.set_position((x, ty))
+            t.set_va(va)
+            if not any(t.get_window_extent(renderer).overlaps(b) for b in placed):
+                break
+        else:
+            t.set_position(candidates[0][:2])
+            t.set_va("bottom")
+        placed.append(t.get_window_extent(renderer))
 
 
 def _slope_label(ax: Axes, text: str, bw_scaled: float, x_lo: float, x_end: float, color: str, k: int = 0) -> None:
@@ -257,7 +279,7 @@ def _label_points(ax: Axes, fig: Figure, pts: Sequence[Point], scale: float, max
         seen.add((p.label, p.measured))
         x, y = ax.transData.transform((p.intensity, p.flops / scale))
         text = p.label if len(p.label) <= 28 else p.label[:26] + "…"
-        t = ax.annotate(text, (p.intensity, p.flops / scale), xytext=(0, 0), textcoords="offset points",
+        t = ax.annotate(text, (p.intensity, p.flops / scale), xytext=(0, 0), textcoords="offset pixels",
                         fontsize=7.5, zorder=9, ha="left", va="bottom",
                         bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75},
                         arrowprops={"arrowstyle": "-", "color": "#777777", "lw": 0.6})
