@@ -3,7 +3,7 @@
 >>> import roofline
 >>> dev = roofline.Device.simple("seed", peak="100 GFLOP/s", bandwidth="10 GB/s")
 >>> a = roofline.analyze(roofline.Workload.from_ops([roofline.Op("app", flops=0.8e9, bytes_read=4e9)]), dev)
->>> a.bound[0]
+>>> str(a.bound[0])
 'memory'
 
 Frontends (PyTorch, Hugging Face configs, ONNX, LLM configs), measurement and

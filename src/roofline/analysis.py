@@ -13,7 +13,7 @@ per op.  Its memory roof is main memory unless the op names a level
 >>> from roofline import Device, Op, Workload, analyze
 >>> a = analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9)]),
 ...             Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
->>> a.intensity[0], a.attainable_flops[0] / 1e9, a.bound[0]
+>>> float(a.intensity[0]), float(a.attainable_flops[0] / 1e9), str(a.bound[0])
 (0.2, 2.0, 'memory')
 """
 
