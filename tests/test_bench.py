@@ -7,6 +7,7 @@ benchmarks/bench_ceilings.py.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -77,6 +78,30 @@ def test_flat_curve_is_one_level_named_dram_without_sysfs() -> None:
 def test_labels_in_order_without_sysfs() -> None:
     bw = staircase(SIZES, STEPS)
     assert [n for n, _ in levels.label_plateaus(levels.detect_plateaus(SIZES, bw))] == ["L1", "L2", "L3", "DRAM"]
+
+
+def test_main_memory_is_the_last_plateau_not_a_shelf_past_the_last_cache() -> None:
+    # the L3 -> DRAM transition of a 2-core EPYC sweep: a 2-point shelf at 114 GB/s just past L3
+    # (32 MiB), then main memory at 62 GB/s.  Both shelves lie beyond every cache, so both are named
+    # DRAM; main memory is the last (largest working sets), not the first of two equally long runs.
+    P = levels.Plateau
+    plats = [P(0, 11, 2 * MiB, 26 * MiB, 167e9, (160e9, 170e9)), P(12, 13, 33.5e6, 42.3e6, 114e9, (106e9, 123e9)),
+             P(16, 17, 84.5e6, 106.5e6, 62e9, (62e9, 62e9))]
+    named = levels.label_plateaus(plats, {"L1": 64 * KiB, "L2": 2 * MiB, "L3": 32 * MiB})
+    # L3's middle sqrt(2 MiB x 26 MiB) ~ 7.2 MiB fits L3; the shelf's middle ~ 37.6 MB > 33.6 MB (32 MiB)
+    assert [(n, p.bandwidth) for n, p in named] == [("L3", 167e9), ("DRAM", 62e9)]
+
+
+def test_a_plateau_slower_than_a_later_one_is_not_a_level() -> None:
+    # a 2-core sweep: 16-24 KiB at 131 GB/s (per-call overhead on 3 KiB chunks), then 32 KiB .. 21 MB at
+    # 183 GB/s.  Bandwidth falls level by level, so the first run cannot be L1: it is dropped.
+    P = levels.Plateau
+    plats = [P(1, 2, 20480, 24576, 131e9, (1e9, 2e9)), P(3, 31, 32768, 21e6, 183e9, (1e9, 2e9)),
+             P(37, 38, 84.5e6, 106.5e6, 71e9, (1e9, 2e9))]
+    named = levels.label_plateaus(plats, {"L1": 64 * KiB, "L2": 2 * MiB, "L3": 32 * MiB})
+    # 183 GB/s: middle sqrt(32 KiB x 21 MB) ~ 0.83 MB fits L2 (2 MiB), not L1 (64 KiB)
+    assert [(n, p.bandwidth) for n, p in named] == [("L2", 183e9), ("DRAM", 71e9)]
+    assert [n for n, _ in levels.label_plateaus(plats)] == ["L1", "DRAM"]  # in order without sysfs
 
 
 def test_bad_curve_input() -> None:
@@ -170,6 +195,9 @@ def test_tiny_run_is_a_valid_measured_cpu_device(tiny_device: Device) -> None:
     assert gemm.provenance.details["sizes"] == [64]
     dram = d.memory_level("DRAM")
     assert "triad 24 B" in dram.provenance.note
+    # the DRAM figure is the long triad run: max(7, repeats=3) = 7 samples, and the provenance says so
+    assert dram.provenance.repeats == 7 and "long samples" in dram.provenance.method
+    assert dram.provenance.details["working_set_bytes"][1] <= 2 * MiB  # a range within the sweep (TINY: 2 MiB)
     for key in ("cpu_model", "cores", "threads", "versions", "blas", "date", "sweep", "ert", "warnings"):
         assert key in d.metadata, key
     assert d.metadata["versions"]["numpy"] == np.__version__
@@ -323,6 +351,42 @@ def test_cache_dir_override_and_xdg(monkeypatch, tmp_path) -> None:
 
 # -- GPU (skipped without CUDA) ---------------------------------------------------------------------
 
+def test_gpu_quartiles_match_the_cpu_convention() -> None:
+    from roofline.bench.gpu import _stats
+
+    # 1..7: median 4; numpy-style (linear) quartiles at positions 0.25 x 6 = 1.5 and 4.5 -> 2.5 and 5.5
+    assert _stats([7.0, 1.0, 3.0, 2.0, 6.0, 5.0, 4.0]) == (4.0, 2.5, 5.5)
+    s = bench_cpu.Stat.of([7.0, 1.0, 3.0, 2.0, 6.0, 5.0, 4.0])
+    assert (s.median, s.q1, s.q3) == (4.0, 2.5, 5.5)
+    assert _stats([3.0]) == (3.0, 3.0, 3.0)
+
+
+def test_time_cuda_reports_seconds_per_call_without_a_gpu() -> None:
+    from types import SimpleNamespace
+
+    from roofline.bench.gpu import time_cuda
+
+    calls: list[str] = []
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            assert enable_timing  # elapsed_time needs timing events
+
+        def record(self) -> None:
+            calls.append("record")
+
+        def elapsed_time(self, end: Event) -> float:
+            return 2.0  # milliseconds, as CUDA events report
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(Event=Event, synchronize=lambda: calls.append("sync")))
+    secs = time_cuda(fake, lambda: calls.append("fn"), inner=10, repeats=3, warmup=2)
+    # 2 ms for 10 calls = 2e-4 s per call
+    assert secs == pytest.approx([2e-4] * 3)
+    # warm-up, sync; then per sample: record, 10 calls, record, sync (the end event must have completed)
+    assert calls[:3] == ["fn", "fn", "sync"]
+    assert calls[4:] == (["record"] + ["fn"] * 10 + ["record", "sync"]) * 3
+
+
 @pytest.mark.cuda
 def test_gpu_bench_schema() -> None:
     from roofline.bench.gpu import cuda_available, run_gpu_bench
@@ -332,3 +396,9 @@ def test_gpu_bench_schema() -> None:
     d = run_gpu_bench(quick=True, copy_bytes=64 * MiB, gemm_n=1024, repeats=3)
     assert d.kind == "gpu" and d.memory_level("HBM").provenance.kind == "measured"
     assert d.ceiling("matrix", "fp32") is not None
+    for ceiling in [*d.compute, *d.memory]:
+        p = ceiling.provenance
+        assert p.method and p.date and p.repeats == 3 and p.spread[0] <= p.spread[1]
+        assert "threads" in p.details and "working_set_bytes" in p.details
+    if importlib.util.find_spec("triton") is not None:  # the vector peak needs Triton
+        assert d.ceiling("vector", "fp32") is not None, d.metadata["warnings"]

@@ -37,7 +37,7 @@ from roofline.bench import levels as _levels
 from roofline.bench import machine
 from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 from roofline.errors import RooflineError, require
-from roofline.units import format_bandwidth, format_bytes, format_flops
+from roofline.units import format_bytes, format_flops
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -220,8 +220,10 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     # -- bandwidth sweep -----------------------------------------------------------
     curves: dict[int, dict[str, list[Stat]]] = {t: {name: [] for name in KERNELS} for t in thread_counts}
     rng = np.random.default_rng(12345)
-    # one buffer, touched once; each working set is a prefix of it (random, never zeros)
-    buf = rng.random(max(sizes) // 8) + 0.5
+    # one buffer, touched once; each working set is a prefix of it (random, never zeros);
+    # += in place: "rng.random(n) + 0.5" would hold two copies at once (_check_memory allows one)
+    buf = rng.random(max(sizes) // 8)
+    buf += 0.5
     total_steps = len(sizes) * len(thread_counts)
     step = 0
     for t in thread_counts:
@@ -441,15 +443,18 @@ def _memory_levels(sizes: list[int], curves: dict[int, dict[str, list[Stat]]], t
         details = {"kernel": "triad", "threads": threads, "working_set_bytes": [p.start_bytes, p.end_bytes],
                    "sizes": p.points, "bytes_per_element": 24, "kernels": others}
         spread_kind = "interquartile range over the plateau's sizes"
+        method, repeats = "numba STREAM triad sweep", cfg.repeats
         if name == "DRAM" and dram is not None:
+            # working_set_bytes stays the plateau's range (where the level holds); the figure is measured at the end
             details["sweep_plateau_bandwidth"] = p.bandwidth
-            details["working_set_bytes"] = [sizes[-1], sizes[-1]]
+            details["figure_working_set_bytes"] = sizes[-1]
             notes.append(f"figure: {len(dram.samples)} triad samples of >= 50 ms at {format_bytes(sizes[-1])}")
             stat, spread_kind = dram, "interquartile range of the samples"
+            method, repeats = "numba STREAM triad, long samples at the largest working set", len(dram.samples)
         if name in single:
             details["single_thread_bandwidth"] = single[name]
-        prov = Provenance(kind="measured", source="roofline bench", method="numba STREAM triad sweep", date=date,
-                          repeats=cfg.repeats, spread=(stat.q1, stat.q3), note="; ".join(notes),
+        prov = Provenance(kind="measured", source="roofline bench", method=method, date=date,
+                          repeats=repeats, spread=(stat.q1, stat.q3), note="; ".join(notes),
                           details={**details, "spread_kind": spread_kind, "mode": cfg.mode})
         memory.append(MemoryCeiling(name, stat.median, capacity, prov))
         info["detected"].append({"level": name, "bandwidth": stat.median, "working_set_bytes": [p.start_bytes, p.end_bytes]})
@@ -461,17 +466,18 @@ def _memory_levels(sizes: list[int], curves: dict[int, dict[str, list[Stat]]], t
     if "DRAM" not in names:
         # the sweep never reached main memory (memory shortage or a huge cache): best effort, said loudly
         tail = curves[threads]["triad"][-3:]
-        bw = dram.median if dram is not None else float(np.median([s.median for s in tail]))
+        last = dram or Stat.of([s.median for s in tail])
         msg = (f"no main-memory plateau detected up to {format_bytes(sizes[-1])}; DRAM is the triad bandwidth at the "
                "largest working sets and may be an overestimate")
         warnings.append(msg)
         info["notes"].append(msg)
-        prov = Provenance(kind="measured", source="roofline bench", method="numba STREAM triad sweep", date=date,
-                          repeats=cfg.repeats, spread=(min(s.median for s in tail), max(s.median for s in tail)),
+        method = "numba STREAM triad, long samples at the largest working set" if dram else "numba STREAM triad sweep"
+        prov = Provenance(kind="measured", source="roofline bench", method=method, date=date,
+                          repeats=len(last.samples) if dram else cfg.repeats, spread=(last.q1, last.q3),
                           note="; ".join([STREAM_NOTE, msg] + ([shortage["note"]] if shortage else [])),
                           details={"kernel": "triad", "threads": threads, "working_set_bytes": [sizes[-len(tail)], sizes[-1]],
-                                   "sizes": len(tail), "bytes_per_element": 24})
-        memory.append(MemoryCeiling("DRAM", bw, machine.meminfo().get("MemTotal"), prov))
+                                   "sizes": len(tail), "bytes_per_element": 24, "spread_kind": "interquartile range"})
+        memory.append(MemoryCeiling("DRAM", last.median, machine.meminfo().get("MemTotal"), prov))
     # Device validation forbids duplicate levels; keep fastest first for readability
     memory.sort(key=lambda m: -m.bandwidth)
     return memory, info
@@ -481,7 +487,8 @@ def _ert_curve(k: Any, ws: int, threads: int, cfg: BenchConfig, peak: float, dra
                rng: np.random.Generator, report: Progress) -> dict[str, Any]:
     """ERT: GFLOP/s of an in-place kernel with 1..1024 FLOPs per element over a DRAM-sized array."""
     n = ws // 8
-    x = rng.random(n) + 0.5
+    x = rng.random(n)
+    x += 0.5  # in place: one DRAM-sized array, as _check_memory assumed
     out = np.zeros(threads)
     flops_per_elem = [int(f) for f in cfg.ert_flops]
     rates: list[Stat] = []
@@ -599,12 +606,3 @@ def _blas_limiter(threads: int) -> tuple[Callable[[], Any], int | None]:
         return contextlib.nullcontext, None
     return (lambda: threadpool_limits(limits=threads, user_api="blas")), threads
 
-
-def describe_levels(device: Device) -> list[str]:
-    """One line per memory level: 'L2  190 GB/s  (64 KiB .. 1.5 MiB)'."""
-    lines = []
-    for m in device.memory:
-        ws = m.provenance.details.get("working_set_bytes")
-        rng = f" ({format_bytes(ws[0])} .. {format_bytes(ws[1])})" if ws else ""
-        lines.append(f"{m.level:5s} {format_bandwidth(m.bandwidth)}{rng}")
-    return lines

@@ -137,13 +137,17 @@ def label_plateaus(plateaus: Sequence[Plateau], caches: Mapping[str, float] | No
     working-set range (geometric mean of first and last size: a range's ends
     blur into the neighbouring levels); one that fits none is main memory.  Without it,
     plateaus are named in order and the last is main memory.  When two plateaus
-    want the same name the longer keeps it and the other is dropped.
+    want the same cache name the longer keeps it and the other is dropped; main
+    memory is always the last plateau.  A plateau slower than a later one is dropped.
 
     >>> from roofline.bench.levels import Plateau
     >>> p = [Plateau(0, 3, 16e3, 48e3, 300e9, (290e9, 310e9)), Plateau(6, 20, 2e5, 8e7, 30e9, (29e9, 31e9))]
     >>> [name for name, _ in label_plateaus(p, {"L1": 64e3, "L2": 2e6})]
     ['L1', 'DRAM']
     """
+    # bandwidth falls with every level: a run slower than a later one is not a level but an artifact
+    # (the smallest working sets, where each thread's chunk is so short that call overhead dominates)
+    plateaus = [p for i, p in enumerate(plateaus) if all(p.bandwidth > q.bandwidth for q in plateaus[i + 1:])]
     if not plateaus:
         return []
     named: list[tuple[str, Plateau]] = []
@@ -159,9 +163,10 @@ def label_plateaus(plateaus: Sequence[Plateau], caches: Mapping[str, float] | No
         for i, p in enumerate(plateaus):
             last = i == len(plateaus) - 1
             named.append(("DRAM" if last else f"L{i + 1}", p))
-    # one plateau per name: the one with the most points
+    # one plateau per name: for a cache the one with the most points; for main memory the last one
+    # (a short run on the way down from the last cache also lies beyond it, but is not main memory)
     best: dict[str, tuple[str, Plateau]] = {}
     for name, p in named:
-        if name not in best or p.points > best[name][1].points:
+        if name not in best or name == "DRAM" or p.points > best[name][1].points:
             best[name] = (name, p)
     return sorted(best.values(), key=lambda np_: np_[1].first)

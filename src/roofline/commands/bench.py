@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
         check_threads(args.threads)
     if args.out:
-        _check_out(args.out)
+        check_writable(args.out)
     if plot_dir is not None:
         _check_plot_dir(plot_dir)
     if args.show:
@@ -91,17 +91,6 @@ def _write(device: Device, args: argparse.Namespace, plot_dir: Path | None, *, c
             print(f"chart: {plot_dir / 'bandwidth.png'}")
         plot_roofline(device, plot_dir / "roofline.png")
         print(f"chart: {plot_dir / 'roofline.png'}")
-
-
-def _check_out(path: str) -> None:
-    """Writable file path: its nearest existing ancestor must be a writable directory (missing ones are created)."""
-    p = Path(path)
-    check_writable(p)
-    ancestor = next((q for q in p.parents if q.exists()), Path("."))
-    if not ancestor.is_dir():
-        raise RooflineError(f"cannot write: {str(ancestor)!r} is not a directory", where=path)
-    if not os.access(ancestor, os.W_OK):
-        raise RooflineError(f"cannot write: directory {str(ancestor)!r} is not writable", where=path)
 
 
 def _check_plot_dir(d: Path) -> None:
