@@ -148,9 +148,13 @@ class _Kernels:
             # OpenMP is the fastest layer here (its team is reused, ~30 % more DRAM bandwidth than numba's
             # workqueue on a 2-core VM), but spinning OpenMP workers can stall a parallel region for a whole
             # scheduler tick when another process wants the core (16 ms seen on a 2-core VM): ask for
-            # passive waiting before libgomp starts.  A user's own settings win.
+            # passive waiting before libgomp starts, and one thread per core, pinned (as STREAM is run):
+            # an unpinned worker that migrates mid-sample cost up to 30 % of DRAM bandwidth here.
+            # A user's own settings win.
             if "NUMBA_THREADING_LAYER" not in os.environ:
                 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+                os.environ.setdefault("OMP_PROC_BIND", "spread")
+                os.environ.setdefault("OMP_PLACES", "cores")
                 numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
                 numba.config.THREADING_LAYER = "default"
             t0 = time.perf_counter()
@@ -321,6 +325,7 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
         "mode": cfg.mode,
         "numba_threading_layer": _threading_layer(numba),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+        "omp_proc_bind": f"{os.environ.get('OMP_PROC_BIND', '')} {os.environ.get('OMP_PLACES', '')}".strip(),
         "compile_seconds": round(compile_seconds, 3),
         "levels": level_info,
         "sweep": {
