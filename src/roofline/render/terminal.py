@@ -71,9 +71,9 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
         rows = a.by(key, depth)
         t = Table(title=f"by {group_by}" + (f" (depth {depth})" if depth else ""), title_justify="left",
                   box=box.SIMPLE_HEAD)
-        for col in ("group", "ops", "FLOPs", "bytes", "FLOP/B", "bound", "attainable", "time", "share",
+        for col in (group_by, "ops", "FLOPs", "bytes", "FLOP/B", "bound", "attainable", "time", "share",
                     *(("measured", "efficiency") if measured else ())):
-            t.add_column(col, justify="left" if col in ("group", "bound") else "right", overflow="fold")
+            t.add_column(col, justify="left" if col in (group_by, "bound") else "right", overflow="fold")
         for r in rows[:top]:
             cells = [r.name, str(r.ops), format_flop(r.flops), format_bytes(r.bytes), _ai(r.intensity), r.bound,
                      format_flops(r.attainable_flops), format_seconds(r.time), f"{r.share:.1%}"]
