@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import html
 import io
 import math
 import shutil
@@ -125,15 +124,3 @@ def _ai(x: float) -> str:
 
 def _opt(x: float, fmt) -> str:  # type: ignore[no-untyped-def]
     return "-" if x is None or not np.isfinite(x) else fmt(x)
-
-
-def summary_html(a: Analysis) -> str:
-    """A small HTML summary + top-10 table for Jupyter's ``_repr_html_``."""
-    rows = []
-    for i in a.order()[:10]:
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-            a.workload.strings("name", i), a.workload.strings("kind", i), _ai(a.intensity[i]), a.bound[i],
-            format_seconds(a.total_op_time[i]), f"{a.share[i]:.1%}")) + "</tr>")
-    head = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(a))
-    return (f"<div><ul>{head}</ul><table><tr><th>op</th><th>kind</th><th>FLOP/B</th><th>bound</th>"
-            f"<th>time</th><th>share</th></tr>{''.join(rows)}</table></div>")
