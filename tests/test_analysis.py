@@ -148,3 +148,115 @@ def test_cache_aware_time_takes_the_slowest_level():
     # no L1 ceiling on this device: the column is ignored with a warning
     b = analyze(Workload.from_ops([Op("x", flops=1e9, bytes_read=1e9, bytes_l1=1e12)]), gpu())
     assert b.time[0] == pytest.approx(0.5e-3) and any("no L1 ceiling" in w for w in b.warnings)
+
+
+# -- cache-aware judging of measured points ---------------------------------------------
+KiB, MiB = 1024, 1024 * 1024
+
+
+def cached_cpu():
+    """L1 1 TB/s (32 KiB), L2 400 GB/s (1 MiB), DRAM 50 GB/s (no capacity: unbounded); one 1 TFLOP/s roof."""
+    return Device("cached-cpu", kind="cpu", compute=(ComputeCeiling("vector", "fp32", 1e12),),
+                  memory=(MemoryCeiling("L1", 1e12, 32 * KiB), MemoryCeiling("L2", 400e9, 1 * MiB),
+                          MemoryCeiling("DRAM", 50e9, None)))
+
+
+def unary_elementwise(working_set: float, speedup_over_dram: float) -> Op:
+    """x -> f(x) in fp32: n FLOPs, reads 4n B, writes 4n B (AI 1/8), measured at ``speedup`` x the DRAM time."""
+    n = working_set / 8
+    return Op("mul", kind="elementwise", flops=n, bytes_read=4 * n, bytes_written=4 * n,
+              measured_seconds=working_set / 50e9 / speedup_over_dram)
+
+
+def test_measured_op_whose_working_set_fits_l2_is_judged_against_l2():
+    a = analyze(Workload.from_ops([unary_elementwise(512 * KiB, 3.0)]), cached_cpu())
+    # working set 524288 B: > L1's 32 KiB, <= L2's 1 MiB -> judged vs L2
+    assert a.judged_level.tolist() == ["L2"] and a.judged_label(0) == "L2" and a.judged_at_cache[0]
+    # AI = 65536 FLOP / 524288 B = 0.125; L2 attainable = min(1e12, 0.125 x 400e9) = 50 GFLOP/s
+    assert a.intensity[0] == pytest.approx(0.125)
+    assert a.judged_attainable_flops[0] == pytest.approx(50e9)
+    # achieved = 3 x the DRAM slope = 3 x 0.125 x 50e9 = 18.75 GFLOP/s; efficiency = 18.75 / 50 = 0.375
+    assert a.achieved_flops[0] == pytest.approx(18.75e9)
+    assert a.efficiency[0] == pytest.approx(18.75e9 / (0.125 * 400e9)) and a.efficiency[0] == pytest.approx(0.375)
+    assert not a.above_roof[0] and not any("above roof" in w for w in a.warnings)
+    assert "judged vs L2" in a.verdict(0) and "above roof" not in a.verdict(0)
+
+
+def test_measured_op_too_big_for_any_cache_is_judged_against_dram_and_flagged():
+    a = analyze(Workload.from_ops([unary_elementwise(64 * MiB, 3.0)]), cached_cpu())
+    # 64 MiB > L2's 1 MiB: judged vs DRAM, attainable 0.125 x 50e9 = 6.25 GFLOP/s; 3x that -> efficiency 3
+    assert a.judged_level.tolist() == ["DRAM"] and not a.judged_at_cache[0]
+    assert a.judged_attainable_flops[0] == pytest.approx(6.25e9)
+    assert a.efficiency[0] == pytest.approx(3.0)
+    assert a.above_roof[0] and any("above roof" in w for w in a.warnings)
+
+
+def test_judging_leaves_the_predicted_time_and_bound_alone():
+    small, big = unary_elementwise(512 * KiB, 3.0), unary_elementwise(64 * MiB, 3.0)
+    unmeasured = Op("mul", kind="elementwise", flops=small.flops, bytes_read=small.bytes_read,
+                    bytes_written=small.bytes_written)
+    a = analyze(Workload.from_ops([small, big, unmeasured]), cached_cpu())
+    # predicted from main memory, as the bytes model says: 524288 B / 50e9 = 10.48576 us, 64 MiB / 50e9 = 1.342 ms
+    np.testing.assert_allclose(a.time, [524288 / 50e9, 64 * MiB / 50e9, 524288 / 50e9], rtol=1e-12)
+    np.testing.assert_allclose(a.attainable_flops, [6.25e9] * 3, rtol=1e-12)  # 0.125 x 50e9
+    assert a.bound.tolist() == ["memory"] * 3 and [a.level_label(i) for i in range(3)] == ["DRAM"] * 3
+    # the unmeasured op is not judged: it keeps its predicted level and attainable
+    assert a.judged_level.tolist() == ["L2", "DRAM", "DRAM"]
+    assert a.judged_attainable_flops[2] == a.attainable_flops[2]
+
+
+def test_judging_skips_ops_naming_a_level_and_caches_without_capacity():
+    # an op that names L2 keeps L2; a collective keeps the link, whatever their working sets
+    ops = [Op("l1op", flops=1e3, bytes_read=1e3, level="L2", measured_seconds=1.0),
+           Op("ar", kind="collective", bytes_read=1e3, level="interconnect", measured_seconds=1.0)]
+    a = analyze(Workload.from_ops(ops), gpu())
+    assert a.judged_level.tolist() == ["L2", "interconnect"] and not a.judged_at_cache.any()
+    # a cache level with no stated capacity never takes an op: 1 kB fits anything, but L2 here has no capacity
+    dev = Device("no-cap", compute=(ComputeCeiling("vector", "fp32", 1e12),),
+                 memory=(MemoryCeiling("HBM", 1e12, 80e9), MemoryCeiling("L2", 10e12, None)))
+    b = analyze(Workload.from_ops([Op("x", flops=1e3, bytes_read=1e3, measured_seconds=1.0)]), dev)
+    assert b.judged_level.tolist() == ["HBM"]
+
+
+def test_judging_keeps_the_per_level_bytes_terms():
+    # bytes_l2 = 4 MiB at L2 400 GB/s = 10.49 us; working set 512 KiB fits L2: 524288 / 400e9 = 1.31 us
+    # judged time = max(65536 / 1e12, 1.31 us, 10.49 us) = 10.49 us
+    op = Op("stencil", kind="elementwise", flops=65536, bytes_read=262144, bytes_written=262144,
+            bytes_l2=4 * MiB, measured_seconds=20e-6)
+    a = analyze(Workload.from_ops([op]), cached_cpu())
+    assert a.judged_level[0] == "L2"
+    assert a.efficiency[0] == pytest.approx((4 * MiB / 400e9) / 20e-6)
+    # predicted: max(524288 / 50e9 = 10.49 us, 4 MiB / 400e9 = 10.49 us): unchanged by judging
+    assert a.time[0] == pytest.approx(max(524288 / 50e9, 4 * MiB / 400e9))
+
+
+def test_per_op_tolerance_array(seed):
+    # both ops at efficiency 1.08: 1e9 B at 10 GB/s = 0.1 s predicted, measured 0.1 / 1.08 s
+    ops = [Op(f"op{k}", flops=1e8, bytes_read=1e9, measured_seconds=0.1 / 1.08) for k in range(2)]
+    w = Workload.from_ops(ops)
+    # own tolerances 5% and 12%: 1.08 > 1.05 flags the first, 1.08 < 1.12 spares the second
+    a = analyze(w, seed, above_roof_tolerance=np.array([0.05, 0.12]))
+    assert a.above_roof.tolist() == [True, False]
+    assert "above roof" in a.verdict(0) and "above roof" not in a.verdict(1)
+    # one number still works for every op
+    assert analyze(w, seed, above_roof_tolerance=0.15).above_roof.tolist() == [False, False]
+    from roofline.errors import RooflineError
+
+    with pytest.raises(RooflineError, match=r"expected one number or 2 \(one per op\)"):
+        analyze(w, seed, above_roof_tolerance=[0.1, 0.1, 0.1])
+    with pytest.raises(RooflineError, match="must be numbers >= 0"):
+        analyze(w, seed, above_roof_tolerance=[0.1, float("nan")])
+
+
+def test_per_op_tolerance_and_judging_survive_a_json_round_trip(tmp_path):
+    w = Workload.from_ops([unary_elementwise(512 * KiB, 3.0), unary_elementwise(64 * MiB, 1.03)])
+    a = analyze(w, cached_cpu(), above_roof_tolerance=np.array([0.05, 0.02]))
+    # op 1: efficiency 1.03 > 1.02 -> flagged
+    assert a.above_roof.tolist() == [False, True]
+    d = a.to_dict()
+    assert d["ops"]["judged_level"] == ["L2", "DRAM"]
+    assert d["ops"]["judged_attainable_flops"] == pytest.approx([50e9, 6.25e9])
+    p = tmp_path / "a.json"
+    a.save(p)
+    b = Analysis.load(p)
+    assert b.to_dict() == d and b.above_roof.tolist() == [False, True]

@@ -24,7 +24,7 @@ from roofline.device import Device
 KiB, MiB = 1024, 1024 * 1024
 
 TINY = dict(max_bytes=2 * MiB, points_per_octave=2, repeats=3, min_sample_seconds=2e-4, gemm_sizes=(64,),
-            torch_gemm=False, ert_flops=(1, 2, 8), fma_sample_seconds=2e-4)
+            torch_gemm=False, ert_flops=(1, 2, 8), fma_sample_seconds=2e-4, audit=False)
 
 
 # -- plateau detection on synthetic curves ------------------------------------------------
@@ -195,8 +195,21 @@ def test_tiny_run_is_a_valid_measured_cpu_device(tiny_device: Device) -> None:
     assert gemm.provenance.details["sizes"] == [64]
     dram = d.memory_level("DRAM")
     assert "triad 24 B" in dram.provenance.note
-    # the DRAM figure is the long triad run: max(7, repeats=3) = 7 samples, and the provenance says so
-    assert dram.provenance.repeats == 7 and "long samples" in dram.provenance.method
+    # the DRAM roof is the best of long read/copy/triad/in-place runs (max(7, repeats=3) = 7 samples each);
+    # every method's figure is kept, and the winner is named
+    methods = {m.method.split(",")[0]: m.value for m in dram.provenance.methods}
+    assert set(methods) == {"numba STREAM read", "numba STREAM copy", "numba STREAM triad", "numba in-place x = x + s"}
+    assert dram.bandwidth == max(methods.values())
+    assert dram.provenance.method.startswith(max(methods, key=methods.get))
+    # each compute roof is the best of its methods; a CPU's vector roof counts its GEMMs
+    for c in d.compute:
+        assert c.flops == max(m.value for m in c.provenance.methods), c.label
+    v64 = {m.method.split(" (")[0] for m in d.ceiling("vector", "fp64").provenance.methods}
+    assert {"LLVM FMA kernel", "numba ERT in-place FMA curve", "numpy.matmul A@B", "numpy.matmul x@W.T"} <= v64
+    # no bf16/fp16 roof without native arithmetic; the bench says which precisions are native
+    assert d.bench is not None and d.bench.version >= 2 and d.bench.machine == machine.fingerprint()
+    for p in ("bf16", "fp16"):
+        assert (d.ceiling("matrix", p) is not None) == (p in d.bench.native)
     assert dram.provenance.details["working_set_bytes"][1] <= 2 * MiB  # a range within the sweep (TINY: 2 MiB)
     for key in ("cpu_model", "cores", "threads", "versions", "blas", "date", "sweep", "ert", "warnings"):
         assert key in d.metadata, key

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +28,9 @@ from roofline.frontends.llm import (
     ridge_batch,
     sweep_times,
 )
-from roofline.llm.model import build_workload, kv_cache_bytes
+from roofline.llm.model import LLMSpec, build_workload, experts_touched, kv_cache_bytes
+
+CONFIGS = Path(__file__).parent / "configs"
 
 
 def a100(capacity: str = "80 GB") -> Device:
@@ -111,18 +114,76 @@ def test_int4_weights_compute_on_the_16_bit_matrix_roof_with_group_scales():
     assert op(w8, "decode.layers.attn.q_proj").precision == "int8"
 
 
-def test_moe_reads_only_the_experts_a_batch_touches():
+def test_experts_touched_by_hand():
+    # Mixtral, E = 8, k = 2: a token leaves a given expert unread with probability 6/8
+    assert experts_touched(8, 2, 1) == 2.0  # 8 x (1 - 6/8)
+    assert experts_touched(8, 2, 2) == 3.5  # 8 x (1 - 36/64)
+    assert experts_touched(8, 2, 4) == pytest.approx(5.47, abs=0.005)  # 8 x (1 - 0.3164) = 5.469
+    assert experts_touched(8, 2, 64) == pytest.approx(8.0, abs=1e-6)  # 0.75^64 = 1e-8
+    n = np.array([0, 1, 2, 3, 64])
+    assert experts_touched(8, 2, n).tolist() == pytest.approx([0, 2, 3.5, 8 * (1 - 0.75 ** 3), 8 * (1 - 0.75 ** 64)])
+    assert experts_touched(8, 2, n, "worst").tolist() == [0, 2, 4, 6, 8]  # min(E, n x k)
+    assert experts_touched(8, 2, n, "best").tolist() == [0, 2, 2, 2, 2]  # k
+    assert experts_touched(8, 8, n).tolist() == [0, 8, 8, 8, 8]  # top_k = E: every expert, every step
+    assert experts_touched(0, 0, n).tolist() == [0] * 5  # dense
+
+
+def test_moe_expert_weight_bytes_follow_the_routing_rule():
+    cfg = {**json.loads(CONFIGS.joinpath("mixtral_tiny.json").read_text()), "num_local_experts": 8}  # Mixtral's 8, top-2
+    # one expert per layer: gate, up and down, hidden 64 x intermediate 128, bf16: 3 x 64 x 128 x 2 = 49,152 B
+    expert = 3 * 64 * 128 * 2
+
+    def expert_bytes(phase="decode", **kw):
+        w = from_llm(cfg, phase=phase, **kw)
+        return sum(op(w, f"{phase}.layers.moe.experts.{p}").weight_bytes for p in ("gate_proj", "up_proj", "down_proj"))
+
+    for routing in ("expected", "worst", "best"):
+        assert expert_bytes(batch=1, moe_routing=routing) == 2 * expert  # one token: its top-2, whatever the rule
+    # batch 2, expected: 8 x (1 - (6/8)^2) = 3.5 experts = 3.5/8 of the 8 x 49,152 = 393,216 B, i.e. 172,032 B
+    assert expert_bytes(batch=2) == 172_032 == 3.5 / 8 * 8 * expert
+    assert expert_bytes(batch=2, moe_routing="worst") == 4 * expert  # min(8, 2 x 2)
+    assert expert_bytes(batch=2, moe_routing="best") == 2 * expert  # both tokens on the same two
+    # prefill: n = batch x prompt tokens = 2 x 3 = 6
+    assert expert_bytes("prefill", batch=2, prompt=3) == pytest.approx(8 * (1 - 0.75 ** 6) * expert)
+    assert expert_bytes("prefill", batch=2, prompt=3, moe_routing="worst") == 8 * expert  # min(8, 12)
+
+
+def test_moe_worst_case_reads_min_of_experts_and_assignments():
     d, f = 4096, 14336
     expert = 3 * d * f * 2  # gate, up, down in bf16
 
     def expert_bytes(w, phase):
         return sum(op(w, f"{phase}.layers.moe.experts.{p}").weight_bytes for p in ("gate_proj", "up_proj", "down_proj"))
 
-    assert expert_bytes(from_llm("mixtral-8x7b", phase="decode", batch=1), "decode") == 2 * expert  # top-2
-    assert expert_bytes(from_llm("mixtral-8x7b", phase="decode", batch=3), "decode") == 6 * expert
-    assert expert_bytes(from_llm("mixtral-8x7b", phase="decode", batch=64), "decode") == 8 * expert  # min(8, 128)
-    w = from_llm("mixtral-8x7b", phase="decode", batch=5)
-    assert op(w, "decode.layers.moe.experts.gate_proj").flops == 2 * (5 * 2) * d * f  # 10 token-expert pairs
+    worst = {"moe_routing": "worst"}
+    assert expert_bytes(from_llm("mixtral-8x7b", phase="decode", batch=1, **worst), "decode") == 2 * expert  # top-2
+    assert expert_bytes(from_llm("mixtral-8x7b", phase="decode", batch=3, **worst), "decode") == 6 * expert
+    assert expert_bytes(from_llm("mixtral-8x7b", phase="decode", batch=64, **worst), "decode") == 8 * expert
+    for routing in ("expected", "worst", "best"):  # FLOPs count token-expert pairs, not experts touched
+        w = from_llm("mixtral-8x7b", phase="decode", batch=5, moe_routing=routing)
+        assert op(w, "decode.layers.moe.experts.gate_proj").flops == 2 * (5 * 2) * d * f  # 10 token-expert pairs
+
+
+def test_moe_routing_is_stated_and_travels_with_the_workload():
+    w = from_llm("mixtral-8x7b", phase="decode", batch=2)
+    line = next(a for a in w.assumptions if a.startswith("MoE"))
+    assert "expected" in line and "E x (1 - (1 - top_k/E)^n)" in line
+    w = from_llm("mixtral-8x7b", phase="decode", batch=2, moe_routing="worst")
+    assert "min(E, n x top_k)" in next(a for a in w.assumptions if a.startswith("MoE"))
+    assert w.info["moe_routing"] == "worst"
+    assert llm_report(analyze(w, a100())).spec.moe_routing == "worst"  # read back from info['llm']
+    old = {k: v for k, v in w.info["llm"].items() if k != "moe_routing"}
+    assert LLMSpec.from_dict(old).moe_routing == "worst"  # files from before the option: the old rule
+
+
+def test_moe_routing_sweep_agrees_with_full_analysis():
+    dev = a100()
+    for routing in ("worst", "best"):
+        spec = make_spec("mixtral-8x7b", phase="generate", prompt=30, gen=5, moe_routing=routing)
+        batches = np.array([1, 2, 7])
+        t = sweep_times(spec, batch=batches, ceilings=device_ceilings(dev, spec.precisions))["total"]
+        for b, tb in zip(batches, t, strict=True):
+            assert tb == pytest.approx(analyze(build_workload(spec.replace(batch=int(b))), dev).total_time, rel=1e-9)
 
 
 def test_parameter_counts_match_the_published_sizes():
@@ -372,6 +433,13 @@ def test_bad_phase():
         from_llm("llama-2-7b", phase="train")
 
 
+def test_bad_moe_routing():
+    with pytest.raises(RooflineError, match=r"^moe_routing: 'average' is not one of expected, worst, best$"):
+        from_llm("mixtral-8x7b", moe_routing="average")
+    with pytest.raises(RooflineError, match="moe_routing: None is not one of"):
+        make_spec("mixtral-8x7b", moe_routing=None)
+
+
 # -- command line -----------------------------------------------------------------------
 @pytest.fixture
 def device_file(tmp_path):
@@ -419,6 +487,22 @@ def test_cli_errors_are_one_line(capsys, device_file):
     assert "does not fit" in capsys.readouterr().err
     assert main(["llm", "llama-2-7b"]) == 2
     assert "--device is required" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # a usage error: one line, exit 2
+        main(["llm", "mixtral-8x7b", "--device", device_file, "--moe-routing", "average"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("roofline: error:") and "--moe-routing" in err and "'average'" in err and err.count("\n") == 1
+
+
+def test_cli_moe_routing(capsys, device_file):
+    assert main(["llm", "mixtral-8x7b", "--device", device_file, "--phase", "decode", "--batch", "2",
+                 "--moe-routing", "best", "--json", str(Path(device_file).with_name("a.json"))]) == 0
+    out = capsys.readouterr().out
+    assert "MoE routing best" in out
+    data = json.loads(Path(device_file).with_name("a.json").read_text())
+    assert data["workload"]["info"]["moe_routing"] == "best"
+    assert main(["llm", "mixtral-8x7b", "--device", device_file, "--phase", "decode"]) == 0
+    assert "MoE routing expected" in capsys.readouterr().out  # the default
 
 
 def test_kv_cache_bytes_vectorised():
@@ -477,8 +561,9 @@ def _cross_check(model: str, layers: int | None) -> None:
             if weights_agree or c != "mlp":
                 assert mine[c][1] == pytest.approx(hf[c][1], rel=0.02), c
             else:
-                # grouped-matmul experts read all 8 experts; a batch of 2 touches min(8, 2 x 2) = 4
-                assert mine[c][1] == pytest.approx(hf[c][1] * 4 / 8, rel=0.02), c
+                # grouped-matmul experts read all 8 experts; a batch of 2 touches 8 x (1 - (6/8)^2) = 3.5
+                # (expected, uniform routing); prefill's 128 tokens touch all 8 to within 1e-15
+                assert mine[c][1] == pytest.approx(hf[c][1] * 3.5 / 8, rel=0.02), c
 
 
 @pytest.mark.parametrize("model", ["llama-2-7b", "mixtral-8x7b"])

@@ -10,7 +10,18 @@ import pytest
 
 from roofline import ComputeCeiling, Device, MemoryCeiling, Provenance
 from roofline.errors import RooflineError
-from roofline.measurement import Timing, join_events, kernel, measure_callable, time_calls, timing_of
+from roofline.measurement import (
+    SINGLE_SAMPLE_TOLERANCE,
+    OpTimings,
+    Timing,
+    _tolerance,
+    join_events,
+    kernel,
+    measure_callable,
+    op_timings_of,
+    time_calls,
+    timing_of,
+)
 
 N = 4_000_000  # 3 arrays x 32 MB: past the 32 MB L3 of the CI machine
 
@@ -63,6 +74,11 @@ def test_measured_cnn_ops_join_the_trace_and_stay_under_the_top_roof():
     assert info["sum_of_op_times"] == pytest.approx(float(sec.sum())) and info["repeats"] == 5
     assert not a.above_roof.any()
     assert (a.efficiency <= 1).all()
+    # per-op timings kept: 2 profiled runs per op, their median is the op's measured time
+    ot = op_timings_of(a)
+    assert ot is not None and (ot.samples == 2).all()
+    np.testing.assert_array_equal(ot.median, sec)
+    assert np.shape(a.above_roof_tolerance) == (len(sec),)  # each op's own tolerance
     # names and modules come from the trace
     assert a.workload.strings("group", int(np.argmax(a.workload.columns["flops"]))) in ("conv1", "conv2", "fc")
 
@@ -216,3 +232,73 @@ def test_cli_torch_measure(tmp_path, capsys):
     assert np.isfinite(a.workload.columns["measured_seconds"]).all()
     assert [a.workload.strings("name", i) for i in range(len(a.workload))] == ["addmm", "relu"]
     assert "measured:" in capsys.readouterr().out
+
+
+def test_op_timings_percentiles_and_tolerance_rule():
+    # 3 runs x 4 ops (seconds); NaN = no profiler event in that run
+    per_run = np.array([[1.0, 1.0, 2.0, np.nan],
+                        [0.9375, 0.85, np.nan, np.nan],
+                        [1.01, 1.2, np.nan, np.nan]])
+    ot = OpTimings.of(per_run)
+    # op 0 sorted 0.9375, 1.0, 1.01: median 1.0; p10 = 0.9375 + 0.2 x (1.0 - 0.9375) = 0.95; p90 = 1.0 + 0.8 x 0.01
+    assert ot.median[0] == pytest.approx(1.0) and ot.low[0] == pytest.approx(0.95) and ot.high[0] == pytest.approx(1.008)
+    # op 1 sorted 0.85, 1.0, 1.2: p10 = 0.85 + 0.2 x 0.15 = 0.88
+    assert ot.low[1] == pytest.approx(0.88)
+    assert ot.samples.tolist() == [3, 3, 1, 0] and ot.median[2] == 2.0 and math.isnan(ot.median[3])
+    # tolerance = (median - p10) / median: 0.05, 0.12; one sample: the stated 10% default; floor 2%
+    np.testing.assert_allclose(ot.tolerance(), [0.05, 0.12, SINGLE_SAMPLE_TOLERANCE, SINGLE_SAMPLE_TOLERANCE])
+    assert SINGLE_SAMPLE_TOLERANCE == 0.10
+    assert OpTimings.of(np.array([[1.0], [1.0]])).tolerance()[0] == 0.02  # no spread: the 2% floor
+    d = ot.to_dict()
+    assert d["median"][3] is None and d["samples"] == [3, 3, 1, 0]
+
+
+def test_each_op_is_flagged_against_its_own_spread_not_the_whole_models():
+    from roofline import Op, Workload, analyze
+
+    dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
+    # two ops of 1e9 B at 10 GB/s = 0.1 s predicted, each measured (median) at 0.1 / 1.08 s: efficiency 1.08
+    t = 0.1 / 1.08
+    per_run = np.array([[1.0, 1.0], [0.9375, 0.85], [1.01, 1.2]]) * t  # own spreads 5% and 12% (previous test)
+    ot = OpTimings.of(per_run)
+    w = Workload.from_ops([Op(f"op{k}", flops=1e8, bytes_read=1e9, measured_seconds=ot.median[k]) for k in range(2)])
+    own = analyze(w, dev, above_roof_tolerance=ot.tolerance())
+    # 1.08 > 1 + 0.05 flags op 0; 1.08 < 1 + 0.12 spares op 1
+    assert own.above_roof.tolist() == [True, False]
+    # the old rule: the whole model's fast-side spread, here 15% ((1.0 - 0.85) / 1.0 from its 11 timed repeats),
+    # hides both
+    whole = Timing.of([0.85] * 2 + [1.0] * 9)  # p10 = 0.85, median = 1.0
+    assert _tolerance(whole) == pytest.approx(0.15)
+    assert analyze(w, dev, above_roof_tolerance=_tolerance(whole)).above_roof.tolist() == [False, False]
+    # a callable timed once has no spread of its own: the 10% default
+    assert _tolerance(Timing.of([1.0])) == SINGLE_SAMPLE_TOLERANCE
+
+
+def test_chart_notes_the_level_a_measured_point_is_judged_against():
+    pytest.importorskip("matplotlib")
+    from roofline import Op, Workload, analyze
+    from roofline.render.chart import plot, points_of
+
+    dev = Device("cached-cpu", kind="cpu", compute=(ComputeCeiling("vector", "fp32", 1e12),),
+                 memory=(MemoryCeiling("L1", 1e12, 32 * 1024), MemoryCeiling("L2", 400e9, 1024 * 1024),
+                         MemoryCeiling("DRAM", 50e9, None)))
+    n = 65536  # 512 KiB working set (fits L2) and 64 MiB (fits nothing), both at 3x the DRAM slope
+    ops = [Op(f"mul{k}", kind="elementwise", flops=n * m, bytes_read=4 * n * m, bytes_written=4 * n * m,
+              measured_seconds=8 * n * m / 50e9 / 3) for k, m in enumerate((1, 128))]
+    a = analyze(Workload.from_ops(ops), dev)
+    measured = [p for p in points_of(a) if p.measured]
+    assert sorted(p.judged for p in measured) == ["", "L2"]
+    import matplotlib.pyplot as plt
+
+    fig = plot(a)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    plt.close(fig)
+    assert "measured, judged vs L2 (working set fits)" in legend and "measured" in legend
+    from roofline.render.terminal import render
+
+    text = render(a, color=False)
+    assert "measured points judged vs a cache level (working set fits): 1 vs L2" in text
+    # the verdict's bracketed notes reach the table (not eaten as rich markup); the column may wrap them
+    squashed = "".join(text.split())
+    assert "[measuredpointjudgedvsL2:itsworkingsetfits]" in squashed
+    assert "[aboveroof:checkunits" in squashed  # the 64 MiB op, 3x above the DRAM roof

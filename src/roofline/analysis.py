@@ -10,6 +10,14 @@ documented fallback (:meth:`roofline.device.Device.choose_compute`), recorded
 per op.  Its memory roof is main memory unless the op names a level
 (``interconnect`` means the device link).  ``analyze`` is pure: nothing printed.
 
+Measured points are judged cache-aware: a measured op on main memory whose
+working set (bytes read + written by one run) fits a faster level's capacity
+is held to that level's slope (the fastest such level; levels without a stated
+capacity are never chosen), since its data can stay there between runs.  Its
+efficiency and above-roof flag use that judging roof (``judged_level``,
+``judged_attainable_flops``); its predicted time and bound keep the bytes
+model (main memory unless per-level bytes are given).
+
 >>> from roofline import Device, Op, Workload, analyze
 >>> a = analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9)]),
 ...             Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -82,8 +91,10 @@ class Analysis:
     memory_time: np.ndarray
     time: np.ndarray  # per single run
     total_op_time: np.ndarray  # x count
+    judged_level_index: np.ndarray  # per op: level its measured point is judged at (index into levels, -1 link)
+    judged_time: np.ndarray  # per single run: roofline time at the judging level (= time unless judged at a cache)
     warnings: list[str] = field(default_factory=list)
-    above_roof_tolerance: float = 0.0
+    above_roof_tolerance: float | np.ndarray = 0.0  # one number, or one per op
 
     # -- per-op derived ----------------------------------------------------
     @cached_property
@@ -117,12 +128,35 @@ class Analysis:
         return self.workload.bytes / self.workload.columns["measured_seconds"]
 
     @cached_property
+    def judged_attainable_flops(self) -> np.ndarray:
+        """FLOP/s attainable at the judging level: min(peak, intensity x that level's bandwidth).
+
+        Equal to ``attainable_flops`` except for measured ops judged at a cache level.
+        """
+        flops = self.workload.columns["flops"]
+        jt = self.judged_time
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(jt > 0, flops / np.where(jt > 0, jt, 1.0), 0.0)
+
+    @cached_property
+    def judged_level(self) -> np.ndarray:
+        """Name of the memory level each op is judged at ('interconnect' for the link)."""
+        names = np.asarray([m.level for m in self.levels] + ["interconnect"])
+        return names[self.judged_level_index]  # -1 picks the last: interconnect
+
+    @cached_property
+    def judged_at_cache(self) -> np.ndarray:
+        """True where a measured op is judged at a faster level than its predicted roof's."""
+        return self.judged_level_index != self.level_index
+
+    @cached_property
     def efficiency(self) -> np.ndarray:
-        """Roofline time / measured time = achieved / attainable (nan when not measured)."""
-        return self.time / self.workload.columns["measured_seconds"]
+        """Judged roofline time / measured time = achieved / judged attainable (nan when not measured)."""
+        return self.judged_time / self.workload.columns["measured_seconds"]
 
     @cached_property
     def above_roof(self) -> np.ndarray:
+        """Measured ops whose efficiency exceeds 1 + their tolerance (``above_roof_tolerance``)."""
         with np.errstate(invalid="ignore"):
             return np.nan_to_num(self.efficiency, nan=0.0) > 1.0 + self.above_roof_tolerance
 
@@ -134,6 +168,11 @@ class Analysis:
 
     def level_label(self, i: int) -> str:
         j = int(self.level_index[i])
+        return "interconnect" if j < 0 else self.levels[j].level
+
+    def judged_label(self, i: int) -> str:
+        """The memory level op ``i``'s measured point is judged at."""
+        j = int(self.judged_level_index[i])
         return "interconnect" if j < 0 else self.levels[j].level
 
     # -- totals ------------------------------------------------------------
@@ -215,6 +254,8 @@ class Analysis:
         fb = self.fallback(i)
         if fb:
             text += f" [ceiling fallback {fb}]"
+        if self.judged_at_cache[i]:
+            text += f" [measured point judged vs {self.judged_label(i)}: its working set fits]"
         if self.above_roof[i]:
             text += f" [{ABOVE_ROOF}]"
         return text
@@ -230,7 +271,8 @@ class Analysis:
             "schema": ANALYSIS_SCHEMA,
             "device": self.device.to_dict(),
             "workload": self.workload.to_dict(),
-            "options": {"above_roof_tolerance": self.above_roof_tolerance},
+            "options": {"above_roof_tolerance": self.above_roof_tolerance if np.ndim(self.above_roof_tolerance) == 0
+                        else clean(self.above_roof_tolerance)},
             "totals": {"time": self.total_time, "flops": self.total_flops, "bytes": self.total_bytes,
                        "measured_seconds": None if math.isnan(self.total_measured_seconds) else self.total_measured_seconds,
                        "time_share_by_bound": self.time_share_by_bound()},
@@ -240,6 +282,8 @@ class Analysis:
                     "bound": self.bound.tolist(),
                     "ceiling": [self.ceiling_label(i) for i in range(len(self.time))],
                     "fallback": [self.fallback(i) for i in range(len(self.time))],
+                    "judged_level": self.judged_level.tolist(),
+                    "judged_attainable_flops": clean(self.judged_attainable_flops),
                     "efficiency": clean(self.efficiency), "above_roof": self.above_roof.tolist()},
             "warnings": list(self.warnings),
         }
@@ -274,11 +318,18 @@ class Analysis:
         return notebook_html(self)
 
 
-def analyze(workload: Workload, device: Device, *, above_roof_tolerance: float = 0.0) -> Analysis:
+def analyze(workload: Workload, device: Device, *,
+            above_roof_tolerance: float | Sequence[float] | np.ndarray = 0.0) -> Analysis:
     """Place every op of ``workload`` under the roofs of ``device``.
 
     ``above_roof_tolerance``: a measured op is flagged above the roof when its
-    efficiency exceeds 1 + tolerance (e.g. 0.1 for a measurement spread of 10%).
+    efficiency exceeds 1 + tolerance (e.g. 0.1 for a measurement spread of 10%);
+    one number for every op, or one per op (each op's own timing spread, as
+    :func:`roofline.measurement.measure` gives).
+
+    Measured ops are judged cache-aware (see the module docs): efficiency and
+    the above-roof flag use the roof of the fastest level whose capacity holds
+    the op's working set; ``time`` and ``bound`` do not change.
 
     >>> from roofline import Device, Op, Workload, analyze
     >>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
@@ -333,6 +384,7 @@ def analyze(workload: Workload, device: Device, *, above_roof_tolerance: float =
     nbytes = w.bytes
     compute_time = flops / peak
     memory_time = nbytes / bandwidth
+    cache_time: np.ndarray | None = None  # slowest of the per-level terms
     for column, level in CACHE_BYTES.items():  # hierarchical terms: the slowest level sets the memory time
         cache = w.columns[column]
         if not cache.any():
@@ -344,19 +396,80 @@ def analyze(workload: Workload, device: Device, *, above_roof_tolerance: float =
             continue
         if m not in levels:
             levels.append(m)
-        memory_time = np.maximum(memory_time, cache / m.bandwidth)
+        term = cache / m.bandwidth
+        cache_time = term if cache_time is None else np.maximum(cache_time, term)
+    if cache_time is not None:
+        memory_time = np.maximum(memory_time, cache_time)
     time = np.maximum(compute_time, memory_time)
+    judged_level_index, judged_time = _judge(w, device, levels, level_index, nbytes, compute_time, cache_time, time)
+    tolerance = _tolerance_of(above_roof_tolerance, n)
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(nbytes > 0, flops / np.where(nbytes > 0, nbytes, 1.0), np.where(flops > 0, np.inf, 0.0))
     used_fallbacks = sorted({f for f in fallbacks if f})
     for f in used_fallbacks:
         warnings.append(f"device {device.name!r} lacks a ceiling; fell back {f}")
     a = Analysis(w, device, ceilings, ceiling_index, fallbacks, levels, level_index, peak, bandwidth,
-                 intensity, compute_time, memory_time, time, time * w.columns["count"], warnings,
-                 above_roof_tolerance)
+                 intensity, compute_time, memory_time, time, time * w.columns["count"], judged_level_index,
+                 judged_time, warnings, tolerance)
     if w.has_measurements:
         k = int(a.above_roof.sum())
         if k:
             a.warnings.append(f"{k} measured op(s) {ABOVE_ROOF}")
     assert n == len(time)
     return a
+
+
+def _tolerance_of(value: float | Sequence[float] | np.ndarray, n: int) -> float | np.ndarray:
+    """A scalar tolerance as a float, a per-op one as a float array of length ``n``; both >= 0."""
+    t = np.asarray(value, dtype=float)  # None (JSON null) becomes nan and is refused below
+    if t.ndim == 0:
+        out: float | np.ndarray = float(t)
+    elif t.shape == (n,):
+        out = t
+    else:
+        raise RooflineError(f"above_roof_tolerance: expected one number or {n} (one per op), got shape {t.shape}")
+    if not np.all(t >= 0):  # also catches nan
+        raise RooflineError("above_roof_tolerance: values must be numbers >= 0")
+    return out
+
+
+def _judge(w: Workload, device: Device, levels: list[MemoryCeiling], level_index: np.ndarray, nbytes: np.ndarray,
+           compute_time: np.ndarray, cache_time: np.ndarray | None,
+           time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per op: the level its measured point is judged at (index into ``levels``) and the roofline time there.
+
+    Only measured ops on main memory move: to the fastest level faster than main
+    memory whose stated capacity holds the op's working set (bytes read +
+    written by one run).  Main memory holds everything (a capacity of None is
+    unbounded); a cache level without a capacity is never chosen.  The time at
+    the judging level is max(FLOPs / peak, working set / its bandwidth, the
+    per-level cache terms).  Unmeasured ops return ``level_index`` and ``time``
+    themselves, so an analysis without measurements pays one isfinite pass.
+    """
+    measured = np.isfinite(w.columns["measured_seconds"])
+    main = device.main_memory
+    caches = device.judging_caches()  # slowest first: a faster level that fits overrides
+    if not caches or not measured.any() or main not in levels:
+        return level_index, time
+    candidates = np.flatnonzero(measured & (level_index == levels.index(main)))
+    ws = nbytes[candidates]
+    choice = np.full(len(candidates), -1, dtype=np.int32)
+    for k, m in enumerate(caches):
+        choice[ws <= m.capacity] = k
+    fits = choice >= 0
+    if not fits.any():
+        return level_index, time
+    idx, choice = candidates[fits], choice[fits]
+    for m in caches:
+        if m not in levels and np.any(choice == caches.index(m)):
+            levels.append(m)
+    level_of_choice = np.asarray([levels.index(m) if m in levels else -1 for m in caches], dtype=level_index.dtype)
+    bw = np.asarray([m.bandwidth for m in caches])[choice]
+    judged_level_index = level_index.copy()
+    judged_level_index[idx] = level_of_choice[choice]
+    judged_time = time.copy()
+    t = np.maximum(compute_time[idx], nbytes[idx] / bw)
+    if cache_time is not None:
+        t = np.maximum(t, cache_time[idx])
+    judged_time[idx] = t
+    return judged_level_index, judged_time

@@ -47,12 +47,43 @@ PRECISION_FALLBACK: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True)
+class MethodFigure:
+    """One measuring method's figure for a ceiling; a measured ceiling is the best of its methods.
+
+    ``statistic`` says which number ``value`` is (e.g. "best of 11 samples"); ``spread``
+    is (low, high) of that method's samples in the ceiling's units.
+    """
+
+    method: str
+    value: float
+    spread: tuple[float, float] | None = None
+    statistic: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": self.method, "value": float(self.value)}
+        if self.spread is not None:
+            out["spread"] = [float(self.spread[0]), float(self.spread[1])]
+        if self.statistic:
+            out["statistic"] = self.statistic
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str) -> MethodFigure:
+        if not isinstance(d, Mapping) or "method" not in d or "value" not in d:
+            raise RooflineError(f"provenance.methods: each entry needs 'method' and 'value', got {d!r:.80}", where=where)
+        value = _number(d["value"], "provenance.methods.value", where)
+        return cls(str(d["method"]), value, _pair(d.get("spread"), "provenance.methods.spread", where),
+                   str(d.get("statistic", "")))
+
+
+@dataclass(frozen=True)
 class Provenance:
     """Where a number came from.
 
     ``kind`` is datasheet, derived (the derivation in ``note``), measured
     (``method``, ``date``, ``repeats``, ``spread`` = (low, high) in the
-    ceiling's units) or user.
+    ceiling's units; ``methods``: every method's figure, the ceiling being
+    the best of them) or user.
     """
 
     kind: str = "user"
@@ -65,6 +96,7 @@ class Provenance:
     repeats: int = 0
     spread: tuple[float, float] | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    methods: tuple[MethodFigure, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "source": self.source}
@@ -79,6 +111,8 @@ class Provenance:
             out["spread"] = [float(self.spread[0]), float(self.spread[1])]
         if self.details:
             out["details"] = dict(self.details)
+        if self.methods:
+            out["methods"] = [m.to_dict() for m in self.methods]
         return out
 
     @classmethod
@@ -88,11 +122,10 @@ class Provenance:
         kind = d.get("kind", "datasheet")
         if kind not in PROVENANCE_KINDS:
             raise RooflineError(f"provenance.kind: {kind!r} is not one of {', '.join(PROVENANCE_KINDS)}", where=where)
-        spread = d.get("spread")
-        if spread is not None:
-            if not (isinstance(spread, (list, tuple)) and len(spread) == 2):
-                raise RooflineError(f"provenance.spread must be [low, high], got {spread!r}", where=where)
-            spread = (float(spread[0]), float(spread[1]))
+        spread = _pair(d.get("spread"), "provenance.spread", where)
+        methods = d.get("methods", [])
+        if not isinstance(methods, list):
+            raise RooflineError(f"provenance.methods must be a list, got {methods!r:.80}", where=where)
         return cls(
             kind=kind,
             source=str(d.get("source", "")),
@@ -104,6 +137,7 @@ class Provenance:
             repeats=int(d.get("repeats", 0)),
             spread=spread,
             details=dict(d.get("details", {})),
+            methods=tuple(MethodFigure.from_dict(m, where) for m in methods),
         )
 
     def describe(self) -> str:
@@ -162,6 +196,108 @@ class Interconnect:
 
 
 @dataclass(frozen=True)
+class SpecRoof:
+    """A theoretical compute roof: cores x clock x FMA pipes x lanes x 2, with its derivation written out."""
+
+    unit: str
+    precision: str
+    flops: float
+    derivation: str
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """One real kernel timed against the roofs by ``roofline bench --audit``.
+
+    ``flops`` and ``bytes`` are per call; ``seconds`` the median call time and ``spread``
+    its (fast, slow) quartiles; ``efficiency`` = roofline time / ``seconds`` against the roofs
+    as they were before the audit (above 1 beyond the spread: a wrong ceiling); ``roof`` the
+    compute ceiling it was judged by, ``level`` the memory level its working set fits;
+    ``raised`` what the audit raised because of it ("" when nothing).
+    """
+
+    kernel: str
+    unit: str
+    precision: str
+    roof: str
+    level: str
+    flops: float
+    bytes: float
+    seconds: float
+    spread: tuple[float, float]
+    efficiency: float
+    binding: str  # compute | memory
+    raised: str = ""
+
+    @property
+    def above_roof(self) -> bool:
+        """Faster than the roofs allow, beyond the kernel's own spread."""
+        return self.efficiency > 1.0 + self.noise
+
+    @property
+    def noise(self) -> float:
+        """The kernel's own relative spread: (slow - fast) quartile over the median time."""
+        return (self.spread[1] - self.spread[0]) / self.seconds if self.seconds > 0 else 0.0
+
+
+#: Version of what ``roofline bench`` measures; a cached device from an older bench is re-measured.
+BENCH_VERSION = 2
+
+
+@dataclass(frozen=True)
+class BenchFacts:
+    """What ``roofline bench`` knows about the machine it measured (typed, part of the device format).
+
+    ``machine``: a fingerprint (CPU model, logical CPUs, ISA flags) that a cached measurement
+    must match; ``native``: precisions with native arithmetic on this machine (a bf16/fp16 roof
+    is published only for those); ``spec``: theoretical roofs; ``audit``: the roof audit.
+    """
+
+    version: int
+    machine: str
+    isa: tuple[str, ...] = ()
+    native: tuple[str, ...] = ()
+    spec: tuple[SpecRoof, ...] = ()
+    audit: tuple[AuditResult, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "machine": self.machine, "isa": list(self.isa), "native": list(self.native),
+                "spec": [{"unit": r.unit, "precision": r.precision, "flops": float(r.flops), "derivation": r.derivation}
+                         for r in self.spec],
+                "audit": [{"kernel": a.kernel, "unit": a.unit, "precision": a.precision, "roof": a.roof,
+                           "level": a.level, "flops": float(a.flops), "bytes": float(a.bytes),
+                           "seconds": float(a.seconds), "spread": [float(a.spread[0]), float(a.spread[1])],
+                           "efficiency": float(a.efficiency), "binding": a.binding, "raised": a.raised}
+                          for a in self.audit]}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str) -> BenchFacts:
+        if not isinstance(d, Mapping):
+            raise RooflineError(f"bench must be an object, got {d!r:.80}", where=where)
+        version = d.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise RooflineError(f"bench.version must be an integer >= 1, got {version!r:.80}", where=where)
+        spec, audit = [], []
+        for i, r in enumerate(_list(d.get("spec", []), "bench.spec", where)):
+            _need(r, ("unit", "precision", "flops"), f"bench.spec[{i}]", where)
+            spec.append(SpecRoof(str(r["unit"]), str(r["precision"]), _number(r["flops"], f"bench.spec[{i}].flops", where),
+                                 str(r.get("derivation", ""))))
+        for i, a in enumerate(_list(d.get("audit", []), "bench.audit", where)):
+            f = f"bench.audit[{i}]"
+            _need(a, ("kernel", "seconds", "spread", "efficiency"), f, where)
+            spread = _pair(a["spread"], f"{f}.spread", where)
+            assert spread is not None
+            audit.append(AuditResult(
+                str(a["kernel"]), str(a.get("unit", "")), str(a.get("precision", "")), str(a.get("roof", "")),
+                str(a.get("level", "")), _number(a.get("flops", 0.0), f"{f}.flops", where),
+                _number(a.get("bytes", 0.0), f"{f}.bytes", where), _number(a["seconds"], f"{f}.seconds", where),
+                spread, _number(a["efficiency"], f"{f}.efficiency", where), str(a.get("binding", "")),
+                str(a.get("raised", ""))))
+        return cls(version=version, machine=str(d.get("machine", "")), isa=tuple(str(x) for x in d.get("isa", [])),
+                   native=tuple(str(x) for x in d.get("native", [])), spec=tuple(spec), audit=tuple(audit))
+
+
+@dataclass(frozen=True)
 class ComputeChoice:
     """The ceiling chosen for an op, and what was asked for when it differs."""
 
@@ -187,6 +323,7 @@ class Device:
     aliases: tuple[str, ...] = ()
     interconnect: Interconnect | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    bench: BenchFacts | None = None  # set on devices measured by roofline bench
 
     def __post_init__(self) -> None:
         where = f"device {self.name!r}"
@@ -264,6 +401,21 @@ class Device:
                 return m
         return max(self.memory, key=lambda m: (m.capacity or 0.0, -m.bandwidth))
 
+    def judging_caches(self) -> list[MemoryCeiling]:
+        """Levels a working set may be judged at instead of main memory, slowest first.
+
+        Those faster than main memory with a stated capacity (a level without one is never chosen).
+        """
+        main = self.main_memory
+        return sorted((m for m in self.memory if m.capacity is not None and m.bandwidth > main.bandwidth),
+                      key=lambda m: m.bandwidth)
+
+    def judging_level(self, working_set: float) -> MemoryCeiling:
+        """The level a measured working set is judged at: the fastest of :meth:`judging_caches` that
+        holds it, else main memory (the cache-aware rule of :mod:`roofline.analysis`)."""
+        fits = [m for m in self.judging_caches() if working_set <= (m.capacity or 0.0)]
+        return fits[-1] if fits else self.main_memory
+
     def memory_level(self, level: str | None = None) -> MemoryCeiling:
         """The ceiling for ``level``; ``None``, 'DRAM', 'HBM' and 'main' mean main memory."""
         if level is None or level == "" or level.upper() in (*MAIN_MEMORY, "MAIN"):
@@ -299,6 +451,8 @@ class Device:
             "name": self.interconnect.name, "bandwidth": float(self.interconnect.bandwidth),
             "provenance": self.interconnect.provenance.to_dict()}
         out["metadata"] = dict(self.metadata)
+        if self.bench is not None:
+            out["bench"] = self.bench.to_dict()
         return out
 
     @classmethod
@@ -351,7 +505,8 @@ class Device:
         try:
             return cls(name=str(d["name"]), vendor=str(d.get("vendor", "")), kind=str(d.get("kind", "gpu")),
                        aliases=tuple(d.get("aliases", ())), compute=tuple(compute), memory=tuple(memory),
-                       interconnect=interconnect, metadata=dict(d.get("metadata", {})))
+                       interconnect=interconnect, metadata=dict(d.get("metadata", {})),
+                       bench=None if d.get("bench") is None else BenchFacts.from_dict(d["bench"], where))
         except RooflineError as exc:
             raise RooflineError(str(exc), where=where.split(" (device")[0]) from None
 
@@ -368,6 +523,22 @@ class Device:
         from roofline.fileio import read_json
 
         return cls.from_dict(read_json(path), where=str(path))
+
+
+def _number(raw: Any, field_name: str, where: str) -> float:
+    """A finite real number (ints and floats; not bools, not strings)."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(float(raw)):
+        raise RooflineError(f"{field_name} must be a finite number, got {raw!r:.80}", where=where)
+    return float(raw)
+
+
+def _pair(raw: Any, field_name: str, where: str) -> tuple[float, float] | None:
+    """None, or [low, high] as two finite numbers."""
+    if raw is None:
+        return None
+    if not (isinstance(raw, (list, tuple)) and len(raw) == 2):
+        raise RooflineError(f"{field_name} must be [low, high], got {raw!r:.80}", where=where)
+    return (_number(raw[0], field_name, where), _number(raw[1], field_name, where))
 
 
 def _positive(value: float, field_name: str, where: str) -> None:

@@ -5,9 +5,11 @@
   the model then runs ``warmup`` times, ``repeats`` times timed whole (median
   and spread), and a few times under ``torch.profiler`` (CPU time per aten op;
   CUDA time on a GPU).  Profiler events are joined to the traced ops in
-  execution order by aten name.  Each op gets ``measured_seconds``; the
-  analysis then gives achieved FLOP/s, achieved bandwidth and efficiency =
-  achieved / attainable, and flags points above the roof.
+  execution order by aten name.  Each op gets ``measured_seconds`` (the median
+  of its profiled runs); the analysis then gives achieved FLOP/s, achieved
+  bandwidth and efficiency = achieved / attainable at the level the op is
+  judged at (the fastest memory level its working set fits, see
+  :mod:`roofline.analysis`), and flags points above that roof.
 * :func:`measure_callable` and the :func:`kernel` decorator do the same for
   any Python callable (numpy, numba, cupy, ...), given its FLOPs and bytes.
 
@@ -15,6 +17,13 @@ On the CPU the default device is the measured local one (the ``roofline bench``
 cache; measured quickly when there is none).  Timing noise — the spread
 between the 10th and 90th percentile of the repeats, relative to the median —
 above 20% is reported as a warning with the spread.
+
+Above-roof tolerance: each measured op is flagged only beyond its own
+fast-side spread, (median - p10) / median of its own samples (its profiled
+runs; the timed repeats for a callable), at least ``MIN_TOLERANCE`` (2%).
+An op with a single sample has no spread of its own and gets
+``SINGLE_SAMPLE_TOLERANCE`` (10%).  Per-op p10 / median / p90 seconds are kept
+in ``workload.info['measured']['ops']`` (:func:`op_timings_of`).
 
 >>> import numpy as np
 >>> from roofline import Device
@@ -44,6 +53,8 @@ from roofline.units import format_seconds
 from roofline.workload import Op, Workload
 
 NOISE_LIMIT = 0.20
+MIN_TOLERANCE = 0.02  # the above-roof tolerance is never below this (clock and profiler granularity)
+SINGLE_SAMPLE_TOLERANCE = 0.10  # for an op measured once: no spread of its own to go by
 MIN_BATCH_SECONDS = 2e-3  # time calls in batches at least this long, so the clock's resolution does not matter
 
 
@@ -76,6 +87,40 @@ class Timing:
         return (f"timing noise {self.noise:.0%} (above {NOISE_LIMIT:.0%}) for {what}: median "
                 f"{format_seconds(self.median)}, spread {format_seconds(self.low)}..{format_seconds(self.high)} "
                 f"(10th..90th percentile of {self.repeats} repeats); measured figures are uncertain")
+
+
+@dataclass(frozen=True)
+class OpTimings:
+    """Per-op seconds per run over its samples: p10, median, p90 and the sample count (NaN / 0 when unmeasured)."""
+
+    low: np.ndarray
+    median: np.ndarray
+    high: np.ndarray
+    samples: np.ndarray
+
+    @classmethod
+    def of(cls, per_run: np.ndarray) -> OpTimings:
+        """From a (runs, ops) array of seconds, NaN where a run has no time for the op."""
+        per_run = np.atleast_2d(np.asarray(per_run, dtype=float))
+        samples = np.isfinite(per_run).sum(axis=0)
+        seen = samples > 0
+        q = np.full((3, per_run.shape[1]), np.nan)
+        if seen.any():
+            q[:, seen] = np.nanpercentile(per_run[:, seen], [10, 50, 90], axis=0)
+        return cls(q[0], q[1], q[2], samples)
+
+    def tolerance(self) -> np.ndarray:
+        """Per op: above-roof tolerance from its own fast-side spread (module docs give the rule)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fast = np.where(self.median > 0, (self.median - self.low) / self.median, 0.0)
+        return np.where(self.samples >= 2, np.maximum(np.nan_to_num(fast), MIN_TOLERANCE), SINGLE_SAMPLE_TOLERANCE)
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        def clean(a: np.ndarray) -> list[Any]:
+            return [x if math.isfinite(x) else None for x in a.tolist()]
+
+        return {"p10": clean(self.low), "median": clean(self.median), "p90": clean(self.high),
+                "samples": [int(k) for k in self.samples.tolist()]}
 
 
 def default_device() -> Device:
@@ -185,8 +230,10 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
 
 
 def _tolerance(t: Timing) -> float:
-    """A measured point counts as above the roof only beyond its own fast-side spread."""
-    return max((t.median - t.low) / t.median if t.median > 0 else 0.0, 0.02)
+    """A measured point counts as above the roof only beyond its own fast-side spread (rule: module docs)."""
+    if t.repeats < 2:
+        return SINGLE_SAMPLE_TOLERANCE
+    return max((t.median - t.low) / t.median if t.median > 0 else 0.0, MIN_TOLERANCE)
 
 
 def kernel(flops: float | Callable[..., float], bytes: float | Callable[..., float], *, name: str | None = None,
@@ -323,7 +370,9 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
 
     ``device``: the roofs to compare against (default on the CPU: the measured local device).
     The whole model is timed ``repeats`` times (median and spread in ``workload.info['measured']``);
-    ``profile_runs`` runs under ``torch.profiler`` give the per-op times (median per op).
+    ``profile_runs`` runs under ``torch.profiler`` give the per-op times (median per op; p10 / median / p90
+    in ``workload.info['measured']['ops']``).  Each op's above-roof tolerance is its own fast-side spread
+    over those runs (at least 2%; 10% for an op timed in only one run), not the whole model's.
 
     >>> import torch
     >>> from roofline import Device
@@ -364,11 +413,8 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
                                     f"{_first_line(exc)}") from exc
     finally:
         model.train(was_training)
-    per_run = np.vstack([join_events(names, r) for r in runs])
-    seconds = np.full(len(names), np.nan)
-    seen = np.isfinite(per_run).any(axis=0)
-    if seen.any():
-        seconds[seen] = np.nanmedian(per_run[:, seen], axis=0)
+    op_timings = OpTimings.of(np.vstack([join_events(names, r) for r in runs]))
+    seconds = op_timings.median
     warnings = list(workload.warnings)
     missing = int((~np.isfinite(seconds)).sum())
     if missing:
@@ -380,7 +426,7 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
     op_sum = float(np.nansum(seconds))
     info = dict(workload.info)
     info["measured"] = {**timing.to_dict(), "device_type": "cuda" if cuda else "cpu",
-                        "profiled_runs": len(runs), "sum_of_op_times": op_sum,
+                        "profiled_runs": len(runs), "sum_of_op_times": op_sum, "ops": op_timings.to_dict(),
                         "method": "torch.profiler " + ("CUDA time" if cuda else "CPU time") + " per aten op; "
                                   "whole model timed with perf_counter"}
     assumptions = [*workload.assumptions,
@@ -388,25 +434,7 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
                    "order (median of the profiled runs); profiler overhead makes small ops look slower"]
     measured = workload.replace(measured_seconds=seconds, warnings=warnings, info=info, assumptions=assumptions,
                                 source=workload.source + " (measured)")
-    a = analyze(measured, dev, above_roof_tolerance=_tolerance(timing))
-    note = _cache_note(a)
-    if note:
-        a.warnings.append(note)
-    return a
-
-
-def _cache_note(a: Analysis) -> str:
-    """Explain measured points above the main-memory roof that stay under the fastest memory level's roof."""
-    flagged = np.flatnonzero(a.above_roof)
-    if not len(flagged) or len(a.device.memory) < 2:
-        return ""
-    fastest = max(a.device.memory, key=lambda m: m.bandwidth)
-    top = np.minimum(a.peak_flops[flagged], a.intensity[flagged] * fastest.bandwidth)
-    under = int((a.achieved_flops[flagged] <= top * (1 + a.above_roof_tolerance)).sum())
-    if not under:
-        return ""
-    return (f"{under} of the {len(flagged)} op(s) above the {a.device.main_memory.level} roof stay under the "
-            f"{fastest.level} roof: their data was in cache between runs (see the memory levels on the chart)")
+    return analyze(measured, dev, above_roof_tolerance=op_timings.tolerance())
 
 
 def timing_of(a: Analysis) -> Timing | None:
@@ -415,6 +443,19 @@ def timing_of(a: Analysis) -> Timing | None:
     if not isinstance(m, dict):
         return None
     return Timing(float(m["median"]), float(m["p10"]), float(m["p90"]), int(m["repeats"]))
+
+
+def op_timings_of(a: Analysis) -> OpTimings | None:
+    """The per-op p10 / median / p90 seconds recorded by :func:`measure`, if any."""
+    m = a.workload.info.get("measured") if isinstance(a.workload.info, dict) else None
+    ops = m.get("ops") if isinstance(m, dict) else None
+    if not isinstance(ops, dict):
+        return None
+
+    def col(key: str) -> np.ndarray:
+        return np.asarray([math.nan if v is None else v for v in ops[key]], dtype=float)
+
+    return OpTimings(col("p10"), col("median"), col("p90"), np.asarray(ops["samples"], dtype=np.int64))
 
 
 def measure_target(target: str, input_specs: Sequence[str], device: Device | str | None = None, *,
@@ -443,5 +484,5 @@ def measure_target(target: str, input_specs: Sequence[str], device: Device | str
     return measure(made, *inputs, device=device, repeats=repeats, warmup=warmup)
 
 
-__all__ = ["Timing", "default_device", "join_events", "kernel", "measure", "measure_callable", "measure_target",
-           "time_calls", "timing_of"]
+__all__ = ["OpTimings", "Timing", "default_device", "join_events", "kernel", "measure", "measure_callable",
+           "measure_target", "op_timings_of", "time_calls", "timing_of"]

@@ -16,14 +16,11 @@ from __future__ import annotations
 from llvmlite import binding as _llvm
 from numba import njit, prange
 
-#: Independent FMA chains per thread in the peak kernel (elements of one block
-#: kept in registers): 16 vector registers' worth with AVX-512 (32 registers),
-#: 12 with AVX2 (16 registers), so that latency x throughput is covered.
+#: Block of elements the ERT kernel updates m times while it sits in registers: 16 vector
+#: registers' worth of fp64 with AVX-512 (32 registers), 12 with AVX2 (16 registers).
+#: (The FMA peak itself is measured by :mod:`roofline.bench.fma`, written in explicit vector IR.)
 _AVX512 = bool(_llvm.get_host_cpu_features().get("avx512f", False))
-CHAINS64 = 128 if _AVX512 else 48
-CHAINS32 = 2 * CHAINS64
-#: Block of elements the ERT kernel updates m times while it sits in registers.
-ERT_BLOCK = CHAINS64
+ERT_BLOCK = 128 if _AVX512 else 48
 
 #: FMA chains may only be contracted, never reassociated: with reassociation LLVM
 #: folds two steps x*a+b of a chain into one and the FLOP count becomes a lie.
@@ -85,20 +82,6 @@ def _ert_fma(x, m, alpha, beta):
         tail[j] = v
 
 
-@njit(fastmath=_CONTRACT, cache=True, inline="never")
-def _fma64(x, iters, alpha, beta):
-    for _ in range(iters):
-        for j in range(CHAINS64):
-            x[j] = x[j] * alpha + beta
-
-
-@njit(fastmath=_CONTRACT, cache=True, inline="never")
-def _fma32(x, iters, alpha, beta):
-    for _ in range(iters):
-        for j in range(CHAINS32):
-            x[j] = x[j] * alpha + beta
-
-
 @njit(parallel=True, fastmath=True, cache=True)
 def stream(kind, a, b, c, s, m, reps, nthreads, out):
     """Run kernel ``kind`` ``reps`` times over ``a`` (``b``, ``c``), one chunk per thread.
@@ -130,29 +113,3 @@ def stream(kind, a, b, c, s, m, reps, nthreads, out):
                 _ert_fma(aa, m, s, s)
         out[t] = acc
     return out.sum()
-
-
-@njit(parallel=True, fastmath=True, cache=True)
-def fma_peak64(x, iters, nthreads, alpha, beta):
-    """``iters`` x CHAINS64 FMAs per thread on a register-resident block; x has nthreads*CHAINS64 elements.
-
-    ``alpha``, ``beta`` are run-time arguments so the compiler cannot fold the chain.
-    """
-    total = 0.0
-    for t in prange(nthreads):
-        # a private copy per thread: neighbouring blocks of one array would share a cache line
-        xl = x[t * CHAINS64:(t + 1) * CHAINS64].copy()
-        _fma64(xl, iters, alpha, beta)
-        total += xl.sum()
-    return total
-
-
-@njit(parallel=True, fastmath=True, cache=True)
-def fma_peak32(x, iters, nthreads, alpha, beta):
-    """As :func:`fma_peak64` in float32 (CHAINS32 chains per thread); alpha, beta float32."""
-    total = 0.0
-    for t in prange(nthreads):
-        xl = x[t * CHAINS32:(t + 1) * CHAINS32].copy()
-        _fma32(xl, iters, alpha, beta)
-        total += xl.sum()
-    return total

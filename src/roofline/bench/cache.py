@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from roofline.device import Device
+from roofline.device import BENCH_VERSION, Device
 from roofline.errors import RooflineError
 
 CACHE_FILE = "local-device.json"
@@ -34,6 +34,11 @@ def local_device_path() -> Path:
 def load_local_device() -> Device:
     """The last measured device, or a one-line error saying how to make one.
 
+    A cache written by ``roofline bench`` must come from this machine (its fingerprint:
+    CPU model, CPU count, ISA flags) and from this version of the bench; otherwise it is
+    refused with the command to re-measure.  (A device a user saved there by hand, not
+    measured by the bench, is taken as it is.)
+
     >>> from roofline.bench import load_local_device   # doctest: +SKIP
     >>> load_local_device().kind                        # doctest: +SKIP
     'cpu'
@@ -41,7 +46,28 @@ def load_local_device() -> Device:
     path = local_device_path()
     if not path.is_file():
         raise RooflineError(f"no measured device cached at {path}; run 'roofline bench' first (it takes about a minute)")
-    return Device.load(path)
+    device = Device.load(path)
+    check_cached(device, str(path))
+    return device
+
+
+def check_cached(device: Device, where: str) -> None:
+    """Refuse a bench measurement from another machine or from an older bench (one line, the fix in it)."""
+    from roofline.bench.machine import fingerprint
+
+    measured = any(c.provenance.source == "roofline bench" for c in (*device.compute, *device.memory))
+    if not measured and device.bench is None:
+        return
+    facts = device.bench
+    if facts is None or facts.version < BENCH_VERSION:
+        got = "no version" if facts is None else f"version {facts.version}"
+        raise RooflineError(f"the cached measurement comes from an older roofline bench ({got}, this is version "
+                            f"{BENCH_VERSION}: its roofs may not be true bounds); re-measure with 'roofline bench'",
+                            where=where)
+    here = fingerprint(facts.machine.split("; gpu ", 1)[1]) if "; gpu " in facts.machine else fingerprint()
+    if facts.machine != here:
+        raise RooflineError(f"the cached measurement was taken on another machine ({facts.machine!r}; this is "
+                            f"{here!r}); re-measure here with 'roofline bench'", where=where)
 
 
 def save_local_device(device: Device) -> Path:

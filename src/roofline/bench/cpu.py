@@ -1,6 +1,10 @@
 """Measure this CPU's hierarchical roofline: bandwidth per level, FMA peaks, GEMM ceilings, ERT curve.
 
-Methods (each stated again in the provenance of the numbers it produces):
+A roof is the best that any of our kernels achieves at that (unit, precision,
+level): every method below contributes a figure, the roof is the largest, and
+every method's figure is kept in the ceiling's provenance (``methods``).  Each
+figure is the best of N samples (as STREAM reports its best time); the spread
+(interquartile range) is reported beside it.  Methods:
 
 - **Bandwidth sweep**: read (sum), write (fill), copy and triad kernels
   (numba, one contiguous chunk per thread, repeated inside the parallel
@@ -9,17 +13,22 @@ Methods (each stated again in the provenance of the numbers it produces):
   fp64 element read 8, write 8, copy 16, triad 24 (``a = b + s*c``: two reads,
   one write); write-allocate traffic is not counted.  The *working set* is the
   total size of the arrays a kernel touches.  Memory levels come from the
-  plateaus of the all-thread triad curve (:mod:`roofline.bench.levels`).
-- **FMA peak**: every thread runs ``CHAINS`` independent FMA chains on a
-  register-resident block (enough to cover FMA latency x throughput).
-- **Matrix ceilings**: numpy's BLAS GEMM (fp64, fp32), and torch GEMM (bf16,
-  fp16) when torch is installed, over growing sizes; the best median counts.
+  plateaus of the all-thread triad curve (:mod:`roofline.bench.levels`); a
+  level's roof is the best of read, copy and triad on its plateau; main
+  memory's, the best of long read/copy/triad samples at the largest working
+  set and an in-place update x = x + s (16 B per element, no write-allocate).
+- **FMA peak**: explicit vector FMA chains in LLVM IR (:mod:`roofline.bench.fma`),
+  shaped for the ISA (AVX-512, AVX2, NEON), one OS thread pinned per CPU.
+- **GEMM**: numpy's BLAS (fp64, fp32) in both layouts, ``A @ B`` and
+  ``x @ W.T`` (the nn.Linear layout), torch fp32 ``linear``, and torch
+  bf16/fp16 only where the CPU computes them natively (:mod:`roofline.bench.spec`),
+  over growing sizes.  A CPU has no matrix unit: its GEMMs run on the vector
+  units, so each GEMM is also a method of the vector roof.
 - **ERT curve**: an in-place kernel doing 1, 2, 4, ... 1024 FLOPs per element
   (16 B moved per element) over a DRAM-sized array, compared with
-  ``min(peak, AI x DRAM bandwidth)``.
-
-Every figure is the median of ``repeats`` samples, each at least
-``min_sample_seconds`` long; its spread is the interquartile range.
+  ``min(peak, AI x DRAM bandwidth)``; its top is a method of the fp64 roof.
+- **Audit** (:mod:`roofline.bench.audit`): real kernels judged against the
+  finished roofs; one that beats its roof beyond its own spread raises it.
 """
 
 from __future__ import annotations
@@ -33,11 +42,19 @@ from typing import Any
 
 import numpy as np
 
+from roofline.bench import fma, machine, spec
 from roofline.bench import levels as _levels
-from roofline.bench import machine
-from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
+from roofline.device import (
+    BENCH_VERSION,
+    BenchFacts,
+    ComputeCeiling,
+    Device,
+    MemoryCeiling,
+    MethodFigure,
+    Provenance,
+)
 from roofline.errors import RooflineError, require
-from roofline.units import format_bytes, format_flops
+from roofline.units import format_bytes
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -46,6 +63,11 @@ KERNELS: dict[str, tuple[int, int]] = {"read": (8, 1), "write": (8, 1), "copy": 
 STREAM_NOTE = ("STREAM byte counting per fp64 element: read 8 B, write 8 B, copy 16 B, triad 24 B "
                "(a[i] = b[i] + s*c[i]: two reads, one write); write-allocate traffic is not counted")
 ERT_BYTES_PER_ELEMENT = 16  # in-place x[i] = f(x[i]): one 8-B read, one 8-B write
+#: the kernels whose bandwidth is a memory roof's method (write alone is shown, not used: real ops also read)
+LONG_KERNELS = ("read", "copy", "triad")
+#: main memory's roof also counts an in-place update, x = x + s: 16 B per element (no write-allocate traffic)
+IN_PLACE = "in-place"
+ROOF_STATISTIC = "the best of {n} samples"
 SPREAD_WARN = 0.10
 
 Progress = Callable[[float, str], None]  # (fraction done 0..1, what is running)
@@ -70,7 +92,8 @@ class BenchConfig:
     gemm_call_limit_seconds: float = 0.5  # stop growing a GEMM once one call takes this long
     torch_gemm: bool = True
     ert_flops: tuple[int, ...] = tuple(2**k for k in range(11))  # 1 .. 1024 FLOPs per element
-    fma_sample_seconds: float = 0.005
+    fma_sample_seconds: float = 0.02
+    audit: bool = True  # run the roof audit at the end
 
     @classmethod
     def quick(cls, **overrides: Any) -> BenchConfig:
@@ -79,7 +102,7 @@ class BenchConfig:
     @classmethod
     def full(cls, **overrides: Any) -> BenchConfig:
         base = cls(mode="full", points_per_octave=6, repeats=11, min_sample_seconds=0.01,
-                   gemm_sizes=(512, 1024, 2048, 4096), gemm_call_limit_seconds=2.0, fma_sample_seconds=0.02)
+                   gemm_sizes=(512, 1024, 2048, 4096), gemm_call_limit_seconds=2.0, fma_sample_seconds=0.05)
         return replace(base, **overrides)
 
 
@@ -91,6 +114,11 @@ class Stat:
     q1: float
     q3: float
     samples: list[float] = field(default_factory=list)
+
+    @property
+    def best(self) -> float:
+        """The fastest sample (a roof's figure: STREAM reports the best of its samples)."""
+        return max(self.samples) if self.samples else self.median
 
     @property
     def rel_spread(self) -> float:
@@ -113,10 +141,14 @@ def check_threads(threads: int | None) -> int:
     return threads
 
 
+class Timed(float):
+    """Seconds a call measured itself (e.g. inside its threads); :func:`_timeit` takes them as they are."""
+
+
 def _timeit(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+    result = fn()
+    return float(result) if isinstance(result, Timed) else time.perf_counter() - t0
 
 
 def measure_rate(call: Callable[[int], Any], work_per_rep: float, repeats: int, min_seconds: float) -> tuple[Stat, int]:
@@ -165,8 +197,7 @@ class _Kernels:
             numba.set_num_threads(1)
             for kind in range(6):
                 k.stream(kind, x, x, x, 0.5, 1, 1, 1, out)
-            k.fma_peak64(np.ones(k.CHAINS64), 1, 1, 0.5, 0.5)
-            k.fma_peak32(np.ones(k.CHAINS32, dtype=np.float32), 1, 1, np.float32(0.5), np.float32(0.5))
+            fma.host_shape("fp64"), fma.host_shape("fp32")  # JIT-compile the LLVM FMA kernels
             cls._loaded = (numba, k, time.perf_counter() - t0)
         return cls._loaded
 
@@ -209,116 +240,38 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     if shortage:
         max_bytes = shortage["used_bytes"]
         warnings.append(shortage["note"])
+    spec_roofs, flags = spec.this_cpu_spec(threads)
+    native = spec.native_precisions(flags)
 
-    report(0.0, "compiling kernels (numba)")
+    report(0.0, "compiling kernels (numba, LLVM)")
     numba, k, compile_seconds = _Kernels.get()
     if threads > numba.config.NUMBA_NUM_THREADS:
         raise RooflineError(f"--threads: {threads} is more than NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS}")
     date = machine.now()
     sizes = sweep_sizes(cfg.min_bytes, max_bytes, cfg.points_per_octave)
     thread_counts = [threads] + ([1] if cfg.single_thread and threads > 1 else [])
-    # progress weights: rough share of wall time per stage
-    stages = {"sweep": 0.55, "fma": 0.05, "ert": 0.15, "gemm": 0.25}
-    done = 0.03
+    # progress: rough share of wall time per stage
+    stage = _Stages(report, {"sweep": 0.45, "fma": 0.05, "ert": 0.1, "gemm": 0.2, "audit": 0.2})
 
-    # -- bandwidth sweep -----------------------------------------------------------
-    curves: dict[int, dict[str, list[Stat]]] = {t: {name: [] for name in KERNELS} for t in thread_counts}
     rng = np.random.default_rng(12345)
-    # one buffer, touched once; each working set is a prefix of it (random, never zeros);
-    # += in place: "rng.random(n) + 0.5" would hold two copies at once (_check_memory allows one)
-    buf = rng.random(max(sizes) // 8)
-    buf += 0.5
-    total_steps = len(sizes) * len(thread_counts)
-    step = 0
-    for t in thread_counts:
-        _spin_up(numba, k, t)
-        out = np.zeros(t)
-        for ws in sizes:
-            for kind, (name, (bpe, narrays)) in enumerate(KERNELS.items()):
-                n = (ws // 8) // narrays
-                a, b, c = buf[:n], buf[n:2 * n] if narrays > 1 else buf[:n], buf[2 * n:3 * n] if narrays > 2 else buf[:n]
-                stat, _ = measure_rate(lambda reps, kind=kind, a=a, b=b, c=c, t=t, out=out:
-                                       k.stream(kind, a, b, c, 0.5, 1, reps, t, out),
-                                       float(bpe * n), cfg.repeats, cfg.min_sample_seconds)
-                curves[t][name].append(stat)
-            step += 1
-            report(done + stages["sweep"] * step / total_steps,
-                   f"bandwidth sweep {format_bytes(ws)} on {t} thread{'s' if t > 1 else ''}")
-    # -- main memory: long triad samples at the largest working set ------------------
-    # The sweep's samples are a few ms; at DRAM sizes that is one pass and too noisy for the
-    # figure every analysis divides by.  STREAM-style: several passes per sample, >= 50 ms each.
-    tri = list(KERNELS).index("triad")
-    n = (sizes[-1] // 8) // KERNELS["triad"][1]
-    out = np.zeros(threads)
-    _spin_up(numba, k, threads)
-    a, b, c = buf[:n], buf[n:2 * n], buf[2 * n:3 * n]
-    dram_stat, _ = measure_rate(lambda reps, a=a, b=b, c=c: k.stream(tri, a, b, c, 0.5, 1, reps, threads, out),
-                                float(KERNELS["triad"][0] * n), max(7, cfg.repeats), max(0.05, cfg.min_sample_seconds))
-    del buf, a, b, c
-    done += stages["sweep"]
-
-    # -- FMA peaks -----------------------------------------------------------------
-    report(done, "FMA peak")
-    # more samples than elsewhere: each is short, and a ceiling must not hang on one busy moment
-    fma_repeats = max(11, 2 * cfg.repeats)
-
-    def fma_peaks(t: int) -> dict[tuple[str, int], tuple[Stat, int]]:
-        _spin_up(numba, k, t)
-        x64 = rng.random(t * k.CHAINS64) + 0.5
-        x32 = (rng.random(t * k.CHAINS32) + 0.5).astype(np.float32)
-        return {
-            ("fp64", t): measure_rate(lambda it: k.fma_peak64(x64, it * 1000, t, 0.999, 0.001),
-                                      2.0 * k.CHAINS64 * t * 1000, fma_repeats, cfg.fma_sample_seconds),
-            ("fp32", t): measure_rate(lambda it: k.fma_peak32(x32, it * 1000, t, np.float32(0.999), np.float32(0.001)),
-                                      2.0 * k.CHAINS32 * t * 1000, fma_repeats, cfg.fma_sample_seconds),
-        }
-
-    peaks: dict[tuple[str, int], tuple[Stat, int]] = {}
-    for t in thread_counts:
-        peaks.update(fma_peaks(t))
-    done += stages["fma"]
-
-    # -- memory levels -------------------------------------------------------------
-    memory, level_info = _memory_levels(sizes, curves, threads, caches, cfg, date, shortage, warnings, dram_stat)
+    curves, long_runs = _sweep(numba, k, sizes, thread_counts, threads, cfg, rng, stage)
+    peaks = {(prec, t): _fma_peak(prec, t, cfg) for t in thread_counts for prec in ("fp64", "fp32")}
+    stage.done("fma")
+    memory, level_info = _memory_levels(sizes, curves, threads, caches, cfg, date, shortage, warnings, long_runs)
+    ert = _ert_curve(k, max_bytes, threads, cfg, rng, lambda f, what: stage.at("ert", f, what))
+    stage.done("ert")
+    gemms = _gemms(cfg, threads, native, warnings, lambda f, what: stage.at("gemm", f, what))
+    numba.set_num_threads(threads)
+    compute = _compute_ceilings(peaks, ert, gemms, threads, cfg, date, warnings)
     dram_bw = next(m.bandwidth for m in memory if m.level == "DRAM")
-
-    # -- ERT curve -----------------------------------------------------------------
-    numba.set_num_threads(threads)
-    ert = _ert_curve(k, max_bytes, threads, cfg, peaks[("fp64", threads)][0].median, dram_bw, rng,
-                     lambda f, what: report(done + stages["ert"] * f, what))
-    ert_best = max(ert["flops"])
-    if ert_best > 1.1 * peaks[("fp64", threads)][0].median:
-        # the ERT kernel runs the same FMAs from memory: beating the peak kernel by > 10 % means the
-        # peak was measured while the machine was busy; measure it once more and keep the better median
-        first = peaks[("fp64", threads)][0].median
-        again = fma_peaks(threads)
-        for key, val in again.items():
-            if val[0].median > peaks[key][0].median:
-                peaks[key] = val
-        warnings.append(f"FMA peak re-measured: the first fp64 figure ({format_flops(first)}) was below the ERT "
-                        f"kernel's {format_flops(ert_best)}; now {format_flops(peaks[('fp64', threads)][0].median)}")
-        ert = _ert_model(ert, peaks[("fp64", threads)][0].median, dram_bw)
-    done += stages["ert"]
-
-    # -- GEMM ----------------------------------------------------------------------
-    gemms = _gemms(cfg, threads, warnings, lambda f, what: report(done + stages["gemm"] * f, what))
-    numba.set_num_threads(threads)
-
-    compute: list[ComputeCeiling] = []
-    for prec, chains in (("fp64", k.CHAINS64), ("fp32", k.CHAINS32)):
-        stat, reps = peaks[(prec, threads)]
-        details: dict[str, Any] = {"threads": threads, "chains_per_thread": chains, "working_set_bytes":
-                                   threads * chains * (8 if prec == "fp64" else 4), "fmas_per_sample": reps * 1000 * chains * threads}
-        if (prec, 1) in peaks and threads > 1:
-            details["single_thread_flops"] = peaks[(prec, 1)][0].median
-        compute.append(ComputeCeiling("vector", prec, stat.median, _prov(
-            stat, cfg, date, f"numba FMA chains ({prec})", details,
-            note=f"{chains} independent FMA chains per thread in registers; 1 FMA = 2 FLOPs")))
-        _warn_spread(f"{prec} vector FMA peak", stat, warnings)
-    for prec, (stat, details, method) in gemms.items():
-        compute.append(ComputeCeiling("matrix", prec, stat.median, _prov(stat, cfg, date, method, details,
-                                                                        note="dense GEMM C = A @ B on random data; 2*n^3 FLOPs")))
-        _warn_spread(f"{prec} GEMM", stat, warnings)
+    fp64_vector = next(c.flops for c in compute if c.key == ("vector", "fp64"))
+    ert = _ert_model(ert, fp64_vector, dram_bw)
+    warnings += spec.check_against_spec({c.precision: c.flops for c in compute if c.unit == "vector"}, spec_roofs)
+    missing = [p for p in ("bf16", "fp16") if p not in native]
+    if missing:
+        warnings.append(f"no native {'/'.join(missing)} arithmetic on this CPU (its flags lack "
+                        f"{', '.join(n for p in missing for n in spec.NATIVE_FLAGS[p])}): no {'/'.join(missing)} "
+                        "roof is published, so such ops fall back to the fp32 roofs (recorded on each op)")
 
     meta = machine.machine_metadata(threads)
     meta.update({
@@ -345,12 +298,158 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     if ert["max_abs_deviation"] > 0.25:
         warnings.append(f"ERT curve deviates from min(peak, AI x DRAM bandwidth) by up to "
                         f"{ert['max_deviation']:+.0%} (at {ert['at_intensity']:.3g} FLOP/B); see metadata.ert")
+    name = f"local: {meta['cpu_model']} ({threads} thread{'s' if threads > 1 else ''})"
+    facts = BenchFacts(version=BENCH_VERSION, machine=machine.fingerprint(), isa=tuple(meta["isa"]),
+                       native=native, spec=spec_roofs)
+    device = Device(name=name, vendor="", kind="cpu", aliases=("local",), compute=tuple(compute),
+                    memory=tuple(memory), metadata=meta, bench=facts)
+    if cfg.audit:
+        device, messages = audit_device(device, threads, full=cfg.mode == "full",
+                                        progress=lambda f, what: stage.at("audit", f, what))
+        warnings += messages
     meta["warnings"] = warnings
     meta["wall_seconds"] = round(time.perf_counter() - wall0, 2)
     report(1.0, "done")
-    name = f"local: {meta['cpu_model']} ({threads} thread{'s' if threads > 1 else ''})"
-    return Device(name=name, vendor="", kind="cpu", aliases=("local",), compute=tuple(compute),
-                  memory=tuple(memory), metadata=meta)
+    return replace(device, metadata=meta)
+
+
+def audit_device(device: Device, threads: int, *, full: bool = False,
+                 progress: Progress | None = None) -> tuple[Device, list[str]]:
+    """:func:`roofline.bench.audit.run_audit` with this module's timing (best, median, quartiles of calls)."""
+    from roofline.bench import audit
+
+    limiter, _ = _blas_limiter(threads)
+
+    def time_call(call: Callable[[], Any]) -> tuple[float, float, float, float, int]:
+        def reps_call(reps: int) -> None:
+            with limiter(), _torch_threads(threads):
+                for _ in range(reps):
+                    call()
+
+        stat, reps = measure_rate(reps_call, 1.0, 7 if full else 5, 0.02)
+        # rates are calls per second: the fast quartile of times is 1 / q3 of rates
+        return 1.0 / stat.median, 1.0 / stat.q3, 1.0 / stat.q1, 1.0 / stat.best, len(stat.samples) * reps
+
+    return audit.run_audit(device, time_call, full=full, progress=progress)
+
+
+class _Stages:
+    """Progress over weighted stages."""
+
+    def __init__(self, report: Progress, weights: dict[str, float]) -> None:
+        self.report, self.weights, self.base = report, weights, 0.02
+
+    def at(self, name: str, fraction: float, what: str) -> None:
+        self.report(self.base + self.weights[name] * fraction, what)
+
+    def done(self, name: str) -> None:
+        self.base += self.weights[name]
+
+
+def _sweep(numba: Any, k: Any, sizes: list[int], thread_counts: list[int], threads: int, cfg: BenchConfig,
+           rng: np.random.Generator, stage: _Stages) -> tuple[dict[int, dict[str, list[Stat]]], dict[str, Stat]]:
+    """The bandwidth sweep (every kernel, every size, each thread count), then long samples at the largest size.
+
+    The sweep's samples are a few ms; at DRAM sizes that is one pass and too noisy for the figure every
+    analysis divides by.  STREAM-style, main memory gets several passes per sample, >= 50 ms each, for
+    read, copy and triad.
+    """
+    curves: dict[int, dict[str, list[Stat]]] = {t: {name: [] for name in KERNELS} for t in thread_counts}
+    # one buffer, touched once; each working set is a prefix of it (random, never zeros);
+    # += in place: "rng.random(n) + 0.5" would hold two copies at once (_check_memory allows one)
+    buf = rng.random(max(sizes) // 8)
+    buf += 0.5
+
+    def arrays(ws: int, narrays: int) -> tuple[int, Any, Any, Any]:
+        n = (ws // 8) // narrays
+        return (n, buf[:n], buf[n:2 * n] if narrays > 1 else buf[:n],
+                buf[2 * n:3 * n] if narrays > 2 else buf[:n])
+
+    total_steps = len(sizes) * len(thread_counts)
+    step = 0
+    for t in thread_counts:
+        _spin_up(numba, k, t)
+        out = np.zeros(t)
+        for ws in sizes:
+            for kind, (name, (bpe, narrays)) in enumerate(KERNELS.items()):
+                n, a, b, c = arrays(ws, narrays)
+                stat, _ = measure_rate(lambda reps, kind=kind, a=a, b=b, c=c, t=t, out=out:
+                                       k.stream(kind, a, b, c, 0.5, 1, reps, t, out),
+                                       float(bpe * n), cfg.repeats, cfg.min_sample_seconds)
+                curves[t][name].append(stat)
+            step += 1
+            stage.at("sweep", step / total_steps,
+                     f"bandwidth sweep {format_bytes(ws)} on {t} thread{'s' if t > 1 else ''}")
+    out = np.zeros(threads)
+    _spin_up(numba, k, threads)
+    long_runs: dict[str, Stat] = {}
+    for name in (*LONG_KERNELS, IN_PLACE):
+        kind = k.ERT_ADD if name == IN_PLACE else list(KERNELS).index(name)
+        bpe, narrays = (ERT_BYTES_PER_ELEMENT, 1) if name == IN_PLACE else KERNELS[name]
+        n, a, b, c = arrays(sizes[-1], narrays)
+        long_runs[name], _ = measure_rate(lambda reps, kind=kind, a=a, b=b, c=c:
+                                          k.stream(kind, a, b, c, 0.5, 1, reps, threads, out),
+                                          float(bpe * n), max(7, cfg.repeats), max(0.05, cfg.min_sample_seconds))
+    stage.done("sweep")
+    return curves, long_runs
+
+
+def _fma_peak(prec: str, threads: int, cfg: BenchConfig) -> Stat:
+    """The register-resident FMA kernel (:mod:`roofline.bench.fma`) on ``threads`` threads."""
+    shape = fma.host_shape(prec)
+    iters = 10_000
+    # more samples than elsewhere: each is short, and a ceiling must not hang on one busy moment
+    stat, _ = measure_rate(lambda reps: Timed(fma.run_fma_peak(prec, reps * iters, threads)),
+                           float(shape.flops_per_iteration * iters * threads), max(15, 2 * cfg.repeats),
+                           cfg.fma_sample_seconds)
+    return stat
+
+
+def _best_of(methods: list[tuple[str, Stat, dict[str, Any]]], statistic: str) -> tuple[float, Provenance, Stat, dict[str, Any]]:
+    """(best figure, its method name, its Stat, its details) over ``methods``, plus every method's figure."""
+    name, stat, details = max(methods, key=lambda m: m[1].best)
+    figures = tuple(MethodFigure(m, s.best, (s.q1, s.q3), statistic.format(n=len(s.samples))) for m, s, _ in methods)
+    return stat.best, Provenance(method=name, methods=figures), stat, details
+
+
+def _compute_ceilings(peaks: dict[tuple[str, int], Stat], ert: dict[str, Any],
+                      gemms: dict[tuple[str, str], tuple[Stat, dict[str, Any], str]], threads: int,
+                      cfg: BenchConfig, date: str, warnings: list[str]) -> list[ComputeCeiling]:
+    """Each compute roof is the best of every method that runs on that (unit, precision).
+
+    Vector: the FMA kernel, the ERT curve's top (fp64), and every GEMM of that precision (a CPU
+    has no matrix unit: its GEMMs run on the vector units).  Matrix: every GEMM of that precision.
+    """
+    by_prec: dict[str, list[tuple[str, Stat, dict[str, Any]]]] = {}
+    for (prec, _layout), (stat, details, method) in gemms.items():
+        by_prec.setdefault(prec, []).append((method, stat, details))
+    out: list[ComputeCeiling] = []
+    for prec in ("fp64", "fp32"):
+        shape = fma.host_shape(prec)
+        methods = [(f"LLVM FMA kernel ({shape.chains} x {shape.lanes}-lane {prec} chains per thread, "
+                    f"{shape.bits}-bit)", peaks[(prec, threads)],
+                    {"threads": threads, "chains_per_thread": shape.chains, "lanes": shape.lanes,
+                     "vector_bits": shape.bits, "working_set_bytes": 0,
+                     **({"single_thread_flops": peaks[(prec, 1)].best} if (prec, 1) in peaks and threads > 1 else {})})]
+        if prec == "fp64" and ert.get("stats"):
+            top = max(ert["stats"], key=lambda s: s.best)
+            methods.append(("numba ERT in-place FMA curve (its top)", top,
+                            {"threads": threads, "working_set_bytes": ert["working_set_bytes"]}))
+        methods += by_prec.get(prec, [])
+        out.append(_ceiling("vector", prec, methods, cfg, date, warnings))
+    for prec, methods in by_prec.items():
+        out.append(_ceiling("matrix", prec, methods, cfg, date, warnings))
+    return out
+
+
+def _ceiling(unit: str, prec: str, methods: list[tuple[str, Stat, dict[str, Any]]], cfg: BenchConfig,
+             date: str, warnings: list[str]) -> ComputeCeiling:
+    value, best, stat, details = _best_of(methods, ROOF_STATISTIC)
+    note = (f"the best of {len(methods)} method(s) (every method's figure in 'methods'); "
+            f"each figure is {ROOF_STATISTIC.format(n='N')}, as STREAM reports; 1 FMA = 2 FLOPs")
+    _warn_spread(f"{prec} {unit} roof ({best.method})", stat, warnings)
+    return ComputeCeiling(unit, prec, value, replace(_prov(stat, cfg, date, best.method, details, note=note),
+                                                     methods=best.methods))
 
 
 # -- pieces ---------------------------------------------------------------------------
@@ -370,10 +469,11 @@ def _spin_up(numba: Any, k: Any, threads: int, seconds: float = 0.1) -> None:
     half the machine.
     """
     numba.set_num_threads(threads)
-    x = np.full(threads * k.CHAINS64, 1.5)
+    x = np.full(threads * k.ERT_BLOCK, 1.5)
+    out = np.zeros(threads)
     t_end = time.perf_counter() + seconds
     while time.perf_counter() < t_end:
-        k.fma_peak64(x, 2000, threads, 0.999, 0.001)
+        k.stream(k.ERT_FMA, x, x, x, 0.5, 64, 200, threads, out)
 
 
 def _check_memory(max_bytes: int, min_bytes: int) -> dict[str, Any] | None:
@@ -406,11 +506,12 @@ def _warn_spread(what: str, stat: Stat, warnings: list[str]) -> None:
 def _memory_levels(sizes: list[int], curves: dict[int, dict[str, list[Stat]]], threads: int,
                    caches: dict[str, dict[str, Any]], cfg: BenchConfig, date: str,
                    shortage: dict[str, Any] | None, warnings: list[str],
-                   dram: Stat | None = None) -> tuple[list[MemoryCeiling], dict[str, Any]]:
+                   long_runs: dict[str, Stat] | None = None) -> tuple[list[MemoryCeiling], dict[str, Any]]:
     """Plateaus of the all-thread triad curve -> MemoryCeilings L1..DRAM, with notes on sysfs agreement.
 
-    ``dram``: the long triad run at the largest working set; when given it is the DRAM figure (the
-    sweep's plateau value is kept in the details).
+    Each level's bandwidth is the best of the read, copy and triad kernels on its plateau (every
+    sample of every size on it); main memory's is the best of the long samples at the largest
+    working set (``long_runs``: read, copy, triad and in place).
     """
     triad = np.array([s.median for s in curves[threads]["triad"]])
     caps = {lvl: float(c["capacity"]) for lvl, c in caches.items()}
@@ -423,9 +524,18 @@ def _memory_levels(sizes: list[int], curves: dict[int, dict[str, list[Stat]]], t
     info: dict[str, Any] = {"detected": [], "notes": []}
     memory: list[MemoryCeiling] = []
     names = [n for n, _ in labelled]
+    if "DRAM" not in names:
+        # the sweep never reached main memory (memory shortage or a huge cache): best effort, said loudly
+        msg = (f"no main-memory plateau detected up to {format_bytes(sizes[-1])}; DRAM is the bandwidth at the "
+               "largest working set and may be an overestimate")
+        warnings.append(msg)
+        info["notes"].append(msg)
+        first = max(0, len(sizes) - 3)
+        tail = triad[first:]
+        labelled.append(("DRAM", _levels.Plateau(first, len(sizes) - 1, sizes[first], sizes[-1], float(np.median(tail)),
+                                                 (float(tail.min()), float(tail.max())))))
     for i, (name, p) in enumerate(labelled):
         idx = slice(p.first, p.last + 1)
-        others = {kname: float(np.median([s.median for s in curves[threads][kname][idx]])) for kname in KERNELS}
         notes = [STREAM_NOTE]
         cap = caps.get(name)
         if name != "DRAM" and cap:
@@ -444,53 +554,54 @@ def _memory_levels(sizes: list[int], curves: dict[int, dict[str, list[Stat]]], t
         elif capacity is None:
             capacity = p.end_bytes
             notes.append("capacity: largest working set on the plateau (sysfs cache sizes not readable)")
-        stat = Stat(p.bandwidth, p.spread[0], p.spread[1], [s.median for s in curves[threads]["triad"][idx]])
-        details = {"kernel": "triad", "threads": threads, "working_set_bytes": [p.start_bytes, p.end_bytes],
-                   "sizes": p.points, "bytes_per_element": 24, "kernels": others}
-        spread_kind = "interquartile range over the plateau's sizes"
-        method, repeats = "numba STREAM triad sweep", cfg.repeats
-        if name == "DRAM" and dram is not None:
-            # working_set_bytes stays the plateau's range (where the level holds); the figure is measured at the end
+        details: dict[str, Any] = {
+            "threads": threads, "working_set_bytes": [p.start_bytes, p.end_bytes], "sizes": p.points,
+            "kernels": {kname: float(np.median([s.median for s in curves[threads][kname][idx]])) for kname in KERNELS}}
+        if name == "DRAM" and long_runs:
+            # working_set_bytes stays the plateau's range (where the level holds); the figures are measured at the end
             details["sweep_plateau_bandwidth"] = p.bandwidth
             details["figure_working_set_bytes"] = sizes[-1]
-            notes.append(f"figure: {len(dram.samples)} triad samples of >= 50 ms at {format_bytes(sizes[-1])}")
-            stat, spread_kind = dram, "interquartile range of the samples"
-            method, repeats = "numba STREAM triad, long samples at the largest working set", len(dram.samples)
+            methods = [(f"numba {'STREAM ' + kname if kname in KERNELS else 'in-place x = x + s'}, long samples "
+                        f"(>= 50 ms) at {format_bytes(sizes[-1])}", stat,
+                        {**details, "kernel": kname,
+                         "bytes_per_element": KERNELS[kname][0] if kname in KERNELS else ERT_BYTES_PER_ELEMENT})
+                       for kname, stat in long_runs.items()]
+        else:
+            methods = [(f"numba STREAM {kname} sweep, {p.points} size(s) on the plateau",
+                        Stat.of([x for s in curves[threads][kname][idx] for x in s.samples]),
+                        {**details, "kernel": kname, "bytes_per_element": KERNELS[kname][0]})
+                       for kname in LONG_KERNELS]
         if name in single:
             details["single_thread_bandwidth"] = single[name]
-        prov = Provenance(kind="measured", source="roofline bench", method=method, date=date,
-                          repeats=repeats, spread=(stat.q1, stat.q3), note="; ".join(notes),
-                          details={**details, "spread_kind": spread_kind, "mode": cfg.mode})
-        memory.append(MemoryCeiling(name, stat.median, capacity, prov))
-        info["detected"].append({"level": name, "bandwidth": stat.median, "working_set_bytes": [p.start_bytes, p.end_bytes]})
-        _warn_spread(f"{name} bandwidth", stat, warnings)
+        memory.append(_memory_ceiling(name, capacity, methods, cfg, date, notes, warnings))
+        info["detected"].append({"level": name, "bandwidth": memory[-1].bandwidth,
+                                 "working_set_bytes": [p.start_bytes, p.end_bytes]})
     for lvl in sorted(caps):
         if lvl not in names:
             msg = f"sysfs reports {lvl} ({format_bytes(caps[lvl])} for {threads} thread(s)) but no plateau was detected for it"
             info["notes"].append(msg)
-    if "DRAM" not in names:
-        # the sweep never reached main memory (memory shortage or a huge cache): best effort, said loudly
-        tail = curves[threads]["triad"][-3:]
-        last = dram or Stat.of([s.median for s in tail])
-        msg = (f"no main-memory plateau detected up to {format_bytes(sizes[-1])}; DRAM is the triad bandwidth at the "
-               "largest working sets and may be an overestimate")
-        warnings.append(msg)
-        info["notes"].append(msg)
-        method = "numba STREAM triad, long samples at the largest working set" if dram else "numba STREAM triad sweep"
-        prov = Provenance(kind="measured", source="roofline bench", method=method, date=date,
-                          repeats=len(last.samples) if dram else cfg.repeats, spread=(last.q1, last.q3),
-                          note="; ".join([STREAM_NOTE, msg] + ([shortage["note"]] if shortage else [])),
-                          details={"kernel": "triad", "threads": threads, "working_set_bytes": [sizes[-len(tail)], sizes[-1]],
-                                   "sizes": len(tail), "bytes_per_element": 24, "spread_kind": "interquartile range"})
-        memory.append(MemoryCeiling("DRAM", last.median, machine.meminfo().get("MemTotal"), prov))
     # Device validation forbids duplicate levels; keep fastest first for readability
     memory.sort(key=lambda m: -m.bandwidth)
     return memory, info
 
 
-def _ert_curve(k: Any, ws: int, threads: int, cfg: BenchConfig, peak: float, dram_bw: float,
-               rng: np.random.Generator, report: Progress) -> dict[str, Any]:
-    """ERT: GFLOP/s of an in-place kernel with 1..1024 FLOPs per element over a DRAM-sized array."""
+def _memory_ceiling(level: str, capacity: float | None, methods: list[tuple[str, Stat, dict[str, Any]]],
+                    cfg: BenchConfig, date: str, notes: list[str], warnings: list[str]) -> MemoryCeiling:
+    value, best, stat, details = _best_of(methods, ROOF_STATISTIC)
+    notes = [*notes, f"the best of {len(methods)} kernel(s) (every figure in 'methods'); each figure is "
+             f"{ROOF_STATISTIC.format(n='N')}, as STREAM reports"]
+    _warn_spread(f"{level} bandwidth ({best.method})", stat, warnings)
+    return MemoryCeiling(level, value, capacity, replace(_prov(stat, cfg, date, best.method, details,
+                                                               note="; ".join(notes)), methods=best.methods))
+
+
+def _ert_curve(k: Any, ws: int, threads: int, cfg: BenchConfig, rng: np.random.Generator,
+               report: Progress) -> dict[str, Any]:
+    """ERT: GFLOP/s of an in-place kernel with 1..1024 FLOPs per element over a DRAM-sized array.
+
+    ``stats`` (each point's samples) is for the roofs only; it is not kept in the metadata.
+    The model and deviation are added by :func:`_ert_model` once the roofs are known.
+    """
     n = ws // 8
     x = rng.random(n)
     x += 0.5  # in place: one DRAM-sized array, as _check_memory assumed
@@ -506,17 +617,19 @@ def _ert_curve(k: Any, ws: int, threads: int, cfg: BenchConfig, peak: float, dra
                                flops, max(3, cfg.repeats // 2), cfg.min_sample_seconds)
         rates.append(stat)
     ai = [(1 if f == 1 else 2 * (f // 2)) / ERT_BYTES_PER_ELEMENT for f in flops_per_elem]
-    return _ert_model({
+    return {
+        "stats": rates,
         "flops_per_element": flops_per_elem,
         "intensity": ai,
         "flops": [s.median for s in rates],
+        "flops_best": [s.best for s in rates],
         "spread": [[s.q1, s.q3] for s in rates],
         "working_set_bytes": ws,
         "threads": threads,
         "bytes_per_element": ERT_BYTES_PER_ELEMENT,
-        "note": ("model = min(fp64 vector FMA peak, AI x DRAM triad bandwidth); the ERT kernel updates in place "
-                 "(16 B/element, no write-allocate), so at low AI it can beat a triad-derived slope"),
-    }, peak, dram_bw)
+        "note": ("model = min(fp64 vector roof, AI x DRAM roof), the roofs being the best of every method "
+                 "(this curve included); the ERT kernel updates in place (16 B/element, no write-allocate)"),
+    }
 
 
 def _ert_model(ert: dict[str, Any], peak: float, dram_bw: float) -> dict[str, Any]:
@@ -524,19 +637,24 @@ def _ert_model(ert: dict[str, Any], peak: float, dram_bw: float) -> dict[str, An
     model = [min(peak, a * dram_bw) for a in ert["intensity"]]
     dev = [f / m - 1.0 for f, m in zip(ert["flops"], model, strict=True)]
     worst = int(np.argmax(np.abs(dev)))
-    return {**ert, "model_flops": model, "deviation": dev, "max_deviation": dev[worst],
+    return {**{key: v for key, v in ert.items() if key != "stats"}, "model_flops": model, "deviation": dev, "max_deviation": dev[worst],
             "max_abs_deviation": abs(dev[worst]), "at_intensity": ert["intensity"][worst]}
 
 
-def _gemms(cfg: BenchConfig, threads: int, warnings: list[str], report: Progress) -> dict[str, tuple[Stat, dict[str, Any], str]]:
-    """Best median GEMM rate per precision over growing sizes: numpy (fp64, fp32), torch (bf16, fp16)."""
-    out: dict[str, tuple[Stat, dict[str, Any], str]] = {}
+def _gemms(cfg: BenchConfig, threads: int, native: tuple[str, ...], warnings: list[str],
+           report: Progress) -> dict[tuple[str, str], tuple[Stat, dict[str, Any], str]]:
+    """The best GEMM per (precision, library and layout) over growing sizes.
+
+    numpy's BLAS fp64/fp32 as ``A @ B`` and ``x @ W.T``; torch fp32 ``linear``; torch bf16/fp16
+    (``matmul`` and ``linear``) only in ``native`` precisions.
+    """
+    out: dict[tuple[str, str], tuple[Stat, dict[str, Any], str]] = {}
     rng = np.random.default_rng(7)
     limiter, blas_threads = _blas_limiter(threads)
     if blas_threads is None:
         warnings.append("BLAS thread count not controlled (install threadpoolctl); GEMM used the library default")
     blas = machine.blas_info()
-    jobs: list[tuple[str, str]] = [("fp64", "numpy"), ("fp32", "numpy")]
+    jobs: list[tuple[str, str, str]] = [(p, "numpy", layout) for p in ("fp64", "fp32") for layout in ("A@B", "x@W.T")]
     torch = None
     if cfg.torch_gemm:
         try:
@@ -544,61 +662,91 @@ def _gemms(cfg: BenchConfig, threads: int, warnings: list[str], report: Progress
         except ImportError:
             torch = None
         if torch is not None:
-            jobs += [("bf16", "torch"), ("fp16", "torch")]
-    for j, (prec, lib) in enumerate(jobs):
-        report(j / len(jobs), f"GEMM {prec} ({lib})")
+            jobs.append(("fp32", "torch", "x@W.T"))
+            jobs += [(p, "torch", layout) for p in ("bf16", "fp16") if p in native for layout in ("A@B", "x@W.T")]
+    for j, (prec, lib, layout) in enumerate(jobs):
+        report(j / len(jobs), f"GEMM {prec} {lib} {layout}")
         per_size: list[dict[str, Any]] = []
         best: Stat | None = None
         best_n = 0
         walk = sorted({n for n in (256, 512, *cfg.gemm_sizes) if n <= max(cfg.gemm_sizes)})
         for idx, n in enumerate(walk):
-            if lib == "numpy":
-                dtype = np.float64 if prec == "fp64" else np.float32
-                a = rng.standard_normal((n, n)).astype(dtype)
-                b = rng.standard_normal((n, n)).astype(dtype)
-                c = np.empty((n, n), dtype=dtype)
-
-                def call(reps: int, a: Any = a, b: Any = b, c: Any = c) -> None:
-                    with limiter():
-                        for _ in range(reps):
-                            np.matmul(a, b, out=c)
-            else:
-                assert torch is not None
-                tdtype = torch.bfloat16 if prec == "bf16" else torch.float16
-                a = torch.randn(n, n).to(tdtype)
-                b = torch.randn(n, n).to(tdtype)
-
-                def call(reps: int, a: Any = a, b: Any = b) -> None:
-                    old = torch.get_num_threads()
-                    torch.set_num_threads(threads)
-                    try:
-                        for _ in range(reps):
-                            torch.matmul(a, b)
-                    finally:
-                        torch.set_num_threads(old)
+            call = _gemm_call(lib, prec, layout, n, rng, limiter, threads)
             call(1)  # warm-up (thread pools, JIT kernels)
             t_one = min(_timeit(lambda call=call: call(1)) for _ in range(3))
             stat, _ = measure_rate(call, 2.0 * n**3, max(3, cfg.repeats // 2 + 1), cfg.min_sample_seconds)
-            per_size.append({"n": n, "flops": stat.median})
-            if best is None or stat.median > best.median:
+            per_size.append({"n": n, "flops": stat.median, "best": stat.best})
+            if best is None or stat.best > best.best:
                 best, best_n = stat, n
             # grow while the next size's call stays under the limit: some precisions have no fast path
             # on some CPUs (torch fp16 GEMM without AVX512-FP16 runs at ~1 GFLOP/s)
             if idx + 1 < len(walk) and t_one * (walk[idx + 1] / n) ** 3 > cfg.gemm_call_limit_seconds:
                 break
         assert best is not None
+        size = {"fp64": 8, "fp32": 4}.get(prec, 2)
         details: dict[str, Any] = {"threads": threads if lib == "torch" or blas_threads else "library default",
-                                   "sizes": [r["n"] for r in per_size], "per_size": per_size, "best_n": best_n,
-                                   "working_set_bytes": 3 * best_n * best_n * (8 if prec == "fp64" else 4 if prec == "fp32" else 2)}
+                                   "layout": layout, "sizes": [r["n"] for r in per_size], "per_size": per_size,
+                                   "best_n": best_n, "working_set_bytes": 3 * best_n * best_n * size}
         if lib == "numpy":
             details["blas"] = blas
-            method = f"numpy.matmul ({blas.get('name', 'BLAS')} {blas.get('version', '')})".replace(" )", ")")
+            method = f"numpy.matmul {layout} ({blas.get('name', 'BLAS')} {blas.get('version', '')})".replace(" )", ")")
         else:
             details["torch"] = getattr(torch, "__version__", "")
-            method = f"torch.matmul {prec} on CPU"
-        out[prec] = (best, details, method)
+            method = f"torch {'linear' if layout == 'x@W.T' else 'matmul'} {prec} on CPU"
+        out[(prec, f"{lib} {layout}")] = (best, details, f"{method}, n={best_n}")
     report(1.0, "GEMM done")
     return out
+
+
+def _gemm_call(lib: str, prec: str, layout: str, n: int, rng: np.random.Generator, limiter: Callable[[], Any],
+               threads: int) -> Callable[[int], None]:
+    """``call(reps)`` running an n x n x n GEMM ``reps`` times in ``layout``."""
+    if lib == "numpy":
+        dtype = np.float64 if prec == "fp64" else np.float32
+        a = rng.standard_normal((n, n)).astype(dtype)
+        b = rng.standard_normal((n, n)).astype(dtype)
+        c = np.empty((n, n), dtype=dtype)
+        bb = b.T if layout == "x@W.T" else b
+
+        def call(reps: int) -> None:
+            with limiter():
+                for _ in range(reps):
+                    np.matmul(a, bb, out=c)
+        return call
+    import torch
+
+    tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[prec]
+    ta = torch.randn(n, n).to(tdtype)
+    tb = torch.randn(n, n).to(tdtype)
+    op = torch.nn.functional.linear if layout == "x@W.T" else torch.matmul
+
+    def tcall(reps: int) -> None:
+        with _torch_threads(threads):
+            for _ in range(reps):
+                op(ta, tb)
+    return tcall
+
+
+class _torch_threads:
+    """torch's intra-op threads set to ``threads`` for a block, then restored (a no-op without torch)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads, self.old = threads, None
+
+    def __enter__(self) -> None:
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            self.old = torch.get_num_threads()
+            torch.set_num_threads(self.threads)
+
+    def __exit__(self, *exc: Any) -> None:
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is not None and self.old is not None:
+            torch.set_num_threads(self.old)
 
 
 def _blas_limiter(threads: int) -> tuple[Callable[[], Any], int | None]:

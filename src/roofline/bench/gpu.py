@@ -217,8 +217,11 @@ def run_gpu_bench(*, quick: bool = True, progress: Progress | None = None, devic
             "versions": machine.versions(), "cuda": torch.version.cuda, "host_cpu": machine.cpu_model(),
             "warnings": warnings}
     report(1.0, "done")
+    from roofline.device import BENCH_VERSION, BenchFacts
+
+    facts = BenchFacts(version=BENCH_VERSION, machine=machine.fingerprint(f"gpu {name}"))
     return Device(name=f"local: {name}", vendor="NVIDIA" if "nvidia" in name.lower() else "", kind="gpu",
-                  aliases=("local",), compute=tuple(compute), memory=tuple(memory), metadata=meta)
+                  aliases=("local",), compute=tuple(compute), memory=tuple(memory), metadata=meta, bench=facts)
 
 
 def _flag(what: str, value: float, prov: Provenance, warnings: list[str]) -> None:

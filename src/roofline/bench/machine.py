@@ -177,5 +177,20 @@ def machine_metadata(threads: int) -> dict[str, Any]:
     return meta
 
 
+#: ISA flags that change what the bench measures (vector width, FMA, native low precision)
+FINGERPRINT_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16",
+                     "asimd", "asimdhp", "bf16", "sve")
+
+
+def fingerprint(extra: str = "") -> str:
+    """What a cached measurement must match to be used here: CPU model, logical CPUs, ISA flags.
+
+    >>> "CPUs" in fingerprint()
+    True
+    """
+    isa = ",".join(sorted(cpu_flags() & set(FINGERPRINT_FLAGS))) or "none"
+    return f"{cpu_model()}; {os.cpu_count()} CPUs; isa {isa}" + (f"; {extra}" if extra else "")
+
+
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()

@@ -1,4 +1,4 @@
-"""roofline bench: measure this machine's roofline (bandwidth per cache level, FMA peaks, GEMM, ERT curve)."""
+"""roofline bench: measure this machine's roofline (bandwidth per cache level, FMA peaks, GEMM, ERT curve, audit)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ examples:
   roofline bench --full --out me.json  # finer sweep, more repeats, also saved to me.json
   roofline bench --threads 1 --plot charts/
   roofline bench --show                # print the cached measurement
+  roofline bench --audit               # time real kernels against the cached roofs again
   roofline analyze --device local ...  # use it anywhere a device is accepted
 """
 
@@ -27,7 +28,13 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "bench", help="measure this machine's hierarchical roofline (cached for --device local)",
         description=("Measure bandwidth per memory level (read/write/copy/triad sweep, plateaus detected), "
-                     "FMA peaks, GEMM ceilings (numpy BLAS; torch bf16/fp16) and an ERT-style curve. "
+                     "FMA peaks (explicit vector FMA chains for this ISA), GEMM ceilings (numpy BLAS and torch, "
+                     "both layouts; bf16/fp16 only where the CPU computes them natively) and an ERT-style curve. "
+                     "Each roof is the best of every method (all kept in its provenance), beside a theoretical "
+                     "spec roof. A roof audit then times real kernels (GEMM, GEMV, elementwise at every memory "
+                     "level) against the roofs and raises any roof a kernel beats. --quick (the default) "
+                     "sweeps 3 sizes per octave with 5 samples each and audits 11 kernels; --full sweeps 6 "
+                     "per octave with 11 samples, GEMMs up to n=4096 and audits torch fp16 and fp32 A@B too. "
                      "The result is a device JSON cached in the user cache directory "
                      "($ROOFLINE_CACHE_DIR, else $XDG_CACHE_HOME/roofline)."),
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -39,6 +46,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", metavar="FILE", help="also save the device JSON here")
     p.add_argument("--plot", metavar="DIR", help="write bandwidth.png and roofline.png into DIR")
     p.add_argument("--show", action="store_true", help="print the cached measurement instead of measuring")
+    p.add_argument("--audit", action="store_true",
+                   help="time the audit kernels against the cached roofs (raising any roof a kernel beats)")
     p.set_defaults(func=run)
 
 
@@ -55,11 +64,21 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out)
     if plot_dir is not None:
         _check_plot_dir(plot_dir)
-    if args.show:
+    if args.show or args.audit:
         device = bench.load_local_device()
         print(f"cached: {bench.local_device_path()}")
+        messages: list[str] = []
+        if args.audit:
+            from roofline.bench.cpu import audit_device
+
+            if device.kind != "cpu":
+                raise RooflineError("--audit times CPU kernels; the cached measurement is of a GPU")
+            device, messages = audit_device(device, int(device.metadata.get("threads") or os.cpu_count() or 1),
+                                            full=bool(args.full))
         sys.stdout.write(render_table(device))
-        _write(device, args, plot_dir, cache=False)
+        for m in messages:
+            print(f"  audit: {m}")
+        _write(device, args, plot_dir, cache=bool(args.audit))
         return 0
     if not args.gpu:
         from roofline.errors import require
@@ -128,6 +147,13 @@ class _progress:
             self._bar.__exit__(*exc)
 
 
+def _best_method(prov: Any) -> str:
+    """'best of 4: LLVM FMA kernel (...)' for a measured ceiling, else its method or source."""
+    if prov.methods:
+        return f"best of {len(prov.methods)}: {prov.method}"
+    return prov.method or prov.source
+
+
 def render_table(device: Device) -> str:
     """The ceilings with their spread (interquartile range), one per line, then ERT and warnings."""
     meta = device.metadata
@@ -148,9 +174,10 @@ def render_table(device: Device) -> str:
     for c in sorted(device.compute, key=lambda c: (c.unit, -c.flops)):
         d = c.provenance.details
         s = spread_text(c.flops, c.provenance.spread)
-        where = f"n={d['best_n']}" if "best_n" in d else (f"{d.get('chains_per_thread')} chains/thread"
-                                                         if "chains_per_thread" in d else "")
-        rows.append((f"{c.precision} {c.unit}", format_flops(c.flops), s, str(d.get("threads", "")), where))
+        rows.append((f"{c.precision} {c.unit}", format_flops(c.flops), s, str(d.get("threads", "")),
+                     _best_method(c.provenance)))
+    for r in device.bench.spec if device.bench else ():
+        rows.append((f"{r.precision} {r.unit} (spec)", format_flops(r.flops), "", "", "theoretical: see the derivation"))
     for m in device.memory:
         d = m.provenance.details
         s = spread_text(m.bandwidth, m.provenance.spread)
@@ -158,8 +185,9 @@ def render_table(device: Device) -> str:
         where = f"{format_bytes(ws[0])} .. {format_bytes(ws[1])}" if isinstance(ws, list) and len(ws) == 2 else (
             format_bytes(ws) if isinstance(ws, (int, float)) else "")
         cap = f", capacity {format_bytes(m.capacity)}" if m.capacity else ""
-        rows.append((m.level, format_bandwidth(m.bandwidth), s, str(d.get("threads", "")), where + cap))
-    head = ("ceiling", "value", "IQR/median", "threads", "size / working set")
+        rows.append((m.level, format_bandwidth(m.bandwidth), s, str(d.get("threads", "")),
+                     f"{where}{cap}; {_best_method(m.provenance)}"))
+    head = ("ceiling", "value", "IQR/median", "threads", "best method / working set")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
     fmt = "  " + "  ".join(f"{{:{'<' if i in (0, 4) else '>'}{w}}}" for i, w in enumerate(widths))
     lines.append(fmt.format(*head))
@@ -169,6 +197,16 @@ def render_table(device: Device) -> str:
         lines.append(f"  ERT curve ({len(ert['flops'])} points, {format_bytes(ert['working_set_bytes'])} in place): "
                      f"largest deviation from min(peak, AI x DRAM) {ert['max_deviation']:+.1%} "
                      f"at {ert['at_intensity']:.3g} FLOP/B")
+    if device.bench is not None:
+        lines.append(f"  native precisions: {', '.join(device.bench.native) or '?'}; each roof is the best of its "
+                     "methods (every figure: roofline device local --json)")
+        for r in device.bench.spec:
+            lines.append(f"  spec {r.precision}: {r.derivation}")
+        if device.bench.audit:
+            from roofline.bench.audit import format_audit
+
+            lines.append("  roof audit (efficiency = roofline time / measured time, against the roofs before the audit):")
+            lines.append(format_audit(device.bench.audit).rstrip("\n"))
     for note in meta.get("levels", {}).get("notes", []):
         if note not in meta.get("warnings", []):
             lines.append(f"  note: {note}")

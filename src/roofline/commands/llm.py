@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel devices (per-device figures)")
     p.add_argument("--flash", action="store_true", help="fused attention: no score tensor in memory")
     p.add_argument("--all-logits", action="store_true", help="lm_head on every token, not the last of each sequence")
+    p.add_argument("--moe-routing", choices=("expected", "worst", "best"), default="expected",
+                   help="MoE experts a step of n tokens reads: expected under uniform top-k routing, "
+                        "E(1-(1-k/E)^n) (default); worst, min(E, n*k); best, k")
     p.add_argument("--sweep", metavar="batch=1..256", help="batch sweep: throughput vs per-token latency")
     p.add_argument("--sweep-plot", metavar="PLOT", help="write the sweep plot here (.png, .svg or .pdf)")
     add_output_options(p, group_by=("module", "type", "kind", "name"))
@@ -71,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         raise RooflineError(f"--batch must be an integer > 0 or 'max', got {args.batch!r}")
     spec = llm.make_spec(args.model, phase=args.phase, batch=1 if batch_max else int(args.batch), prompt=args.prompt,
                          context=args.context, gen=args.gen, wbits=args.wbits, abits=args.abits, kvbits=args.kvbits,
-                         tp=args.tp, flash=args.flash, group_size=args.group_size, all_logits=args.all_logits)
+                         tp=args.tp, flash=args.flash, group_size=args.group_size, all_logits=args.all_logits,
+                         moe_routing=args.moe_routing)
     device = resolve(args.device)
     if batch_max:
         spec = spec.replace(batch=llm.fitting_batch(spec, device))
@@ -135,6 +139,8 @@ def report_text(r) -> str:  # type: ignore[no-untyped-def]
     info.append(f"weights {p.weights}, activations {p.activations}, KV cache {p.kv_cache}"
                 + (f" (int4 group {p.group_size})" if "int4" in (p.weights, p.kv_cache) else ""))
     info.append("fused attention" if s.flash else "unfused attention")
+    if s.arch.experts:
+        info.append(f"MoE routing {s.moe_routing}")
     from roofline.llm.model import param_counts
 
     total, active = param_counts(s.arch)

@@ -14,8 +14,10 @@ and weight bytes (tests/test_llm.py).  Remaining differences, all deliberate:
 * HF's plain forward computes logits for every prompt token; here lm_head runs
   on the last token of each sequence unless ``all_logits=True``.
 * HF's grouped-matmul experts read every expert's weights each layer; here a
-  step reads the ``min(E, tokens x top_k)`` experts it touches (decode batch 2
-  of Mixtral: 4 of 8).
+  step reads the experts its n tokens touch: by default the expected number
+  under uniform top-k routing, ``E x (1 - (1 - top_k/E)^n)`` (decode batch 2 of
+  Mixtral: 3.5 of 8); ``moe_routing='worst'`` takes ``min(E, n x top_k)`` (4 of
+  8), ``'best'`` takes ``top_k`` (2 of 8).
 * HF's RMSNorm traces as pow / mean / mul / rsqrt elementwise and reduction ops,
   RoPE as mul / add / neg / cat, and SDPA carries its softmax inside; here each
   is one norm, rope or softmax op with the FLOP constants of roofline.costs.
@@ -71,7 +73,8 @@ __all__ = [
 def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
              prompt: int | None = None, context: int | None = None, gen: int | None = None,
              wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
-             flash: bool = False, *, group_size: int = 128, all_logits: bool = False) -> Workload:
+             flash: bool = False, *, group_size: int = 128, all_logits: bool = False,
+             moe_routing: str = "expected") -> Workload:
     """The per-op inference workload of a decoder-only transformer (per device with ``tp`` > 1).
 
     ``name_or_config``: a bundled model ('llama-2-7b', 'meta-llama/Llama-2-7b-hf'; case and
@@ -81,6 +84,9 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     or a name (fp32, bf16, fp16, fp8, int8, int4); int4 carries one fp16 scale per
     ``group_size`` values.  ``flash``: fused attention with no score tensor in memory.
     ``all_logits``: lm_head over every token instead of the last of each sequence.
+    ``moe_routing``: how many routed experts a step of n tokens reads (top_k of E each):
+    'expected' under uniform routing, E x (1 - (1 - top_k/E)^n); 'worst', min(E, n x top_k);
+    'best', top_k (see :func:`roofline.llm.model.experts_touched`).
 
     Ops are named and grouped by path ('decode.layers.attn.q_proj'); ``count`` is the number of
     layers; ``info`` holds the sizes and totals and ``assumptions`` the modelling choices.
@@ -93,5 +99,5 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     """
     spec = make_spec(name_or_config, phase=phase, batch=batch, prompt=prompt, context=context, gen=gen,
                      wbits=wbits, abits=abits, kvbits=kvbits, tp=tp, flash=flash, group_size=group_size,
-                     all_logits=all_logits)
+                     all_logits=all_logits, moe_routing=moe_routing)
     return build_workload(spec)

@@ -130,7 +130,7 @@ def sweep_times(spec: LLMSpec, *, batch: Any = None, context: Any = None, prompt
     >>> bool(t[1] < 64 * t[0])  # batching amortises the weight reads
     True
     """
-    a = spec.arch
+    a, r = spec.arch, spec.moe_routing
     b = np.asarray(spec.batch if batch is None else batch, dtype=float)
     P = np.asarray(spec.prompt if prompt is None else prompt, dtype=float)
     S = np.asarray(spec.context if context is None else context, dtype=float)
@@ -146,13 +146,13 @@ def sweep_times(spec: LLMSpec, *, batch: Any = None, context: Any = None, prompt
     prefill = decode = zero
     if spec.phase in ("prefill", "generate"):
         table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits)
-        prefill = step_time(table, basis(a, b, P, P), eb, peaks, bws)
+        prefill = step_time(table, basis(a, b, P, P, moe_routing=r), eb, peaks, bws)
     if spec.phase == "decode":
         table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
-        decode = step_time(table, basis(a, b, 1, S), eb, peaks, bws)
+        decode = step_time(table, basis(a, b, 1, S, moe_routing=r), eb, peaks, bws)
     if spec.phase == "generate":
         table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
-        decode = step_time(table, basis(a, b, 1, P + 1, P + N), eb, peaks, bws)  # mean over the steps
+        decode = step_time(table, basis(a, b, 1, P + 1, P + N, moe_routing=r), eb, peaks, bws)  # mean over the steps
     total = prefill + decode * (N if spec.phase == "generate" else 1.0)
     return {"prefill": prefill.reshape(shape), "decode": decode.reshape(shape), "total": total.reshape(shape)}
 
@@ -263,7 +263,8 @@ def _ridge_batch(spec: LLMSpec, ceilings: tuple[tuple[str, float], ...], limit: 
     eb = spec.precisions.bytes()
 
     def compute_bound(b: np.ndarray) -> np.ndarray:
-        ct, mt = step_time(table, basis(spec.arch, b, 1, spec.context), eb, peaks, bws, mask=mask, split=True)
+        ct, mt = step_time(table, basis(spec.arch, b, 1, spec.context, moe_routing=spec.moe_routing), eb, peaks, bws,
+                           mask=mask, split=True)
         return ct >= mt
 
     # a vectorised scan over powers of two, then every batch in the bracket

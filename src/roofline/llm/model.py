@@ -3,7 +3,8 @@
 Every op's FLOPs and traffic are linear in a few *terms* of the run's shape
 (:data:`TERMS`): a constant (weights), the sequences ``b``, the tokens ``n = b*s``
 processed in the step, the keys read ``b*S``, the visible (causal) query-key
-pairs, the score-tensor size ``b*s*S``, the experts touched ``min(E, n*k)`` and
+pairs, the score-tensor size ``b*s*S``, the experts touched (:func:`experts_touched`:
+by default the expected number under uniform top-k routing, ``E*(1-(1-k/E)^n)``) and
 the sliding-window versions of keys and pairs.  An :class:`OpTable` holds, per
 op, one coefficient row per quantity (FLOPs; weight elements, quantised and
 not; activation, KV-cache elements read and written; raw bytes).  One
@@ -41,6 +42,8 @@ ROLES = ("gemm", "attn", "vector", "link")
 GEMM, ATTN, VEC, LINK = range(len(ROLES))
 QUANTITIES = ("flops", "wq", "wu", "ar", "aw", "kr", "kw", "xr")
 PHASES = ("prefill", "decode", "generate")
+#: How a step's tokens spread over the routed experts (see :func:`experts_touched`).
+MOE_ROUTINGS = ("expected", "worst", "best")
 #: Accepted precisions: bits -> name, and names (case-insensitive, a few spellings).
 BITS = {32: "fp32", 16: "bf16", 8: "int8", 4: "int4"}
 NAMES = {"fp32": "fp32", "float32": "fp32", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16",
@@ -367,12 +370,49 @@ def _sum_min(lo: np.ndarray, hi: np.ndarray, w: float) -> np.ndarray:
     return (m * (m + 1) - (lo - 1) * lo) / 2 + (hi - m) * w
 
 
-def basis(arch: Arch, batch: Any, new: Any, lo: Any, hi: Any | None = None) -> np.ndarray:
+def parse_moe_routing(value: Any) -> str:
+    """'expected' / 'worst' / 'best' (case-insensitive); anything else is a one-line error."""
+    if isinstance(value, str) and value.strip().lower() in MOE_ROUTINGS:
+        return value.strip().lower()
+    raise RooflineError(f"moe_routing: {value!r} is not one of {', '.join(MOE_ROUTINGS)}")
+
+
+def experts_touched(experts: int, top_k: int, tokens: Any, routing: str = "expected") -> Any:
+    """Distinct routed experts a step of ``tokens`` tokens reads, each token choosing ``top_k`` of ``experts``.
+
+    * ``expected``: the mean under uniform, independent top-k routing.  Each token picks a
+      given expert with probability k/E, so it stays unread with probability (1-k/E)^n:
+      ``E * (1 - (1 - k/E)^n)``.  A router that favours some experts touches fewer.
+    * ``worst``: ``min(E, n*k)``, every token on experts no other token uses (an upper bound).
+    * ``best``: ``k``, every token on the same top-k (the only true lower bound).
+
+    ``tokens`` may be an array (vectorised); 0 tokens touch 0 experts under every rule.
+
+    >>> [round(float(experts_touched(8, 2, n)), 2) for n in (1, 2, 4, 64)]  # Mixtral
+    [2.0, 3.5, 5.47, 8.0]
+    >>> float(experts_touched(8, 2, 3, "worst")), float(experts_touched(8, 2, 3, "best"))
+    (6.0, 2.0)
+    """
+    routing = parse_moe_routing(routing)
+    n = np.asarray(tokens, dtype=float)
+    E, k = float(experts), float(top_k)
+    if not E:
+        return np.zeros_like(n)
+    if routing == "worst":
+        return np.minimum(E, n * k)
+    if routing == "best":
+        return np.where(n > 0, k, 0.0)
+    return E * (1.0 - (1.0 - k / E) ** n)
+
+
+def basis(arch: Arch, batch: Any, new: Any, lo: Any, hi: Any | None = None,
+          moe_routing: str = "expected") -> np.ndarray:
     """Term values, shape (configs, terms), for ``batch`` sequences each adding ``new`` tokens.
 
     Keys visible at the last new token run from ``lo`` to ``hi`` (a range of decode
     steps, averaged: a generate phase) or are just ``lo``.  The ``new`` tokens are
-    the last ``new`` of the ``lo`` (prefill: new == lo).
+    the last ``new`` of the ``lo`` (prefill: new == lo).  The ``batch*new`` tokens
+    touch :func:`experts_touched` experts under ``moe_routing``.
     """
     b = np.asarray(batch, dtype=float)
     s = np.asarray(new, dtype=float)
@@ -389,7 +429,7 @@ def basis(arch: Arch, batch: Any, new: Any, lo: Any, hi: Any | None = None) -> n
     out[..., KEY] = b * S
     out[..., PAIR] = b * (s * S - s * (s - 1) / 2)  # sum over the new queries of the keys at or before them
     out[..., FULL] = n * S
-    out[..., EXP] = np.minimum(arch.experts, n * arch.top_k) if arch.experts else 0.0
+    out[..., EXP] = experts_touched(arch.experts, arch.top_k, n, moe_routing)
     w = arch.sliding_window or math.inf
     if arch.window_layers:
         keys_w = _sum_min(S0, S1, w) / steps  # mean over the steps of min(S, w)
@@ -434,6 +474,7 @@ class LLMSpec:
     tp: int = 1
     flash: bool = False
     all_logits: bool = False
+    moe_routing: str = "expected"
 
     @property
     def max_context(self) -> int:
@@ -446,14 +487,16 @@ class LLMSpec:
     def to_dict(self) -> dict[str, Any]:
         return {"arch": self.arch.to_dict(), "phase": self.phase, "batch": self.batch, "prompt": self.prompt,
                 "context": self.context, "gen": self.gen, "precisions": self.precisions.to_dict(), "tp": self.tp,
-                "flash": self.flash, "all_logits": self.all_logits}
+                "flash": self.flash, "all_logits": self.all_logits, "moe_routing": self.moe_routing}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LLMSpec:
         p = d["precisions"]
         return cls(Arch.from_dict(d["arch"]), d["phase"], int(d["batch"]), int(d["prompt"]), int(d["context"]),
                    int(d["gen"]), Precisions(p["weights"], p["activations"], p["kv_cache"], int(p["group_size"])),
-                   int(d["tp"]), bool(d["flash"]), bool(d["all_logits"]))
+                   int(d["tp"]), bool(d["flash"]), bool(d["all_logits"]),
+                   # files written before the option existed used the worst case
+                   parse_moe_routing(d.get("moe_routing", "worst")))
 
 
 def _positive_int(value: Any, field: str) -> int:
@@ -467,8 +510,10 @@ def _positive_int(value: Any, field: str) -> int:
 def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
               prompt: int | None = None, context: int | None = None, gen: int | None = None,
               wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
-              flash: bool = False, group_size: int = 128, all_logits: bool = False) -> LLMSpec:
+              flash: bool = False, group_size: int = 128, all_logits: bool = False,
+              moe_routing: str = "expected") -> LLMSpec:
     """Validate every knob (one-line errors) and resolve the model."""
+    moe_routing = parse_moe_routing(moe_routing)
     if phase not in PHASES:
         raise RooflineError(f"phase {phase!r} is not one of {', '.join(PHASES)}")
     arch = load_arch(model)
@@ -482,7 +527,8 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))
-    return LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits))
+    return LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits),
+                   moe_routing)
 
 
 # -- sizes -------------------------------------------------------------------------
@@ -553,7 +599,7 @@ def _activation_per_sequence(spec: LLMSpec) -> float:
     out = 0.0
     for phase, s, S in steps:
         table = build_table(spec.arch, phase, spec.tp, spec.flash, spec.all_logits)
-        B = basis(spec.arch, 1, s, S)
+        B = basis(spec.arch, 1, s, S, moe_routing=spec.moe_routing)
         act = float((B @ (table.coef["ar"] + table.coef["aw"]).T).max()) * eb["a"]
         out = max(out, act + float(B[0, TOK]) * spec.arch.hidden * eb["a"])
     return out
@@ -569,7 +615,6 @@ ASSUMPTIONS = (
     "generate = prefill + gen decode steps at contexts prompt+1 .. prompt+gen, evaluated at the mean over the "
     "steps with count x gen (FLOPs and bytes exact)",
     "lm_head on the last token of each sequence (all tokens with all_logits); embedding reads only the rows gathered",
-    "MoE: a step touches min(experts, tokens x top_k) experts and reads their weights (routing spread out)",
     "int4 carries one fp16 scale per group; int8/fp8 scales ignored; embedding, lm_head, router, norms and biases "
     "stay 16-bit under weight quantisation",
     "norms, softmax, activations and adds compute in fp32 on the vector unit; scale and mask fold into softmax; "
@@ -579,23 +624,38 @@ ASSUMPTIONS = (
 )
 
 
+#: What a step of n tokens reads of E routed experts, top-k each, per ``moe_routing``.
+MOE_ASSUMPTIONS = {
+    "expected": "MoE (moe_routing expected): a step of n tokens reads the weights of the experts it touches, "
+                "E x (1 - (1 - top_k/E)^n) of the E, the expected number under uniform independent top-k routing "
+                "(worst: min(E, n x top_k); best: top_k)",
+    "worst": "MoE (moe_routing worst): a step of n tokens reads the weights of min(E, n x top_k) of the E experts, "
+             "every token on experts no other token uses (an upper bound)",
+    "best": "MoE (moe_routing best): a step reads the weights of top_k experts, every token on the same ones "
+            "(a lower bound)",
+}
+
+
 def assumptions(spec: LLMSpec) -> list[str]:
-    return list(ASSUMPTIONS)
+    out = list(ASSUMPTIONS)
+    out.insert(5, MOE_ASSUMPTIONS[spec.moe_routing])  # where the fixed MoE line stood
+    return out
 
 
 def _steps(spec: LLMSpec) -> list[tuple[OpTable, np.ndarray, float]]:
     """(table, basis row, multiplier) for each phase step of the run."""
-    a = spec.arch
+    a, r = spec.arch, spec.moe_routing
     out = []
     if spec.phase in ("prefill", "generate"):
         table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits)
-        out.append((table, basis(a, spec.batch, spec.prompt, spec.prompt), 1.0))
+        out.append((table, basis(a, spec.batch, spec.prompt, spec.prompt, moe_routing=r), 1.0))
     if spec.phase == "decode":
         table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
-        out.append((table, basis(a, spec.batch, 1, spec.context), 1.0))
+        out.append((table, basis(a, spec.batch, 1, spec.context, moe_routing=r), 1.0))
     if spec.phase == "generate":
         table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
-        out.append((table, basis(a, spec.batch, 1, spec.prompt + 1, spec.prompt + spec.gen), float(spec.gen)))
+        out.append((table, basis(a, spec.batch, 1, spec.prompt + 1, spec.prompt + spec.gen, moe_routing=r),
+                    float(spec.gen)))
     return out
 
 
@@ -646,6 +706,6 @@ def run_info(spec: LLMSpec) -> dict[str, Any]:
     act = float(activation_bytes(spec))
     return {"model": spec.arch.name, "model_source": spec.arch.source, "phase": spec.phase, "batch": spec.batch,
             "prompt": spec.prompt, "context": spec.context, "gen": spec.gen, "tp": spec.tp, "flash": spec.flash,
-            "all_logits": spec.all_logits, "precisions": spec.precisions.to_dict(),
+            "all_logits": spec.all_logits, "moe_routing": spec.moe_routing, "precisions": spec.precisions.to_dict(),
             "params": total, "active_params": active, "weight_bytes": weights, "kv_cache_bytes": kv,
             "activation_bytes": act, "memory_bytes": weights + kv + act, "llm": spec.to_dict()}

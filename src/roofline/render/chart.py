@@ -34,12 +34,14 @@ if TYPE_CHECKING:
 MEMORY_COLOR = "#d6e6f5"
 COMPUTE_COLOR = "#fbe3c8"
 ROOF_COLOR = "#222222"
+SPEC_COLOR = "#8a8a8a"  # theoretical (spec) roofs: dashed grey, named in the legend
 SLOPE_COLORS = ("#1f4e79", "#2e75b6", "#5b9bd5", "#9dc3e6")
 KIND_COLORS = {
     "matmul": "#d62728", "conv": "#9467bd", "attention": "#e377c2", "elementwise": "#2ca02c", "norm": "#17becf",
     "softmax": "#bcbd22", "reduction": "#8c564b", "embedding": "#7f7f7f", "memory": "#1f77b4",
     "collective": "#ff7f0e", "other": "#555555",
 }
+JUDGED_MARKERS = {"L1": "^", "L2": "s", "L3": "p"}  # measured points judged against a cache level's slope
 MAX_POINTS = 5000  # beyond this only the top ops by time are drawn
 
 
@@ -54,6 +56,7 @@ class Point:
     measured: bool = False
     weight: float = 1.0  # share of time, sets the marker size
     partner: int | None = None  # index of the predicted point a measured one joins
+    judged: str = ""  # measured: the cache level it is judged against ("" = its predicted roof's level)
 
 
 def points_of(a: Analysis, limit: int = MAX_POINTS) -> list[Point]:
@@ -71,7 +74,9 @@ def points_of(a: Analysis, limit: int = MAX_POINTS) -> list[Point]:
         kind = w.strings("kind", i)
         pts.append(Point(label, ai, float(a.attainable_flops[i]), kind, False, float(a.share[i])))
         if np.isfinite(a.achieved_flops[i]):
-            pts.append(Point(label, ai, float(a.achieved_flops[i]), kind, True, float(a.share[i]), len(pts) - 1))
+            judged = a.judged_label(i) if a.judged_at_cache[i] else ""
+            pts.append(Point(label, ai, float(a.achieved_flops[i]), kind, True, float(a.share[i]), len(pts) - 1,
+                             judged))
     return pts
 
 
@@ -117,7 +122,9 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     xs = [p.intensity for p in pts] + ridges
     x_lo = 10 ** math.floor(math.log10(min(xs)) - 1)
     x_hi = 10 ** math.ceil(math.log10(max(xs)) + 1)
-    ys = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [main.bandwidth * x_lo]
+    spec = list(device.bench.spec) if device.bench is not None else []  # theoretical roofs, drawn dashed
+    ys = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [r.flops for r in spec] + [
+        main.bandwidth * x_lo]
     y_lo = 10 ** math.floor(math.log10(min(ys)) - 0.3)
     y_hi = 10 ** math.ceil(math.log10(max(ys)) + 0.5)  # room above the top roof for the region labels
     scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")
@@ -154,6 +161,8 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
         style = "-" if c is top else "--"
         ax.plot([x0, x_hi], [c.flops / scale] * 2, style, color=ROOF_COLOR, lw=2.2 if c is top else 1.3, zorder=3)
     _roof_labels(ax, fig, ceilings, main.bandwidth, scale, x_hi)
+    for r in spec:  # labelled in the legend: the roof labels stay the measured ones
+        ax.plot([r.flops / main.bandwidth, x_hi], [r.flops / scale] * 2, ls=(0, (6, 3)), color=SPEC_COLOR, lw=1.1, zorder=2)
     # memory slopes: up to the fastest shown roof
     peak = ceilings[0].flops
     for k, m in enumerate(sorted(mems, key=lambda m: -m.bandwidth)):
@@ -182,7 +191,7 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
                 ax.plot([q.intensity, p.intensity], [q.flops / scale, p.flops / scale], color=color, lw=0.9,
                         alpha=0.7, zorder=4)
             ax.scatter([p.intensity], [p.flops / scale], s=size, facecolors="white", edgecolors=color,
-                       linewidths=1.8, zorder=5, marker="D")
+                       linewidths=1.8, zorder=5, marker=JUDGED_MARKERS.get(p.judged, "s") if p.judged else "D")
         else:
             h = ax.scatter([p.intensity], [p.flops / scale], s=size, color=color, edgecolors="white",
                            linewidths=0.6, zorder=5, alpha=0.9)
@@ -191,14 +200,23 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
 
     handles = list(shown_kinds.values())
     labels = list(shown_kinds.keys())
+    if spec:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], ls=(0, (6, 3)), color=SPEC_COLOR, lw=1.1))
+        labels.append("theoretical (spec)\n" + ", ".join(f"{r.precision} {format_flops(r.flops)}" for r in spec))
     if any(p.measured for p in pts):
         from matplotlib.lines import Line2D
 
         if shown_kinds:
             handles.append(Line2D([], [], marker="o", ls="", color="#555555"))
             labels.append("predicted (on the roof)")
-        handles.append(Line2D([], [], marker="D", ls="", mfc="white", mec="#555555"))
-        labels.append("measured")
+        if any(p.measured and not p.judged for p in pts):
+            handles.append(Line2D([], [], marker="D", ls="", mfc="white", mec="#555555"))
+            labels.append("measured")
+        for level in sorted({p.judged for p in pts if p.measured and p.judged}):
+            handles.append(Line2D([], [], marker=JUDGED_MARKERS.get(level, "s"), ls="", mfc="white", mec="#555555"))
+            labels.append(f"measured, judged vs {level} (working set fits)")
     if handles:
         ax.legend(handles, labels, loc="lower right", fontsize=8.5, framealpha=0.9,
                   title="op kind" if shown_kinds else None, title_fontsize=8.5)
@@ -218,8 +236,10 @@ def _roof_labels(ax: Axes, fig: Figure, ceilings: Sequence[ComputeCeiling], band
     placed: list[Any] = []
     for c in ceilings:  # fastest first
         y = c.flops / scale
+        # a light box: a line passing behind (another roof, a theoretical one) never strikes the label through
         t = ax.text(x_hi / 1.15, y * 1.06, f"{c.label} {format_flops(c.flops)}", ha="right", va="bottom",
-                    fontsize=8.5, color=ROOF_COLOR, zorder=6)
+                    fontsize=8.5, color=ROOF_COLOR, zorder=6,
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.75})
         box = t.get_window_extent(renderer)
         decade = ax.transData.transform((10.0, 1.0))[0] - ax.transData.transform((1.0, 1.0))[0]
         width = 10 ** (box.width / decade)  # the label's width as a factor along x

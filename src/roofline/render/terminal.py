@@ -47,6 +47,11 @@ def summary_lines(a: Analysis) -> list[str]:
     if a.workload.has_measurements:
         m = a.total_measured_seconds
         lines.append(f"measured: {format_seconds(m)} (roofline / measured = {a.total_time / m:.3g}, i.e. {a.total_time / m:.1%} of the roof)")
+        judged = a.judged_level[a.judged_at_cache]
+        if len(judged):
+            levels, counts = np.unique(judged, return_counts=True)
+            lines.append("measured points judged vs a cache level (working set fits): "
+                         + ", ".join(f"{k} vs {lvl}" for lvl, k in zip(levels.tolist(), counts.tolist(), strict=True)))
     lines.append(f"bytes model: {a.workload.bytes_model}")
     return lines
 
@@ -55,6 +60,7 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
            title: str | None = None, color: bool | None = None) -> str:
     """The full terminal report as a string."""
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
     if color is None:
@@ -79,7 +85,7 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
             if measured:
                 eff = r.time / r.measured_seconds if r.measured_seconds == r.measured_seconds and r.measured_seconds > 0 else math.nan
                 cells += [_opt(r.measured_seconds, format_seconds), _opt(eff, lambda e: f"{e:.0%}")]
-            t.add_row(*cells)
+            t.add_row(*map(escape, cells))
         con.print(t)
         hidden = len(rows) - top
     else:
@@ -102,7 +108,8 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
                 cells += [_opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds),
                           _opt(a.efficiency[i], lambda e: f"{e:.0%}")]
             cells.append(a.verdict(i))
-            t.add_row(*cells, style="red" if a.above_roof[i] else None)
+            # escaped: names come from files, and a verdict's [bracketed notes] would read as rich markup
+            t.add_row(*map(escape, cells), style="red" if a.above_roof[i] else None)
         con.print(t)
         hidden = len(order) - top
     if hidden > 0:
