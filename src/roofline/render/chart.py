@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 MEMORY_COLOR = "#d6e6f5"
 COMPUTE_COLOR = "#fbe3c8"
 ROOF_COLOR = "#222222"
-SPEC_COLOR = "#8a8a8a"  # theoretical (spec) roofs: dashed grey, named in the legend
+SPEC_COLOR = "#8a8a8a"  # theoretical (spec) roofs: dashed grey, labelled "theoretical"
 SLOPE_COLORS = ("#1f4e79", "#2e75b6", "#5b9bd5", "#9dc3e6")
 KIND_COLORS = {
     "matmul": "#d62728", "conv": "#9467bd", "attention": "#e377c2", "elementwise": "#2ca02c", "norm": "#17becf",
@@ -122,7 +122,9 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     xs = [p.intensity for p in pts] + ridges
     x_lo = 10 ** math.floor(math.log10(min(xs)) - 1)
     x_hi = 10 ** math.ceil(math.log10(max(xs)) + 1)
-    spec = list(device.bench.spec) if device.bench is not None else []  # theoretical roofs, drawn dashed
+    # theoretical roofs of the precisions drawn, dashed beside the measured ones
+    drawn = {c.precision for c in ceilings}
+    spec = [r for r in device.bench.spec if r.precision in drawn] if device.bench is not None else []
     ys = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [r.flops for r in spec] + [
         main.bandwidth * x_lo]
     y_lo = 10 ** math.floor(math.log10(min(ys)) - 0.3)
@@ -160,9 +162,11 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
         x0 = c.flops / main.bandwidth
         style = "-" if c is top else "--"
         ax.plot([x0, x_hi], [c.flops / scale] * 2, style, color=ROOF_COLOR, lw=2.2 if c is top else 1.3, zorder=3)
-    _roof_labels(ax, fig, ceilings, main.bandwidth, scale, x_hi)
-    for r in spec:  # labelled in the legend: the roof labels stay the measured ones
+    for r in spec:
         ax.plot([r.flops / main.bandwidth, x_hi], [r.flops / scale] * 2, ls=(0, (6, 3)), color=SPEC_COLOR, lw=1.1, zorder=2)
+    _roof_labels(ax, fig, [(f"{c.label} {format_flops(c.flops)}", c.flops, ROOF_COLOR) for c in ceilings]
+                 + [(f"{r.precision} {r.unit} {format_flops(r.flops)} (theoretical)", r.flops, SPEC_COLOR) for r in spec],
+                 main.bandwidth, scale, x_hi)
     # memory slopes: up to the fastest shown roof
     peak = ceilings[0].flops
     for k, m in enumerate(sorted(mems, key=lambda m: -m.bandwidth)):
@@ -200,11 +204,6 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
 
     handles = list(shown_kinds.values())
     labels = list(shown_kinds.keys())
-    if spec:
-        from matplotlib.lines import Line2D
-
-        handles.append(Line2D([], [], ls=(0, (6, 3)), color=SPEC_COLOR, lw=1.1))
-        labels.append("theoretical (spec)\n" + ", ".join(f"{r.precision} {format_flops(r.flops)}" for r in spec))
     if any(p.measured for p in pts):
         from matplotlib.lines import Line2D
 
@@ -228,17 +227,17 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     return fig
 
 
-def _roof_labels(ax: Axes, fig: Figure, ceilings: Sequence[ComputeCeiling], bandwidth: float, scale: float,
+def _roof_labels(ax: Axes, fig: Figure, roofs: Sequence[tuple[str, float, str]], bandwidth: float, scale: float,
                  x_hi: float) -> None:
-    """Label every roof on its line without overlaps: right end above the line, else further left, else below."""
+    """Label every roof (text, FLOP/s, colour) on its line without overlaps: right end above the line,
+    else further left, else below."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     placed: list[Any] = []
-    for c in ceilings:  # fastest first
-        y = c.flops / scale
+    for text, flops, color in sorted(roofs, key=lambda r: -r[1]):  # fastest first
+        y = flops / scale
         # a light box: a line passing behind (another roof, a theoretical one) never strikes the label through
-        t = ax.text(x_hi / 1.15, y * 1.06, f"{c.label} {format_flops(c.flops)}", ha="right", va="bottom",
-                    fontsize=8.5, color=ROOF_COLOR, zorder=6,
+        t = ax.text(x_hi / 1.15, y * 1.06, text, ha="right", va="bottom", fontsize=8.5, color=color, zorder=6,
                     bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.75})
         box = t.get_window_extent(renderer)
         decade = ax.transData.transform((10.0, 1.0))[0] - ax.transData.transform((1.0, 1.0))[0]
@@ -248,7 +247,7 @@ def _roof_labels(ax: Axes, fig: Figure, ceilings: Sequence[ComputeCeiling], band
         candidates = [(x, y * 1.06, "bottom") for x in right] + [(x, y / 1.06, "top") for x in right]
         candidates += [(right[0], y / 1.06 / line**j, "top") for j in (1, 2, 3)]  # stacked further down
         for x, ty, va in candidates:
-            if x / width < c.flops / bandwidth:  # the label must sit over its own roof
+            if x / width < flops / bandwidth:  # the label must sit over its own roof
                 continue
             t.set_position((x, ty))
             t.set_va(va)
