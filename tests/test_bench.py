@@ -173,12 +173,45 @@ def test_the_bandwidth_and_ert_loops_vectorise() -> None:
 
 # -- a tiny real run: the Device schema ---------------------------------------------------------
 
+OMP_VARS = ("OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES")
+#: this process's OpenMP environment and CPUs before and after tiny_device's run_bench
+PROCESS_STATE: dict[str, dict[str, object]] = {}
+
+
+def _process_state() -> dict[str, object]:
+    return {"env": {v: os.environ.get(v) for v in OMP_VARS},
+            "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
+
+
 @pytest.fixture(scope="module")
 def tiny_device() -> Device:
     pytest.importorskip("numba")
     from roofline.bench import run_bench
 
-    return run_bench(quick=True, threads=min(2, os.cpu_count() or 1), **TINY)
+    before = _process_state()
+    device = run_bench(quick=True, threads=min(2, os.cpu_count() or 1), **TINY)
+    PROCESS_STATE.update(before=before, after=_process_state())
+    return device
+
+
+@pytest.fixture
+def in_process_bench(monkeypatch):
+    """run_cpu_bench in this process sets OpenMP and numba settings for it (run_bench would not): undo them."""
+    numba = pytest.importorskip("numba")
+    from unittest import mock
+
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    for name in ("THREADING_LAYER", "THREADING_LAYER_PRIORITY"):
+        monkeypatch.setattr(numba.config, name, getattr(numba.config, name))
+    with mock.patch.dict(os.environ):
+        yield
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+
+
+def test_run_bench_measures_in_a_child_and_leaves_this_process_as_it_was(tiny_device: Device) -> None:
+    # the OpenMP settings and the pinned main thread stay in the child process
+    assert PROCESS_STATE["after"] == PROCESS_STATE["before"]
 
 
 def test_tiny_run_is_a_valid_measured_cpu_device(tiny_device: Device) -> None:
@@ -233,7 +266,7 @@ def test_ert_curve_is_checked_against_the_devices_own_roofline(tiny_device: Devi
 
 def test_plots_of_a_measured_device(tiny_device: Device, tmp_path) -> None:
     pytest.importorskip("matplotlib")
-    from roofline.bench.plots import plot_bandwidth, plot_roofline
+    from roofline.render.bench import plot_bandwidth, plot_roofline
 
     plot_bandwidth(tiny_device, tmp_path / "bw.png")
     plot_roofline(tiny_device, tmp_path / "roof.png")
@@ -300,14 +333,12 @@ def test_unwritable_out_fails_before_measuring(tmp_path, monkeypatch, capsys, ca
     assert cli.main(["bench", "--plot", str(a_file)]) == 2  # --plot wants a directory
 
 
-def test_memory_shortage_shrinks_and_says_so(monkeypatch) -> None:
-    pytest.importorskip("numba")
+def test_memory_shortage_shrinks_and_says_so(monkeypatch, in_process_bench) -> None:
     # 64 MiB headroom + 2 MiB spare: the 4 MiB working set needs 4*1.25 MiB + 64 MiB, so it
     # shrinks to (available - 64 MiB) / 2 = 1 MiB
     monkeypatch.setattr(machine, "available_memory", lambda: 66.0 * MiB)
-    from roofline.bench import run_bench
-
-    d = run_bench(quick=True, threads=1, **{**TINY, "max_bytes": 4 * MiB})
+    # in this process (run_bench's child would not see the patch)
+    d = bench_cpu.run_cpu_bench(bench_cpu.BenchConfig.quick(threads=1, **{**TINY, "max_bytes": 4 * MiB}))
     short = d.metadata["memory_shortage"]
     assert short["wanted_bytes"] == 4 * MiB and short["used_bytes"] == 1 * MiB
     assert max(d.metadata["sweep"]["working_set_bytes"]) == 1 * MiB
@@ -315,28 +346,72 @@ def test_memory_shortage_shrinks_and_says_so(monkeypatch) -> None:
     assert "shrunk" in d.memory_level("DRAM").provenance.note
 
 
-def test_ctrl_c_leaves_no_partial_file_and_the_cache_intact(tmp_path, monkeypatch, capsys, cache) -> None:
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a process")
+@pytest.mark.parametrize("who", ["both", "child"])
+def test_ctrl_c_leaves_no_partial_file_and_the_cache_intact(who, tmp_path, monkeypatch, capsys, cache) -> None:
+    # Ctrl-C in a terminal sends SIGINT to both processes ("both"); 'kill -INT' may reach the child alone
+    pytest.importorskip("numba")
+    import contextlib
+    import signal
+    import subprocess
+
     from roofline.bench import cache as bench_cache
+    from roofline.commands import bench as bench_cmd
 
     old = Device.simple("previous", "1 GFLOP/s", "1 GB/s")
     bench_cache.save_local_device(old)
     before = bench_cache.local_device_path().read_text()
-    calls = {"n": 0}
-    real = bench_cpu.measure_rate
+    children: list[subprocess.Popen] = []
+    real_popen = subprocess.Popen
 
-    def interrupted(*a, **kw):
-        calls["n"] += 1
-        if calls["n"] == 3:  # mid-sweep
-            raise KeyboardInterrupt
-        return real(*a, **kw)
+    def popen(*args, **kw):
+        children.append(real_popen(*args, **kw))
+        return children[-1]
 
-    monkeypatch.setattr(bench_cpu, "measure_rate", interrupted)
-    monkeypatch.setattr(bench_cpu, "default_max_bytes", lambda caches, mode: 1 * MiB)
+    @contextlib.contextmanager
+    def progress():
+        def update(fraction: float, what: str) -> None:
+            if what.startswith("bandwidth sweep") and children[-1].returncode is None and not sent:
+                sent.append(what)  # mid-sweep, once
+                os.kill(children[-1].pid, signal.SIGINT)
+                if who == "both":
+                    signal.raise_signal(signal.SIGINT)
+
+        yield update
+
+    sent: list[str] = []
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.setattr(bench_cmd, "_progress", progress)
     out = tmp_path / "dev.json"
     assert cli.main(["bench", "--out", str(out), "--plot", str(tmp_path / "plots")]) == 130
+    assert sent and "interrupted" in capsys.readouterr().err
+    assert len(children) == 1 and children[0].poll() is not None  # the child is gone, not left running
     assert not out.exists() and not (tmp_path / "plots" / "roofline.png").exists()
     assert bench_cache.local_device_path().read_text() == before
     assert [p.name for p in bench_cache.local_device_path().parent.iterdir()] == ["local-device.json"]
+
+
+def test_bad_input_found_in_the_child_is_the_same_one_line_error(monkeypatch) -> None:
+    pytest.importorskip("numba")
+    from roofline.bench import run_bench
+    from roofline.errors import RooflineError
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs 2 CPUs")
+    # --threads 2 is in range for this machine (checked here), but not for numba in the child
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    with pytest.raises(RooflineError, match=r"^--threads: 2 is more than NUMBA_NUM_THREADS=1$"):
+        run_bench(quick=True, threads=2, **TINY)
+
+
+def test_a_crash_in_the_child_keeps_its_traceback() -> None:
+    from roofline.bench import _worker
+
+    tb = 'Traceback (most recent call last):\n  File "cpu.py", line 1, in run_cpu_bench\nZeroDivisionError: x\n'
+    with pytest.raises(RuntimeError, match=r"(?s)worker process:\nTraceback.*ZeroDivisionError: x$"):
+        _worker._result({"error": "exception", "traceback": tb}, 1)
+    with pytest.raises(RuntimeError, match="exit code -9 and no result"):
+        _worker._result({}, -9)
 
 
 def test_show_and_device_local(tiny_device: Device, monkeypatch, capsys, cache) -> None:

@@ -41,9 +41,11 @@ def test_roofs_slopes_ridge_and_regions_are_labelled():
     assert "fp32 vector 100 GFLOP/s" in t and "DRAM 10 GB/s" in t and "ridge 10 FLOP/B" in t
     assert "memory-bound" in t and "compute-bound" in t and "app" in t
     assert ax.get_ylabel() == "performance [GFLOP/s]"
-    # two shaded regions meeting at the ridge (x = 10)
-    spans = [p for p in ax.patches]
-    assert len(spans) >= 2
+    # two shaded regions meeting at the ridge: 100 GFLOP/s / 10 GB/s = 10 FLOP/B
+    memory, compute = sorted(ax.patches, key=lambda p: p.get_x())[:2]
+    assert memory.get_x() + memory.get_width() == pytest.approx(10) and compute.get_x() == pytest.approx(10)
+    # the title names the binding roof: 4e9 B / 10 GB/s = 0.4 s against 8 ms of compute
+    assert "binding roof: DRAM 10 GB/s (memory, 100% of the time)" in ax.get_title()
 
 
 @pytest.mark.parametrize("n, max_labels", [(12, 30), (80, 30)])

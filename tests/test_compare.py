@@ -70,7 +70,7 @@ def test_local_device_chart_and_html(tmp_path, monkeypatch, capsys):
 
 
 def test_generic_precision_rescales_bytes(tmp_path):
-    from roofline.commands.compare import at_precision
+    from roofline.comparison import at_precision
 
     w, _ = workload_file(tmp_path)
     w8 = at_precision(w, None, "fp8")

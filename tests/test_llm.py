@@ -457,6 +457,11 @@ def test_cli_list(capsys):
 def test_cli_decode_report(capsys, device_file):
     assert main(["llm", "llama-2-7b", "--device", device_file, "--phase", "decode", "--context", "1024"]) == 0
     out = capsys.readouterr().out
+    # largest batch = (capacity - weights) / bytes per sequence, by hand: Llama-2-7B has 6,738,415,616 parameters
+    # (13.48 GB in bf16); a sequence of 1024 tokens holds 32 layers x 2 (K, V) x 4096 x 2 B x 1024 = 536.9 MB of
+    # KV cache plus well under 1 MB of transient activations (one decode token): (80e9 - 13.48e9) / 537e6 = 123.9
+    weights, kv = 6_738_415_616 * 2, 32 * 2 * 4096 * 2 * 1024
+    assert int((80e9 - weights) // (kv + 1e6)) == int((80e9 - weights) // kv) == 123
     assert "time per token" in out and "ridge batch" in out and "largest batch       123" in out
 
 
@@ -575,3 +580,15 @@ def test_cross_check_with_the_traced_transformers_model(model):
 @pytest.mark.parametrize("model", ["llama-2-7b", "llama-3-8b", "mixtral-8x7b"])
 def test_cross_check_full_depth(model):
     _cross_check(model, layers=None)
+
+
+def test_an_edited_config_file_is_read_again(tmp_path):
+    cfg = json.loads((Path(__file__).parent / "configs" / "llama_tiny.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, "num_hidden_layers": 2}))
+    assert load_arch(str(path)).layers == 2
+    assert load_arch(str(tmp_path)).layers == 2  # the folder holding it: the same file
+    path.write_text(json.dumps({**cfg, "num_hidden_layers": 12}))  # edited (its size changes with it)
+    assert load_arch(str(path)).layers == 12
+    assert load_arch(str(tmp_path)).layers == 12
+    assert from_llm(str(path), phase="decode").info["llm"]["arch"]["layers"] == 12

@@ -190,20 +190,20 @@ def test_default_device_is_the_cached_local_one(tmp_path, monkeypatch):
     assert a.device.name == "cached here"
 
 
-def test_default_device_measures_quickly_when_none_is_cached(tmp_path, monkeypatch):
+def test_no_device_and_no_cache_is_one_line_and_measures_nothing(tmp_path, monkeypatch):
     import roofline.bench
 
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
-    calls = []
 
-    def fake_bench(**kw):  # type: ignore[no-untyped-def]
-        calls.append(kw)
-        return Device.simple("just measured", "10 GFLOP/s", "10 GB/s")
+    def no_bench(**kw):  # type: ignore[no-untyped-def]
+        raise AssertionError("measure() ran a benchmark")
 
-    monkeypatch.setattr(roofline.bench, "run_bench", fake_bench)
-    a = measure_callable(lambda: None, flops=1, bytes=1, repeats=2)
-    assert a.device.name == "just measured" and calls == [{"quick": True}]
-    assert (tmp_path / "local-device.json").is_file()  # cached for next time
+    monkeypatch.setattr(roofline.bench, "run_bench", no_bench)
+    with pytest.raises(RooflineError) as info:
+        measure_callable(lambda: None, flops=1, bytes=1, repeats=2)
+    msg = str(info.value)
+    assert "\n" not in msg and "run 'roofline bench' first" in msg and "device=" in msg
+    assert list(tmp_path.iterdir()) == []  # nothing cached, nothing written
 
 
 def test_roofline_measure_is_callable_after_the_submodule_is_imported():

@@ -36,6 +36,8 @@ _LAZY = {
     "run_bench": "roofline.bench",
     "plot": "roofline.render.chart",
     "advise": "roofline.advice",
+    "compare": "roofline.comparison",
+    "summarize": "roofline.summary",
 }
 
 __all__ = [

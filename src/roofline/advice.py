@@ -120,9 +120,6 @@ class Advice:
             out += [f"  {x}" for x in b.lines]
         return out
 
-    def all_levers(self) -> list[Lever]:
-        return [*self.levers, *(lv for o in self.ops for lv in o.levers)]
-
 
 # ----------------------------------------------------------------------------- helpers
 def _cols(w: Workload) -> dict[str, Any]:
@@ -143,9 +140,10 @@ def _predicted(w: Workload) -> Workload:
 
 
 def _main_roof(a: Analysis) -> tuple[Any, float]:
-    """The compute ceiling carrying most of the time, and its ridge on main memory."""
-    t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
-    c = a.ceilings[int(np.argmax(t))] if t.sum() > 0 else max(a.device.compute, key=lambda c: c.flops)
+    """The dominant compute ceiling (:func:`roofline.summary.dominant_ceiling`) and its ridge on main memory."""
+    from roofline.summary import dominant_ceiling
+
+    c = dominant_ceiling(a)
     return c, c.flops / a.device.main_memory.bandwidth
 
 

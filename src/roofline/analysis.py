@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -73,9 +73,9 @@ class GroupRow:
         return self.flops / self.time if self.time > 0 else 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Analysis:
-    """Per-op roofline results (numpy arrays aligned with ``workload``), totals and group-bys."""
+    """Per-op roofline results (numpy arrays aligned with ``workload``), totals and group-bys.  Immutable."""
 
     workload: Workload
     device: Device
@@ -93,7 +93,7 @@ class Analysis:
     total_op_time: np.ndarray  # x count
     judged_level_index: np.ndarray  # per op: level its measured point is judged at (index into levels, -1 link)
     judged_time: np.ndarray  # per single run: roofline time at the judging level (= time unless judged at a cache)
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     above_roof_tolerance: float | np.ndarray = 0.0  # one number, or one per op
 
     # -- per-op derived ----------------------------------------------------
@@ -353,10 +353,50 @@ def analyze(workload: Workload, device: Device, *,
     peak = np.asarray([c.flops for c in ceilings])[ceiling_index]
 
     # memory roof per distinct level
+    warnings: list[str] = []
+    levels, level_of_code, level_bw = _level_roofs(w, device, warnings)
+    level_index = level_of_code[w.columns["level"]]
+    bandwidth = level_bw[w.columns["level"]]
+
+    flops = w.columns["flops"]
+    nbytes = w.bytes
+    cache_time: np.ndarray | None = None  # slowest of the per-level terms
+    for column, level in CACHE_BYTES.items():  # hierarchical terms: the slowest level sets the memory time
+        cache = w.columns[column]
+        if not cache.any():
+            continue
+        try:
+            m = device.memory_level(level)
+        except RooflineError:
+            warnings.append(f"device {device.name!r} has no {level} ceiling; {column} is ignored")
+            continue
+        if m not in levels:
+            levels.append(m)
+        term = cache / m.bandwidth
+        cache_time = term if cache_time is None else np.maximum(cache_time, term)
+    compute_time, memory_time, time = roofline_times(flops, nbytes, peak, bandwidth, cache_time)
+    judged_level_index, judged_time = _judge(w, device, levels, level_index, nbytes, peak, cache_time, time)
+    tolerance = _tolerance_of(above_roof_tolerance, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = np.where(nbytes > 0, flops / np.where(nbytes > 0, nbytes, 1.0), np.where(flops > 0, np.inf, 0.0))
+    used_fallbacks = sorted({f for f in fallbacks if f})
+    for f in used_fallbacks:
+        warnings.append(f"device {device.name!r} lacks a ceiling; fell back {f}")
+    a = Analysis(w, device, ceilings, ceiling_index, fallbacks, levels, level_index, peak, bandwidth,
+                 intensity, compute_time, memory_time, time, time * w.columns["count"], judged_level_index,
+                 judged_time, tuple(warnings), tolerance)
+    k = int(a.above_roof.sum()) if w.has_measurements else 0
+    if k:
+        a = replace(a, warnings=(*a.warnings, f"{k} measured op(s) {ABOVE_ROOF}"))
+    assert n == len(time)
+    return a
+
+
+def _level_roofs(w: Workload, device: Device, warnings: list[str]) -> tuple[list[MemoryCeiling], np.ndarray, np.ndarray]:
+    """(levels used, level index per level code (-1: interconnect), bandwidth per level code)."""
     levels: list[MemoryCeiling] = []
     level_of_code = np.empty(len(w.tables["level"]), dtype=np.int32)
     level_bw = np.empty(len(w.tables["level"]))
-    warnings: list[str] = []
     for code, name in enumerate(w.tables["level"]):
         if name == "interconnect":
             level_of_code[code] = -1
@@ -377,46 +417,69 @@ def analyze(workload: Workload, device: Device, *,
             levels.append(m)
         level_of_code[code] = levels.index(m)
         level_bw[code] = m.bandwidth
-    level_index = level_of_code[w.columns["level"]]
-    bandwidth = level_bw[w.columns["level"]]
+    return levels, level_of_code, level_bw
 
-    flops = w.columns["flops"]
-    nbytes = w.bytes
-    compute_time = flops / peak
-    memory_time = nbytes / bandwidth
-    cache_time: np.ndarray | None = None  # slowest of the per-level terms
-    for column, level in CACHE_BYTES.items():  # hierarchical terms: the slowest level sets the memory time
-        cache = w.columns[column]
-        if not cache.any():
-            continue
-        try:
-            m = device.memory_level(level)
-        except RooflineError:
-            warnings.append(f"device {device.name!r} has no {level} ceiling; {column} is ignored")
-            continue
-        if m not in levels:
-            levels.append(m)
-        term = cache / m.bandwidth
-        cache_time = term if cache_time is None else np.maximum(cache_time, term)
-    if cache_time is not None:
-        memory_time = np.maximum(memory_time, cache_time)
-    time = np.maximum(compute_time, memory_time)
-    judged_level_index, judged_time = _judge(w, device, levels, level_index, nbytes, compute_time, cache_time, time)
-    tolerance = _tolerance_of(above_roof_tolerance, n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        intensity = np.where(nbytes > 0, flops / np.where(nbytes > 0, nbytes, 1.0), np.where(flops > 0, np.inf, 0.0))
-    used_fallbacks = sorted({f for f in fallbacks if f})
-    for f in used_fallbacks:
-        warnings.append(f"device {device.name!r} lacks a ceiling; fell back {f}")
-    a = Analysis(w, device, ceilings, ceiling_index, fallbacks, levels, level_index, peak, bandwidth,
-                 intensity, compute_time, memory_time, time, time * w.columns["count"], judged_level_index,
-                 judged_time, warnings, tolerance)
-    if w.has_measurements:
-        k = int(a.above_roof.sum())
-        if k:
-            a.warnings.append(f"{k} measured op(s) {ABOVE_ROOF}")
-    assert n == len(time)
-    return a
+
+def roofline_times(flops: Any, nbytes: Any, peak: Any, bandwidth: Any,
+                   other_memory_time: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The roofline, the one place it is computed: (compute time, memory time, time) in seconds.
+
+    compute = FLOPs / peak; memory = bytes / bandwidth (or ``other_memory_time`` where that is
+    longer: per-level cache terms); time = max(compute, memory).  Arguments broadcast (one op, ops,
+    scenarios x ops), so the per-op analysis and every batch of scenarios
+    (:func:`scenario_times`) share it.
+
+    >>> [float(x) for x in roofline_times(2e9, 1e9, 100e9, 10e9)]  # 20 ms computing, 100 ms reading
+    [0.02, 0.1, 0.1]
+    """
+    compute = np.divide(flops, peak)
+    memory = np.divide(nbytes, bandwidth)
+    if other_memory_time is not None:
+        memory = np.maximum(memory, other_memory_time)
+    return compute, memory, np.maximum(compute, memory)
+
+
+def scenario_times(terms: np.ndarray, flops_coef: np.ndarray, bytes_coef: np.ndarray, peak: np.ndarray,
+                   bandwidth: np.ndarray, role: np.ndarray, level: np.ndarray, count: np.ndarray, *,
+                   bytes_group: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Roofline time of a whole workload for a batch of scenarios at once: (compute, memory, time) per scenario.
+
+    A workload given symbolically: each op's FLOPs and bytes are linear in a few shape terms,
+    ``flops_coef`` / ``bytes_coef`` (ops, terms), and ``terms`` (scenarios, terms) holds each
+    scenario's term values (batch, tokens, keys, ...).  Scenarios differ in shape, device and
+    precision: ``peak`` (scenarios, roles) and ``bandwidth`` (scenarios, levels) are each
+    scenario's roofs, and op i uses ``peak[:, role[i]]`` and ``bandwidth[:, level[i]]``.
+    ``bytes_coef`` may also be (groups, ops, terms), with ``bytes_group`` (scenarios,) picking
+    each scenario's row (element sizes differ between precisions).  ``count`` (ops,) repeats an
+    op.  compute and memory are the sums of each op's terms; time sums each op's
+    :func:`roofline_times`.
+
+    >>> import numpy as np   # one op, 2 FLOPs and 1 byte per token; batches of 1 and 100 tokens
+    >>> c, m, t = scenario_times(np.array([[1.0], [100.0]]), np.array([[2.0]]), np.array([[1.0]]),
+    ...                          np.array([[10.0]]), np.array([[1.0]]), np.array([0]), np.array([0]), np.array([1.0]))
+    >>> t.tolist()  # max(2/10, 1/1) and max(200/10, 100/1)
+    [1.0, 100.0]
+    """
+    n = len(terms)
+    compute_sum, memory_sum, total = np.zeros(n), np.zeros(n), np.zeros(n)
+    groups: list[tuple[Any, np.ndarray]]
+    if bytes_coef.ndim == 2:
+        groups = [(slice(None), bytes_coef)]
+    else:
+        assert bytes_group is not None
+        groups = [(bytes_group == g, bytes_coef[g]) for g in range(len(bytes_coef))]
+    for r in np.unique(role):
+        for lv in np.unique(level[role == r]):
+            ops = (role == r) & (level == lv)
+            flops = terms @ flops_coef[ops].T
+            nbytes = np.empty_like(flops)
+            for rows, coef in groups:
+                nbytes[rows] = terms[rows] @ coef[ops].T
+            c, m, t = roofline_times(flops, nbytes, peak[:, r:r + 1], bandwidth[:, lv:lv + 1])
+            compute_sum += c @ count[ops]
+            memory_sum += m @ count[ops]
+            total += t @ count[ops]
+    return compute_sum, memory_sum, total
 
 
 def _tolerance_of(value: float | Sequence[float] | np.ndarray, n: int) -> float | np.ndarray:
@@ -434,7 +497,7 @@ def _tolerance_of(value: float | Sequence[float] | np.ndarray, n: int) -> float 
 
 
 def _judge(w: Workload, device: Device, levels: list[MemoryCeiling], level_index: np.ndarray, nbytes: np.ndarray,
-           compute_time: np.ndarray, cache_time: np.ndarray | None,
+           peak: np.ndarray, cache_time: np.ndarray | None,
            time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per op: the level its measured point is judged at (index into ``levels``) and the roofline time there.
 
@@ -443,7 +506,7 @@ def _judge(w: Workload, device: Device, levels: list[MemoryCeiling], level_index
     written by one run).  Main memory holds everything (a capacity of None is
     unbounded); a cache level without a capacity is never chosen.  The time at
     the judging level is max(FLOPs / peak, working set / its bandwidth, the
-    per-level cache terms).  Unmeasured ops return ``level_index`` and ``time``
+    per-level cache terms), by :func:`roofline_times`.  Unmeasured ops return ``level_index`` and ``time``
     themselves, so an analysis without measurements pays one isfinite pass.
     """
     measured = np.isfinite(w.columns["measured_seconds"])
@@ -468,8 +531,6 @@ def _judge(w: Workload, device: Device, levels: list[MemoryCeiling], level_index
     judged_level_index = level_index.copy()
     judged_level_index[idx] = level_of_choice[choice]
     judged_time = time.copy()
-    t = np.maximum(compute_time[idx], nbytes[idx] / bw)
-    if cache_time is not None:
-        t = np.maximum(t, cache_time[idx])
-    judged_time[idx] = t
+    judged_time[idx] = roofline_times(w.columns["flops"][idx], nbytes[idx], peak[idx], bw,
+                                      None if cache_time is None else cache_time[idx])[2]
     return judged_level_index, judged_time

@@ -13,10 +13,11 @@
 * :func:`measure_callable` and the :func:`kernel` decorator do the same for
   any Python callable (numpy, numba, cupy, ...), given its FLOPs and bytes.
 
-On the CPU the default device is the measured local one (the ``roofline bench``
-cache; measured quickly when there is none).  Timing noise — the spread
-between the 10th and 90th percentile of the repeats, relative to the median —
-above 20% is reported as a warning with the spread.
+Without ``device=`` the roofs are the measured local device (the ``roofline bench``
+cache); with none cached, a one-line error says to run ``roofline bench`` first
+(nothing is measured or written behind the caller's back).  Timing noise — the
+spread between the 10th and 90th percentile of the repeats, relative to the
+median — above 20% is reported as a warning with the spread.
 
 Above-roof tolerance: each measured op is flagged only beyond its own
 fast-side spread, (median - p10) / median of its own samples (its profiled
@@ -124,24 +125,17 @@ class OpTimings:
 
 
 def default_device() -> Device:
-    """The measured local device: the bench cache, else a quick measurement (cached for next time)."""
+    """The measured local device (the ``roofline bench`` cache), or a one-line error saying how to make one.
+
+    Nothing is measured here: a benchmark takes a minute and writes the user's cache, which is
+    ``roofline bench``'s job (or :func:`roofline.bench.run_bench` and :func:`roofline.bench.save_local_device`).
+    """
     from roofline import bench
 
     try:
         return bench.load_local_device()
-    except RooflineError:
-        pass
-    run = getattr(bench, "run_bench", None)
-    if run is None:
-        raise RooflineError("no measured local device and the benchmark is not available; pass device=...")
-    device = run(quick=True)
-    save = getattr(bench, "save_local_device", None)
-    if save is not None:
-        try:
-            save(device)
-        except (RooflineError, OSError):
-            pass  # a read-only cache only costs a re-measurement next time
-    return device
+    except RooflineError as exc:
+        raise RooflineError(f"no device given: {exc}; or pass device=...") from None
 
 
 def _resolve(device: Device | str | None) -> Device:
@@ -277,7 +271,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def _locate_failure(torch: Any, model: Any, call: Callable[[], Any]) -> tuple[str, str]:
+def _locate_failure(model: Any, call: Callable[[], Any]) -> tuple[str, str]:
     """Re-run a failing call watching the aten op and the module: (op, 'module path (Type)')."""
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.module_tracker import ModuleTracker
@@ -368,7 +362,7 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
             profile_runs: int = 3, kwargs: Mapping[str, Any] | None = None, title: str | None = None) -> Analysis:
     """Run ``model(*inputs)`` for real and return its Analysis with measured per-op times.
 
-    ``device``: the roofs to compare against (default on the CPU: the measured local device).
+    ``device``: the roofs to compare against (default: the measured local device, ``roofline bench``'s cache).
     The whole model is timed ``repeats`` times (median and spread in ``workload.info['measured']``);
     ``profile_runs`` runs under ``torch.profiler`` give the per-op times (median per op; p10 / median / p90
     in ``workload.info['measured']['ops']``).  Each op's above-roof tolerance is its own fast-side spread
@@ -408,7 +402,7 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
                 # one extra profiled run, dropped: the profiler's lazy set-up lands on the first op it sees
                 runs = _profile(torch, call, max(1, profile_runs) + 1, cuda)[1:]
             except Exception as exc:
-                op, where = _locate_failure(torch, model, call)
+                op, where = _locate_failure(model, call)
                 raise RooflineError(f"the model failed during measurement at op {op} in {where}: "
                                     f"{_first_line(exc)}") from exc
     finally:
@@ -466,7 +460,7 @@ def measure_target(target: str, input_specs: Sequence[str], device: Device | str
     valid token ids); without them the callable's own (module, inputs) pair is used.
     """
     torch = require("torch", "torch")
-    from roofline.commands.torch import call_target, parse_input
+    from roofline.frontends.target import call_target, parse_input
 
     parsed = [parse_input(s) for s in input_specs]
     made, inputs = call_target(target, meta=False)

@@ -35,18 +35,23 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
     repeats=3`` for a tiny run) or to :func:`roofline.bench.gpu.run_gpu_bench`.
     Nothing is written: saving and caching are the caller's choice
     (:func:`save_local_device`).
+
+    The CPU is measured in a child process (:mod:`roofline.bench._worker`): the OpenMP and
+    numba settings measuring needs (threads pinned to cores, passive waiting) stay there.
+    A :class:`~roofline.errors.RooflineError` in it comes back as the same one-line error;
+    Ctrl-C stops it and raises KeyboardInterrupt here.  (:func:`roofline.bench.cpu.run_cpu_bench`
+    measures in this process, settings included.)
     """
     if gpu:
         from roofline.bench.gpu import run_gpu_bench
 
         return run_gpu_bench(quick=quick and not full, progress=progress, **overrides)
-    from roofline.bench.cpu import BenchConfig, run_cpu_bench
+    from dataclasses import replace
+
+    from roofline.bench._worker import run_in_child
+    from roofline.bench.cpu import BenchConfig, check_threads
 
     cfg = BenchConfig.full(**overrides) if full else BenchConfig.quick(**overrides)
-    if threads is not None:
-        from dataclasses import replace
-
-        from roofline.bench.cpu import check_threads
-
-        cfg = replace(cfg, threads=check_threads(threads))
-    return run_cpu_bench(cfg, progress)
+    # checked here, before a process starts: bad input is one line and nothing runs
+    cfg = replace(cfg, threads=check_threads(threads if threads is not None else cfg.threads or None))
+    return run_in_child(cfg, progress)

@@ -52,6 +52,7 @@ from roofline.device import (
     MemoryCeiling,
     MethodFigure,
     Provenance,
+    SpecRoof,
 )
 from roofline.errors import RooflineError, require
 from roofline.units import format_bytes
@@ -169,7 +170,12 @@ def measure_rate(call: Callable[[int], Any], work_per_rep: float, repeats: int, 
 
 
 class _Kernels:
-    """The compiled numba kernels, loaded once (compiling or reading numba's cache)."""
+    """The compiled numba kernels, loaded once (compiling or reading numba's cache).
+
+    Loading sets process-wide OpenMP and numba settings (and libgomp then pins the calling
+    thread to one CPU): :func:`roofline.bench.run_bench` measures in a child process
+    (:mod:`roofline.bench._worker`) so they never reach the caller's.
+    """
 
     _loaded: Any = None
 
@@ -266,13 +272,42 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     dram_bw = next(m.bandwidth for m in memory if m.level == "DRAM")
     fp64_vector = next(c.flops for c in compute if c.key == ("vector", "fp64"))
     ert = _ert_model(ert, fp64_vector, dram_bw)
-    warnings += spec.check_against_spec({c.precision: c.flops for c in compute if c.unit == "vector"}, spec_roofs)
+    warnings += _precision_warnings(compute, spec_roofs, native)
+    meta = _metadata(cfg, threads, numba, compile_seconds, level_info, sizes, curves, ert, caches, shortage)
+    if ert["max_abs_deviation"] > 0.25:
+        warnings.append(f"ERT curve deviates from min(peak, AI x DRAM bandwidth) by up to "
+                        f"{ert['max_deviation']:+.0%} (at {ert['at_intensity']:.3g} FLOP/B); see metadata.ert")
+    name = f"local: {meta['cpu_model']} ({threads} thread{'s' if threads > 1 else ''})"
+    facts = BenchFacts(version=BENCH_VERSION, machine=machine.fingerprint(), isa=tuple(meta["isa"]),
+                       native=native, spec=spec_roofs)
+    device = Device(name=name, vendor="", kind="cpu", aliases=("local",), compute=tuple(compute),
+                    memory=tuple(memory), metadata=meta, bench=facts)
+    if cfg.audit:
+        device, messages = audit_device(device, threads, full=cfg.mode == "full",
+                                        progress=lambda f, what: stage.at("audit", f, what))
+        warnings += messages
+    meta["warnings"] = warnings
+    meta["wall_seconds"] = round(time.perf_counter() - wall0, 2)
+    report(1.0, "done")
+    return replace(device, metadata=meta)
+
+
+def _precision_warnings(compute: list[ComputeCeiling], spec_roofs: tuple[SpecRoof, ...],
+                        native: tuple[str, ...]) -> list[str]:
+    """Vector roofs that disagree with the spec sheet, and the 16-bit precisions this CPU lacks."""
+    warnings = spec.check_against_spec({c.precision: c.flops for c in compute if c.unit == "vector"}, spec_roofs)
     missing = [p for p in ("bf16", "fp16") if p not in native]
     if missing:
         warnings.append(f"no native {'/'.join(missing)} arithmetic on this CPU (its flags lack "
                         f"{', '.join(n for p in missing for n in spec.NATIVE_FLAGS[p])}): no {'/'.join(missing)} "
                         "roof is published, so such ops fall back to the fp32 roofs (recorded on each op)")
+    return warnings
 
+
+def _metadata(cfg: BenchConfig, threads: int, numba: Any, compile_seconds: float, level_info: dict[str, Any],
+              sizes: list[int], curves: dict[int, dict[str, list[Stat]]], ert: dict[str, Any],
+              caches: dict[str, dict[str, Any]], shortage: dict[str, Any] | None) -> dict[str, Any]:
+    """The machine, the settings measured under (OpenMP, numba), the sweep's curves and the ERT curve."""
     meta = machine.machine_metadata(threads)
     meta.update({
         "mode": cfg.mode,
@@ -295,22 +330,7 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     })
     if shortage:
         meta["memory_shortage"] = shortage
-    if ert["max_abs_deviation"] > 0.25:
-        warnings.append(f"ERT curve deviates from min(peak, AI x DRAM bandwidth) by up to "
-                        f"{ert['max_deviation']:+.0%} (at {ert['at_intensity']:.3g} FLOP/B); see metadata.ert")
-    name = f"local: {meta['cpu_model']} ({threads} thread{'s' if threads > 1 else ''})"
-    facts = BenchFacts(version=BENCH_VERSION, machine=machine.fingerprint(), isa=tuple(meta["isa"]),
-                       native=native, spec=spec_roofs)
-    device = Device(name=name, vendor="", kind="cpu", aliases=("local",), compute=tuple(compute),
-                    memory=tuple(memory), metadata=meta, bench=facts)
-    if cfg.audit:
-        device, messages = audit_device(device, threads, full=cfg.mode == "full",
-                                        progress=lambda f, what: stage.at("audit", f, what))
-        warnings += messages
-    meta["warnings"] = warnings
-    meta["wall_seconds"] = round(time.perf_counter() - wall0, 2)
-    report(1.0, "done")
-    return replace(device, metadata=meta)
+    return meta
 
 
 def audit_device(device: Device, threads: int, *, full: bool = False,

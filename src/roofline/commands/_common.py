@@ -15,6 +15,7 @@ from roofline.analysis import Analysis
 from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.fileio import check_writable
+from roofline.summary import Summary
 
 EXAMPLE_HELP = argparse.RawDescriptionHelpFormatter
 
@@ -30,6 +31,9 @@ def add_output_options(p: argparse.ArgumentParser, group_by: tuple[str, ...] = (
     p.add_argument("--csv", metavar="FILE", help="write the per-op results as CSV")
     p.add_argument("--html", metavar="FILE", help="write the interactive HTML report")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows in the terminal table (default 20)")
+    p.add_argument("--advice", action="store_true",
+                   help="print the levers with their computed effects, other catalog devices included "
+                        "(the HTML report always has the levers on this device)")
     if group_by:
         p.add_argument("--group-by", choices=group_by, default=None, help="table rows: one per group instead of per op")
         p.add_argument("--depth", type=int, default=None, metavar="N", help="with --group-by module: module path depth")
@@ -56,32 +60,41 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None) -> None:
-    """Terminal table + every requested output file; prints where each file went."""
-    from roofline.render import terminal
+    """Terminal table (and the LLM facts, the advice when asked) + every requested output file.
 
+    The facts are summarised once (:func:`roofline.summary.summarize`) and every renderer reads them.
+    Advice is computed here, at the edge: levers on this device for the HTML report, other catalog
+    devices too only with ``--advice``.
+    """
+    from roofline.render import terminal
+    from roofline.summary import summarize
+
+    advice = None
+    if getattr(args, "advice", False) or getattr(args, "html", None):
+        from roofline.advice import advise
+
+        advice = advise(analysis, devices=bool(getattr(args, "advice", False)))
+    summary = summarize(analysis, advice=advice)
     group_by = getattr(args, "group_by", None)
     text = terminal.render(analysis, top=getattr(args, "top", 20), group_by=group_by,
-                           depth=getattr(args, "depth", None), title=title)
+                           depth=getattr(args, "depth", None), title=title, summary=summary)
     sys.stdout.write(text)
-    write_outputs(analysis, args, title=title)
+    if summary.llm is not None:
+        print(terminal.llm_text(summary.llm))
+    if getattr(args, "advice", False) and advice is not None:
+        print("advice:")
+        for line in advice.lines():
+            print("  " + line)
+    write_outputs(analysis, args, title=title, summary=summary)
 
 
-def write_outputs(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None) -> None:
-    if getattr(args, "output", None):
-        from roofline.render.chart import save_chart
+def write_outputs(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None,
+                  summary: Summary | None = None) -> None:
+    """Every requested output file, each by the renderer its extension names (:mod:`roofline.render`)."""
+    from roofline.render import renderer_for
 
-        save_chart(analysis, args.output, title=title)
-        print(f"chart: {args.output}")
-    if getattr(args, "json", None):
-        analysis.save(args.json)
-        print(f"json: {args.json}")
-    if getattr(args, "csv", None):
-        from roofline.render.export import save_csv
-
-        save_csv(analysis, args.csv)
-        print(f"csv: {args.csv}")
-    if getattr(args, "html", None):
-        from roofline.render.html import save_html
-
-        save_html(analysis, args.html, title=title)
-        print(f"html: {args.html}")
+    for attr, label in (("output", "chart"), ("json", "json"), ("csv", "csv"), ("html", "html")):
+        path = getattr(args, attr, None)
+        if path:
+            renderer_for(path).save(analysis, path, title=title, summary=summary)
+            print(f"{label}: {path}")

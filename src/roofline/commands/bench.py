@@ -102,7 +102,7 @@ def _write(device: Device, args: argparse.Namespace, plot_dir: Path | None, *, c
     if cache:
         print(f"cached: {bench.save_local_device(device)}  (use --device local)")
     if plot_dir is not None:
-        from roofline.bench.plots import plot_bandwidth, plot_roofline
+        from roofline.render.bench import plot_bandwidth, plot_roofline
 
         plot_dir.mkdir(parents=True, exist_ok=True)
         if device.metadata.get("sweep"):

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roofline.analysis import Analysis
 from roofline.commands._common import EXAMPLE_HELP
+from roofline.comparison import CompareRow, compare
 from roofline.errors import RooflineError
 
 EPILOG = """\
@@ -48,22 +46,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-@dataclass
-class Row:
-    device: str
-    precision: str
-    time: float
-    tokens_per_s: float
-    binding: str
-    analysis: Analysis
-    memory: str = ""  # LLMs: footprint per device against the device's capacity
-
-    def to_dict(self, best: float) -> dict[str, Any]:
-        return {"device": self.device, "precision": self.precision, "time_s": self.time,
-                "tokens_per_s": None if math.isnan(self.tokens_per_s) else self.tokens_per_s,
-                "x_best": self.time / best, "binding_roof": self.binding, "memory": self.memory or None}
-
-
 def load_workload(spec: str, args: argparse.Namespace) -> tuple[Any, Any]:
     """(Workload, LLM spec or None) from a file or a model name."""
     from roofline.workload import Workload
@@ -90,90 +72,6 @@ def load_workload(spec: str, args: argparse.Namespace) -> tuple[Any, Any]:
 
     w = from_llm(spec, phase=args.phase, batch=args.batch, prompt=args.prompt, context=args.context, gen=args.gen)
     return w, _llm_spec(w)
-
-
-def at_precision(workload: Any, llm: Any, precision: str) -> Any:
-    """The workload re-run at ``precision`` (see the command's help)."""
-    import numpy as np
-
-    from roofline.advice import MATRIX_KINDS, llm_workload, with_matrix_precision
-    from roofline.device import PRECISIONS
-
-    if precision not in PRECISIONS:
-        raise RooflineError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
-    if llm is not None:
-        from dataclasses import replace
-
-        from roofline.llm.model import NAMES
-
-        if precision not in NAMES:
-            raise RooflineError(f"--precision: {precision!r} is not available for LLMs; use one of "
-                                f"{', '.join(sorted(set(NAMES.values())))}")
-        p = replace(llm.precisions, weights=precision, activations=precision)
-        return llm_workload(llm, precisions=p)
-    mask = np.isin(workload.column("kind"), MATRIX_KINDS)
-    w = with_matrix_precision(workload, precision, mask) if mask.any() else workload
-    # the other ops store their data at that precision too
-    from roofline.advice import BITS
-
-    old = np.asarray([BITS[p] for p in w.tables["precision"]], dtype=float)[w.columns["precision"]]
-    scale = np.where(~mask & (old > BITS[precision]), BITS[precision] / old, 1.0)
-    return w.replace(bytes_read=w.columns["bytes_read"] * scale, bytes_written=w.columns["bytes_written"] * scale,
-                     weight_bytes=w.columns["weight_bytes"] * scale,
-                     precision=np.where(~mask, precision, w.column("precision")))
-
-
-def binding_roof(a: Analysis) -> str:
-    """The roof carrying most of the time: 'HBM 3.35 TB/s (memory, 92%)' or 'bf16 matrix 989.4 TFLOP/s (...)'."""
-    from roofline.units import format_bandwidth, format_flops
-
-    share = a.time_share_by_bound()
-    bound = max(share, key=lambda k: share[k]) if share else "memory"
-    import numpy as np
-
-    if bound == "compute":
-        t = np.bincount(a.ceiling_index, weights=a.total_op_time * (a.bound == "compute"), minlength=len(a.ceilings))
-        c = a.ceilings[int(np.argmax(t))]
-        return f"{c.label} {format_flops(c.flops)} (compute, {share[bound]:.0%} of the time)"
-    if bound == "interconnect" and a.device.interconnect is not None:
-        ic = a.device.interconnect
-        return f"{ic.name or 'interconnect'} {format_bandwidth(ic.bandwidth)} (interconnect, {share[bound]:.0%})"
-    m = a.device.main_memory
-    return f"{m.level} {format_bandwidth(m.bandwidth)} (memory, {share.get('memory', 0):.0%} of the time)"
-
-
-def memory_fit(workload: Any, device: Any) -> str:
-    """LLMs: 'fits (16.6 of 80 GB)' or 'DOES NOT FIT (141.2 > 80 GB)' per device; '' otherwise.
-
-    A ranking by roofline time alone would put a model that cannot be loaded first."""
-    from roofline.advice import _llm_spec
-
-    spec = _llm_spec(workload)
-    cap = device.main_memory.capacity
-    if spec is None or not cap:
-        return ""
-    from roofline.llm.metrics import footprint
-
-    need = footprint(spec).total
-    if need <= cap:
-        return f"fits ({need / 1e9:.1f} of {cap / 1e9:.0f} GB)"
-    return f"DOES NOT FIT ({need / 1e9:.1f} > {cap / 1e9:.0f} GB)"
-
-
-def compare(workload: Any, devices: list[Any], precisions: list[str], llm: Any = None) -> list[Row]:
-    """Every (device, precision) analysed, fastest first."""
-    from roofline.advice import tokens
-    from roofline.analysis import analyze
-
-    rows = []
-    for prec in precisions:
-        w = workload if prec == "as given" else at_precision(workload, llm, prec)
-        for d in devices:
-            a = analyze(w, d)
-            tps = tokens(w) / a.total_time if llm is not None and a.total_time > 0 else math.nan
-            rows.append(Row(d.name, prec, a.total_time, tps, binding_roof(a), a, memory_fit(w, d)))
-    rows.sort(key=lambda r: r.time)
-    return rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -248,5 +146,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _label(r: Row) -> str:
+def _label(r: CompareRow) -> str:
     return r.device if r.precision == "as given" else f"{r.device} ({r.precision})"

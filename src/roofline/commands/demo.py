@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.advice import advise
     from roofline.demo import prepare_outdir, run_demo
     from roofline.render.terminal import summary_lines
+    from roofline.summary import summarize
 
     prepare_outdir(args.out)
 
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_demo(args.out, quick=not args.full, tiny=args.tiny, progress=progress)
     for key, a in result.analyses.items():
         print(f"== {result.titles[key]}")
-        for line in summary_lines(a)[1:4]:
+        for line in summary_lines(summarize(a))[1:4]:
             print("  " + line)
         levers = sorted(advise(a, devices=False).levers, key=lambda lv: -lv.speedup)[:1]
         for lv in levers:

@@ -82,13 +82,13 @@ def run(args: argparse.Namespace) -> int:
     analysis = analyze(llm.build_workload(spec), device)
     title = f"{spec.arch.name} {spec.phase} on {device.name}"
     emit(analysis, args, title=title)
-    rep = llm.llm_report(analysis)
-    print(report_text(rep))
     if args.sweep:
         sw = llm.batch_sweep(spec, device, sweep_batches)
         print(sweep_text(sw))
         if sweep_plot:
-            llm.plot_sweep(sw, sweep_plot, title=f"{spec.arch.name} on {device.name}: batch sweep ({spec.phase})")
+            from roofline.render.sweep import plot_sweep
+
+            plot_sweep(sw, sweep_plot, title=f"{spec.arch.name} on {device.name}: batch sweep ({spec.phase})")
             print(f"sweep plot: {sweep_plot}")
     return 0
 
@@ -119,71 +119,6 @@ def list_text() -> str:
         rows.append((m["name"], m["hf_id"], m["model_type"], params, m["source"]))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows)
-
-
-def report_text(r) -> str:  # type: ignore[no-untyped-def]
-    """The LLM facts under the op table, plain text."""
-    from roofline.units import format_bytes, format_flop, format_seconds
-
-    s = r.spec
-    p = s.precisions
-    info = [f"{s.phase}", f"batch {s.batch}"]
-    if s.phase in ("prefill", "generate"):
-        info.append(f"prompt {s.prompt}")
-    if s.phase == "generate":
-        info.append(f"gen {s.gen}")
-    if s.phase == "decode":
-        info.append(f"context {s.context}")
-    if s.tp > 1:
-        info.append(f"tp {s.tp} (figures per device)")
-    info.append(f"weights {p.weights}, activations {p.activations}, KV cache {p.kv_cache}"
-                + (f" (int4 group {p.group_size})" if "int4" in (p.weights, p.kv_cache) else ""))
-    info.append("fused attention" if s.flash else "unfused attention")
-    if s.arch.experts:
-        info.append(f"MoE routing {s.moe_routing}")
-    from roofline.llm.model import param_counts
-
-    total, active = param_counts(s.arch)
-    lines = [f"LLM: {s.arch.name} on {r.device} — " + ", ".join(info)]
-    lines.append(f"  parameters          {_count(total)}" + (f" ({_count(active)} active per token)"
-                                                              if active != total else ""))
-    for phase in ("prefill", "decode"):
-        if phase in r.phase_time:
-            fl, by = r.phase_flops[phase], r.phase_bytes[phase]
-            lines.append(f"  {phase:<8s} total      {format_seconds(r.phase_time[phase])}, {format_flop(fl)}, "
-                         f"{format_bytes(by)} moved (AI {fl / by:.3g} FLOP/B)")
-    if r.ttft is not None:
-        lines.append(f"  time to first token {format_seconds(r.ttft)}")
-    if r.tpot is not None:
-        lines.append(f"  time per token      {format_seconds(r.tpot)}  ({s.batch / r.tpot:,.0f} tokens/s over the batch)")
-    if s.phase == "generate":
-        lines.append(f"  end to end          {format_seconds(r.latency)} (TTFT + {s.gen} x time per token), "
-                     f"{r.tokens_per_s:,.0f} output tokens/s")
-    elif s.phase == "prefill":
-        lines.append(f"  throughput          {r.tokens_per_s:,.0f} prompt tokens/s")
-    if r.interconnect_time > 0:
-        lines.append(f"  interconnect        {format_seconds(r.interconnect_time)} of all-reduce/all-gather")
-    fp = r.footprint
-    mem = (f"  memory per device   {format_bytes(fp.weights)} weights + {format_bytes(fp.kv_cache)} KV cache + "
-           f"{format_bytes(fp.activations)} activations = {format_bytes(fp.total)}")
-    if fp.capacity is not None:
-        mem += f" of {format_bytes(fp.capacity)} ({'fits' if fp.fits else 'DOES NOT FIT'})"
-    lines.append(mem)
-    if r.max_batch is not None:
-        lines.append(f"  largest batch       {r.max_batch} (at {s.max_context} tokens of KV cache per sequence)"
-                     if r.max_batch else "  largest batch       none fits")
-    if r.ridge_batch is not None:
-        lines.append(f"  ridge batch         {r.ridge_batch} (decode GEMMs compute-bound from here, {p.gemm} matrix)")
-    else:
-        lines.append("  ridge batch         none below 65536 (decode GEMMs stay memory-bound)")
-    for f in r.findings:
-        lines.append(f"  * {f}")
-    return "\n".join(lines)
-
-
-def _count(n: float) -> str:
-    """6.738e9 -> '6.74 B'; 1.244e8 -> '124.4 M'."""
-    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M"
 
 
 def sweep_text(sw) -> str:  # type: ignore[no-untyped-def]

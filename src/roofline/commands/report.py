@@ -17,7 +17,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "  roofline report run.json --html report.html\n"
                               "  roofline report run.json -o chart.png --advice")
     p.add_argument("analysis", help="a saved analysis: JSON with schema roofline.analysis/1")
-    p.add_argument("--advice", action="store_true", help="print the advice (levers with computed effects)")
     add_output_options(p, group_by=("module", "type", "kind", "name"))
     p.set_defaults(func=run)
 
@@ -29,15 +28,4 @@ def run(args: argparse.Namespace) -> int:
     analysis = Analysis.load(args.analysis)
     title = f"{analysis.workload.title} on {analysis.device.name}"
     emit(analysis, args, title=title)
-    if "llm" in analysis.workload.info:  # the LLM facts `roofline llm` prints under the table
-        from roofline.commands.llm import report_text
-        from roofline.llm.metrics import report
-
-        print(report_text(report(analysis)))
-    if args.advice:
-        from roofline.advice import advise
-
-        print("advice:")
-        for line in advise(analysis).lines():
-            print("  " + line)
     return 0

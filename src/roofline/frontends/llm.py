@@ -55,7 +55,6 @@ from roofline.llm.metrics import (
     grid_sweep,
     max_batch,
     parse_range,
-    plot_sweep,
     ridge_batch,
     sweep_times,
 )
@@ -66,7 +65,7 @@ from roofline.workload import Workload
 __all__ = [
     "Arch", "BatchSweep", "Footprint", "GridSweep", "LLMReport", "LLMSpec", "Precisions", "batch_sweep",
     "device_ceilings", "fitting_batch", "footprint", "from_llm", "grid_sweep", "list_models", "llm_report",
-    "load_arch", "make_spec", "max_batch", "param_counts", "parse_range", "plot_sweep", "ridge_batch", "sweep_times",
+    "load_arch", "make_spec", "max_batch", "param_counts", "parse_range", "ridge_batch", "sweep_times",
 ]
 
 

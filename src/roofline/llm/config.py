@@ -158,13 +158,20 @@ def closest(name: str, n: int = 3) -> list[str]:
     return [m for m, _ in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
 
 
-def find_config(spec: str) -> tuple[dict[str, Any], str]:
-    """(config dict, where) for a bundled name / HF id, a config.json path, or a folder holding one."""
+def _config_path(spec: str) -> Path | None:
+    """The config.json ``spec`` names (a file, or a folder holding one), or None for a model name."""
     p = Path(spec)
     if spec.endswith(".json") or p.is_file() or (p.is_dir() and (p / "config.json").is_file()):
+        return p / "config.json" if p.is_dir() else p
+    return None
+
+
+def find_config(spec: str) -> tuple[dict[str, Any], str]:
+    """(config dict, where) for a bundled name / HF id, a config.json path, or a folder holding one."""
+    path = _config_path(spec)
+    if path is not None:
         from roofline.fileio import read_json
 
-        path = p / "config.json" if p.is_dir() else p
         data = read_json(path)
         if not isinstance(data, dict):
             raise RooflineError(f"expected a JSON object, got {type(data).__name__}", where=str(path))
@@ -177,18 +184,29 @@ def find_config(spec: str) -> tuple[dict[str, Any], str]:
 
 
 def load_arch(spec: str | Mapping[str, Any] | Arch) -> Arch:
-    """An :class:`Arch` from a bundled name, HF id, config.json path or config dict."""
+    """An :class:`Arch` from a bundled name, HF id, config.json path or config dict.
+
+    A config file is read again once it changes (its modification time or size).
+    """
     if isinstance(spec, Arch):
         return spec
     if isinstance(spec, Mapping):
         return parse_config(spec, where="config")
     if not isinstance(spec, str) or not spec.strip():
         raise RooflineError(f"model: expected a name, a config.json path or a dict, got {spec!r}")
-    return _load_cached(spec)
+    path = _config_path(spec)
+    if path is None:
+        return _load_cached(spec)
+    try:
+        st = path.stat()
+    except OSError:
+        return _load_cached(spec, None)  # not there: find_config says so in one line, and nothing is cached
+    return _load_cached(spec, (str(path.resolve()), st.st_mtime_ns, st.st_size))
 
 
 @lru_cache(maxsize=64)
-def _load_cached(spec: str) -> Arch:
+def _load_cached(spec: str, file_key: tuple[str, int, int] | None = None) -> Arch:
+    """``file_key`` (resolved path, mtime_ns, size) of a config file: an edited file is a new key."""
     data, where = find_config(spec)
     return parse_config(data, where=where)
 
@@ -202,92 +220,8 @@ def parse_config(cfg: Mapping[str, Any], *, where: str = "config") -> Arch:
         warnings.append(f"model_type {mt!r} is not one roofline knows ({', '.join(KNOWN_TYPES)}); read as Llama-style")
     name = str(cfg.get("_name") or cfg.get("_name_or_path") or where)
     source = str(cfg.get("_source") or where)
-
-    def need(key: str) -> Any:
-        if key not in cfg or cfg[key] is None:
-            raise RooflineError(f"missing field {key!r} (needed for model_type {mt or 'unknown'!r})", where=where)
-        return cfg[key]
-
-    def pos_int(key: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value <= 0:
-            raise RooflineError(f"{key} must be a positive integer, got {value!r}", where=where)
-        return int(value)
-
-    def get_int(key: str, default: int = 0) -> int:
-        v = cfg.get(key)
-        return default if v is None else pos_int(key, v) if v != 0 else 0
-
-    kw: dict[str, Any] = {}
-    if mt == "gpt2":
-        d = pos_int("n_embd", need("n_embd"))
-        heads = pos_int("n_head", need("n_head"))
-        kw.update(hidden=d, layers=pos_int("n_layer", need("n_layer")), heads=heads, kv_heads=heads,
-                  intermediate=get_int("n_inner") or 4 * d, vocab=pos_int("vocab_size", need("vocab_size")),
-                  gated=False, activation=_activation(cfg.get("activation_function", "gelu_new"), "activation_function", where),
-                  norm="layer", norm_bias=True, positions="learned", position_table=get_int("n_positions", 1024),
-                  qkv_bias=True, o_bias=True, mlp_bias=True, tie_embeddings=bool(cfg.get("tie_word_embeddings", True)))
-    elif mt == "opt":
-        d = pos_int("hidden_size", need("hidden_size"))
-        proj = cfg.get("word_embed_proj_dim", d)
-        if proj not in (None, d):
-            raise RooflineError(f"word_embed_proj_dim {proj!r} != hidden_size {d}: OPT projections are not modelled", where=where)
-        heads = pos_int("num_attention_heads", need("num_attention_heads"))
-        bias = bool(cfg.get("enable_bias", True))
-        kw.update(hidden=d, layers=pos_int("num_hidden_layers", need("num_hidden_layers")), heads=heads, kv_heads=heads,
-                  intermediate=pos_int("ffn_dim", need("ffn_dim")), vocab=pos_int("vocab_size", need("vocab_size")),
-                  gated=False, activation=_activation(cfg.get("activation_function", "relu"), "activation_function", where),
-                  norm="layer", norm_bias=True, positions="learned",
-                  # OPT's learned position table has 2 extra rows (padding offset)
-                  position_table=get_int("max_position_embeddings", 2048) + 2,
-                  qkv_bias=bias, o_bias=bias, mlp_bias=bias, tie_embeddings=bool(cfg.get("tie_word_embeddings", True)))
-    else:
-        d = pos_int("hidden_size", need("hidden_size"))
-        heads = pos_int("num_attention_heads", need("num_attention_heads"))
-        layers = pos_int("num_hidden_layers", need("num_hidden_layers"))
-        kv = cfg.get("num_key_value_heads")
-        kv = heads if kv is None else pos_int("num_key_value_heads", kv)
-        act_name = cfg.get("hidden_activation") or cfg.get("hidden_act") or "silu"
-        gemma = mt in ("gemma", "gemma2")
-        attn_bias = bool(cfg.get("attention_bias", False))
-        kw.update(hidden=d, layers=layers, heads=heads, kv_heads=kv,
-                  intermediate=pos_int("intermediate_size", need("intermediate_size")),
-                  vocab=pos_int("vocab_size", need("vocab_size")), gated=True,
-                  activation=_activation(act_name, "hidden_act", where),
-                  qkv_bias=attn_bias or mt == "qwen2", o_bias=attn_bias, mlp_bias=bool(cfg.get("mlp_bias", False)),
-                  tie_embeddings=bool(cfg.get("tie_word_embeddings", gemma)),
-                  norms_per_layer=4 if mt == "gemma2" else 2, embed_scale=gemma)
-        if cfg.get("head_dim") is not None and not mt.startswith("deepseek"):
-            kw["head_dim"] = pos_int("head_dim", cfg["head_dim"])
-        # MoE: Mixtral style or DeepSeek style
-        if cfg.get("num_local_experts"):
-            kw.update(experts=pos_int("num_local_experts", cfg["num_local_experts"]),
-                      top_k=pos_int("num_experts_per_tok", need("num_experts_per_tok")),
-                      moe_intermediate=kw["intermediate"])
-        elif cfg.get("n_routed_experts"):
-            kw.update(experts=pos_int("n_routed_experts", cfg["n_routed_experts"]),
-                      top_k=pos_int("num_experts_per_tok", need("num_experts_per_tok")),
-                      shared_experts=get_int("n_shared_experts"),
-                      moe_intermediate=pos_int("moe_intermediate_size", need("moe_intermediate_size")),
-                      dense_layers=min(layers, get_int("first_k_dense_replace")))
-            if cfg.get("moe_layer_freq", 1) not in (1, None):
-                raise RooflineError(f"moe_layer_freq {cfg['moe_layer_freq']!r} is not supported (only 1)", where=where)
-        if cfg.get("kv_lora_rank"):
-            nope = pos_int("qk_nope_head_dim", need("qk_nope_head_dim"))
-            rope = pos_int("qk_rope_head_dim", need("qk_rope_head_dim"))
-            kw.update(kv_lora_rank=pos_int("kv_lora_rank", cfg["kv_lora_rank"]), q_lora_rank=get_int("q_lora_rank"),
-                      qk_nope_head_dim=nope, qk_rope_head_dim=rope, head_dim=nope + rope,
-                      v_head_dim=pos_int("v_head_dim", need("v_head_dim")))
-        # sliding windows
-        window = cfg.get("sliding_window")
-        types = cfg.get("layer_types")
-        if window and isinstance(types, list) and len(types) == layers:
-            kw["window_layers"] = sum(1 for t in types if t == "sliding_attention")
-        elif window and mt == "gemma2":
-            kw["window_layers"] = (layers + 1) // 2  # even layers slide
-        elif window and cfg.get("use_sliding_window", True):
-            kw["window_layers"] = layers
-        if kw.get("window_layers"):
-            kw["sliding_window"] = pos_int("sliding_window", window)
+    fields = _Fields(cfg, where, mt)
+    kw = _gpt2(fields) if mt == "gpt2" else _opt(fields) if mt == "opt" else _llama_like(fields)
     kw.setdefault("head_dim", 0)
     d, heads, kv = kw["hidden"], kw["heads"], kw["kv_heads"]
     if not kw["head_dim"]:
@@ -300,6 +234,125 @@ def parse_config(cfg: Mapping[str, Any], *, where: str = "config") -> Arch:
     if kw.get("experts") and kw["top_k"] > kw["experts"]:
         raise RooflineError(f"num_experts_per_tok {kw['top_k']} exceeds the {kw['experts']} experts", where=where)
     return Arch(name=name, source=source, model_type=mt, warnings=tuple(warnings), **kw)
+
+
+class _Fields:
+    """Typed reads of one config's fields; a missing or bad one is a one-line error naming it."""
+
+    def __init__(self, cfg: Mapping[str, Any], where: str, model_type: str) -> None:
+        self.cfg, self.where, self.model_type = cfg, where, model_type
+
+    def need(self, key: str) -> Any:
+        if key not in self.cfg or self.cfg[key] is None:
+            raise RooflineError(f"missing field {key!r} (needed for model_type {self.model_type or 'unknown'!r})",
+                                where=self.where)
+        return self.cfg[key]
+
+    def pos_int(self, key: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value <= 0:
+            raise RooflineError(f"{key} must be a positive integer, got {value!r}", where=self.where)
+        return int(value)
+
+    def need_int(self, key: str) -> int:
+        return self.pos_int(key, self.need(key))
+
+    def get_int(self, key: str, default: int = 0) -> int:
+        v = self.cfg.get(key)
+        return default if v is None else self.pos_int(key, v) if v != 0 else 0
+
+    def activation(self, key: str, default: str) -> str:
+        return _activation(self.cfg.get(key, default), key, self.where)
+
+
+def _gpt2(f: _Fields) -> dict[str, Any]:
+    d = f.need_int("n_embd")
+    heads = f.need_int("n_head")
+    return dict(hidden=d, layers=f.need_int("n_layer"), heads=heads, kv_heads=heads,
+                intermediate=f.get_int("n_inner") or 4 * d, vocab=f.need_int("vocab_size"),
+                gated=False, activation=f.activation("activation_function", "gelu_new"),
+                norm="layer", norm_bias=True, positions="learned", position_table=f.get_int("n_positions", 1024),
+                qkv_bias=True, o_bias=True, mlp_bias=True, tie_embeddings=bool(f.cfg.get("tie_word_embeddings", True)))
+
+
+def _opt(f: _Fields) -> dict[str, Any]:
+    d = f.need_int("hidden_size")
+    proj = f.cfg.get("word_embed_proj_dim", d)
+    if proj not in (None, d):
+        raise RooflineError(f"word_embed_proj_dim {proj!r} != hidden_size {d}: OPT projections are not modelled",
+                            where=f.where)
+    heads = f.need_int("num_attention_heads")
+    bias = bool(f.cfg.get("enable_bias", True))
+    return dict(hidden=d, layers=f.need_int("num_hidden_layers"), heads=heads, kv_heads=heads,
+                intermediate=f.need_int("ffn_dim"), vocab=f.need_int("vocab_size"),
+                gated=False, activation=f.activation("activation_function", "relu"),
+                norm="layer", norm_bias=True, positions="learned",
+                # OPT's learned position table has 2 extra rows (padding offset)
+                position_table=f.get_int("max_position_embeddings", 2048) + 2,
+                qkv_bias=bias, o_bias=bias, mlp_bias=bias, tie_embeddings=bool(f.cfg.get("tie_word_embeddings", True)))
+
+
+def _llama_like(f: _Fields) -> dict[str, Any]:
+    """Llama and its relatives (gated MLP, RMSNorm, RoPE), with their MoE, MLA and sliding-window variants."""
+    cfg, mt = f.cfg, f.model_type
+    d = f.need_int("hidden_size")
+    heads = f.need_int("num_attention_heads")
+    layers = f.need_int("num_hidden_layers")
+    kv = cfg.get("num_key_value_heads")
+    kv = heads if kv is None else f.pos_int("num_key_value_heads", kv)
+    act_name = cfg.get("hidden_activation") or cfg.get("hidden_act") or "silu"
+    gemma = mt in ("gemma", "gemma2")
+    attn_bias = bool(cfg.get("attention_bias", False))
+    kw: dict[str, Any] = dict(
+        hidden=d, layers=layers, heads=heads, kv_heads=kv, intermediate=f.need_int("intermediate_size"),
+        vocab=f.need_int("vocab_size"), gated=True, activation=_activation(act_name, "hidden_act", f.where),
+        qkv_bias=attn_bias or mt == "qwen2", o_bias=attn_bias, mlp_bias=bool(cfg.get("mlp_bias", False)),
+        tie_embeddings=bool(cfg.get("tie_word_embeddings", gemma)),
+        norms_per_layer=4 if mt == "gemma2" else 2, embed_scale=gemma)
+    if cfg.get("head_dim") is not None and not mt.startswith("deepseek"):
+        kw["head_dim"] = f.pos_int("head_dim", cfg["head_dim"])
+    kw.update(_moe(f, kw["intermediate"], layers))
+    if cfg.get("kv_lora_rank"):
+        nope = f.need_int("qk_nope_head_dim")
+        rope = f.need_int("qk_rope_head_dim")
+        kw.update(kv_lora_rank=f.pos_int("kv_lora_rank", cfg["kv_lora_rank"]), q_lora_rank=f.get_int("q_lora_rank"),
+                  qk_nope_head_dim=nope, qk_rope_head_dim=rope, head_dim=nope + rope, v_head_dim=f.need_int("v_head_dim"))
+    kw.update(_windows(f, layers))
+    return kw
+
+
+def _moe(f: _Fields, intermediate: int, layers: int) -> dict[str, Any]:
+    """Routed experts, Mixtral style (every layer, expert width = intermediate) or DeepSeek style."""
+    cfg = f.cfg
+    if cfg.get("num_local_experts"):
+        return dict(experts=f.pos_int("num_local_experts", cfg["num_local_experts"]),
+                    top_k=f.need_int("num_experts_per_tok"), moe_intermediate=intermediate)
+    if cfg.get("n_routed_experts"):
+        kw = dict(experts=f.pos_int("n_routed_experts", cfg["n_routed_experts"]),
+                  top_k=f.need_int("num_experts_per_tok"), shared_experts=f.get_int("n_shared_experts"),
+                  moe_intermediate=f.need_int("moe_intermediate_size"),
+                  dense_layers=min(layers, f.get_int("first_k_dense_replace")))
+        if cfg.get("moe_layer_freq", 1) not in (1, None):
+            raise RooflineError(f"moe_layer_freq {cfg['moe_layer_freq']!r} is not supported (only 1)", where=f.where)
+        return kw
+    return {}
+
+
+def _windows(f: _Fields, layers: int) -> dict[str, Any]:
+    """How many layers use a sliding attention window, and its width."""
+    cfg = f.cfg
+    window = cfg.get("sliding_window")
+    types = cfg.get("layer_types")
+    if window and isinstance(types, list) and len(types) == layers:
+        window_layers = sum(1 for t in types if t == "sliding_attention")
+    elif window and f.model_type == "gemma2":
+        window_layers = (layers + 1) // 2  # even layers slide
+    elif window and cfg.get("use_sliding_window", True):
+        window_layers = layers
+    else:
+        return {}
+    if not window_layers:
+        return {"window_layers": 0}
+    return {"window_layers": window_layers, "sliding_window": f.pos_int("sliding_window", window)}
 
 
 def _activation(name: Any, key: str, where: str) -> str:

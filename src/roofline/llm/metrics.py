@@ -19,14 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from roofline.analysis import Analysis
+from roofline.analysis import Analysis, scenario_times
 from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.llm.model import (
     ATTN,
     GEMM,
     LINK,
-    ROLES,
     VEC,
     LLMSpec,
     OpTable,
@@ -73,41 +72,22 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
 
     ``B`` (N, terms), ``peaks`` (N or 1, roles), ``bws`` (N or 1, 2), ``eb`` bytes per element
     (scalars or length-N arrays).  ``split``: return (compute time, memory time) summed per
-    configuration instead.  Per roof role, two matrix products (FLOPs; bytes with the element
-    sizes folded into the coefficients) per distinct precision combination.
+    configuration instead.  The element sizes are folded into the bytes coefficients, one row
+    per distinct precision combination; :func:`roofline.analysis.scenario_times` does the rest.
     """
     c = table.coef
     keep = np.ones(len(table), dtype=bool) if mask is None else mask
     n = len(B)
     sizes = np.stack([np.broadcast_to(np.asarray(eb[k], dtype=float), (n,)) for k in ("wq", "wu", "a", "kv")], axis=1)
-    if (sizes == sizes[0]).all():
-        combos, groups = sizes[:1], [slice(None)]
-    else:
-        combos, which = np.unique(sizes, axis=0, return_inverse=True)
-        which = which.reshape(-1)
-        groups = [which == j for j in range(len(combos))]
-    compute_sum, memory_sum, total = np.zeros(n), np.zeros(n), np.zeros(n)
-    for role in range(len(ROLES)):
-        ops = keep & (table.roles == role)
-        if not ops.any():
-            continue
-        counts = table.counts[ops]
-        compute = B @ c["flops"][ops].T
-        compute /= peaks[:, role:role + 1]
-        nbytes = np.empty_like(compute)
-        for (wq, wu, a, kv), g in zip(combos, groups, strict=True):
-            coef = (c["wq"][ops] * wq + c["wu"][ops] * wu + (c["ar"][ops] + c["aw"][ops]) * a
-                    + (c["kr"][ops] + c["kw"][ops]) * kv + c["xr"][ops])
-            nbytes[g] = B[g] @ coef.T
-        level = 1 if role == LINK else 0
-        nbytes /= bws[:, level:level + 1]
-        if split:
-            compute_sum += compute @ counts
-            memory_sum += nbytes @ counts
-        else:
-            np.maximum(compute, nbytes, out=compute)
-            total += compute @ counts
-    return (compute_sum, memory_sum) if split else total
+    combos, which = np.unique(sizes, axis=0, return_inverse=True)
+    bytes_coef = np.stack([c["wq"][keep] * wq + c["wu"][keep] * wu + (c["ar"][keep] + c["aw"][keep]) * a
+                           + (c["kr"][keep] + c["kw"][keep]) * kv + c["xr"][keep] for wq, wu, a, kv in combos])
+    roles = table.roles[keep]
+    compute, memory, total = scenario_times(
+        B, c["flops"][keep], bytes_coef, np.broadcast_to(peaks, (n, peaks.shape[1])),
+        np.broadcast_to(bws, (n, bws.shape[1])), roles, (roles == LINK).astype(int), table.counts[keep],
+        bytes_group=which.reshape(-1))
+    return (compute, memory) if split else total
 
 
 # -- vectorised sweeps ---------------------------------------------------------------
@@ -421,46 +401,3 @@ def batch_sweep(spec: LLMSpec, device: Device, batches: Iterable[int] | None = N
     fits = fp <= cap if cap is not None else np.ones(len(b), dtype=bool)
     rb = ridge_batch(spec, device)
     return BatchSweep(spec.phase, b.astype(int), latency, tps, np.asarray(fp), np.asarray(fits), mb, rb)
-
-
-def plot_sweep(sweep: BatchSweep, path: str, *, title: str = "") -> None:
-    """Throughput (tokens/s) against per-token latency (ms), one point per batch; matplotlib, lazily."""
-    from roofline.errors import require
-
-    mpl = require("matplotlib", "all")
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    lat = sweep.latency * 1e3
-    ax.plot(lat, sweep.tokens_per_s, "-", color="tab:blue", lw=1, zorder=1)
-    ok = sweep.fits
-    if ok.any():
-        ax.scatter(lat[ok], sweep.tokens_per_s[ok], s=12, color="tab:blue", zorder=2, label="fits in memory")
-    if (~ok).any():
-        ax.scatter(lat[~ok], sweep.tokens_per_s[~ok], s=12, facecolors="none", edgecolors="tab:red", zorder=2,
-                   label="does not fit")
-    for i, b in enumerate(sweep.batch):
-        if b & (b - 1) == 0 or i == len(sweep.batch) - 1:
-            ax.annotate(str(b), (lat[i], sweep.tokens_per_s[i]), textcoords="offset points", xytext=(4, -10), fontsize=7)
-    if sweep.ridge_batch is not None and sweep.batch[0] <= sweep.ridge_batch <= sweep.batch[-1]:
-        i = int(np.searchsorted(sweep.batch, sweep.ridge_batch))
-        ax.axvline(lat[i], color="gray", ls=":", lw=1)
-        ax.annotate(f"ridge batch {sweep.ridge_batch}", (lat[i], ax.get_ylim()[0]), textcoords="offset points",
-                    xytext=(3, 5), fontsize=7, color="gray")
-    xlabel = "time to first token (ms)" if sweep.phase == "prefill" else "time per output token (ms)"
-    ylabel = "prompt tokens/s" if sweep.phase == "prefill" else "output tokens/s (whole batch)"
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title or "batch sweep: throughput vs latency (labels: batch)", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    import io
-
-    from roofline.fileio import write_bytes_atomic
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format=path.rsplit(".", 1)[-1].lower())
-    plt.close(fig)
-    write_bytes_atomic(path, buf.getvalue())

@@ -191,94 +191,128 @@ def check_tp(arch: Arch, tp: int) -> None:
 def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_logits: bool = False) -> OpTable:
     """The ops of one prefill or decode step of ``arch`` on one of ``tp`` devices."""
     check_tp(arch, tp)
-    t = tp
-    r = _Rows(phase)
-    d, V, L = arch.hidden, arch.vocab, arch.layers
-    h = arch.heads // t
-    dh, dv = arch.head_dim, arch.v_head_dim
-    norm_flops = NORM_FLOPS[arch.norm] + NORM_AFFINE_FLOPS["scale_shift" if arch.norm_bias else "scale"]
-    norm_weights = 2 if arch.norm_bias else 1
-    act = ELEMENTWISE_FLOPS[arch.activation]
-    ring = 2 * (t - 1) / t  # ring all-reduce: bytes each device sends (and receives) per message byte
+    r = _Layer(phase, arch, tp)
+    _embedding(r)
+    r.norm("layers.attn.norm", arch.layers, arch.hidden)
+    if arch.mla:
+        _mla_attention(r, flash)
+    else:
+        _attention(r, flash)
+    _attention_output(r)
+    _mlp_block(r)
+    _lm_head(r, all_logits)
+    return r.table()
 
-    def norm(path: str, count: float, width: float) -> None:
-        r.add(path, "norm", VEC, count, flops={TOK: norm_flops * width}, wu={ONE: norm_weights * width},
-              ar={TOK: width}, aw={TOK: width})
 
-    def gemm(path: str, count: float, k: float, n_out: float, *, bias: bool = False, quantized: bool = True,
+class _Layer(_Rows):
+    """Rows of one step of ``arch`` on one of ``tp`` devices, with its recurring ops (norms, GEMMs, ...)."""
+
+    def __init__(self, phase: str, arch: Arch, tp: int) -> None:
+        super().__init__(phase)
+        self.arch, self.tp = arch, tp
+        self.heads = arch.heads // tp  # per device
+        self.norm_flops = NORM_FLOPS[arch.norm] + NORM_AFFINE_FLOPS["scale_shift" if arch.norm_bias else "scale"]
+        self.norm_weights = 2 if arch.norm_bias else 1
+        self.act = ELEMENTWISE_FLOPS[arch.activation]
+
+    def norm(self, path: str, count: float, width: float) -> None:
+        self.add(path, "norm", VEC, count, flops={TOK: self.norm_flops * width}, wu={ONE: self.norm_weights * width},
+                 ar={TOK: width}, aw={TOK: width})
+
+    def gemm(self, path: str, count: float, k: float, n_out: float, *, bias: bool = False, quantized: bool = True,
              tokens: int = TOK) -> None:
         wq = {ONE: k * n_out} if quantized else {}
         wu = {} if quantized else {ONE: k * n_out}
         if bias:  # biases stay unquantised
             wu[ONE] = wu.get(ONE, 0.0) + n_out
-        r.add(path, "matmul", GEMM, count, flops={tokens: 2 * k * n_out}, wq=wq, wu=wu, ar={tokens: k},
-              aw={tokens: n_out})
+        self.add(path, "matmul", GEMM, count, flops={tokens: 2 * k * n_out}, wq=wq, wu=wu, ar={tokens: k},
+                 aw={tokens: n_out})
 
-    def elementwise(path: str, count: float, flops_per: float, reads: float, width: float, term: int = TOK) -> None:
-        r.add(path, "elementwise", VEC, count, flops={term: flops_per * width}, ar={term: reads * width},
-              aw={term: width})
+    def elementwise(self, path: str, count: float, flops_per: float, reads: float, width: float,
+                    term: int = TOK) -> None:
+        self.add(path, "elementwise", VEC, count, flops={term: flops_per * width}, ar={term: reads * width},
+                 aw={term: width})
 
-    def all_reduce(path: str, count: float, width: float) -> None:
+    def all_reduce(self, path: str, count: float, width: float) -> None:
+        t = self.tp
         if t > 1:
-            r.add(path, "collective", LINK, count, flops={TOK: (t - 1) / t * width}, ar={TOK: ring * width})
+            ring = 2 * (t - 1) / t  # ring all-reduce: bytes each device sends (and receives) per message byte
+            self.add(path, "collective", LINK, count, flops={TOK: (t - 1) / t * width}, ar={TOK: ring * width})
 
-    # embedding (vocab-parallel: each device gathers the rows it owns, 1/tp of them on average)
-    r.add("embed.tokens", "embedding", VEC, 1, wu={TOK: d / t}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
-    all_reduce("embed.all_reduce", 1, d)
+
+def _embedding(r: _Layer) -> None:
+    """Token embedding (vocab-parallel: each device gathers the rows it owns, 1/tp of them on average)."""
+    arch, d = r.arch, r.arch.hidden
+    r.add("embed.tokens", "embedding", VEC, 1, wu={TOK: d / r.tp}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
+    r.all_reduce("embed.all_reduce", 1, d)
     if arch.positions == "learned":
         r.add("embed.positions", "embedding", VEC, 1, wu={TOK: d}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
-        elementwise("embed.add", 1, 1, 2, d)
+        r.elementwise("embed.add", 1, 1, 2, d)
     if arch.embed_scale:
-        elementwise("embed.scale", 1, 1, 1, d)
+        r.elementwise("embed.scale", 1, 1, 1, d)
 
-    # attention
-    norm("layers.attn.norm", L, d)
-    if arch.mla:
-        C, R, N = arch.kv_lora_rank, arch.qk_rope_head_dim, arch.qk_nope_head_dim
-        if arch.q_lora_rank:
-            gemm("layers.attn.q_a_proj", L, d, arch.q_lora_rank)  # replicated
-            norm("layers.attn.q_a_norm", L, arch.q_lora_rank)
-            gemm("layers.attn.q_b_proj", L, arch.q_lora_rank, h * (N + R))
-        else:
-            gemm("layers.attn.q_proj", L, d, h * (N + R))
-        gemm("layers.attn.kv_a_proj", L, d, C + R)  # replicated
-        norm("layers.attn.kv_a_norm", L, C)
-        elementwise("layers.attn.rope", L, ELEMENTWISE_FLOPS["rope"], 1, (h + 1) * R)
-        r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: C + R}, kw={TOK: C + R})
-        if phase == "prefill":
-            # naive MLA: decompress every key's latent into per-head K and V, then ordinary attention
-            r.add("layers.attn.kv_b_proj", "matmul", GEMM, L, flops={KEY: 2 * C * h * (N + dv)},
-                  wq={ONE: C * h * (N + dv)}, kr={KEY: C}, aw={KEY: h * (N + dv)})
-            _attention_core(r, L, "", h, N + R, dv, flash, KEY, PAIR,
-                            k_read=("ar", h * (N + R)), v_read=("ar", h * dv))
-        else:
-            # absorbed MLA: W_uk folds into the query, W_uv into the output; attention runs over the latent cache
-            r.add("layers.attn.q_absorb", "matmul", GEMM, L, flops={TOK: 2 * h * N * C}, wq={ONE: h * N * C},
-                ar={TOK: h * N}, aw={TOK: h * C})
-            _attention_core(r, L, "", h, C + R, C, flash, KEY, PAIR, k_read=("kr", C + R), v_read=("kr", C),
-                            shared_kv=True)
-            r.add("layers.attn.v_absorb", "matmul", GEMM, L, flops={TOK: 2 * h * C * dv}, wq={ONE: h * C * dv},
-                  ar={TOK: h * C}, aw={TOK: h * dv})
+
+def _attention(r: _Layer, flash: bool) -> None:
+    """Q, K, V projections, RoPE, the KV-cache write and attention (full layers, then sliding-window ones)."""
+    arch, d, L, h = r.arch, r.arch.hidden, r.arch.layers, r.heads
+    dh, dv = arch.head_dim, arch.v_head_dim
+    kv = kv_heads_per_device(arch, r.tp)
+    r.gemm("layers.attn.q_proj", L, d, h * dh, bias=arch.qkv_bias)
+    r.gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
+    r.gemm("layers.attn.v_proj", L, d, kv * dv, bias=arch.qkv_bias)
+    if arch.positions == "rope":
+        r.elementwise("layers.attn.rope", L, ELEMENTWISE_FLOPS["rope"], 1, (h + kv) * dh)
+    r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: kv * (dh + dv)}, kw={TOK: kv * (dh + dv)})
+    full = L - arch.window_layers
+    _attention_core(r, full, "", h, dh, dv, flash, KEY, PAIR, k_read=("kr", kv * dh), v_read=("kr", kv * dv))
+    _attention_core(r, arch.window_layers, "sliding.", h, dh, dv, flash, KEYW, PAIRW,
+                    k_read=("kr", kv * dh), v_read=("kr", kv * dv))
+
+
+def _mla_attention(r: _Layer, flash: bool) -> None:
+    """Multi-head latent attention: naive (decompressed K, V) in prefill, absorbed over the latent cache in decode."""
+    arch, d, L, h = r.arch, r.arch.hidden, r.arch.layers, r.heads
+    dv = arch.v_head_dim
+    C, R, N = arch.kv_lora_rank, arch.qk_rope_head_dim, arch.qk_nope_head_dim
+    if arch.q_lora_rank:
+        r.gemm("layers.attn.q_a_proj", L, d, arch.q_lora_rank)  # replicated
+        r.norm("layers.attn.q_a_norm", L, arch.q_lora_rank)
+        r.gemm("layers.attn.q_b_proj", L, arch.q_lora_rank, h * (N + R))
     else:
-        kv = kv_heads_per_device(arch, t)
-        gemm("layers.attn.q_proj", L, d, h * dh, bias=arch.qkv_bias)
-        gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
-        gemm("layers.attn.v_proj", L, d, kv * dv, bias=arch.qkv_bias)
-        if arch.positions == "rope":
-            elementwise("layers.attn.rope", L, ELEMENTWISE_FLOPS["rope"], 1, (h + kv) * dh)
-        r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: kv * (dh + dv)}, kw={TOK: kv * (dh + dv)})
-        full = L - arch.window_layers
-        _attention_core(r, full, "", h, dh, dv, flash, KEY, PAIR, k_read=("kr", kv * dh), v_read=("kr", kv * dv))
-        _attention_core(r, arch.window_layers, "sliding.", h, dh, dv, flash, KEYW, PAIRW,
-                        k_read=("kr", kv * dh), v_read=("kr", kv * dv))
-    gemm("layers.attn.o_proj", L, h * dv, d, bias=arch.o_bias)
-    all_reduce("layers.attn.all_reduce", L, d)
-    if arch.norms_per_layer == 4:
-        norm("layers.attn.post_norm", L, d)
-    elementwise("layers.attn.residual", L, 1, 2, d)
+        r.gemm("layers.attn.q_proj", L, d, h * (N + R))
+    r.gemm("layers.attn.kv_a_proj", L, d, C + R)  # replicated
+    r.norm("layers.attn.kv_a_norm", L, C)
+    r.elementwise("layers.attn.rope", L, ELEMENTWISE_FLOPS["rope"], 1, (h + 1) * R)
+    r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: C + R}, kw={TOK: C + R})
+    if r.phase == "prefill":
+        # naive MLA: decompress every key's latent into per-head K and V, then ordinary attention
+        r.add("layers.attn.kv_b_proj", "matmul", GEMM, L, flops={KEY: 2 * C * h * (N + dv)},
+              wq={ONE: C * h * (N + dv)}, kr={KEY: C}, aw={KEY: h * (N + dv)})
+        _attention_core(r, L, "", h, N + R, dv, flash, KEY, PAIR,
+                        k_read=("ar", h * (N + R)), v_read=("ar", h * dv))
+    else:
+        # absorbed MLA: W_uk folds into the query, W_uv into the output; attention runs over the latent cache
+        r.add("layers.attn.q_absorb", "matmul", GEMM, L, flops={TOK: 2 * h * N * C}, wq={ONE: h * N * C},
+              ar={TOK: h * N}, aw={TOK: h * C})
+        _attention_core(r, L, "", h, C + R, C, flash, KEY, PAIR, k_read=("kr", C + R), v_read=("kr", C),
+                        shared_kv=True)
+        r.add("layers.attn.v_absorb", "matmul", GEMM, L, flops={TOK: 2 * h * C * dv}, wq={ONE: h * C * dv},
+              ar={TOK: h * C}, aw={TOK: h * dv})
 
-    # MLP: dense layers, then MoE layers
-    norm("layers.mlp.norm", L, d)
+
+def _attention_output(r: _Layer) -> None:
+    arch, d, L = r.arch, r.arch.hidden, r.arch.layers
+    r.gemm("layers.attn.o_proj", L, r.heads * arch.v_head_dim, d, bias=arch.o_bias)
+    r.all_reduce("layers.attn.all_reduce", L, d)
+    if arch.norms_per_layer == 4:
+        r.norm("layers.attn.post_norm", L, d)
+    r.elementwise("layers.attn.residual", L, 1, 2, d)
+
+
+def _mlp_block(r: _Layer) -> None:
+    """The MLP: dense layers, then MoE layers (router, routed experts, shared experts)."""
+    arch, d, L, t, act = r.arch, r.arch.hidden, r.arch.layers, r.tp, r.act
+    r.norm("layers.mlp.norm", L, d)
     dense = L - arch.moe_layers
     _mlp(r, "layers.mlp.", dense, d, arch.intermediate / t, arch.gated, act, arch.mlp_bias)
     if arch.moe_layers:
@@ -290,9 +324,9 @@ def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_lo
         for proj in (("gate_proj", "up_proj") if arch.gated else ("up_proj",)):
             r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: 2 * k * d * fe}, wq={EXP: d * fe},
                   ar={TOK: k * d}, aw={TOK: k * fe})
-        elementwise("layers.moe.experts.act", M, act, 1, k * fe)
+        r.elementwise("layers.moe.experts.act", M, act, 1, k * fe)
         if arch.gated:
-            elementwise("layers.moe.experts.mul", M, 1, 2, k * fe)
+            r.elementwise("layers.moe.experts.mul", M, 1, 2, k * fe)
         r.add("layers.moe.experts.down_proj", "matmul", GEMM, M, flops={TOK: 2 * k * fe * d}, wq={EXP: fe * d},
               ar={TOK: k * fe}, aw={TOK: k * d})
         shared = arch.shared_experts
@@ -300,18 +334,20 @@ def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_lo
             _mlp(r, "layers.moe.shared.", M, d, arch.moe_intermediate * shared / t, arch.gated, act, False)
         r.add("layers.moe.combine", "elementwise", VEC, M, flops={TOK: (2 * k + (1 if shared else 0)) * d},
               ar={TOK: (k + (1 if shared else 0)) * d}, aw={TOK: d})
-    all_reduce("layers.mlp.all_reduce", L, d)
+    r.all_reduce("layers.mlp.all_reduce", L, d)
     if arch.norms_per_layer == 4:
-        norm("layers.mlp.post_norm", L, d)
-    elementwise("layers.mlp.residual", L, 1, 2, d)
+        r.norm("layers.mlp.post_norm", L, d)
+    r.elementwise("layers.mlp.residual", L, 1, 2, d)
 
-    # final norm and lm_head (generation: the last token of each sequence)
-    norm("final_norm", 1, d)
+
+def _lm_head(r: _Layer, all_logits: bool) -> None:
+    """Final norm and lm_head (generation: the last token of each sequence; every token with ``all_logits``)."""
+    d, V, t = r.arch.hidden, r.arch.vocab, r.tp
+    r.norm("final_norm", 1, d)
     m = TOK if all_logits else SEQ
-    gemm("lm_head", 1, d, V / t, quantized=False, tokens=m)
+    r.gemm("lm_head", 1, d, V / t, quantized=False, tokens=m)
     if t > 1:
         r.add("lm_head.all_gather", "collective", LINK, 1, ar={m: (t - 1) / t * V})
-    return r.table()
 
 
 def _attention_core(r: _Rows, count: float, tag: str, h: float, dk: float, dv: float, flash: bool,

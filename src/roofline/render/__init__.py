@@ -1,6 +1,7 @@
 """Renderers read an :class:`~roofline.analysis.Analysis`; they never compute the model.
 
-Picked by output-file extension:
+Renderers are classes picked by name or by output-file extension
+(:func:`renderer_for`), as pyinstrument's are:
 
     .png .svg .pdf   chart.py   the log-log roofline chart (matplotlib)
     .html .htm       html.py    the interactive, self-contained report (plotly)
@@ -13,10 +14,16 @@ Plotting libraries are imported only inside the renderer that uses them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from roofline.errors import RooflineError
 from roofline.fileio import check_writable
+
+if TYPE_CHECKING:
+    from roofline.analysis import Analysis
+    from roofline.summary import Summary
 
 CHART_EXTENSIONS = (".png", ".svg", ".pdf")
 EXTENSIONS = (*CHART_EXTENSIONS, ".html", ".htm", ".json", ".csv", ".txt")
@@ -40,26 +47,94 @@ def check_output_path(path: str | Path) -> Path:
     return check_writable(path)
 
 
-def render_file(analysis, path: str | Path, *, title: str | None = None) -> None:  # type: ignore[no-untyped-def]
-    """Write ``analysis`` to ``path`` with the renderer its extension names."""
-    check_output_path(path)
-    ext = Path(path).suffix.lower()
-    if ext in CHART_EXTENSIONS:
-        from roofline.render.chart import save_chart
+class Renderer:
+    """Writes an analysis in one medium; ``save`` is all-or-nothing.  Subclasses import their libraries lazily."""
 
-        save_chart(analysis, path, title=title)
-    elif ext in (".html", ".htm"):
-        from roofline.render.html import save_html
+    name = ""
+    extensions: tuple[str, ...] = ()
 
-        save_html(analysis, path, title=title)
-    elif ext == ".json":
-        analysis.save(path)
-    elif ext == ".csv":
-        from roofline.render.export import save_csv
+    def render(self, analysis: Analysis, *, title: str | None = None, summary: Summary | None = None,
+               path: str | Path = "") -> str | bytes:
+        raise NotImplementedError
 
-        save_csv(analysis, path)
-    else:
-        from roofline.fileio import write_text_atomic
+    def save(self, analysis: Analysis, path: str | Path, *, title: str | None = None,
+             summary: Summary | None = None) -> None:
+        from roofline.fileio import write_bytes_atomic, write_text_atomic
+
+        out = self.render(analysis, title=title, summary=summary, path=path)
+        if isinstance(out, bytes):
+            write_bytes_atomic(path, out)
+        else:
+            write_text_atomic(path, out)
+
+
+class ChartRenderer(Renderer):
+    """The log-log roofline chart (matplotlib), PNG/SVG/PDF by extension."""
+
+    name, extensions = "chart", CHART_EXTENSIONS
+
+    def render(self, analysis: Analysis, *, title: str | None = None, summary: Summary | None = None,
+               path: str | Path = "chart.png") -> bytes:
+        from roofline.render.chart import chart_bytes
+
+        return chart_bytes(analysis, Path(path).suffix.lower().lstrip(".") or "png", title=title, summary=summary)
+
+
+class HtmlRenderer(Renderer):
+    """The interactive, self-contained report (plotly)."""
+
+    name, extensions = "html", (".html", ".htm")
+
+    def render(self, analysis: Analysis, *, title: str | None = None, summary: Summary | None = None,
+               path: str | Path = "") -> str:
+        from roofline.render.html import render_html
+
+        return render_html(analysis, title, summary=summary)
+
+
+class JsonRenderer(Renderer):
+    """The analysis itself (roofline.analysis/1): re-renders identically without the model."""
+
+    name, extensions = "json", (".json",)
+
+    def render(self, analysis: Analysis, *, title: str | None = None, summary: Summary | None = None,
+               path: str | Path = "") -> str:
+        return json.dumps(analysis.to_dict()) + "\n"
+
+
+class CsvRenderer(Renderer):
+    """Per-op results as CSV."""
+
+    name, extensions = "csv", (".csv",)
+
+    def render(self, analysis: Analysis, *, title: str | None = None, summary: Summary | None = None,
+               path: str | Path = "") -> str:
+        from roofline.render.export import to_csv
+
+        return to_csv(analysis)
+
+
+class TextRenderer(Renderer):
+    """The terminal tables, as plain text."""
+
+    name, extensions = "text", (".txt",)
+
+    def render(self, analysis: Analysis, *, title: str | None = None, summary: Summary | None = None,
+               path: str | Path = "") -> str:
         from roofline.render.terminal import render
 
-        write_text_atomic(path, render(analysis, color=False))
+        return render(analysis, title=title, color=False, summary=summary)
+
+
+RENDERERS: tuple[Renderer, ...] = (ChartRenderer(), HtmlRenderer(), JsonRenderer(), CsvRenderer(), TextRenderer())
+
+
+def renderer_for(name_or_path: str | Path) -> Renderer:
+    """The renderer called ``name_or_path`` ('chart', 'html', ...) or named by its extension ('run.html')."""
+    key = str(name_or_path)
+    for r in RENDERERS:
+        if key == r.name:
+            return r
+    check_output_path(name_or_path)
+    ext = Path(name_or_path).suffix.lower()
+    return next(r for r in RENDERERS if ext in r.extensions)

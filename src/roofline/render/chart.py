@@ -25,6 +25,7 @@ import numpy as np
 
 from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, Device
+from roofline.summary import Summary, summarize
 from roofline.units import format_bandwidth, format_flops, scale_for
 
 if TYPE_CHECKING:
@@ -80,14 +81,62 @@ def points_of(a: Analysis, limit: int = MAX_POINTS) -> list[Point]:
     return pts
 
 
+@dataclass
+class _Frame:
+    """What one chart draws and where: roofs, slopes, the marked ridge, axis ranges and scale."""
+
+    ceilings: Sequence[ComputeCeiling]
+    spec: list[Any]  # theoretical roofs of the precisions drawn
+    mems: list[Any]
+    main: Any
+    top: ComputeCeiling  # the roof whose ridge is marked
+    ridge: float
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+    scale: float
+    unit: str
+
+
+def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analysis: Analysis | None,
+           ceilings: Sequence[ComputeCeiling] | None, levels: Sequence[str] | None) -> _Frame:
+    if ceilings is None:
+        if analysis is not None:
+            used = {analysis.ceilings[j].key: analysis.ceilings[j] for j in np.unique(analysis.ceiling_index)}
+            fastest = max(device.compute, key=lambda c: c.flops)
+            used[fastest.key] = fastest
+            ceilings = sorted(used.values(), key=lambda c: -c.flops)
+        else:
+            ceilings = sorted(device.compute, key=lambda c: -c.flops)
+    mems = sorted((m for m in device.memory if levels is None or m.level in levels), key=lambda m: m.bandwidth)
+    main = device.main_memory if device.main_memory in mems else mems[0]
+    # the roof whose ridge is marked: the one carrying most op time (summary.dominant), else the fastest
+    top = summary.dominant if summary is not None and summary.dominant in ceilings else ceilings[0]
+    # axis ranges: every point, every ridge, a decade of margin
+    xs = [p.intensity for p in pts] + [c.flops / m.bandwidth for c in ceilings for m in mems]
+    x_lo = 10 ** math.floor(math.log10(min(xs)) - 1)
+    x_hi = 10 ** math.ceil(math.log10(max(xs)) + 1)
+    drawn = {c.precision for c in ceilings}
+    spec = [r for r in device.bench.spec if r.precision in drawn] if device.bench is not None else []
+    ys = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [r.flops for r in spec] + [
+        main.bandwidth * x_lo]
+    y_lo = 10 ** math.floor(math.log10(min(ys)) - 0.3)
+    y_hi = 10 ** math.ceil(math.log10(max(ys)) + 0.5)  # room above the top roof for the region labels
+    scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")
+    return _Frame(ceilings, spec, mems, main, top, top.flops / main.bandwidth, x_lo, x_hi, y_lo, y_hi, scale, unit)
+
+
 def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: int = 30,
          points: Sequence[Point] = (), ceilings: Sequence[ComputeCeiling] | None = None,
-         levels: Sequence[str] | None = None, ax: Axes | None = None) -> Figure:
+         levels: Sequence[str] | None = None, ax: Axes | None = None, summary: Summary | None = None) -> Figure:
     """Draw the roofline of a device (and an analysis's points) and return the Figure.
 
     ``ceilings``: which compute roofs to draw (default: the ones the ops use plus
     the device's fastest; every ceiling for a bare device).  ``levels``: which
-    memory levels (default: all the device has).
+    memory levels (default: all the device has).  ``summary``: the analysis's facts
+    (:func:`roofline.summary.summarize`; computed when not given): the ridge marked is
+    the dominant ceiling's, and the title names the binding roof.
     """
     import matplotlib
 
@@ -97,40 +146,10 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     if isinstance(subject, Analysis):
         device, analysis = subject.device, subject
         pts = points_of(analysis) + list(points)
+        summary = summary or summarize(analysis)
     else:
         device, analysis, pts = subject, None, list(points)
-    if ceilings is None:
-        if analysis is not None:
-            used = {analysis.ceilings[j].key: analysis.ceilings[j] for j in np.unique(analysis.ceiling_index)}
-            fastest = max(device.compute, key=lambda c: c.flops)
-            used[fastest.key] = fastest
-            ceilings = sorted(used.values(), key=lambda c: -c.flops)
-        else:
-            ceilings = sorted(device.compute, key=lambda c: -c.flops)
-    mems = [m for m in device.memory if levels is None or m.level in levels]
-    mems.sort(key=lambda m: m.bandwidth)
-    main = device.main_memory if device.main_memory in mems else mems[0]
-    # the roof whose ridge is marked: the one carrying most op time, else the fastest
-    top = ceilings[0]
-    if analysis is not None and len(analysis.time):
-        t = np.bincount(analysis.ceiling_index, weights=analysis.total_op_time, minlength=len(analysis.ceilings))
-        top = analysis.ceilings[int(np.argmax(t))]
-    ridge = top.flops / main.bandwidth
-
-    # axis ranges: every point, every ridge, a decade of margin
-    ridges = [c.flops / m.bandwidth for c in ceilings for m in mems]
-    xs = [p.intensity for p in pts] + ridges
-    x_lo = 10 ** math.floor(math.log10(min(xs)) - 1)
-    x_hi = 10 ** math.ceil(math.log10(max(xs)) + 1)
-    # theoretical roofs of the precisions drawn, dashed beside the measured ones
-    drawn = {c.precision for c in ceilings}
-    spec = [r for r in device.bench.spec if r.precision in drawn] if device.bench is not None else []
-    ys = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [r.flops for r in spec] + [
-        main.bandwidth * x_lo]
-    y_lo = 10 ** math.floor(math.log10(min(ys)) - 0.3)
-    y_hi = 10 ** math.ceil(math.log10(max(ys)) + 0.5)  # room above the top roof for the region labels
-    scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")
-
+    f = _frame(device, pts, summary, analysis, ceilings, levels)
     own = ax is None
     if own:
         fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
@@ -138,53 +157,68 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
         fig = ax.figure
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(y_lo / scale, y_hi / scale)
+    ax.set_xlim(f.x_lo, f.x_hi)
+    ax.set_ylim(f.y_lo / f.scale, f.y_hi / f.scale)
     ax.set_xlabel("arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel(f"performance [{unit}]")
+    ax.set_ylabel(f"performance [{f.unit}]")
     ax.grid(True, which="major", color="white", lw=0.8, alpha=0.8, zorder=1)
-    ax.set_title(title or (f"{analysis.workload.title} on {device.name}" if analysis else f"{device.name} roofline"),
-                 fontsize=12)
+    heading = title or (f"{analysis.workload.title} on {device.name}" if analysis else f"{device.name} roofline")
+    if summary is not None:
+        heading += f"\nbinding roof: {summary.binding.describe()}"
+    ax.set_title(heading, fontsize=12 if summary is None else 11)
     if own:  # the layout is final before any label is placed: placement works in pixels
         fig.tight_layout()
+    _draw_roofs(ax, fig, f)
+    shown_kinds = _draw_points(ax, pts, f.scale)
+    _label_points(ax, fig, pts, f.scale, max_labels)
+    _legend(ax, pts, shown_kinds)
+    if analysis is not None:
+        hidden = int(np.sum(analysis.workload.columns["flops"] <= 0))
+        if hidden:
+            ax.text(0.01, 0.01, f"{hidden} op(s) with 0 FLOPs (data movement) not drawn; they are in the tables",
+                    transform=ax.transAxes, fontsize=7.5, color="#444444", va="bottom")
+    return fig
 
+
+def _draw_roofs(ax: Axes, fig: Figure, f: _Frame) -> None:
+    """Regions, compute roofs (measured solid/dashed, theoretical grey), memory slopes and the ridge."""
     # regions: left of the ridge memory-bound, right compute-bound
-    ax.axvspan(x_lo, ridge, color=MEMORY_COLOR, zorder=0, lw=0)
-    ax.axvspan(ridge, x_hi, color=COMPUTE_COLOR, zorder=0, lw=0)
-    ax.text(math.sqrt(x_lo * ridge) if ridge > x_lo * 10 else x_lo * 1.5, y_hi / scale / 1.6, "memory-bound",
-            ha="center", va="top", fontsize=11, color="#1f4e79", alpha=0.8, style="italic")
-    ax.text(math.sqrt(ridge * x_hi), y_hi / scale / 1.6, "compute-bound", ha="center", va="top", fontsize=11,
+    ax.axvspan(f.x_lo, f.ridge, color=MEMORY_COLOR, zorder=0, lw=0)
+    ax.axvspan(f.ridge, f.x_hi, color=COMPUTE_COLOR, zorder=0, lw=0)
+    ax.text(math.sqrt(f.x_lo * f.ridge) if f.ridge > f.x_lo * 10 else f.x_lo * 1.5, f.y_hi / f.scale / 1.6,
+            "memory-bound", ha="center", va="top", fontsize=11, color="#1f4e79", alpha=0.8, style="italic")
+    ax.text(math.sqrt(f.ridge * f.x_hi), f.y_hi / f.scale / 1.6, "compute-bound", ha="center", va="top", fontsize=11,
             color="#a0522d", alpha=0.8, style="italic")
-
-    x = np.geomspace(x_lo, x_hi, 512)
     # compute roofs: horizontal from where they meet the main slope
-    for c in ceilings:
-        x0 = c.flops / main.bandwidth
-        style = "-" if c is top else "--"
-        ax.plot([x0, x_hi], [c.flops / scale] * 2, style, color=ROOF_COLOR, lw=2.2 if c is top else 1.3, zorder=3)
-    for r in spec:
-        ax.plot([r.flops / main.bandwidth, x_hi], [r.flops / scale] * 2, ls=(0, (6, 3)), color=SPEC_COLOR, lw=1.1, zorder=2)
-    _roof_labels(ax, fig, [(f"{c.label} {format_flops(c.flops)}", c.flops, ROOF_COLOR) for c in ceilings]
-                 + [(f"{r.precision} {r.unit} {format_flops(r.flops)} (theoretical)", r.flops, SPEC_COLOR) for r in spec],
-                 main.bandwidth, scale, x_hi)
+    for c in f.ceilings:
+        top = c is f.top
+        ax.plot([c.flops / f.main.bandwidth, f.x_hi], [c.flops / f.scale] * 2, "-" if top else "--", color=ROOF_COLOR,
+                lw=2.2 if top else 1.3, zorder=3)
+    for r in f.spec:
+        ax.plot([r.flops / f.main.bandwidth, f.x_hi], [r.flops / f.scale] * 2, ls=(0, (6, 3)), color=SPEC_COLOR,
+                lw=1.1, zorder=2)
+    _roof_labels(ax, fig, [(f"{c.label} {format_flops(c.flops)}", c.flops, ROOF_COLOR) for c in f.ceilings]
+                 + [(f"{r.precision} {r.unit} {format_flops(r.flops)} (theoretical)", r.flops, SPEC_COLOR)
+                    for r in f.spec], f.main.bandwidth, f.scale, f.x_hi)
     # memory slopes: up to the fastest shown roof
-    peak = ceilings[0].flops
-    for k, m in enumerate(sorted(mems, key=lambda m: -m.bandwidth)):
-        color = SLOPE_COLORS[min(k, len(SLOPE_COLORS) - 1)] if m is not main else ROOF_COLOR
+    x = np.geomspace(f.x_lo, f.x_hi, 512)
+    peak = f.ceilings[0].flops
+    for k, m in enumerate(sorted(f.mems, key=lambda m: -m.bandwidth)):
+        main = m is f.main
+        color = ROOF_COLOR if main else SLOPE_COLORS[min(k, len(SLOPE_COLORS) - 1)]
         xe = peak / m.bandwidth
-        xx = x[x <= xe]
-        xx = np.append(xx, xe)
-        ax.plot(xx, xx * m.bandwidth / scale, "-" if m is main else ":", color=color, lw=2.2 if m is main else 1.4, zorder=3)
-        _slope_label(ax, m.level + " " + format_bandwidth(m.bandwidth), m.bandwidth / scale, x_lo, xe, color, k)
-
-    # ridge point
-    ax.plot([ridge], [top.flops / scale], "o", ms=8, mfc="white", mec=ROOF_COLOR, mew=2, zorder=7)
-    ax.axvline(ridge, color=ROOF_COLOR, lw=0.8, ls=":", zorder=2)
-    # written up the ridge's dotted line, near the x axis, where no roof label goes
-    ax.text(ridge, y_lo / scale * 1.4, f"ridge {ridge:.3g} FLOP/B", rotation=90, ha="right", va="bottom",
+        xx = np.append(x[x <= xe], xe)
+        ax.plot(xx, xx * m.bandwidth / f.scale, "-" if main else ":", color=color, lw=2.2 if main else 1.4, zorder=3)
+        _slope_label(ax, m.level + " " + format_bandwidth(m.bandwidth), m.bandwidth / f.scale, f.x_lo, xe, color, k)
+    # ridge point, written up its dotted line near the x axis, where no roof label goes
+    ax.plot([f.ridge], [f.top.flops / f.scale], "o", ms=8, mfc="white", mec=ROOF_COLOR, mew=2, zorder=7)
+    ax.axvline(f.ridge, color=ROOF_COLOR, lw=0.8, ls=":", zorder=2)
+    ax.text(f.ridge, f.y_lo / f.scale * 1.4, f"ridge {f.ridge:.3g} FLOP/B", rotation=90, ha="right", va="bottom",
             fontsize=9, zorder=8, color=ROOF_COLOR)
 
-    # points
+
+def _draw_points(ax: Axes, pts: Sequence[Point], scale: float) -> dict[str, Any]:
+    """Predicted points (filled, by kind) and measured ones (hollow, joined to their prediction)."""
     shown_kinds: dict[str, Any] = {}
     for p in pts:
         color = KIND_COLORS.get(p.kind, "#555555")
@@ -200,8 +234,10 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
             h = ax.scatter([p.intensity], [p.flops / scale], s=size, color=color, edgecolors="white",
                            linewidths=0.6, zorder=5, alpha=0.9)
             shown_kinds.setdefault(p.kind, h)
-    _label_points(ax, fig, pts, scale, max_labels)
+    return shown_kinds
 
+
+def _legend(ax: Axes, pts: Sequence[Point], shown_kinds: dict[str, Any]) -> None:
     handles = list(shown_kinds.values())
     labels = list(shown_kinds.keys())
     if any(p.measured for p in pts):
@@ -219,12 +255,6 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     if handles:
         ax.legend(handles, labels, loc="lower right", fontsize=8.5, framealpha=0.9,
                   title="op kind" if shown_kinds else None, title_fontsize=8.5)
-    if analysis is not None:
-        hidden = int(np.sum(analysis.workload.columns["flops"] <= 0))
-        if hidden:
-            ax.text(0.01, 0.01, f"{hidden} op(s) with 0 FLOPs (data movement) not drawn; they are in the tables",
-                    transform=ax.transAxes, fontsize=7.5, color="#444444", va="bottom")
-    return fig
 
 
 def _roof_labels(ax: Axes, fig: Figure, roofs: Sequence[tuple[str, float, str]], bandwidth: float, scale: float,
@@ -325,18 +355,23 @@ def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return not (a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1])
 
 
-def save_chart(subject: Analysis | Device, path: str | Path, *, title: str | None = None, **kw: Any) -> None:
-    """Render to PNG/SVG/PDF (by extension), written all-or-nothing."""
+def chart_bytes(subject: Analysis | Device, fmt: str = "png", *, title: str | None = None, **kw: Any) -> bytes:
+    """The chart as PNG/SVG/PDF bytes."""
     import io
 
     import matplotlib.pyplot as plt
 
+    fig = plot(subject, title=title, **kw)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def save_chart(subject: Analysis | Device, path: str | Path, *, title: str | None = None, **kw: Any) -> None:
+    """Render to PNG/SVG/PDF (by extension), written all-or-nothing."""
     from roofline.fileio import write_bytes_atomic
     from roofline.render import check_chart_path
 
     check_chart_path(path)
-    fig = plot(subject, title=title, **kw)
-    buf = io.BytesIO()
-    fig.savefig(buf, format=Path(path).suffix.lower().lstrip("."), bbox_inches="tight")
-    plt.close(fig)
-    write_bytes_atomic(path, buf.getvalue())
+    write_bytes_atomic(path, chart_bytes(subject, Path(path).suffix.lower().lstrip("."), title=title, **kw))

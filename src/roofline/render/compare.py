@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from roofline.analysis import Analysis
+from roofline.summary import dominant_ceiling
 from roofline.units import format_bandwidth, format_flops, scale_for
 
 if TYPE_CHECKING:
@@ -26,11 +27,6 @@ if TYPE_CHECKING:
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
-
-
-def _main_ceiling(a: Analysis) -> Any:
-    t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
-    return a.ceilings[int(np.argmax(t))] if t.sum() > 0 else max(a.device.compute, key=lambda c: c.flops)
 
 
 def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared",
@@ -48,7 +44,7 @@ def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared
                  and math.isfinite(a.intensity[i])]
         pts.append((np.asarray([a.intensity[i] for i in order]), np.asarray([a.attainable_flops[i] for i in order]),
                     np.asarray([a.share[i] for i in order])))
-    roofs = [(_main_ceiling(a), a.device.main_memory) for a in analyses]
+    roofs = [(dominant_ceiling(a), a.device.main_memory) for a in analyses]
     xs = np.concatenate([p[0] for p in pts] + [np.asarray([c.flops / m.bandwidth for c, m in roofs])])
     x_lo = 10 ** math.floor(math.log10(max(xs.min(), 1e-6)) - 1)
     x_hi = 10 ** math.ceil(math.log10(xs.max()) + 1)

@@ -17,7 +17,7 @@ HTML-escaped again because plotly renders hover text as HTML.
 >>> from roofline.render.html import render_html
 >>> a = analyze(Workload.from_ops([Op("<b>app</b>", flops=8e8, bytes_read=4e9)]),
 ...             Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
->>> page = render_html(a, advice=False)
+>>> page = render_html(a)
 >>> "&lt;b&gt;app&lt;/b&gt;" in page and "<b>app</b>" not in page
 True
 """
@@ -36,10 +36,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from roofline.analysis import Analysis
+from roofline.summary import Summary, dominant_ceiling, summarize
 from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 
 if TYPE_CHECKING:
     from roofline.advice import Advice
+    from roofline.llm.metrics import LLMReport
 
 KIND_COLORS = {
     "matmul": "#d62728", "conv": "#9467bd", "attention": "#e377c2", "elementwise": "#2ca02c", "norm": "#17becf",
@@ -64,6 +66,7 @@ class Section:
     analysis: Analysis
     advice: Advice | None = None
     note: str = ""
+    summary: Summary | None = None  # the facts, when the caller has them (else summarised from analysis, advice)
 
 
 # ----------------------------------------------------------------------------- chart data
@@ -162,8 +165,11 @@ def _point_traces(a: Analysis, *, color: str | None = None, prefix: str = "", gr
     return [{k: v for k, v in t.items() if v is not None} for t in traces], xs, ys
 
 
-def figure(a: Analysis, title: str | None = None) -> dict[str, Any]:
-    """The plotly figure of one analysis, as plain ``{"data": [...], "layout": {...}}``."""
+def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
+    """The plotly figure of one analysis, as plain ``{"data": [...], "layout": {...}}``.
+
+    The ridge marked is the dominant ceiling's (:mod:`roofline.summary`)."""
+    summary = summary or summarize(a)
     device = a.device
     points, xs, ys = _point_traces(a)
     x_lo, x_hi, y_lo, y_hi = _ranges([a], xs, ys)
@@ -204,10 +210,7 @@ def figure(a: Analysis, title: str | None = None) -> dict[str, Any]:
     all_roofs = [True] * n_roofs + [True] * len(points)
     used_main = [default_vis[i] if i in roof_idx else (True if traces[i]["name"].startswith(main.level + " ") else
                                                        "legendonly") for i in range(n_roofs)] + [True] * len(points)
-    top = max(_shown_ceilings(a)[0], key=lambda c: c.flops if c.key in shown else -1)
-    t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
-    if len(a.time) and t.sum() > 0:
-        top = a.ceilings[int(np.argmax(t))]
+    top = summary.dominant
     ridge = top.flops / main.bandwidth
     layout = {
         "xaxis": {"type": "log", "range": [x_lo, x_hi], "title": {"text": "arithmetic intensity [FLOP/byte]"},
@@ -255,8 +258,7 @@ def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared"
     x_lo, x_hi, y_lo, y_hi = _ranges(list(analyses), xs_all, ys_all)
     for k, (a, pts, color) in enumerate(per):
         main = a.device.main_memory
-        t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
-        top = a.ceilings[int(np.argmax(t))] if t.sum() > 0 else max(a.device.compute, key=lambda c: c.flops)
+        top = dominant_ceiling(a)
         ridge = top.flops / main.bandwidth
         traces.append({"type": "scatter", "mode": "lines", "name": f"{labels[k]} roof ({top.label})",
                        "x": [10**x_lo, ridge, 10**x_hi], "y": [10**x_lo * main.bandwidth, top.flops, top.flops],
@@ -311,13 +313,13 @@ def _opt(v: float, fmt: Any) -> str:
     return "-" if v is None or not math.isfinite(v) else fmt(v)
 
 
-def summary_items(a: Analysis) -> list[str]:
-    """Summary lines (plain text, escaped later): totals, time by bound and by kind, measured."""
+def summary_items(s: Summary) -> list[str]:
+    """Summary lines (plain text, escaped later): the terminal's headline, then time by kind."""
     from roofline.render.terminal import summary_lines
 
-    lines = list(summary_lines(a))
-    kinds = a.by("kind")
-    if kinds and a.total_time > 0:
+    lines = list(summary_lines(s))
+    kinds = s.analysis.by("kind")
+    if kinds and s.total_time > 0:
         lines.append("time by kind: " + ", ".join(f"{r.name} {r.share:.0%}" for r in kinds if r.share >= 0.005))
     return lines
 
@@ -403,19 +405,14 @@ def advice_html(advice: Advice) -> str:
     return "".join(parts)
 
 
-def llm_html(a: Analysis) -> str:
+def llm_html(report: LLMReport | None) -> str:
     """LLM runs (roofline.llm): the same TTFT / time per token / tokens/s / memory / ridge-batch lines the
     terminal prints under the table; '' for other workloads."""
-    if "llm" not in a.workload.info:
+    if report is None:
         return ""
-    from roofline.commands.llm import report_text
-    from roofline.errors import RooflineError
-    from roofline.llm.metrics import report
+    from roofline.render.terminal import llm_text
 
-    try:
-        lines = report_text(report(a)).splitlines()
-    except (RooflineError, KeyError, TypeError, ValueError):  # a hand-edited saved analysis: skip, never fail
-        return ""
+    lines = llm_text(report).splitlines()
     items = "".join(f"<li>{esc(x.strip().removeprefix('* '))}</li>" for x in lines[1:])
     return f"<h3>LLM inference</h3><p>{esc(lines[0].removeprefix('LLM: '))}</p><ul>{items}</ul>"
 
@@ -423,22 +420,23 @@ def llm_html(a: Analysis) -> str:
 def _section_html(s: Section, k: int, charts: list[tuple[str, dict[str, Any]]]) -> str:
     a = s.analysis
     w = a.workload
+    facts = s.summary or summarize(a, advice=s.advice)
     div = f"chart{k}"
-    charts.append((div, figure(a, s.title)))
-    summary = "".join(f"<li>{esc(x)}</li>" for x in summary_items(a))
+    charts.append((div, figure(a, facts)))
+    summary = "".join(f"<li>{esc(x)}</li>" for x in summary_items(facts))
     if w.source:
         summary += f"<li>source: {esc(w.source)}</li>"
     unsupported = [f"{u.name} x{u.count} ({format_bytes(u.bytes)} counted, 0 FLOPs)" for u in w.unsupported]
     parts = [f'<section id="s{k}"><h2>{esc(s.title)}</h2>']
     if s.note:
         parts.append(f'<p class="note">{esc(s.note)}</p>')
-    parts += [f"<h3>Summary</h3><ul>{summary}</ul>", llm_html(a),
+    parts += [f"<h3>Summary</h3><ul>{summary}</ul>", llm_html(facts.llm),
               f'<div id="{div}" class="chart"></div>',
               '<p class="note">Hover a point for its figures; click a legend entry to hide or show it; '
               'the buttons switch between the roofs the ops use, every precision ceiling and memory level, '
               'and main memory only. Hollow diamonds are measured; a dotted line joins each to its prediction.</p>']
-    if s.advice is not None:
-        parts.append("<h3>Advice</h3>" + advice_html(s.advice))
+    if facts.advice is not None:
+        parts.append("<h3>Advice</h3>" + advice_html(facts.advice))
     parts += ["<h3>Ops by roofline time</h3>", ops_table(a),
               "<h3>By module</h3>", groups_table(a, "group", "module"),
               "<h3>By kind</h3>", groups_table(a, "kind", "kind"),
@@ -524,22 +522,19 @@ def render_report(sections: Sequence[Section], title: str = "roofline report", *
             + f"<script>var FIG={figs};{plots}</script><script>{_SORT_JS}</script></body></html>\n")
 
 
-def render_html(analysis: Analysis, title: str | None = None, *, advice: Advice | bool | None = None) -> str:
-    """The report of one analysis as a string.  ``advice``: None/True computes it, False leaves it out."""
+def render_html(analysis: Analysis, title: str | None = None, *, summary: Summary | None = None) -> str:
+    """The report of one analysis as a string.  Advice appears when ``summary`` carries it
+    (:func:`roofline.summary.summarize` with ``advice=``): the renderer computes none."""
     title = title or f"{analysis.workload.title} on {analysis.device.name}"
-    if advice is None or advice is True:
-        from roofline.advice import advise
-
-        advice = advise(analysis)
-    return render_report([Section(title, analysis, advice or None)], f"roofline report: {title}")
+    return render_report([Section(title, analysis, summary=summary)], f"roofline report: {title}")
 
 
 def save_html(analysis: Analysis, path: str | Path, title: str | None = None, *,
-              advice: Advice | bool | None = None) -> None:
+              summary: Summary | None = None) -> None:
     """Write the report, all-or-nothing (see :func:`render_html`)."""
     from roofline.fileio import write_text_atomic
 
-    write_text_atomic(path, render_html(analysis, title, advice=advice))
+    write_text_atomic(path, render_html(analysis, title, summary=summary))
 
 
 def save_report(sections: Sequence[Section], path: str | Path, title: str = "roofline report", **kw: Any) -> None:
@@ -552,7 +547,7 @@ def notebook_html(a: Analysis, top: int = 10) -> str:
     """Jupyter ``_repr_html_``: summary, the chart as an inline SVG (no plotly needed) and the top ops."""
     import io
 
-    parts = ["<div>", "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_items(a)) + "</ul>"]
+    parts = ["<div>", "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_items(summarize(a))) + "</ul>"]
     try:
         import matplotlib.pyplot as plt
 

@@ -9,11 +9,16 @@ import io
 import math
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from roofline.analysis import Analysis
+from roofline.summary import Summary, describe_measured, summarize
 from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
+
+if TYPE_CHECKING:
+    from roofline.llm.metrics import LLMReport
 
 GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "module_type": "module_type",
               "kind": "kind", "op": "module_type", "node": "name", "name": "name", "precision": "precision"}
@@ -27,11 +32,11 @@ def _console(color: bool):  # type: ignore[no-untyped-def]
                    highlight=False, soft_wrap=False)
 
 
-def summary_lines(a: Analysis) -> list[str]:
-    """The headline: device, roofline time, totals, where the time goes."""
+def summary_lines(s: Summary) -> list[str]:
+    """The headline: device, roofline time, totals, the binding roof, where the time goes."""
+    a = s.analysis
     d = a.device
-    t = np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
-    used = dict.fromkeys(f"{a.ceilings[j].label} {format_flops(a.ceilings[j].flops)}" for j in np.argsort(-t) if t[j] > 0)
+    used = dict.fromkeys(f"{c.label} {format_flops(c.flops)}" for c, _ in s.roofs_used)
     roofs = ", ".join(used)  # two asked-for pairs may share one roof after a fallback
     mems = ", ".join(f"{m.level} {format_bandwidth(m.bandwidth)}" for m in a.levels)
     lines = [
@@ -39,26 +44,23 @@ def summary_lines(a: Analysis) -> list[str]:
         f"workload: {a.workload.title} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
         f"{format_bytes(a.total_bytes)} moved, intensity {_ai(a.total_flops / a.total_bytes if a.total_bytes else math.inf)} FLOP/B",
         f"roofline time: {format_seconds(a.total_time)}"
-        + (f" (attainable {format_flops(a.total_flops / a.total_time)})" if a.total_time > 0 else ""),
+        + (f" (attainable {format_flops(s.attainable_flops)})" if a.total_time > 0 else ""),
+        f"binding roof: {s.binding.describe()}",
     ]
-    share = a.time_share_by_bound()
-    if share:
-        lines.append("time by bound: " + ", ".join(f"{k} {v:.0%}" for k, v in share.items()))
-    if a.workload.has_measurements:
-        m = a.total_measured_seconds
-        lines.append(f"measured: {format_seconds(m)} (roofline / measured = {a.total_time / m:.3g}, i.e. {a.total_time / m:.1%} of the roof)")
-        judged = a.judged_level[a.judged_at_cache]
-        if len(judged):
-            levels, counts = np.unique(judged, return_counts=True)
+    if s.share_by_bound:
+        lines.append("time by bound: " + ", ".join(f"{k} {v:.0%}" for k, v in s.share_by_bound.items()))
+    if s.measured is not None:
+        lines.append(describe_measured(s.measured))
+        if s.measured.judged_at_cache:
             lines.append("measured points judged vs a cache level (working set fits): "
-                         + ", ".join(f"{k} vs {lvl}" for lvl, k in zip(levels.tolist(), counts.tolist(), strict=True)))
+                         + ", ".join(f"{k} vs {lvl}" for lvl, k in s.measured.judged_at_cache.items()))
     lines.append(f"bytes model: {a.workload.bytes_model}")
     return lines
 
 
 def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: int | None = None,
-           title: str | None = None, color: bool | None = None) -> str:
-    """The full terminal report as a string."""
+           title: str | None = None, color: bool | None = None, summary: Summary | None = None) -> str:
+    """The full terminal report as a string (``summary``: the facts, when the caller has them)."""
     from rich import box
     from rich.markup import escape
     from rich.table import Table
@@ -68,7 +70,7 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     con = _console(color)
     if title:
         con.print(f"[bold]{title}[/bold]")
-    for line in summary_lines(a):
+    for line in summary_lines(summary or summarize(a)):
         con.print(line, markup=False)
     measured = a.workload.has_measurements
     if group_by:
@@ -131,3 +133,67 @@ def _ai(x: float) -> str:
 
 def _opt(x: float, fmt) -> str:  # type: ignore[no-untyped-def]
     return "-" if x is None or not np.isfinite(x) else fmt(x)
+
+
+def llm_text(r: LLMReport) -> str:
+    """The LLM facts under the op table, plain text (first line: what ran where)."""
+
+    s = r.spec
+    p = s.precisions
+    info = [f"{s.phase}", f"batch {s.batch}"]
+    if s.phase in ("prefill", "generate"):
+        info.append(f"prompt {s.prompt}")
+    if s.phase == "generate":
+        info.append(f"gen {s.gen}")
+    if s.phase == "decode":
+        info.append(f"context {s.context}")
+    if s.tp > 1:
+        info.append(f"tp {s.tp} (figures per device)")
+    info.append(f"weights {p.weights}, activations {p.activations}, KV cache {p.kv_cache}"
+                + (f" (int4 group {p.group_size})" if "int4" in (p.weights, p.kv_cache) else ""))
+    info.append("fused attention" if s.flash else "unfused attention")
+    if s.arch.experts:
+        info.append(f"MoE routing {s.moe_routing}")
+    from roofline.llm.model import param_counts
+
+    total, active = param_counts(s.arch)
+    lines = [f"LLM: {s.arch.name} on {r.device} — " + ", ".join(info)]
+    lines.append(f"  parameters          {_count(total)}" + (f" ({_count(active)} active per token)"
+                                                              if active != total else ""))
+    for phase in ("prefill", "decode"):
+        if phase in r.phase_time:
+            fl, by = r.phase_flops[phase], r.phase_bytes[phase]
+            lines.append(f"  {phase:<8s} total      {format_seconds(r.phase_time[phase])}, {format_flop(fl)}, "
+                         f"{format_bytes(by)} moved (AI {fl / by:.3g} FLOP/B)")
+    if r.ttft is not None:
+        lines.append(f"  time to first token {format_seconds(r.ttft)}")
+    if r.tpot is not None:
+        lines.append(f"  time per token      {format_seconds(r.tpot)}  ({s.batch / r.tpot:,.0f} tokens/s over the batch)")
+    if s.phase == "generate":
+        lines.append(f"  end to end          {format_seconds(r.latency)} (TTFT + {s.gen} x time per token), "
+                     f"{r.tokens_per_s:,.0f} output tokens/s")
+    elif s.phase == "prefill":
+        lines.append(f"  throughput          {r.tokens_per_s:,.0f} prompt tokens/s")
+    if r.interconnect_time > 0:
+        lines.append(f"  interconnect        {format_seconds(r.interconnect_time)} of all-reduce/all-gather")
+    fp = r.footprint
+    mem = (f"  memory per device   {format_bytes(fp.weights)} weights + {format_bytes(fp.kv_cache)} KV cache + "
+           f"{format_bytes(fp.activations)} activations = {format_bytes(fp.total)}")
+    if fp.capacity is not None:
+        mem += f" of {format_bytes(fp.capacity)} ({'fits' if fp.fits else 'DOES NOT FIT'})"
+    lines.append(mem)
+    if r.max_batch is not None:
+        lines.append(f"  largest batch       {r.max_batch} (at {s.max_context} tokens of KV cache per sequence)"
+                     if r.max_batch else "  largest batch       none fits")
+    if r.ridge_batch is not None:
+        lines.append(f"  ridge batch         {r.ridge_batch} (decode GEMMs compute-bound from here, {p.gemm} matrix)")
+    else:
+        lines.append("  ridge batch         none below 65536 (decode GEMMs stay memory-bound)")
+    for f in r.findings:
+        lines.append(f"  * {f}")
+    return "\n".join(lines)
+
+
+def _count(n: float) -> str:
+    """6.738e9 -> '6.74 B'; 1.244e8 -> '124.4 M'."""
+    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M"

@@ -1,4 +1,4 @@
-"""Charts of a measured Device: bandwidth vs working set, and the measured hierarchical roofline.
+"""Charts of a measured Device (a renderer): bandwidth vs working set, and the measured hierarchical roofline.
 
 Both read only the Device (its ceilings and ``metadata.sweep`` / ``metadata.ert``),
 so ``roofline bench --show --plot DIR`` redraws a cached measurement.

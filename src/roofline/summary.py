@@ -1,0 +1,181 @@
+"""The facts a person reads, derived once from an :class:`~roofline.analysis.Analysis`.
+
+Renderers (terminal, chart, HTML, compare) read these and compute nothing of
+the model themselves, so they cannot disagree.  The definitions:
+
+- **binding roof**: the compute ceiling or memory level (or the interconnect)
+  that carries the most roofline time, each op's time counted at the roof that
+  bounds it: a compute-bound op at its compute ceiling, a memory-bound op at
+  its memory level.
+- **dominant ceiling**: the compute ceiling carrying the most roofline time
+  over all ops, bound either way (the roof whose ridge the chart marks).
+- **measured**: measured ops against their own predictions only (like with
+  like), and how many ops were measured.
+
+>>> from roofline import Device, Op, Workload, analyze
+>>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
+>>> s = summarize(analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9)]), dev))
+>>> s.binding.describe()
+'DRAM 10 GB/s (memory, 100% of the time)'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from roofline.analysis import Analysis
+from roofline.device import ComputeCeiling
+from roofline.units import format_bandwidth, format_flops
+
+if TYPE_CHECKING:
+    from roofline.advice import Advice
+    from roofline.llm.metrics import LLMReport
+
+
+@dataclass(frozen=True)
+class BindingRoof:
+    """The roof carrying the most roofline time: ``kind`` compute | memory | interconnect."""
+
+    kind: str
+    name: str  # "bf16 matrix", "HBM", "NVLink"
+    value: float  # FLOP/s (compute) or B/s
+    time: float  # roofline seconds carried by this roof
+    share: float  # of the whole roofline time
+
+    @property
+    def label(self) -> str:
+        """'bf16 matrix 989.4 TFLOP/s' or 'HBM 3.35 TB/s'."""
+        return f"{self.name} {format_flops(self.value) if self.kind == 'compute' else format_bandwidth(self.value)}"
+
+    def describe(self) -> str:
+        """'HBM 3.35 TB/s (memory, 92% of the time)'."""
+        return f"{self.label} ({self.kind}, {self.share:.0%} of the time)"
+
+
+@dataclass(frozen=True)
+class MeasuredSummary:
+    """Measured ops against their own predictions: ``predicted`` and ``measured`` seconds summed over them."""
+
+    ops: int  # ops with a measured time
+    of_ops: int  # ops in the workload
+    predicted: float  # roofline seconds of the measured ops (x count)
+    measured: float  # their measured seconds (x count)
+    judged_at_cache: dict[str, int]  # level -> measured ops judged against it instead of main memory
+    above_roof: int
+
+    @property
+    def ratio(self) -> float:
+        """Roofline time / measured time of the measured ops (1 = at the roof)."""
+        return self.predicted / self.measured if self.measured > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Everything the renderers print about one analysis, computed once."""
+
+    analysis: Analysis
+    binding: BindingRoof
+    dominant: ComputeCeiling
+    roofs_used: tuple[tuple[ComputeCeiling, float], ...]  # compute ceilings by roofline time carried, most first
+    share_by_bound: dict[str, float]
+    measured: MeasuredSummary | None
+    llm: LLMReport | None = None
+    advice: Advice | None = None
+
+    @property
+    def total_time(self) -> float:
+        return self.analysis.total_time
+
+    @property
+    def attainable_flops(self) -> float:
+        a = self.analysis
+        return a.total_flops / a.total_time if a.total_time > 0 else math.nan
+
+
+def ceiling_times(a: Analysis) -> np.ndarray:
+    """Roofline seconds (x count) per entry of ``a.ceilings``, every op counted at its compute ceiling."""
+    return np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
+
+
+def dominant_ceiling(a: Analysis) -> ComputeCeiling:
+    """The compute ceiling carrying the most roofline time; the device's fastest when no op takes time."""
+    t = ceiling_times(a)
+    if len(t) and t.sum() > 0:
+        return a.ceilings[int(np.argmax(t))]
+    return max(a.device.compute, key=lambda c: c.flops)
+
+
+def binding_roof(a: Analysis) -> BindingRoof:
+    """The compute ceiling or memory level that carries the most roofline time (module docs)."""
+    total = a.total_time
+    compute_bound = a.compute_time >= a.memory_time
+    weights = a.total_op_time
+    by_ceiling = np.bincount(a.ceiling_index[compute_bound], weights=weights[compute_bound],
+                             minlength=len(a.ceilings))
+    mem = ~compute_bound
+    link = mem & (a.level_index < 0)
+    by_level = np.bincount(a.level_index[mem & ~link], weights=weights[mem & ~link], minlength=len(a.levels))
+    link_time = float(weights[link].sum())
+    candidates: list[tuple[float, str, str, float]] = []
+    for j, t in enumerate(by_ceiling):
+        candidates.append((float(t), "compute", a.ceilings[j].label, a.ceilings[j].flops))
+    for j, t in enumerate(by_level):
+        candidates.append((float(t), "memory", a.levels[j].level, a.levels[j].bandwidth))
+    if link_time > 0:
+        ic = a.device.interconnect
+        candidates.append((link_time, "interconnect", (ic.name if ic else "") or "interconnect",
+                           ic.bandwidth if ic else a.device.main_memory.bandwidth))
+    if not candidates or max(c[0] for c in candidates) <= 0:
+        main = a.device.main_memory
+        return BindingRoof("memory", main.level, main.bandwidth, 0.0, 0.0)
+    t, kind, name, value = max(candidates, key=lambda c: c[0])  # first wins a tie: compute before memory
+    return BindingRoof(kind, name, value, t, t / total if total > 0 else 0.0)
+
+
+def measured_summary(a: Analysis) -> MeasuredSummary | None:
+    """Measured ops vs their own predictions; None when nothing was measured."""
+    w = a.workload
+    if not w.has_measurements:
+        return None
+    seconds = w.columns["measured_seconds"]
+    m = np.isfinite(seconds)
+    count = w.columns["count"]
+    judged = a.judged_level[a.judged_at_cache & m]
+    levels, counts = np.unique(judged, return_counts=True)
+    return MeasuredSummary(int(m.sum()), len(w), float(a.total_op_time[m].sum()), float(seconds[m] @ count[m]),
+                           dict(zip(levels.tolist(), counts.tolist(), strict=True)), int(a.above_roof.sum()))
+
+
+def llm_report(a: Analysis) -> LLMReport | None:
+    """The LLM facts (time per token, throughput, footprint, largest and ridge batch) of an LLM workload."""
+    if "llm" not in a.workload.info:
+        return None
+    from roofline.llm.metrics import report
+
+    return report(a)
+
+
+def summarize(a: Analysis, *, advice: Advice | None = None) -> Summary:
+    """All the facts of ``a`` (``advice``, when the caller computed it, travels with them)."""
+    t = ceiling_times(a)
+    used = tuple((a.ceilings[j], float(t[j])) for j in np.argsort(-t, kind="stable") if t[j] > 0)
+    return Summary(a, binding_roof(a), dominant_ceiling(a), used, a.time_share_by_bound(), measured_summary(a),
+                   llm_report(a), advice)
+
+
+def describe_measured(m: MeasuredSummary) -> str:
+    """'measured: 2 of 3 ops, 1.2 ms vs 0.9 ms roofline (0.75 of the measured time)'."""
+    from roofline.units import format_seconds
+
+    return (f"measured: {m.ops} of {m.of_ops} ops; their roofline time {format_seconds(m.predicted)} vs "
+            f"{format_seconds(m.measured)} measured (roofline / measured = {m.ratio:.3g})")
+
+
+def facts(s: Summary) -> dict[str, Any]:
+    """The headline facts as plain data (for JSON consumers and tests)."""
+    return {"time": s.total_time, "binding_roof": s.binding.describe(), "dominant_ceiling": s.dominant.label,
+            "share_by_bound": dict(s.share_by_bound)}
