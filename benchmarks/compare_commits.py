@@ -6,7 +6,7 @@ first each round, every run in a fresh process with PYTHONPATH at that tree's sr
 Prints, per figure, the median over rounds for each tree and the ratio this / base
 (target <= 1.05: no figure more than 5 % slower), and the load average.
 
-    python benchmarks/compare_commits.py BASE [ROUNDS]
+    python benchmarks/compare_commits.py BASE [ROUNDS] [BENCH ...]   (BENCH: only these, e.g. bench_llm)
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ def main() -> int:
         raise SystemExit(__doc__)
     base_ref = sys.argv[1]
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    only = set(sys.argv[3:])
+    benches = {k: v for k, v in BENCHES.items() if not only or k in only}
     sha = subprocess.run(["git", "rev-parse", "--short", base_ref], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,7 +72,7 @@ def main() -> int:
             loads = []
             for k in range(rounds):
                 loads.append(os.getloadavg()[0])
-                for bench, (args, patterns) in BENCHES.items():
+                for bench, (args, patterns) in benches.items():
                     order = [("base", base), ("this", ROOT)]
                     for label, tree in order if k % 2 == 0 else order[::-1]:
                         for name, v in figures(run(tree, bench, args), patterns).items():

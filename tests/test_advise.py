@@ -99,6 +99,10 @@ def test_batching_lever_equals_from_llm_at_the_larger_batch():
     assert lever.figures["intensity_before"] == pytest.approx(a.total_flops / a.total_bytes)
     assert lever.figures["tokens_per_s_after"] == pytest.approx(b / ab.total_time)  # one decode step: b tokens
     assert lever.figures["tokens_per_s_before"] == pytest.approx(1 / a.total_time)
+    # by hand: a decode step reads every weight but the embedding table (8.03e9 - 128256 x 4096 = 7.505e9
+    # parameters, 15.01 GB in bf16) and the KV cache (32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B x 1024
+    # tokens = 134 MB): 15.14 GB / 3.35 TB/s = 4.52 ms, i.e. 221 tokens/s at batch 1
+    assert lever.figures["tokens_per_s_before"] == pytest.approx(3.35e12 / (7.505e9 * 2 + 134.2e6), rel=0.01)
     assert lever.figures["ridge"] == pytest.approx(989.4e12 / 3.35e12)  # bf16 matrix / HBM on the H100
     assert f"batch 1 -> {b}" in lever.text
 

@@ -68,3 +68,60 @@ def test_bad_device_files(mutate, message):
     assert message in str(e.value)
     assert "dev.json" in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def _with(mutate):
+    d = base_dict()
+    mutate(d)
+    return d
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d.update(aliases=5), "aliases must be a list"),
+    (lambda d: d.update(aliases=["a", 5]), "aliases[1] must be a string"),
+    (lambda d: d.update(metadata=[]), "metadata must be an object"),
+    (lambda d: d.update(name=5), "name must be a string"),
+    (lambda d: d.update(name=""), "name must be a non-empty string"),
+    (lambda d: d.update(vendor=["x"]), "vendor must be a string"),
+    (lambda d: d.update(interconnect="nvlink"), "interconnect must be an object"),
+    (lambda d: d.update(compute=[1]), "compute[0] must be an object"),
+    (lambda d: d.update(memory="abc"), "memory must be a list of objects"),
+    (lambda d: d["compute"][0].update(provenance="abc"), "compute[0].provenance must be an object"),
+    (lambda d: d["compute"][0].update(provenance={"repeats": "x"}), "compute[0].provenance.repeats"),
+    (lambda d: d["compute"][0].update(provenance={"dense": "no"}), "compute[0].provenance.dense"),
+    (lambda d: d["compute"][0].update(provenance={"source": ["x"]}), "compute[0].provenance.source"),
+    (lambda d: d["compute"][0].update(provenance={"methods": [{"method": "m", "value": True}]}),
+     "compute[0].provenance.methods[0].value"),
+    (lambda d: d["compute"][0].update(unit=5), "compute[0].unit must be a string"),
+    (lambda d: d["compute"][0].update(flops=True), "compute[0].flops"),
+    (lambda d: d["compute"][0].update(flops=10**400), "compute[0].flops"),
+    (lambda d: d["compute"][0].update(flops="1e400 FLOP/s"), "compute[0].flops"),
+    (lambda d: d["memory"][0].update(bandwidth=1e-300), "memory[0].bandwidth must be a finite number > 0 from"),
+    (lambda d: d["memory"][1].update(level="hbm"), "memory level 'hbm' given twice"),
+    (lambda d: d["memory"][1].update(level=" "), "memory level must not be empty"),
+    (lambda d: d.update(compute=[]), "needs at least one compute ceiling"),
+    (lambda d: d.update(bench={"version": True}), "bench.version"),
+    (lambda d: d.update(bench={"version": 2, "isa": "avx"}), "bench.isa must be a list"),
+])
+def test_device_fields_are_checked_one_by_one(mutate, field):
+    with pytest.raises(RooflineError) as e:
+        Device.from_dict(_with(mutate), where="dev.json")
+    assert field in str(e.value) and "dev.json" in str(e.value) and "\n" not in str(e.value)
+    assert str(e.value).count("dev.json") == 1
+
+
+def test_optional_device_fields_may_be_null_or_absent():
+    d = Device.from_dict(_with(lambda d: (d["compute"][1].update(provenance=None),
+                                          d["memory"][1].update(capacity=None), d.update(aliases=None, metadata=None))))
+    assert d.memory_level("L2").capacity is None and d.aliases == ()
+
+
+def test_device_file_read_errors_are_one_line(tmp_path):
+    long = tmp_path / ("d" * 5000 + ".json")
+    with pytest.raises(RooflineError, match="File name too long") as e:
+        Device.load(long)
+    assert len(str(e.value)) < 400
+    bad = tmp_path / "d.json"
+    bad.write_bytes(b'{"name": "\xff"}')
+    with pytest.raises(RooflineError, match="not valid UTF-8"):
+        Device.load(bad)

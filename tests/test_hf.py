@@ -202,3 +202,27 @@ def test_cli_hf_decode(tmp_path, capsys):
     assert rc == 0 and "by module (depth 3)" in text and "model.layers.0" in text
     w = json.loads(out.read_text())["workload"]
     assert w["info"]["phase"] == "decode" and w["info"]["kv_len"] == 64 and w["info"]["tokens"] == 8
+
+
+# -- issue 13: configs validated (and sizes bounded) before transformers builds anything -------------------
+SMALL_LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 128}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"num_hidden_layers": 10**9}, "num_hidden_layers 1,000,000,000 exceeds the limit of 10,000 .*ROOFLINE_MAX_LAYERS"),
+    ({"num_attention_heads": 0}, "num_attention_heads must be a positive integer, got 0"),
+    ({"num_attention_heads": 5}, "hidden_size 64 is not divisible by num_attention_heads 5"),
+    ({"num_key_value_heads": 3}, "num_key_value_heads 3 does not divide num_attention_heads 4"),
+    ({"intermediate_size": 128.0}, "intermediate_size must be a non-negative integer, got 128.0"),
+    ({"rope_scaling": {"rope_type": "bogus", "factor": 2.0}}, "rope_type 'bogus' is not one of"),
+])
+def test_config_is_validated_before_building(change, message):
+    with pytest.raises(RooflineError, match=message) as e:
+        load_config_dict({**SMALL_LLAMA, **change})
+    assert "\n" not in str(e.value)
+
+
+def test_token_counts_are_bounded():
+    with pytest.raises(RooflineError, match="batch: dimension .* exceeds .*ROOFLINE_MAX_DIM"):
+        from_hf_config(SMALL_LLAMA, batch=10**20)

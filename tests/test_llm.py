@@ -592,3 +592,50 @@ def test_an_edited_config_file_is_read_again(tmp_path):
     assert load_arch(str(path)).layers == 12
     assert load_arch(str(tmp_path)).layers == 12
     assert from_llm(str(path), phase="decode").info["llm"]["arch"]["layers"] == 12
+
+
+# -- issue 13: validation at the boundary, bounded work -----------------------------------------------
+@pytest.mark.parametrize("change, message", [
+    ({"hidden_size": float("nan")}, "hidden_size must be a non-negative integer, got nan"),
+    ({"num_hidden_layers": 20_000}, "num_hidden_layers 20,000 exceeds the limit of 10,000 .*ROOFLINE_MAX_LAYERS"),
+    ({"vocab_size": 10**8}, "vocab_size 100,000,000 exceeds the limit of 10,000,000 .*ROOFLINE_MAX_VOCAB"),
+    ({"rope_scaling": {"rope_type": "bogus"}}, "rope_scaling.rope_type 'bogus' is not one of"),
+    ({"tie_word_embeddings": "false"}, "tie_word_embeddings must be true or false"),
+])
+def test_config_fields_are_validated_before_building(change, message):
+    with pytest.raises(RooflineError, match=message):
+        from_llm({**LLAMA, **change})
+
+
+def test_config_limits_are_overridable_by_environment(monkeypatch):
+    cfg = {**LLAMA, "num_hidden_layers": 20_000}
+    monkeypatch.setenv("ROOFLINE_MAX_LAYERS", "30000")
+    w = from_llm(cfg, phase="decode")
+    assert w.op(int(list(w.tables["name"]).index("decode.layers.attn.q_proj"))).count == 20_000
+    monkeypatch.setenv("ROOFLINE_MAX_LAYERS", "many")
+    with pytest.raises(RooflineError, match="ROOFLINE_MAX_LAYERS='many' must be a positive integer"):
+        from_llm(cfg, phase="decode")
+
+
+def test_sweep_ranges_with_steps_and_a_point_cap(monkeypatch):
+    from roofline.frontends.llm import parse_range
+
+    assert parse_range("batch=1..16:*2") == ("batch", [1, 2, 4, 8, 16])
+    assert parse_range("batch=1..10:+4") == ("batch", [1, 5, 9, 10])
+    assert parse_range("batch=1..1e3:*10") == ("batch", [1, 10, 100, 1000])
+    assert parse_range("batch=2..max:*2") == ("batch", [2, -1, -2])
+    with pytest.raises(RooflineError, match=r"10,000,000 batches exceed the limit of 100,000 points.*:\*2"):
+        parse_range("batch=1..1e7")
+    monkeypatch.setenv("ROOFLINE_MAX_SWEEP_POINTS", "8")
+    with pytest.raises(RooflineError, match="ROOFLINE_MAX_SWEEP_POINTS"):
+        parse_range("batch=1..9")
+
+
+def test_batch_sweep_in_chunks_agrees_with_one_evaluation():
+    spec = make_spec("llama-2-7b", phase="decode", context=512)
+    dev = a100()
+    batches = list(range(1, 10_001))
+    sw = batch_sweep(spec, dev, batches)
+    whole = sweep_times(spec, batch=np.asarray(batches, dtype=float), ceilings=device_ceilings(dev, spec.precisions))
+    np.testing.assert_allclose(sw.latency, whole["decode"], rtol=1e-12)
+    assert list(batch_sweep(spec, dev, [1, -1, -2]).batch[:4]) == [1, 2, 4, 8]

@@ -662,3 +662,66 @@ def test_onnxruntime_contrib_ops_get_shapes_and_formulas():
     assert one(w, "sln").flops == 512
     assert one(w, "fg").flops == 9 * 64  # tanh-approximated GELU 9 per element
     assert one(w, "relu").flops == 64 and not w.unsupported
+
+
+# -- issue 13: malformed graphs, bounded work --------------------------------------------------------
+def _nested_if(depth):
+    g = h.make_graph([h.make_node("Relu", ["x"], ["r"])], "leaf", [], [vi("r", None)])
+    for d in range(depth):
+        other = h.make_graph([h.make_node("Relu", ["x"], [f"e{d}"])], f"else{d}", [], [vi(f"e{d}", None)])
+        g = h.make_graph([h.make_node("If", ["c"], [f"o{d}"], then_branch=g, else_branch=other)], f"then{d}", [],
+                         [vi(f"o{d}", None)])
+    top = g.node[0]
+    top.output[0] = "y"
+    return model([top], [vi("x", [4]), vi("c", [], TP.BOOL)], [vi("y", None)])
+
+
+def test_nested_subgraphs_are_limited_in_depth_and_walked_once(monkeypatch):
+    w = from_onnx(_nested_if(3))
+    # one Relu per level's taken (costlier: equal, so the first) branch chain: the leaf Relu, 4 elements
+    assert w.total_flops == 4 and w.info["nodes"] == 4  # 3 If nodes + the leaf Relu, each walked once
+    with pytest.raises(RooflineError, match="nested more than 8 deep .*ROOFLINE_ONNX_MAX_DEPTH"):
+        from_onnx(_nested_if(12))
+    monkeypatch.setenv("ROOFLINE_ONNX_MAX_DEPTH", "2")
+    with pytest.raises(RooflineError, match="nested more than 2 deep"):
+        from_onnx(_nested_if(3))
+    monkeypatch.setenv("ROOFLINE_ONNX_MAX_DEPTH", "20")
+    monkeypatch.setenv("ROOFLINE_ONNX_MAX_NODES", "5")
+    with pytest.raises(RooflineError, match="more than 5 nodes .*ROOFLINE_ONNX_MAX_NODES"):
+        from_onnx(_nested_if(12))
+
+
+def test_a_huge_computed_range_is_sized_not_materialised():
+    const = [h.make_node("Constant", [], [n], value=nh.from_array(np.array(v, dtype=np.int64)))
+             for n, v in (("z", 0), ("one", 1), ("p", 30000), ("q", 10000))]
+    m = model([*const, h.make_node("Mul", ["p", "q"], ["n"]), h.make_node("Range", ["z", "n", "one"], ["r"]),
+               h.make_node("Cast", ["r"], ["rf"], to=TP.FLOAT), h.make_node("Add", ["rf", "x"], ["y"])],
+              [vi("x", [1])], [vi("y", None)])
+    w = from_onnx(m)
+    assert w.total_flops == 3e8  # the Add over the 3e8-element range: its shape is known, its data never made
+    assert any("shapes, not data" in x for x in w.warnings)
+
+
+@pytest.mark.parametrize("node, inputs, message", [
+    (h.make_node("Conv", ["x", "w"], ["y"], group=0), [vi("x", [1, 3, 8, 8])], "attribute 'group' must be >= 1"),
+    (h.make_node("Conv", ["x", "w"], ["y"], strides="ab"), [vi("x", [1, 3, 8, 8])],
+     "attribute 'strides' must be INTS, got STRING"),
+    (h.make_node("Transpose", ["x"], ["y"], perm=[3, 0]), [vi("x", [2, 3])], r"perm \[3, 0\] is not a permutation"),
+    (h.make_node("MatMul", ["x", "x"], ["y"]), [vi("x", [])], "input 'x' has rank 0 .*MatMul needs rank >= 1"),
+    (h.make_node("If", ["c"], ["y"]), [vi("c", [], TP.BOOL)], "If node 'If_0': missing attribute 'then_branch'"),
+    (h.make_node("Loop", ["", "", "x"], ["y"]), [vi("x", [2])], "Loop node 'Loop_0': missing attribute 'body'"),
+])
+def test_malformed_nodes_are_one_line_errors_naming_them(node, inputs, message):
+    out = [vi("y", [1, 4, 6, 6] if node.op_type == "Conv" else [] if node.op_type == "MatMul" else None)]
+    m = model([node], inputs, out, inits=[init("w", (4, 3, 3, 3))] if node.op_type == "Conv" else ())
+    with pytest.raises(RooflineError, match=message) as e:
+        from_onnx(m)
+    assert "\n" not in str(e.value)
+
+
+def test_input_dimensions_are_bounded():
+    m = model([h.make_node("MatMul", ["a", "b"], ["y"])], [vi("a", ["n", 4]), vi("b", [4, 4])], [vi("y", None)])
+    with pytest.raises(RooflineError, match="dimension 100000000000000000000 exceeds .*ROOFLINE_MAX_DIM"):
+        from_onnx(m, {"a": "1x100000000000000000000"})
+    with pytest.raises(RooflineError, match="ROOFLINE_MAX_DIM"):
+        from_onnx(m, {"n": 10**20})

@@ -136,8 +136,7 @@ def test_one_engine_for_ops_and_scenarios() -> None:
     flops = np.array([[0.0, 4.0], [1e5, 0.0]])
     nbytes = np.array([[1e6, 2.0], [0.0, 8.0]])
     peak, bw = np.array([[1e9, 1e9]] * 2), np.array([[1e7]] * 2)
-    _, _, total = scenario_times(terms, flops, nbytes, peak, bw, np.array([0, 1]), np.array([0, 0]),
-                                 np.array([1.0, 3.0]))
+    total = scenario_times(terms, flops, nbytes, peak, bw, np.array([0, 1]), np.array([0, 0]), np.array([1.0, 3.0]))
     dev = Device.simple("d", "1 GFLOP/s", "10 MB/s")
     for k, tok in enumerate((1.0, 1e6)):
         w = Workload.from_ops([Op("a", flops=4 * tok, bytes_read=1e6 + 2 * tok),

@@ -435,3 +435,36 @@ def test_cli_torch_lists_unsupported_ops(user_file, capsys):
     assert main(["torch", f"{user_file}:sorter", "--input", "4x16", "--device", "h100"]) == 0
     out = capsys.readouterr().out
     assert "unsupported ops" in out and "aten.sort x1" in out
+
+
+# -- issue 13: user code that exits or raises ------------------------------------------------------------
+def test_user_code_exits_and_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "usermod13.py").write_text(textwrap.dedent("""\
+        import sys
+        import torch
+
+        def exits():
+            sys.exit(7)
+
+        def ok():
+            return torch.nn.Linear(4, 4)
+    """))
+    monkeypatch.chdir(tmp_path)  # a dotted MODULE is found in the current directory, as with python -m
+    assert main(["torch", "usermod13:ok", "--input", "2x4", "--device", "h100"]) == 0
+    for target, said in (("usermod13:exits", "usermod13:exits called sys.exit(7)"),
+                         ("builtins:exit", "builtins:exit called sys.exit(None)")):
+        capsys.readouterr()
+        assert main(["torch", target, "--input", "2x4", "--device", "h100"]) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1
+
+
+def test_roofline_bugs_inside_user_code_keep_their_traceback():
+    from roofline.frontends.target import parse_input, user_code
+
+    with pytest.raises(RooflineError, match="t raised ValueError: mine"), user_code("t"):
+        raise ValueError("mine")
+    with pytest.raises(AttributeError), user_code("t"):
+        parse_input(None)  # type: ignore[arg-type]  # raised in roofline's own code: a bug, not the user's
+    with pytest.raises(KeyboardInterrupt), user_code("t"):
+        raise KeyboardInterrupt

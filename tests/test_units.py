@@ -63,3 +63,16 @@ def test_format_round_trips():
     assert format_seconds(1.5e-3) == "1.5 ms"
     assert parse_flops(format_flops(123.4e9)) == pytest.approx(123.4e9)
     assert math.isclose(parse_bandwidth(format_bandwidth(2.039e12)), 2.039e12)
+
+
+@pytest.mark.parametrize("bad", ["1e400 GB/s", "1e308 EB/s", 10**400, float("nan"), float("inf"), -math.inf, [1], None])
+def test_non_finite_and_non_numbers_are_refused(bad):
+    # '1e400 GB/s' overflows float() to inf; a 401-digit int overflows float(): both refused, one line
+    with pytest.raises(RooflineError) as e:
+        parse_quantity(bad, "bandwidth", field="memory[0].bandwidth")
+    assert "memory[0].bandwidth" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_large_finite_quantities_pass():
+    assert parse_quantity("1e300 B/s", "bandwidth") == 1e300
+    assert parse_quantity(10**300, "number") == 1e300

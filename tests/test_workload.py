@@ -1,3 +1,4 @@
+import json
 import math
 
 import numpy as np
@@ -83,3 +84,125 @@ def test_select_and_replace_keep_metadata():
 
 def test_op_bytes_property():
     assert Op("x", bytes_read=3, bytes_written=4).bytes == 7
+
+
+def _ops(*ops, **top):
+    return {"schema": "roofline.workload/1", "ops": [{"name": f"op{i}", "flops": 1.0, "bytes_read": 2.0,
+                                                      "bytes_written": 3.0, **o} for i, o in enumerate(ops)], **top}
+
+
+def test_optional_fields_on_some_ops_take_their_defaults():
+    w = Workload.from_dict(_ops({"count": 3}, {}, {"weight_bytes": 2.0, "measured_seconds": 1e-3},
+                                {"bytes_l2": 5.0, "count": None, "kind": None}))
+    assert w.columns["count"].tolist() == [3.0, 1.0, 1.0, 1.0]
+    assert w.columns["weight_bytes"].tolist() == [0.0, 0.0, 2.0, 0.0]
+    assert np.isnan(w.columns["measured_seconds"][[0, 1, 3]]).all() and w.columns["measured_seconds"][2] == 1e-3
+    assert w.columns["bytes_l2"].tolist() == [0.0, 0.0, 0.0, 5.0] and w.strings("kind", 3) == "other"
+
+
+def test_null_metadata_is_the_default():
+    w = Workload.from_dict(_ops({}, title=None, info=None, unsupported=None, assumptions=None))
+    assert w.title == "workload" and w.info == {} and w.unsupported == []
+
+
+@pytest.mark.parametrize("doc, message", [
+    (_ops({}, {"flops": True}), "ops[1].flops must be a number, got true"),
+    (_ops({"name": 5}), "ops[0].name must be a string, got 5"),
+    (_ops({"count": "2"}), "ops[0].count must be a number, got '2'"),
+    (_ops({"kind": 5}), "ops[0].kind must be a string"),
+    (_ops({"flops": 10**400}), "ops[0].flops must be a finite number, got an integer of 401 digits"),
+    (_ops({"flops": 1e31}), "ops[0].flops must be a finite number >= 0 and <= 1e+30"),
+    (_ops({"count": 1e16}), "ops[0].count must be a finite number > 0 and <= 1e+15"),
+    (_ops({"measured_seconds": 5e-324}), "ops[0].measured_seconds must be"),
+    (_ops({"flops": None}), "ops[0].flops: missing"),
+    (_ops({"flop": 3}), "ops[0].flop: unknown field 'flop'"),
+    ({"schema": "roofline.workload/1", "ops": [{"name": "a", "flops": 1, "bytes_read": 1, "bytes_written": 1}, [1]]},
+     "ops[1] must be an op object, got a list [1]"),
+    ({"schema": "roofline.workload/1", "ops": "abc"}, "ops must be a list of op objects or an object of columns"),
+    ({"schema": "roofline.workload/1", "ops": {"name": "ab", "flops": [1, 2], "bytes_read": [1, 2],
+                                               "bytes_written": [1, 2]}}, "ops.name must be a list"),
+    ({"schema": "roofline.workload/1", "ops": {"name": ["a"], "flops": [1], "bytes_read": [1], "bytes_written": [1],
+                                               "count": [False]}}, "ops.count[0] must be a number"),
+    (_ops({}, info=[1, 2]), "info must be an object, got a list [1, 2]"),
+    (_ops({}, assumptions=7), "assumptions must be a list"),
+    (_ops({}, warnings=["x", 3]), "warnings[1] must be a string"),
+    (_ops({}, title={"a": 1}), "title must be a string"),
+    (_ops({}, unsupported="abc"), "unsupported must be a list"),
+    (_ops({}, unsupported=[{"name": "x", "count": 1.5}]), "unsupported[0].count must be a whole number"),
+    (_ops({}, unsupported=[{"count": 1}]), "unsupported[0]: missing field 'name'"),
+    (_ops({}, info={"llm": "abc"}), "info.llm must be an object"),
+    ([1, 2], "expected a JSON object, got a list"),
+])
+def test_workload_fields_are_checked_one_by_one(doc, message):
+    with pytest.raises(RooflineError) as e:
+        Workload.from_dict(doc, where="w.json")
+    assert message in str(e.value) and str(e.value).startswith("w.json: ") and "\n" not in str(e.value)
+
+
+def test_llm_info_is_checked_where_it_is_read_back():
+    from roofline.frontends.llm import from_llm
+
+    w = from_llm("llama-2-7b", phase="decode", batch=1, context=128)
+    d = w.to_dict()
+    assert Workload.from_dict(d).info["llm"] == w.info["llm"]
+    d["info"]["llm"]["precisions"]["weights"] = "fp7"
+    with pytest.raises(RooflineError, match="info.llm.precisions.weights 'fp7'"):
+        Workload.from_dict(d, where="w.json")
+    d["info"]["llm"]["precisions"]["weights"] = "bf16"
+    d["info"]["llm"]["arch"]["heads"] = 0
+    with pytest.raises(RooflineError, match="info.llm.arch.heads must be a whole number from 1"):
+        Workload.from_dict(d, where="w.json")
+
+
+def test_csv_empty_cells_are_defaults_and_errors_name_the_line(tmp_path):
+    p = tmp_path / "w.csv"
+    p.write_text("name,flops,bytes_read,bytes_written,count,measured_seconds,kind\n"
+                 "a,1,2,3,,,\nb,1,2,3,4,1e-3,matmul\n", encoding="utf-8")
+    w = Workload.load(p)
+    assert w.columns["count"].tolist() == [1.0, 4.0] and w.strings("kind", 0) == "other"
+    for body, message in [("a,x,2,3,1,,other\n", "line 2: flops must be a number, got 'x'"),
+                          ("a,1,2,3,1,,other\nb,1,2,3,1,,other,extra\n", "line 3: 8 cells, the header has 7"),
+                          ("a,1,2,3,1e400,,other\n", "line 2: count must be a finite number"),
+                          ('"' + "x" * 200_000 + '",1,2,3,1,,other\n', "line 2: not valid CSV")]:
+        p.write_text("name,flops,bytes_read,bytes_written,count,measured_seconds,kind\n" + body, encoding="utf-8")
+        with pytest.raises(RooflineError) as e:
+            Workload.load(p)
+        assert message in str(e.value) and str(p) in str(e.value)
+    p.write_bytes(b"name,flops,bytes_read,bytes_written\ncaf\xe9,1,2,3\n")
+    with pytest.raises(RooflineError, match=r"not valid UTF-8: byte b'\\xe9' at offset \d+ \(line 2\)"):
+        Workload.load(p)
+    p.write_bytes(b"\xef\xbb\xbfname,flops,bytes_read,bytes_written\na,1,2,3\n")  # a byte-order mark is fine
+    assert Workload.load(p).strings("name", 0) == "a"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"schema": "roofline.workload/1", "x": ' + "7" * 5001 + "}", "a number is too long"),
+    ("", "not valid JSON"),
+])
+def test_json_parse_faults_are_one_line(tmp_path, text, message):
+    p = tmp_path / "w.json"
+    p.write_text(text, encoding="utf-8")
+    with pytest.raises(RooflineError, match=message) as e:
+        Workload.load(p)
+    assert str(p) in str(e.value)
+
+
+def test_unreadable_paths_are_one_line_with_the_path_shortened(tmp_path):
+    with pytest.raises(RooflineError, match="File name too long") as e:
+        Workload.load(tmp_path / ("w" * 5000 + ".json"))
+    assert len(str(e.value)) < 400 and "characters" in str(e.value)
+    with pytest.raises(RooflineError, match="Is a directory"):
+        Workload.load(tmp_path)
+    with pytest.raises(RooflineError, match="no such file"):
+        Workload.load(tmp_path / "missing.csv")
+
+
+def test_devices_and_oversized_files_are_not_read(tmp_path, monkeypatch):
+    with pytest.raises(RooflineError, match="not a regular file"):
+        Workload.load("/dev/zero")
+    p = tmp_path / "w.json"
+    p.write_text(json.dumps(_ops({})), encoding="utf-8")
+    monkeypatch.setenv("ROOFLINE_MAX_INPUT_BYTES", "10")
+    with pytest.raises(RooflineError, match="more than the 10-byte limit"):
+        Workload.load(p)

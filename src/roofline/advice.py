@@ -100,12 +100,13 @@ class Advice:
     headroom: str
     levers: list[Lever]
     ops: list[OpAdvice]
+    notes: list[str] = field(default_factory=list)  # what advice left out, and why (e.g. zero-time ops)
 
     def blocks(self) -> list[Block]:
         a = self.analysis
         out = [Block(f"whole workload: {a.workload.title} on {a.device.name}",
                      [f"limiting roof: {self.roof}", f"headroom: {self.headroom}",
-                      *([lv.line() for lv in self.levers] or [NO_LEVER])])]
+                      *([lv.line() for lv in self.levers] or [NO_LEVER]), *(f"note: {n}" for n in self.notes)])]
         for o in self.ops:
             out.append(Block(f"op {o.name} ({o.share:.0%} of the time)",
                              [f"limiting roof: {o.roof}", f"headroom: {o.headroom}",
@@ -145,6 +146,13 @@ def _main_roof(a: Analysis) -> tuple[Any, float]:
 
     c = dominant_ceiling(a)
     return c, c.flops / a.device.main_memory.bandwidth
+
+
+def _ratio(num: float, den: float) -> float:
+    """``num / den`` that never raises: a zero (or underflowed) denominator gives inf, 0/0 gives 1 (no change)."""
+    if den > 0:
+        return num / den
+    return math.inf if num > 0 else 1.0
 
 
 def _x(v: float) -> str:
@@ -234,12 +242,12 @@ def _fusion_lever(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]], s
         after_t = float(after.total_op_time[j])
     saved_bytes = a.total_bytes - after.total_bytes
     saved_time = a.total_time - after.total_time
-    if saved_bytes <= 0 or before_t / after_t < MIN_GAIN:
+    if saved_bytes <= 0 or _ratio(before_t, after_t) < MIN_GAIN:
         return None
     what = (f"fuse {len(chains)} chain(s) of elementwise/norm ops ({ops_before} ops)" if scope == "workload"
             else f"fuse the chain {' + '.join(w.strings('name', i) for i in range(chains[0][0], chains[0][1]))}")
     text = (f"{what}: {format_bytes(saved_bytes)} less traffic, {format_seconds(saved_time)} saved "
-            f"({format_seconds(before_t)} -> {format_seconds(after_t)}, {_x(before_t / after_t)})")
+            f"({format_seconds(before_t)} -> {format_seconds(after_t)}, {_x(_ratio(before_t, after_t))})")
     return Lever("fusion", text, before_t, after_t, after,
                  {"bytes_saved": saved_bytes, "time_saved": saved_time, "ops_fused": float(ops_before)})
 
@@ -283,11 +291,12 @@ def _weight_levers(a: Analysis, w: Workload, mask: np.ndarray | None, scope_idx:
             continue
         after = analyze(with_weight_bits(w, bits, mask), a.device)
         before_t, after_t = _scope_times(a, after, scope_idx)
-        if before_t / after_t < MIN_GAIN or (levers and levers[-1].after / after_t < MIN_GAIN):
+        if _ratio(before_t, after_t) < MIN_GAIN or (levers and _ratio(levers[-1].after, after_t) < MIN_GAIN):
             continue  # no gain, or none beyond the wider format's
         saved = a.total_bytes - after.total_bytes
         levers.append(Lever("weight precision", f"{label} weights: {format_bytes(saved)} less traffic, "
-                            f"{format_seconds(before_t)} -> {format_seconds(after_t)} ({_x(before_t / after_t)})",
+                            f"{format_seconds(before_t)} -> {format_seconds(after_t)} "
+                            f"({_x(_ratio(before_t, after_t))})",
                             before_t, after_t, after, {"bytes_saved": saved, "bits": float(bits)}))
     return levers
 
@@ -310,16 +319,17 @@ def _matrix_levers(a: Analysis, w: Workload, mask: np.ndarray, scope_idx: np.nda
         seen_roofs.add(c.flops)
         after = analyze(with_matrix_precision(w, p, mask), dev)
         before_t, after_t = _scope_times(a, after, scope_idx)
-        if before_t / after_t < MIN_GAIN:
+        if _ratio(before_t, after_t) < MIN_GAIN:
             continue
-        roof_x = float(np.min(after.peak_flops[idx])) / current
+        roof_x = _ratio(float(np.min(after.peak_flops[idx])), current)
         # operands shrink with the precision: for memory-bound ops that, not the roof, is the gain
         saved = a.total_bytes - after.total_bytes
         traffic = f", operands in {p}: {format_bytes(saved)} less traffic" if saved > 0 else ""
         candidates.append(Lever("matrix-unit precision",
                                 f"{p} on the matrix unit: compute roof {_x(roof_x)} ({format_flops(current)} -> "
                                 f"{format_flops(c.flops)}){traffic}, {format_seconds(before_t)} -> "
-                                f"{format_seconds(after_t)} ({_x(before_t / after_t)})", before_t, after_t, after,
+                                f"{format_seconds(after_t)} ({_x(_ratio(before_t, after_t))})", before_t, after_t,
+                                after,
                                 {"roof_x": roof_x, "bytes_saved": saved}))
     candidates.sort(key=lambda lv: -lv.speedup)
     return candidates[:2]
@@ -347,11 +357,11 @@ def _device_levers(a: Analysis, w: Workload, candidates: Sequence[Device] | None
     results.sort(key=lambda r: r[0])
     levers = []
     for t, d, after in results[:n]:
-        if a.total_time / t < MIN_GAIN:
+        if _ratio(a.total_time, t) < MIN_GAIN:
             continue
         levers.append(Lever("device", f"on {d.name}: {format_seconds(a.total_time)} -> {format_seconds(t)} "
-                            f"(time {_x(t / a.total_time)}, {_x(a.total_time / t)} faster)", a.total_time, t, after,
-                            {"time_x": t / a.total_time}))
+                            f"(time {_x(_ratio(t, a.total_time))}, {_x(_ratio(a.total_time, t))} faster)",
+                            a.total_time, t, after, {"time_x": _ratio(t, a.total_time)}))
     return levers
 
 
@@ -393,9 +403,11 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
     levers: list[Lever] = []
     dev = a.device
     roof, ridge = _main_roof(a)
+    if not a.total_time > 0:
+        return levers
     tok0 = tokens(a.workload) / a.total_time
     if spec.phase in ("decode", "generate"):
-        ai0 = a.total_flops / a.total_bytes
+        ai0 = _ratio(a.total_flops, a.total_bytes)
         best = None
         b = spec.batch
         cap = dev.main_memory.capacity
@@ -406,19 +418,19 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             b *= 2
             ab = analyze(wb, dev)
             best = (b, ab)
-            if ab.total_flops / ab.total_bytes >= ridge:
+            if _ratio(ab.total_flops, ab.total_bytes) >= ridge:
                 break
         if best is not None:
             b, ab = best
-            ai1 = ab.total_flops / ab.total_bytes
-            tok1 = tokens(ab.workload) / ab.total_time
+            ai1 = _ratio(ab.total_flops, ab.total_bytes)
+            tok1 = _ratio(tokens(ab.workload), ab.total_time)
             kv = ab.workload.info.get("memory_bytes")
             fits = f"; needs {format_bytes(kv)} of {format_bytes(cap)} memory" if kv and cap else ""
-            if tok1 / tok0 >= MIN_GAIN:
+            if tok1 > 0 and _ratio(tok1, tok0) >= MIN_GAIN:
                 # what each sequence waits per token grows with the batch: say so next to the throughput
                 levers.append(Lever(
                     "batching", f"batch {spec.batch} -> {b}: {spec.phase} intensity {ai0:.3g} -> {ai1:.3g} FLOP/B "
-                                f"(ridge at {ridge:.3g}); {_rate(tok0)} -> {_rate(tok1)} tokens/s ({_x(tok1 / tok0)}), "
+                                f"(ridge at {ridge:.3g}); {_rate(tok0)} -> {_rate(tok1)} tokens/s ({_x(_ratio(tok1, tok0))}), "
                                 f"each sequence's time per token {format_seconds(spec.batch / tok0)} -> "
                                 f"{format_seconds(b / tok1)}{fits}",
                     1 / tok0, 1 / tok1, ab,
@@ -432,8 +444,8 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             if bits >= BITS[getattr(p, field_name)]:
                 continue
             ak = analyze(llm_workload(spec, precisions=replace(p, **{field_name: name})), dev)
-            gain = a.total_time / ak.total_time
-            if gain < MIN_GAIN or (last is not None and last / ak.total_time < MIN_GAIN):
+            gain = _ratio(a.total_time, ak.total_time)
+            if gain < MIN_GAIN or (last is not None and _ratio(last, ak.total_time) < MIN_GAIN):
                 continue
             last = ak.total_time
             saved = a.total_bytes - ak.total_bytes
@@ -464,16 +476,17 @@ def _headroom(a: Analysis, idx: np.ndarray) -> str:
     t = float(a.total_op_time[idx].sum())
     parts = []
     if np.isfinite(sec).all() and sec.sum() > 0:
-        x = float(sec.sum()) / t if t > 0 else math.inf
+        x = _ratio(float(sec.sum()), t)
         gap = (f"{_x(x)} to the roof" if x >= 1 else
-               f"x{1 / x:.3g} faster than the roof allows: data in cache, a wrong FLOP/byte count or the wrong ceiling")
+               f"x{_ratio(1.0, x):.3g} faster than the roof allows: data in cache, a wrong FLOP/byte count or the "
+               "wrong ceiling")
         parts.append(f"measured {format_seconds(float(sec.sum()))} vs roofline {format_seconds(t)}: {gap}")
     flops = float((w.columns["flops"][idx] * w.columns["count"][idx]).sum())
     if t > 0 and flops > 0:
         peak = float(np.max(a.peak_flops[idx]))
         attainable = flops / t
-        parts.append(f"attainable {format_flops(attainable)} is {_x(peak / attainable)} below the compute roof "
-                     f"{format_flops(peak)}" if peak / attainable > 1.05 else "at the compute roof")
+        parts.append(f"attainable {format_flops(attainable)} is {_x(_ratio(peak, attainable))} below the compute "
+                     f"roof {format_flops(peak)}" if _ratio(peak, attainable) > 1.05 else "at the compute roof")
     elif flops == 0:
         parts.append("data movement only: the only gain is moving fewer bytes")
     return "; ".join(parts) or "-"
@@ -495,6 +508,13 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
     n = len(w)
     everything = np.arange(n)
     levers: list[Lever] = []
+    notes: list[str] = []
+    zero = int(np.sum(~(a.total_op_time > 0)))
+    if zero:  # no FLOPs and no bytes (or a time that underflowed to 0): nothing to speed up, no ratio to quote
+        notes.append(f"{zero} op(s) with zero roofline time skipped" if zero < n else
+                     "every op has zero roofline time (no FLOPs, no bytes): no lever to compute")
+    if not a.total_time > 0:
+        return Advice(a, _roof_text(a, everything), _headroom(a, everything), [], [], notes)
     spec = _llm_spec(w)
     if spec is not None:
         levers += _llm_levers(a, spec)
@@ -516,7 +536,7 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
             chain_of[i] = (s, e)
     for i in a.order()[:top]:
         i = int(i)
-        if a.share[i] < 0.01:
+        if not a.share[i] >= 0.01 or not a.total_op_time[i] > 0:
             break
         idx = np.asarray([i])
         op_levers: list[Lever] = []
@@ -533,4 +553,4 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
         g = w.strings("group", i)
         ops.append(OpAdvice(i, w.strings("name", i) + (f" in {g}" if g and g != w.strings("name", i) else ""),
                             float(a.share[i]), _roof_text(a, idx), _headroom(a, idx), op_levers))
-    return Advice(a, _roof_text(a, everything), _headroom(a, everything), levers, ops)
+    return Advice(a, _roof_text(a, everything), _headroom(a, everything), levers, ops, notes)

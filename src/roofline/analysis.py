@@ -295,8 +295,10 @@ class Analysis:
 
     @classmethod
     def from_dict(cls, d: Any, *, where: str = "analysis") -> Analysis:
+        from roofline.fileio import json_type
+
         if not isinstance(d, dict):
-            raise RooflineError(f"expected a JSON object, got {type(d).__name__}", where=where)
+            raise RooflineError(f"expected a JSON object, got {json_type(d)}", where=where)
         if d.get("schema") != ANALYSIS_SCHEMA:
             raise RooflineError(f"schema: expected {ANALYSIS_SCHEMA!r}, got {d.get('schema')!r}", where=where)
         for key in ("device", "workload"):
@@ -304,18 +306,43 @@ class Analysis:
                 raise RooflineError(f"missing field {key!r}", where=where)
         device = Device.from_dict(d["device"], where=f"{where} device")
         workload = Workload.from_dict(d["workload"], where=f"{where} workload")
-        return analyze(workload, device, **d.get("options", {}))
+        return analyze(workload, device, **_options_from_json(d.get("options"), len(workload), where))
 
     @classmethod
     def load(cls, path: str | Path) -> Analysis:
-        from roofline.fileio import read_json
+        from roofline.fileio import read_json, shown_path
 
-        return cls.from_dict(read_json(path), where=str(path))
+        return cls.from_dict(read_json(path), where=shown_path(path))
 
     def _repr_html_(self) -> str:  # Jupyter: summary, chart (inline SVG) and the top ops
         from roofline.render.html import notebook_html
 
         return notebook_html(self)
+
+
+def _options_from_json(raw: Any, n: int, where: str) -> dict[str, Any]:
+    """The ``options`` of a saved analysis, checked: only ``above_roof_tolerance``, one number >= 0
+    or ``n`` of them (null or absent: the default)."""
+    from roofline.fileio import as_list, as_number, as_object, shown
+
+    if raw is None:
+        return {}
+    options = as_object(raw, "options", where)
+    unknown = [k for k in options if k != "above_roof_tolerance"]
+    if unknown:
+        raise RooflineError(f"options: unknown field {shown(unknown[0])}; known: above_roof_tolerance", where=where)
+    tol = options.get("above_roof_tolerance")
+    if tol is None:
+        return {}
+    field = "options.above_roof_tolerance"
+    if isinstance(tol, list):
+        values = as_list(tol, field, where)
+        if len(values) != n:
+            raise RooflineError(f"{field}: expected one number or {n} (one per op), got a list of {len(values)}",
+                                where=where)
+        return {"above_roof_tolerance": np.array([as_number(v, f"{field}[{i}]", where, minimum=0.0)
+                                                  for i, v in enumerate(values)], dtype=float)}
+    return {"above_roof_tolerance": as_number(tol, field, where, minimum=0.0)}
 
 
 def analyze(workload: Workload, device: Device, *,
@@ -420,29 +447,30 @@ def _level_roofs(w: Workload, device: Device, warnings: list[str]) -> tuple[list
     return levels, level_of_code, level_bw
 
 
-def roofline_times(flops: Any, nbytes: Any, peak: Any, bandwidth: Any,
-                   other_memory_time: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def roofline_times(flops: Any, nbytes: Any, peak: Any, bandwidth: Any, other_memory_time: Any = None, *,
+                   scratch: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The roofline, the one place it is computed: (compute time, memory time, time) in seconds.
 
     compute = FLOPs / peak; memory = bytes / bandwidth (or ``other_memory_time`` where that is
     longer: per-level cache terms); time = max(compute, memory).  Arguments broadcast (one op, ops,
     scenarios x ops), so the per-op analysis and every batch of scenarios
-    (:func:`scenario_times`) share it.
+    (:func:`scenario_times`) share it.  ``scratch``: ``flops`` and ``nbytes`` are float arrays
+    the caller no longer needs, and become the compute and memory times (no new arrays).
 
     >>> [float(x) for x in roofline_times(2e9, 1e9, 100e9, 10e9)]  # 20 ms computing, 100 ms reading
     [0.02, 0.1, 0.1]
     """
-    compute = np.divide(flops, peak)
-    memory = np.divide(nbytes, bandwidth)
+    compute = np.divide(flops, peak, out=flops if scratch else None)
+    memory = np.divide(nbytes, bandwidth, out=nbytes if scratch else None)
     if other_memory_time is not None:
-        memory = np.maximum(memory, other_memory_time)
+        memory = np.maximum(memory, other_memory_time, out=memory if scratch else None)
     return compute, memory, np.maximum(compute, memory)
 
 
 def scenario_times(terms: np.ndarray, flops_coef: np.ndarray, bytes_coef: np.ndarray, peak: np.ndarray,
                    bandwidth: np.ndarray, role: np.ndarray, level: np.ndarray, count: np.ndarray, *,
-                   bytes_group: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Roofline time of a whole workload for a batch of scenarios at once: (compute, memory, time) per scenario.
+                   bytes_group: np.ndarray | None = None, split: bool = False) -> Any:
+    """Roofline time of a whole workload for a batch of scenarios at once, per scenario.
 
     A workload given symbolically: each op's FLOPs and bytes are linear in a few shape terms,
     ``flops_coef`` / ``bytes_coef`` (ops, terms), and ``terms`` (scenarios, terms) holds each
@@ -451,12 +479,12 @@ def scenario_times(terms: np.ndarray, flops_coef: np.ndarray, bytes_coef: np.nda
     scenario's roofs, and op i uses ``peak[:, role[i]]`` and ``bandwidth[:, level[i]]``.
     ``bytes_coef`` may also be (groups, ops, terms), with ``bytes_group`` (scenarios,) picking
     each scenario's row (element sizes differ between precisions).  ``count`` (ops,) repeats an
-    op.  compute and memory are the sums of each op's terms; time sums each op's
-    :func:`roofline_times`.
+    op.  Returns the sum over ops of :func:`roofline_times`' time, or with ``split`` the sums of
+    the compute and of the memory terms (compute, memory).
 
     >>> import numpy as np   # one op, 2 FLOPs and 1 byte per token; batches of 1 and 100 tokens
-    >>> c, m, t = scenario_times(np.array([[1.0], [100.0]]), np.array([[2.0]]), np.array([[1.0]]),
-    ...                          np.array([[10.0]]), np.array([[1.0]]), np.array([0]), np.array([0]), np.array([1.0]))
+    >>> t = scenario_times(np.array([[1.0], [100.0]]), np.array([[2.0]]), np.array([[1.0]]),
+    ...                    np.array([[10.0]]), np.array([[1.0]]), np.array([0]), np.array([0]), np.array([1.0]))
     >>> t.tolist()  # max(2/10, 1/1) and max(200/10, 100/1)
     [1.0, 100.0]
     """
@@ -471,15 +499,18 @@ def scenario_times(terms: np.ndarray, flops_coef: np.ndarray, bytes_coef: np.nda
     for r in np.unique(role):
         for lv in np.unique(level[role == r]):
             ops = (role == r) & (level == lv)
+            counts = count[ops]
             flops = terms @ flops_coef[ops].T
             nbytes = np.empty_like(flops)
             for rows, coef in groups:
                 nbytes[rows] = terms[rows] @ coef[ops].T
-            c, m, t = roofline_times(flops, nbytes, peak[:, r:r + 1], bandwidth[:, lv:lv + 1])
-            compute_sum += c @ count[ops]
-            memory_sum += m @ count[ops]
-            total += t @ count[ops]
-    return compute_sum, memory_sum, total
+            c, m, t = roofline_times(flops, nbytes, peak[:, r:r + 1], bandwidth[:, lv:lv + 1], scratch=True)
+            if split:
+                compute_sum += c @ counts
+                memory_sum += m @ counts
+            else:
+                total += t @ counts
+    return (compute_sum, memory_sum) if split else total
 
 
 def _tolerance_of(value: float | Sequence[float] | np.ndarray, n: int) -> float | np.ndarray:

@@ -13,6 +13,7 @@ import pkgutil
 import sys
 
 from roofline.errors import RooflineError
+from roofline.text import one_line
 
 #: Order in ``roofline --help``; modules not listed follow alphabetically.
 ORDER = ("demo", "devices", "device", "plot", "analyze", "llm", "torch", "hf", "onnx", "bench", "compare", "report")
@@ -22,7 +23,8 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"roofline: error: {self.prog}: {message} (see '{self.prog} --help')", file=sys.stderr)
+        # the message quotes what was typed: control characters shown, not run
+        print(one_line(f"roofline: error: {self.prog}: {message} (see '{self.prog} --help')"), file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RooflineError as exc:
-        print(f"roofline: error: {exc}", file=sys.stderr)
+        print(f"roofline: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("roofline: interrupted", file=sys.stderr)

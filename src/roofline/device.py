@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.fileio import as_bool, as_int, as_list, as_number, as_object, as_str, as_str_list, json_type, shown
 from roofline.units import parse_quantity
 
 DEVICE_SCHEMA = "roofline.device/1"
@@ -68,12 +69,13 @@ class MethodFigure:
         return out
 
     @classmethod
-    def from_dict(cls, d: Any, where: str) -> MethodFigure:
+    def from_dict(cls, d: Any, where: str, *, field_name: str = "provenance.methods") -> MethodFigure:
+        f = field_name
         if not isinstance(d, Mapping) or "method" not in d or "value" not in d:
-            raise RooflineError(f"provenance.methods: each entry needs 'method' and 'value', got {d!r:.80}", where=where)
-        value = _number(d["value"], "provenance.methods.value", where)
-        return cls(str(d["method"]), value, _pair(d.get("spread"), "provenance.methods.spread", where),
-                   str(d.get("statistic", "")))
+            raise RooflineError(f"{f}: each entry needs 'method' and 'value', got {shown(d)}", where=where)
+        value = _number(d["value"], f"{f}.value", where)
+        return cls(as_str(d["method"], f"{f}.method", where), value, _pair(d.get("spread"), f"{f}.spread", where),
+                   as_str(_get(d, "statistic", ""), f"{f}.statistic", where))
 
 
 @dataclass(frozen=True)
@@ -116,28 +118,24 @@ class Provenance:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str) -> Provenance:
-        if not isinstance(d, Mapping):
-            raise RooflineError(f"provenance must be an object, got {d!r}", where=where)
-        kind = d.get("kind", "datasheet")
+    def from_dict(cls, d: Mapping[str, Any], where: str, *, field_name: str = "provenance") -> Provenance:
+        """Validate and build; ``field_name`` is how messages name this provenance (e.g. 'compute[0].provenance')."""
+        f = field_name
+        as_object(d, f, where)
+        kind = as_str(_get(d, "kind", "datasheet"), f"{f}.kind", where)
         if kind not in PROVENANCE_KINDS:
-            raise RooflineError(f"provenance.kind: {kind!r} is not one of {', '.join(PROVENANCE_KINDS)}", where=where)
-        spread = _pair(d.get("spread"), "provenance.spread", where)
-        methods = d.get("methods", [])
-        if not isinstance(methods, list):
-            raise RooflineError(f"provenance.methods must be a list, got {methods!r:.80}", where=where)
+            raise RooflineError(f"{f}.kind: {shown(kind)} is not one of {', '.join(PROVENANCE_KINDS)}", where=where)
+        spread = _pair(d.get("spread"), f"{f}.spread", where)
+        methods = as_list(_get(d, "methods", []), f"{f}.methods", where)
+        text = {k: as_str(_get(d, k, ""), f"{f}.{k}", where) for k in ("source", "url", "note", "method", "date")}
         return cls(
             kind=kind,
-            source=str(d.get("source", "")),
-            url=str(d.get("url", "")),
-            note=str(d.get("note", "")),
-            dense=bool(d.get("dense", True)),
-            method=str(d.get("method", "")),
-            date=str(d.get("date", "")),
-            repeats=int(d.get("repeats", 0)),
+            **text,
+            dense=as_bool(_get(d, "dense", True), f"{f}.dense", where),
+            repeats=as_int(_get(d, "repeats", 0), f"{f}.repeats", where),
             spread=spread,
-            details=dict(d.get("details", {})),
-            methods=tuple(MethodFigure.from_dict(m, where) for m in methods),
+            details=dict(as_object(_get(d, "details", {}), f"{f}.details", where)),
+            methods=tuple(MethodFigure.from_dict(m, where, field_name=f"{f}.methods[{i}]") for i, m in enumerate(methods)),
         )
 
     def describe(self) -> str:
@@ -272,29 +270,31 @@ class BenchFacts:
 
     @classmethod
     def from_dict(cls, d: Any, where: str) -> BenchFacts:
-        if not isinstance(d, Mapping):
-            raise RooflineError(f"bench must be an object, got {d!r:.80}", where=where)
-        version = d.get("version")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise RooflineError(f"bench.version must be an integer >= 1, got {version!r:.80}", where=where)
+        as_object(d, "bench", where)
+        version = as_int(d.get("version"), "bench.version", where, minimum=1)
         spec, audit = [], []
         for i, r in enumerate(_list(d.get("spec", []), "bench.spec", where)):
             _need(r, ("unit", "precision", "flops"), f"bench.spec[{i}]", where)
-            spec.append(SpecRoof(str(r["unit"]), str(r["precision"]), _number(r["flops"], f"bench.spec[{i}].flops", where),
-                                 str(r.get("derivation", ""))))
+            spec.append(SpecRoof(as_str(r["unit"], f"bench.spec[{i}].unit", where),
+                                 as_str(r["precision"], f"bench.spec[{i}].precision", where),
+                                 _number(r["flops"], f"bench.spec[{i}].flops", where),
+                                 as_str(_get(r, "derivation", ""), f"bench.spec[{i}].derivation", where)))
         for i, a in enumerate(_list(d.get("audit", []), "bench.audit", where)):
             f = f"bench.audit[{i}]"
             _need(a, ("kernel", "seconds", "spread", "efficiency"), f, where)
             spread = _pair(a["spread"], f"{f}.spread", where)
             assert spread is not None
+            text = {k: as_str(_get(a, k, ""), f"{f}.{k}", where)
+                    for k in ("kernel", "unit", "precision", "roof", "level", "binding", "raised")}
             audit.append(AuditResult(
-                str(a["kernel"]), str(a.get("unit", "")), str(a.get("precision", "")), str(a.get("roof", "")),
-                str(a.get("level", "")), _number(a.get("flops", 0.0), f"{f}.flops", where),
-                _number(a.get("bytes", 0.0), f"{f}.bytes", where), _number(a["seconds"], f"{f}.seconds", where),
-                spread, _number(a["efficiency"], f"{f}.efficiency", where), str(a.get("binding", "")),
-                str(a.get("raised", ""))))
-        return cls(version=version, machine=str(d.get("machine", "")), isa=tuple(str(x) for x in d.get("isa", [])),
-                   native=tuple(str(x) for x in d.get("native", [])), spec=tuple(spec), audit=tuple(audit))
+                text["kernel"], text["unit"], text["precision"], text["roof"], text["level"],
+                _number(_get(a, "flops", 0.0), f"{f}.flops", where), _number(_get(a, "bytes", 0.0), f"{f}.bytes", where),
+                _number(a["seconds"], f"{f}.seconds", where), spread, _number(a["efficiency"], f"{f}.efficiency", where),
+                text["binding"], text["raised"]))
+        return cls(version=version, machine=as_str(_get(d, "machine", ""), "bench.machine", where),
+                   isa=tuple(as_str_list(_get(d, "isa", []), "bench.isa", where)),
+                   native=tuple(as_str_list(_get(d, "native", []), "bench.native", where)),
+                   spec=tuple(spec), audit=tuple(audit))
 
 
 @dataclass(frozen=True)
@@ -326,11 +326,11 @@ class Device:
     bench: BenchFacts | None = None  # set on devices measured by roofline bench
 
     def __post_init__(self) -> None:
-        where = f"device {self.name!r}"
-        if not self.name:
+        where = f"device {shown(self.name, 40)}"
+        if not self.name or not str(self.name).strip():
             raise RooflineError("name must not be empty", where="device")
         if self.kind not in KINDS:
-            raise RooflineError(f"kind: {self.kind!r} is not one of {', '.join(KINDS)}", where=where)
+            raise RooflineError(f"kind: {shown(self.kind)} is not one of {', '.join(KINDS)}", where=where)
         if not self.compute:
             raise RooflineError("needs at least one compute ceiling", where=where)
         if not self.memory:
@@ -338,9 +338,9 @@ class Device:
         seen: set[tuple[str, str]] = set()
         for c in self.compute:
             if c.unit not in UNITS:
-                raise RooflineError(f"compute.unit: {c.unit!r} is not one of {', '.join(UNITS)}", where=where)
+                raise RooflineError(f"compute.unit: {shown(c.unit)} is not one of {', '.join(UNITS)}", where=where)
             if c.precision not in PRECISIONS:
-                raise RooflineError(f"compute.precision: {c.precision!r} is not one of {', '.join(PRECISIONS)}", where=where)
+                raise RooflineError(f"compute.precision: {shown(c.precision)} is not one of {', '.join(PRECISIONS)}", where=where)
             _positive(c.flops, f"compute[{c.precision} {c.unit}].flops", where)
             if c.key in seen:
                 raise RooflineError(f"compute ceiling {c.precision} {c.unit} given twice", where=where)
@@ -350,9 +350,11 @@ class Device:
             _positive(m.bandwidth, f"memory[{m.level}].bandwidth", where)
             if m.capacity is not None:
                 _positive(m.capacity, f"memory[{m.level}].capacity", where)
-            if m.level in levels:
-                raise RooflineError(f"memory level {m.level} given twice", where=where)
-            levels.add(m.level)
+            if not m.level.strip():
+                raise RooflineError("memory level must not be empty", where=where)
+            if m.level.upper() in levels:
+                raise RooflineError(f"memory level {shown(m.level)} given twice", where=where)
+            levels.add(m.level.upper())
         if self.interconnect is not None:
             _positive(self.interconnect.bandwidth, "interconnect.bandwidth", where)
 
@@ -461,30 +463,32 @@ class Device:
                   require_schema: bool = True) -> Device:
         """Validate and build.  ``sources`` resolves catalog source keys."""
         if not isinstance(d, Mapping):
-            raise RooflineError(f"expected a JSON object, got {type(d).__name__}", where=where)
+            raise RooflineError(f"expected a JSON object, got {json_type(d)}", where=where)
         if require_schema:
             schema = d.get("schema")
             if schema != DEVICE_SCHEMA:
-                raise RooflineError(f"schema: expected {DEVICE_SCHEMA!r}, got {schema!r}", where=where)
+                raise RooflineError(f"schema: expected {DEVICE_SCHEMA!r}, got {shown(schema)}", where=where)
         for key in ("name", "compute", "memory"):
             if key not in d:
                 raise RooflineError(f"missing field {key!r}", where=where)
-        where = f"{where} (device {d['name']!r})" if where != "device" else f"device {d['name']!r}"
+        name = as_str(d["name"], "name", where, empty=False)
+        where = f"{where} (device {shown(name, 40)})" if where != "device" else f"device {shown(name, 40)}"
 
         def prov(raw: Any, field_name: str) -> Provenance:
-            raw = dict(raw or {})
-            key = raw.get("source", "")
+            raw = dict(as_object(raw, f"{field_name}.provenance", where)) if raw is not None else {}
+            key = as_str(_get(raw, "source", ""), f"{field_name}.provenance.source", where)
             if sources and key in sources:
                 src = sources[key]
                 raw["source"] = src.get("title", key)
                 raw.setdefault("url", src.get("url", ""))
-            return Provenance.from_dict(raw, f"{where} {field_name}")
+            return Provenance.from_dict(raw, where, field_name=f"{field_name}.provenance")
 
         compute = []
         for i, c in enumerate(_list(d["compute"], "compute", where)):
             f = f"compute[{i}]"
             _need(c, ("unit", "precision", "flops"), f, where)
-            compute.append(ComputeCeiling(str(c["unit"]), str(c["precision"]),
+            compute.append(ComputeCeiling(as_str(c["unit"], f"{f}.unit", where),
+                                          as_str(c["precision"], f"{f}.precision", where),
                                           _quantity(c["flops"], "flops", f"{f}.flops", where),
                                           prov(c.get("provenance"), f)))
         memory = []
@@ -492,21 +496,25 @@ class Device:
             f = f"memory[{i}]"
             _need(m, ("level", "bandwidth"), f, where)
             cap = m.get("capacity")
-            memory.append(MemoryCeiling(str(m["level"]), _quantity(m["bandwidth"], "bandwidth", f"{f}.bandwidth", where),
+            memory.append(MemoryCeiling(as_str(m["level"], f"{f}.level", where), _quantity(m["bandwidth"], "bandwidth", f"{f}.bandwidth", where),
                                         None if cap is None else _quantity(cap, "bytes", f"{f}.capacity", where),
                                         prov(m.get("provenance"), f)))
         ic = d.get("interconnect")
         interconnect = None
-        if ic:
+        if ic is not None:
+            as_object(ic, "interconnect", where)
             _need(ic, ("bandwidth",), "interconnect", where)
-            interconnect = Interconnect(str(ic.get("name", "")),
+            interconnect = Interconnect(as_str(_get(ic, "name", ""), "interconnect.name", where),
                                         _quantity(ic["bandwidth"], "bandwidth", "interconnect.bandwidth", where),
                                         prov(ic.get("provenance"), "interconnect"))
+        vendor = as_str(_get(d, "vendor", ""), "vendor", where)
+        kind = as_str(_get(d, "kind", "gpu"), "kind", where)
+        aliases = tuple(as_str_list(_get(d, "aliases", []), "aliases", where))
+        metadata = dict(as_object(_get(d, "metadata", {}), "metadata", where))
+        bench = None if d.get("bench") is None else BenchFacts.from_dict(d["bench"], where)
         try:
-            return cls(name=str(d["name"]), vendor=str(d.get("vendor", "")), kind=str(d.get("kind", "gpu")),
-                       aliases=tuple(d.get("aliases", ())), compute=tuple(compute), memory=tuple(memory),
-                       interconnect=interconnect, metadata=dict(d.get("metadata", {})),
-                       bench=None if d.get("bench") is None else BenchFacts.from_dict(d["bench"], where))
+            return cls(name=name, vendor=vendor, kind=kind, aliases=aliases, compute=tuple(compute),
+                       memory=tuple(memory), interconnect=interconnect, metadata=metadata, bench=bench)
         except RooflineError as exc:
             raise RooflineError(str(exc), where=where.split(" (device")[0]) from None
 
@@ -520,16 +528,20 @@ class Device:
 
     @classmethod
     def load(cls, path: str | Path) -> Device:
-        from roofline.fileio import read_json
+        from roofline.fileio import read_json, shown_path
 
-        return cls.from_dict(read_json(path), where=str(path))
+        return cls.from_dict(read_json(path), where=shown_path(path))
 
 
 def _number(raw: Any, field_name: str, where: str) -> float:
     """A finite real number (ints and floats; not bools, not strings)."""
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(float(raw)):
-        raise RooflineError(f"{field_name} must be a finite number, got {raw!r:.80}", where=where)
-    return float(raw)
+    return as_number(raw, field_name, where)
+
+
+def _get(d: Mapping[str, Any], key: str, default: Any) -> Any:
+    """``d[key]``; absent or null -> ``default`` (an optional field)."""
+    v = d.get(key)
+    return default if v is None else v
 
 
 def _pair(raw: Any, field_name: str, where: str) -> tuple[float, float] | None:
@@ -537,13 +549,21 @@ def _pair(raw: Any, field_name: str, where: str) -> tuple[float, float] | None:
     if raw is None:
         return None
     if not (isinstance(raw, (list, tuple)) and len(raw) == 2):
-        raise RooflineError(f"{field_name} must be [low, high], got {raw!r:.80}", where=where)
+        raise RooflineError(f"{field_name} must be [low, high], got {shown(raw)}", where=where)
     return (_number(raw[0], field_name, where), _number(raw[1], field_name, where))
 
 
+#: Range of a ceiling (FLOP/s, B/s) or capacity (B): beyond it a time or ridge point could overflow.
+CEILING_RANGE = (1e-6, 1e30)
+
+
 def _positive(value: float, field_name: str, where: str) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise RooflineError(f"{field_name} must be a finite number > 0, got {value!r}", where=where)
+    low, high = CEILING_RANGE
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
+        raise RooflineError(f"{field_name} must be a finite number > 0, got {shown(value)}", where=where)
+    if not low <= value <= high:
+        raise RooflineError(f"{field_name} must be a finite number > 0 from {low:g} to {high:g}, got {shown(value)}",
+                            where=where)
 
 
 def _quantity(raw: Any, kind: str, field_name: str, where: str) -> float:
@@ -556,8 +576,11 @@ def _quantity(raw: Any, kind: str, field_name: str, where: str) -> float:
 
 
 def _list(raw: Any, field_name: str, where: str) -> list[Mapping[str, Any]]:
-    if not isinstance(raw, list) or not all(isinstance(x, Mapping) for x in raw):
-        raise RooflineError(f"{field_name} must be a list of objects", where=where)
+    if not isinstance(raw, list):
+        raise RooflineError(f"{field_name} must be a list of objects, got {json_type(raw)} {shown(raw)}", where=where)
+    for i, x in enumerate(raw):
+        if not isinstance(x, Mapping):
+            raise RooflineError(f"{field_name}[{i}] must be an object, got {json_type(x)} {shown(x)}", where=where)
     return raw
 
 

@@ -11,8 +11,10 @@ class RooflineError(ValueError):
     """Bad user input: a one-line message naming the file, field and value."""
 
     def __init__(self, message: str, *, where: str | None = None) -> None:
-        message = " ".join(str(message).split())  # always one line
-        super().__init__(f"{where}: {message}" if where else message)
+        from roofline.text import one_line
+
+        # always one line; names quoted in it come from files: control characters shown, long ones shortened
+        super().__init__(one_line(f"{where}: {message}" if where else message))
 
 
 class MissingExtraError(RooflineError, ImportError):
@@ -32,3 +34,19 @@ def require(module: str, extra: str):  # type: ignore[no-untyped-def]
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(module.split(".")[0], extra) from exc
+
+
+def env_limit(env: str, default: int) -> int:
+    """A stated limit on work (sizes, nodes, points): environment variable ``env`` when set, else ``default``.
+
+    >>> env_limit("ROOFLINE_NO_SUCH_LIMIT", 10)
+    10
+    """
+    import os
+
+    text = os.environ.get(env, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise RooflineError(f"environment variable {env}={text[:40]!r} must be a positive integer")
+    return int(text)

@@ -460,7 +460,7 @@ def measure_target(target: str, input_specs: Sequence[str], device: Device | str
     valid token ids); without them the callable's own (module, inputs) pair is used.
     """
     torch = require("torch", "torch")
-    from roofline.frontends.target import call_target, parse_input
+    from roofline.frontends.target import call_target, parse_input, user_code
 
     parsed = [parse_input(s) for s in input_specs]
     made, inputs = call_target(target, meta=False)
@@ -475,7 +475,8 @@ def measure_target(target: str, input_specs: Sequence[str], device: Device | str
         raise RooflineError(f"{target} returned a module without inputs; give --input SHAPE[:DTYPE]")
     if any(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in inputs):
         raise RooflineError(f"{target} returned meta inputs; give --input SHAPE[:DTYPE] to measure")
-    return measure(made, *inputs, device=device, repeats=repeats, warmup=warmup)
+    with user_code(target, "raised while measured"):  # the forward runs here: its errors are the user's
+        return measure(made, *inputs, device=device, repeats=repeats, warmup=warmup)
 
 
 __all__ = ["OpTimings", "Timing", "default_device", "join_events", "kernel", "measure", "measure_callable",

@@ -54,13 +54,35 @@ FORMS = {
 def parse_quantity(text: str | float | int, kind: str = "number", *, field: str = "value") -> float:
     """Parse ``text`` as a quantity of ``kind`` (flops, bandwidth, bytes, flop, seconds, number).
 
-    Numbers pass through.  Raises :class:`RooflineError` naming the accepted forms.
+    Numbers pass through.  The result is always finite (NaN, infinities and numbers beyond float
+    range, e.g. '1e400 GB/s', are refused).  Raises :class:`RooflineError` naming the accepted forms.
     """
+    value = _parse(text, kind, field)
+    if not math.isfinite(value):
+        raise RooflineError(f"{field}: {_shown(text)} is not a finite number; expected {FORMS[kind]}")
+    return value
+
+
+def _shown(text: object) -> str:
+    if isinstance(text, int) and not isinstance(text, bool) and abs(text) >= 10**40:
+        return f"an integer of {len(str(abs(text))) if abs(text) < 10**4000 else '>4000'} digits"
+    s = ascii(text) if isinstance(text, str) and not text.isprintable() else repr(text)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _parse(text: str | float | int, kind: str, field: str) -> float:
+    if kind not in FORMS:
+        raise ValueError(f"unknown quantity kind {kind!r}")  # a caller's bug, not input
     if isinstance(text, bool):
         raise RooflineError(f"{field}: expected {FORMS[kind]}, got {text!r}")
     if isinstance(text, (int, float)):
-        return float(text)
-    s = str(text).strip()
+        try:
+            return float(text)
+        except OverflowError:
+            return math.inf
+    if not isinstance(text, str):
+        raise RooflineError(f"{field}: expected {FORMS[kind]}, got {_shown(text)}")
+    s = text.strip()
     if kind == "seconds":
         m = re.match(r"^\s*([-+]?[\d.eE+-]+)\s*(ms|us|µs|ns|s)?\s*$", s)
         if m:
@@ -71,10 +93,10 @@ def parse_quantity(text: str | float | int, kind: str = "number", *, field: str 
             if value is not None:
                 scale = {"ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(m.group(2) or "s", 1.0)
                 return value * scale
-        raise RooflineError(f"{field}: cannot parse {text!r}; expected {FORMS[kind]}")
+        raise RooflineError(f"{field}: cannot parse {_shown(text)}; expected {FORMS[kind]}")
     m = _PATTERN.match(s)
     if not m:
-        raise RooflineError(f"{field}: cannot parse {text!r}; expected {FORMS[kind]}")
+        raise RooflineError(f"{field}: cannot parse {_shown(text)}; expected {FORMS[kind]}")
     value = float(m.group("num"))
     prefix, unit = m.group("prefix"), m.group("unit")
     # "100GFLOPS": the regex may have taken no prefix and left "GFLOPS" in the unit.
@@ -84,13 +106,13 @@ def parse_quantity(text: str | float | int, kind: str = "number", *, field: str 
         prefix, unit = unit[:1], unit[1:]
     scale = IEC.get(prefix) or SI.get(prefix)
     if scale is None:
-        raise RooflineError(f"{field}: unknown prefix in {text!r}; expected {FORMS[kind]}")
+        raise RooflineError(f"{field}: unknown prefix in {_shown(text)}; expected {FORMS[kind]}")
     if unit:
         unit_kind = _UNITS.get(unit.lower())
         if unit_kind is None or (kind != "number" and unit_kind != kind and not (kind == "flop" and unit_kind == "flops" and unit.lower() == "flops")):
-            raise RooflineError(f"{field}: unknown or wrong unit {unit!r} in {text!r}; expected {FORMS[kind]}")
+            raise RooflineError(f"{field}: unknown or wrong unit {unit!r} in {_shown(text)}; expected {FORMS[kind]}")
     if prefix in IEC and kind in ("flops", "flop"):
-        raise RooflineError(f"{field}: IEC prefix {prefix!r} makes no sense for FLOPs in {text!r}; expected {FORMS[kind]}")
+        raise RooflineError(f"{field}: IEC prefix {prefix!r} makes no sense for FLOPs in {_shown(text)}; expected {FORMS[kind]}")
     return value * scale
 
 

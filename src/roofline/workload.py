@@ -21,7 +21,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,15 +148,19 @@ class Workload:
                 columns[c] = arr
             else:
                 default = {"kind": "other", "precision": "fp32", "unit": "vector"}.get(c, "")
-                values = [default] * n if raw is None else [v if type(v) is str else default if v is None else str(v)
-                                                           for v in raw]
+                if raw is None:
+                    values = [default] * n
+                elif isinstance(raw, list) and set(map(type, raw)) == {str}:  # the common case: one C-speed scan
+                    values = raw
+                else:
+                    values = [v if type(v) is str else default if v is None else str(v) for v in raw]
                 if c in _ENUMS:
                     allowed = _ENUMS[c]
                     bad = set(values) - set(allowed)
                     if bad:
                         v = sorted(bad)[0]
                         i = values.index(v)
-                        raise RooflineError(f"op {i} ({cols['name'][i]!s}): {c} {v!r} is not one of "
+                        raise RooflineError(f"op {i} ({_shown(cols['name'][i])}): {c} {_shown(v)} is not one of "
                                             f"{', '.join(repr(a) for a in allowed)}", where=where)
                 table, codes = _encode(values, list(_ENUMS.get(c, ())))
                 tables[c] = table
@@ -230,35 +234,65 @@ class Workload:
 
     @classmethod
     def from_dict(cls, d: Any, *, where: str = "workload") -> Workload:
+        """Validate a ``roofline.workload/1`` object field by field and build it.
+
+        ``ops`` is a list of op objects or an object of columns (lists).  Required per op: name,
+        flops, bytes_read and bytes_written (or ``bytes``, taken as reads); every other field is
+        optional, op by op: absent or null means its default (count 1, not measured, 0 bytes, ...).
+        """
+        from roofline.fileio import as_list, shown, wrong
+
         if not isinstance(d, Mapping):
-            raise RooflineError(f"expected a JSON object, got {type(d).__name__}", where=where)
+            raise RooflineError(f"expected a JSON object, got {_json_kind(d)}", where=where)
         schema = d.get("schema")
         if schema != WORKLOAD_SCHEMA:
-            raise RooflineError(f"schema: expected {WORKLOAD_SCHEMA!r}, got {schema!r}", where=where)
+            raise RooflineError(f"schema: expected {WORKLOAD_SCHEMA!r}, got {shown(schema)}", where=where)
         if "ops" not in d:
             raise RooflineError("missing field 'ops'", where=where)
+        meta = _json_meta(d, where)  # the document top-down: metadata, then ops
         ops = d["ops"]
-        if isinstance(ops, list):  # also accept a list of op objects
+        if isinstance(ops, list):  # a list of op objects
             if not ops:
-                raise RooflineError("the op list is empty", where=where)
-            if not all(isinstance(o, Mapping) for o in ops):
-                raise RooflineError("ops must be a list of objects or an object of columns", where=where)
-            keys = sorted({k for o in ops for k in o})
-            ops = {k: [o.get(k) for o in ops] for k in keys}
-            for k in ("name", "flops", "bytes_read", "bytes_written", "bytes"):
-                if k in ops and any(v is None for v in ops[k]):
-                    i = ops[k].index(None)
-                    raise RooflineError(f"op {i}: missing field {k!r}", where=where)
-        if not isinstance(ops, Mapping):
-            raise RooflineError("ops must be a list of objects or an object of columns", where=where)
-        unsupported = []
-        for u in d.get("unsupported", []):
-            unsupported.append(UnsupportedOp(str(u["name"]), int(u.get("count", 1)), float(u.get("bytes", 0.0))))
-        return cls.from_columns(
-            where=where, title=str(d.get("title", "workload")), source=str(d.get("source", "")),
-            bytes_model=str(d.get("bytes_model", UNFUSED)), assumptions=list(d.get("assumptions", [])),
-            warnings=list(d.get("warnings", [])), unsupported=unsupported, info=dict(d.get("info", {})),
-            **dict(ops))
+                raise RooflineError("ops: the op list is empty", where=where)
+            for i, o in enumerate(ops):
+                if not isinstance(o, Mapping):
+                    raise wrong(f"ops[{i}]", "an op object", o, where)
+            keys = dict.fromkeys(k for o in ops for k in o)
+            cols = {k: [o.get(k) for o in ops] for k in keys}
+
+            def label(c: str, i: int) -> str:
+                return f"ops[{i}].{c}"
+        elif isinstance(ops, Mapping):  # an object of columns
+            cols = {k: as_list(v, f"ops.{k}", where) for k, v in ops.items()}
+
+            def label(c: str, i: int) -> str:
+                return f"ops.{c}[{i}]"
+        else:
+            raise wrong("ops", "a list of op objects or an object of columns", ops, where)
+        return cls._from_checked(meta, cols, where, label)
+
+    @classmethod
+    def _from_checked(cls, meta: dict[str, Any], cols: dict[str, list[Any]], where: str,
+                      label: Callable[[str, int], str]) -> Workload:
+        """Type-check every op column (``label(column, i)`` names a value), then build with checked ``meta``."""
+
+        for c in cols:
+            if c not in COLUMNS and c != "bytes":
+                i = next((i for i, v in enumerate(cols[c]) if v is not None), 0)
+                raise RooflineError(f"{label(c, i)}: unknown field {_shown(c)}; known: {', '.join(COLUMNS)}",
+                                    where=where)
+        has_bytes = "bytes" in cols and "bytes_read" not in cols
+        missing = [c for c in _REQUIRED if c not in cols and not (has_bytes and c in ("bytes_read", "bytes_written"))]
+        if missing:
+            raise RooflineError(f"ops: missing column(s) {', '.join(missing)}; required: {', '.join(_REQUIRED)}",
+                                where=where)
+        checked: dict[str, Any] = {}
+        for c, values in cols.items():
+            if c in _STRINGS or c in _ENUMS:
+                checked[c] = _json_strings(values, c, where, label)
+            else:
+                checked[c] = _json_numbers(values, c, where, label)
+        return cls.from_columns(where=where, **meta, **checked)
 
     def save(self, path: str | Path) -> None:
         from roofline.fileio import write_text_atomic
@@ -268,11 +302,11 @@ class Workload:
     @classmethod
     def load(cls, path: str | Path) -> Workload:
         """A workload from JSON (``roofline.workload/1``) or CSV (by extension)."""
-        from roofline.fileio import read_json
+        from roofline.fileio import read_json, shown_path
 
         if str(path).lower().endswith(".csv"):
             return cls.from_csv(path)
-        return cls.from_dict(read_json(path), where=str(path))
+        return cls.from_dict(read_json(path), where=shown_path(path))
 
     def to_csv(self) -> str:
         """CSV of the op columns; the first line is a comment holding the metadata."""
@@ -293,31 +327,65 @@ class Workload:
 
     @classmethod
     def from_csv(cls, path: str | Path) -> Workload:
-        where = str(path)
+        """A workload from CSV: a header row of op fields, one op per row; an optional first line
+        ``# {...}`` holds the metadata as JSON.  An empty cell means the field's default."""
+        from roofline.fileio import parse_json, read_text, shown_path
+
+        where = shown_path(path)
+        text = read_text(path)
+        meta: Any = {}
+        first = 1
+        if text.startswith("#"):
+            head, _, text = text.partition("\n")
+            meta = parse_json(head[1:], f"{where}: line 1 (metadata comment)")
+            if not isinstance(meta, dict):
+                raise RooflineError(f"line 1: the metadata comment must be a JSON object, got {_json_kind(meta)}",
+                                    where=where)
+            first = 2
+        checked_meta = _json_meta(meta, where)
+        reader = csv.reader(io.StringIO(text, newline=""))
+        rows: list[tuple[int, list[str]]] = []
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise RooflineError(f"cannot read: {exc.strerror or exc}", where=where) from None
-        meta: dict[str, Any] = {"schema": WORKLOAD_SCHEMA}
-        lines = text.splitlines()
-        if lines and lines[0].startswith("#"):
-            try:
-                meta.update(json.loads(lines[0][1:]))
-            except json.JSONDecodeError:
-                raise RooflineError("first-line metadata comment is not valid JSON", where=where) from None
-            lines = lines[1:]
-        rows = list(csv.reader(lines))
+            for row in reader:
+                if row:
+                    rows.append((reader.line_num + first - 1, row))
+        except csv.Error as exc:
+            raise RooflineError(f"line {reader.line_num + first - 1}: not valid CSV: {exc}", where=where) from None
         if not rows:
             raise RooflineError("no header row", where=where)
-        header, body = rows[0], [r for r in rows[1:] if r]
-        cols: dict[str, list[Any]] = {h: [r[i] if i < len(r) else "" for r in body] for i, h in enumerate(header)}
-        for c in list(cols):
-            if c in _NUMERIC:
-                cols[c] = [math.nan if v in ("", "nan", "None") and c == "measured_seconds" else v for v in cols[c]]
-        meta["ops"] = cols
-        return cls.from_dict(meta, where=where)
+        header = rows[0][1]
+        unknown = [h for h in header if h not in COLUMNS and h != "bytes"]
+        if unknown:
+            raise RooflineError(f"header: unknown column {_shown(unknown[0])}; known: {', '.join(COLUMNS)}", where=where)
+        for h in header:
+            if header.count(h) > 1:
+                raise RooflineError(f"header: column {h!r} given twice", where=where)
+        body = rows[1:]
+        if not body:
+            raise RooflineError("no op rows below the header", where=where)
+        for n, r in body:
+            if len(r) > len(header):
+                raise RooflineError(f"line {n}: {len(r)} cells, the header has {len(header)} (quote a name with a comma)",
+                                    where=where)
+        lines = [n for n, _ in body]
+        cols: dict[str, list[Any]] = {}
+        for j, h in enumerate(header):
+            cells = [r[j] if j < len(r) else "" for _, r in body]
+            if h in _NUMERIC or h == "bytes" or (h in _ENUMS):
+                # an empty cell is the field's default; "nan"/"None" also mean 'not measured'
+                empty = ("", "nan", "None", "NaN") if h == "measured_seconds" else ("",)
+                cells = [None if v.strip() in empty else v for v in cells]
+            if h in _NUMERIC or h == "bytes":
+                cells = _csv_numbers(cells, h, where, lines)
+            cols[h] = cells
+        return cls._from_checked(checked_meta, cols, where, lambda c, i: f"line {lines[i]}: {c}")
 
 
+_DEFAULTS = {"count": 1.0, "measured_seconds": math.nan}
+#: Ranges of op figures (per run): beyond them a product or sum in the analysis could overflow to inf.
+MAX_FIGURE = 1e30  # FLOPs or bytes of one run of one op
+MAX_COUNT = 1e15
+MIN_SECONDS, MAX_SECONDS = 1e-15, 1e9
 _META = ("title", "source", "bytes_model", "assumptions", "warnings", "unsupported", "info")
 
 
@@ -386,16 +454,202 @@ def _float_column(raw: Any, c: str, where: str) -> np.ndarray:
         raise
 
 
-def _check_numeric(arr: np.ndarray, c: str, where: str) -> None:
+def _check_numeric(arr: np.ndarray, c: str, where: str, label: Callable[[str, int], str] | None = None) -> None:
+    """Every value of column ``c`` finite and in its range (the ranges keep every product and sum in
+    the analysis finite: no FLOP or byte figure above 1e30, no count above 1e15)."""
     if c == "measured_seconds":
-        bad = ~(np.isnan(arr) | (np.isfinite(arr) & (arr > 0)))
-        rule = "a finite number > 0 (or empty when not measured)"
+        bad = ~(np.isnan(arr) | ((arr >= MIN_SECONDS) & (arr <= MAX_SECONDS)))
+        rule = f"a finite number > 0 from {MIN_SECONDS:g} to {MAX_SECONDS:g} (or empty when not measured)"
     elif c == "count":
-        bad = ~(np.isfinite(arr) & (arr > 0))
-        rule = "a finite number > 0"
+        bad = ~((arr > 0) & (arr <= MAX_COUNT))
+        rule = f"a finite number > 0 and <= {MAX_COUNT:g}"
     else:
-        bad = ~(np.isfinite(arr) & (arr >= 0))
-        rule = "a finite number >= 0"
+        bad = ~((arr >= 0) & (arr <= MAX_FIGURE))
+        rule = f"a finite number >= 0 and <= {MAX_FIGURE:g}"
     if bad.any():
         i = int(np.argmax(bad))
-        raise RooflineError(f"op {i}: {c} must be {rule}, got {arr[i]!r}", where=where)
+        if label is not None:
+            raise RooflineError(f"{label(c, i)} must be {rule}, got {float(arr[i])!r}", where=where)
+        raise RooflineError(f"op {i}: {c} must be {rule}, got {float(arr[i])!r}", where=where)
+
+
+_REQUIRED = ("name", "flops", "bytes_read", "bytes_written")
+
+
+def _json_kind(value: Any) -> str:
+    from roofline.fileio import json_type
+
+    return json_type(value)
+
+
+def _json_numbers(values: list[Any], c: str, where: str, label: Callable[[str, int], str]) -> np.ndarray:
+    """A numeric op field: JSON numbers only (not true/false, not strings); null/absent -> the default.
+
+    The common case (all ints and floats) is one C-speed type scan and one array conversion.
+    """
+    from roofline.fileio import wrong
+
+    required = c in _REQUIRED or c == "bytes"
+    default = _DEFAULTS.get(c, 0.0)
+    types = set(map(type, values))
+    if types <= {int, float, type(None)} and not (required and type(None) in types):
+        try:
+            arr = np.asarray(values, dtype=np.float64)  # None -> nan
+        except OverflowError:  # an integer beyond float range: found below
+            pass
+        else:
+            if type(None) in types and not math.isnan(default):
+                arr[np.equal(np.asarray(values, dtype=object), None)] = default
+            _check_numeric(arr, c, where, label)
+            return arr
+    out = np.empty(len(values))
+    for i, v in enumerate(values):
+        if v is None:
+            if required:
+                raise RooflineError(f"{label(c, i)}: missing (required: {', '.join(_REQUIRED)})", where=where)
+            out[i] = default
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise wrong(label(c, i), "a number", v, where)
+        try:
+            out[i] = float(v)
+        except OverflowError:
+            raise wrong(label(c, i), "a finite number", v, where, "too large") from None
+    _check_numeric(out, c, where, label)
+    return out
+
+
+def _csv_numbers(cells: list[str | None], c: str, where: str, lines: list[int]) -> list[float | None]:
+    """CSV cells (text) to numbers; None (empty) stays None for the default."""
+    from roofline.fileio import shown
+
+    out: list[float | None] = []
+    for i, v in enumerate(cells):
+        if v is None:
+            out.append(None)
+            continue
+        try:
+            out.append(float(v))
+        except ValueError:
+            raise RooflineError(f"line {lines[i]}: {c} must be a number, got {shown(v)}", where=where) from None
+    return out
+
+
+def _json_strings(values: list[Any], c: str, where: str, label: Callable[[str, int], str]) -> list[Any]:
+    """A text op field: JSON strings only; null/absent -> the default (the name is required)."""
+    from roofline.fileio import shown, wrong
+
+    if not set(map(type, values)) <= {str}:
+        for i, v in enumerate(values):
+            if v is None:
+                if c == "name":
+                    raise RooflineError(f"{label(c, i)}: missing (required: {', '.join(_REQUIRED)})", where=where)
+            elif type(v) is not str:
+                raise wrong(label(c, i), "a string", v, where)
+    allowed = _ENUMS.get(c)
+    if allowed is not None:
+        bad = set(values) - set(allowed) - {None}
+        if bad:
+            i = next(i for i, v in enumerate(values) if v in bad)
+            raise RooflineError(f"{label(c, i)} {shown(values[i])} is not one of "
+                                f"{', '.join(repr(a) for a in allowed)}", where=where)
+    return values
+
+
+def _json_meta(d: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The workload's metadata fields, each type-checked; absent or null -> the default."""
+    from roofline.fileio import as_int, as_list, as_number, as_object, as_str, as_str_list
+
+    def get(key: str, default: Any) -> Any:
+        v = d.get(key)
+        return default if v is None else v
+
+    unsupported = []
+    for i, u in enumerate(as_list(get("unsupported", []), "unsupported", where)):
+        f = f"unsupported[{i}]"
+        as_object(u, f, where)
+        if "name" not in u:
+            raise RooflineError(f"{f}: missing field 'name'", where=where)
+        unsupported.append(UnsupportedOp(
+            as_str(u["name"], f"{f}.name", where),
+            as_int(u["count"] if u.get("count") is not None else 1, f"{f}.count", where, minimum=1),
+            as_number(u["bytes"] if u.get("bytes") is not None else 0.0, f"{f}.bytes", where, minimum=0.0)))
+    return {"title": as_str(get("title", "workload"), "title", where),
+            "source": as_str(get("source", ""), "source", where),
+            "bytes_model": as_str(get("bytes_model", UNFUSED), "bytes_model", where),
+            "assumptions": as_str_list(get("assumptions", []), "assumptions", where),
+            "warnings": as_str_list(get("warnings", []), "warnings", where),
+            "unsupported": unsupported,
+            "info": _json_info(as_object(get("info", {}), "info", where), where)}
+
+
+#: ``info["llm"]`` (written by the LLM frontend, read back by the LLM report): its fields and JSON types.
+_LLM_RUN = {"phase": "str", "batch": "int+", "prompt": "int+", "context": "int+", "gen": "int+", "tp": "int+",
+            "flash": "bool", "all_logits": "bool"}
+_LLM_PRECISIONS = {"weights": "str", "activations": "str", "kv_cache": "str", "group_size": "int+"}
+_ARCH_POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "v_head_dim", "vocab")
+
+
+def _json_info(info: dict[str, Any], where: str) -> dict[str, Any]:
+    """``info`` is free-form, except the parts read back: ``info.llm`` is checked field by field."""
+    if info.get("llm") is not None:
+        _check_llm_info(info["llm"], where)
+    return dict(info)
+
+
+def _check_typed(d: dict[str, Any], types: Mapping[str, str], field: str, where: str, *,
+                 required: bool = True) -> None:
+    from roofline.fileio import as_bool, as_int, as_str, as_str_list
+
+    for key, kind in types.items():
+        f = f"{field}.{key}"
+        if key not in d or d[key] is None:
+            if required:
+                raise RooflineError(f"{field}: missing field {key!r}", where=where)
+            continue
+        v = d[key]
+        if kind.startswith("int"):
+            as_int(v, f, where, minimum=1 if kind == "int+" else 0, maximum=2**40)
+        elif kind == "bool":
+            as_bool(v, f, where)
+        elif kind.startswith("tuple"):
+            as_str_list(v, f, where)
+        else:
+            as_str(v, f, where)
+
+
+def _check_llm_info(raw: Any, where: str) -> None:
+    import dataclasses
+
+    from roofline.fileio import as_object, as_str, shown
+    from roofline.llm.config import Arch
+    from roofline.llm.model import MOE_ROUTINGS, PREC_BITS
+
+    llm = as_object(raw, "info.llm", where)
+    _check_typed(llm, _LLM_RUN, "info.llm", where)
+    if llm["phase"] not in ("prefill", "decode", "generate"):
+        raise RooflineError(f"info.llm.phase {shown(llm['phase'])} is not one of prefill, decode, generate", where=where)
+    if llm.get("moe_routing") is not None and as_str(llm["moe_routing"], "info.llm.moe_routing", where).strip().lower() \
+            not in MOE_ROUTINGS:
+        raise RooflineError(f"info.llm.moe_routing {shown(llm['moe_routing'])} is not one of {', '.join(MOE_ROUTINGS)}",
+                            where=where)
+    precisions = as_object(llm.get("precisions"), "info.llm.precisions", where)
+    _check_typed(precisions, _LLM_PRECISIONS, "info.llm.precisions", where)
+    for key in ("weights", "activations", "kv_cache"):
+        if precisions[key] not in PREC_BITS:
+            raise RooflineError(f"info.llm.precisions.{key} {shown(precisions[key])} is not one of "
+                                f"{', '.join(PREC_BITS)}", where=where)
+    arch = as_object(llm.get("arch"), "info.llm.arch", where)
+    for f in dataclasses.fields(Arch):
+        kind = {"int": "int+" if f.name in _ARCH_POSITIVE else "int"}.get(str(f.type), str(f.type))
+        _check_typed(arch, {f.name: kind}, "info.llm.arch", where,
+                     required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+    if (arch.get("top_k") or 0) > (arch.get("experts") or 0):
+        raise RooflineError(f"info.llm.arch.top_k {arch['top_k']} is more than info.llm.arch.experts "
+                            f"{arch.get('experts') or 0}", where=where)
+
+
+def _shown(value: Any) -> str:
+    from roofline.fileio import shown
+
+    return shown(value)

@@ -76,7 +76,9 @@ def get_device(name: str) -> Device:
     """A catalog device by name or alias; unknown names fail with the three closest."""
     dev = _index().get(normalize(name))
     if dev is None:
-        raise RooflineError(f"unknown device {name!r}; closest: {', '.join(closest(name))}"
+        from roofline.fileio import shown
+
+        raise RooflineError(f"unknown device {shown(name)}; closest: {', '.join(closest(name[:100]))}"
                             " (see 'roofline devices')")
     return dev
 
@@ -89,6 +91,16 @@ def resolve_device(spec: str | Device) -> Device:
         from roofline.bench import load_local_device
 
         return load_local_device()
-    if spec.endswith(".json") or Path(spec).is_file():
+    if not isinstance(spec, str):
+        raise RooflineError(f"device: expected a catalog name, a device JSON file or 'local', got {type(spec).__name__}")
+    if spec.lower().endswith(".json") or _is_file(spec):
         return Device.load(spec)
     return get_device(spec)
+
+
+def _is_file(spec: str) -> bool:
+    """Whether ``spec`` names an existing file; a name the OS refuses (too long, a NUL byte) is no file."""
+    try:
+        return Path(spec).is_file()
+    except (OSError, ValueError):
+        return False

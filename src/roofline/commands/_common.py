@@ -64,10 +64,12 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
 
     The facts are summarised once (:func:`roofline.summary.summarize`) and every renderer reads them.
     Advice is computed here, at the edge: levers on this device for the HTML report, other catalog
-    devices too only with ``--advice``.
+    devices too only with ``--advice``.  All or nothing: the terminal text and every output are rendered
+    before anything is printed or written (:func:`write_outputs`).
     """
     from roofline.render import terminal
     from roofline.summary import summarize
+    from roofline.text import display
 
     advice = None
     if getattr(args, "advice", False) or getattr(args, "html", None):
@@ -78,23 +80,49 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
     group_by = getattr(args, "group_by", None)
     text = terminal.render(analysis, top=getattr(args, "top", 20), group_by=group_by,
                            depth=getattr(args, "depth", None), title=title, summary=summary)
-    sys.stdout.write(text)
     if summary.llm is not None:
-        print(terminal.llm_text(summary.llm))
+        text += terminal.llm_text(summary.llm) + "\n"
     if getattr(args, "advice", False) and advice is not None:
-        print("advice:")
-        for line in advice.lines():
-            print("  " + line)
-    write_outputs(analysis, args, title=title, summary=summary)
+        text += "advice:\n" + "".join(f"  {display(line, 1024)}\n" for line in advice.lines())
+    outputs = render_outputs(analysis, args, title=title, summary=summary)
+    sys.stdout.write(text)
+    write_all(outputs)
+
+
+#: the output options, in the order they are rendered and reported: (attribute, label)
+OUTPUTS = (("output", "chart"), ("json", "json"), ("csv", "csv"), ("html", "html"))
+
+
+def render_outputs(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None,
+                   summary: Summary | None = None) -> list[tuple[str, str, bytes]]:
+    """Every requested output, rendered in memory by the renderer its extension names: (label, path, bytes)."""
+    from roofline.render import renderer_for
+
+    out = []
+    for attr, label in OUTPUTS:
+        path = getattr(args, attr, None)
+        if path:
+            data = renderer_for(path).render(analysis, title=title, summary=summary, path=path)
+            # a lone surrogate (a JSON "\ud800" escape in a name) cannot be UTF-8: written as its escape instead
+            raw = data if isinstance(data, bytes) else data.encode("utf-8", "backslashreplace")
+            out.append((label, str(path), raw))
+    return out
+
+
+def write_all(outputs: list[tuple[str, str, bytes]], *, report: bool = True) -> None:
+    """Write every (label, path, bytes) all-or-nothing (:func:`roofline.fileio.write_files_atomic`), then say
+    where each went."""
+    from roofline.fileio import write_files_atomic
+    from roofline.text import visible
+
+    write_files_atomic([(path, data) for _, path, data in outputs])
+    if report:
+        for label, path, _ in outputs:
+            print(f"{label}: {visible(path)}")
 
 
 def write_outputs(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None,
                   summary: Summary | None = None) -> None:
-    """Every requested output file, each by the renderer its extension names (:mod:`roofline.render`)."""
-    from roofline.render import renderer_for
-
-    for attr, label in (("output", "chart"), ("json", "json"), ("csv", "csv"), ("html", "html")):
-        path = getattr(args, attr, None)
-        if path:
-            renderer_for(path).save(analysis, path, title=title, summary=summary)
-            print(f"{label}: {path}")
+    """Every requested output file, each by the renderer its extension names (:mod:`roofline.render`):
+    all rendered first, then all written (:func:`write_all`), so a failing renderer writes nothing."""
+    write_all(render_outputs(analysis, args, title=title, summary=summary))

@@ -78,8 +78,10 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from roofline.catalog import resolve_device
-    from roofline.fileio import check_writable, write_text_atomic
+    from roofline.commands._common import write_all
+    from roofline.fileio import check_writable
     from roofline.render import check_chart_path
+    from roofline.text import display, for_csv
     from roofline.units import format_seconds
 
     if args.output:
@@ -98,51 +100,53 @@ def run(args: argparse.Namespace) -> int:
     workload, llm = load_workload(args.workload, args)
     rows = compare(workload, devices, precisions, llm)
     best = rows[0].time
-    print(f"{workload.title}: {len(workload)} ops, ranked by roofline time")
+    lines = [f"{display(workload.title)}: {len(workload)} ops, ranked by roofline time"]
     head = f"{'#':>2}  {'device':<32} {'precision':<9} {'time':>10} {'x best':>7}"
     if llm is not None:
         head += f" {'tokens/s':>12}"
-    print(head + "  binding roof")
+    lines.append(head + "  binding roof")
     for k, r in enumerate(rows, 1):
-        line = f"{k:>2}  {r.device[:32]:<32} {r.precision:<9} {format_seconds(r.time):>10} {r.time / best:>7.3g}"
+        line = f"{k:>2}  {display(r.device, 32):<32} {r.precision:<9} {format_seconds(r.time):>10} {r.time / best:>7.3g}"
         if llm is not None:
             line += f" {r.tokens_per_s:>12,.0f}"
-        print(line + f"  {r.binding}" + (f"; {r.memory}" if r.memory else ""))
+        lines.append(line + f"  {display(r.binding)}" + (f"; {r.memory}" if r.memory else ""))
+    # every output rendered first, then all written together: a failure leaves no file half-made
     series = [r.analysis for r in rows]
+    title = f"{workload.title}: devices compared"
+    outputs: list[tuple[str, str, bytes]] = []
     if args.output:
-        from roofline.render.compare import save_compare_chart
+        from roofline.render.compare import compare_chart_bytes
 
-        save_compare_chart(series, args.output, title=f"{workload.title}: devices compared",
-                           labels=[_label(r) for r in rows])
-        print(f"chart: {args.output}")
+        outputs.append(("chart", args.output, compare_chart_bytes(
+            series, Path(args.output).suffix.lower().lstrip("."), title=title, labels=[_label(r) for r in rows])))
     if args.html:
-        from roofline.render.html import Section, compare_figure, save_report
+        from roofline.render.html import Section, compare_figure, render_report
 
-        fig = compare_figure(series, f"{workload.title}: devices compared", [_label(r) for r in rows])
+        fig = compare_figure(series, title, [_label(r) for r in rows])
         intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} (x{r.time / best:.3g} the best)"
                  + (f", {r.tokens_per_s:,.0f} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
                  + (f"; memory {r.memory}" if r.memory else "")
                  for k, r in enumerate(rows, 1)]
-        save_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], args.html,
-                    title=f"{workload.title}: devices compared", extra_charts=[("all devices", fig)], intro=intro)
-        print(f"html: {args.html}")
+        page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
+                             extra_charts=[("all devices", fig)], intro=intro)
+        outputs.append(("html", args.html, page.encode("utf-8", "backslashreplace")))
     if args.json:
-        write_text_atomic(args.json, json.dumps({"schema": "roofline.compare/1", "workload": workload.title,
-                                                 "rows": [r.to_dict(best) for r in rows]}, indent=2) + "\n")
-        print(f"json: {args.json}")
+        doc = {"schema": "roofline.compare/1", "workload": workload.title, "rows": [r.to_dict(best) for r in rows]}
+        outputs.append(("json", args.json, (json.dumps(doc, indent=2) + "\n").encode("utf-8", "backslashreplace")))
     if args.csv:
         import csv
         import io
 
         buf = io.StringIO()
-        cw = csv.writer(buf, lineterminator="\n")
+        cw = csv.writer(buf, lineterminator="\r\n")
         keys = list(rows[0].to_dict(best))
         cw.writerow(keys)
         for r in rows:
             d = r.to_dict(best)
-            cw.writerow(["" if d[k] is None else d[k] for k in keys])
-        write_text_atomic(args.csv, buf.getvalue())
-        print(f"csv: {args.csv}")
+            cw.writerow([for_csv("" if d[k] is None else d[k]) for k in keys])
+        outputs.append(("csv", args.csv, buf.getvalue().encode("utf-8", "backslashreplace")))
+    print("\n".join(lines))
+    write_all(outputs)
     return 0
 
 

@@ -34,27 +34,32 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(d.to_json())
         return 0
+    from roofline.text import display, for_terminal
+
     con = Console(width=200)
-    con.print(f"[bold]{d.name}[/bold] ({d.vendor} {d.kind}); aliases: {', '.join(d.aliases) or '-'}")
+    # names from a device file are data: escaped for rich, control characters made visible
+    con.print(f"[bold]{for_terminal(d.name)}[/bold] ({for_terminal(d.vendor)} {d.kind}); aliases: "
+              f"{for_terminal(', '.join(d.aliases)) or '-'}")
     t = Table(title="compute ceilings (dense)", title_justify="left")
-    for col in ("unit", "precision", "peak", *(f"ridge vs {m.level}" for m in d.memory), "source"):
+    for col in ("unit", "precision", "peak", *(f"ridge vs {for_terminal(m.level)}" for m in d.memory), "source"):
         t.add_column(col, overflow="fold")
     for c in sorted(d.compute, key=lambda c: -c.flops):
         t.add_row(c.unit, c.precision, format_flops(c.flops), *(f"{c.flops / m.bandwidth:.3g} FLOP/B" for m in d.memory),
-                  c.provenance.describe())
+                  for_terminal(c.provenance.describe()))
     con.print(t)
     t = Table(title="memory ceilings", title_justify="left")
     for col in ("level", "bandwidth", "capacity", "source"):
         t.add_column(col, overflow="fold")
     for m in d.memory:
-        t.add_row(m.level, format_bandwidth(m.bandwidth), format_bytes(m.capacity) if m.capacity else "-",
-                  m.provenance.describe())
+        t.add_row(for_terminal(m.level), format_bandwidth(m.bandwidth), format_bytes(m.capacity) if m.capacity else "-",
+                  for_terminal(m.provenance.describe()))
     con.print(t)
     if d.interconnect:
         ic = d.interconnect
-        con.print(f"interconnect: {ic.name} {format_bandwidth(ic.bandwidth)} per direction — {ic.provenance.describe()}")
+        con.print(f"interconnect: {display(ic.name)} {format_bandwidth(ic.bandwidth)} per direction — "
+                  f"{display(ic.provenance.describe())}", markup=False)
     for k, v in d.metadata.items():
-        con.print(f"{k}: {v}", markup=False)
+        con.print(display(f"{k}: {v}", 2000), markup=False)
     if args.output:
         from roofline.render.chart import save_chart
 

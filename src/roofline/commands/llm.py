@@ -20,7 +20,10 @@ phases: prefill (--prompt tokens), decode (one step at --context), generate (pre
 then --gen decode steps; the default).  Precisions: 32, 16, 8, 4 or fp32, bf16, fp16, fp8,
 int8, int4 (int4 carries one fp16 scale per --group-size values).
 --sweep batch=LO..HI | LO..max | max | a,b,c: decode (or prefill) throughput against per-token latency
-per batch; the plot goes to --sweep-plot, or beside -o CHART as CHART-sweep.EXT."""
+per batch; the plot goes to --sweep-plot, or beside -o CHART as CHART-sweep.EXT.  A step coarsens the grid:
+LO..HI:*F (LO, LO*F, ..., HI) or LO..HI:+S; at most 100,000 batches (ROOFLINE_MAX_SWEEP_POINTS).
+Config sizes are bounded (ROOFLINE_MAX_LAYERS, ROOFLINE_MAX_HIDDEN, ROOFLINE_MAX_VOCAB, ...; see
+roofline.llm.config); --batch, --prompt, --context, --gen at most ROOFLINE_MAX_DIM (10**12)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -17,6 +17,9 @@ symbolic dimensions left unbound are set to 1 with a warning.  Weights are never
 external-data files may be absent.  --group-by op: one row per op type; node: one per node.
 MatMul+bias, erf-GELU and MatMul-Softmax-MatMul attention count as one op each, as onnxruntime
 fuses them; --no-fuse counts one op per node.
+Bounded: subgraphs nested at most ROOFLINE_ONNX_MAX_DEPTH (8) deep, ROOFLINE_ONNX_MAX_NODES (10**6)
+nodes with subgraphs expanded, dimensions at most ROOFLINE_MAX_DIM (10**12); constant folding
+computes shapes, not data (at most 4,096 elements per value).
 """
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_output_options, check_outputs, emit, resolve
 from roofline.errors import RooflineError, require
-from roofline.frontends.target import call_target, parse_input
+from roofline.frontends.target import call_target, parse_input, user_code
 
 EPILOG = """\
 examples:
@@ -21,6 +21,10 @@ built without allocating weights; --input SHAPE[:DTYPE] (dtype fp32 by default; 
 for token ids) replaces the returned inputs.  --group-by module|type|kind (default
 module) with --depth N cuts module paths to N parts.  Ops without a FLOP formula are
 listed as unsupported, with their bytes counted.
+
+User code: an exception raised by CALLABLE or by the model's forward, or a
+sys.exit() in either, is the user's bug: one line naming MODULE:CALLABLE with the
+exception's type and message, exit 2.  Ctrl-C still exits 130.
 """
 
 
@@ -76,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         emit(measured, args, title=f"{measured.workload.title} on {device.name}")
         return 0
     model, inputs = build(args.target, args.input)
-    workload = from_torch(model, *inputs, mode="training" if args.training else "inference")
+    with user_code(args.target, "raised while tracing its forward:"):
+        workload = from_torch(model, *inputs, mode="training" if args.training else "inference")
     analysis = analyze(workload, device)
     emit(analysis, args, title=f"{workload.title} on {device.name}")
     return 0

@@ -16,6 +16,12 @@ MoE layers use transformers' grouped-matmul experts: every expert's weights
 are read once per layer and the FLOPs are those of the routed tokens
 (tokens x top-k), whatever the routing.
 
+The config is validated before anything is built (:func:`roofline.llm.config.check_config`):
+sizes must be whole numbers within the limits stated there (``ROOFLINE_MAX_LAYERS``,
+``ROOFLINE_MAX_HIDDEN``, ``ROOFLINE_MAX_VOCAB``, ...), rope scaling a known type;
+``batch``, ``seq_len`` and ``kv_len`` are at most ``ROOFLINE_MAX_DIM``
+(:func:`roofline.frontends.target.check_dims`).
+
 >>> from roofline.frontends.hf import from_hf_config
 >>> w = from_hf_config({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
 ...                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, require
+from roofline.frontends.target import check_dims
 from roofline.frontends.torch import DTYPE_NAMES
 from roofline.workload import Workload
 
@@ -64,7 +71,29 @@ def load_config_dict(config: str | Path | Mapping[str, Any]) -> tuple[dict[str, 
             v = data.get(n)
             if n in data and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
                 raise RooflineError(f"field {n!r} must be a positive integer, got {v!r}", where=where)
+    from roofline.llm.config import check_config
+
+    check_config(data, where, strict_int=True)
+    _check_heads(data, where)
     return data, where
+
+
+def _first(data: Mapping[str, Any], *names: str) -> tuple[str, Any]:
+    return next(((n, data[n]) for n in names if data.get(n) is not None), (names[0], None))
+
+
+def _check_heads(data: Mapping[str, Any], where: str) -> None:
+    """Head counts are positive and divide what they split (types and limits: check_config)."""
+    for key in ("num_attention_heads", "n_head", "num_key_value_heads", "intermediate_size", "head_dim"):
+        if data.get(key) == 0:
+            raise RooflineError(f"{key} must be a positive integer, got 0", where=where)
+    hkey, heads = _first(data, "num_attention_heads", "n_head")
+    dkey, hidden = _first(data, "hidden_size", "n_embd", "d_model")
+    if heads and hidden and data.get("head_dim") is None and hidden % heads:
+        raise RooflineError(f"{dkey} {hidden} is not divisible by {hkey} {heads}", where=where)
+    kv = data.get("num_key_value_heads")
+    if heads and kv and heads % kv:
+        raise RooflineError(f"num_key_value_heads {kv} does not divide {hkey} {heads}", where=where)
 
 
 def build_config(data: Mapping[str, Any], where: str = "config") -> Any:
@@ -114,10 +143,7 @@ def prepare(config: str | Path | Mapping[str, Any], phase: str = "prefill", batc
 
     Used by :func:`from_hf_config` and by benchmarks that run other counters on the same model.
     """
-    torch = require("torch", "hf")
-    transformers = require("transformers", "hf")
-
-    data, where = load_config_dict(config)
+    data, where = load_config_dict(config)  # all input checked before importing torch / transformers
     if phase not in ("prefill", "decode"):
         raise RooflineError(f"phase must be 'prefill' or 'decode', got {phase!r}")
     if dtype not in DTYPES:
@@ -128,6 +154,9 @@ def prepare(config: str | Path | Mapping[str, Any], phase: str = "prefill", batc
                          ("kv_len", kv_len, 1 if phase == "decode" else 0)):
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise RooflineError(f"{name} must be an integer >= {low}, got {v!r}")
+        check_dims((v,), name)
+    torch = require("torch", "hf")
+    transformers = require("transformers", "hf")
     cfg = build_config(data, where)
     cfg._attn_implementation = "sdpa"
     torch_dtype = getattr(torch, DTYPES[dtype])

@@ -28,6 +28,26 @@ What is counted, and how:
   counts the taken branch when the condition is constant, else the costlier one
   (with a warning).
 
+Bounded work, whatever the file says (each limit is stated in its error and set by an
+environment variable, a positive integer):
+
+* ``ROOFLINE_ONNX_MAX_DEPTH`` (default 8): Loop / Scan / If subgraphs nested deeper
+  are refused.
+* ``ROOFLINE_ONNX_MAX_NODES`` (default 1,000,000): nodes walked in all, subgraphs
+  expanded (each ``If`` branch is walked once, whatever the nesting).
+* ``ROOFLINE_MAX_DIM`` (default 10**12): a dimension given in ``input_shapes`` /
+  ``--input`` (:func:`roofline.frontends.target.check_dims`).
+* Constant folding evaluates shapes, not data: a node is evaluated only when its
+  result holds at most ``_STATIC_MAX`` (4,096) elements, judged from its inputs
+  *before* it runs; a bigger one (``Range`` to 3e8, ``ConstantOfShape`` /
+  ``Expand`` / ``Tile`` to huge shapes) stays unknown, with a warning.
+
+Malformed graphs are one-line errors naming the node: an attribute whose type is
+not the one the op's schema declares, ``group`` / ``strides`` / ``kernel_shape`` /
+``dilations`` < 1, negative ``pads``, a ``perm`` that is not a permutation, ``If``
+without branches, ``Loop`` / ``Scan`` without a body, a trip count that is negative
+or not a whole number, MatMul / Gemm / Conv inputs of too small a rank.
+
 >>> import os, onnx, roofline
 >>> zoo = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 >>> w = roofline.from_onnx(os.path.join(zoo, "light_resnet50.onnx"), {"gpu_0/data_0": (1, 3, 224, 224)})
@@ -52,6 +72,16 @@ from roofline.workload import Op, Workload, WorkloadBuilder
 
 #: Bound to a symbolic dimension nobody named (e.g. a dynamic batch axis), with a warning.
 DEFAULT_DIM = 1
+#: limit name -> (default, environment variable)
+LIMITS = {"depth": (8, "ROOFLINE_ONNX_MAX_DEPTH"), "nodes": (1_000_000, "ROOFLINE_ONNX_MAX_NODES")}
+
+
+def limit(name: str) -> int:
+    """The current value of limit ``name`` (:data:`LIMITS`): its environment variable, else the default."""
+    from roofline.errors import env_limit
+
+    default, env = LIMITS[name]
+    return env_limit(env, default)
 
 # -- ONNX element types ----------------------------------------------------------------------
 # TensorProto.DataType codes -> (bytes per element, precision for the compute roof).
@@ -485,7 +515,9 @@ def _parse_shape(value: Any, name: str) -> tuple[int, ...]:
         raise RooflineError(f"input {name!r}: shape {value!r} must be integers like 1x3x224x224") from None
     if any(d <= 0 for d in dims):
         raise RooflineError(f"input {name!r}: shape {value!r} has a dimension <= 0")
-    return dims
+    from roofline.frontends.target import check_dims
+
+    return check_dims(dims, f"input {name!r}")
 
 
 def _dims_text(dims: Sequence[Any]) -> str:
@@ -506,7 +538,11 @@ def _bind_inputs(model: Any, input_shapes: Mapping[str, Any], default_dim: int, 
         if key in by_name:
             shapes[key] = _parse_shape(value, key)
         elif key in symbols_declared and isinstance(value, int) and not isinstance(value, bool):
-            symbols[key] = int(value)
+            if value < 1:
+                raise RooflineError(f"input {key!r}: symbolic dimension {value} must be >= 1", where=where)
+            from roofline.frontends.target import check_dims
+
+            symbols[key] = check_dims((int(value),), f"input {key!r}")[0]
         else:
             names = ", ".join(sorted(by_name)) or "(none)"
             extra = f"; symbolic dims: {', '.join(sorted(symbols_declared))}" if symbols_declared else ""
@@ -586,6 +622,36 @@ class _Ctx:
     folded: int = 0
     views: int = 0
     nodes: int = 0
+    where: str = "model"
+    depth: int = 0
+    expanded: list[int] = field(default_factory=lambda: [0])  # nodes walked in all (shared with If trials)
+    schemas: dict[str, Any] = field(default_factory=dict)
+
+    def trial(self) -> _Ctx:
+        """A context for walking an If branch on the side (own ops and counters, shared limits)."""
+        return _Ctx(self.onnx, self.opset, self.opsets, self.symbols, WorkloadBuilder(), self.fuse,
+                    stored=self.stored, where=self.where, depth=self.depth, expanded=self.expanded,
+                    schemas=self.schemas)
+
+    def adopt(self, other: _Ctx) -> None:
+        """Take over the ops, warnings and counts of a trial walk (instead of walking the branch again)."""
+        b, o = self.builder, other.builder
+        for c, column in o._rows.items():
+            b._rows[c].extend(column)
+        for u in o.unsupported.values():
+            mine = b.unsupported.get(u.name)
+            b.unsupported[u.name] = dataclasses.replace(u, count=u.count + (mine.count if mine else 0),
+                                                        bytes=u.bytes + (mine.bytes if mine else 0.0))
+        for message in o.warnings:
+            b.warn(message)
+        for message in o.assumptions:
+            b.assume(message)
+        self.unknown_nodes += other.unknown_nodes
+        for k, n in other.fusions.items():
+            self.fusions[k] = self.fusions.get(k, 0) + n
+        self.folded += other.folded
+        self.views += other.views
+        self.nodes += other.nodes
 
 
 def _tensor_of(vi: Any, symbols: Mapping[str, int]) -> _Tensor | None:
@@ -620,7 +686,7 @@ def _small_value(ctx: _Ctx, graph: Any, name: str, const_values: Mapping[str, An
     if name in const_values:
         return const_values[name]
     for init in graph.initializer:
-        if init.name == name and init.data_location != 1:
+        if init.name == name and init.data_location != 1 and math.prod(init.dims) <= 16:
             try:
                 return ctx.onnx.numpy_helper.to_array(init)
             except Exception:
@@ -898,14 +964,56 @@ def _attr(onnx: Any, a: Any) -> Any:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+#: attributes whose every value must be >= 1 (or >= 0 for pads) where the op has them
+_AT_LEAST = {"group": 1, "strides": 1, "dilations": 1, "kernel_shape": 1, "pads": 0}
+#: minimum input rank of ops whose cost formulas index shapes
+_MIN_RANK = {"MatMul": 1, "MatMulInteger": 1, "Gemm": 2, "Conv": 3, "ConvTranspose": 3, "ConvInteger": 3,
+             "MaxPool": 3, "AveragePool": 3, "LpPool": 3}
+
+
+def _check_attributes(ctx: _Ctx, node: Any, name: str) -> None:
+    """Attribute types as the op's schema declares them, and the few values cost formulas divide by or index with."""
+    onnx = ctx.onnx
+    key = node.op_type
+    if key not in ctx.schemas:
+        try:
+            ctx.schemas[key] = onnx.defs.get_schema(key, ctx.opset, "").attributes
+        except Exception:  # onnx.defs.SchemaError: an op (or opset) onnx does not know; nothing to check against
+            ctx.schemas[key] = {}
+    declared = ctx.schemas[key]
+    for a in node.attribute:
+        want = declared.get(a.name)
+        if want is not None and a.type != want.type:
+            got = onnx.AttributeProto.AttributeType.Name(a.type) if a.type in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                                                                                 13, 14) else str(a.type)
+            raise RooflineError(f"node {name!r} ({key}): attribute {a.name!r} must be "
+                                f"{onnx.AttributeProto.AttributeType.Name(want.type)}, got {got}", where=ctx.where)
+        low = _AT_LEAST.get(a.name)
+        if low is not None and a.type in (2, 7):  # INT, INTS
+            values = [a.i] if a.type == 2 else list(a.ints)
+            if any(v < low for v in values):
+                raise RooflineError(f"node {name!r} ({key}): attribute {a.name!r} must be >= {low}, got "
+                                    f"{values if a.type == 7 else values[0]}", where=ctx.where)
+        if key == "Transpose" and a.name == "perm" and sorted(a.ints) != list(range(len(a.ints))):
+            raise RooflineError(f"node {name!r} (Transpose): perm {list(a.ints)} is not a permutation of "
+                                f"0..{len(a.ints) - 1}", where=ctx.where)
+
+
 def _walk(ctx: _Ctx, graph: Any, tensors: dict[str, _Tensor], consts: set[str], const_values: dict[str, Any],
           prefix: str, count: float) -> None:
     onnx = ctx.onnx
     # pass 1: classify nodes; constant subgraphs fold (as an inference runtime does)
     ops: list[int] = []
+    top = limit("nodes")
     for index, node in enumerate(graph.node):
         ctx.nodes += 1
+        ctx.expanded[0] += 1
+        if ctx.expanded[0] > top:
+            raise RooflineError(f"more than {top:,} nodes with subgraphs expanded (Loop / Scan / If bodies; set "
+                                "ROOFLINE_ONNX_MAX_NODES to raise the limit)", where=ctx.where)
         op_type, default = node.op_type, node.domain in ("", "ai.onnx")
+        if default:
+            _check_attributes(ctx, node, prefix + (node.name or f"{op_type}_{index}"))
         present = [i for i in node.input if i]
         if op_type == "Constant" and default:
             consts.update(node.output)
@@ -968,6 +1076,13 @@ def _emit(ctx: _Ctx, name: str, key: str, op_type: str, inputs: list[str], outpu
         if i in ctx.stored and (t := ins[k]) is not None and t.numel:
             ins[k] = T(t.shape, ctx.stored[i] / t.numel)
     outs = [_as_t(tensors.get(o)) if o else None for o in outputs]
+    rank = _MIN_RANK.get(key)
+    if rank is not None:
+        for k in range(min(2, len(ins))):
+            if (t := ins[k]) is not None and len(t.shape) < rank:
+                raise RooflineError(f"node {name!r} ({op_type}): input {inputs[k]!r} has rank {len(t.shape)} "
+                                    f"({'scalar' if not t.shape else 'x'.join(map(str, t.shape))}); {op_type} needs "
+                                    f"rank >= {rank}", where=ctx.where)
     needed = range(len(ins)) if data_idx is None else data_idx
     if any(ins[i] is None for i in needed if i < len(ins) and inputs[i]) or \
             any(o is None for o, n in zip(outs, outputs, strict=False) if n):
@@ -1000,33 +1115,46 @@ def _subgraph(ctx: _Ctx, node: Any, name: str, tensors: dict[str, _Tensor], cons
     """Loop / Scan / If: infer the body's shapes standalone, then walk it ``trip count`` times."""
     attrs = {a.name: a for a in node.attribute}
     op = node.op_type
+
+    def graph_attr(key: str) -> Any:
+        a = attrs.get(key)
+        if a is None:
+            raise RooflineError(f"{op} node {name!r}: missing attribute {key!r} (its subgraph)", where=ctx.where)
+        if a.type != ctx.onnx.AttributeProto.GRAPH:
+            raise RooflineError(f"{op} node {name!r}: attribute {key!r} must be a graph", where=ctx.where)
+        return a.g
+
     if op == "If":
-        cond = _small_value(ctx, graph, node.input[0], const_values)
-        branches = [("then_branch", attrs["then_branch"].g), ("else_branch", attrs["else_branch"].g)]
-        if cond is not None:
+        branches = [("then_branch", graph_attr("then_branch")), ("else_branch", graph_attr("else_branch"))]
+        cond = _small_value(ctx, graph, node.input[0], const_values) if node.input else None
+        if cond is not None and getattr(cond, "size", 0) >= 1:
             taken = branches[0] if bool(cond.reshape(-1)[0]) else branches[1]
             _body(ctx, taken[1], [], f"{name}/{taken[0]}/", tensors, consts, const_values, count)
             return
-        # unknown condition: count the costlier branch (an upper bound), say so
-        best = None
+        # unknown condition: count the costlier branch (an upper bound), say so; each branch is walked once
+        best: tuple[float, str, _Ctx] | None = None
         for label, g in branches:
-            trial = _Ctx(ctx.onnx, ctx.opset, ctx.opsets, ctx.symbols, WorkloadBuilder(), ctx.fuse,
-                         stored=ctx.stored)
+            trial = ctx.trial()
             _body(trial, g, [], f"{name}/{label}/", dict(tensors), set(consts), dict(const_values), count)
-            flops = trial.builder.build().total_flops if len(trial.builder) else 0.0
+            flops = float(sum(f * c for f, c in zip(trial.builder._rows["flops"], trial.builder._rows["count"],
+                                                      strict=True)))
             if best is None or flops > best[0]:
-                best = (flops, label, g)
+                best = (flops, label, trial)
         assert best is not None
         ctx.builder.warn(f"If node {name!r}: condition not constant; counted the costlier branch ({best[1]})")
-        _body(ctx, best[2], [], f"{name}/{best[1]}/", tensors, consts, const_values, count)
+        ctx.adopt(best[2])
         return
-    body = attrs["body"].g
+    body = graph_attr("body")
     if op == "Loop":
         trips = None
         if node.input[0]:
             value = _small_value(ctx, graph, node.input[0], const_values)
-            if value is not None:
-                trips = int(value.reshape(-1)[0])
+            if value is not None and getattr(value, "size", 0) >= 1:
+                first = value.reshape(-1)[0]
+                if value.dtype.kind not in "iu" or first < 0:
+                    raise RooflineError(f"Loop node {name!r}: trip count {first.item()!r} must be a whole number >= 0 "
+                                        f"(an int64 scalar)", where=ctx.where)
+                trips = int(first)
         carried = [tensors.get(i) for i in node.input[2:]]
         # body inputs: iteration number, condition, carried values
         known = [_Tensor((), 7), _Tensor((), 9), *carried]
@@ -1034,7 +1162,11 @@ def _subgraph(ctx: _Ctx, node: Any, name: str, tensors: dict[str, _Tensor], cons
             ctx.builder.warn(f"Loop node {name!r}: trip count not static; its body is counted once")
             trips = 1
     else:  # Scan (opset >= 9): the last num_scan_inputs inputs are scanned along their axes
-        n_scan = int(attrs["num_scan_inputs"].i)
+        a = attrs.get("num_scan_inputs")
+        n_scan = int(a.i) if a is not None and a.type == ctx.onnx.AttributeProto.INT else 0
+        if not 1 <= n_scan <= len(node.input):
+            raise RooflineError(f"Scan node {name!r}: attribute 'num_scan_inputs' must be an integer in "
+                                f"1..{len(node.input)} (its inputs)", where=ctx.where)
         state = [tensors.get(i) for i in node.input[: len(node.input) - n_scan]]
         scanned = [tensors.get(i) for i in node.input[len(node.input) - n_scan:]]
         axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else [0] * n_scan
@@ -1050,6 +1182,13 @@ def _subgraph(ctx: _Ctx, node: Any, name: str, tensors: dict[str, _Tensor], cons
         if trips is None:
             ctx.builder.warn(f"Scan node {name!r}: sequence length unknown; its body is counted once")
             trips = 1
+    from roofline import workload as _workload
+
+    top = getattr(_workload, "MAX_COUNT", math.inf)
+    if count * max(trips, 1) > top:
+        raise RooflineError(f"{op} node {name!r}: {trips:,} iterations" + (f" x {count:g} (enclosing loops)"
+                                                                             if count > 1 else "")
+                            + f" exceed the {top:g} repetitions an op may count", where=ctx.where)
     _body(ctx, body, known, f"{name}/", tensors, consts, const_values, count * max(trips, 1))
 
 
@@ -1057,6 +1196,10 @@ def _body(ctx: _Ctx, body: Any, known: list[_Tensor | None], prefix: str, outer:
           consts: set[str], const_values: dict[str, Any], count: float) -> None:
     """Shape-infer a subgraph as a standalone model (outer values as inputs), then walk it."""
     onnx = ctx.onnx
+    deepest = limit("depth")
+    if ctx.depth + 1 > deepest:
+        raise RooflineError(f"subgraph {prefix.rstrip('/')!r} is nested more than {deepest} deep (Loop / Scan / If; "
+                            "set ROOFLINE_ONNX_MAX_DEPTH to raise the limit)", where=ctx.where)
     helper = onnx.helper
     g = onnx.GraphProto()
     g.CopyFrom(body)
@@ -1077,7 +1220,11 @@ def _body(ctx: _Ctx, body: Any, known: list[_Tensor | None], prefix: str, outer:
     try:
         model = helper.make_model(g, opset_imports=ctx.opsets)
         model.ir_version = min(model.ir_version, onnx.IR_VERSION)
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True).graph
+        big = _big_generator(onnx, model.graph)
+        if big:
+            ctx.builder.warn(f"{big} inside {prefix.rstrip('/')!r} would be materialised by onnx data propagation; "
+                             "its shape inference runs without it (shapes, not data)")
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=not big).graph
     except Exception as exc:  # a body onnx cannot infer: walk it with what is declared
         ctx.builder.warn(f"shape inference failed inside {prefix.rstrip('/')!r}: {exc.__class__.__name__}")
         inferred = g
@@ -1085,7 +1232,11 @@ def _body(ctx: _Ctx, body: Any, known: list[_Tensor | None], prefix: str, outer:
     for vi, t in zip(body.input, known, strict=False):  # loop-carried values keep their first-iteration shape
         if t is not None and t.shape is not None:
             inner[vi.name] = t
-    _walk(ctx, body, inner, set(consts) | {i.name for i in body.initializer}, dict(const_values), prefix, count)
+    ctx.depth += 1
+    try:
+        _walk(ctx, body, inner, set(consts) | {i.name for i in body.initializer}, dict(const_values), prefix, count)
+    finally:
+        ctx.depth -= 1
 
 
 # -- shape inference with static shape arithmetic ---------------------------------------------
@@ -1105,8 +1256,13 @@ def _infer(onnx: Any, proto: Any, symbols: Mapping[str, int], builder: WorkloadB
     """
     model = proto
     for _ in range(10):
+        big = _big_generator(onnx, model.graph)
+        if big:
+            builder.warn(f"{where}: {big} would be materialised by onnx data propagation; shape inference runs "
+                         "without it (shapes, not data)")
         try:
-            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
+                                                         data_prop=not big)
         except Exception as exc:  # keep going with the shapes the file declares
             builder.warn(f"{where}: onnx shape inference failed ({exc.__class__.__name__}: "
                          f"{' '.join(str(exc).split())[:200]}); using declared shapes only")
@@ -1114,7 +1270,7 @@ def _infer(onnx: Any, proto: Any, symbols: Mapping[str, int], builder: WorkloadB
         tensors: dict[str, _Tensor] = {}
         _collect(inferred.graph, symbols, tensors)
         model = inferred
-        if not (_contrib_shapes(onnx, inferred.graph, tensors) | _fold_static(onnx, inferred.graph, tensors)):
+        if not (_contrib_shapes(onnx, inferred.graph, tensors) | _fold_static(onnx, inferred.graph, tensors, builder)):
             return inferred, tensors
     tensors = {}
     _collect(model.graph, symbols, tensors)
@@ -1156,7 +1312,75 @@ def _contrib_shapes(onnx: Any, g: Any, tensors: Mapping[str, _Tensor]) -> bool:
     return added
 
 
-def _fold_static(onnx: Any, g: Any, tensors: Mapping[str, _Tensor]) -> bool:
+#: ops whose output onnx's data propagation may materialise from constant inputs
+_GENERATORS = frozenset({"Range", "ConstantOfShape", "Expand", "Tile"})
+
+
+def _big_generator(onnx: Any, graph: Any) -> str | None:
+    """A node of ``graph`` that would make more than ``_STATIC_MAX`` elements from constant inputs, or None.
+
+    onnx's data propagation (``data_prop=True``) computes such a node's output in full (a Range to
+    3e8 takes gigabytes): where one exists, shape inference runs without data propagation.
+    """
+    if not any(n.op_type in _GENERATORS for n in graph.node):
+        return None
+    small: dict[str, Any] = {}
+    for init in graph.initializer:
+        if init.data_location != 1 and math.prod(init.dims) <= 16:
+            small[init.name] = onnx.numpy_helper.to_array(init)
+    for n in graph.node:
+        if n.op_type == "Constant" and n.output:
+            a = next((a for a in n.attribute if a.name == "value"), None)
+            if a is not None and math.prod(a.t.dims) <= 16:
+                small[n.output[0]] = onnx.numpy_helper.to_array(a.t)
+    for n in graph.node:
+        if n.op_type in _GENERATORS and all(i in small for i in n.input if i):
+            size = _fold_bound(n, small)
+            if size is None or size > _STATIC_MAX:
+                return f"{n.op_type} node {n.name or n.output[0]!r}" + (f" ({size:.3g} elements)" if size else "")
+    return None
+
+
+def _fold_bound(n: Any, feeds: Mapping[str, Any]) -> float | None:
+    """An upper bound on the elements node ``n`` would produce from ``feeds`` (None: cannot tell: do not run it).
+
+    Judged before running, so constant folding never materialises a big tensor: the ops that make
+    data out of small inputs (Range, ConstantOfShape, Expand, Tile, OneHot, Pad, Resize, ...) are sized
+    from their inputs' values; any other op produces at most the broadcast of its inputs, or their total.
+    """
+    import numpy as np
+
+    x = [feeds.get(i) if i else None for i in n.input]
+    op = n.op_type
+    try:
+        if op == "Range":
+            start, stop, step = (float(np.asarray(v).reshape(-1)[0]) for v in x[:3])
+            if not all(map(math.isfinite, (start, stop, step))) or step == 0:
+                return None
+            return max(math.ceil((stop - start) / step), 0)
+        if op == "ConstantOfShape":
+            return float(math.prod(int(d) for d in np.asarray(x[0]).reshape(-1))) if x else 1.0
+        if op == "Expand":
+            return float(math.prod(np.broadcast_shapes(np.shape(x[0]), tuple(int(d) for d in x[1].reshape(-1)))))
+        if op == "Tile":
+            return float(np.size(x[0]) * math.prod(int(d) for d in np.asarray(x[1]).reshape(-1)))
+        if op == "OneHot":
+            return float(np.size(x[0]) * abs(int(np.asarray(x[1]).reshape(-1)[0])))
+        if op in ("Resize", "Upsample", "Pad", "EyeLike", "Einsum", "Col2Im", "CenterCropPad", "MaxUnpool"):
+            return None
+        sizes = [float(np.size(v)) for v in x if v is not None]
+        if op in ("MatMul", "Gemm", "MatMulInteger", "Gather", "GatherND", "GatherElements", "Conv"):
+            return float(math.prod(sizes))
+        try:
+            broadcast = float(math.prod(np.broadcast_shapes(*(np.shape(v) for v in x if v is not None))))
+        except ValueError:
+            broadcast = 0.0
+        return max(broadcast, sum(sizes), 1.0)
+    except (TypeError, ValueError, IndexError, AttributeError, OverflowError):
+        return None
+
+
+def _fold_static(onnx: Any, g: Any, tensors: Mapping[str, _Tensor], builder: WorkloadBuilder | None = None) -> bool:
     """Replace static tensors read by nodes with unknown output shapes by initializers; True if any."""
     used = {i for n in g.node for i in n.input} | {o.name for o in g.output}
     unknown = [n for n in g.node
@@ -1193,9 +1417,13 @@ def _fold_static(onnx: Any, g: Any, tensors: Mapping[str, _Tensor]) -> bool:
                         if feeds[i] is None:
                             break
                 else:
-                    if n.op_type != "ConstantOfShape" or not n.input or \
-                            math.prod(feeds[n.input[0]].tolist()) <= _STATIC_MAX:
+                    size = _fold_bound(n, feeds)
+                    if size is not None and size <= _STATIC_MAX:
                         v = _run_node(onnx, n, feeds, t)
+                    elif size is not None and builder is not None:
+                        builder.warn(f"{n.op_type} node {n.name or t!r} would compute {size:.3g} elements; constant "
+                                     f"folding evaluates at most {_STATIC_MAX:,} (shapes, not data): its value stays "
+                                     "unknown")
         if v is None or getattr(v, "size", _STATIC_MAX + 1) > _STATIC_MAX:
             failed.add(t)
             return None
@@ -1281,7 +1509,7 @@ def from_onnx(model: str | os.PathLike[str] | Any, input_shapes: Mapping[str, An
     _check_external_data(proto, base, builder, where)
     shapes, symbols = _bind_inputs(proto, dict(input_shapes or {}), default_dim, builder, where)
     inferred, tensors = _infer(onnx, proto, symbols, builder, where)
-    ctx = _Ctx(onnx, opset, list(proto.opset_import), symbols, builder, fuse)
+    ctx = _Ctx(onnx, opset, list(proto.opset_import), symbols, builder, fuse, where=where)
     consts = {i.name for i in inferred.graph.initializer}
     _walk(ctx, inferred.graph, tensors, consts, {}, "", 1.0)
     builder.assume("inference graph: constant subgraphs (Constant, ConstantOfShape of constants, shape "

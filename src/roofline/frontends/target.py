@@ -7,6 +7,18 @@ torch`` (traced on the meta device) and by :func:`roofline.measurement.measure_t
 
 >>> parse_input("8x512:int64")
 ((8, 512), 'int64')
+
+Shapes are bounded (:func:`check_dims`): each dimension at most ``ROOFLINE_MAX_DIM``
+(default 10**12, an environment variable), and the element count must fit int64.
+
+User code is the user's: an exception raised while importing MODULE or calling
+CALLABLE (or, in ``roofline torch``, while running the model's forward) is reported
+as one line naming the target with the exception's type and message
+(:func:`user_code`), and so is a ``SystemExit`` (``sys.exit(7)``, ``builtins:exit``):
+the command exits 2, never with the user's status.  ``KeyboardInterrupt`` is not
+caught (Ctrl-C keeps exit 130), and an exception raised by roofline's own code keeps
+its traceback (it is a roofline bug).  A dotted ``MODULE`` is imported with the
+current directory on ``sys.path``, as ``python -m`` does.
 """
 
 from __future__ import annotations
@@ -14,12 +26,40 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, require
 from roofline.frontends.torch import DTYPE_NAMES
+
+#: largest dimension accepted in a shape (``ROOFLINE_MAX_DIM`` overrides it)
+MAX_DIM = 10**12
+#: roofline's own source folder: exceptions raised from here are roofline bugs, not the user's
+_OWN = str(Path(__file__).resolve().parents[1])
+
+
+def max_dim() -> int:
+    from roofline.errors import env_limit
+
+    return env_limit("ROOFLINE_MAX_DIM", MAX_DIM)
+
+
+def check_dims(shape: tuple[int, ...], what: str) -> tuple[int, ...]:
+    """``shape`` if every dimension is <= ROOFLINE_MAX_DIM and the element count fits int64, else an error."""
+    top = max_dim()
+    for d in shape:
+        if d > top:
+            raise RooflineError(f"{what}: dimension {d} exceeds the limit of {top:,} (set ROOFLINE_MAX_DIM to "
+                                "raise it)")
+    n = 1
+    for d in shape:
+        n *= d
+    if n >= 2**63:
+        raise RooflineError(f"{what}: {'x'.join(map(str, shape))} has {n:.3g} elements, more than int64 can count")
+    return shape
 
 
 def parse_input(spec: str) -> tuple[tuple[int, ...], str]:
@@ -34,7 +74,7 @@ def parse_input(spec: str) -> tuple[tuple[int, ...], str]:
         shape = ()
     if not shape or any(d < 0 for d in shape):
         raise RooflineError(f"--input {spec!r}: expected a shape like 1x3x224x224 (non-negative integers)")
-    return shape, DTYPE_NAMES[dtype]
+    return check_dims(shape, f"--input {spec!r}"), DTYPE_NAMES[dtype]
 
 
 def load_callable(target: str) -> Any:
@@ -45,10 +85,17 @@ def load_callable(target: str) -> Any:
     if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
         module = _import_file(Path(module_name), module_name)
     else:
+        cwd = os.getcwd()
+        added = cwd not in sys.path
+        if added:  # as ``python -m``: modules in the current directory are importable
+            sys.path.insert(0, cwd)
         try:
             module = importlib.import_module(module_name)
-        except Exception as exc:
-            raise RooflineError(f"cannot import module {module_name!r}: {type(exc).__name__}: {_line(exc)}") from exc
+        except (Exception, SystemExit) as exc:
+            raise RooflineError(f"cannot import module {module_name!r}: {_describe(exc)}") from exc
+        finally:
+            if added and cwd in sys.path:
+                sys.path.remove(cwd)
     fn = getattr(module, attr, None)
     if fn is None:
         raise RooflineError(f"{module_name} has no attribute {attr!r}")
@@ -69,8 +116,8 @@ def _import_file(path: Path, where: str) -> Any:
     try:
         sys.modules[name] = module
         spec.loader.exec_module(module)
-    except Exception as exc:
-        raise RooflineError(f"import failed: {type(exc).__name__}: {_line(exc)}", where=where) from exc
+    except (Exception, SystemExit) as exc:
+        raise RooflineError(f"import failed: {_describe(exc)}", where=where) from exc
     finally:
         sys.path.remove(str(path.resolve().parent))
     return module
@@ -80,15 +127,47 @@ def _line(exc: BaseException) -> str:
     return (str(exc).strip() or type(exc).__name__).splitlines()[0]
 
 
+def _describe(exc: BaseException) -> str:
+    """'ValueError: bad shape', or 'called sys.exit(7)' for a SystemExit."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r}) (SystemExit)"
+    return f"{type(exc).__name__}: {_line(exc)}"
+
+
+def _raised_by_roofline(exc: BaseException) -> bool:
+    """Whether the innermost Python frame of ``exc``'s traceback is roofline's own code (a bug: keep it)."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return last is not None and str(Path(last).resolve()).startswith(_OWN)
+
+
+@contextlib.contextmanager
+def user_code(target: str, doing: str = "raised") -> Iterator[None]:
+    """Run the user's code: its exceptions and SystemExit become one line naming ``target``.
+
+    Exceptions raised by roofline's own code and KeyboardInterrupt pass through unchanged.
+    """
+    try:
+        yield
+    except RooflineError:
+        raise
+    except SystemExit as exc:
+        raise RooflineError(f"{target} {_describe(exc)}; a model must not exit the process") from None
+    except Exception as exc:
+        if _raised_by_roofline(exc):
+            raise
+        raise RooflineError(f"{target} {doing} {_describe(exc)}") from exc
+
+
 def call_target(target: str, *, meta: bool = True) -> tuple[Any, tuple[Any, ...]]:
     """Call the user's CALLABLE (under ``torch.device("meta")`` when ``meta``): (module, the inputs it returned or ())."""
     torch = require("torch", "torch")
     fn = load_callable(target)
-    try:
-        with torch.device("meta") if meta else contextlib.nullcontext():
-            made = fn()
-    except Exception as exc:
-        raise RooflineError(f"{target} raised {type(exc).__name__}: {_line(exc)}") from exc
+    with user_code(target), torch.device("meta") if meta else contextlib.nullcontext():
+        made = fn()
     inputs: tuple[Any, ...] = ()
     if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module):
         made, given = made
@@ -98,4 +177,4 @@ def call_target(target: str, *, meta: bool = True) -> tuple[Any, tuple[Any, ...]
     return made, inputs
 
 
-__all__ = ["call_target", "load_callable", "parse_input"]
+__all__ = ["MAX_DIM", "call_target", "check_dims", "load_callable", "parse_input", "user_code"]

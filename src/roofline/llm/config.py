@@ -14,6 +14,23 @@ Llama 2/3, Mistral, Mixtral (MoE), Qwen2, Gemma/Gemma-2, GPT-2 and OPT
 (LayerNorm, GELU/ReLU MLP without gate, learned positions), Phi-3 and
 DeepSeek-V2/V3 (MLA attention, shared + routed experts).  An unknown
 ``model_type`` is read as Llama-style, with a warning.
+
+Every size field is checked before anything is built (:func:`check_config`, also
+used by the Hugging Face frontend): a finite whole number, of the right type, and
+no larger than any real model needs.  The limits, each overridable by an
+environment variable (a positive integer) for a model that really is that big:
+
+=====================  ===========  ==============================================================
+``ROOFLINE_MAX_LAYERS``     10,000  num_hidden_layers / n_layer / num_layers, first_k_dense_replace
+``ROOFLINE_MAX_HIDDEN``  1,000,000  hidden_size, intermediate_size, head_dim, ranks and other widths
+``ROOFLINE_MAX_VOCAB``  10,000,000  vocab_size
+``ROOFLINE_MAX_HEADS``     100,000  num_attention_heads, num_key_value_heads
+``ROOFLINE_MAX_EXPERTS``   100,000  num_local_experts, n_routed_experts, num_experts_per_tok, ...
+``ROOFLINE_MAX_POSITIONS`` 10**8    max_position_embeddings, n_positions, sliding_window
+=====================  ===========  ==============================================================
+
+``rope_scaling`` / ``rope_parameters`` must be an object whose ``rope_type`` (or
+``type``) is one of :data:`ROPE_TYPES`.
 """
 
 from __future__ import annotations
@@ -21,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +56,78 @@ ACTIVATIONS = {
 }
 LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "deepseek_v2", "deepseek_v3")
 KNOWN_TYPES = (*LLAMA_LIKE, "gpt2", "opt")
+
+#: limit name -> (default, environment variable overriding it, the config fields it bounds)
+LIMITS: dict[str, tuple[int, str, tuple[str, ...]]] = {
+    "layers": (10_000, "ROOFLINE_MAX_LAYERS", ("num_hidden_layers", "n_layer", "num_layers", "first_k_dense_replace")),
+    "hidden": (10**6, "ROOFLINE_MAX_HIDDEN",
+               ("hidden_size", "n_embd", "d_model", "intermediate_size", "ffn_dim", "n_inner", "head_dim",
+                "moe_intermediate_size", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                "v_head_dim", "word_embed_proj_dim")),
+    "vocab": (10**7, "ROOFLINE_MAX_VOCAB", ("vocab_size",)),
+    "heads": (10**5, "ROOFLINE_MAX_HEADS", ("num_attention_heads", "n_head", "num_key_value_heads")),
+    "experts": (10**5, "ROOFLINE_MAX_EXPERTS", ("num_local_experts", "n_routed_experts", "num_experts",
+                                                "num_experts_per_tok", "n_shared_experts")),
+    "positions": (10**8, "ROOFLINE_MAX_POSITIONS", ("max_position_embeddings", "n_positions", "sliding_window")),
+}
+#: flag fields that must be JSON booleans when present ("false" as a string would read as true)
+BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias", "enable_bias", "use_sliding_window",
+               "use_cache", "is_decoder")
+#: rope_scaling / rope_parameters ``rope_type`` values transformers knows
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope", "proportional")
+
+
+def limit(name: str) -> int:
+    """The current value of limit ``name`` (:data:`LIMITS`): its environment variable, else the default."""
+    from roofline.errors import env_limit
+
+    default, env, _ = LIMITS[name]
+    return env_limit(env, default)
+
+
+def _whole(value: Any) -> bool:
+    """A finite whole number (int, or a float like 4096.0), not a bool."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and value == int(value)
+
+
+def check_config(cfg: Mapping[str, Any], where: str, *, strict_int: bool = False) -> None:
+    """Types, signs and size limits of every known size field, rope scaling and flags; one-line errors.
+
+    ``strict_int``: integral floats (4096.0) are refused too (transformers needs real ints).
+    """
+    mt = cfg.get("model_type")
+    if mt is not None and not isinstance(mt, str):
+        raise RooflineError(f"model_type must be a string, got {mt!r}", where=where)
+    for name, (_, env, keys) in LIMITS.items():
+        for key in keys:
+            value = cfg.get(key)
+            if value is None:
+                continue
+            if not _whole(value) or value < 0 or (strict_int and not isinstance(value, int)):
+                raise RooflineError(f"{key} must be a non-negative integer, got {value!r}", where=where)
+            top = limit(name)
+            if value > top:
+                raise RooflineError(f"{key} {int(value):,} exceeds the limit of {top:,} (larger than any real model; "
+                                    f"set {env} to raise it)", where=where)
+    for key in BOOL_FIELDS:
+        value = cfg.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise RooflineError(f"{key} must be true or false, got {value!r}", where=where)
+    for key in ("rope_scaling", "rope_parameters"):
+        rope = cfg.get(key)
+        if rope is None:
+            continue
+        if not isinstance(rope, Mapping):
+            raise RooflineError(f"{key} must be an object, got {rope!r}", where=where)
+        kind = rope.get("rope_type", rope.get("type"))
+        if kind is not None and kind not in ROPE_TYPES:
+            raise RooflineError(f"{key}.rope_type {kind!r} is not one of {', '.join(ROPE_TYPES)}", where=where)
+        factor = rope.get("factor")
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                                   or not math.isfinite(factor) or factor <= 0):
+            raise RooflineError(f"{key}.factor must be a positive number, got {factor!r}", where=where)
 
 
 @dataclass(frozen=True)
@@ -214,6 +304,7 @@ def _load_cached(spec: str, file_key: tuple[str, int, int] | None = None) -> Arc
 # -- parsing ---------------------------------------------------------------
 def parse_config(cfg: Mapping[str, Any], *, where: str = "config") -> Arch:
     """Validate a HF config dict and reduce it to an :class:`Arch` (errors name the field and value)."""
+    check_config(cfg, where)
     mt = str(cfg.get("model_type", "") or "")
     warnings: list[str] = []
     if mt not in KNOWN_TYPES:
@@ -249,7 +340,7 @@ class _Fields:
         return self.cfg[key]
 
     def pos_int(self, key: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value <= 0:
+        if not _whole(value) or value <= 0:
             raise RooflineError(f"{key} must be a positive integer, got {value!r}", where=self.where)
         return int(value)
 
@@ -258,7 +349,7 @@ class _Fields:
 
     def get_int(self, key: str, default: int = 0) -> int:
         v = self.cfg.get(key)
-        return default if v is None else self.pos_int(key, v) if v != 0 else 0
+        return default if v is None else self.pos_int(key, v) if not (_whole(v) and v == 0) else 0
 
     def activation(self, key: str, default: str) -> str:
         return _activation(self.cfg.get(key, default), key, self.where)

@@ -79,15 +79,17 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
     keep = np.ones(len(table), dtype=bool) if mask is None else mask
     n = len(B)
     sizes = np.stack([np.broadcast_to(np.asarray(eb[k], dtype=float), (n,)) for k in ("wq", "wu", "a", "kv")], axis=1)
-    combos, which = np.unique(sizes, axis=0, return_inverse=True)
+    if (sizes == sizes[0]).all():  # one precision combination (the common case): no grouping
+        combos, which = sizes[:1], None
+    else:
+        combos, which = np.unique(sizes, axis=0, return_inverse=True)
+        which = which.reshape(-1)
     bytes_coef = np.stack([c["wq"][keep] * wq + c["wu"][keep] * wu + (c["ar"][keep] + c["aw"][keep]) * a
                            + (c["kr"][keep] + c["kw"][keep]) * kv + c["xr"][keep] for wq, wu, a, kv in combos])
     roles = table.roles[keep]
-    compute, memory, total = scenario_times(
-        B, c["flops"][keep], bytes_coef, np.broadcast_to(peaks, (n, peaks.shape[1])),
-        np.broadcast_to(bws, (n, bws.shape[1])), roles, (roles == LINK).astype(int), table.counts[keep],
-        bytes_group=which.reshape(-1))
-    return (compute, memory) if split else total
+    return scenario_times(B, c["flops"][keep], bytes_coef[0] if which is None else bytes_coef,
+                          np.broadcast_to(peaks, (n, peaks.shape[1])), np.broadcast_to(bws, (n, bws.shape[1])),
+                          roles, (roles == LINK).astype(int), table.counts[keep], bytes_group=which, split=split)
 
 
 # -- vectorised sweeps ---------------------------------------------------------------
@@ -344,8 +346,71 @@ class BatchSweep:
     ridge_batch: int | None
 
 
+#: Most batches one --sweep evaluates (``ROOFLINE_MAX_SWEEP_POINTS`` overrides it).
+MAX_SWEEP_POINTS = 100_000
+#: Batches evaluated at once: memory stays flat however long the sweep.
+SWEEP_CHUNK = 4096
+_SWEEP_USAGE = "use batch=1..256, batch=1..4096:*2 (powers of 2), batch=1..1000:+8, batch=1,8,64 or batch=1..max"
+
+
+def max_sweep_points() -> int:
+    from roofline.errors import env_limit
+
+    return env_limit("ROOFLINE_MAX_SWEEP_POINTS", MAX_SWEEP_POINTS)
+
+
+def _whole(text: str) -> int:
+    """'256' or '1e7' -> an int (a finite whole number); ValueError otherwise."""
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        v = float(text)
+        if not math.isfinite(v) or v != int(v):
+            raise ValueError(text) from None
+        return int(v)
+
+
+def _step(text: str) -> int:
+    """'' -> 0 (every batch), '*F' -> -F (geometric), '+S' -> S; ValueError otherwise."""
+    text = text.strip()
+    if not text:
+        return 0
+    value = _whole(text[1:])
+    if text[0] == "*" and value >= 2:
+        return -value
+    if text[0] == "+" and value >= 1:
+        return value
+    raise ValueError(text)
+
+
+def expand_range(lo: int, hi: int, step: int = 0, *, text: str = "") -> list[int]:
+    """lo..hi with ``step`` (0: every batch; S > 0: every S-th; -F: lo, lo*F, ... and hi), capped in points."""
+    if step < 0:
+        out, b = [], lo
+        while b < hi:
+            out.append(b)
+            b *= -step
+        return [*out, hi]
+    n = (hi - lo) // max(step, 1) + 1
+    cap = max_sweep_points()
+    if n > cap:
+        coarse = max(2, int(math.ceil((hi / lo) ** (1 / max(cap - 1, 1)))))
+        shown = text or f"batch={lo}..{hi}"
+        raise RooflineError(f"--sweep {shown}: {n:,} batches exceed the limit of {cap:,} points (set "
+                            f"ROOFLINE_MAX_SWEEP_POINTS to raise it); use a coarser grid, e.g. "
+                            f"batch={lo}..{'max' if 'max' in shown else hi}:*{coarse}")
+    r = range(lo, hi + 1, max(step, 1))
+    out = list(r)
+    return out if out[-1] == hi else [*out, hi]
+
+
 def parse_range(text: str) -> tuple[str, list[int] | None]:
-    """'batch=1..256' -> ('batch', [1, ..., 256]); 'batch=1,8,64'; 'batch=1..max' or 'max' -> ('batch', [1, -1])."""
+    """'batch=1..256' -> ('batch', [1, ..., 256]); 'batch=1,8,64'; 'batch=1..4096:*2' (1, 2, 4, ..., 4096);
+    'batch=1..100:+10' (1, 11, ..., 91, 100); 'batch=1..max' or 'max' -> ('batch', [1, -1]) and
+    'batch=1..max:*2' -> ('batch', [1, -1, -2]): the step code of :func:`expand_range`, expanded by
+    :func:`batch_sweep` once the largest fitting batch is known.  At most ``ROOFLINE_MAX_SWEEP_POINTS``
+    (default 100,000) batches; more is an error suggesting a coarser grid."""
     key, sep, value = text.partition("=")
     if not sep:
         key, value = "batch", text
@@ -353,50 +418,58 @@ def parse_range(text: str) -> tuple[str, list[int] | None]:
         value = "1..max"
     key = key.strip()
     if key != "batch":
-        raise RooflineError(f"--sweep: {key!r} cannot be swept; use batch=1..256, batch=1,8,64 or batch=1..max")
+        raise RooflineError(f"--sweep: {key!r} cannot be swept; {_SWEEP_USAGE}")
     value = value.strip()
     try:
         if ".." in value:
             lo_s, hi_s = value.split("..", 1)
-            lo = int(lo_s)
+            hi_s, _, step_s = hi_s.partition(":")
+            lo, step = _whole(lo_s), _step(step_s)
             if hi_s.strip() == "max":
                 if lo < 1:
                     raise ValueError
-                return key, [lo, -1]
-            hi = int(hi_s)
+                return key, [lo, -1] + ([step] if step else [])
+            hi = _whole(hi_s)
             if lo < 1 or hi < lo:
                 raise ValueError
-            return key, list(range(lo, hi + 1))
-        values = sorted({int(v) for v in value.split(",") if v.strip()})
+            return key, expand_range(lo, hi, step, text=text)
+        if len(value) > 1_000_000:
+            raise ValueError
+        values = sorted({_whole(v) for v in value.split(",") if v.strip()})
         if not values or values[0] < 1:
             raise ValueError
+        if len(values) > max_sweep_points():
+            raise RooflineError(f"--sweep: {len(values):,} batches exceed the limit of {max_sweep_points():,} points "
+                                "(set ROOFLINE_MAX_SWEEP_POINTS to raise it)")
         return key, values
-    except ValueError:
-        raise RooflineError(f"--sweep: cannot read {text!r}; use batch=1..256, batch=1,8,64 or batch=1..max") from None
+    except RooflineError:
+        raise
+    except (ValueError, OverflowError):
+        raise RooflineError(f"--sweep: cannot read {text!r}; {_SWEEP_USAGE}") from None
 
 
 def batch_sweep(spec: LLMSpec, device: Device, batches: Iterable[int] | None = None) -> BatchSweep:
     """Throughput vs per-token latency for each batch (default 1 .. the largest that fits), vectorised.
 
-    ``batches`` = [lo, -1] means lo .. the largest fitting batch (an error when none fits).
+    ``batches`` = [lo, -1] means lo .. the largest fitting batch (an error when none fits); [lo, -1, step]
+    the same with a step code of :func:`expand_range`.  Evaluated in chunks of ``SWEEP_CHUNK`` batches.
     """
     cap = device.main_memory.capacity
     mb = max_batch(spec, cap) if cap is not None else None
     blist = None if batches is None else list(batches)
-    if blist is None or (len(blist) == 2 and blist[1] == -1):
+    if blist is None or (len(blist) in (2, 3) and blist[1] == -1):
         lo = 1 if blist is None else blist[0]
+        step = blist[2] if blist is not None and len(blist) == 3 else 0
         hi = fitting_batch(spec, device) if cap is not None else 256
         if hi < lo:
             raise RooflineError(f"--sweep: the largest batch that fits {device.name} is {hi}, below {lo}")
-        blist = list(range(lo, hi + 1))
+        blist = expand_range(lo, hi, step, text=f"batch={lo}..max")
     b = np.asarray(blist, dtype=float)
-    t = sweep_times(spec, batch=b, ceilings=device_ceilings(device, spec.precisions))
-    if spec.phase == "prefill":
-        latency = t["prefill"]
-        tps = b * spec.prompt / latency
-    else:
-        latency = t["decode"]
-        tps = b / latency
+    ceilings = device_ceilings(device, spec.precisions)
+    key = "prefill" if spec.phase == "prefill" else "decode"
+    latency = np.concatenate([sweep_times(spec, batch=b[i:i + SWEEP_CHUNK], ceilings=ceilings)[key]
+                              for i in range(0, len(b), SWEEP_CHUNK)])
+    tps = b * spec.prompt / latency if spec.phase == "prefill" else b / latency
     fp = weight_bytes_resident(spec) + kv_cache_bytes(spec, batch=b) + activation_bytes(spec, batch=b)
     fits = fp <= cap if cap is not None else np.ones(len(b), dtype=bool)
     rb = ridge_batch(spec, device)

@@ -536,11 +536,21 @@ class LLMSpec:
 
 
 def _positive_int(value: Any, field: str) -> int:
+    """``value`` as an int > 0, at most ``ROOFLINE_MAX_DIM`` (default 10**12; batch, tokens, group size)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         if isinstance(value, float) and value.is_integer() and value > 0:
-            return int(value)
+            return _bounded(int(value), field)
         raise RooflineError(f"{field} must be an integer > 0, got {value!r}")
-    return int(value)
+    return _bounded(int(value), field)
+
+
+def _bounded(value: int, field: str) -> int:
+    from roofline.frontends.target import max_dim
+
+    top = max_dim()
+    if value > top:
+        raise RooflineError(f"{field} {value} exceeds the limit of {top:,} (set ROOFLINE_MAX_DIM to raise it)")
+    return value
 
 
 def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,

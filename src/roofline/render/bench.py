@@ -1,7 +1,8 @@
 """Charts of a measured Device (a renderer): bandwidth vs working set, and the measured hierarchical roofline.
 
 Both read only the Device (its ceilings and ``metadata.sweep`` / ``metadata.ert``),
-so ``roofline bench --show --plot DIR`` redraws a cached measurement.
+so ``roofline bench --show --plot DIR`` redraws a cached measurement.  Names from the device file
+(device, levels, kernels) are drawn through :func:`roofline.text.for_chart` (no mathtext).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from roofline.device import Device
 from roofline.fileio import write_bytes_atomic
+from roofline.text import for_chart
 from roofline.units import format_bandwidth, format_bytes
 
 KERNEL_COLORS = {"read": "#1f77b4", "write": "#d62728", "copy": "#2ca02c", "triad": "#222222"}
@@ -36,13 +38,14 @@ def plot_bandwidth(device: Device, path: str | Path) -> None:
         for name, values in curves.items():
             ax.plot(sizes, [v / 1e9 for v in values], style, marker="o" if style == "-" else None, ms=3,
                     color=KERNEL_COLORS.get(name, "#555555"), lw=1.6 if style == "-" else 1.0,
-                    alpha=1.0 if style == "-" else 0.6, label=f"{name}, {t} thread{'s' if int(t) > 1 else ''}")
+                    alpha=1.0 if style == "-" else 0.6,
+                    label=f"{for_chart(name)}, {for_chart(t)} thread{'s' if int(t) > 1 else ''}")
     for m in device.memory:
         ws = m.provenance.details.get("working_set_bytes")
         if not ws:
             continue
         ax.plot(ws, [m.bandwidth / 1e9] * 2, color="#ff7f0e", lw=6, alpha=0.45, solid_capstyle="butt")
-        ax.annotate(f"{m.level} {format_bandwidth(m.bandwidth)}\n{format_bytes(ws[0])} .. {format_bytes(ws[1])}",
+        ax.annotate(f"{for_chart(m.level)} {format_bandwidth(m.bandwidth)}\n{format_bytes(ws[0])} .. {format_bytes(ws[1])}",
                     ((ws[0] * ws[1]) ** 0.5, m.bandwidth / 1e9), xytext=(0, 9), textcoords="offset points",
                     ha="center", va="bottom", fontsize=8, color="#a04000",
                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
@@ -51,7 +54,7 @@ def plot_bandwidth(device: Device, path: str | Path) -> None:
         cap = info.get("capacity")
         if cap:
             ax.axvline(cap, color="#777777", ls=":", lw=1)
-            ax.text(cap, 0.98, f" {level} (sysfs) {format_bytes(cap)}", transform=ax.get_xaxis_transform(),
+            ax.text(cap, 0.98, f" {for_chart(level)} (sysfs) {format_bytes(cap)}", transform=ax.get_xaxis_transform(),
                     rotation=90, va="top", ha="right", fontsize=7.5, color="#555555")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -60,7 +63,7 @@ def plot_bandwidth(device: Device, path: str | Path) -> None:
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: format_bytes(v, 3)))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7.5, ncol=2, loc="lower left")
-    ax.set_title(f"{device.name}: bandwidth vs working set", fontsize=11)
+    ax.set_title(f"{for_chart(device.name)}: bandwidth vs working set", fontsize=11)
     fig.tight_layout()
     _save(fig, path)
 

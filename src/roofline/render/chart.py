@@ -26,6 +26,7 @@ import numpy as np
 from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, Device
 from roofline.summary import Summary, summarize
+from roofline.text import for_chart
 from roofline.units import format_bandwidth, format_flops, scale_for
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ KIND_COLORS = {
 }
 JUDGED_MARKERS = {"L1": "^", "L2": "s", "L3": "p"}  # measured points judged against a cache level's slope
 MAX_POINTS = 5000  # beyond this only the top ops by time are drawn
+#: the widest axis range drawn (log axes): matplotlib cannot place ticks and labels across the whole float range
+AXIS_MIN, AXIS_MAX = 1e-200, 1e200
 
 
 @dataclass
@@ -67,8 +70,8 @@ def points_of(a: Analysis, limit: int = MAX_POINTS) -> list[Point]:
     flops = w.columns["flops"]
     for i in a.order()[:limit]:
         ai = float(a.intensity[i])
-        if flops[i] <= 0 or not math.isfinite(ai):
-            continue
+        if flops[i] <= 0 or not 0 < ai < math.inf or not 0 < a.attainable_flops[i] < math.inf:
+            continue  # nothing to place on a log-log chart (an intensity that underflowed to 0 included)
         name = w.strings("name", i)
         group = w.strings("group", i)
         label = name if not group or group.endswith(name) else f"{group.split('.')[-1]}.{name}"
@@ -97,6 +100,32 @@ class _Frame:
     y_hi: float
     scale: float
     unit: str
+    clipped: bool = False  # an axis range was clipped to AXIS_MIN..AXIS_MAX (a note goes on the chart)
+
+
+def _finite(values: Sequence[float]) -> list[float]:
+    return [float(v) for v in values if v > 0 and math.isfinite(v)]
+
+
+def _decade(v: float, up: bool, margin: float) -> float:
+    """``v`` rounded out to a power of ten, ``margin`` decades beyond, within AXIS_MIN..AXIS_MAX."""
+    e = math.log10(v) + (margin if up else -margin)
+    e = math.ceil(e) if up else math.floor(e)
+    return 10.0 ** max(min(e, math.log10(AXIS_MAX)), math.log10(AXIS_MIN))
+
+
+def _span(lo: float, hi: float, decades: int = 2) -> tuple[float, float]:
+    """A range at least ``decades`` wide (everything clipped to one edge would make the axis singular)."""
+    if hi >= lo * 10**decades:
+        return lo, hi
+    if lo * 10**decades <= AXIS_MAX:
+        return lo, lo * 10**decades
+    return AXIS_MAX / 10**decades, AXIS_MAX
+
+
+def _gmean(a: float, b: float) -> float:
+    """Geometric mean without overflow (a and b > 0)."""
+    return 10 ** ((math.log10(a) + math.log10(b)) / 2)
 
 
 def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analysis: Analysis | None,
@@ -113,18 +142,25 @@ def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analys
     main = device.main_memory if device.main_memory in mems else mems[0]
     # the roof whose ridge is marked: the one carrying most op time (summary.dominant), else the fastest
     top = summary.dominant if summary is not None and summary.dominant in ceilings else ceilings[0]
-    # axis ranges: every point, every ridge, a decade of margin
-    xs = [p.intensity for p in pts] + [c.flops / m.bandwidth for c in ceilings for m in mems]
-    x_lo = 10 ** math.floor(math.log10(min(xs)) - 1)
-    x_hi = 10 ** math.ceil(math.log10(max(xs)) + 1)
+    # axis ranges: every point, every ridge, a decade of margin; numbers at the float extremes (a ridge of
+    # 1e308 / 1e-300 is inf) are clipped to what matplotlib can draw, with a note on the chart
+    xs_all = [p.intensity for p in pts] + [c.flops / m.bandwidth for c in ceilings for m in mems]
+    xs = _finite(xs_all) or [1.0]
+    x_lo, x_hi = _decade(min(xs), False, 1), _decade(max(xs), True, 1)
     drawn = {c.precision for c in ceilings}
     spec = [r for r in device.bench.spec if r.precision in drawn] if device.bench is not None else []
-    ys = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [r.flops for r in spec] + [
+    ys_all = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [r.flops for r in spec] + [
         main.bandwidth * x_lo]
-    y_lo = 10 ** math.floor(math.log10(min(ys)) - 0.3)
-    y_hi = 10 ** math.ceil(math.log10(max(ys)) + 0.5)  # room above the top roof for the region labels
+    ys = _finite(ys_all) or [1.0]
+    y_lo = _decade(min(ys), False, 0.3)
+    y_hi = _decade(max(ys), True, 0.5)  # room above the top roof for the region labels
+    x_lo, x_hi = _span(x_lo, x_hi)
+    y_lo, y_hi = _span(y_lo, y_hi)
+    clipped = (len(xs) < len(xs_all) or len(ys) < len(ys_all) or not (AXIS_MIN < x_lo and x_hi < AXIS_MAX)
+               or not (AXIS_MIN < y_lo and y_hi < AXIS_MAX))
     scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")
-    return _Frame(ceilings, spec, mems, main, top, top.flops / main.bandwidth, x_lo, x_hi, y_lo, y_hi, scale, unit)
+    ridge = min(max(top.flops / main.bandwidth, x_lo), x_hi)
+    return _Frame(ceilings, spec, mems, main, top, ridge, x_lo, x_hi, y_lo, y_hi, scale, unit, clipped)
 
 
 def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: int = 30,
@@ -162,9 +198,11 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     ax.set_xlabel("arithmetic intensity [FLOP/byte]")
     ax.set_ylabel(f"performance [{f.unit}]")
     ax.grid(True, which="major", color="white", lw=0.8, alpha=0.8, zorder=1)
-    heading = title or (f"{analysis.workload.title} on {device.name}" if analysis else f"{device.name} roofline")
+    # names from files: no mathtext ('$' escaped), control characters visible, long ones shortened
+    heading = for_chart(title or (f"{analysis.workload.title} on {device.name}" if analysis
+                                  else f"{device.name} roofline"))
     if summary is not None:
-        heading += f"\nbinding roof: {summary.binding.describe()}"
+        heading += f"\nbinding roof: {for_chart(summary.binding.describe())}"
     ax.set_title(heading, fontsize=12 if summary is None else 11)
     if own:  # the layout is final before any label is placed: placement works in pixels
         fig.tight_layout()
@@ -172,6 +210,9 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     shown_kinds = _draw_points(ax, pts, f.scale)
     _label_points(ax, fig, pts, f.scale, max_labels)
     _legend(ax, pts, shown_kinds)
+    if f.clipped:
+        ax.text(0.01, 0.04, f"axis ranges clipped to {AXIS_MIN:g} .. {AXIS_MAX:g}: some roofs or points lie outside "
+                "(see the tables)", transform=ax.transAxes, fontsize=7.5, color="#a00000", va="bottom")
     if analysis is not None:
         hidden = int(np.sum(analysis.workload.columns["flops"] <= 0))
         if hidden:
@@ -185,20 +226,22 @@ def _draw_roofs(ax: Axes, fig: Figure, f: _Frame) -> None:
     # regions: left of the ridge memory-bound, right compute-bound
     ax.axvspan(f.x_lo, f.ridge, color=MEMORY_COLOR, zorder=0, lw=0)
     ax.axvspan(f.ridge, f.x_hi, color=COMPUTE_COLOR, zorder=0, lw=0)
-    ax.text(math.sqrt(f.x_lo * f.ridge) if f.ridge > f.x_lo * 10 else f.x_lo * 1.5, f.y_hi / f.scale / 1.6,
+    ax.text(_gmean(f.x_lo, f.ridge) if f.ridge > f.x_lo * 10 else f.x_lo * 1.5, f.y_hi / f.scale / 1.6,
             "memory-bound", ha="center", va="top", fontsize=11, color="#1f4e79", alpha=0.8, style="italic")
-    ax.text(math.sqrt(f.ridge * f.x_hi), f.y_hi / f.scale / 1.6, "compute-bound", ha="center", va="top", fontsize=11,
+    ax.text(_gmean(f.ridge, f.x_hi), f.y_hi / f.scale / 1.6, "compute-bound", ha="center", va="top", fontsize=11,
             color="#a0522d", alpha=0.8, style="italic")
     # compute roofs: horizontal from where they meet the main slope
     for c in f.ceilings:
         top = c is f.top
-        ax.plot([c.flops / f.main.bandwidth, f.x_hi], [c.flops / f.scale] * 2, "-" if top else "--", color=ROOF_COLOR,
-                lw=2.2 if top else 1.3, zorder=3)
+        ax.plot([_clip(c.flops / f.main.bandwidth, f), f.x_hi], [c.flops / f.scale] * 2, "-" if top else "--",
+                color=ROOF_COLOR, lw=2.2 if top else 1.3, zorder=3)
     for r in f.spec:
-        ax.plot([r.flops / f.main.bandwidth, f.x_hi], [r.flops / f.scale] * 2, ls=(0, (6, 3)), color=SPEC_COLOR,
-                lw=1.1, zorder=2)
-    _roof_labels(ax, fig, [(f"{c.label} {format_flops(c.flops)}", c.flops, ROOF_COLOR) for c in f.ceilings]
-                 + [(f"{r.precision} {r.unit} {format_flops(r.flops)} (theoretical)", r.flops, SPEC_COLOR)
+        ax.plot([_clip(r.flops / f.main.bandwidth, f), f.x_hi], [r.flops / f.scale] * 2, ls=(0, (6, 3)),
+                color=SPEC_COLOR, lw=1.1, zorder=2)
+    _roof_labels(ax, fig, [(f"{for_chart(c.label)} {format_flops(c.flops)}", c.flops, ROOF_COLOR)
+                           for c in f.ceilings]
+                 + [(f"{for_chart(r.precision)} {for_chart(r.unit)} {format_flops(r.flops)} (theoretical)", r.flops,
+                     SPEC_COLOR)
                     for r in f.spec], f.main.bandwidth, f.scale, f.x_hi)
     # memory slopes: up to the fastest shown roof
     x = np.geomspace(f.x_lo, f.x_hi, 512)
@@ -206,21 +249,32 @@ def _draw_roofs(ax: Axes, fig: Figure, f: _Frame) -> None:
     for k, m in enumerate(sorted(f.mems, key=lambda m: -m.bandwidth)):
         main = m is f.main
         color = ROOF_COLOR if main else SLOPE_COLORS[min(k, len(SLOPE_COLORS) - 1)]
-        xe = peak / m.bandwidth
+        xe = _clip(peak / m.bandwidth, f)
         xx = np.append(x[x <= xe], xe)
-        ax.plot(xx, xx * m.bandwidth / f.scale, "-" if main else ":", color=color, lw=2.2 if main else 1.4, zorder=3)
-        _slope_label(ax, m.level + " " + format_bandwidth(m.bandwidth), m.bandwidth / f.scale, f.x_lo, xe, color, k)
+        with np.errstate(over="ignore", under="ignore"):
+            yy = xx * m.bandwidth / f.scale
+        ax.plot(xx, yy, "-" if main else ":", color=color, lw=2.2 if main else 1.4, zorder=3)
+        _slope_label(ax, for_chart(m.level) + " " + format_bandwidth(m.bandwidth), m.bandwidth / f.scale, f.x_lo, xe,
+                     color, k)
     # ridge point, written up its dotted line near the x axis, where no roof label goes
     ax.plot([f.ridge], [f.top.flops / f.scale], "o", ms=8, mfc="white", mec=ROOF_COLOR, mew=2, zorder=7)
     ax.axvline(f.ridge, color=ROOF_COLOR, lw=0.8, ls=":", zorder=2)
-    ax.text(f.ridge, f.y_lo / f.scale * 1.4, f"ridge {f.ridge:.3g} FLOP/B", rotation=90, ha="right", va="bottom",
+    ax.text(f.ridge, f.y_lo / f.scale * 1.4, f"ridge {f.top.flops / f.main.bandwidth:.3g} FLOP/B", rotation=90,
+            ha="right", va="bottom",
             fontsize=9, zorder=8, color=ROOF_COLOR)
+
+
+def _clip(x: float, f: _Frame) -> float:
+    """``x`` within the drawn x range (an inf or underflowed ridge is drawn at the axis edge)."""
+    return min(max(x, f.x_lo), f.x_hi) if x == x else f.x_hi
 
 
 def _draw_points(ax: Axes, pts: Sequence[Point], scale: float) -> dict[str, Any]:
     """Predicted points (filled, by kind) and measured ones (hollow, joined to their prediction)."""
     shown_kinds: dict[str, Any] = {}
     for p in pts:
+        if not (0 < p.intensity < math.inf and 0 < p.flops < math.inf):
+            continue  # a log axis has no place for it (an achieved rate that overflowed, a 0)
         color = KIND_COLORS.get(p.kind, "#555555")
         size = 30 + 270 * math.sqrt(max(p.weight, 0.0))
         if p.measured:
@@ -239,7 +293,7 @@ def _draw_points(ax: Axes, pts: Sequence[Point], scale: float) -> dict[str, Any]
 
 def _legend(ax: Axes, pts: Sequence[Point], shown_kinds: dict[str, Any]) -> None:
     handles = list(shown_kinds.values())
-    labels = list(shown_kinds.keys())
+    labels = [for_chart(k) for k in shown_kinds]
     if any(p.measured for p in pts):
         from matplotlib.lines import Line2D
 
@@ -251,7 +305,7 @@ def _legend(ax: Axes, pts: Sequence[Point], shown_kinds: dict[str, Any]) -> None
             labels.append("measured")
         for level in sorted({p.judged for p in pts if p.measured and p.judged}):
             handles.append(Line2D([], [], marker=JUDGED_MARKERS.get(level, "s"), ls="", mfc="white", mec="#555555"))
-            labels.append(f"measured, judged vs {level} (working set fits)")
+            labels.append(f"measured, judged vs {for_chart(level)} (working set fits)")
     if handles:
         ax.legend(handles, labels, loc="lower right", fontsize=8.5, framealpha=0.9,
                   title="op kind" if shown_kinds else None, title_fontsize=8.5)
@@ -271,8 +325,10 @@ def _roof_labels(ax: Axes, fig: Figure, roofs: Sequence[tuple[str, float, str]],
                     bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.75})
         box = t.get_window_extent(renderer)
         decade = ax.transData.transform((10.0, 1.0))[0] - ax.transData.transform((1.0, 1.0))[0]
-        width = 10 ** (box.width / decade)  # the label's width as a factor along x
-        line = 10 ** (box.height / (ax.transData.transform((1.0, 10.0))[1] - ax.transData.transform((1.0, 1.0))[1]))
+        # the label's width (and height) as a factor along x (y); capped: across 500 decades a decade is < 1 pixel
+        width = 10 ** min(box.width / max(decade, 1e-9), 300.0)
+        rise = ax.transData.transform((1.0, 10.0))[1] - ax.transData.transform((1.0, 1.0))[1]
+        line = 10 ** min(box.height / max(rise, 1e-9), 300.0)
         right = [x_hi / 1.15 / (1.15 * width) ** k for k in range(4)]
         candidates = [(x, y * 1.06, "bottom") for x in right] + [(x, y / 1.06, "top") for x in right]
         candidates += [(right[0], y / 1.06 / line**j, "top") for j in (1, 2, 3)]  # stacked further down
@@ -296,6 +352,8 @@ def _slope_label(ax: Axes, text: str, bw_scaled: float, x_lo: float, x_end: floa
     xm = max(xm, x_lo * 3)
     p1 = ax.transData.transform((xm, xm * bw_scaled))
     p2 = ax.transData.transform((xm * 2, xm * 2 * bw_scaled))
+    if not (np.isfinite(p1).all() and np.isfinite(p2).all() and 0 < xm * bw_scaled < math.inf):
+        return  # off the drawable range (numbers at the float extremes): the clipped-axis note says so
     angle = math.degrees(math.atan2(p2[1] - p1[1], p2[0] - p1[0]))
     ax.annotate(text, (xm, xm * bw_scaled), xytext=(0, 5), textcoords="offset points", rotation=angle,
                 rotation_mode="anchor", fontsize=8.5, color=color, ha="left", va="bottom", zorder=6)
@@ -327,7 +385,9 @@ def _label_points(ax: Axes, fig: Figure, pts: Sequence[Point], scale: float, max
             continue
         seen.add((p.label, p.measured))
         x, y = ax.transData.transform((p.intensity, p.flops / scale))
-        text = p.label if len(p.label) <= 28 else p.label[:26] + "…"
+        if not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        text = for_chart(p.label if len(p.label) <= 28 else p.label[:26] + "…")
         t = ax.annotate(text, (p.intensity, p.flops / scale), xytext=(0, 0), textcoords="offset pixels",
                         fontsize=7.5, zorder=9, ha="left", va="bottom",
                         bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75},

@@ -20,6 +20,7 @@ import numpy as np
 
 from roofline.analysis import Analysis
 from roofline.summary import dominant_ceiling
+from roofline.text import for_chart
 from roofline.units import format_bandwidth, format_flops, scale_for
 
 if TYPE_CHECKING:
@@ -37,55 +38,71 @@ def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    labels = list(labels) if labels is not None else [a.device.name for a in analyses]
+    from roofline.render.chart import AXIS_MAX, AXIS_MIN, _decade, _finite, _span
+
+    # names from files: no mathtext ('$' escaped), control characters visible, long ones shortened
+    labels = [for_chart(x) for x in (labels if labels is not None else [a.device.name for a in analyses])]
     pts = []
     for a in analyses:
         order = [i for i in a.order()[:max_points] if a.workload.columns["flops"][i] > 0
-                 and math.isfinite(a.intensity[i])]
+                 and 0 < a.intensity[i] < math.inf and 0 < a.attainable_flops[i] < math.inf]
         pts.append((np.asarray([a.intensity[i] for i in order]), np.asarray([a.attainable_flops[i] for i in order]),
                     np.asarray([a.share[i] for i in order])))
     roofs = [(dominant_ceiling(a), a.device.main_memory) for a in analyses]
-    xs = np.concatenate([p[0] for p in pts] + [np.asarray([c.flops / m.bandwidth for c, m in roofs])])
-    x_lo = 10 ** math.floor(math.log10(max(xs.min(), 1e-6)) - 1)
-    x_hi = 10 ** math.ceil(math.log10(xs.max()) + 1)
+    # axis ranges clipped to what matplotlib draws (numbers at the float extremes), with a note when clipped
+    xs_all = [*np.concatenate([p[0] for p in pts]).tolist(), *(c.flops / m.bandwidth for c, m in roofs)]
+    xs = _finite(xs_all) or [1.0]
+    x_lo, x_hi = _span(_decade(max(min(xs), 1e-6), False, 1), _decade(max(xs), True, 1))
     peak = max(c.flops for c, _ in roofs)
-    ys = np.concatenate([p[1] for p in pts] + [np.asarray([m.bandwidth * x_lo for _, m in roofs])])
-    y_lo = 10 ** math.floor(math.log10(max(ys[ys > 0].min(), 1.0)) - 0.3)
+    ys_all = [*np.concatenate([p[1] for p in pts]).tolist(), *(m.bandwidth * x_lo for _, m in roofs), peak]
+    ys = _finite(ys_all) or [1.0]
+    y_lo, y_top = _span(_decade(max(min(ys), 1.0), False, 0.3), min(peak * 3, AXIS_MAX))
+    clipped = (len(xs) < len(xs_all) or len(ys) < len(ys_all) or not (AXIS_MIN < x_lo and x_hi < AXIS_MAX)
+               or not y_top < AXIS_MAX)
     scale, unit = scale_for(peak, "FLOP/s")
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
     ax.set_xscale("log")
     ax.set_yscale("log")
     for k, ((c, m), (x, y, share)) in enumerate(zip(roofs, pts, strict=True)):
         color = COLORS[k % len(COLORS)]
-        ridge = c.flops / m.bandwidth
+        ridge = min(max(c.flops / m.bandwidth, x_lo), x_hi)
         ax.plot([x_lo, ridge, x_hi], [x_lo * m.bandwidth / scale, c.flops / scale, c.flops / scale], color=color,
-                lw=2, label=f"{labels[k]}: {c.label} {format_flops(c.flops)}, {m.level} {format_bandwidth(m.bandwidth)}")
+                lw=2, label=f"{labels[k]}: {for_chart(c.label)} {format_flops(c.flops)}, {for_chart(m.level)} "
+                            f"{format_bandwidth(m.bandwidth)}")
         if len(x):
             ax.scatter(x, y / scale, s=20 + 200 * np.sqrt(np.maximum(share, 0)), color=color,
                        marker=MARKERS[k % len(MARKERS)], alpha=0.6, edgecolors="white", linewidths=0.5, zorder=5)
     ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(y_lo / scale, peak * 3 / scale)
+    ax.set_ylim(y_lo / scale, y_top / scale)
+    if clipped:
+        ax.text(0.01, 0.01, f"axis ranges clipped to {AXIS_MIN:g} .. {AXIS_MAX:g}: some roofs or points lie outside",
+                transform=ax.transAxes, fontsize=7.5, color="#a00000", va="bottom")
     ax.set_xlabel("arithmetic intensity [FLOP/byte]")
     ax.set_ylabel(f"performance [{unit}]")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(title, fontsize=12)
+    ax.set_title(for_chart(title), fontsize=12)
     fig.tight_layout()
     return fig
 
 
-def save_compare_chart(analyses: Sequence[Analysis], path: str | Path, **kw: Any) -> None:
-    """PNG/SVG/PDF by extension, written all-or-nothing."""
+def compare_chart_bytes(analyses: Sequence[Analysis], fmt: str = "png", **kw: Any) -> bytes:
+    """The comparison chart as PNG/SVG/PDF bytes."""
     import io
 
     import matplotlib.pyplot as plt
 
+    fig = plot_compare(analyses, **kw)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def save_compare_chart(analyses: Sequence[Analysis], path: str | Path, **kw: Any) -> None:
+    """PNG/SVG/PDF by extension, written all-or-nothing."""
     from roofline.fileio import write_bytes_atomic
     from roofline.render import check_chart_path
 
     check_chart_path(path)
-    fig = plot_compare(analyses, **kw)
-    buf = io.BytesIO()
-    fig.savefig(buf, format=Path(path).suffix.lower().lstrip("."), bbox_inches="tight")
-    plt.close(fig)
-    write_bytes_atomic(path, buf.getvalue())
+    write_bytes_atomic(path, compare_chart_bytes(analyses, Path(path).suffix.lower().lstrip("."), **kw))

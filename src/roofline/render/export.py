@@ -1,4 +1,8 @@
-"""Per-op analysis results as CSV (and as a pandas DataFrame when pandas is installed)."""
+"""Per-op analysis results as CSV (and as a pandas DataFrame when pandas is installed).
+
+Text cells that start like a formula (``=``, ``+``, ``-``, ``@``, tab, CR) get a leading ``'``
+(:func:`roofline.text.for_csv`); numbers are written as numbers, a negative one included.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from roofline.analysis import Analysis
+from roofline.text import for_csv
 from roofline.workload import COLUMNS
 
 
@@ -41,12 +46,15 @@ def result_columns(a: Analysis) -> dict[str, Any]:
 def to_csv(a: Analysis) -> str:
     cols = result_columns(a)
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    # RFC 4180 line ends: a CR or LF inside a name is then quoted (with "\n" alone, a bare CR is not)
+    w = csv.writer(buf, lineterminator="\r\n")
     w.writerow(cols)
     order = a.order()
     values = [np.asarray(v, dtype=object)[order] for v in cols.values()]
     for row in zip(*values, strict=True):
-        w.writerow(["" if isinstance(v, float) and v != v else repr(v) if isinstance(v, float) else v for v in row])
+        # text cells a spreadsheet would run as a formula get a leading "'" (names come from files); numbers never
+        w.writerow(["" if isinstance(v, float) and v != v else repr(v) if isinstance(v, float) else for_csv(v)
+                    for v in row])
     return buf.getvalue()
 
 

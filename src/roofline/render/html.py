@@ -37,6 +37,7 @@ import numpy as np
 
 from roofline.analysis import Analysis
 from roofline.summary import Summary, dominant_ceiling, summarize
+from roofline.text import LIMIT, display, for_html
 from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 
 if TYPE_CHECKING:
@@ -53,9 +54,20 @@ MAX_POINTS = 3000  # chart points beyond this: only the top ops by time are draw
 MAX_TABLE_ROWS = 1000  # per-op table rows beyond this: only the top ops by time
 
 
+#: any text longer than this is shortened on the page (a name alone: text.LIMIT)
+TEXT_LIMIT = 8 * LIMIT
+#: the chart's axes span at most 10**-AXIS_DECADES .. 10**AXIS_DECADES (JavaScript doubles end near 1e308)
+AXIS_DECADES = 300
+
+
 def esc(value: Any) -> str:
-    """HTML-escape anything (quotes too)."""
-    return html.escape(str(value), quote=True)
+    """HTML-escape anything (quotes too), control characters visible, very long text shortened."""
+    return html.escape(display(value, TEXT_LIMIT), quote=True)
+
+
+def name(value: Any) -> str:
+    """A name from a file (op, module, device, memory level) for HTML or plotly text: escaped and shortened."""
+    return for_html(value)
 
 
 @dataclass
@@ -79,14 +91,14 @@ def _hover(a: Analysis, i: int, measured: bool) -> str:
     w = a.workload
     sec = w.columns["measured_seconds"][i]
     lines = [
-        f"<b>{esc(w.strings('name', i))}</b>" + (" (measured)" if measured else " (predicted)"),
-        f"module: {esc(w.strings('group', i) or '-')}" + (f" ({esc(w.strings('module_type', i))})"
+        f"<b>{name(w.strings('name', i))}</b>" + (" (measured)" if measured else " (predicted)"),
+        f"module: {name(w.strings('group', i) or '-')}" + (f" ({name(w.strings('module_type', i))})"
                                                           if w.strings("module_type", i) else ""),
         f"kind: {esc(w.strings('kind', i))}, {esc(w.strings('precision', i))} {esc(w.strings('unit', i))}"
         + (f" x{w.columns['count'][i]:g}" if w.columns["count"][i] != 1 else ""),
         f"FLOPs: {format_flop(w.columns['flops'][i])}, bytes: {format_bytes(w.bytes[i])}",
         f"intensity: {_ai(float(a.intensity[i]))} FLOP/B, bound: {a.bound[i]} ({esc(a.ceiling_label(i))}, "
-        f"{esc(a.level_label(i))})",
+        f"{name(a.level_label(i))})",
         f"roofline time: {format_seconds(a.time[i])}, attainable {format_flops(a.attainable_flops[i])}",
     ]
     if np.isfinite(sec):
@@ -100,14 +112,20 @@ def _hover(a: Analysis, i: int, measured: bool) -> str:
 def _ranges(a_list: Sequence[Analysis], xs: list[float], ys: list[float]) -> tuple[float, float, float, float]:
     ridges = [c.flops / m.bandwidth for a in a_list for c in _shown_ceilings(a)[0] for m in a.device.memory]
     xs = [x for x in xs + ridges if x > 0 and math.isfinite(x)] or [1.0]
-    x_lo = math.floor(math.log10(min(xs))) - 1
-    x_hi = math.ceil(math.log10(max(xs))) + 1
+    x_lo = _clip_decade(math.floor(math.log10(min(xs))) - 1)
+    x_hi = max(_clip_decade(math.ceil(math.log10(max(xs))) + 1), x_lo + 1)
     ys = [y for y in ys if y > 0 and math.isfinite(y)]
     ys += [c.flops for a in a_list for c in a.device.compute]
-    ys += [a.device.main_memory.bandwidth * 10**x_lo for a in a_list]
-    y_lo = math.floor(math.log10(min(ys)) - 0.3)
-    y_hi = math.ceil(math.log10(max(ys)) + 0.3)
+    ys += [a.device.main_memory.bandwidth * 10.0**x_lo for a in a_list]
+    ys = [y for y in ys if y > 0 and math.isfinite(y)] or [1.0]
+    y_lo = _clip_decade(math.floor(math.log10(min(ys)) - 0.3))
+    y_hi = max(_clip_decade(math.ceil(math.log10(max(ys)) + 0.3)), y_lo + 1)
     return x_lo, x_hi, y_lo, y_hi
+
+
+def _clip_decade(e: int) -> int:
+    """An axis end (a power of ten) within what plotly draws: numbers at the float extremes are clipped."""
+    return max(-AXIS_DECADES, min(AXIS_DECADES, int(e)))
 
 
 def _shown_ceilings(a: Analysis) -> tuple[list[Any], set[tuple[str, str]]]:
@@ -134,7 +152,7 @@ def _point_traces(a: Analysis, *, color: str | None = None, prefix: str = "", gr
         xs += x
         ys += y
         traces.append({
-            "type": "scatter", "mode": "markers", "name": f"{prefix}{kind}", "x": x, "y": y,
+            "type": "scatter", "mode": "markers", "name": f"{prefix}{name(kind)}", "x": x, "y": y,
             "hovertext": [_hover(a, i, False) for i in idx], "hoverinfo": "text",
             "legendgroup": group or "points", "legendgrouptitle": {"text": "ops (predicted, on the roof)"} if group is None else None,
             "marker": {"color": color or KIND_COLORS.get(kind, "#555555"), "symbol": symbol, "opacity": 0.85,
@@ -184,22 +202,23 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
         vis: Any = True if c.key in shown else "legendonly"
         roof_idx.append(len(traces))
         default_vis.append(vis)
-        traces.append({"type": "scatter", "mode": "lines", "name": f"{c.label} {format_flops(c.flops)}",
-                       "x": [x0, 10**x_hi], "y": [c.flops, c.flops], "visible": vis, "legendgroup": "compute",
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{name(c.label)} {format_flops(c.flops)}",
+                       "x": [x0, 10.0**x_hi], "y": [c.flops, c.flops], "visible": vis, "legendgroup": "compute",
                        "legendgrouptitle": {"text": "compute roofs (click to toggle)"},
-                       "hovertext": f"{esc(c.label)} roof {format_flops(c.flops)}<br>{esc(c.provenance.describe())}",
+                       "hovertext": f"{name(c.label)} roof {format_flops(c.flops)}<br>{esc(c.provenance.describe())}",
                        "hoverinfo": "text", "line": {"color": "#222222", "width": 2.5 if c.key in shown else 1.5,
                                                      "dash": "solid" if c.key in shown else "dash"}})
     peak = max(c.flops for c in device.compute)
     for k, m in enumerate(sorted(device.memory, key=lambda m: m.bandwidth)):
         xe = peak / m.bandwidth
-        xx = [10**x_lo, xe]
+        xx = [10.0**x_lo, xe]
         level_idx.append(len(traces))
         default_vis.append(True)
-        traces.append({"type": "scatter", "mode": "lines", "name": f"{m.level} {format_bandwidth(m.bandwidth)}",
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{name(m.level)} {format_bandwidth(m.bandwidth)}",
                        "x": xx, "y": [v * m.bandwidth for v in xx], "legendgroup": "memory",
                        "legendgrouptitle": {"text": "memory roofs (click to toggle)"},
-                       "hovertext": f"{esc(m.level)} {format_bandwidth(m.bandwidth)}<br>{esc(m.provenance.describe())}",
+                       "hovertext": f"{name(m.level)} {format_bandwidth(m.bandwidth)}<br>"
+                                    f"{esc(m.provenance.describe())}",
                        "hoverinfo": "text",
                        "line": {"color": "#1f4e79" if m is main else ("#2e75b6", "#5b9bd5", "#9dc3e6")[min(k, 2)],
                                 "width": 2.5 if m is main else 1.5, "dash": "solid" if m is main else "dot"}})
@@ -208,10 +227,10 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
     default_vis += [True] * len(points)
     # buttons: restyle the 'visible' of every trace
     all_roofs = [True] * n_roofs + [True] * len(points)
-    used_main = [default_vis[i] if i in roof_idx else (True if traces[i]["name"].startswith(main.level + " ") else
+    used_main = [default_vis[i] if i in roof_idx else (True if traces[i]["name"].startswith(name(main.level) + " ") else
                                                        "legendonly") for i in range(n_roofs)] + [True] * len(points)
     top = summary.dominant
-    ridge = top.flops / main.bandwidth
+    ridge = min(max(top.flops / main.bandwidth, 10.0**x_lo), 10.0**x_hi)
     layout = {
         "xaxis": {"type": "log", "range": [x_lo, x_hi], "title": {"text": "arithmetic intensity [FLOP/byte]"},
                   "exponentformat": "power"},
@@ -219,11 +238,12 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
                   "exponentformat": "SI"},
         "hovermode": "closest", "height": 620, "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
         "legend": {"groupclick": "toggleitem", "font": {"size": 11}},
-        "shapes": [{"type": "rect", "xref": "x", "yref": "paper", "x0": 10**x_lo, "x1": ridge, "y0": 0, "y1": 1,
+        "shapes": [{"type": "rect", "xref": "x", "yref": "paper", "x0": 10.0**x_lo, "x1": ridge, "y0": 0, "y1": 1,
                     "fillcolor": "#d6e6f5", "opacity": 0.45, "line": {"width": 0}, "layer": "below"},
-                   {"type": "rect", "xref": "x", "yref": "paper", "x0": ridge, "x1": 10**x_hi, "y0": 0, "y1": 1,
+                   {"type": "rect", "xref": "x", "yref": "paper", "x0": ridge, "x1": 10.0**x_hi, "y0": 0, "y1": 1,
                     "fillcolor": "#fbe3c8", "opacity": 0.45, "line": {"width": 0}, "layer": "below"}],
-        "annotations": [{"x": math.log10(ridge), "y": math.log10(top.flops), "text": f"ridge {ridge:.3g} FLOP/B",
+        "annotations": [{"x": math.log10(ridge), "y": min(max(math.log10(top.flops), y_lo), y_hi),
+                         "text": f"ridge {top.flops / main.bandwidth:.3g} FLOP/B",
                          "showarrow": True, "arrowhead": 0, "ax": 40, "ay": 30, "bgcolor": "white"},
                         {"x": 0.01, "y": 0.98, "xref": "paper", "yref": "paper", "text": "memory-bound",
                          "showarrow": False, "xanchor": "left", "font": {"color": "#1f4e79"}},
@@ -242,7 +262,7 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
 def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared",
                    labels: Sequence[str] | None = None) -> dict[str, Any]:
     """Every device's main roof (its most-used ceiling and main memory) and its points, one colour each."""
-    labels = list(labels) if labels is not None else [a.device.name for a in analyses]
+    labels = [name(x) for x in (labels if labels is not None else [a.device.name for a in analyses])]
     traces: list[dict[str, Any]] = []
     xs_all: list[float] = []
     ys_all: list[float] = []
@@ -260,11 +280,12 @@ def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared"
         main = a.device.main_memory
         top = dominant_ceiling(a)
         ridge = top.flops / main.bandwidth
-        traces.append({"type": "scatter", "mode": "lines", "name": f"{labels[k]} roof ({top.label})",
-                       "x": [10**x_lo, ridge, 10**x_hi], "y": [10**x_lo * main.bandwidth, top.flops, top.flops],
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{labels[k]} roof ({name(top.label)})",
+                       "x": [10.0**x_lo, min(max(ridge, 10.0**x_lo), 10.0**x_hi), 10.0**x_hi],
+                       "y": [10.0**x_lo * main.bandwidth, top.flops, top.flops],
                        "legendgroup": f"d{k}", "line": {"color": color, "width": 2.5}, "hoverinfo": "text",
-                       "hovertext": esc(f"{labels[k]}: {top.label} {format_flops(top.flops)}, "
-                                        f"{main.level} {format_bandwidth(main.bandwidth)}, ridge {ridge:.3g} FLOP/B")})
+                       "hovertext": f"{labels[k]}: {name(top.label)} {format_flops(top.flops)}, "
+                                    f"{name(main.level)} {format_bandwidth(main.bandwidth)}, ridge {ridge:.3g} FLOP/B"})
         traces += pts
     layout = {
         "title": {"text": esc(title)},
@@ -278,9 +299,24 @@ def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared"
 
 
 def _json(obj: Any) -> str:
-    """JSON safe inside <script>: no '<', '>' or '&' survive, so nothing can close the tag."""
-    text = json.dumps(obj, allow_nan=False, default=_json_default)
+    """JSON safe inside <script>: no '<', '>' or '&' survive, so nothing can close the tag.  A number that
+    is not finite (a ridge of 1e308 / 1e-300) becomes null: plotly leaves a gap."""
+    text = json.dumps(_finite(obj), allow_nan=False, default=_json_default)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _finite(obj.tolist())
+    if isinstance(obj, np.floating):
+        return _finite(float(obj))
+    return obj
 
 
 def _json_default(o: Any) -> Any:
@@ -306,7 +342,8 @@ def _pct(x: float) -> str:
 
 
 def _txt(text: str) -> str:
-    return f"<td>{esc(text)}</td>"
+    """A text cell (names from files among them): escaped and shortened."""
+    return f"<td>{name(text)}</td>"
 
 
 def _opt(v: float, fmt: Any) -> str:
@@ -525,7 +562,7 @@ def render_report(sections: Sequence[Section], title: str = "roofline report", *
 def render_html(analysis: Analysis, title: str | None = None, *, summary: Summary | None = None) -> str:
     """The report of one analysis as a string.  Advice appears when ``summary`` carries it
     (:func:`roofline.summary.summarize` with ``advice=``): the renderer computes none."""
-    title = title or f"{analysis.workload.title} on {analysis.device.name}"
+    title = title or f"{display(analysis.workload.title)} on {display(analysis.device.name)}"
     return render_report([Section(title, analysis, summary=summary)], f"roofline report: {title}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from roofline.llm.metrics import BatchSweep
+from roofline.text import for_chart
 
 
 def plot_sweep(sweep: BatchSweep, path: str, *, title: str = "") -> None:
@@ -36,7 +37,7 @@ def plot_sweep(sweep: BatchSweep, path: str, *, title: str = "") -> None:
     ylabel = "prompt tokens/s" if sweep.phase == "prefill" else "output tokens/s (whole batch)"
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title or "batch sweep: throughput vs latency (labels: batch)", fontsize=9)
+    ax.set_title(for_chart(title) if title else "batch sweep: throughput vs latency (labels: batch)", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

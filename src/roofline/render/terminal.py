@@ -15,6 +15,7 @@ import numpy as np
 
 from roofline.analysis import Analysis
 from roofline.summary import Summary, describe_measured, summarize
+from roofline.text import display, for_terminal, visible
 from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 
 if TYPE_CHECKING:
@@ -36,25 +37,26 @@ def summary_lines(s: Summary) -> list[str]:
     """The headline: device, roofline time, totals, the binding roof, where the time goes."""
     a = s.analysis
     d = a.device
-    used = dict.fromkeys(f"{c.label} {format_flops(c.flops)}" for c, _ in s.roofs_used)
+    # names from files (device, levels, title) in their display form: control characters visible, long ones cut
+    used = dict.fromkeys(f"{display(c.label)} {format_flops(c.flops)}" for c, _ in s.roofs_used)
     roofs = ", ".join(used)  # two asked-for pairs may share one roof after a fallback
-    mems = ", ".join(f"{m.level} {format_bandwidth(m.bandwidth)}" for m in a.levels)
+    mems = ", ".join(f"{display(m.level)} {format_bandwidth(m.bandwidth)}" for m in a.levels)
     lines = [
-        f"device: {d.name} — roofs used: {roofs or '-'}; {mems}",
-        f"workload: {a.workload.title} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
+        f"device: {display(d.name)} — roofs used: {roofs or '-'}; {mems}",
+        f"workload: {display(a.workload.title)} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
         f"{format_bytes(a.total_bytes)} moved, intensity {_ai(a.total_flops / a.total_bytes if a.total_bytes else math.inf)} FLOP/B",
         f"roofline time: {format_seconds(a.total_time)}"
         + (f" (attainable {format_flops(s.attainable_flops)})" if a.total_time > 0 else ""),
-        f"binding roof: {s.binding.describe()}",
+        f"binding roof: {display(s.binding.describe(), 1024)}",
     ]
     if s.share_by_bound:
         lines.append("time by bound: " + ", ".join(f"{k} {v:.0%}" for k, v in s.share_by_bound.items()))
     if s.measured is not None:
-        lines.append(describe_measured(s.measured))
+        lines.append(display(describe_measured(s.measured), 1024))
         if s.measured.judged_at_cache:
             lines.append("measured points judged vs a cache level (working set fits): "
-                         + ", ".join(f"{k} vs {lvl}" for lvl, k in s.measured.judged_at_cache.items()))
-    lines.append(f"bytes model: {a.workload.bytes_model}")
+                         + ", ".join(f"{k} vs {display(lvl)}" for lvl, k in s.measured.judged_at_cache.items()))
+    lines.append(f"bytes model: {display(a.workload.bytes_model, 1024)}")
     return lines
 
 
@@ -62,14 +64,13 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
            title: str | None = None, color: bool | None = None, summary: Summary | None = None) -> str:
     """The full terminal report as a string (``summary``: the facts, when the caller has them)."""
     from rich import box
-    from rich.markup import escape
     from rich.table import Table
 
     if color is None:
         color = sys.stdout.isatty()
     con = _console(color)
     if title:
-        con.print(f"[bold]{title}[/bold]")
+        con.print(f"[bold]{for_terminal(title)}[/bold]")
     for line in summary_lines(summary or summarize(a)):
         con.print(line, markup=False)
     measured = a.workload.has_measurements
@@ -87,7 +88,7 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
             if measured:
                 eff = r.time / r.measured_seconds if r.measured_seconds == r.measured_seconds and r.measured_seconds > 0 else math.nan
                 cells += [_opt(r.measured_seconds, format_seconds), _opt(eff, lambda e: f"{e:.0%}")]
-            t.add_row(*map(escape, cells))
+            t.add_row(*map(for_terminal, cells))
         con.print(t)
         hidden = len(rows) - top
     else:
@@ -110,8 +111,9 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
                 cells += [_opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds),
                           _opt(a.efficiency[i], lambda e: f"{e:.0%}")]
             cells.append(a.verdict(i))
-            # escaped: names come from files, and a verdict's [bracketed notes] would read as rich markup
-            t.add_row(*map(escape, cells), style="red" if a.above_roof[i] else None)
+            # escaped and shortened: names come from files (a 10 MB name would make rich's folding quadratic),
+            # and a verdict's [bracketed notes] would read as rich markup
+            t.add_row(*map(for_terminal, cells), style="red" if a.above_roof[i] else None)
         con.print(t)
         hidden = len(order) - top
     if hidden > 0:
@@ -119,12 +121,14 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     unsupported = a.workload.unsupported
     if unsupported:
         con.print("unsupported ops (no FLOP formula; counted with 0 FLOPs and their bytes): "
-                  + ", ".join(f"{u.name} x{u.count}" for u in unsupported), markup=False)
+                  + ", ".join(f"{display(u.name)} x{u.count}" for u in unsupported), markup=False)
     for note in a.workload.assumptions:
-        con.print(f"assumption: {note}", markup=False)
+        con.print(f"assumption: {display(note, 1024)}", markup=False)
     for note in [*a.workload.warnings, *a.warnings]:
-        con.print(f"warning: {note}", markup=False, style="yellow")
-    return con.export_text(styles=color)
+        con.print(f"warning: {display(note, 1024)}", markup=False, style="yellow")
+    text = con.export_text(styles=color)
+    # plain text: no control character at all survives (with colour, only the product's own styles)
+    return text if color else visible(text)
 
 
 def _ai(x: float) -> str:
@@ -157,7 +161,7 @@ def llm_text(r: LLMReport) -> str:
     from roofline.llm.model import param_counts
 
     total, active = param_counts(s.arch)
-    lines = [f"LLM: {s.arch.name} on {r.device} — " + ", ".join(info)]
+    lines = [f"LLM: {display(s.arch.name)} on {display(r.device)} — " + ", ".join(info)]
     lines.append(f"  parameters          {_count(total)}" + (f" ({_count(active)} active per token)"
                                                               if active != total else ""))
     for phase in ("prefill", "decode"):
@@ -190,7 +194,7 @@ def llm_text(r: LLMReport) -> str:
     else:
         lines.append("  ridge batch         none below 65536 (decode GEMMs stay memory-bound)")
     for f in r.findings:
-        lines.append(f"  * {f}")
+        lines.append(f"  * {display(f, 1024)}")
     return "\n".join(lines)
 
 

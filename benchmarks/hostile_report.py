@@ -1,0 +1,92 @@
+"""The hostile-input corpus (tests/hostile) against this tree and, optionally, a base commit: what each does.
+
+    python benchmarks/hostile_report.py [BASE]
+
+For each tree, one process imports that tree's roofline and runs every case of the
+corpus under the harness's guards (a forked child per case, address-space limit,
+timeout), then the script prints, per tree: cases tried, passed, clean failures
+(exit 2, one line), tracebacks, hangs, blow-ups, partial outputs, injection findings
+(raw control characters on the terminal, failed safety checks), and the slowest and
+largest case.  Not a test: tests/hostile/test_hostile.py is the test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RUNNER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])          # the tree's src/
+sys.path.insert(0, sys.argv[2])          # this checkout's tests/ (the corpus and the harness)
+from hostile import harness
+from hostile.test_hostile import corpus
+rows = []
+for case in corpus():
+    r = harness.run_case(case)
+    bad = harness.problems(case, r)
+    rows.append({"name": case.name, "cls": case.cls, "expect": case.expect, "code": r.code, "seconds": r.seconds,
+                 "rss": r.peak_rss, "timed_out": r.timed_out, "problems": bad, "wrote": r.new_files})
+print(json.dumps(rows))
+"""
+
+
+def run_tree(src: Path) -> list[dict]:
+    out = subprocess.run([sys.executable, "-c", RUNNER, str(src), str(ROOT / "tests")], capture_output=True,
+                         text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def tally(rows: list[dict]) -> dict[str, object]:
+    def has(r: dict, word: str) -> bool:
+        return any(p.startswith(word) for p in r["problems"])
+
+    slowest = max(rows, key=lambda r: r["seconds"])
+    largest = max(rows, key=lambda r: r["rss"])
+    return {
+        "cases": len(rows),
+        "pass": sum(not r["problems"] for r in rows),
+        "clean failures (exit 2, one line)": sum(r["code"] == 2 and not r["problems"] for r in rows),
+        "tracebacks": sum(has(r, "traceback") for r in rows),
+        "hangs": sum(r["timed_out"] for r in rows),
+        "blow-ups": sum(has(r, "blow-up") for r in rows),
+        "partial outputs": sum(has(r, "wrote") for r in rows),
+        "injection findings": sum(has(r, "raw control") or (has(r, "check failed") and r["cls"] in (
+            "names-markup", "names-mathtext", "control-chars", "csv-injection", "plotly-names")) for r in rows),
+        "other failures": sum(bool(r["problems"]) and not any(
+            has(r, w) for w in ("traceback", "hang", "blow-up", "wrote", "raw control", "check failed")) for r in rows),
+        "slowest": f"{slowest['name']} {slowest['seconds']:.1f} s",
+        "largest": f"{largest['name']} {largest['rss'] / 2**20:.0f} MiB",
+    }
+
+
+def main() -> int:
+    trees = [("this tree", ROOT / "src")]
+    tmp = None
+    if len(sys.argv) > 1:
+        tmp = tempfile.TemporaryDirectory()
+        base = Path(tmp.name) / "base"
+        subprocess.run(["git", "worktree", "add", "--detach", str(base), sys.argv[1]], cwd=ROOT, check=True,
+                       capture_output=True)
+        trees.insert(0, (f"base {sys.argv[1]}", base / "src"))
+    try:
+        results = {label: tally(run_tree(src)) for label, src in trees}
+    finally:
+        if tmp is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(Path(tmp.name) / "base")], cwd=ROOT,
+                           capture_output=True)
+            tmp.cleanup()
+    labels = list(results)
+    print(f"{'':36s}" + "".join(f"{lb:>40s}" for lb in labels))
+    for key in results[labels[0]]:
+        print(f"{key:36s}" + "".join(f"{str(results[lb][key]):>40s}" for lb in labels))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
