@@ -82,9 +82,9 @@ def main() -> int:
                            capture_output=True)
             tmp.cleanup()
     labels = list(results)
-    print(f"{'':36s}" + "".join(f"{lb:>40s}" for lb in labels))
+    print(f"{'':36s}" + "".join(f"{lb:>48s}" for lb in labels))
     for key in results[labels[0]]:
-        print(f"{key:36s}" + "".join(f"{str(results[lb][key]):>40s}" for lb in labels))
+        print(f"{key:36s}" + "".join(f"{str(results[lb][key]):>48s}" for lb in labels))
     return 0
 
 

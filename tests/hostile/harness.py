@@ -163,7 +163,10 @@ def run_case(case: Case) -> Result:
         new = sorted(p for p in after - before if not Path(p).name.startswith(".hostile"))
         result = Result(code, out, err, seconds, usage.ru_maxrss * 1024, timed_out, new)
         if case.check and code in (0, 2):
-            result.check_ok = bool(eval(case.check, {"out": out, "err": err, "tmp": tmp, "Path": Path}))
+            try:
+                result.check_ok = bool(eval(case.check, {"out": out, "err": err, "tmp": tmp, "Path": Path}))
+            except Exception:  # the output cannot even be read back (e.g. an SVG that is not XML): unsafe
+                result.check_ok = False
         return result
 
 
