@@ -11,10 +11,12 @@ class RooflineError(ValueError):
     """Bad user input: a one-line message naming the file, field and value."""
 
     def __init__(self, message: str, *, where: str | None = None) -> None:
+        from roofline.fileio import shown_path
         from roofline.text import one_line
 
         # always one line; names quoted in it come from files: control characters shown, long ones shortened
-        super().__init__(one_line(f"{where}: {message}" if where else message))
+        # (a long path keeps its head and tail, so the message after it is never cut off)
+        super().__init__(one_line(f"{shown_path(where)}: {message}" if where else message))
 
 
 class MissingExtraError(RooflineError, ImportError):

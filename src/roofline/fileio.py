@@ -127,7 +127,16 @@ def check_writable(path: str | Path) -> Path:
     Checks the nearest existing folder above ``path``: it must be a folder and
     writable (missing folders below it are created when writing).
     """
-    p = Path(path)
+    try:
+        return _check_writable(Path(path))
+    except OSError as exc:  # ENAMETOOLONG, ELOOP...: the path itself is unusable
+        raise RooflineError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise RooflineError(f"cannot write: {exc}", where=repr(str(path))) from None
+
+
+def _check_writable(p: Path) -> Path:
+    path = str(p)
     if p.is_dir():
         raise RooflineError("is a directory, expected a file path", where=str(path))
     if p.exists() and not os.access(p, os.W_OK):

@@ -53,3 +53,32 @@ CASES = [
          files={"w.json": json.dumps({"schema": "roofline.workload/1", "ops": [], "unsupported": "abc"})},
          names="unsupported"),
 ]
+
+# bench, demo, devices: hostile arguments are refused before any measuring or writing
+LONG = "x" * 5000
+CASES += [
+    Case("seed/bench-threads-zero", "bad-shapes", "bench", ("bench", "--threads", "0"), names="--threads"),
+    Case("seed/bench-threads-huge", "bad-shapes", "bench", ("bench", "--threads", "99999999999999999999"),
+         names="--threads"),
+    Case("seed/bench-out-is-dir", "partial-outputs", "bench", ("bench", "--out", "adir"), files={"adir/x": "1"},
+         names="adir"),
+    Case("seed/bench-plot-is-file", "partial-outputs", "bench", ("bench", "--plot", "afile"), files={"afile": "1"},
+         names="afile"),
+    Case("seed/bench-audit-no-cache", "wrong-types", "bench", ("bench", "--audit"), names="roofline bench"),
+    Case("seed/bench-out-long-name", "long-names", "bench", ("bench", "--out", LONG + ".json"), names="cannot"),
+    Case("seed/demo-out-is-file", "partial-outputs", "demo", ("demo", "--out", "afile"), files={"afile": "1"},
+         names="afile"),
+    Case("seed/demo-out-under-file", "partial-outputs", "demo", ("demo", "--out", "afile/sub"), files={"afile": "1"},
+         names="afile"),
+    Case("seed/demo-out-long", "long-names", "demo", ("demo", "--out", LONG), names="cannot"),
+    Case("seed/demo-out-escape", "control-chars", "demo", ("demo", "--out", "afile/\x1b[2J"), files={"afile": "1"},
+         names="afile"),
+    Case("seed/demo-unknown-flag", "wrong-types", "demo", ("demo", "--fast"), names="--fast"),
+    Case("seed/devices-json", "legal-input", "devices", ("devices", "--json"), expect="ok",
+         check="len(__import__('json').loads(out)) >= 20"),
+    Case("seed/devices-table", "legal-input", "devices", ("devices",), expect="ok", check="'H100' in out"),
+    Case("seed/devices-unknown-flag", "wrong-types", "devices", ("devices", "--csv", "x.csv"), names="--csv"),
+    Case("seed/devices-typo-command", "wrong-types", "devices", ("devcies",), names="devcies"),
+    Case("seed/devices-escape-arg", "control-chars", "devices", ("devices", "\x1b]0;title\x07"),
+         names="unrecognized arguments"),
+]
