@@ -1322,20 +1322,29 @@ def _big_generator(onnx: Any, graph: Any) -> str | None:
     onnx's data propagation (``data_prop=True``) computes such a node's output in full (a Range to
     3e8 takes gigabytes): where one exists, shape inference runs without data propagation.
     """
-    if not any(n.op_type in _GENERATORS for n in graph.node):
+    generators, constants = [], []
+    for n in graph.node:  # one pass: protobuf field access is the cost on large graphs
+        op = n.op_type
+        if op in _GENERATORS:
+            generators.append(n)
+        elif op == "Constant":
+            constants.append(n)
+    if not generators:
         return None
-    small: dict[str, Any] = {}
+    wanted = {i for n in generators for i in n.input if i}  # only the generators' inputs are read
+    protos: dict[str, Any] = {}  # name -> a small constant's TensorProto, converted only when a generator needs it
     for init in graph.initializer:
-        if init.data_location != 1 and math.prod(init.dims) <= 16:
-            small[init.name] = onnx.numpy_helper.to_array(init)
-    for n in graph.node:
-        if n.op_type == "Constant" and n.output:
+        if init.name in wanted and init.data_location != 1 and math.prod(init.dims) <= 16:
+            protos[init.name] = init
+    for n in constants:
+        if n.output and n.output[0] in wanted:
             a = next((a for a in n.attribute if a.name == "value"), None)
             if a is not None and math.prod(a.t.dims) <= 16:
-                small[n.output[0]] = onnx.numpy_helper.to_array(a.t)
-    for n in graph.node:
-        if n.op_type in _GENERATORS and all(i in small for i in n.input if i):
-            size = _fold_bound(n, small)
+                protos[n.output[0]] = a.t
+    for n in generators:
+        inputs = [i for i in n.input if i]
+        if all(i in protos for i in inputs):
+            size = _fold_bound(n, {i: onnx.numpy_helper.to_array(protos[i]) for i in inputs})
             if size is None or size > _STATIC_MAX:
                 return f"{n.op_type} node {n.name or n.output[0]!r}" + (f" ({size:.3g} elements)" if size else "")
     return None
