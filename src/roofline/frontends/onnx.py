@@ -975,26 +975,28 @@ def _check_attributes(ctx: _Ctx, node: Any, name: str) -> None:
     """Attribute types as the op's schema declares them, and the few values cost formulas divide by or index with."""
     onnx = ctx.onnx
     key = node.op_type
-    if key not in ctx.schemas:
+    declared = ctx.schemas.get(key)
+    if declared is None:  # attribute name -> declared type code, once per op type
         try:
-            ctx.schemas[key] = onnx.defs.get_schema(key, ctx.opset, "").attributes
+            declared = {n: int(a.type) for n, a in onnx.defs.get_schema(key, ctx.opset, "").attributes.items()}
         except Exception:  # onnx.defs.SchemaError: an op (or opset) onnx does not know; nothing to check against
-            ctx.schemas[key] = {}
-    declared = ctx.schemas[key]
+            declared = {}
+        ctx.schemas[key] = declared
     for a in node.attribute:
-        want = declared.get(a.name)
-        if want is not None and a.type != want.type:
-            got = onnx.AttributeProto.AttributeType.Name(a.type) if a.type in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-                                                                                 13, 14) else str(a.type)
-            raise RooflineError(f"node {name!r} ({key}): attribute {a.name!r} must be "
-                                f"{onnx.AttributeProto.AttributeType.Name(want.type)}, got {got}", where=ctx.where)
-        low = _AT_LEAST.get(a.name)
-        if low is not None and a.type in (2, 7):  # INT, INTS
-            values = [a.i] if a.type == 2 else list(a.ints)
+        aname, atype = a.name, a.type
+        want = declared.get(aname)
+        if want is not None and atype != want:
+            got = onnx.AttributeProto.AttributeType.Name(atype) if atype in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                                                                              13, 14) else str(atype)
+            raise RooflineError(f"node {name!r} ({key}): attribute {aname!r} must be "
+                                f"{onnx.AttributeProto.AttributeType.Name(want)}, got {got}", where=ctx.where)
+        low = _AT_LEAST.get(aname)
+        if low is not None and atype in (2, 7):  # INT, INTS
+            values = [a.i] if atype == 2 else list(a.ints)
             if any(v < low for v in values):
-                raise RooflineError(f"node {name!r} ({key}): attribute {a.name!r} must be >= {low}, got "
-                                    f"{values if a.type == 7 else values[0]}", where=ctx.where)
-        if key == "Transpose" and a.name == "perm" and sorted(a.ints) != list(range(len(a.ints))):
+                raise RooflineError(f"node {name!r} ({key}): attribute {aname!r} must be >= {low}, got "
+                                    f"{values if atype == 7 else values[0]}", where=ctx.where)
+        if aname == "perm" and key == "Transpose" and sorted(a.ints) != list(range(len(a.ints))):
             raise RooflineError(f"node {name!r} (Transpose): perm {list(a.ints)} is not a permutation of "
                                 f"0..{len(a.ints) - 1}", where=ctx.where)
 
