@@ -392,11 +392,11 @@ def analyze(workload: Workload, device: Device, *,
         cache = w.columns[column]
         if not cache.any():
             continue
-        try:
-            m = device.memory_level(level)
-        except RooflineError:
+        found = device.find_level(level)
+        if found is None:
             warnings.append(f"device {device.name!r} has no {level} ceiling; {column} is ignored")
             continue
+        m = found
         if m not in levels:
             levels.append(m)
         term = cache / m.bandwidth
@@ -434,12 +434,10 @@ def _level_roofs(w: Workload, device: Device, warnings: list[str]) -> tuple[list
             else:
                 level_bw[code] = device.interconnect.bandwidth
             continue
-        try:
-            m = device.memory_level(name or None)
-        except RooflineError:
-            m = device.main_memory
-            if np.any(w.columns["level"] == code):
-                warnings.append(f"device {device.name!r} has no {name} ceiling; those ops use {m.level}")
+        found = device.find_level(name or None)  # no exception on the hot path: most tables name absent levels
+        m = found or device.main_memory
+        if found is None and np.any(w.columns["level"] == code):
+            warnings.append(f"device {device.name!r} has no {name} ceiling; those ops use {m.level}")
         if m not in levels:
             levels.append(m)
         level_of_code[code] = levels.index(m)

@@ -418,13 +418,20 @@ class Device:
         fits = [m for m in self.judging_caches() if working_set <= (m.capacity or 0.0)]
         return fits[-1] if fits else self.main_memory
 
-    def memory_level(self, level: str | None = None) -> MemoryCeiling:
-        """The ceiling for ``level``; ``None``, 'DRAM', 'HBM' and 'main' mean main memory."""
+    def find_level(self, level: str | None = None) -> MemoryCeiling | None:
+        """The ceiling for ``level`` ('DRAM', 'HBM', 'main', None: main memory), or None when the device has none."""
         if level is None or level == "" or level.upper() in (*MAIN_MEMORY, "MAIN"):
             return self.main_memory
         for m in self.memory:
             if m.level.upper() == level.upper():
                 return m
+        return None
+
+    def memory_level(self, level: str | None = None) -> MemoryCeiling:
+        """The ceiling for ``level`` (:meth:`find_level`), or a one-line error naming the levels there are."""
+        found = self.find_level(level)
+        if found is not None:
+            return found
         raise RooflineError(
             f"memory level {level!r} is not on device {self.name!r}; it has {', '.join(m.level for m in self.memory)}")
 
