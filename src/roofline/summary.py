@@ -173,9 +173,3 @@ def describe_measured(m: MeasuredSummary) -> str:
 
     return (f"measured: {m.ops} of {m.of_ops} ops; their roofline time {format_seconds(m.predicted)} vs "
             f"{format_seconds(m.measured)} measured (roofline / measured = {m.ratio:.3g})")
-
-
-def facts(s: Summary) -> dict[str, Any]:
-    """The headline facts as plain data (for JSON consumers and tests)."""
-    return {"time": s.total_time, "binding_roof": s.binding.describe(), "dominant_ceiling": s.dominant.label,
-            "share_by_bound": dict(s.share_by_bound)}
