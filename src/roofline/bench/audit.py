@@ -172,18 +172,17 @@ def run_audit(device: Device, time_call: Callable[[Call], tuple[float, float, fl
             continue
         fastest, n = best[r.kernel]
         method = f"audit: {r.kernel} (best of {n} calls)"
-        if r.binding == "compute":
-            old = raised.choose_compute(r.unit, r.precision).ceiling
-            new = r.flops / fastest
-            raised = _raise_compute(raised, old, new, method)
-            what = f"{old.label} {format_flops(old.flops)} -> {format_flops(new)}" if new > old.flops else (
-                f"{old.label} (already raised to {format_flops(old.flops)})")
+        compute = r.binding == "compute"
+        roof: Any = raised.choose_compute(r.unit, r.precision).ceiling if compute else raised.memory_level(r.level)
+        field, fmt = ("flops", format_flops) if compute else ("bandwidth", format_bandwidth)
+        name, value = (roof.label if compute else roof.level), getattr(roof, field)
+        new = (r.flops if compute else r.bytes) / fastest
+        if new > value:
+            prov = _with_method(roof.provenance, new, method, "best call of the audit kernel")
+            raised = _replace_roof(raised, roof, **{field: new, "provenance": prov})
+            what = f"{name} {fmt(value)} -> {fmt(new)}"
         else:
-            lvl = raised.memory_level(r.level)
-            new = r.bytes / fastest
-            raised = _raise_memory(raised, lvl, new, method)
-            what = f"{lvl.level} {format_bandwidth(lvl.bandwidth)} -> {format_bandwidth(new)}" if new > lvl.bandwidth else (
-                f"{lvl.level} (already raised to {format_bandwidth(lvl.bandwidth)})")
+            what = f"{name} (already raised to {fmt(value)})"
         messages.append(f"wrong ceiling: {r.kernel} ran at {r.efficiency:.2f}x its roof ({r.roof}, {r.level}; "
                         f"own spread {r.noise:.0%}); raised {what}")
         final.append(replace(r, raised=what))
@@ -198,20 +197,10 @@ def _with_method(prov: Any, value: float, method: str, statistic: str) -> Any:
                    methods=(*prov.methods, MethodFigure(method, value, None, statistic)))
 
 
-def _raise_compute(device: Device, old: ComputeCeiling, new: float, method: str) -> Device:
-    if new <= old.flops:
-        return device
-    prov = _with_method(old.provenance, new, method, "best call of the audit kernel")
-    compute = tuple(replace(c, flops=new, provenance=prov) if c is old else c for c in device.compute)
-    return replace(device, compute=compute)
-
-
-def _raise_memory(device: Device, old: MemoryCeiling, new: float, method: str) -> Device:
-    if new <= old.bandwidth:
-        return device
-    prov = _with_method(old.provenance, new, method, "best call of the audit kernel")
-    memory = tuple(replace(m, bandwidth=new, provenance=prov) if m is old else m for m in device.memory)
-    return replace(device, memory=memory)
+def _replace_roof(device: Device, old: ComputeCeiling | MemoryCeiling, **changes: Any) -> Device:
+    """``device`` with the compute or memory ceiling ``old`` replaced by a copy with ``changes``."""
+    return replace(device, compute=tuple(replace(c, **changes) if c is old else c for c in device.compute),
+                   memory=tuple(replace(m, **changes) if m is old else m for m in device.memory))
 
 
 def enforce_vector_at_least_gemm(device: Device) -> Device:
