@@ -222,9 +222,13 @@ def measured(machine_id: str, version: int = BENCH_VERSION) -> Device:
 
 def test_cache_from_this_machine_loads(cache) -> None:
     from roofline.bench import load_local_device, save_local_device
+    from roofline.bench.machine import fingerprint
 
     save_local_device(measured("here"))
     assert load_local_device().bench.machine == measured("here").bench.machine
+    # a GPU measured from this host (run_gpu_bench writes fingerprint("gpu NAME")) loads too
+    save_local_device(measured(fingerprint("gpu NVIDIA H200")))
+    assert load_local_device().bench.machine.endswith("; gpu NVIDIA H200")
 
 
 @pytest.mark.parametrize("device, words", [

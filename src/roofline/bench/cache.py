@@ -64,8 +64,8 @@ def check_cached(device: Device, where: str) -> None:
         raise RooflineError(f"the cached measurement comes from an older roofline bench ({got}, this is version "
                             f"{BENCH_VERSION}: its roofs may not be true bounds); re-measure with 'roofline bench'",
                             where=where)
-    here = fingerprint(facts.machine.split("; gpu ", 1)[1]) if "; gpu " in facts.machine else fingerprint()
-    if facts.machine != here:
+    here = fingerprint()  # a GPU measurement adds "; gpu NAME" to the host's fingerprint
+    if facts.machine != here and not facts.machine.startswith(here + "; gpu "):
         raise RooflineError(f"the cached measurement was taken on another machine ({facts.machine!r}; this is "
                             f"{here!r}); re-measure here with 'roofline bench'", where=where)
 
