@@ -129,8 +129,8 @@ def test_saved_analysis_of_other_schema_version(tmp_path, seed):
 
     a = analyze(Workload.from_ops([Op("app", flops=1, bytes_read=1)]), seed)
     d = a.to_dict()
-    d["schema"] = "roofline.analysis/2"
-    with pytest.raises(RooflineError, match="roofline.analysis/1"):
+    d["schema"] = "roofline.analysis/3"
+    with pytest.raises(RooflineError, match="expected 'roofline.analysis/2' \\(or an older roofline.analysis/1\\)"):
         Analysis.from_dict(d)
 
 

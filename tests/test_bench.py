@@ -244,8 +244,12 @@ def test_tiny_run_is_a_valid_measured_cpu_device(tiny_device: Device) -> None:
     for p in ("bf16", "fp16"):
         assert (d.ceiling("matrix", p) is not None) == (p in d.bench.native)
     assert dram.provenance.details["working_set_bytes"][1] <= 2 * MiB  # a range within the sweep (TINY: 2 MiB)
-    for key in ("cpu_model", "cores", "threads", "versions", "blas", "date", "sweep", "ert", "warnings"):
+    for key in ("cpu_model", "cores", "versions", "blas", "date", "warnings"):
         assert key in d.metadata, key
+    # the figures read back are typed bench facts: threads, the sweep (every kernel), ERT, caches
+    assert d.bench.threads == (os.cpu_count() or 1) and d.bench.sweep is not None and d.bench.ert is not None
+    assert {c.kernel for c in d.bench.sweep.curves} == set(bench_cpu.KERNELS)
+    assert all(len(c.median) == len(d.bench.sweep.working_set_bytes) for c in d.bench.sweep.curves)
     assert d.metadata["versions"]["numpy"] == np.__version__
     # JSON round trip keeps every number and its provenance
     again = Device.from_dict(json.loads(d.to_json()))
@@ -253,15 +257,15 @@ def test_tiny_run_is_a_valid_measured_cpu_device(tiny_device: Device) -> None:
 
 
 def test_ert_curve_is_checked_against_the_devices_own_roofline(tiny_device: Device) -> None:
-    ert = tiny_device.metadata["ert"]
+    ert = tiny_device.bench.ert
     peak = tiny_device.ceiling("vector", "fp64").flops
     dram = tiny_device.memory_level("DRAM").bandwidth
     # intensity = FLOPs per element / 16 B (one 8-B read + one 8-B write in place): 1/16, 2/16, 8/16
-    assert ert["intensity"] == [1 / 16, 2 / 16, 8 / 16]
-    for ai, model, got, dev in zip(ert["intensity"], ert["model_flops"], ert["flops"], ert["deviation"], strict=False):
+    assert ert.intensity == (1 / 16, 2 / 16, 8 / 16)
+    for ai, model, got, dev in zip(ert.intensity, ert.model_flops, ert.flops, ert.deviation, strict=True):
         assert model == pytest.approx(min(peak, ai * dram))
         assert dev == pytest.approx(got / model - 1)
-    assert abs(ert["max_deviation"]) == pytest.approx(max(abs(x) for x in ert["deviation"]))
+    assert abs(ert.deviation[ert.worst]) == pytest.approx(max(abs(x) for x in ert.deviation))
 
 
 def test_plots_of_a_measured_device(tiny_device: Device, tmp_path) -> None:
@@ -341,7 +345,7 @@ def test_memory_shortage_shrinks_and_says_so(monkeypatch, in_process_bench) -> N
     d = bench_cpu.run_cpu_bench(bench_cpu.BenchConfig.quick(threads=1, **{**TINY, "max_bytes": 4 * MiB}))
     short = d.metadata["memory_shortage"]
     assert short["wanted_bytes"] == 4 * MiB and short["used_bytes"] == 1 * MiB
-    assert max(d.metadata["sweep"]["working_set_bytes"]) == 1 * MiB
+    assert max(d.bench.sweep.working_set_bytes) == 1 * MiB
     assert any("shrunk" in w for w in d.metadata["warnings"])
     assert "shrunk" in d.memory_level("DRAM").provenance.note
 

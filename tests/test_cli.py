@@ -56,7 +56,7 @@ def test_analyze_workload_file_writes_every_output(tmp_path, capsys):
     # gemm on A100 bf16: max(2e12 / 312e12, 1.1e9 / 2.039e12) = 6.41 ms compute-bound; gelu is memory-bound
     assert "compute-bound" in out and "memory-bound" in out
     saved = json.loads(outs["json"].read_text())
-    assert saved["schema"] == "roofline.analysis/1"
+    assert saved["schema"] == "roofline.analysis/2"
     assert saved["ops"]["time"][0] == pytest.approx(2e12 / 312e12)
     code, out, _ = run(capsys, "analyze", str(src), "--device", "a100", "--group-by", "kind")
     assert code == 0 and "by kind" in out

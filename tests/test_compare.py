@@ -77,7 +77,7 @@ def test_generic_precision_rescales_bytes(tmp_path):
     from roofline.comparison import at_precision
 
     w, _ = workload_file(tmp_path)
-    w8 = at_precision(w, None, "fp8")
+    w8 = at_precision(w, "fp8")
     # gemm: bf16 -> fp8 halves its bytes; softmax (fp32) -> fp8 quarters them
     assert w8.bytes[0] == pytest.approx(w.bytes[0] / 2) and w8.bytes[1] == pytest.approx(w.bytes[1] / 4)
     assert w8.strings("precision", 0) == "fp8" and w8.strings("unit", 0) == "matrix"

@@ -27,7 +27,7 @@ def test_from_dict_parses_units_and_round_trips(tmp_path):
     p = tmp_path / "toy.json"
     d.save(p)
     assert Device.load(p) == d
-    assert json.loads(p.read_text())["schema"] == "roofline.device/1"
+    assert json.loads(p.read_text())["schema"] == "roofline.device/2"
 
 
 def test_measured_provenance_round_trip():
@@ -50,7 +50,7 @@ def test_fallback_order_is_recorded():
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda d: d.update(schema="roofline.device/2"), "schema"),
+    (lambda d: d.update(schema="roofline.device/3"), "schema"),
     (lambda d: d.update(schema="something.else/1"), "schema"),
     (lambda d: d.pop("compute"), "missing field 'compute'"),
     (lambda d: d["compute"][0].pop("flops"), "missing field 'flops'"),
@@ -125,3 +125,34 @@ def test_device_file_read_errors_are_one_line(tmp_path):
     bad.write_bytes(b'{"name": "\xff"}')
     with pytest.raises(RooflineError, match="not valid UTF-8"):
         Device.load(bad)
+
+
+def test_version_1_bench_devices_load_with_typed_bench_facts():
+    """A /1 device written by `roofline bench` kept its sweep, ERT curve, threads and caches in metadata;
+    /2 reads them as typed bench facts (the migration moves them) and writes them there."""
+    from roofline.device import Device
+
+    v1 = {"schema": "roofline.device/1", "name": "local: toy (2 threads)", "kind": "cpu",
+          "compute": [{"unit": "vector", "precision": "fp64", "flops": 100e9}],
+          "memory": [{"level": "DRAM", "bandwidth": 20e9}],
+          "metadata": {"cpu_model": "toy", "threads": 2,
+                       "sweep": {"working_set_bytes": [1024, 2048], "kernels": ["copy"], "bytes_counting": "STREAM",
+                                 "curves": {"2": {"copy": [30e9, 20e9]}, "1": {"copy": [15e9, 10e9]}},
+                                 "spread": {"2": {"copy": [[29e9, 31e9], [19e9, 21e9]]}}},
+                       "ert": {"flops_per_element": [1, 2], "intensity": [1 / 16, 2 / 16], "flops": [1e9, 2.5e9],
+                               "model_flops": [1.25e9, 2.5e9], "working_set_bytes": 4096, "threads": 2,
+                               "deviation": [-0.2, 0.0], "max_deviation": -0.2},
+                       "caches_sysfs": {"L2": {"size": 1024, "instances": 2, "capacity": 2048}}},
+          "bench": {"version": 2, "machine": "toy; 2 CPUs", "native": ["fp64", "fp32"]}}
+    d = Device.from_dict(v1, where="old.json")
+    b = d.bench
+    assert b is not None and b.threads == 2 and b.sweep is not None and b.sweep.working_set_bytes == (1024, 2048)
+    curves = {(c.kernel, c.threads): c for c in b.sweep.curves}
+    assert curves[("copy", 2)].median == (30e9, 20e9) and curves[("copy", 2)].spread[1] == (19e9, 21e9)
+    assert curves[("copy", 1)].spread == ()  # /1 kept no spread for it
+    # the deviation is derived, not stored: 1e9 / 1.25e9 - 1 = -0.2 at AI 1/16, 0 at 1/8
+    assert b.ert is not None and b.ert.deviation == pytest.approx((-0.2, 0.0)) and b.ert.worst == 0
+    assert b.caches[0].level == "L2" and b.caches[0].capacity == 2048
+    assert set(d.metadata) == {"cpu_model"}  # what moved is not kept twice
+    again = Device.from_dict(json.loads(d.to_json()))
+    assert again == d and json.loads(d.to_json())["schema"] == "roofline.device/2"

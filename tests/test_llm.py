@@ -102,6 +102,34 @@ def test_prefill_counts_the_causal_triangle_like_the_core_attention_formula():
     assert op(flash, "prefill.layers.attn.softmax").bytes_read == 0
 
 
+def test_op_table_flops_equal_the_tensor_formulas_of_costs_for_a_prefill_continuing_a_cache():
+    """Two routes to one count: the LLM op table (size formulas over symbolic terms) and roofline.costs
+    on tensors.  A chunked prefill: b=2 sequences add s=5 tokens to a cache, the last sees S=12 keys.
+
+    Attention, per layer, llama-2-7b (h=32 heads, dh=dv=128): the new queries sit at positions
+    8..12 and see 8+9+10+11+12 = 50 keys (s*S - s*(s-1)/2 = 60 - 10); QK^T costs 2*dh per pair and
+    PV 2*dv, so 2 seqs x 32 heads x 50 pairs x 2 x 128 = 819,200 FLOPs each, 1,638,400 together.
+    q_proj: (b*s x d) @ (d x h*dh) = 2 x 10 x 4096 x 4096 = 335,544,320 FLOPs.
+    """
+    from roofline.llm.model import Precisions, basis, build_table, evaluate
+
+    b, s, S, h, dh, d = 2, 5, 12, 32, 128, 4096
+    arch = load_arch("llama-2-7b")
+    q, kv = T((b, h, s, dh), 2), T((b, h, S, dh), 2)
+    core = cost("attention", [q, kv, kv], [q], causal=True, causal_offset=S - s)
+    assert core.flops == 2 * 2 * 32 * 50 * 128 * 2 == 1_638_400
+    gemm = cost("matmul", [T((b, s, d), 2), T((d, h * dh), 2)], [T((b, s, h * dh), 2)])
+    assert gemm.flops == 2 * 10 * 4096 * 4096 == 335_544_320
+    B = basis(arch, b, s, S)
+    for flash, parts in ((False, ("qk", "pv")), (True, ("sdpa",))):
+        table = build_table(arch, "prefill", flash=flash)
+        flops = dict(zip(table.names, evaluate(table, B, Precisions().bytes())["flops"][0], strict=True))
+        assert sum(flops[f"prefill.layers.attn.{p}"] for p in parts) == core.flops
+        if not flash:
+            assert flops["prefill.layers.attn.qk"] == flops["prefill.layers.attn.pv"] == 819_200
+        assert flops["prefill.layers.attn.q_proj"] == gemm.flops
+
+
 def test_int4_weights_compute_on_the_16_bit_matrix_roof_with_group_scales():
     w = from_llm("llama-2-7b", phase="decode", wbits=4, abits=16, kvbits=8, group_size=64)
     q = op(w, "decode.layers.attn.q_proj")
@@ -171,8 +199,8 @@ def test_moe_routing_is_stated_and_travels_with_the_workload():
     w = from_llm("mixtral-8x7b", phase="decode", batch=2, moe_routing="worst")
     assert "min(E, n x top_k)" in next(a for a in w.assumptions if a.startswith("MoE"))
     assert w.info["moe_routing"] == "worst"
-    assert llm_report(analyze(w, a100())).spec.moe_routing == "worst"  # read back from info['llm']
-    old = {k: v for k, v in w.info["llm"].items() if k != "moe_routing"}
+    assert llm_report(analyze(w, a100())).spec.moe_routing == "worst"  # read back from the workload's llm
+    old = {k: v for k, v in w.llm.to_dict().items() if k != "moe_routing"}
     assert LLMSpec.from_dict(old).moe_routing == "worst"  # files from before the option: the old rule
 
 
@@ -591,7 +619,7 @@ def test_an_edited_config_file_is_read_again(tmp_path):
     path.write_text(json.dumps({**cfg, "num_hidden_layers": 12}))  # edited (its size changes with it)
     assert load_arch(str(path)).layers == 12
     assert load_arch(str(tmp_path)).layers == 12
-    assert from_llm(str(path), phase="decode").info["llm"]["arch"]["layers"] == 12
+    assert from_llm(str(path), phase="decode").llm.arch.layers == 12
 
 
 # -- issue 13: validation at the boundary, bounded work -----------------------------------------------

@@ -11,10 +11,6 @@ import pytest
 from roofline import ComputeCeiling, Device, MemoryCeiling, Provenance
 from roofline.errors import RooflineError
 from roofline.measurement import (
-    SINGLE_SAMPLE_TOLERANCE,
-    OpTimings,
-    Timing,
-    _tolerance,
     join_events,
     kernel,
     measure_callable,
@@ -22,6 +18,7 @@ from roofline.measurement import (
     time_calls,
     timing_of,
 )
+from roofline.stats import SINGLE_SAMPLE_TOLERANCE, OpTimings, Timing
 
 N = 4_000_000  # 3 arrays x 32 MB: past the 32 MB L3 of the CI machine
 
@@ -47,8 +44,8 @@ def test_measured_cpu_point_at_or_below_the_measured_roof_within_spread():
     achieved_bw = float(a.achieved_bandwidth[0])
     timing = timing_of(a)
     assert timing is not None and timing.repeats == 9
-    spread = timing.noise + roof_timing.noise
-    # the roof is the best (p10) rate of the same kernel: the median run can only be at or below it, within spread
+    spread = timing.spread + roof_timing.spread
+    # the roof is the best (q1) rate of the same kernel: the median run can only be at or below it, within spread
     assert achieved_bw <= dev.main_memory.bandwidth * (1 + spread)
     assert float(a.efficiency[0]) <= 1 + spread
     # 1 FLOP per 24 bytes: memory-bound far below the 1 TFLOP/s compute roof
@@ -68,10 +65,10 @@ def test_measured_cnn_ops_join_the_trace_and_stay_under_the_top_roof():
     a = measure(model, x, device=dev, repeats=5, warmup=1, profile_runs=2)
     sec = a.workload.columns["measured_seconds"]
     assert np.isfinite(sec).all()  # every traced op got a profiler time
-    info = a.workload.info["measured"]
+    run = a.workload.measured
     # (the per-op sum and the whole-run median are not compared: on a shared 2-core machine either may catch a
     # burst of load; the noise warning covers the whole run)
-    assert info["sum_of_op_times"] == pytest.approx(float(sec.sum())) and info["repeats"] == 5
+    assert run is not None and run.sum_of_op_times == pytest.approx(float(sec.sum())) and run.timing.repeats == 5
     assert not a.above_roof.any()
     assert (a.efficiency <= 1).all()
     # per-op timings kept: 2 profiled runs per op, their median is the op's measured time
@@ -145,14 +142,14 @@ def test_timing_noise_above_20_percent_is_a_warning_with_the_spread():
 
     a = measure_callable(jittery, flops=1e6, bytes=1e6, device=Device.simple("c", "10 GFLOP/s", "10 GB/s"),
                          repeats=6, warmup=0)
-    warnings = [w for w in a.workload.warnings if "timing noise" in w]
+    warnings = [w for w in a.workload.warnings if "timing spread" in w]
     assert len(warnings) == 1
-    assert "above 20%" in warnings[0] and "spread" in warnings[0] and "ms.." in warnings[0]
-    noise = a.workload.info["measured"]["noise"]
-    assert noise > 0.2
+    assert "above 10%" in warnings[0] and "quartiles" in warnings[0] and "ms.." in warnings[0]
+    # samples alternate ~4 and ~12 ms: q1 ~ 4 ms, q3 ~ 12 ms, median ~ 8 ms -> spread ~ 1.0, far above 10%
+    assert timing_of(a).spread > 0.5
     from roofline.render.terminal import render
 
-    assert "timing noise" in render(a, color=False)  # shown, not hidden
+    assert "timing spread" in render(a, color=False)  # shown, not hidden
 
 
 def test_kernel_decorator_and_flops_functions():
@@ -240,13 +237,14 @@ def test_op_timings_percentiles_and_tolerance_rule():
                         [0.9375, 0.85, np.nan, np.nan],
                         [1.01, 1.2, np.nan, np.nan]])
     ot = OpTimings.of(per_run)
-    # op 0 sorted 0.9375, 1.0, 1.01: median 1.0; p10 = 0.9375 + 0.2 x (1.0 - 0.9375) = 0.95; p90 = 1.0 + 0.8 x 0.01
-    assert ot.median[0] == pytest.approx(1.0) and ot.low[0] == pytest.approx(0.95) and ot.high[0] == pytest.approx(1.008)
-    # op 1 sorted 0.85, 1.0, 1.2: p10 = 0.85 + 0.2 x 0.15 = 0.88
-    assert ot.low[1] == pytest.approx(0.88)
+    # op 0 sorted 0.9375, 1.0, 1.01 (3 samples: q1 at position 0.5, q3 at 1.5):
+    # median 1.0; q1 = 0.9375 + 0.5 x (1.0 - 0.9375) = 0.96875; q3 = 1.0 + 0.5 x 0.01 = 1.005
+    assert ot.median[0] == pytest.approx(1.0) and ot.low[0] == pytest.approx(0.96875) and ot.high[0] == pytest.approx(1.005)
+    # op 1 sorted 0.85, 1.0, 1.2: q1 = 0.85 + 0.5 x 0.15 = 0.925
+    assert ot.low[1] == pytest.approx(0.925)
     assert ot.samples.tolist() == [3, 3, 1, 0] and ot.median[2] == 2.0 and math.isnan(ot.median[3])
-    # tolerance = (median - p10) / median: 0.05, 0.12; one sample: the stated 10% default; floor 2%
-    np.testing.assert_allclose(ot.tolerance(), [0.05, 0.12, SINGLE_SAMPLE_TOLERANCE, SINGLE_SAMPLE_TOLERANCE])
+    # tolerance = (median - q1) / median: 0.03125, 0.075; one sample: the stated 10% default; floor 2%
+    np.testing.assert_allclose(ot.tolerance(), [0.03125, 0.075, SINGLE_SAMPLE_TOLERANCE, SINGLE_SAMPLE_TOLERANCE])
     assert SINGLE_SAMPLE_TOLERANCE == 0.10
     assert OpTimings.of(np.array([[1.0], [1.0]])).tolerance()[0] == 0.02  # no spread: the 2% floor
     d = ot.to_dict()
@@ -257,21 +255,21 @@ def test_each_op_is_flagged_against_its_own_spread_not_the_whole_models():
     from roofline import Op, Workload, analyze
 
     dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
-    # two ops of 1e9 B at 10 GB/s = 0.1 s predicted, each measured (median) at 0.1 / 1.08 s: efficiency 1.08
-    t = 0.1 / 1.08
-    per_run = np.array([[1.0, 1.0], [0.9375, 0.85], [1.01, 1.2]]) * t  # own spreads 5% and 12% (previous test)
+    # two ops of 1e9 B at 10 GB/s = 0.1 s predicted, each measured (median) at 0.1 / 1.05 s: efficiency 1.05
+    t = 0.1 / 1.05
+    per_run = np.array([[1.0, 1.0], [0.9375, 0.85], [1.01, 1.2]]) * t  # own tolerances 3.1% and 7.5% (previous test)
     ot = OpTimings.of(per_run)
     w = Workload.from_ops([Op(f"op{k}", flops=1e8, bytes_read=1e9, measured_seconds=ot.median[k]) for k in range(2)])
     own = analyze(w, dev, above_roof_tolerance=ot.tolerance())
-    # 1.08 > 1 + 0.05 flags op 0; 1.08 < 1 + 0.12 spares op 1
+    # 1.05 > 1 + 0.03125 flags op 0; 1.05 < 1 + 0.075 spares op 1
     assert own.above_roof.tolist() == [True, False]
     # the old rule: the whole model's fast-side spread, here 15% ((1.0 - 0.85) / 1.0 from its 11 timed repeats),
     # hides both
-    whole = Timing.of([0.85] * 2 + [1.0] * 9)  # p10 = 0.85, median = 1.0
-    assert _tolerance(whole) == pytest.approx(0.15)
-    assert analyze(w, dev, above_roof_tolerance=_tolerance(whole)).above_roof.tolist() == [False, False]
+    whole = Timing.of([0.85] * 4 + [1.0] * 7)  # 11 samples: q1 at position 2.5 -> 0.85, median 1.0
+    assert whole.tolerance() == pytest.approx(0.15)
+    assert analyze(w, dev, above_roof_tolerance=whole.tolerance()).above_roof.tolist() == [False, False]
     # a callable timed once has no spread of its own: the 10% default
-    assert _tolerance(Timing.of([1.0])) == SINGLE_SAMPLE_TOLERANCE
+    assert Timing.of([1.0]).tolerance() == SINGLE_SAMPLE_TOLERANCE
 
 
 def test_chart_notes_the_level_a_measured_point_is_judged_against():

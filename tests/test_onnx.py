@@ -725,3 +725,86 @@ def test_input_dimensions_are_bounded():
         from_onnx(m, {"a": "1x100000000000000000000"})
     with pytest.raises(RooflineError, match="ROOFLINE_MAX_DIM"):
         from_onnx(m, {"n": 10**20})
+
+
+# -- the op table, formulas moved to roofline.costs, user formulas ----------------------------------
+def test_op_table_and_dispatch_list_the_same_op_types():
+    from roofline import costs
+    from roofline.frontends.onnx import ENTRIES, OPS
+
+    assert set(OPS) == set(ENTRIES)
+    assert costs.builtin_ops("onnx") is OPS
+    for op, rule in OPS.items():
+        assert rule.op == op and rule.formula in costs.FORMULAS and rule.description, op
+
+
+def test_lstm_counts_every_gate_step_and_direction():
+    m = model([h.make_node("LSTM", ["x", "w", "r"], ["y"], name="lstm", hidden_size=4)],
+              [vi("x", [5, 2, 3])], [vi("y", None)], [init("w", (1, 16, 3)), init("r", (1, 16, 4))])
+    op = one(from_onnx(m))
+    # seq 5, batch 2, 1 direction, 4 gates x hidden 4, inputs 3 + hidden 4: 2 * 5 * 2 * 1 * 16 * 7 = 2240
+    assert (op.kind, op.flops) == ("matmul", 2240)
+    # reads x 30 * 4 + w 48 * 4 + r 64 * 4 = 568 (weights w + r = 448); writes y (5, 1, 2, 4) 40 * 4 = 160
+    assert (op.bytes_read, op.weight_bytes, op.bytes_written) == (568, 448, 160)
+
+
+def test_quantize_dequantize_and_mean_per_element():
+    m = model([h.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"], name="q"),
+               h.make_node("DequantizeLinear", ["q", "s", "zp"], ["d"], name="dq"),
+               h.make_node("Mean", ["x", "d", "x"], ["y"], name="mean")],
+              [vi("x", [2, 8])], [vi("y", None)], [nh.from_array(np.float32(0.5), "s"), nh.from_array(np.uint8(0), "zp")])
+    w = from_onnx(m)
+    assert one(w, "q").flops == 80  # 16 elements x 5 (divide, round, add zero point, saturate 2)
+    assert one(w, "dq").flops == 32  # 16 elements x 2 (subtract zero point, multiply by scale)
+    assert one(w, "mean").flops == 48  # 3 inputs: 2 adds + 1 divide = 3 per element x 16
+
+
+def test_onnxruntime_attention_counts_its_qkv_projection():
+    m = model([h.make_node("Attention", ["x", "w", "b"], ["y"], name="att", num_heads=2, domain="com.microsoft")],
+              [vi("x", [1, 4, 8])], [vi("y", None)], [init("w", (8, 24)), init("b", (24,))], domains=["com.microsoft"])
+    op = one(from_onnx(m))
+    # projection (1 x 4 x 8) @ (8 x 24): 2 * 4 * 8 * 24 = 1536; attention on 2 heads of 24 / 3 / 2 = 4:
+    # 2 * heads 2 * pairs 4 * 4 * (4 + 4) = 512; total 2048
+    assert (op.kind, op.flops) == ("attention", 2048)
+    # reads x 32 * 4 + w 192 * 4 + b 24 * 4 = 992, writes y (1, 4, 8) = 128
+    assert (op.bytes_read, op.bytes_written, op.weight_bytes) == (992, 128, 864)
+
+
+def _relu_model():
+    return model([h.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2, 5])], [vi("y", None)])
+
+
+def test_user_formula_counts_a_custom_domain_op():
+    from roofline import costs
+
+    m = model([h.make_node("FusedMLP", ["x", "w"], ["y"], name="mlp", domain="com.me")],
+              [vi("x", [4, 8])], [vi("y", [4, 16])], [init("w", (8, 16))], domains=["com.me"])
+    assert [u.name for u in from_onnx(m).unsupported] == ["com.me.FusedMLP"]  # no formula yet: bytes only
+    costs.register_op("onnx", "com.me.FusedMLP", lambda ins, outs: costs.cost("matmul", ins, outs))
+    try:
+        w = from_onnx(m)
+    finally:
+        costs.unregister_op("onnx", "com.me.FusedMLP")
+    op = one(w)
+    # y (4, 16) = 64 elements, K = x's last dim 8: 2 * 64 * 8 = 1024
+    assert (op.kind, op.flops) == ("matmul", 1024) and not w.unsupported
+    # reads x 32 * 4 + w 128 * 4 = 640, the initializer w (512) a weight; writes 64 * 4 = 256
+    assert (op.bytes_read, op.weight_bytes, op.bytes_written) == (640, 512, 256)
+
+
+def test_user_formula_overrides_a_builtin_and_unregister_restores_it():
+    from roofline import costs
+
+    def three_per_element(ins, outs):
+        r, w = costs.traffic(ins, outs)
+        return costs.Cost("elementwise", 3.0 * outs[0].numel, r, w)
+
+    assert one(from_onnx(_relu_model())).flops == 10  # built-in: 1 per element x (2 x 5)
+    with pytest.raises(ValueError, match="override=True"):
+        costs.register_op("onnx", "Relu", three_per_element)  # Relu has a built-in formula
+    costs.register_op("onnx", "Relu", three_per_element, override=True)
+    try:
+        assert one(from_onnx(_relu_model())).flops == 30  # the user's 3 per element x 10
+    finally:
+        costs.unregister_op("onnx", "Relu")
+    assert one(from_onnx(_relu_model())).flops == 10  # the built-in again: 1 per element x 10

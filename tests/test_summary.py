@@ -103,7 +103,7 @@ def test_renderers_are_picked_by_name_or_extension(tmp_path) -> None:
         renderer_for(path).save(a, path, summary=s)
         assert path.read_bytes().startswith(head), ext
     saved = json.loads((tmp_path / "out.json").read_text())
-    assert saved["schema"] == "roofline.analysis/1" and saved["totals"]["time"] == pytest.approx(0.95)
+    assert saved["schema"] == "roofline.analysis/2" and saved["totals"]["time"] == pytest.approx(0.95)
     with pytest.raises(RooflineError, match="unknown output format"):
         renderer_for(tmp_path / "out.bmp")
 

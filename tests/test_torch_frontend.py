@@ -17,7 +17,8 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 from roofline.cli import main  # noqa: E402
 from roofline.costs import ELEMENTWISE_FLOPS, FORMULAS, T  # noqa: E402
 from roofline.errors import RooflineError  # noqa: E402
-from roofline.frontends.torch import from_torch, precision_of  # noqa: E402
+from roofline.frontends.torch import from_torch  # noqa: E402
+from roofline.precision import of_dtype as precision_of  # noqa: E402
 
 META = "meta"
 
@@ -468,3 +469,26 @@ def test_roofline_bugs_inside_user_code_keep_their_traceback():
         parse_input(None)  # type: ignore[arg-type]  # raised in roofline's own code: a bug, not the user's
     with pytest.raises(KeyboardInterrupt), user_code("t"):
         raise KeyboardInterrupt
+
+
+def test_ops_table_is_the_dispatch():
+    """Every aten op the recorder costs is a row of OPS, and every row of OPS is costed with its formula."""
+    from roofline.costs import ELEMENTWISE_FLOPS, builtin_ops
+    from roofline.frontends.torch import _ATTRS, _FIXED, OPS, _Recorder
+
+    assert builtin_ops("torch") is OPS
+    assert all(k == r.op and r.formula in FORMULAS and r.description for k, r in OPS.items())
+    assert set(_ATTRS) <= set(OPS) and set(_FIXED) <= set(OPS) and not set(_ATTRS) & set(_FIXED)
+    assert all(f["op"] in ELEMENTWISE_FLOPS for k, f in _FIXED.items() if OPS[k].formula == "elementwise")
+    rec = _Recorder(torch, set(), {})
+    names = {n.split("::")[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+    resolved: dict[str, str] = {}
+    for name in sorted(names):
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        for overload in packet.overloads():
+            r = rec.resolve(getattr(packet, overload))
+            if r is not None and r.formula is not None:
+                assert resolved.setdefault(str(packet), r.formula) == r.formula
+    assert resolved == {k: r.formula for k, r in OPS.items()}

@@ -139,19 +139,71 @@ def test_workload_fields_are_checked_one_by_one(doc, message):
     assert message in str(e.value) and str(e.value).startswith("w.json: ") and "\n" not in str(e.value)
 
 
-def test_llm_info_is_checked_where_it_is_read_back():
+def test_llm_run_is_typed_and_checked_where_it_is_read_back():
     from roofline.frontends.llm import from_llm
 
     w = from_llm("llama-2-7b", phase="decode", batch=1, context=128)
     d = w.to_dict()
-    assert Workload.from_dict(d).info["llm"] == w.info["llm"]
-    d["info"]["llm"]["precisions"]["weights"] = "fp7"
-    with pytest.raises(RooflineError, match="info.llm.precisions.weights 'fp7'"):
+    assert d["schema"] == "roofline.workload/2" and "llm" not in d["info"]
+    back = Workload.from_dict(d)
+    assert back.llm == w.llm and back.phases == w.phases
+    assert back.phases["decode"].tokens == 1  # one decode step of batch 1 makes one token
+    d["llm"]["precisions"]["weights"] = "fp7"
+    with pytest.raises(RooflineError, match="llm.precisions.weights 'fp7'"):
         Workload.from_dict(d, where="w.json")
-    d["info"]["llm"]["precisions"]["weights"] = "bf16"
-    d["info"]["llm"]["arch"]["heads"] = 0
-    with pytest.raises(RooflineError, match="info.llm.arch.heads must be a whole number from 1"):
+    d["llm"]["precisions"]["weights"] = "bf16"
+    d["llm"]["arch"]["heads"] = 0
+    with pytest.raises(RooflineError, match="llm.arch.heads must be a whole number from 1"):
         Workload.from_dict(d, where="w.json")
+    d["llm"]["arch"]["heads"] = 32
+    d["phases"]["decode"]["tokens"] = "many"
+    with pytest.raises(RooflineError, match="phases.decode.tokens"):
+        Workload.from_dict(d, where="w.json")
+
+
+def _as_version_1(d: dict) -> dict:
+    """A /2 workload object written the way /1 wrote it: the typed facts inside ``info``, p10/p90 spreads."""
+    v1 = {k: v for k, v in d.items() if k not in ("llm", "phases", "measured")}
+    v1["schema"] = "roofline.workload/1"
+    v1["info"] = dict(d["info"])
+    if d.get("llm") is not None:
+        v1["info"]["llm"], v1["info"]["phases"] = d["llm"], d["phases"]
+        v1["info"]["memory_bytes"] = 1.0
+    m = d.get("measured")
+    if m is not None:
+        ops = m["ops"]
+        v1["info"]["measured"] = {"median": m["median"], "p10": m["q1"], "p90": m["q3"], "repeats": m["repeats"],
+                                  "noise": 0.0, "device_type": m["device_type"], "method": m["method"],
+                                  "profiled_runs": m["profiled_runs"], "sum_of_op_times": m["sum_of_op_times"],
+                                  "ops": None if ops is None else {"p10": ops["q1"], "median": ops["median"],
+                                                                   "p90": ops["q3"], "samples": ops["samples"]}}
+    return v1
+
+
+def test_version_1_files_load_migrated():
+    from roofline.frontends.llm import from_llm
+    from roofline.stats import OpTimings, Timing
+    from roofline.workload import MeasuredRun
+
+    w = from_llm("llama-2-7b", phase="generate", batch=2, prompt=64, gen=8)
+    v1 = _as_version_1(w.to_dict())
+    back = Workload.from_dict(v1, where="old.json")
+    assert back.llm == w.llm and back.phases == w.phases and "llm" not in back.info and "memory_bytes" not in back.info
+    np.testing.assert_array_equal(back.columns["flops"], w.columns["flops"])
+    # a /1 file's field names stay in its messages
+    v1["info"]["llm"]["precisions"]["weights"] = "fp7"
+    with pytest.raises(RooflineError, match="old.json: info.llm.precisions.weights 'fp7'"):
+        Workload.from_dict(v1, where="old.json")
+    # a measured run: /1 kept 10th/90th percentiles, /2 loads them as its spread
+    ops = OpTimings(np.array([0.9, np.nan]), np.array([1.0, np.nan]), np.array([1.2, np.nan]), np.array([3, 0]))
+    m = Workload.from_ops([Op("a", flops=1, bytes_read=1, measured_seconds=1.0), Op("b", flops=1, bytes_read=1)],
+                          measured=MeasuredRun(Timing(2.0, 1.9, 2.3, 5), "cpu", "perf_counter", 3, 1.0, ops))
+    back = Workload.from_dict(_as_version_1(m.to_dict()))
+    assert back.measured is not None and back.measured.timing == Timing(2.0, 1.9, 2.3, 5)
+    assert back.measured.ops is not None and back.measured.ops.low[0] == 0.9 and np.isnan(back.measured.ops.low[1])
+    assert Workload.from_dict(m.to_dict()).measured.sum_of_op_times == 1.0  # and /2 round-trips
+    with pytest.raises(RooflineError, match="schema: expected 'roofline.workload/2'"):
+        Workload.from_dict({**m.to_dict(), "schema": "roofline.workload/3"})
 
 
 def test_csv_empty_cells_are_defaults_and_errors_name_the_line(tmp_path):

@@ -39,12 +39,12 @@ import numpy as np
 
 from roofline.analysis import Analysis, analyze
 from roofline.device import Device
+from roofline.precision import BITS
 from roofline.units import format_bytes, format_flops, format_seconds
 from roofline.workload import COLUMNS, Workload
 
 FUSIBLE = ("elementwise", "norm", "softmax")
 MATRIX_KINDS = ("matmul", "conv", "attention")
-BITS = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
 MIN_GAIN = 1.02  # a lever must make the roofline time at least 2% shorter to be offered
 NO_LEVER = "no lever found"
 
@@ -284,7 +284,7 @@ def _weight_levers(a: Analysis, w: Workload, mask: np.ndarray | None, scope_idx:
     wb = w.columns["weight_bytes"] if mask is None else np.where(mask, w.columns["weight_bytes"], 0.0)
     if not (wb > 0).any():
         return []
-    levers = []
+    levers: list[Lever] = []
     widest = max(BITS[w.strings("precision", int(i))] for i in np.flatnonzero(wb > 0))
     for bits, label in ((8, "int8"), (4, "int4")):
         if bits >= widest:
@@ -366,19 +366,6 @@ def _device_levers(a: Analysis, w: Workload, candidates: Sequence[Device] | None
 
 
 # ----------------------------------------------------------------------------- LLM levers
-def _llm_spec(w: Workload) -> Any | None:
-    """The LLM run behind an analytic LLM workload (``info['llm']``, as written by roofline.llm), if any."""
-    raw = w.info.get("llm") if isinstance(w.info, dict) else None
-    if not isinstance(raw, dict):
-        return None
-    from roofline.llm.model import LLMSpec
-
-    try:
-        return LLMSpec.from_dict(raw)
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
 def llm_workload(spec: Any, **changes: Any) -> Workload:
     """The LLM workload of ``spec`` with fields replaced (batch=..., precisions=...): what from_llm builds."""
     from dataclasses import replace
@@ -392,13 +379,14 @@ def tokens(w: Workload) -> float:
     """Tokens one run of an LLM workload produces: output tokens when it decodes (decode: batch;
     generate: batch x gen), else the prompt tokens it processes (prefill) -- as LLMReport.tokens_per_s.
     Prompt and output tokens are never added up: a generate run's tokens/s is output tokens/s."""
-    phases = w.info.get("phases", {}) if isinstance(w.info, dict) else {}
-    step = phases.get("decode") or phases.get("prefill") or {}
-    return float(step.get("tokens", 0.0)) or 1.0
+    step = w.phases.get("decode") or w.phases.get("prefill")
+    return (step.tokens if step is not None else 0.0) or 1.0
 
 
 def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
     from dataclasses import replace
+
+    from roofline.llm.model import memory_bytes
 
     levers: list[Lever] = []
     dev = a.device
@@ -413,7 +401,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
         cap = dev.main_memory.capacity
         while b < 256:  # double until the step reaches the ridge, 256 sequences, or memory is full
             wb = llm_workload(spec, batch=b * 2)
-            if cap and wb.info.get("memory_bytes", 0) > cap:
+            if cap and memory_bytes(wb.llm) > cap:
                 break
             b *= 2
             ab = analyze(wb, dev)
@@ -424,7 +412,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             b, ab = best
             ai1 = _ratio(ab.total_flops, ab.total_bytes)
             tok1 = _ratio(tokens(ab.workload), ab.total_time)
-            kv = ab.workload.info.get("memory_bytes")
+            kv = memory_bytes(ab.workload.llm)
             fits = f"; needs {format_bytes(kv)} of {format_bytes(cap)} memory" if kv and cap else ""
             if tok1 > 0 and _ratio(tok1, tok0) >= MIN_GAIN:
                 # what each sequence waits per token grows with the batch: say so next to the throughput
@@ -515,7 +503,7 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
                      "every op has zero roofline time (no FLOPs, no bytes): no lever to compute")
     if not a.total_time > 0:
         return Advice(a, _roof_text(a, everything), _headroom(a, everything), [], [], notes)
-    spec = _llm_spec(w)
+    spec = w.llm
     if spec is not None:
         levers += _llm_levers(a, spec)
     chains = fusion_chains(w)

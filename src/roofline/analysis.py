@@ -41,7 +41,9 @@ from roofline.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.errors import RooflineError
 from roofline.workload import CACHE_BYTES, Workload
 
-ANALYSIS_SCHEMA = "roofline.analysis/1"
+ANALYSIS_SCHEMA = "roofline.analysis/2"
+#: Older versions that still load: /1 holds a /1 device and workload, each migrated on load.
+ANALYSIS_SCHEMAS_READ = ("roofline.analysis/1", ANALYSIS_SCHEMA)
 ABOVE_ROOF = "above roof: check units, FLOP counting or the chosen ceiling"
 
 
@@ -264,7 +266,7 @@ class Analysis:
     def to_dict(self) -> dict[str, Any]:
         """Inputs (device, workload) and the per-op results; loading re-analyses identically."""
 
-        def clean(a: np.ndarray) -> list[Any]:
+        def clean(a: float | np.ndarray) -> list[float | None]:
             return [None if not math.isfinite(x) else x for x in np.asarray(a, dtype=float).tolist()]
 
         return {
@@ -295,12 +297,13 @@ class Analysis:
 
     @classmethod
     def from_dict(cls, d: Any, *, where: str = "analysis") -> Analysis:
-        from roofline.fileio import json_type
+        from roofline.fileio import json_type, shown
 
         if not isinstance(d, dict):
             raise RooflineError(f"expected a JSON object, got {json_type(d)}", where=where)
-        if d.get("schema") != ANALYSIS_SCHEMA:
-            raise RooflineError(f"schema: expected {ANALYSIS_SCHEMA!r}, got {d.get('schema')!r}", where=where)
+        if d.get("schema") not in ANALYSIS_SCHEMAS_READ:
+            raise RooflineError(f"schema: expected {ANALYSIS_SCHEMA!r} (or an older "
+                                f"{', '.join(ANALYSIS_SCHEMAS_READ[:-1])}), got {shown(d.get('schema'))}", where=where)
         for key in ("device", "workload"):
             if key not in d:
                 raise RooflineError(f"missing field {key!r}", where=where)

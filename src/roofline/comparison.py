@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from roofline.advice import BITS, MATRIX_KINDS, _llm_spec, llm_workload, tokens, with_matrix_precision
+from roofline.advice import MATRIX_KINDS, llm_workload, tokens, with_matrix_precision
 from roofline.analysis import Analysis, analyze
-from roofline.device import PRECISIONS, Device
+from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.llm.metrics import footprint
-from roofline.llm.model import NAMES
+from roofline.llm.model import LLM_PRECISIONS
+from roofline.precision import BITS, PRECISIONS
 from roofline.summary import binding_roof
 from roofline.workload import Workload
 
@@ -44,14 +45,15 @@ class CompareRow:
                 "x_best": self.time / best, "binding_roof": self.binding, "memory": self.memory or None}
 
 
-def at_precision(workload: Any, llm: Any, precision: str) -> Any:
-    """The workload re-run at ``precision`` (see the command's help)."""
+def at_precision(workload: Workload, precision: str) -> Workload:
+    """The workload re-run at ``precision`` (see the command's help); an LLM workload is rebuilt from its run."""
     if precision not in PRECISIONS:
         raise RooflineError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
+    llm = workload.llm
     if llm is not None:
-        if precision not in NAMES:
+        if precision not in LLM_PRECISIONS:
             raise RooflineError(f"--precision: {precision!r} is not available for LLMs; use one of "
-                                f"{', '.join(sorted(set(NAMES.values())))}")
+                                f"{', '.join(LLM_PRECISIONS)}")
         p = replace(llm.precisions, weights=precision, activations=precision)
         return llm_workload(llm, precisions=p)
     mask = np.isin(workload.column("kind"), MATRIX_KINDS)
@@ -64,11 +66,11 @@ def at_precision(workload: Any, llm: Any, precision: str) -> Any:
                      precision=np.where(~mask, precision, w.column("precision")))
 
 
-def memory_fit(workload: Any, device: Any) -> str:
+def memory_fit(workload: Workload, device: Device) -> str:
     """LLMs: 'fits (16.6 of 80 GB)' or 'DOES NOT FIT (141.2 > 80 GB)' per device; '' otherwise.
 
     A ranking by roofline time alone would put a model that cannot be loaded first."""
-    spec = _llm_spec(workload)
+    spec = workload.llm
     cap = device.main_memory.capacity
     if spec is None or not cap:
         return ""
@@ -78,12 +80,12 @@ def memory_fit(workload: Any, device: Any) -> str:
     return f"DOES NOT FIT ({need / 1e9:.1f} > {cap / 1e9:.0f} GB)"
 
 
-def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[str] = ("as given",),
-            llm: Any = None) -> list[CompareRow]:
+def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[str] = ("as given",)
+            ) -> list[CompareRow]:
     """Every (device, precision) analysed, fastest first, each with its binding roof.
 
-    ``precisions``: "as given", or precisions to re-run the workload at (:func:`at_precision`);
-    ``llm``: the LLM run behind an LLM workload (its spec), for tokens/s and memory fit.
+    ``precisions``: "as given", or precisions to re-run the workload at (:func:`at_precision`).
+    An LLM workload (one with ``llm``) also gets tokens/s and whether it fits each device's memory.
 
     >>> from roofline import Op, Workload, get_device
     >>> w = Workload.from_ops([Op("gemv", kind="matmul", flops=2e9, bytes_read=2e9, precision="bf16", unit="matrix")])
@@ -92,10 +94,10 @@ def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[
     """
     rows = []
     for prec in precisions:
-        w = workload if prec == "as given" else at_precision(workload, llm, prec)
+        w = workload if prec == "as given" else at_precision(workload, prec)
         for d in devices:
             a = analyze(w, d)
-            tps = tokens(w) / a.total_time if llm is not None and a.total_time > 0 else math.nan
+            tps = tokens(w) / a.total_time if w.llm is not None and a.total_time > 0 else math.nan
             rows.append(CompareRow(d.name, prec, a.total_time, tps, binding_roof(a).describe(), a, memory_fit(w, d)))
     rows.sort(key=lambda r: r.time)
     return rows

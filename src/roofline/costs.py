@@ -21,6 +21,10 @@ Conventions (say them exactly):
 >>> c = cost("matmul", [T((128, 64), 2), T((64, 32), 2)], [T((128, 32), 2)])
 >>> c.flops, c.bytes_read, c.bytes_written
 (524288.0, 20480.0, 8192.0)
+
+Frontends map their op names to these formulas in data tables of :class:`OpRule`
+(``frontends.torch.OPS``, ``frontends.onnx.OPS``; ``roofline ops`` prints them).
+A user gives an op a formula, or replaces a built-in one, with :func:`register_op`.
 """
 
 from __future__ import annotations
@@ -95,12 +99,17 @@ class T:
 
 @dataclass(frozen=True)
 class Cost:
-    """What one op costs: FLOPs, bytes read and written, op kind, unit."""
+    """What one op costs: FLOPs, bytes read and written, op kind, unit.
+
+    ``weight_bytes`` is the part of ``bytes_read`` that is parameters (inputs
+    :func:`cost` was told are weights; of a gathered table only the rows read).
+    """
 
     kind: str
     flops: float
     bytes_read: float
     bytes_written: float
+    weight_bytes: float = 0.0
 
     @property
     def unit(self) -> str:
@@ -123,9 +132,47 @@ def formula(name: str) -> Callable[[Formula], Formula]:
     return register
 
 
-def cost(name: str, inputs: Sequence[T], outputs: Sequence[T], **attrs: Any) -> Cost:
-    """Apply the formula ``name`` to tensors ``inputs`` -> ``outputs``."""
-    return FORMULAS[name](list(inputs), list(outputs), **attrs)
+def cost(name: str, inputs: Sequence[T], outputs: Sequence[T], *, weights: Sequence[bool] = (),
+         **attrs: Any) -> Cost:
+    """Apply the formula ``name`` to tensors ``inputs`` -> ``outputs``.
+
+    ``weights[i]`` says input ``i`` is a parameter: its bytes read count as weight bytes.
+    """
+    return with_weights(FORMULAS[name](list(inputs), list(outputs), **attrs), name, inputs, outputs, weights)
+
+
+def with_weights(c: Cost, name: str, inputs: Sequence[T], outputs: Sequence[T], weights: Sequence[bool]) -> Cost:
+    """``c`` with its weight bytes: the bytes read of the inputs flagged in ``weights``.
+
+    A gather (:data:`SOURCE_READ`) reads only part of its source: a weight table counts the rows read.
+    """
+    if not any(weights):
+        return c
+    w = 0.0
+    for i, (t, is_w) in enumerate(zip(inputs, weights, strict=False)):
+        if is_w:
+            w += SOURCE_READ[name](list(inputs), list(outputs)) if i == 0 and name in SOURCE_READ else t.nbytes
+    return Cost(c.kind, c.flops, c.bytes_read, c.bytes_written, float(min(w, c.bytes_read)))
+
+
+# -- formulas on sizes (no tensors): the LLM model calls these with symbolic token counts -------------
+def gemm_flops(m: Any, k: Any, n: Any) -> Any:
+    """An (m x k) @ (k x n) product: 2 m k n FLOPs (a multiply-add is 2)."""
+    return 2 * m * k * n
+
+
+def attention_flops(pairs: Any, heads: Any, dk: Any, dv: Any) -> Any:
+    """Scores QK^T (2 dk per pair) and the weighted sum PV (2 dv per pair), per head: 2 pairs heads (dk + dv)."""
+    return 2 * pairs * heads * (dk + dv)
+
+
+def aligned_causal_pairs(queries: Any, keys: Any) -> Any:
+    """Visible (query, key) pairs when the last query sees every key (a prefill continuing a KV cache).
+
+    ``causal_pairs(q, k, offset=k - q)`` for q <= k in closed form (works on arrays):
+    query i sees k - q + i + 1 keys, summed over i: q k - q (q - 1) / 2.
+    """
+    return queries * keys - queries * (queries - 1) / 2
 
 
 def traffic(inputs: Sequence[T], outputs: Sequence[T]) -> tuple[float, float]:
@@ -243,9 +290,14 @@ def embedding(inputs: list[T], outputs: list[T]) -> Cost:
 
     inputs = [table (V, D), indices]; bytes read = numel(indices) * D * itemsize + indices.
     """
+    idx = inputs[1]
+    return Cost("embedding", 0.0, _rows_read(inputs, outputs) + idx.nbytes, traffic([], outputs)[1])
+
+
+def _rows_read(inputs: list[T], outputs: list[T]) -> float:
+    """Bytes an embedding reads from its table (V, D): the rows its indices pick."""
     table, idx = inputs[0], inputs[1]
-    row_bytes = math.prod(table.shape[1:]) * table.itemsize
-    return Cost("embedding", 0.0, idx.numel * row_bytes + idx.nbytes, traffic([], outputs)[1])
+    return float(idx.numel * math.prod(table.shape[1:]) * table.itemsize)
 
 
 @formula("gather")
@@ -255,9 +307,13 @@ def gather(inputs: list[T], outputs: list[T]) -> Cost:
     inputs = [source, *indices].  A gather of 5 rows from a (100, 8) fp32 table with int64
     indices reads 5 * 8 * 4 + 5 * 8 = 200 bytes, not the whole 3,200-byte table.
     """
-    src, out = inputs[0], outputs[0]
-    read = min(src.nbytes, out.numel * src.itemsize) + sum(t.nbytes for t in inputs[1:])
+    read = _picked(inputs, outputs) + sum(t.nbytes for t in inputs[1:])
     return Cost("memory", 0.0, float(read), traffic([], outputs)[1])
+
+
+def _picked(inputs: list[T], outputs: list[T]) -> float:
+    """Bytes a gather reads from its source: at most one element per output element."""
+    return float(min(inputs[0].nbytes, outputs[0].numel * inputs[0].itemsize))
 
 
 @formula("memory")
@@ -274,3 +330,146 @@ def lrn(inputs: list[T], outputs: list[T], size: int = 5) -> Cost:
     raise to beta (1), divide the input by it (1).
     """
     return _cost("norm", (size + 5) * inputs[0].numel, inputs, outputs)
+
+
+# -- recurrent, quantisation and fused-norm formulas (the ONNX frontend) ---
+@formula("rnn")
+def rnn(inputs: list[T], outputs: list[T], gates: int = 1, hidden: int = 0, directions: int = 1,
+        batch_first: bool = False) -> Cost:
+    """RNN/GRU/LSTM: 2 * seq * batch * directions * gates * hidden * (features + hidden).
+
+    Per step and direction, ``gates`` x ``hidden`` outputs from (features + hidden) inputs;
+    input 0 is (seq, batch, features), or (batch, seq, features) with ``batch_first``.
+    """
+    seq, batch, features = inputs[0].shape[0], inputs[0].shape[1], inputs[0].shape[2]
+    if batch_first:
+        batch, seq = seq, batch
+    return _cost("matmul", 2 * seq * batch * directions * gates * hidden * (features + hidden), inputs, outputs)
+
+
+@formula("qkv_attention")
+def qkv_attention(inputs: list[T], outputs: list[T], heads: int = 1, causal: bool = False) -> Cost:
+    """QKV projection plus fused self-attention: 2 * B * S * D * 3H + attention on (B, heads, S, H / heads).
+
+    inputs = [x (B, S, D), weights (D, 3H), ...] (onnxruntime's com.microsoft Attention).
+    """
+    x, w = inputs[0], inputs[1]
+    b, s = x.shape[0], x.shape[1]
+    q = T((b, heads, s, w.shape[1] // 3 // heads), x.itemsize)
+    proj = 2 * b * s * x.shape[2] * w.shape[1]
+    return _cost("attention", proj + attention([q, q, q], [q], causal=causal).flops, inputs, outputs)
+
+
+@formula("einsum")
+def einsum(inputs: list[T], outputs: list[T], contracted: int = 1) -> Cost:
+    """Einsum: 2 * numel(out) * contracted for a product of 2+ operands, else max(contracted, 1) per element.
+
+    ``contracted`` is the product of the sizes of the indices absent from the output.
+    """
+    if len(inputs) > 1 and contracted > 1:
+        return matmul(inputs, outputs, k=contracted)
+    return _cost("elementwise", max(contracted, 1) * outputs[0].numel, inputs, outputs)
+
+
+@formula("variadic")
+def variadic(inputs: list[T], outputs: list[T], extra: int = 0) -> Cost:
+    """Sum/Max/Min/Mean of n inputs: (n - 1 + extra) FLOPs per output element (Mean's divide: extra 1)."""
+    return _cost("elementwise", (max(len(inputs) - 1, 0) + extra) * outputs[0].numel, inputs, outputs)
+
+
+@formula("softsign")
+def softsign(inputs: list[T], outputs: list[T]) -> Cost:
+    """x / (1 + |x|): 3 FLOPs per output element (abs, add 1, divide)."""
+    return _cost("elementwise", 3 * outputs[0].numel, inputs, outputs)
+
+
+@formula("quick_gelu")
+def quick_gelu(inputs: list[T], outputs: list[T]) -> Cost:
+    """x * sigmoid(1.702 x): 8 FLOPs per output element (two sigmoid-sized steps, 2 * 4)."""
+    return _cost("elementwise", 2 * ELEMENTWISE_FLOPS["sigmoid"] * outputs[0].numel, inputs, outputs)
+
+
+@formula("quantize_linear")
+def quantize_linear(inputs: list[T], outputs: list[T]) -> Cost:
+    """Quantize: 5 FLOPs per output element (divide by the scale, round, add the zero point, saturate: 2)."""
+    return _cost("elementwise", 5 * outputs[0].numel, inputs, outputs)
+
+
+@formula("dequantize_linear")
+def dequantize_linear(inputs: list[T], outputs: list[T]) -> Cost:
+    """Dequantize: 2 FLOPs per output element (subtract the zero point, multiply by the scale)."""
+    return _cost("elementwise", 2 * outputs[0].numel, inputs, outputs)
+
+
+@formula("skip_norm")
+def skip_norm(inputs: list[T], outputs: list[T], norm: str = "layer", affine: str = "") -> Cost:
+    """Residual add + normalisation: NORM_FLOPS[norm] + 1 per learned scale / shift + 1 per element of input 0."""
+    per = NORM_FLOPS[norm] + NORM_AFFINE_FLOPS.get(affine, 0) + 1
+    return _cost("norm", per * inputs[0].numel, inputs, outputs)
+
+
+@formula("slice")
+def slice_(inputs: list[T], outputs: list[T]) -> Cost:
+    """Slice: 0 FLOPs; reads only the elements it keeps (numel of each output x input 0's itemsize)."""
+    read = sum(t.numel * inputs[0].itemsize for t in outputs)
+    return Cost("memory", 0.0, float(read), traffic([], outputs)[1])
+
+
+#: Formulas that read only part of input 0 (gathers): bytes read from it.
+SOURCE_READ: dict[str, Callable[[list[T], list[T]], float]] = {"embedding": _rows_read, "gather": _picked}
+
+
+# -- op tables and user formulas ------------------------------------------------------------------
+@dataclass(frozen=True)
+class OpRule:
+    """One row of a frontend's op table: the formula an op uses and what it counts."""
+
+    op: str
+    formula: str
+    counts: str = ""
+
+    @property
+    def description(self) -> str:
+        """What is counted: ``counts``, else the first line of the formula's docstring."""
+        if self.counts:
+            return self.counts
+        doc = getattr(FORMULAS.get(self.formula), "__doc__", None) or ""
+        return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+FRONTENDS = ("torch", "onnx")
+#: (frontend, op) -> a user's formula; looked up before the frontend's own table.
+USER_FORMULAS: dict[tuple[str, str], Formula] = {}
+
+
+def register_op(frontend: str, op: str, fn: Formula, *, override: bool = False) -> None:
+    """Give ``op`` a cost formula ``fn(inputs: list[T], outputs: list[T]) -> Cost``, or replace a built-in one.
+
+    ``frontend`` is 'torch' (``op`` as torch names the overload packet: 'aten.mm', 'mylib.fused_mlp') or
+    'onnx' (the node's op type, with its domain when not the default one: 'Gemm', 'com.me.FusedMLP').
+    Replacing a formula the frontend already has needs ``override=True``; :func:`unregister_op` undoes it.
+    The function receives the op's tensor inputs and outputs as :class:`T` (shape, bytes per element).
+    """
+    if frontend not in FRONTENDS:
+        raise ValueError(f"frontend {frontend!r} is not one of {', '.join(FRONTENDS)}")
+    if not callable(fn):
+        raise TypeError(f"the formula for {op!r} is not callable")
+    if not override and ((frontend, op) in USER_FORMULAS or op in builtin_ops(frontend)):
+        raise ValueError(f"{frontend} op {op!r} already has a cost formula; pass override=True to replace it")
+    USER_FORMULAS[(frontend, op)] = fn
+
+
+def unregister_op(frontend: str, op: str) -> None:
+    """Remove a formula given by :func:`register_op` (the built-in one, if any, applies again)."""
+    USER_FORMULAS.pop((frontend, op), None)
+
+
+def builtin_ops(frontend: str) -> dict[str, OpRule]:
+    """The op table a frontend ships: op name -> :class:`OpRule`."""
+    if frontend == "torch":
+        from roofline.frontends.torch import OPS as torch_ops
+
+        return torch_ops
+    from roofline.frontends.onnx import OPS as onnx_ops
+
+    return onnx_ops

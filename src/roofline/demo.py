@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from roofline.analysis import Analysis, analyze
 from roofline.catalog import get_device
@@ -27,10 +27,22 @@ from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.workload import Op, Workload
 
+if TYPE_CHECKING:
+    import torch
+
 DEMO_GPU = "h100"
 DEMO_LLM = "llama-3-8b"
+
+
+class _BenchOverrides(TypedDict, total=False):
+    """BenchConfig fields that :func:`roofline.bench.run_bench` takes as ``**overrides``."""
+
+    max_bytes: int
+    repeats: int
+
+
 #: A tiny benchmark for tests (seconds, not a minute): small sweep, few repeats.
-TINY_BENCH = {"max_bytes": 1 << 22, "repeats": 3}
+TINY_BENCH: _BenchOverrides = {"max_bytes": 1 << 22, "repeats": 3}
 
 
 def seed_workload() -> Workload:
@@ -57,12 +69,13 @@ class DemoResult:
         return self.outdir / "index.html"
 
 
-def demo_cnn(batch: int = 16) -> tuple[Any, tuple[Any, ...]]:
+def demo_cnn(batch: int = 16) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     """A small CNN (conv/bn/relu/pool/linear) and a batch of 32x32 images, on the CPU, in fp32."""
     from roofline.errors import require
 
-    torch = require("torch", "torch")
-    nn = torch.nn
+    require("torch", "torch")  # MissingExtraError (an ImportError) naming the extra when torch is missing
+    import torch
+    from torch import nn
 
     class DemoCNN(nn.Module):
         def __init__(self) -> None:
@@ -75,7 +88,7 @@ def demo_cnn(batch: int = 16) -> tuple[Any, tuple[Any, ...]]:
             self.fc1 = nn.Linear(32 * 8 * 8, 256)
             self.fc2 = nn.Linear(256, 10)
 
-        def forward(self, x: Any) -> Any:
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
             x = torch.relu(self.bn1(self.conv1(x)))
             x = self.pool(torch.relu(self.bn2(self.conv2(x))))
             return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
@@ -96,7 +109,8 @@ def local_device(*, quick: bool = True, tiny: bool = False, progress: Callable[[
             pass
     if progress:
         progress("measuring this machine (roofline bench --quick, about a minute; cached afterwards) ...")
-    device = bench.run_bench(quick=quick, full=not quick, **(TINY_BENCH if tiny else {}))
+    overrides: _BenchOverrides = TINY_BENCH if tiny else {}
+    device = bench.run_bench(quick=quick, full=not quick, **overrides)
     if not tiny:
         try:
             bench.save_local_device(device)

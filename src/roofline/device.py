@@ -24,11 +24,14 @@ from typing import Any
 
 from roofline.errors import RooflineError
 from roofline.fileio import as_bool, as_int, as_list, as_number, as_object, as_str, as_str_list, json_type, shown
+from roofline.precision import PRECISIONS
+from roofline.stats import relative_spread
 from roofline.units import parse_quantity
 
-DEVICE_SCHEMA = "roofline.device/1"
+DEVICE_SCHEMA = "roofline.device/2"
+#: Older versions that still load (migrated on load, :func:`migrate`).
+DEVICE_SCHEMAS_READ = ("roofline.device/1", DEVICE_SCHEMA)
 UNITS = ("vector", "matrix")
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
 KINDS = ("gpu", "cpu", "tpu", "npu")
 MAIN_MEMORY = ("HBM", "DRAM")
 PROVENANCE_KINDS = ("datasheet", "derived", "measured", "user")
@@ -235,11 +238,109 @@ class AuditResult:
     @property
     def noise(self) -> float:
         """The kernel's own relative spread: (slow - fast) quartile over the median time."""
-        return (self.spread[1] - self.spread[0]) / self.seconds if self.seconds > 0 else 0.0
+        return relative_spread(self.spread[0], self.spread[1], self.seconds) if self.seconds > 0 else 0.0
 
 
 #: Version of what ``roofline bench`` measures; a cached device from an older bench is re-measured.
 BENCH_VERSION = 2
+
+
+@dataclass(frozen=True)
+class SweepCurve:
+    """One kernel's bandwidth (B/s, STREAM byte counting) at every working set of the sweep, on ``threads``."""
+
+    kernel: str
+    threads: int
+    median: tuple[float, ...]
+    spread: tuple[tuple[float, float], ...]  # (q1, q3) per working set
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Bandwidth vs working set: every kernel, on all threads (and on one, when measured)."""
+
+    working_set_bytes: tuple[float, ...]
+    curves: tuple[SweepCurve, ...]
+    bytes_counting: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"working_set_bytes": list(self.working_set_bytes), "bytes_counting": self.bytes_counting,
+                "curves": [{"kernel": c.kernel, "threads": c.threads, "median": list(c.median),
+                            "spread": [list(q) for q in c.spread]} for c in self.curves]}
+
+    @classmethod
+    def from_dict(cls, d: Any, f: str, where: str) -> Sweep:
+        as_object(d, f, where)
+        sizes = tuple(_numbers(d.get("working_set_bytes"), f"{f}.working_set_bytes", where))
+        curves = []
+        for i, c in enumerate(_list(d.get("curves", []), f"{f}.curves", where)):
+            g = f"{f}.curves[{i}]"
+            _need(c, ("kernel", "threads", "median"), g, where)
+            median = tuple(_numbers(c["median"], f"{g}.median", where, len(sizes)))
+            spread = tuple(p for j, q in enumerate(as_list(_get(c, "spread", []), f"{g}.spread", where))
+                           if (p := _pair(q, f"{g}.spread[{j}]", where)) is not None)
+            curves.append(SweepCurve(as_str(c["kernel"], f"{g}.kernel", where),
+                                     as_int(c["threads"], f"{g}.threads", where, minimum=1), median, spread))
+        return cls(sizes, tuple(curves), as_str(_get(d, "bytes_counting", ""), f"{f}.bytes_counting", where))
+
+
+@dataclass(frozen=True)
+class ErtCurve:
+    """The ERT curve: FLOP/s of an in-place kernel doing 1..N FLOPs per element over a DRAM-sized array,
+    against the model min(fp64 vector roof, intensity x DRAM roof) (``model_flops``, from the finished roofs)."""
+
+    flops_per_element: tuple[float, ...]
+    intensity: tuple[float, ...]
+    flops: tuple[float, ...]  # median FLOP/s per point
+    spread: tuple[tuple[float, float], ...]
+    working_set_bytes: float
+    threads: int
+    model_flops: tuple[float, ...] = ()
+    note: str = ""
+
+    @property
+    def deviation(self) -> tuple[float, ...]:
+        """Measured / model - 1 per point (empty before the model is known)."""
+        return tuple(f / m - 1.0 for f, m in zip(self.flops, self.model_flops, strict=True)) if self.model_flops else ()
+
+    @property
+    def worst(self) -> int:
+        """The point deviating most from the model (either way)."""
+        dev = self.deviation
+        return max(range(len(dev)), key=lambda i: abs(dev[i])) if dev else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flops_per_element": list(self.flops_per_element), "intensity": list(self.intensity),
+                "flops": list(self.flops), "spread": [list(q) for q in self.spread],
+                "working_set_bytes": self.working_set_bytes, "threads": self.threads,
+                "model_flops": list(self.model_flops), "note": self.note}
+
+    @classmethod
+    def from_dict(cls, d: Any, f: str, where: str) -> ErtCurve:
+        as_object(d, f, where)
+        _need(d, ("intensity", "flops", "working_set_bytes"), f, where)
+        intensity = tuple(_numbers(d["intensity"], f"{f}.intensity", where))
+        n = len(intensity)
+        model = _get(d, "model_flops", [])
+        return cls(tuple(_numbers(_get(d, "flops_per_element", [0] * n), f"{f}.flops_per_element", where, n)),
+                   intensity, tuple(_numbers(d["flops"], f"{f}.flops", where, n)),
+                   tuple(p for j, q in enumerate(as_list(_get(d, "spread", []), f"{f}.spread", where))
+                         if (p := _pair(q, f"{f}.spread[{j}]", where)) is not None),
+                   _number(d["working_set_bytes"], f"{f}.working_set_bytes", where),
+                   as_int(_get(d, "threads", 1), f"{f}.threads", where, minimum=1),
+                   tuple(_numbers(model, f"{f}.model_flops", where, n)) if model else (),
+                   as_str(_get(d, "note", ""), f"{f}.note", where))
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """A cache level as the OS reports it: ``size`` per cache, ``instances`` of it, ``capacity`` the
+    bench's threads can use (size x min(threads, instances))."""
+
+    level: str
+    size: float
+    instances: int
+    capacity: float
 
 
 @dataclass(frozen=True)
@@ -248,7 +349,9 @@ class BenchFacts:
 
     ``machine``: a fingerprint (CPU model, logical CPUs, ISA flags) that a cached measurement
     must match; ``native``: precisions with native arithmetic on this machine (a bf16/fp16 roof
-    is published only for those); ``spec``: theoretical roofs; ``audit``: the roof audit.
+    is published only for those); ``spec``: theoretical roofs; ``audit``: the roof audit;
+    ``threads`` measured on; ``sweep``: bandwidth vs working set; ``ert``: the ERT curve;
+    ``caches``: the OS's cache sizes.
     """
 
     version: int
@@ -257,6 +360,10 @@ class BenchFacts:
     native: tuple[str, ...] = ()
     spec: tuple[SpecRoof, ...] = ()
     audit: tuple[AuditResult, ...] = ()
+    threads: int = 0
+    sweep: Sweep | None = None
+    ert: ErtCurve | None = None
+    caches: tuple[CacheInfo, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "machine": self.machine, "isa": list(self.isa), "native": list(self.native),
@@ -266,7 +373,11 @@ class BenchFacts:
                            "level": a.level, "flops": float(a.flops), "bytes": float(a.bytes),
                            "seconds": float(a.seconds), "spread": [float(a.spread[0]), float(a.spread[1])],
                            "efficiency": float(a.efficiency), "binding": a.binding, "raised": a.raised}
-                          for a in self.audit]}
+                          for a in self.audit],
+                "threads": self.threads, "sweep": None if self.sweep is None else self.sweep.to_dict(),
+                "ert": None if self.ert is None else self.ert.to_dict(),
+                "caches": [{"level": c.level, "size": c.size, "instances": c.instances, "capacity": c.capacity}
+                           for c in self.caches]}
 
     @classmethod
     def from_dict(cls, d: Any, where: str) -> BenchFacts:
@@ -291,10 +402,21 @@ class BenchFacts:
                 _number(_get(a, "flops", 0.0), f"{f}.flops", where), _number(_get(a, "bytes", 0.0), f"{f}.bytes", where),
                 _number(a["seconds"], f"{f}.seconds", where), spread, _number(a["efficiency"], f"{f}.efficiency", where),
                 text["binding"], text["raised"]))
+        caches = []
+        for i, c in enumerate(_list(_get(d, "caches", []), "bench.caches", where)):
+            f = f"bench.caches[{i}]"
+            _need(c, ("level", "size", "capacity"), f, where)
+            caches.append(CacheInfo(as_str(c["level"], f"{f}.level", where), _number(c["size"], f"{f}.size", where),
+                                    as_int(_get(c, "instances", 1), f"{f}.instances", where, minimum=1),
+                                    _number(c["capacity"], f"{f}.capacity", where)))
         return cls(version=version, machine=as_str(_get(d, "machine", ""), "bench.machine", where),
                    isa=tuple(as_str_list(_get(d, "isa", []), "bench.isa", where)),
                    native=tuple(as_str_list(_get(d, "native", []), "bench.native", where)),
-                   spec=tuple(spec), audit=tuple(audit))
+                   spec=tuple(spec), audit=tuple(audit),
+                   threads=as_int(_get(d, "threads", 0), "bench.threads", where),
+                   sweep=None if d.get("sweep") is None else Sweep.from_dict(d["sweep"], "bench.sweep", where),
+                   ert=None if d.get("ert") is None else ErtCurve.from_dict(d["ert"], "bench.ert", where),
+                   caches=tuple(caches))
 
 
 @dataclass(frozen=True)
@@ -473,8 +595,10 @@ class Device:
             raise RooflineError(f"expected a JSON object, got {json_type(d)}", where=where)
         if require_schema:
             schema = d.get("schema")
-            if schema != DEVICE_SCHEMA:
-                raise RooflineError(f"schema: expected {DEVICE_SCHEMA!r}, got {shown(schema)}", where=where)
+            if schema not in DEVICE_SCHEMAS_READ:
+                raise RooflineError(f"schema: expected {DEVICE_SCHEMA!r} (or an older "
+                                    f"{', '.join(DEVICE_SCHEMAS_READ[:-1])}), got {shown(schema)}", where=where)
+            d = migrate(d, where)
         for key in ("name", "compute", "memory"):
             if key not in d:
                 raise RooflineError(f"missing field {key!r}", where=where)
@@ -551,6 +675,14 @@ def _get(d: Mapping[str, Any], key: str, default: Any) -> Any:
     return default if v is None else v
 
 
+def _numbers(raw: Any, field_name: str, where: str, n: int | None = None) -> list[float]:
+    """A list of finite numbers (of length ``n`` when given)."""
+    values = as_list(raw, field_name, where)
+    if n is not None and len(values) != n:
+        raise RooflineError(f"{field_name} has {len(values)} values, expected {n}", where=where)
+    return [_number(v, f"{field_name}[{i}]", where) for i, v in enumerate(values)]
+
+
 def _pair(raw: Any, field_name: str, where: str) -> tuple[float, float] | None:
     """None, or [low, high] as two finite numbers."""
     if raw is None:
@@ -595,3 +727,40 @@ def _need(d: Mapping[str, Any], keys: Iterable[str], field_name: str, where: str
     for k in keys:
         if k not in d:
             raise RooflineError(f"{field_name}: missing field {k!r}", where=where)
+
+
+def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    """A device object of an older schema, rewritten as the current one (as pyperf upgrades its JSON).
+
+    /1 -> /2: what ``roofline bench`` kept in ``metadata`` and read back (``threads``, ``sweep``, ``ert``,
+    ``caches_sysfs``) moves into the typed ``bench`` facts; the sweep's curves become one entry per
+    (kernel, threads); the ERT curve keeps its points and model (its deviation is derived).
+    """
+    if d.get("schema") == DEVICE_SCHEMA:
+        return d
+    out = dict(d)
+    out["schema"] = DEVICE_SCHEMA
+    meta = dict(as_object(_get(d, "metadata", {}), "metadata", where))
+    bench = d.get("bench")
+    if isinstance(bench, Mapping):
+        b = dict(bench)
+        if "threads" in meta:
+            b["threads"] = meta.pop("threads")
+        sweep = meta.pop("sweep", None)
+        if isinstance(sweep, Mapping):
+            curves, spreads = sweep.get("curves") or {}, sweep.get("spread") or {}
+            b["sweep"] = {"working_set_bytes": sweep.get("working_set_bytes"),
+                          "bytes_counting": sweep.get("bytes_counting", ""),
+                          "curves": [{"kernel": k, "threads": int(t), "median": v,
+                                      "spread": (spreads.get(t) or {}).get(k, [])}
+                                     for t, by in as_object(curves, "metadata.sweep.curves", where).items()
+                                     for k, v in as_object(by, f"metadata.sweep.curves.{t}", where).items()]}
+        if isinstance(meta.get("ert"), Mapping):
+            b["ert"] = meta.pop("ert")
+        caches = meta.pop("caches_sysfs", None)
+        if isinstance(caches, Mapping):
+            b["caches"] = [{"level": level, **as_object(c, f"metadata.caches_sysfs.{level}", where)}
+                           for level, c in caches.items()]
+        out["bench"] = b
+    out["metadata"] = meta
+    return out

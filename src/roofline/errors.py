@@ -28,6 +28,12 @@ class MissingExtraError(RooflineError, ImportError):
         )
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when it has none), for one-line errors."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
 def require(module: str, extra: str):  # type: ignore[no-untyped-def]
     """Import an optional dependency lazily or fail with the extra to install."""
     import importlib

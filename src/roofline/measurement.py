@@ -15,16 +15,10 @@
 
 Without ``device=`` the roofs are the measured local device (the ``roofline bench``
 cache); with none cached, a one-line error says to run ``roofline bench`` first
-(nothing is measured or written behind the caller's back).  Timing noise — the
-spread between the 10th and 90th percentile of the repeats, relative to the
-median — above 20% is reported as a warning with the spread.
-
-Above-roof tolerance: each measured op is flagged only beyond its own
-fast-side spread, (median - p10) / median of its own samples (its profiled
-runs; the timed repeats for a callable), at least ``MIN_TOLERANCE`` (2%).
-An op with a single sample has no spread of its own and gets
-``SINGLE_SAMPLE_TOLERANCE`` (10%).  Per-op p10 / median / p90 seconds are kept
-in ``workload.info['measured']['ops']`` (:func:`op_timings_of`).
+(nothing is measured or written behind the caller's back).  Spread and the
+above-roof tolerance follow :mod:`roofline.stats` (interquartile range; an op
+is flagged only beyond its own fast-side spread).  The whole-run timing and the
+per-op quartiles are kept in ``workload.measured`` (:class:`MeasuredRun`).
 
 >>> import numpy as np
 >>> from roofline import Device
@@ -42,86 +36,18 @@ import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from roofline.analysis import Analysis, analyze
 from roofline.device import Device
-from roofline.errors import RooflineError, require
-from roofline.units import format_seconds
-from roofline.workload import Op, Workload
+from roofline.errors import RooflineError, first_line, require
+from roofline.precision import of_dtype
+from roofline.stats import OpTimings, Timing
+from roofline.workload import MeasuredRun, Op, Workload
 
-NOISE_LIMIT = 0.20
-MIN_TOLERANCE = 0.02  # the above-roof tolerance is never below this (clock and profiler granularity)
-SINGLE_SAMPLE_TOLERANCE = 0.10  # for an op measured once: no spread of its own to go by
 MIN_BATCH_SECONDS = 2e-3  # time calls in batches at least this long, so the clock's resolution does not matter
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Seconds per run over ``repeats``: median and the 10th..90th percentile spread."""
-
-    median: float
-    low: float
-    high: float
-    repeats: int
-
-    @property
-    def noise(self) -> float:
-        """(p90 - p10) / median."""
-        return (self.high - self.low) / self.median if self.median > 0 else math.inf
-
-    @classmethod
-    def of(cls, samples: Sequence[float]) -> Timing:
-        s = np.asarray(samples, dtype=float)
-        return cls(float(np.median(s)), float(np.percentile(s, 10)), float(np.percentile(s, 90)), len(s))
-
-    def to_dict(self) -> dict[str, float]:
-        return {"median": self.median, "p10": self.low, "p90": self.high, "repeats": self.repeats,
-                "noise": self.noise}
-
-    def warning(self, what: str) -> str | None:
-        if self.noise <= NOISE_LIMIT:
-            return None
-        return (f"timing noise {self.noise:.0%} (above {NOISE_LIMIT:.0%}) for {what}: median "
-                f"{format_seconds(self.median)}, spread {format_seconds(self.low)}..{format_seconds(self.high)} "
-                f"(10th..90th percentile of {self.repeats} repeats); measured figures are uncertain")
-
-
-@dataclass(frozen=True)
-class OpTimings:
-    """Per-op seconds per run over its samples: p10, median, p90 and the sample count (NaN / 0 when unmeasured)."""
-
-    low: np.ndarray
-    median: np.ndarray
-    high: np.ndarray
-    samples: np.ndarray
-
-    @classmethod
-    def of(cls, per_run: np.ndarray) -> OpTimings:
-        """From a (runs, ops) array of seconds, NaN where a run has no time for the op."""
-        per_run = np.atleast_2d(np.asarray(per_run, dtype=float))
-        samples = np.isfinite(per_run).sum(axis=0)
-        seen = samples > 0
-        q = np.full((3, per_run.shape[1]), np.nan)
-        if seen.any():
-            q[:, seen] = np.nanpercentile(per_run[:, seen], [10, 50, 90], axis=0)
-        return cls(q[0], q[1], q[2], samples)
-
-    def tolerance(self) -> np.ndarray:
-        """Per op: above-roof tolerance from its own fast-side spread (module docs give the rule)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fast = np.where(self.median > 0, (self.median - self.low) / self.median, 0.0)
-        return np.where(self.samples >= 2, np.maximum(np.nan_to_num(fast), MIN_TOLERANCE), SINGLE_SAMPLE_TOLERANCE)
-
-    def to_dict(self) -> dict[str, list[Any]]:
-        def clean(a: np.ndarray) -> list[Any]:
-            return [x if math.isfinite(x) else None for x in a.tolist()]
-
-        return {"p10": clean(self.low), "median": clean(self.median), "p90": clean(self.high),
-                "samples": [int(k) for k in self.samples.tolist()]}
 
 
 def default_device() -> Device:
@@ -172,14 +98,8 @@ def time_calls(fn: Callable[[], Any], *, repeats: int, warmup: int, sync: Callab
 
 
 def _precision_of(args: Sequence[Any]) -> str:
-    names = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int8": "int8"}
-    for x in args:
-        dt = getattr(x, "dtype", None)
-        if dt is not None:
-            key = str(dt).replace("torch.", "")
-            if key in names:
-                return names[key]
-    return "fp32"
+    """The precision of the first argument with a compute dtype; fp32 when none has one."""
+    return next((p for x in args if (p := of_dtype(getattr(x, "dtype", "")))), "fp32")
 
 
 def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable[..., float],
@@ -205,29 +125,22 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
     for label, v in (("flops", f), ("bytes", b)):
         if not (v >= 0 and math.isfinite(v)):
             raise RooflineError(f"measure_callable: {label} must be a finite number >= 0, got {v!r}")
-    label = name or getattr(fn, "__name__", "callable")
+    label = str(name or getattr(fn, "__name__", "callable"))
     dev = _resolve(device)
     try:
         timing = time_calls(lambda: fn(*args, **kw), repeats=repeats, warmup=warmup, sync=sync)
     except RooflineError:
         raise
     except Exception as exc:
-        raise RooflineError(f"{label} failed during measurement: {_first_line(exc)}") from exc
+        raise RooflineError(f"{label} failed during measurement: {first_line(exc)}") from exc
     warnings = [w for w in (timing.warning(label),) if w]
     work = Workload.from_ops(
         [Op(label, kind=kind, flops=f, bytes_read=b, precision=precision or _precision_of(args), unit=unit,
             measured_seconds=timing.median)],
         title=label, source=f"measured callable: {label}", warnings=warnings,
         assumptions=["FLOPs and bytes as given by the caller; bytes counted as reads"],
-        info={"measured": timing.to_dict(), "frontend": "callable"})
-    return analyze(work, dev, above_roof_tolerance=_tolerance(timing))
-
-
-def _tolerance(t: Timing) -> float:
-    """A measured point counts as above the roof only beyond its own fast-side spread (rule: module docs)."""
-    if t.repeats < 2:
-        return SINGLE_SAMPLE_TOLERANCE
-    return max((t.median - t.low) / t.median if t.median > 0 else 0.0, MIN_TOLERANCE)
+        info={"frontend": "callable"}, measured=MeasuredRun(timing, method="perf_counter around the callable"))
+    return analyze(work, dev, above_roof_tolerance=timing.tolerance())
 
 
 def kernel(flops: float | Callable[..., float], bytes: float | Callable[..., float], *, name: str | None = None,
@@ -266,11 +179,6 @@ def kernel(flops: float | Callable[..., float], bytes: float | Callable[..., flo
 
 
 # ----------------------------------------------------------------------------- PyTorch models
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
-
-
 def _locate_failure(model: Any, call: Callable[[], Any]) -> tuple[str, str]:
     """Re-run a failing call watching the aten op and the module: (op, 'module path (Type)')."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -404,7 +312,7 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
             except Exception as exc:
                 op, where = _locate_failure(model, call)
                 raise RooflineError(f"the model failed during measurement at op {op} in {where}: "
-                                    f"{_first_line(exc)}") from exc
+                                    f"{first_line(exc)}") from exc
     finally:
         model.train(was_training)
     op_timings = OpTimings.of(np.vstack([join_events(names, r) for r in runs]))
@@ -418,38 +326,25 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
     if w:
         warnings.append(w)
     op_sum = float(np.nansum(seconds))
-    info = dict(workload.info)
-    info["measured"] = {**timing.to_dict(), "device_type": "cuda" if cuda else "cpu",
-                        "profiled_runs": len(runs), "sum_of_op_times": op_sum, "ops": op_timings.to_dict(),
-                        "method": "torch.profiler " + ("CUDA time" if cuda else "CPU time") + " per aten op; "
-                                  "whole model timed with perf_counter"}
+    run = MeasuredRun(timing, "cuda" if cuda else "cpu",
+                      "torch.profiler " + ("CUDA time" if cuda else "CPU time") + " per aten op; whole model timed "
+                      "with perf_counter", len(runs), op_sum, op_timings)
     assumptions = [*workload.assumptions,
                    "measured: per-op times from torch.profiler joined to the traced ops by aten name in execution "
                    "order (median of the profiled runs); profiler overhead makes small ops look slower"]
-    measured = workload.replace(measured_seconds=seconds, warnings=warnings, info=info, assumptions=assumptions,
+    measured = workload.replace(measured_seconds=seconds, warnings=warnings, measured=run, assumptions=assumptions,
                                 source=workload.source + " (measured)")
     return analyze(measured, dev, above_roof_tolerance=op_timings.tolerance())
 
 
 def timing_of(a: Analysis) -> Timing | None:
     """The whole-run timing recorded by :func:`measure` / :func:`measure_callable`, if any."""
-    m = a.workload.info.get("measured") if isinstance(a.workload.info, dict) else None
-    if not isinstance(m, dict):
-        return None
-    return Timing(float(m["median"]), float(m["p10"]), float(m["p90"]), int(m["repeats"]))
+    return None if a.workload.measured is None else a.workload.measured.timing
 
 
 def op_timings_of(a: Analysis) -> OpTimings | None:
-    """The per-op p10 / median / p90 seconds recorded by :func:`measure`, if any."""
-    m = a.workload.info.get("measured") if isinstance(a.workload.info, dict) else None
-    ops = m.get("ops") if isinstance(m, dict) else None
-    if not isinstance(ops, dict):
-        return None
-
-    def col(key: str) -> np.ndarray:
-        return np.asarray([math.nan if v is None else v for v in ops[key]], dtype=float)
-
-    return OpTimings(col("p10"), col("median"), col("p90"), np.asarray(ops["samples"], dtype=np.int64))
+    """The per-op quartiles and median seconds recorded by :func:`measure`, if any."""
+    return None if a.workload.measured is None else a.workload.measured.ops
 
 
 def measure_target(target: str, input_specs: Sequence[str], device: Device | str | None = None, *,

@@ -152,7 +152,7 @@ def measured_summary(a: Analysis) -> MeasuredSummary | None:
 
 def llm_report(a: Analysis) -> LLMReport | None:
     """The LLM facts (time per token, throughput, footprint, largest and ridge batch) of an LLM workload."""
-    if "llm" not in a.workload.info:
+    if a.workload.llm is None:
         return None
     from roofline.llm.metrics import report
 

@@ -91,8 +91,8 @@ def _parse(text: str | float | int, kind: str, field: str) -> float:
             except ValueError:
                 value = None
             if value is not None:
-                scale = {"ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(m.group(2) or "s", 1.0)
-                return value * scale
+                factor = {"ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(m.group(2) or "s", 1.0)
+                return value * factor
         raise RooflineError(f"{field}: cannot parse {_shown(text)}; expected {FORMS[kind]}")
     m = _PATTERN.match(s)
     if not m:

@@ -22,16 +22,23 @@ import io
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.device import PRECISIONS, UNITS
+from roofline.device import UNITS
 from roofline.errors import RooflineError
+from roofline.precision import PRECISIONS
+from roofline.stats import OpTimings, Timing
 
-WORKLOAD_SCHEMA = "roofline.workload/1"
+if TYPE_CHECKING:
+    from roofline.llm.model import LLMSpec
+
+WORKLOAD_SCHEMA = "roofline.workload/2"
+#: Older versions that still load (migrated on load, :func:`migrate`).
+WORKLOAD_SCHEMAS_READ = ("roofline.workload/1", WORKLOAD_SCHEMA)
 OP_KINDS = ("matmul", "conv", "attention", "elementwise", "norm", "softmax", "reduction",
             "embedding", "memory", "collective", "other")
 #: Memory levels an op may name; "" is main memory (HBM/DRAM), "interconnect" the device link.
@@ -81,6 +88,10 @@ class Op:
         return self.bytes_read + self.bytes_written
 
 
+#: Every op field's default (absent columns and fields take these).
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Op)}
+
+
 @dataclass(frozen=True)
 class UnsupportedOp:
     """An op the frontend has no FLOP formula for; its bytes are still counted."""
@@ -90,11 +101,70 @@ class UnsupportedOp:
     bytes: float = 0.0
 
 
+@dataclass(frozen=True)
+class PhaseTotals:
+    """One phase of an LLM run (prefill or decode), all steps together: FLOPs, bytes, weight bytes, steps, tokens."""
+
+    flops: float
+    bytes: float
+    weight_bytes: float
+    steps: float
+    tokens: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {k: float(getattr(self, k)) for k in _PHASE_FIELDS}
+
+    @classmethod
+    def from_dict(cls, d: Any, field: str, where: str) -> PhaseTotals:
+        from roofline.fileio import as_number, as_object
+
+        as_object(d, field, where)
+        return cls(*(as_number(d.get(k), f"{field}.{k}", where, minimum=0.0) for k in _PHASE_FIELDS))
+
+
+_PHASE_FIELDS = ("flops", "bytes", "weight_bytes", "steps", "tokens")
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """How a measured workload was timed: the whole run (median, quartiles), where, how, and per-op quartiles."""
+
+    timing: Timing
+    device_type: str = "cpu"
+    method: str = ""
+    profiled_runs: int = 0
+    sum_of_op_times: float = 0.0
+    ops: OpTimings | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.timing.to_dict(), "device_type": self.device_type, "method": self.method,
+                "profiled_runs": self.profiled_runs, "sum_of_op_times": self.sum_of_op_times,
+                "ops": None if self.ops is None else self.ops.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Any, n: int, where: str) -> MeasuredRun:
+        """``measured`` of a workload of ``n`` ops, checked field by field."""
+        from roofline.fileio import as_int, as_number, as_object, as_str
+
+        as_object(d, "measured", where)
+        ops = d.get("ops")
+        return cls(Timing.from_dict(d, "measured", where),
+                   as_str(d.get("device_type") or "cpu", "measured.device_type", where),
+                   as_str(d.get("method") or "", "measured.method", where),
+                   as_int(d.get("profiled_runs") or 0, "measured.profiled_runs", where, minimum=0),
+                   as_number(d.get("sum_of_op_times") or 0.0, "measured.sum_of_op_times", where, minimum=0.0),
+                   None if ops is None else OpTimings.from_dict(as_object(ops, "measured.ops", where), n,
+                                                                "measured.ops", where))
+
+
 @dataclass
 class Workload:
     """Ops stored column-wise, plus what produced them.
 
     Build with :meth:`from_ops`, :meth:`from_columns` or a :class:`WorkloadBuilder`.
+    Typed facts read back by the analysis and the reports: ``llm`` (the run an LLM
+    workload models), ``phases`` (its per-phase totals), ``measured`` (how it was
+    timed).  ``info`` holds facts for display only (parameter counts, sizes, ...).
     """
 
     columns: dict[str, np.ndarray]
@@ -106,6 +176,9 @@ class Workload:
     warnings: list[str] = field(default_factory=list)
     unsupported: list[UnsupportedOp] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    llm: LLMSpec | None = None
+    phases: Mapping[str, PhaseTotals] = field(default_factory=dict)
+    measured: MeasuredRun | None = None
 
     # -- construction ------------------------------------------------------
     @classmethod
@@ -142,12 +215,12 @@ class Workload:
             if raw is not None and len(raw) != n:
                 raise RooflineError(f"column {c!r} has {len(raw)} values, 'name' has {n}", where=where)
             if c in _NUMERIC:
-                default = {"count": 1.0, "measured_seconds": math.nan}.get(c, 0.0)
-                arr = np.full(n, default) if raw is None else _float_column(raw, c, where)
+                arr = np.full(n, _DEFAULTS[c]) if raw is None else _float_column(raw, c, where)
                 _check_numeric(arr, c, where)
                 columns[c] = arr
             else:
-                default = {"kind": "other", "precision": "fp32", "unit": "vector"}.get(c, "")
+                default = _DEFAULTS[c]
+                values: list[str]
                 if raw is None:
                     values = [default] * n
                 elif isinstance(raw, list) and set(map(type, raw)) == {str}:  # the common case: one C-speed scan
@@ -181,7 +254,9 @@ class Workload:
         return self.tables[name][int(self.columns[name][i])]
 
     def op(self, i: int) -> Op:
-        return Op(**{c: (self.strings(c, i) if c not in _NUMERIC else float(self.columns[c][i])) for c in COLUMNS})
+        values: dict[str, Any] = {c: (self.strings(c, i) if c not in _NUMERIC else float(self.columns[c][i]))
+                                  for c in COLUMNS}
+        return Op(**values)
 
     def __iter__(self) -> Iterator[Op]:
         return (self.op(i) for i in range(len(self)))
@@ -207,7 +282,7 @@ class Workload:
 
     def replace(self, **changes: Any) -> Workload:
         """A copy with some columns (whole arrays/lists) or metadata replaced."""
-        cols = {c: self.column(c) for c in COLUMNS}
+        cols: dict[str, Any] = {c: self.column(c) for c in COLUMNS}
         meta = self.meta()
         for k, v in changes.items():
             (meta if k in _META else cols)[k] = v
@@ -230,11 +305,13 @@ class Workload:
                 "bytes_model": self.bytes_model, "assumptions": list(self.assumptions),
                 "warnings": list(self.warnings),
                 "unsupported": [{"name": u.name, "count": u.count, "bytes": u.bytes} for u in self.unsupported],
-                "info": self.info, "ops": ops}
+                "info": self.info, "llm": None if self.llm is None else self.llm.to_dict(),
+                "phases": {k: v.to_dict() for k, v in self.phases.items()},
+                "measured": None if self.measured is None else self.measured.to_dict(), "ops": ops}
 
     @classmethod
     def from_dict(cls, d: Any, *, where: str = "workload") -> Workload:
-        """Validate a ``roofline.workload/1`` object field by field and build it.
+        """Validate a ``roofline.workload/2`` object (or an older version, migrated) field by field and build it.
 
         ``ops`` is a list of op objects or an object of columns (lists).  Required per op: name,
         flops, bytes_read and bytes_written (or ``bytes``, taken as reads); every other field is
@@ -245,11 +322,14 @@ class Workload:
         if not isinstance(d, Mapping):
             raise RooflineError(f"expected a JSON object, got {_json_kind(d)}", where=where)
         schema = d.get("schema")
-        if schema != WORKLOAD_SCHEMA:
-            raise RooflineError(f"schema: expected {WORKLOAD_SCHEMA!r}, got {shown(schema)}", where=where)
+        if schema not in WORKLOAD_SCHEMAS_READ:
+            raise RooflineError(f"schema: expected {WORKLOAD_SCHEMA!r} (or an older {', '.join(WORKLOAD_SCHEMAS_READ[:-1])}"
+                                f"), got {shown(schema)}", where=where)
+        llm_field = "llm" if schema == WORKLOAD_SCHEMA else "info.llm"
+        d = migrate(d, where)
         if "ops" not in d:
             raise RooflineError("missing field 'ops'", where=where)
-        meta = _json_meta(d, where)  # the document top-down: metadata, then ops
+        meta = _json_meta(d, where, llm_field)  # the document top-down: metadata, then ops
         ops = d["ops"]
         if isinstance(ops, list):  # a list of op objects
             if not ops:
@@ -269,7 +349,10 @@ class Workload:
                 return f"ops.{c}[{i}]"
         else:
             raise wrong("ops", "a list of op objects or an object of columns", ops, where)
-        return cls._from_checked(meta, cols, where, label)
+        w = cls._from_checked(meta, cols, where, label)
+        if d.get("measured") is not None:  # its per-op columns need the op count
+            w = replace(w, measured=MeasuredRun.from_dict(d["measured"], len(w), where))
+        return w
 
     @classmethod
     def _from_checked(cls, meta: dict[str, Any], cols: dict[str, list[Any]], where: str,
@@ -370,7 +453,7 @@ class Workload:
         lines = [n for n, _ in body]
         cols: dict[str, list[Any]] = {}
         for j, h in enumerate(header):
-            cells = [r[j] if j < len(r) else "" for _, r in body]
+            cells: list[Any] = [r[j] if j < len(r) else "" for _, r in body]
             if h in _NUMERIC or h == "bytes" or (h in _ENUMS):
                 # an empty cell is the field's default; "nan"/"None" also mean 'not measured'
                 empty = ("", "nan", "None", "NaN") if h == "measured_seconds" else ("",)
@@ -381,12 +464,13 @@ class Workload:
         return cls._from_checked(checked_meta, cols, where, lambda c, i: f"line {lines[i]}: {c}")
 
 
-_DEFAULTS = {"count": 1.0, "measured_seconds": math.nan}
 #: Ranges of op figures (per run): beyond them a product or sum in the analysis could overflow to inf.
 MAX_FIGURE = 1e30  # FLOPs or bytes of one run of one op
 MAX_COUNT = 1e15
 MIN_SECONDS, MAX_SECONDS = 1e-15, 1e9
-_META = ("title", "source", "bytes_model", "assumptions", "warnings", "unsupported", "info")
+_META = ("title", "source", "bytes_model", "assumptions", "warnings", "unsupported", "info", "llm", "phases",
+         "measured")
+
 
 
 class WorkloadBuilder:
@@ -410,6 +494,18 @@ class WorkloadBuilder:
         for c in COLUMNS:
             self._rows[c].append(getattr(op, c))
 
+    def row(self, name: str, **fields: Any) -> None:
+        """Append one op without building an :class:`Op` (the fast path for tracers); checked at :meth:`build`."""
+        self._rows["name"].append(name)
+        for c in COLUMNS[1:]:
+            self._rows[c].append(fields.get(c, _DEFAULTS[c]))
+
+    def extend(self, **columns: Any) -> None:
+        """Append whole columns at once (sequences or arrays of one length; absent columns get defaults)."""
+        n = len(columns["name"])
+        for c in COLUMNS:
+            self._rows[c].extend(columns[c] if c in columns else [_DEFAULTS[c]] * n)
+
     def add_unsupported(self, name: str, nbytes: float = 0.0) -> None:
         u = self.unsupported.get(name)
         self.unsupported[name] = UnsupportedOp(name, (u.count if u else 0) + 1, (u.bytes if u else 0.0) + nbytes)
@@ -429,7 +525,8 @@ class WorkloadBuilder:
         meta.setdefault("warnings", list(self.warnings))
         meta.setdefault("assumptions", list(self.assumptions))
         meta.setdefault("unsupported", list(self.unsupported.values()))
-        return Workload.from_columns(**self._rows, **meta)
+        columns: dict[str, Any] = self._rows
+        return Workload.from_columns(**columns, **meta)
 
 
 def _encode(values: Sequence[str], seed: list[str]) -> tuple[list[str], np.ndarray]:
@@ -499,7 +596,7 @@ def _json_numbers(values: list[Any], c: str, where: str, label: Callable[[str, i
             pass
         else:
             if type(None) in types and not math.isnan(default):
-                arr[np.equal(np.asarray(values, dtype=object), None)] = default
+                arr[[v is None for v in values]] = default
             _check_numeric(arr, c, where, label)
             return arr
     out = np.empty(len(values))
@@ -556,8 +653,11 @@ def _json_strings(values: list[Any], c: str, where: str, label: Callable[[str, i
     return values
 
 
-def _json_meta(d: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """The workload's metadata fields, each type-checked; absent or null -> the default."""
+def _json_meta(d: Mapping[str, Any], where: str, llm_field: str = "llm") -> dict[str, Any]:
+    """The workload's metadata fields, each type-checked; absent or null -> the default.
+
+    ``llm_field`` names the LLM run in messages as the file spells it (``info.llm`` in a /1 file).
+    """
     from roofline.fileio import as_int, as_list, as_number, as_object, as_str, as_str_list
 
     def get(key: str, default: Any) -> Any:
@@ -580,21 +680,54 @@ def _json_meta(d: Mapping[str, Any], where: str) -> dict[str, Any]:
             "assumptions": as_str_list(get("assumptions", []), "assumptions", where),
             "warnings": as_str_list(get("warnings", []), "warnings", where),
             "unsupported": unsupported,
-            "info": _json_info(as_object(get("info", {}), "info", where), where)}
+            "info": dict(as_object(get("info", {}), "info", where)),
+            "llm": _json_llm(d.get("llm"), where, llm_field),
+            "phases": {as_str(k, "phases", where): PhaseTotals.from_dict(v, f"phases.{k}", where)
+                       for k, v in as_object(get("phases", {}), "phases", where).items()}}
 
 
-#: ``info["llm"]`` (written by the LLM frontend, read back by the LLM report): its fields and JSON types.
+def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    """A workload object of an older schema, rewritten as the current one (as pyperf upgrades its JSON).
+
+    /1 -> /2: the facts kept in ``info`` (``llm``, ``phases``, ``measured``) become top-level typed fields;
+    /1 stored a measured run's 10th/90th percentiles, which become its spread (wider than the
+    interquartile range /2 stores, so an op is flagged above its roof later rather than sooner).
+    """
+    if d.get("schema") == WORKLOAD_SCHEMA:
+        return d
+    from roofline.fileio import as_object
+
+    out = dict(d)
+    info = dict(as_object(d.get("info") if d.get("info") is not None else {}, "info", where))
+    for key in ("llm", "phases"):
+        if key in info:
+            out[key] = info.pop(key)
+    m = info.pop("measured", None)
+    if isinstance(m, Mapping):
+        m = {**m, "q1": m.get("p10"), "q3": m.get("p90")}
+        if isinstance(m.get("ops"), Mapping):
+            m["ops"] = {**m["ops"], "q1": m["ops"].get("p10"), "q3": m["ops"].get("p90")}
+    out["measured"] = m
+    info.pop("memory_bytes", None)  # derived from the LLM run since /2 (roofline.llm.model.memory_bytes)
+    out["info"], out["schema"] = info, WORKLOAD_SCHEMA
+    return out
+
+
+#: ``llm`` (the LLM run, written by the LLM frontend, read back by the LLM report): its fields and JSON types.
 _LLM_RUN = {"phase": "str", "batch": "int+", "prompt": "int+", "context": "int+", "gen": "int+", "tp": "int+",
             "flash": "bool", "all_logits": "bool"}
 _LLM_PRECISIONS = {"weights": "str", "activations": "str", "kv_cache": "str", "group_size": "int+"}
 _ARCH_POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "v_head_dim", "vocab")
 
 
-def _json_info(info: dict[str, Any], where: str) -> dict[str, Any]:
-    """``info`` is free-form, except the parts read back: ``info.llm`` is checked field by field."""
-    if info.get("llm") is not None:
-        _check_llm_info(info["llm"], where)
-    return dict(info)
+def _json_llm(raw: Any, where: str, field: str) -> LLMSpec | None:
+    """``llm``: the LLM run, checked field by field, or None."""
+    if raw is None:
+        return None
+    from roofline.llm.model import LLMSpec
+
+    _check_llm_info(raw, where, field)
+    return LLMSpec.from_dict(raw)
 
 
 def _check_typed(d: dict[str, Any], types: Mapping[str, str], field: str, where: str, *,
@@ -618,34 +751,35 @@ def _check_typed(d: dict[str, Any], types: Mapping[str, str], field: str, where:
             as_str(v, f, where)
 
 
-def _check_llm_info(raw: Any, where: str) -> None:
+def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
+    """The LLM run object (``llm``; ``info.llm`` in /1 files), every field type-checked."""
     import dataclasses
 
     from roofline.fileio import as_object, as_str, shown
     from roofline.llm.config import Arch
-    from roofline.llm.model import MOE_ROUTINGS, PREC_BITS
+    from roofline.llm.model import LLM_PRECISIONS, MOE_ROUTINGS
 
-    llm = as_object(raw, "info.llm", where)
-    _check_typed(llm, _LLM_RUN, "info.llm", where)
+    llm = as_object(raw, field, where)
+    _check_typed(llm, _LLM_RUN, field, where)
     if llm["phase"] not in ("prefill", "decode", "generate"):
-        raise RooflineError(f"info.llm.phase {shown(llm['phase'])} is not one of prefill, decode, generate", where=where)
-    if llm.get("moe_routing") is not None and as_str(llm["moe_routing"], "info.llm.moe_routing", where).strip().lower() \
+        raise RooflineError(f"{field}.phase {shown(llm['phase'])} is not one of prefill, decode, generate", where=where)
+    if llm.get("moe_routing") is not None and as_str(llm["moe_routing"], f"{field}.moe_routing", where).strip().lower() \
             not in MOE_ROUTINGS:
-        raise RooflineError(f"info.llm.moe_routing {shown(llm['moe_routing'])} is not one of {', '.join(MOE_ROUTINGS)}",
+        raise RooflineError(f"{field}.moe_routing {shown(llm['moe_routing'])} is not one of {', '.join(MOE_ROUTINGS)}",
                             where=where)
-    precisions = as_object(llm.get("precisions"), "info.llm.precisions", where)
-    _check_typed(precisions, _LLM_PRECISIONS, "info.llm.precisions", where)
+    precisions = as_object(llm.get("precisions"), f"{field}.precisions", where)
+    _check_typed(precisions, _LLM_PRECISIONS, f"{field}.precisions", where)
     for key in ("weights", "activations", "kv_cache"):
-        if precisions[key] not in PREC_BITS:
-            raise RooflineError(f"info.llm.precisions.{key} {shown(precisions[key])} is not one of "
-                                f"{', '.join(PREC_BITS)}", where=where)
-    arch = as_object(llm.get("arch"), "info.llm.arch", where)
+        if precisions[key] not in LLM_PRECISIONS:
+            raise RooflineError(f"{field}.precisions.{key} {shown(precisions[key])} is not one of "
+                                f"{', '.join(LLM_PRECISIONS)}", where=where)
+    arch = as_object(llm.get("arch"), f"{field}.arch", where)
     for f in dataclasses.fields(Arch):
         kind = {"int": "int+" if f.name in _ARCH_POSITIVE else "int"}.get(str(f.type), str(f.type))
-        _check_typed(arch, {f.name: kind}, "info.llm.arch", where,
+        _check_typed(arch, {f.name: kind}, f"{field}.arch", where,
                      required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
     if (arch.get("top_k") or 0) > (arch.get("experts") or 0):
-        raise RooflineError(f"info.llm.arch.top_k {arch['top_k']} is more than info.llm.arch.experts "
+        raise RooflineError(f"{field}.arch.top_k {arch['top_k']} is more than {field}.arch.experts "
                             f"{arch.get('experts') or 0}", where=where)
 
 

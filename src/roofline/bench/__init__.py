@@ -16,16 +16,19 @@ and details.  ``load_local_device`` returns the last measurement cached by
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.bench.cache import cache_dir, load_local_device, local_device_path, save_local_device
 from roofline.device import Device
+
+if TYPE_CHECKING:
+    from roofline.bench.cpu import Progress
 
 __all__ = ["run_bench", "load_local_device", "save_local_device", "local_device_path", "cache_dir"]
 
 
 def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = None, gpu: bool = False,
-              progress: Any = None, **overrides: Any) -> Device:
+              progress: Progress | None = None, **overrides: Any) -> Device:
     """Measure this machine and return a Device (kind ``cpu``, or ``gpu`` with ``gpu=True``).
 
     ``full=True`` sweeps finer and repeats more (``quick`` is the default);

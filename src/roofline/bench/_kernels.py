@@ -13,8 +13,10 @@ vector accumulators.  ``cache=True`` keeps the compiled code for reruns.
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import binding as _llvm
 from numba import njit, prange
+from numpy.typing import NDArray
 
 #: Block of elements the ERT kernel updates m times while it sits in registers: 16 vector
 #: registers' worth of fp64 with AVX-512 (32 registers), 12 with AVX2 (16 registers).
@@ -32,7 +34,7 @@ ERT_FMA = 5  # 2*m FLOPs per element: m chained FMAs
 
 
 @njit(fastmath=True, cache=True, inline="never")
-def _read(a, acc):
+def _read(a: NDArray[np.float64], acc: float) -> float:
     # start from the previous result so the pass cannot be hoisted out of the repeat loop
     s = acc
     for i in range(a.size):
@@ -41,31 +43,31 @@ def _read(a, acc):
 
 
 @njit(fastmath=True, cache=True, inline="never")
-def _write(a, value):
+def _write(a: NDArray[np.float64], value: float) -> None:
     for i in range(a.size):
         a[i] = value
 
 
 @njit(fastmath=True, cache=True, inline="never")
-def _copy(a, b):
+def _copy(a: NDArray[np.float64], b: NDArray[np.float64]) -> None:
     for i in range(a.size):
         a[i] = b[i]
 
 
 @njit(fastmath=True, cache=True, inline="never")
-def _triad(a, b, c, s):
+def _triad(a: NDArray[np.float64], b: NDArray[np.float64], c: NDArray[np.float64], s: float) -> None:
     for i in range(a.size):
         a[i] = b[i] + s * c[i]
 
 
 @njit(fastmath=True, cache=True, inline="never")
-def _ert_add(x, beta):
+def _ert_add(x: NDArray[np.float64], beta: float) -> None:
     for i in range(x.size):
         x[i] = x[i] + beta
 
 
 @njit(fastmath=_CONTRACT, cache=True, inline="never")
-def _ert_fma(x, m, alpha, beta):
+def _ert_fma(x: NDArray[np.float64], m: int, alpha: float, beta: float) -> None:
     # a block of ERT_BLOCK elements stays in registers for its m FMAs (the fixed
     # inner trip count lets LLVM unroll it and promote the block to registers)
     nblocks = x.size // ERT_BLOCK
@@ -83,7 +85,17 @@ def _ert_fma(x, m, alpha, beta):
 
 
 @njit(parallel=True, fastmath=True, cache=True)
-def stream(kind, a, b, c, s, m, reps, nthreads, out):
+def stream(
+    kind: int,
+    a: NDArray[np.float64],
+    b: NDArray[np.float64],
+    c: NDArray[np.float64],
+    s: float,
+    m: int,
+    reps: int,
+    nthreads: int,
+    out: NDArray[np.float64],
+) -> float:
     """Run kernel ``kind`` ``reps`` times over ``a`` (``b``, ``c``), one chunk per thread.
 
     ``out[t]`` receives thread t's read sum (so the reads are not dead code).

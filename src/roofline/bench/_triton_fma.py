@@ -11,8 +11,10 @@ import triton.language as tl
 CHAINS = 4  # independent FMA chains per element
 
 
+# Triton reads a kernel's annotations as its own type specifiers (``tl.constexpr``, ``int`` -> i32, ...),
+# so the runtime arguments stay unannotated.
 @triton.jit
-def fma_kernel(x_ptr, iters, BLOCK: tl.constexpr):
+def fma_kernel(x_ptr, iters, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
     """Each element runs CHAINS independent chains of ``iters`` FMAs in registers, then stores their sum."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)

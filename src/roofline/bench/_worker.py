@@ -13,7 +13,7 @@ its stderr, which is the caller's):
 - parent -> child (stdin): the parent's ``sys.path`` (so the child imports this
   same roofline, a source checkout too) and the :class:`~roofline.bench.cpu.BenchConfig` fields;
 - child -> parent (stdout): ``{"progress": [fraction, text]}`` as stages complete; then
-  ``{"device": {...}}`` (a ``roofline.device/1`` document), or
+  ``{"device": {...}}`` (a ``roofline.device/2`` document), or
   ``{"error": "RooflineError" | "MissingExtraError", "message": ...}`` for bad input, or
   ``{"error": "exception", "traceback": ...}`` for anything else.
 
@@ -134,7 +134,9 @@ def main(fields: dict[str, Any]) -> int:
     try:
         from roofline.bench.cpu import BenchConfig, run_cpu_bench
 
-        config = BenchConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+        # JSON has no tuples: the tuple fields (gemm_sizes, ert_flops) arrive as lists
+        kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+        config = BenchConfig(**kwargs)
         device = run_cpu_bench(config, lambda fraction, text: send({"progress": [fraction, text]}))
         send({"device": device.to_dict()})
     except KeyboardInterrupt:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline.device import AuditResult, ComputeCeiling, Device, MemoryCeiling, MethodFigure
+from roofline.device import AuditResult, ComputeCeiling, Device, MemoryCeiling, MethodFigure, Provenance
 from roofline.units import format_bandwidth, format_bytes, format_flops
 
 Call = Callable[[], Any]
@@ -68,14 +68,14 @@ def _gemm(lib: str, prec: str, m: int, k: int, n: int, linear: bool) -> AuditKer
             return lambda: np.matmul(a, bb)
         import torch
 
-        dt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}[prec]
+        tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}[prec]
         g = torch.Generator().manual_seed(3)
-        a = torch.randn(m, k, generator=g).to(dt)
+        ta = torch.randn(m, k, generator=g).to(tdt)
         if linear:
-            w = torch.randn(n, k, generator=g).to(dt)
-            return lambda: torch.nn.functional.linear(a, w)
-        b = torch.randn(k, n, generator=g).to(dt)
-        return lambda: torch.matmul(a, b)
+            tw = torch.randn(n, k, generator=g).to(tdt)
+            return lambda: torch.nn.functional.linear(ta, tw)
+        tb = torch.randn(k, n, generator=g).to(tdt)
+        return lambda: torch.matmul(ta, tb)
 
     return AuditKernel(f"{lib} {prec} {kind} {shape}", "matrix", prec, 2.0 * m * k * n,
                        float(size * (m * k + k * n + m * n)), make)
@@ -91,9 +91,9 @@ def _add(lib: str, elements: int, level: str) -> AuditKernel:
             return lambda: np.add(a, b, out=c)
         import torch
 
-        a = torch.full((elements,), 1.5)
-        b, c = a.clone(), torch.empty_like(a)
-        return lambda: torch.add(a, b, out=c)
+        ta = torch.full((elements,), 1.5)
+        tb, tc = ta.clone(), torch.empty_like(ta)
+        return lambda: torch.add(ta, tb, out=tc)
 
     return AuditKernel(f"{lib} fp32 add {format_bytes(12 * elements)} ({level})", "vector", "fp32",
                        float(elements), 12.0 * elements, make)
@@ -192,7 +192,7 @@ def run_audit(device: Device, time_call: Callable[[Call], tuple[float, float, fl
     return raised, messages
 
 
-def _with_method(prov: Any, value: float, method: str, statistic: str) -> Any:
+def _with_method(prov: Provenance, value: float, method: str, statistic: str) -> Provenance:
     return replace(prov, method=method,
                    methods=(*prov.methods, MethodFigure(method, value, None, statistic)))
 

@@ -2,7 +2,7 @@
 
 ``$ROOFLINE_CACHE_DIR`` if set (tests point it at a temporary directory), else
 ``$XDG_CACHE_HOME/roofline``, else ``~/.cache/roofline``; the file is
-``local-device.json`` (a ``roofline.device/1`` document).
+``local-device.json`` (a ``roofline.device/2`` document).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from roofline.device import BENCH_VERSION, Device
+from roofline.device import BENCH_VERSION, ComputeCeiling, Device, MemoryCeiling
 from roofline.errors import RooflineError
 
 CACHE_FILE = "local-device.json"
@@ -55,7 +55,8 @@ def check_cached(device: Device, where: str) -> None:
     """Refuse a bench measurement from another machine or from an older bench (one line, the fix in it)."""
     from roofline.bench.machine import fingerprint
 
-    measured = any(c.provenance.source == "roofline bench" for c in (*device.compute, *device.memory))
+    ceilings: list[ComputeCeiling | MemoryCeiling] = [*device.compute, *device.memory]
+    measured = any(c.provenance.source == "roofline bench" for c in ceilings)
     if not measured and device.bench is None:
         return
     facts = device.bench

@@ -33,28 +33,36 @@ figure is the best of N samples (as STREAM reports its best time); the spread
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from types import ModuleType
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from roofline.bench import fma, machine, spec
 from roofline.bench import levels as _levels
 from roofline.device import (
     BENCH_VERSION,
     BenchFacts,
+    CacheInfo,
     ComputeCeiling,
     Device,
+    ErtCurve,
     MemoryCeiling,
     MethodFigure,
     Provenance,
     SpecRoof,
+    Sweep,
+    SweepCurve,
 )
 from roofline.errors import RooflineError, require
+from roofline.stats import SPREAD_WARN, quartiles, relative_spread
 from roofline.units import format_bytes
 
 KiB = 1024
@@ -69,7 +77,6 @@ LONG_KERNELS = ("read", "copy", "triad")
 #: main memory's roof also counts an in-place update, x = x + s: 16 B per element (no write-allocate traffic)
 IN_PLACE = "in-place"
 ROOF_STATISTIC = "the best of {n} samples"
-SPREAD_WARN = 0.10
 
 Progress = Callable[[float, str], None]  # (fraction done 0..1, what is running)
 
@@ -123,12 +130,12 @@ class Stat:
 
     @property
     def rel_spread(self) -> float:
-        return (self.q3 - self.q1) / self.median if self.median > 0 else float("inf")
+        return relative_spread(self.q1, self.q3, self.median)
 
     @classmethod
     def of(cls, rates: Sequence[float]) -> Stat:
         r = np.asarray(rates, dtype=float)
-        q1, med, q3 = np.percentile(r, [25, 50, 75])
+        q1, med, q3 = quartiles(r)
         return cls(float(med), float(q1), float(q3), [float(x) for x in r])
 
 
@@ -161,7 +168,7 @@ def measure_rate(call: Callable[[int], Any], work_per_rep: float, repeats: int, 
     call(1)
     reps = 1
     for _ in range(40):  # grow until one sample is long enough (call overhead hides in short ones)
-        t = _timeit(lambda reps=reps: call(reps))
+        t = _timeit(functools.partial(call, reps))
         if t >= min_seconds:
             break
         reps = max(reps * 2, math.ceil(reps * 1.2 * min_seconds / max(t, 1e-9)))
@@ -177,10 +184,10 @@ class _Kernels:
     (:mod:`roofline.bench._worker`) so they never reach the caller's.
     """
 
-    _loaded: Any = None
+    _loaded: tuple[ModuleType, ModuleType, float] | None = None
 
     @classmethod
-    def get(cls) -> tuple[Any, Any, float]:
+    def get(cls) -> tuple[ModuleType, ModuleType, float]:
         numba = require("numba", "bench")
         if cls._loaded is None:
             # OpenMP is the fastest layer here (its team is reused, ~30 % more DRAM bandwidth than numba's
@@ -264,22 +271,25 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     peaks = {(prec, t): _fma_peak(prec, t, cfg) for t in thread_counts for prec in ("fp64", "fp32")}
     stage.done("fma")
     memory, level_info = _memory_levels(sizes, curves, threads, caches, cfg, date, shortage, warnings, long_runs)
-    ert = _ert_curve(k, max_bytes, threads, cfg, rng, lambda f, what: stage.at("ert", f, what))
+    ert, ert_stats = _ert_curve(k, max_bytes, threads, cfg, rng, lambda f, what: stage.at("ert", f, what))
     stage.done("ert")
     gemms = _gemms(cfg, threads, native, warnings, lambda f, what: stage.at("gemm", f, what))
     numba.set_num_threads(threads)
-    compute = _compute_ceilings(peaks, ert, gemms, threads, cfg, date, warnings)
+    compute = _compute_ceilings(peaks, (ert_stats, ert.working_set_bytes), gemms, threads, cfg, date, warnings)
     dram_bw = next(m.bandwidth for m in memory if m.level == "DRAM")
     fp64_vector = next(c.flops for c in compute if c.key == ("vector", "fp64"))
-    ert = _ert_model(ert, fp64_vector, dram_bw)
+    ert = replace(ert, model_flops=tuple(min(fp64_vector, a * dram_bw) for a in ert.intensity))
     warnings += _precision_warnings(compute, spec_roofs, native)
-    meta = _metadata(cfg, threads, numba, compile_seconds, level_info, sizes, curves, ert, caches, shortage)
-    if ert["max_abs_deviation"] > 0.25:
+    meta = _metadata(cfg, threads, numba, compile_seconds, level_info, shortage)
+    worst = ert.deviation[ert.worst]
+    if abs(worst) > 0.25:
         warnings.append(f"ERT curve deviates from min(peak, AI x DRAM bandwidth) by up to "
-                        f"{ert['max_deviation']:+.0%} (at {ert['at_intensity']:.3g} FLOP/B); see metadata.ert")
+                        f"{worst:+.0%} (at {ert.intensity[ert.worst]:.3g} FLOP/B); see bench.ert")
     name = f"local: {meta['cpu_model']} ({threads} thread{'s' if threads > 1 else ''})"
     facts = BenchFacts(version=BENCH_VERSION, machine=machine.fingerprint(), isa=tuple(meta["isa"]),
-                       native=native, spec=spec_roofs)
+                       native=native, spec=spec_roofs, threads=threads, sweep=_sweep_facts(sizes, curves), ert=ert,
+                       caches=tuple(CacheInfo(level, c["size"], c.get("instances", 1), c["capacity"])
+                                    for level, c in sorted(caches.items())))
     device = Device(name=name, vendor="", kind="cpu", aliases=("local",), compute=tuple(compute),
                     memory=tuple(memory), metadata=meta, bench=facts)
     if cfg.audit:
@@ -304,11 +314,10 @@ def _precision_warnings(compute: list[ComputeCeiling], spec_roofs: tuple[SpecRoo
     return warnings
 
 
-def _metadata(cfg: BenchConfig, threads: int, numba: Any, compile_seconds: float, level_info: dict[str, Any],
-              sizes: list[int], curves: dict[int, dict[str, list[Stat]]], ert: dict[str, Any],
-              caches: dict[str, dict[str, Any]], shortage: dict[str, Any] | None) -> dict[str, Any]:
-    """The machine, the settings measured under (OpenMP, numba), the sweep's curves and the ERT curve."""
-    meta = machine.machine_metadata(threads)
+def _metadata(cfg: BenchConfig, threads: int, numba: ModuleType, compile_seconds: float, level_info: dict[str, Any],
+              shortage: dict[str, Any] | None) -> dict[str, Any]:
+    """The machine and the settings measured under (OpenMP, numba), for display; the figures are in the bench facts."""
+    meta = machine.machine_metadata()
     meta.update({
         "mode": cfg.mode,
         "numba_threading_layer": _threading_layer(numba),
@@ -316,17 +325,6 @@ def _metadata(cfg: BenchConfig, threads: int, numba: Any, compile_seconds: float
         "omp_proc_bind": f"{os.environ.get('OMP_PROC_BIND', '')} {os.environ.get('OMP_PLACES', '')}".strip(),
         "compile_seconds": round(compile_seconds, 3),
         "levels": level_info,
-        "sweep": {
-            "working_set_bytes": sizes,
-            "kernels": list(KERNELS),
-            "bytes_counting": STREAM_NOTE,
-            "curves": {str(t): {name: [s.median for s in stats] for name, stats in by.items()}
-                       for t, by in curves.items()},
-            "spread": {str(t): {name: [[s.q1, s.q3] for s in stats] for name, stats in by.items()}
-                       for t, by in curves.items()},
-        },
-        "ert": ert,
-        "caches_sysfs": caches,
     })
     if shortage:
         meta["memory_shortage"] = shortage
@@ -366,7 +364,7 @@ class _Stages:
         self.base += self.weights[name]
 
 
-def _sweep(numba: Any, k: Any, sizes: list[int], thread_counts: list[int], threads: int, cfg: BenchConfig,
+def _sweep(numba: ModuleType, k: ModuleType, sizes: list[int], thread_counts: list[int], threads: int, cfg: BenchConfig,
            rng: np.random.Generator, stage: _Stages) -> tuple[dict[int, dict[str, list[Stat]]], dict[str, Stat]]:
     """The bandwidth sweep (every kernel, every size, each thread count), then long samples at the largest size.
 
@@ -393,8 +391,7 @@ def _sweep(numba: Any, k: Any, sizes: list[int], thread_counts: list[int], threa
         for ws in sizes:
             for kind, (name, (bpe, narrays)) in enumerate(KERNELS.items()):
                 n, a, b, c = arrays(ws, narrays)
-                stat, _ = measure_rate(lambda reps, kind=kind, a=a, b=b, c=c, t=t, out=out:
-                                       k.stream(kind, a, b, c, 0.5, 1, reps, t, out),
+                stat, _ = measure_rate(_stream_call(k, kind, a, b, c, 1, t, out),
                                        float(bpe * n), cfg.repeats, cfg.min_sample_seconds)
                 curves[t][name].append(stat)
             step += 1
@@ -407,11 +404,16 @@ def _sweep(numba: Any, k: Any, sizes: list[int], thread_counts: list[int], threa
         kind = k.ERT_ADD if name == IN_PLACE else list(KERNELS).index(name)
         bpe, narrays = (ERT_BYTES_PER_ELEMENT, 1) if name == IN_PLACE else KERNELS[name]
         n, a, b, c = arrays(sizes[-1], narrays)
-        long_runs[name], _ = measure_rate(lambda reps, kind=kind, a=a, b=b, c=c:
-                                          k.stream(kind, a, b, c, 0.5, 1, reps, threads, out),
+        long_runs[name], _ = measure_rate(_stream_call(k, kind, a, b, c, 1, threads, out),
                                           float(bpe * n), max(7, cfg.repeats), max(0.05, cfg.min_sample_seconds))
     stage.done("sweep")
     return curves, long_runs
+
+
+def _stream_call(k: ModuleType, kind: int, a: NDArray[np.float64], b: NDArray[np.float64], c: NDArray[np.float64], m: int,
+                 threads: int, out: NDArray[np.float64]) -> Callable[[int], float]:
+    """``call(reps)``: kernel ``kind`` of :func:`roofline.bench._kernels.stream` (s = 0.5) ``reps`` times."""
+    return lambda reps: k.stream(kind, a, b, c, 0.5, m, reps, threads, out)
 
 
 def _fma_peak(prec: str, threads: int, cfg: BenchConfig) -> Stat:
@@ -432,7 +434,7 @@ def _best_of(methods: list[tuple[str, Stat, dict[str, Any]]], statistic: str) ->
     return stat.best, Provenance(method=name, methods=figures), stat, details
 
 
-def _compute_ceilings(peaks: dict[tuple[str, int], Stat], ert: dict[str, Any],
+def _compute_ceilings(peaks: dict[tuple[str, int], Stat], ert: tuple[list[Stat], float],
                       gemms: dict[tuple[str, str], tuple[Stat, dict[str, Any], str]], threads: int,
                       cfg: BenchConfig, date: str, warnings: list[str]) -> list[ComputeCeiling]:
     """Each compute roof is the best of every method that runs on that (unit, precision).
@@ -451,10 +453,11 @@ def _compute_ceilings(peaks: dict[tuple[str, int], Stat], ert: dict[str, Any],
                     {"threads": threads, "chains_per_thread": shape.chains, "lanes": shape.lanes,
                      "vector_bits": shape.bits, "working_set_bytes": 0,
                      **({"single_thread_flops": peaks[(prec, 1)].best} if (prec, 1) in peaks and threads > 1 else {})})]
-        if prec == "fp64" and ert.get("stats"):
-            top = max(ert["stats"], key=lambda s: s.best)
+        ert_stats, ert_bytes = ert
+        if prec == "fp64" and ert_stats:
+            top = max(ert_stats, key=lambda s: s.best)
             methods.append(("numba ERT in-place FMA curve (its top)", top,
-                            {"threads": threads, "working_set_bytes": ert["working_set_bytes"]}))
+                            {"threads": threads, "working_set_bytes": ert_bytes}))
         methods += by_prec.get(prec, [])
         out.append(_ceiling("vector", prec, methods, cfg, date, warnings))
     for prec, methods in by_prec.items():
@@ -474,14 +477,14 @@ def _ceiling(unit: str, prec: str, methods: list[tuple[str, Stat, dict[str, Any]
 
 # -- pieces ---------------------------------------------------------------------------
 
-def _threading_layer(numba: Any) -> str:
+def _threading_layer(numba: ModuleType) -> str:
     try:
         return str(numba.threading_layer())
     except ValueError:
         return "unknown"
 
 
-def _spin_up(numba: Any, k: Any, threads: int, seconds: float = 0.1) -> None:
+def _spin_up(numba: ModuleType, k: ModuleType, threads: int, seconds: float = 0.1) -> None:
     """Keep ``threads`` threads busy for a moment before measuring with them.
 
     A worker that has been asleep tends to wake on the CPU of the thread that woke it; until the
@@ -615,12 +618,12 @@ def _memory_ceiling(level: str, capacity: float | None, methods: list[tuple[str,
                                                                note="; ".join(notes)), methods=best.methods))
 
 
-def _ert_curve(k: Any, ws: int, threads: int, cfg: BenchConfig, rng: np.random.Generator,
-               report: Progress) -> dict[str, Any]:
+def _ert_curve(k: ModuleType, ws: int, threads: int, cfg: BenchConfig, rng: np.random.Generator,
+               report: Progress) -> tuple[ErtCurve, list[Stat]]:
     """ERT: GFLOP/s of an in-place kernel with 1..1024 FLOPs per element over a DRAM-sized array.
 
-    ``stats`` (each point's samples) is for the roofs only; it is not kept in the metadata.
-    The model and deviation are added by :func:`_ert_model` once the roofs are known.
+    Returns the curve and each point's samples (for the roofs only; not kept).  The model
+    ``min(peak, AI x DRAM)`` is added once the roofs are known.
     """
     n = ws // 8
     x = rng.random(n)
@@ -633,32 +636,24 @@ def _ert_curve(k: Any, ws: int, threads: int, cfg: BenchConfig, rng: np.random.G
         kind, m = (k.ERT_ADD, 0) if f == 1 else (k.ERT_FMA, f // 2)
         flops = float(n * (1 if f == 1 else 2 * m))
         # alpha = beta = 0.5: x -> 0.5x + 0.5 stays in [0.5, 1.5] (no overflow, no denormals)
-        stat, _ = measure_rate(lambda reps, kind=kind, m=m: k.stream(kind, x, x, x, 0.5, m, reps, threads, out),
+        stat, _ = measure_rate(_stream_call(k, kind, x, x, x, m, threads, out),
                                flops, max(3, cfg.repeats // 2), cfg.min_sample_seconds)
         rates.append(stat)
     ai = [(1 if f == 1 else 2 * (f // 2)) / ERT_BYTES_PER_ELEMENT for f in flops_per_elem]
-    return {
-        "stats": rates,
-        "flops_per_element": flops_per_elem,
-        "intensity": ai,
-        "flops": [s.median for s in rates],
-        "flops_best": [s.best for s in rates],
-        "spread": [[s.q1, s.q3] for s in rates],
-        "working_set_bytes": ws,
-        "threads": threads,
-        "bytes_per_element": ERT_BYTES_PER_ELEMENT,
-        "note": ("model = min(fp64 vector roof, AI x DRAM roof), the roofs being the best of every method "
-                 "(this curve included); the ERT kernel updates in place (16 B/element, no write-allocate)"),
-    }
+    curve = ErtCurve(tuple(float(f) for f in flops_per_elem), tuple(ai), tuple(s.median for s in rates),
+                     tuple((s.q1, s.q3) for s in rates), float(ws), threads,
+                     note=(f"model = min(fp64 vector roof, AI x DRAM roof), the roofs being the best of every method "
+                           f"(this curve included); the ERT kernel updates in place ({ERT_BYTES_PER_ELEMENT} "
+                           "B/element, no write-allocate)"))
+    return curve, rates
 
 
-def _ert_model(ert: dict[str, Any], peak: float, dram_bw: float) -> dict[str, Any]:
-    """Add the roofline model min(peak, AI x bandwidth) and the measured curve's deviation from it."""
-    model = [min(peak, a * dram_bw) for a in ert["intensity"]]
-    dev = [f / m - 1.0 for f, m in zip(ert["flops"], model, strict=True)]
-    worst = int(np.argmax(np.abs(dev)))
-    return {**{key: v for key, v in ert.items() if key != "stats"}, "model_flops": model, "deviation": dev, "max_deviation": dev[worst],
-            "max_abs_deviation": abs(dev[worst]), "at_intensity": ert["intensity"][worst]}
+def _sweep_facts(sizes: list[int], curves: dict[int, dict[str, list[Stat]]]) -> Sweep:
+    """The bandwidth sweep as typed bench facts: one curve per (kernel, threads), medians and quartiles."""
+    return Sweep(tuple(float(x) for x in sizes),
+                 tuple(SweepCurve(name, t, tuple(s.median for s in stats), tuple((s.q1, s.q3) for s in stats))
+                       for t, by in curves.items() for name, stats in by.items()),
+                 STREAM_NOTE)
 
 
 def _gemms(cfg: BenchConfig, threads: int, native: tuple[str, ...], warnings: list[str],
@@ -675,12 +670,14 @@ def _gemms(cfg: BenchConfig, threads: int, native: tuple[str, ...], warnings: li
         warnings.append("BLAS thread count not controlled (install threadpoolctl); GEMM used the library default")
     blas = machine.blas_info()
     jobs: list[tuple[str, str, str]] = [(p, "numpy", layout) for p in ("fp64", "fp32") for layout in ("A@B", "x@W.T")]
-    torch = None
+    torch: ModuleType | None = None
     if cfg.torch_gemm:
         try:
-            import torch  # noqa: F811 - optional
+            import torch as _torch
         except ImportError:
-            torch = None
+            pass
+        else:
+            torch = _torch
         if torch is not None:
             jobs.append(("fp32", "torch", "x@W.T"))
             jobs += [(p, "torch", layout) for p in ("bf16", "fp16") if p in native for layout in ("A@B", "x@W.T")]
@@ -693,7 +690,7 @@ def _gemms(cfg: BenchConfig, threads: int, native: tuple[str, ...], warnings: li
         for idx, n in enumerate(walk):
             call = _gemm_call(lib, prec, layout, n, rng, limiter, threads)
             call(1)  # warm-up (thread pools, JIT kernels)
-            t_one = min(_timeit(lambda call=call: call(1)) for _ in range(3))
+            t_one = min(_timeit(functools.partial(call, 1)) for _ in range(3))
             stat, _ = measure_rate(call, 2.0 * n**3, max(3, cfg.repeats // 2 + 1), cfg.min_sample_seconds)
             per_size.append({"n": n, "flops": stat.median, "best": stat.best})
             if best is None or stat.best > best.best:
@@ -761,7 +758,7 @@ class _torch_threads:
             self.old = torch.get_num_threads()
             torch.set_num_threads(self.threads)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         import sys
 
         torch = sys.modules.get("torch")
@@ -774,7 +771,7 @@ def _blas_limiter(threads: int) -> tuple[Callable[[], Any], int | None]:
     import contextlib
 
     try:
-        from threadpoolctl import threadpool_limits  # type: ignore[import-not-found]
+        from threadpoolctl import threadpool_limits
     except ImportError:
         return contextlib.nullcontext, None
     return (lambda: threadpool_limits(limits=threads, user_api="blas")), threads

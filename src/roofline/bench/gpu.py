@@ -16,6 +16,7 @@ GPUs draw less power and clock higher on zeros).
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any
 from roofline.bench import machine
 from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 from roofline.errors import RooflineError, require
+from roofline.stats import SPREAD_WARN, quartiles, relative_spread
 
 Progress = Callable[[float, str], None]
 
@@ -37,11 +39,9 @@ def cuda_available() -> bool:
 
 
 def _stats(samples: list[float]) -> tuple[float, float, float]:
-    """Median and quartiles, interpolated as numpy.percentile does (the CPU bench's convention)."""
-    if len(samples) < 2:
-        return samples[0], samples[0], samples[0]
-    q = statistics.quantiles(samples, n=4, method="inclusive")
-    return statistics.median(samples), q[0], q[2]
+    """Median and quartiles (roofline.stats: the one spread definition)."""
+    q1, med, q3 = quartiles(samples)
+    return med, q1, q3
 
 
 def time_cuda(torch: Any, fn: Callable[[], Any], *, inner: int = 10, repeats: int = 7, warmup: int = 3,
@@ -185,7 +185,7 @@ def _l2(run: _Run, l2: int) -> MemoryCeiling:
         n = max(1024, l2 // frac // 8)  # two buffers of n fp32: l2/frac bytes together
         src = torch.randn(n, device=run.dev)
         dst = torch.empty_like(src)
-        secs = time_cuda(torch, lambda src=src, dst=dst: dst.copy_(src), inner=200, repeats=run.reps, graph=True)
+        secs = time_cuda(torch, functools.partial(dst.copy_, src), inner=200, repeats=run.reps, graph=True)
         del src, dst
         rates = [2 * n * 4 / s for s in secs]
         runs.append((statistics.median(rates), n, rates))
@@ -212,7 +212,7 @@ def _gemms(run: _Run, size: int, report: Progress) -> list[ComputeCeiling]:
             a = torch.randn(nn, nn, device=run.dev, dtype=torch.float32).to(dtype)
             b = torch.randn(nn, nn, device=run.dev, dtype=torch.float32).to(dtype)
             try:
-                secs = time_cuda(torch, lambda a=a, b=b: torch.matmul(a, b), inner=3 if run.quick else 10,
+                secs = time_cuda(torch, functools.partial(torch.matmul, a, b), inner=3 if run.quick else 10,
                                  repeats=run.reps)
             except RuntimeError as exc:  # e.g. a dtype without a kernel on this GPU
                 run.warnings.append(f"{prec} GEMM not measured: {str(exc).splitlines()[0]}")
@@ -264,8 +264,9 @@ def _vector_peaks(run: _Run, props: Any) -> list[ComputeCeiling]:
 
 
 def _flag(what: str, value: float, prov: Provenance, warnings: list[str]) -> None:
-    if prov.spread and value > 0 and (prov.spread[1] - prov.spread[0]) / value > 0.10:
-        warnings.append(f"{what}: spread {(prov.spread[1] - prov.spread[0]) / value:.0%} of the median (> 10%)")
+    if prov.spread and relative_spread(*prov.spread, value) > SPREAD_WARN:
+        warnings.append(f"{what}: spread {relative_spread(*prov.spread, value):.0%} of the median "
+                        f"(> {SPREAD_WARN:.0%})")
 
 
 def _fma_peak(torch: Any, dev: Any, dtype: Any, props: Any, date: str, reps: int, quick: bool) -> tuple[float, Provenance]:

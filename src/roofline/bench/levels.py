@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def _segment(v: np.ndarray, k: int) -> list[tuple[int, int]]:
     return bounds[::-1]
 
 
-def detect_plateaus(sizes: Sequence[float], bandwidths: Sequence[float], *, min_step: float = 0.15,
+def detect_plateaus(sizes: Sequence[float] | NDArray[np.float64], bandwidths: Sequence[float] | NDArray[np.float64], *, min_step: float = 0.15,
                     min_points: int = 2, max_levels: int = 6, flat_tol: float = 0.12) -> list[Plateau]:
     """Plateaus of ``bandwidths`` over ascending ``sizes`` (bytes), smallest working set first.
 

@@ -113,7 +113,7 @@ def meminfo() -> dict[str, float]:
 def available_memory() -> float | None:
     """Free memory in bytes: psutil when installed, else MemAvailable from /proc/meminfo."""
     try:
-        import psutil  # type: ignore[import-not-found]
+        import psutil
 
         return float(psutil.virtual_memory().available)
     except ImportError:
@@ -124,7 +124,7 @@ def available_memory() -> float | None:
 def blas_info() -> dict[str, Any]:
     """The BLAS numpy uses: threadpoolctl's report when installed, else numpy.show_config."""
     try:
-        from threadpoolctl import threadpool_info  # type: ignore[import-not-found]
+        from threadpoolctl import threadpool_info
 
         blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
         if blas:
@@ -137,8 +137,8 @@ def blas_info() -> dict[str, Any]:
         import numpy as np
 
         cfg = np.show_config(mode="dicts")  # numpy >= 1.26
-        blas = cfg.get("Build Dependencies", {}).get("blas", {})
-        return {"name": blas.get("name", ""), "version": blas.get("version", ""), "via": "numpy.show_config"}
+        blas_cfg = cfg.get("Build Dependencies", {}).get("blas", {})
+        return {"name": blas_cfg.get("name", ""), "version": blas_cfg.get("version", ""), "via": "numpy.show_config"}
     except Exception:  # older numpy prints instead of returning; the name is then unknown
         return {"name": "unknown", "via": "none"}
 
@@ -156,12 +156,11 @@ def versions() -> dict[str, str]:
     return out
 
 
-def machine_metadata(threads: int) -> dict[str, Any]:
+def machine_metadata() -> dict[str, Any]:
     """Everything a measurement should carry about where it was taken."""
     meta: dict[str, Any] = {
         "cpu_model": cpu_model(),
         "cores": os.cpu_count(),
-        "threads": threads,
         "clock_mhz": clock_mhz(),
         "platform": platform.platform(),
         "versions": versions(),

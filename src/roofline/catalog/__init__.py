@@ -12,22 +12,17 @@ punctuation and knows aliases.
 
 from __future__ import annotations
 
-import difflib
 import json
-import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from roofline import names
 from roofline.device import Device
 from roofline.errors import RooflineError
+from roofline.names import normalize
 
 CATALOG_SCHEMA = "roofline.catalog/1"
-
-
-def normalize(name: str) -> str:
-    """'H100-SXM5 80GB' -> 'h100sxm580gb': case and punctuation do not matter."""
-    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 @lru_cache(maxsize=1)
@@ -62,14 +57,7 @@ def _index() -> dict[str, Device]:
 
 def closest(name: str, n: int = 3) -> list[str]:
     """The ``n`` catalog device names closest to ``name``."""
-    key = normalize(name)
-    scored: dict[str, float] = {}
-    for alias, dev in _index().items():
-        score = difflib.SequenceMatcher(None, key, alias).ratio()
-        if key and (alias.startswith(key) or key in alias):
-            score += 0.5
-        scored[dev.name] = max(scored.get(dev.name, 0.0), score)
-    return [name for name, _ in sorted(scored.items(), key=lambda kv: -kv[1])[:n]]
+    return names.closest(name, {alias: dev.name for alias, dev in _index().items()}, n)
 
 
 def get_device(name: str) -> Device:

@@ -27,7 +27,7 @@ def add_device_option(p: argparse.ArgumentParser, required: bool = True, default
 
 def add_output_options(p: argparse.ArgumentParser, group_by: tuple[str, ...] = ()) -> None:
     p.add_argument("-o", "--output", metavar="CHART", help="write the roofline chart (.png, .svg or .pdf)")
-    p.add_argument("--json", metavar="FILE", help="write the analysis as JSON (roofline.analysis/1)")
+    p.add_argument("--json", metavar="FILE", help="write the analysis as JSON (roofline.analysis/2)")
     p.add_argument("--csv", metavar="FILE", help="write the per-op results as CSV")
     p.add_argument("--html", metavar="FILE", help="write the interactive HTML report")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows in the terminal table (default 20)")

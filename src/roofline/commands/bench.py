@@ -5,13 +5,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
-from roofline.device import Device
+from roofline.device import Device, Provenance
 from roofline.errors import RooflineError
 from roofline.fileio import check_writable
+from roofline.stats import SPREAD_WARN, relative_spread
 from roofline.units import format_bandwidth, format_bytes, format_flops
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 EPILOG = """\
 examples:
@@ -73,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
             if device.kind != "cpu":
                 raise RooflineError("--audit times CPU kernels; the cached measurement is of a GPU")
-            device, messages = audit_device(device, int(device.metadata.get("threads") or os.cpu_count() or 1),
+            device, messages = audit_device(device, int((device.bench.threads if device.bench else 0) or os.cpu_count() or 1),
                                             full=bool(args.full))
         sys.stdout.write(render_table(device))
         for m in messages:
@@ -105,7 +111,7 @@ def _write(device: Device, args: argparse.Namespace, plot_dir: Path | None, *, c
         from roofline.render.bench import plot_bandwidth, plot_roofline
 
         plot_dir.mkdir(parents=True, exist_ok=True)
-        if device.metadata.get("sweep"):
+        if device.bench is not None and device.bench.sweep is not None:
             plot_bandwidth(device, plot_dir / "bandwidth.png")
             print(f"chart: {plot_dir / 'bandwidth.png'}")
         plot_roofline(device, plot_dir / "roofline.png")
@@ -124,30 +130,32 @@ def _check_plot_dir(d: Path) -> None:
 class _progress:
     """A rich progress bar on stderr; a no-op when stderr is not a terminal or under CI."""
 
-    def __enter__(self) -> Any:
-        self._bar = None
+    def __enter__(self) -> Callable[[float, str], None] | None:
+        self._bar: Progress | None = None
         if not sys.stderr.isatty() or os.environ.get("CI"):
             return None
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._bar = Progress(TextColumn("[bold]bench[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                             TimeElapsedColumn(), TextColumn("{task.description}"),
-                             console=Console(stderr=True), transient=True)
-        self._bar.__enter__()
-        task = self._bar.add_task("starting", total=1.0)
+        bar = Progress(TextColumn("[bold]bench[/]"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                       TimeElapsedColumn(), TextColumn("{task.description}"),
+                       console=Console(stderr=True), transient=True)
+        self._bar = bar
+        bar.__enter__()
+        task = bar.add_task("starting", total=1.0)
 
         def update(fraction: float, what: str) -> None:
-            self._bar.update(task, completed=min(max(fraction, 0.0), 1.0), description=what)
+            bar.update(task, completed=min(max(fraction, 0.0), 1.0), description=what)
 
         return update
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if self._bar is not None:
-            self._bar.__exit__(*exc)
+            self._bar.__exit__(exc_type, exc, tb)
 
 
-def _best_method(prov: Any) -> str:
+def _best_method(prov: Provenance) -> str:
     """'best of 4: LLVM FMA kernel (...)' for a measured ceiling, else its method or source."""
     if prov.methods:
         return f"best of {len(prov.methods)}: {prov.method}"
@@ -158,7 +166,7 @@ def render_table(device: Device) -> str:
     """The ceilings with their spread (interquartile range), one per line, then ERT and warnings."""
     meta = device.metadata
     lines = [f"{device.name}", f"  measured {meta.get('date', '?')}, mode {meta.get('mode', '?')}, "
-             f"{meta.get('threads', '?')} thread(s), {meta.get('wall_seconds', '?')} s"]
+             f"{device.bench.threads if device.bench else '?'} thread(s), {meta.get('wall_seconds', '?')} s"]
     rows: list[tuple[str, str, str, str, str]] = []
     flagged = False
 
@@ -166,8 +174,8 @@ def render_table(device: Device) -> str:
         nonlocal flagged
         if not spread or value <= 0:
             return ""
-        rel = (spread[1] - spread[0]) / value
-        mark = " !" if rel > 0.10 else ""
+        rel = relative_spread(spread[0], spread[1], value)
+        mark = " !" if rel > SPREAD_WARN else ""
         flagged = flagged or bool(mark)
         return f"{rel:.1%}{mark}"
 
@@ -192,11 +200,11 @@ def render_table(device: Device) -> str:
     fmt = "  " + "  ".join(f"{{:{'<' if i in (0, 4) else '>'}{w}}}" for i, w in enumerate(widths))
     lines.append(fmt.format(*head))
     lines += [fmt.format(*r) for r in rows]
-    ert = meta.get("ert")
-    if ert:
-        lines.append(f"  ERT curve ({len(ert['flops'])} points, {format_bytes(ert['working_set_bytes'])} in place): "
-                     f"largest deviation from min(peak, AI x DRAM) {ert['max_deviation']:+.1%} "
-                     f"at {ert['at_intensity']:.3g} FLOP/B")
+    ert = device.bench.ert if device.bench else None
+    if ert is not None and ert.deviation:
+        lines.append(f"  ERT curve ({len(ert.flops)} points, {format_bytes(ert.working_set_bytes)} in place): "
+                     f"largest deviation from min(peak, AI x DRAM) {ert.deviation[ert.worst]:+.1%} "
+                     f"at {ert.intensity[ert.worst]:.3g} FLOP/B")
     if device.bench is not None:
         lines.append(f"  native precisions: {', '.join(device.bench.native) or '?'}; each roof is the best of its "
                      "methods (every figure: roofline device local --json)")

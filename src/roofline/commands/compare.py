@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from roofline.commands._common import EXAMPLE_HELP
 from roofline.comparison import CompareRow, compare
 from roofline.errors import RooflineError
+
+if TYPE_CHECKING:
+    from roofline.workload import Workload
 
 EPILOG = """\
 examples:
@@ -16,8 +19,8 @@ examples:
   roofline compare llama-3-8b --devices h100,a100 --precision bf16,fp8 -o compare.png --html compare.html
   roofline compare model.json --devices h100,l4 --csv ranking.csv
 
-WORKLOAD_OR_MODEL: a workload file (.json roofline.workload/1 or .csv), a saved analysis
-(.json roofline.analysis/1; its workload is used), an .onnx file, or a bundled LLM name
+WORKLOAD_OR_MODEL: a workload file (.json roofline.workload/2 or .csv), a saved analysis
+(.json roofline.analysis/2; its workload is used), an .onnx file, or a bundled LLM name
 (see 'roofline llm --list'). --precision re-runs the workload at each precision: LLMs are
 rebuilt with those weight/activation precisions; other workloads have their matrix-shaped
 ops moved to the matrix unit at that precision and every op's bytes scaled by the bit ratio.
@@ -46,8 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def load_workload(spec: str, args: argparse.Namespace) -> tuple[Any, Any]:
-    """(Workload, LLM spec or None) from a file or a model name."""
+def load_workload(spec: str, args: argparse.Namespace) -> Workload:
+    """The workload in a file, or of a model name."""
     from roofline.workload import Workload
 
     path = Path(spec)
@@ -55,9 +58,9 @@ def load_workload(spec: str, args: argparse.Namespace) -> tuple[Any, Any]:
     if low.endswith(".onnx"):
         from roofline.frontends.onnx import from_onnx
 
-        return from_onnx(spec), None
+        return from_onnx(spec)
     if low.endswith(".csv"):
-        return Workload.load(spec), None
+        return Workload.load(spec)
     if low.endswith(".json") or path.is_file():
         from roofline.fileio import read_json
 
@@ -65,13 +68,11 @@ def load_workload(spec: str, args: argparse.Namespace) -> tuple[Any, Any]:
         if isinstance(data, dict) and str(data.get("schema", "")).startswith("roofline.analysis"):
             from roofline.analysis import Analysis
 
-            return Analysis.from_dict(data, where=spec).workload, None
-        return Workload.from_dict(data, where=spec), None
-    from roofline.advice import _llm_spec
+            return Analysis.from_dict(data, where=spec).workload
+        return Workload.from_dict(data, where=spec)
     from roofline.frontends.llm import from_llm
 
-    w = from_llm(spec, phase=args.phase, batch=args.batch, prompt=args.prompt, context=args.context, gen=args.gen)
-    return w, _llm_spec(w)
+    return from_llm(spec, phase=args.phase, batch=args.batch, prompt=args.prompt, context=args.context, gen=args.gen)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
         raise RooflineError("--devices: give at least one device, e.g. --devices h100,mi300x,l4")
     devices = [resolve_device(n) for n in names]
     precisions = [p.strip().lower() for p in args.precision.split(",")] if args.precision else ["as given"]
-    workload, llm = load_workload(args.workload, args)
-    rows = compare(workload, devices, precisions, llm)
+    workload = load_workload(args.workload, args)
+    llm = workload.llm
+    rows = compare(workload, devices, precisions)
     best = rows[0].time
     lines = [f"{display(workload.title)}: {len(workload)} ops, ranked by roofline time"]
     head = f"{'#':>2}  {'device':<32} {'precision':<9} {'time':>10} {'x best':>7}"

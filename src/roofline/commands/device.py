@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog="examples:\n  roofline device h100\n  roofline device local\n"
                               "  roofline device mydevice.json -o h100-roofs.png\n  roofline device mi300x --json")
     p.add_argument("name", help="catalog name or alias, a device JSON file, or 'local'")
-    p.add_argument("--json", action="store_true", help="print the device as JSON (roofline.device/1)")
+    p.add_argument("--json", action="store_true", help="print the device as JSON (roofline.device/2)")
     p.add_argument("-o", "--output", metavar="CHART", help="also draw its rooflines (.png, .svg, .pdf)")
     p.set_defaults(func=run)
 

@@ -18,7 +18,7 @@ per sequence against a static KV cache of --kv-len tokens.  Needs the 'hf' extra
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("hf", help="roofline of a Hugging Face model from its config.json (meta device)",
                               description="Build a Hugging Face causal LM from a local config.json on the meta device, "
                                           "trace one prefill or decode step, and place every op under a device's roofs.",

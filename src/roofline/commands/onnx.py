@@ -23,7 +23,7 @@ computes shapes, not data (at most 4,096 elements per value).
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("onnx", help="roofline of an ONNX model (per node, from shape inference)",
                               description="Per-node FLOPs and bytes of an .onnx file placed under a device's roofs.",
                               epilog=EPILOG, formatter_class=EXAMPLE_HELP)

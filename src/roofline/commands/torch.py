@@ -29,7 +29,7 @@ exception's type and message, exit 2.  Ctrl-C still exits 130.
 
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("torch", help="roofline of a PyTorch nn.Module (per aten op, grouped by module)",
                               description="Trace a PyTorch model on the meta device: FLOPs and bytes of every "
                                           "aten op, grouped by module, placed under a device's roofs.",

@@ -38,11 +38,11 @@ from typing import Any
 
 from roofline.errors import RooflineError, require
 from roofline.frontends.target import check_dims
-from roofline.frontends.torch import DTYPE_NAMES
+from roofline.precision import TORCH_DTYPES
 from roofline.workload import Workload
 
 #: dtype names accepted on the command line and in the API (the model's float dtypes) -> torch dtype attribute.
-DTYPES = {k: v for k, v in DTYPE_NAMES.items() if v in ("float32", "bfloat16", "float16", "float64")}
+DTYPES = {k: v for k, v in TORCH_DTYPES.items() if v in ("float32", "bfloat16", "float16", "float64")}
 
 #: Each model needs one field of each tuple (families name them differently).
 REQUIRED = (("hidden_size", "n_embd", "d_model"), ("num_hidden_layers", "n_layer", "num_layers"), ("vocab_size",))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, require
-from roofline.frontends.torch import DTYPE_NAMES
+from roofline.precision import TORCH_DTYPES
 
 #: largest dimension accepted in a shape (``ROOFLINE_MAX_DIM`` overrides it)
 MAX_DIM = 10**12
@@ -66,15 +66,15 @@ def parse_input(spec: str) -> tuple[tuple[int, ...], str]:
     """'1x3x224x224:bf16' -> ((1, 3, 224, 224), 'bfloat16')."""
     shape_text, _, dtype = spec.strip().partition(":")
     dtype = dtype.strip().lower() or "fp32"
-    if dtype not in DTYPE_NAMES:
-        raise RooflineError(f"--input {spec!r}: unknown dtype {dtype!r}; use one of {', '.join(DTYPE_NAMES)}")
+    if dtype not in TORCH_DTYPES:
+        raise RooflineError(f"--input {spec!r}: unknown dtype {dtype!r}; use one of {', '.join(TORCH_DTYPES)}")
     try:
         shape = tuple(int(d) for d in shape_text.lower().split("x"))
     except ValueError:
         shape = ()
     if not shape or any(d < 0 for d in shape):
         raise RooflineError(f"--input {spec!r}: expected a shape like 1x3x224x224 (non-negative integers)")
-    return check_dims(shape, f"--input {spec!r}"), DTYPE_NAMES[dtype]
+    return check_dims(shape, f"--input {spec!r}"), TORCH_DTYPES[dtype]
 
 
 def load_callable(target: str) -> Any:

@@ -9,7 +9,10 @@ Per aten op:
 
 * FLOPs: ``torch.utils.flop_counter``'s registry where it covers the op (mm,
   addmm, bmm, baddbmm, convolution and their backwards), else the formula in
-  :mod:`roofline.costs` named by :data:`ATEN_KEYS`.  ``F.scaled_dot_product_attention``
+  :mod:`roofline.costs` that the op table :data:`OPS` names (``roofline ops``
+  prints it).  A formula given with :func:`roofline.costs.register_op`
+  (``"torch"``, ``"aten.mm"`` or a custom op such as ``"mylib.fused_mlp"``)
+  comes first.  ``F.scaled_dot_product_attention``
   and ``F.rms_norm`` are recorded as one fused op each (``costs.attention`` /
   ``costs.norm``); causal attention counts the lower triangle only, about half
   of what ``FlopCounterMode`` reports for the same call (it ignores the mask).
@@ -43,12 +46,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from roofline import costs
 from roofline.costs import T
-from roofline.errors import RooflineError, require
-from roofline.workload import UnsupportedOp, Workload
+from roofline.errors import RooflineError, first_line, require
+from roofline.precision import of_dtype
+from roofline.workload import Workload, WorkloadBuilder
 
 #: aten ops that only make a view or read metadata: no traffic, not recorded.
 VIEW_OPS = frozenset("""
@@ -60,7 +64,16 @@ resize_ set_ _assert_async _assert_tensor_metadata _functional_assert_async sym_
 record_stream _make_dep_token is_same_size _has_compatible_shallow_copy_type _nested_tensor_size _version
 """.split())
 
-#: elementwise aten op -> key of costs.ELEMENTWISE_FLOPS (in-place "op_" variants use their op's key).
+#: the attributes a formula needs from one call: f(args, kwargs) -> keyword arguments of the formula.
+Attrs = Callable[[Sequence[Any], Mapping[str, Any]], dict[str, Any]]
+
+
+def _ops(formula: str, names: str, counts: str = "") -> dict[str, costs.OpRule]:
+    """Rows of :data:`OPS`: each aten op in ``names`` (packet names, space-separated) costed by ``formula``."""
+    return {f"aten.{n}": costs.OpRule(f"aten.{n}", formula, counts) for n in names.split()}
+
+
+#: elementwise aten op -> key of costs.ELEMENTWISE_FLOPS.
 _ELEMENTWISE = {
     **{n: n for n in ("add", "sub", "mul", "div", "neg", "abs", "maximum", "minimum", "relu", "leaky_relu",
                       "clamp", "hardtanh", "where", "eq", "ne", "lt", "le", "gt", "ge", "sign", "floor", "ceil",
@@ -81,80 +94,64 @@ _ELEMENTWISE = {
     "hardsigmoid_backward": "sigmoid_backward", "elu_backward": "sigmoid_backward", "mish_backward": "silu_backward",
     "softplus_backward": "sigmoid_backward",
 }
-
-#: memory ops: 0 FLOPs, compulsory bytes (copies, casts, gathers, scatters, fills, factories).
-_MEMORY = frozenset("""
-clone _to_copy copy_ contiguous cat stack index_put index_put_ _index_put_impl_
-scatter scatter_ scatter_add scatter_add_ scatter_reduce masked_scatter index_add index_add_ index_copy index_copy_
-index_fill index_fill_ repeat repeat_interleave tril triu tril_ triu_ flip roll constant_pad_nd reflection_pad1d
-reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d zeros ones full zeros_like
-ones_like full_like fill fill_ zero_ arange linspace scalar_tensor new_zeros new_ones new_full lift_fresh_copy
-select_scatter slice_scatter diagonal_scatter as_strided_scatter embedding_dense_backward
-max_pool2d_with_indices_backward max_pool3d_with_indices_backward _pdist_forward rand randn randint rand_like
-randn_like randint_like bernoulli bernoulli_ uniform_ normal_ masked_select nonzero
-""".split())
-#: gathers: read the indices and only the source elements they pick (costs.gather).
-_GATHERS = frozenset({"index", "_unsafe_index", "index_select", "gather", "take", "_unsafe_masked_index"})
-
-#: ops that overwrite their first argument without reading it.
-_WRITE_ONLY_SELF = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "bernoulli_", "index_copy_",
-                              "index_fill_", "_index_put_impl_", "index_put_", "scatter_"})
-#: in-place scatters: only the slots given by their last tensor argument (source/values) are written,
-#: e.g. a KV-cache update writes the new tokens, not the whole cache.
-_SCATTER_INPLACE = frozenset({"index_copy_", "_index_put_impl_", "index_put_", "scatter_"})
-
-_REDUCTIONS = frozenset("""
-sum mean amax amin max min prod var std var_mean std_mean linalg_vector_norm norm argmax argmin cumsum cumprod
-logsumexp all any count_nonzero aminmax nansum topk histc bincount
-""".split())
-
-_POOLS = {"max_pool1d": 1, "max_pool2d": 1, "max_pool3d": 1, "max_pool2d_with_indices": 1,
-          "max_pool3d_with_indices": 1, "avg_pool1d": 1, "avg_pool2d": 1, "avg_pool3d": 1, "avg_pool2d_backward": 2,
-          "avg_pool3d_backward": 2}
-_ADAPTIVE_POOLS = frozenset({"_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool2d",
-                             "adaptive_max_pool3d", "_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d_backward"})
-_INTERPOLATE = {"upsample_nearest1d": "nearest", "upsample_nearest2d": "nearest", "upsample_nearest3d": "nearest",
-                "_upsample_nearest_exact1d": "nearest", "_upsample_nearest_exact2d": "nearest",
-                "_upsample_nearest_exact3d": "nearest", "upsample_linear1d": "linear",
-                "upsample_bilinear2d": "bilinear", "_upsample_bilinear2d_aa": "bilinear",
-                "upsample_bicubic2d": "bicubic", "upsample_trilinear3d": "trilinear"}
-
-#: fused attention aten ops -> (schema position, name) of their causal flag; positions differ per op
-#: (e.g. efficient/cudnn have compute_log_sumexp, a bool, before is_causal).  The last two take
-#: (batch, seq, heads, dim) tensors; _efficient_attention_forward's custom_mask_type is 0 none,
-#: 1 causal top-left, 2 causal bottom-right.
-_ATTENTION_OPS = {"_scaled_dot_product_efficient_attention": (6, "is_causal"),
-                  "_scaled_dot_product_flash_attention": (4, "is_causal"),
-                  "_scaled_dot_product_cudnn_attention": (6, "is_causal"),
-                  "_scaled_dot_product_flash_attention_for_cpu": (4, "is_causal"),
-                  "_flash_attention_forward": (8, "is_causal"),
-                  "_efficient_attention_forward": (9, "custom_mask_type")}
-_MATMUL_K = {  # matmul ops our formula handles (flop_registry lacks them): index of the (.., K) operand
-    "mv": 0, "addmv": 1, "dot": 0, "vdot": 0, "_int_mm": 0}
+#: the in-place variants ("add_") aten has, costed as their op.
+_ELEMENTWISE.update({f"{n}_": _ELEMENTWISE[n] for n in """
+abs acos add addcdiv addcmul asin atan bitwise_and bitwise_not bitwise_or bitwise_xor ceil celu clamp clamp_max
+clamp_min cos cosh div elu eq erf erfc exp2 exp expm1 floor floor_divide fmod frac ge gelu gt hardsigmoid hardswish
+hardtanh le leaky_relu lerp log10 log1p log2 log logical_and logical_not logical_or logical_xor lt masked_fill mish
+mul ne neg pow reciprocal relu6 relu remainder round rsqrt sigmoid sign silu sin sinh sqrt square sub tan tanh
+true_divide trunc
+""".split()})
 
 
-def _norm_attrs(name: str, args: Sequence[Any]) -> dict[str, Any]:
-    def affine(w: Any, b: Any) -> str:
-        return "scale_shift" if (w is not None and b is not None) else "scale" if w is not None else ""
-
-    if name == "native_layer_norm":
-        return {"norm": "layer", "affine": affine(args[2] if len(args) > 2 else None, args[3] if len(args) > 3 else None)}
-    if name == "native_group_norm":
-        return {"norm": "group", "affine": affine(args[1], args[2])}
-    if name == "_fused_rms_norm":
-        return {"norm": "rms", "affine": affine(args[2] if len(args) > 2 else None, None)}
-    if name in ("native_batch_norm", "_native_batch_norm_legit", "cudnn_batch_norm", "miopen_batch_norm"):
-        training = bool(args[5]) if len(args) > 5 and isinstance(args[5], bool) else False
-        return {"norm": "batch_train" if training else "batch", "affine": affine(args[1], args[2])}
-    if name == "_native_batch_norm_legit_no_training":
-        return {"norm": "batch", "affine": affine(args[1], args[2])}
-    return {"norm": "backward"}
+def _elementwise_counts(op: str) -> str:
+    per = costs.ELEMENTWISE_FLOPS[op]
+    if op == "gelu":
+        return f"{per:g} FLOPs per output element (gelu; {costs.ELEMENTWISE_FLOPS['gelu_tanh']:g} with approximate='tanh')"
+    return f"{per:g} FLOP{'s' if per != 1 else ''} per output element ({op})"
 
 
-_NORMS = frozenset({"native_layer_norm", "native_group_norm", "native_batch_norm", "_native_batch_norm_legit",
-                    "_native_batch_norm_legit_no_training", "cudnn_batch_norm", "miopen_batch_norm", "_fused_rms_norm",
-                    "native_layer_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
-                    "cudnn_batch_norm_backward", "_fused_rms_norm_backward"})
+def _arg(a: Sequence[Any], i: int) -> Any:
+    return a[i] if len(a) > i else None
+
+
+def _affine(w: Any, b: Any) -> str:
+    return "scale_shift" if (w is not None and b is not None) else "scale" if w is not None else ""
+
+
+def _layer_norm(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+    return {"norm": "layer", "affine": _affine(_arg(a, 2), _arg(a, 3))}
+
+
+def _group_norm(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+    return {"norm": "group", "affine": _affine(a[1], a[2])}
+
+
+def _rms_norm(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+    return {"norm": "rms", "affine": _affine(_arg(a, 2), None)}
+
+
+def _batch_norm(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+    training = bool(a[5]) if len(a) > 5 and isinstance(a[5], bool) else False
+    return {"norm": "batch_train" if training else "batch", "affine": _affine(a[1], a[2])}
+
+
+def _batch_norm_eval(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+    return {"norm": "batch", "affine": _affine(a[1], a[2])}
+
+
+def _gelu(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+    return {"op": "gelu_tanh" if kw.get("approximate", a[1] if len(a) > 1 else "none") == "tanh" else "gelu"}
+
+
+def _k_at(i: int) -> Attrs:
+    """K is the last dimension of argument ``i``."""
+    return lambda a, kw: {"k": a[i].shape[-1]}
+
+
+def _addbmm_k(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+    """out (n, p) = sum over the batch of (n, m) @ (m, p): the batch is part of K."""
+    return {"k": a[1].shape[0] * a[1].shape[-1]}
 
 
 def _grouped_mm_k(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
@@ -166,78 +163,127 @@ def _grouped_mm_k(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
     return {"k": x.shape[-1]}
 
 
-def aten_key(name: str) -> tuple[str, Callable[[Sequence[Any], Mapping[str, Any]], dict[str, Any]] | None] | None:
-    """The costs.py formula for an aten op (packet name, e.g. ``"addmm"``) and a function giving its attributes.
+def _conv(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+    return {"transposed": bool(a[6]) if len(a) > 6 and isinstance(a[6], bool) else False}
 
-    ``None`` means no formula: the op is recorded as kind ``other`` and listed as unsupported.
+
+def _kernel_at(i: int) -> Attrs:
+    """The pooling window is argument ``i``."""
+    return lambda a, kw: {"kernel": tuple(a[i]) if isinstance(a[i], (list, tuple)) else (a[i],)}
+
+
+def _attention(pos: int, flag: str, seq_first: bool) -> Attrs:
+    """A fused attention op whose causal flag is argument ``pos`` (keyword ``flag``); ``seq_first``: (B, L, H, E).
+
+    ``custom_mask_type`` (_efficient_attention_forward) is 0 none, 1 causal top-left, 2 causal bottom-right.
     """
-    if name in _MATMUL_K:
-        i = _MATMUL_K[name]
-        return "matmul", lambda a, kw: {"k": a[i].shape[-1]}
-    if name == "addbmm":  # out (n, p) = sum over the batch of (n, m) @ (m, p): the batch is part of K
-        return "matmul", lambda a, kw: {"k": a[1].shape[0] * a[1].shape[-1]}
-    if name == "_grouped_mm":
-        return "matmul", _grouped_mm_k
-    if name in ("mm", "bmm", "matmul", "_scaled_mm"):
-        return "matmul", None
-    if name in ("addmm", "baddbmm"):
-        return "matmul", lambda a, kw: {"k": a[1].shape[-1]}
-    if name in ("convolution", "_convolution", "cudnn_convolution", "convolution_overrideable",
-                "_slow_conv2d_forward", "mkldnn_convolution"):
-        return "conv", lambda a, kw: {"transposed": bool(a[6]) if len(a) > 6 and isinstance(a[6], bool) else False}
-    if name == "convolution_backward":
-        return "conv", None  # FLOPs from flop_registry; the formula only supplies kind and bytes
-    if name in _ATTENTION_OPS:
-        pos, arg = _ATTENTION_OPS[name]
-        seq_first = name in ("_flash_attention_forward", "_efficient_attention_forward")
-
-        def attrs(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-            flag = kw.get(arg, a[pos] if len(a) > pos else 0)
-            offset = a[1].shape[1] - a[0].shape[1] if flag == 2 else 0  # bottom-right: S - L
-            return {"causal": bool(flag), "causal_offset": offset, "seq_first": seq_first}
-        return "attention", attrs
-    if name.endswith("_attention_backward"):
-        return "attention", None
-    base = name[:-1] if name.endswith("_") and name[:-1] in _ELEMENTWISE else name
-    if base in _ELEMENTWISE:
-        op = _ELEMENTWISE[base]
-        if op == "gelu":
-            return "elementwise", lambda a, kw: {"op": "gelu_tanh" if kw.get("approximate", a[1] if len(a) > 1 else "none") == "tanh" else "gelu"}
-        if op == "gelu_backward":
-            return "elementwise", lambda a, kw: {"op": "gelu_backward"}
-        return "elementwise", lambda a, kw, op=op: {"op": op}  # type: ignore[misc]
-    if name in _NORMS:
-        return "norm", lambda a, kw: _norm_attrs(name, a)
-    if name in ("_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax"):
-        return "softmax", None
-    if name in _REDUCTIONS:
-        return "reduction", None
-    if name in _POOLS:
-        i = _POOLS[name]
-        return "pool", lambda a, kw: {"kernel": tuple(a[i]) if isinstance(a[i], (list, tuple)) else (a[i],)}
-    if name in _ADAPTIVE_POOLS:
-        return "pool", None
-    if name in _INTERPOLATE:
-        mode = _INTERPOLATE[name]
-        return "interpolate", lambda a, kw: {"mode": mode}
-    if name in ("embedding", "embedding_bag", "_embedding_bag"):
-        return "embedding", None
-    if name in _GATHERS:
-        return "gather", None
-    if name in _MEMORY:
-        return "memory", None
-    return None
+    def attrs(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
+        value = kw.get(flag, a[pos] if len(a) > pos else 0)
+        offset = a[1].shape[1] - a[0].shape[1] if value == 2 else 0  # bottom-right: S - L
+        return {"causal": bool(value), "causal_offset": offset, "seq_first": seq_first}
+    return attrs
 
 
-#: dtype names accepted by --input and from_hf_config -> torch dtype attribute.
-DTYPE_NAMES = {"fp32": "float32", "float32": "float32", "float": "float32", "bf16": "bfloat16",
-               "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16", "half": "float16",
-               "fp64": "float64", "float64": "float64", "double": "float64", "int64": "int64", "long": "int64",
-               "int32": "int32", "int": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool",
-               "fp8": "float8_e4m3fn", "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
-#: torch dtype name -> precision column.
-_PRECISION = {"float64": "fp64", "float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int8": "int8",
-              "uint8": "int8", "complex64": "fp32", "complex128": "fp64"}
+_FROM_FLOP_COUNTER = "FLOPs from torch.utils.flop_counter"
+_POOLS = "max_pool1d max_pool2d max_pool3d max_pool2d_with_indices max_pool3d_with_indices avg_pool1d avg_pool2d avg_pool3d"
+_INTERPOLATE = {"upsample_nearest1d": "nearest", "upsample_nearest2d": "nearest", "upsample_nearest3d": "nearest",
+                "_upsample_nearest_exact1d": "nearest", "_upsample_nearest_exact2d": "nearest",
+                "_upsample_nearest_exact3d": "nearest", "upsample_linear1d": "linear",
+                "upsample_bilinear2d": "bilinear", "_upsample_bilinear2d_aa": "bilinear",
+                "upsample_bicubic2d": "bicubic", "upsample_trilinear3d": "trilinear"}
+_ATTENTION_BACKWARD = """_scaled_dot_product_efficient_attention_backward _scaled_dot_product_flash_attention_backward
+_scaled_dot_product_cudnn_attention_backward _flash_attention_backward _efficient_attention_backward
+_cudnn_attention_backward"""
+
+#: Every aten op the frontend costs: ``str(packet)`` ('aten.mm') -> formula in :mod:`roofline.costs` and what it
+#: counts.  Ops not here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a
+#: user formula (:func:`roofline.costs.register_op`) covers them.  ``roofline ops`` prints this table.
+OPS: dict[str, costs.OpRule] = {
+    **_ops("matmul", "mm bmm addmm baddbmm _scaled_mm",
+           f"2 * M * K * N per product ({_FROM_FLOP_COUNTER}); a bias input adds bytes only"),
+    **_ops("matmul", "matmul mv addmv dot vdot _int_mm"),
+    **_ops("matmul", "addbmm", "sum over the batch of (n, m) @ (m, p): 2 * n * p * batch * m"),
+    **_ops("matmul", "_grouped_mm", "grouped matmul (MoE experts): 2 * numel(out) * K; 2-D x 2-D splits K over groups"),
+    **_ops("conv", "convolution _convolution cudnn_convolution convolution_overrideable _slow_conv2d_forward",
+           f"2 * N * spatial * prod(weight shape) ({_FROM_FLOP_COUNTER}); transposed: the input's spatial size"),
+    **_ops("conv", "mkldnn_convolution"),
+    **_ops("conv", "convolution_backward", f"input and weight gradients ({_FROM_FLOP_COUNTER})"),
+    **_ops("attention", "_scaled_dot_product_efficient_attention _scaled_dot_product_flash_attention "
+                        "_scaled_dot_product_cudnn_attention _scaled_dot_product_flash_attention_for_cpu "
+                        "_flash_attention_forward _efficient_attention_forward",
+           "QK^T and PV: 2 * heads * pairs * (E + Ev); causal: the unmasked pairs only"),
+    **_ops("attention", _ATTENTION_BACKWARD, f"fused attention backward ({_FROM_FLOP_COUNTER})"),
+    **{f"aten.{n}": costs.OpRule(f"aten.{n}", "elementwise", _elementwise_counts(op)) for n, op in _ELEMENTWISE.items()},
+    **_ops("norm", "native_layer_norm native_group_norm", "5 FLOPs per input element (+1 scale, +1 shift)"),
+    **_ops("norm", "_fused_rms_norm", "3 FLOPs per input element (+1 scale)"),
+    **_ops("norm", "native_batch_norm _native_batch_norm_legit _native_batch_norm_legit_no_training cudnn_batch_norm "
+                   "miopen_batch_norm", "2 FLOPs per input element (5 training) (+1 scale, +1 shift)"),
+    **_ops("norm", "native_layer_norm_backward native_group_norm_backward native_batch_norm_backward "
+                   "cudnn_batch_norm_backward _fused_rms_norm_backward",
+           "normalisation backward with weight/bias gradients: 11 FLOPs per input element"),
+    **_ops("softmax", "_softmax _log_softmax _safe_softmax softmax log_softmax"),
+    **_ops("reduction", """sum mean amax amin max min prod var std var_mean std_mean linalg_vector_norm norm argmax
+                           argmin cumsum cumprod logsumexp all any count_nonzero aminmax nansum topk histc bincount"""),
+    **_ops("pool", _POOLS, "prod(kernel) FLOPs per output element"),
+    **_ops("pool", "avg_pool2d_backward avg_pool3d_backward", "prod(kernel) FLOPs per output element (of the gradient)"),
+    **_ops("pool", "_adaptive_avg_pool2d _adaptive_avg_pool3d adaptive_max_pool2d adaptive_max_pool3d "
+                   "_adaptive_avg_pool2d_backward _adaptive_avg_pool3d_backward", "one FLOP per input element"),
+    **{f"aten.{n}": costs.OpRule(f"aten.{n}", "interpolate",
+                                 f"{costs.INTERPOLATE_FLOPS[mode]:g} FLOPs per output element ({mode})")
+       for n, mode in _INTERPOLATE.items()},
+    **_ops("embedding", "embedding embedding_bag _embedding_bag"),
+    **_ops("gather", "index _unsafe_index index_select gather take _unsafe_masked_index"),
+    **_ops("memory", """
+clone _to_copy copy_ contiguous cat stack index_put index_put_ _index_put_impl_
+scatter scatter_ scatter_add scatter_add_ scatter_reduce masked_scatter index_add index_add_ index_copy index_copy_
+index_fill index_fill_ repeat repeat_interleave tril triu tril_ triu_ flip roll constant_pad_nd reflection_pad1d
+reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d zeros ones full zeros_like
+ones_like full_like fill fill_ zero_ arange linspace scalar_tensor new_zeros new_ones new_full lift_fresh_copy
+select_scatter slice_scatter diagonal_scatter as_strided_scatter embedding_dense_backward
+max_pool2d_with_indices_backward max_pool3d_with_indices_backward _pdist_forward rand randn randint rand_like
+randn_like randint_like bernoulli bernoulli_ uniform_ normal_ masked_select nonzero"""),
+}
+
+#: Per-op attributes of the formula, computed from each call's arguments (ops not here: see :data:`_FIXED`).
+_ATTRS: dict[str, Attrs] = {
+    **{f"aten.{n}": _k_at(i) for n, i in (("mv", 0), ("addmv", 1), ("dot", 0), ("vdot", 0), ("_int_mm", 0),
+                                          ("addmm", 1), ("baddbmm", 1))},
+    "aten.addbmm": _addbmm_k, "aten._grouped_mm": _grouped_mm_k,
+    **{f"aten.{n}": _conv for n in ("convolution", "_convolution", "cudnn_convolution", "convolution_overrideable",
+                                    "_slow_conv2d_forward", "mkldnn_convolution")},
+    **{f"aten.{n}": _attention(pos, flag, n in ("_flash_attention_forward", "_efficient_attention_forward"))
+       for n, (pos, flag) in {  # positions differ per op (efficient/cudnn have compute_log_sumexp before is_causal)
+           "_scaled_dot_product_efficient_attention": (6, "is_causal"),
+           "_scaled_dot_product_flash_attention": (4, "is_causal"),
+           "_scaled_dot_product_cudnn_attention": (6, "is_causal"),
+           "_scaled_dot_product_flash_attention_for_cpu": (4, "is_causal"),
+           "_flash_attention_forward": (8, "is_causal"),
+           "_efficient_attention_forward": (9, "custom_mask_type")}.items()},
+    "aten.gelu": _gelu, "aten.gelu_": _gelu,
+    "aten.native_layer_norm": _layer_norm, "aten.native_group_norm": _group_norm, "aten._fused_rms_norm": _rms_norm,
+    **{f"aten.{n}": _batch_norm for n in ("native_batch_norm", "_native_batch_norm_legit", "cudnn_batch_norm",
+                                          "miopen_batch_norm")},
+    "aten._native_batch_norm_legit_no_training": _batch_norm_eval,
+    **{f"aten.{n}": _kernel_at(1) for n in _POOLS.split()},
+    "aten.avg_pool2d_backward": _kernel_at(2), "aten.avg_pool3d_backward": _kernel_at(2),
+}
+#: Attributes that are the same for every call of an op.
+_FIXED: dict[str, dict[str, Any]] = {
+    **{f"aten.{n}": {"op": op} for n, op in _ELEMENTWISE.items() if op != "gelu"},
+    **{f"aten.{n}": {"norm": "backward"} for n in ("native_layer_norm_backward", "native_group_norm_backward",
+                                                    "native_batch_norm_backward", "cudnn_batch_norm_backward",
+                                                    "_fused_rms_norm_backward")},
+    **{f"aten.{n}": {"mode": mode} for n, mode in _INTERPOLATE.items()},
+}
+
+
+#: ops that overwrite their first argument without reading it.
+_WRITE_ONLY_SELF = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "bernoulli_", "index_copy_",
+                              "index_fill_", "_index_put_impl_", "index_put_", "scatter_"})
+#: in-place scatters: only the slots given by their last tensor argument (source/values) are written,
+#: e.g. a KV-cache update writes the new tokens, not the whole cache.
+_SCATTER_INPLACE = frozenset({"index_copy_", "_index_put_impl_", "index_put_", "scatter_"})
+
 #: data-dependent reads on meta tensors return these.
 ASSUMED_ITEM = {"bool": True, "int": 1, "float": 1.0}
 ITEM_ASSUMPTION = ("data-dependent scalar reads (.item(), bool(tensor)) on meta/fake tensors return True for bool "
@@ -248,35 +294,39 @@ FUSED_ASSUMPTION = ("F.scaled_dot_product_attention and F.rms_norm are one fused
 BACKWARD_NAMING = "ops run by the backward keep the forward module's path as group and have ' (backward)' in their name"
 
 
-def precision_of(dtype: Any) -> str:
-    """The precision column for a torch dtype ('float8_e4m3fn' -> 'fp8'); non-float tensors give 'fp32'."""
-    name = str(dtype).replace("torch.", "")
-    if name.startswith("float8"):
-        return "fp8"
-    if name.startswith("float4") or name in ("int4", "uint4", "quint4x2"):
-        return "int4"
-    return _PRECISION.get(name, "")
+class _Rule(NamedTuple):
+    """How one aten overload is recorded (resolved once per overload and trace)."""
+
+    name: str  # op name in the Workload: 'mm', 'mylib.fused_mlp'
+    key: str  # str(packet): the key of OPS and of costs.USER_FORMULAS
+    user: costs.Formula | None  # a user's formula, used instead of everything below
+    formula: str | None  # the OPS formula; None: not in OPS (unsupported, or FLOPs from flop_counter only)
+    fn: costs.Formula | None  # costs.FORMULAS[formula]
+    attrs: Attrs | None  # per-call attributes of the formula
+    fixed: dict[str, Any]  # attributes the same for every call
+    registry: Callable[..., Any] | None  # torch.utils.flop_counter's formula, used for the FLOPs when set
+    write_only: bool  # overwrites its first argument without reading it
+    scatter: bool  # writes only the slots its last tensor argument gives
+    out_arg: bool  # an out= overload: the out tensor is written, not read
 
 
 class _Recorder:
-    """Holds the op columns and the state of one trace; the dispatch mode calls :meth:`record`."""
+    """Holds the op rows and the state of one trace; the dispatch mode calls :meth:`record`."""
 
     def __init__(self, torch: Any, weight_storages: set[int], names: dict[str, tuple[str, str]]) -> None:
         self.torch = torch
         self.Tensor = torch.Tensor
         self.weight_storages = weight_storages
         self.names = names  # tracker name -> (group, module_type)
-        self.cols: dict[str, list[Any]] = {c: [] for c in ("name", "kind", "flops", "bytes_read", "bytes_written",
-                                                           "precision", "unit", "group", "module_type",
-                                                           "weight_bytes")}
-        self.unsupported: dict[str, list[float]] = {}
+        self.ops = WorkloadBuilder()
         self.item_reads: dict[str, int] = {}
         self.paused = 0
         self.fused = 0  # fused-function ops recorded (SDPA, rms_norm)
+        self.user_ops: set[str] = set()  # ops costed by a user's formula
         self.training = False
         self.tracker: Any = None
         self.current_op = ""
-        self._rules: dict[Any, Any] = {}
+        self._rules: dict[Any, _Rule | None] = {}  # per overload; None: a view or metadata op, not recorded
         from torch.utils.flop_counter import flop_registry
 
         self.flop_registry = flop_registry
@@ -293,31 +343,39 @@ class _Recorder:
         return got
 
     # -- per-op rules (cached per overload) ---------------------------------
-    def rule(self, func: Any) -> Any:
-        r = self._rules.get(func)
-        if r is None:
-            packet = func.overloadpacket
-            ns = func.namespace
-            name = packet.__name__ if ns == "aten" else f"{ns}.{packet.__name__}"
-            # prim.device / prim.layout (fake tensors) read metadata only
-            if ns == "prim" or ns == "aten" and name in VIEW_OPS or func.is_view and name not in _MEMORY:
-                r = False
-            else:
-                key = aten_key(name) if ns == "aten" else None
-                registry = self.flop_registry.get(packet) if key is None or key[0] != "attention" else None
-                if key is not None and key[0] == "attention" and name.endswith("_backward"):
-                    registry = self.flop_registry.get(packet)
-                write_only = name in _WRITE_ONLY_SELF
-                out_arg = "out" in func._schema.overload_name or func._schema.overload_name.endswith("_out")
-                r = (name, key, registry, write_only, out_arg, str(packet))
-            self._rules[func] = r
+    def rule(self, func: Any) -> _Rule | None:
+        """How ``func`` (an OpOverload) is recorded; ``None``: not recorded (a view or metadata op)."""
+        r = self._rules.get(func, _UNSEEN)
+        if r is _UNSEEN:
+            r = self._rules[func] = self.resolve(func)
         return r
+
+    def resolve(self, func: Any) -> _Rule | None:
+        """The rule of ``func``: a user formula (:data:`roofline.costs.USER_FORMULAS`), else its :data:`OPS` row."""
+        packet = func.overloadpacket
+        ns = func.namespace
+        name = packet.__name__ if ns == "aten" else f"{ns}.{packet.__name__}"
+        key = str(packet)
+        user = costs.USER_FORMULAS.get(("torch", key))
+        row = OPS.get(key)
+        formula = row.formula if row is not None else None
+        # prim.device / prim.layout (fake tensors) read metadata only
+        if user is None and (ns == "prim" or ns == "aten" and name in VIEW_OPS
+                             or func.is_view and formula != "memory"):
+            return None
+        registry = self.flop_registry.get(packet)
+        if formula == "attention" and not name.endswith("_backward"):
+            registry = None  # forward attention: our formula (causal pairs), not flop_counter's
+        overload = func._schema.overload_name
+        return _Rule(name, key, user, formula, costs.FORMULAS[formula] if formula else None, _ATTRS.get(key),
+                     _FIXED.get(key, {}), registry, name in _WRITE_ONLY_SELF, name in _SCATTER_INPLACE,
+                     "out" in overload or overload.endswith("_out"))
 
     def precision(self, tensors: list[Any]) -> str:
         for t in tensors:
             p = self._precision_cache.get(t.dtype)
             if p is None:
-                p = self._precision_cache[t.dtype] = precision_of(t.dtype)
+                p = self._precision_cache[t.dtype] = of_dtype(t.dtype)
             if p:
                 return p
         return "fp32"
@@ -350,81 +408,66 @@ class _Recorder:
 
     def record(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> None:
         r = self.rule(func)
-        if r is False:
+        if r is None:
             return
-        name, key, registry, write_only, out_arg, full_name = r
         ins: list[Any] = []
         self.tensors(args, ins)
-        if write_only and ins and ins[0] is args[0]:
+        if r.write_only and ins and ins[0] is args[0]:
             ins = ins[1:]
         if kwargs:
             for k, v in kwargs.items():
-                if not (out_arg and k == "out"):
+                if not (r.out_arg and k == "out"):
                     self.tensors(v, ins)
         outs: list[Any] = []
         self.tensors(out, outs)
         tin: list[T] = []
-        weight = 0.0
-        src_is_weight = False
+        weights: list[bool] = []
         for t in ins:
             tt, is_w = self.as_T(t)
             tin.append(tt)
-            if is_w:
-                weight += tt.nbytes
-                src_is_weight = src_is_weight or len(tin) == 1
+            weights.append(is_w)
         tout = [self.as_T(t)[0] for t in outs]
-        if name in _SCATTER_INPLACE and tin:
+        if r.scatter and tin:
             tout = [tin[-1]]
-        if key is None:
-            kind, flops = "other", 0.0
+        formula = r.formula
+        if r.user is not None:
+            c = r.user(tin, tout)
+            if not isinstance(c, costs.Cost):
+                raise RooflineError(f"the cost formula registered for {r.key} returned {type(c).__name__}, "
+                                    "not a roofline.costs.Cost")
+            formula = r.key
+            self.user_ops.add(r.key)
+        elif r.registry is not None:
             rd, wr = costs.traffic(tin, tout)
-            if registry is not None:
-                kind, flops = "matmul", float(registry(*args, out_val=out, **kwargs))
-            else:
-                u = self.unsupported.setdefault(full_name, [0, 0.0])
-                u[0] += 1
-                u[1] += rd + wr
+            kind = ("matmul" if r.fn is None else formula if formula in ("matmul", "conv", "attention")
+                    else r.fn(tin, tout).kind)
+            c = costs.Cost(kind, float(r.registry(*args, out_val=out, **kwargs)), rd, wr)
+        elif r.fn is not None:
+            c = r.fn(tin, tout, **r.attrs(args, kwargs)) if r.attrs is not None else r.fn(tin, tout, **r.fixed)
         else:
-            formula, attrs = key
-            if registry is not None:
-                flops = float(registry(*args, out_val=out, **kwargs))
-                rd, wr = costs.traffic(tin, tout)
-                kind = formula if formula in ("matmul", "conv", "attention") else costs.FORMULAS[formula](tin, tout).kind
-            else:
-                c = costs.FORMULAS[formula](tin, tout, **(attrs(args, kwargs) if attrs else {}))
-                kind, flops, rd, wr = c.kind, c.flops, c.bytes_read, c.bytes_written
-            if formula in ("embedding", "gather") and src_is_weight:
-                # only the source elements gathered are weight reads (plus any index tensor that is a buffer)
-                index_bytes = sum(t.nbytes for t in tin[1:])
-                weight = weight - tin[0].nbytes + (rd - index_bytes)
-        self.add(name, kind, flops, rd, wr, self.precision(ins or outs), min(weight, rd))
+            rd, wr = costs.traffic(tin, tout)
+            c = costs.Cost("other", 0.0, rd, wr)
+            self.ops.add_unsupported(r.key, rd + wr)
+        self.add(r.name, costs.with_weights(c, formula or "", tin, tout, weights), self.precision(ins or outs))
 
-    def add(self, name: str, kind: str, flops: float, rd: float, wr: float, precision: str, weight: float) -> None:
+    def add(self, name: str, c: costs.Cost, precision: str) -> None:
         group, mtype = self.where()
         if self.training and self.torch._C._current_graph_task_id() != -1:
             name += " (backward)"
-        c = self.cols
-        c["name"].append(name)
-        c["kind"].append(kind)
-        c["flops"].append(flops)
-        c["bytes_read"].append(rd)
-        c["bytes_written"].append(wr)
-        c["precision"].append(precision)
-        c["unit"].append(costs.KIND_UNIT.get(kind, "vector"))
-        c["group"].append(group)
-        c["module_type"].append(mtype)
-        c["weight_bytes"].append(weight)
+        self.ops.row(name, kind=c.kind, flops=c.flops, bytes_read=c.bytes_read, bytes_written=c.bytes_written,
+                     precision=precision, unit=c.unit, group=group, module_type=mtype, weight_bytes=c.weight_bytes)
 
     def record_fused(self, name: str, formula: str, inputs: list[Any], outputs: list[Any], **attrs: Any) -> None:
-        tin, weight = [], 0.0
+        tin: list[T] = []
+        weights: list[bool] = []
         for t in inputs:
             tt, is_w = self.as_T(t)
             tin.append(tt)
-            weight += tt.nbytes if is_w else 0.0
+            weights.append(is_w)
         tout = [self.as_T(t)[0] for t in outputs]
-        c = costs.FORMULAS[formula](tin, tout, **attrs)
         self.fused += 1
-        self.add(name, c.kind, c.flops, c.bytes_read, c.bytes_written, self.precision(inputs), weight)
+        self.add(name, costs.cost(formula, tin, tout, weights=weights, **attrs), self.precision(inputs))
+
 
     def item(self, t: Any) -> Any:
         """A data-dependent read on a meta/fake tensor: the documented assumed value, counted per module."""
@@ -433,6 +476,9 @@ class _Recorder:
         if t.dtype == self.torch.bool:
             return ASSUMED_ITEM["bool"]
         return ASSUMED_ITEM["float"] if t.dtype.is_floating_point else ASSUMED_ITEM["int"]
+
+
+_UNSEEN = _Rule("", "", None, None, None, None, {}, None, False, False, False)  # Recorder.rule: not resolved yet
 
 
 def _is_abstract(t: Any) -> bool:
@@ -503,6 +549,7 @@ def _grouped_mm_meta(torch: Any, func: Any, args: Sequence[Any], kwargs: Mapping
         return func(*args, **kwargs)
     except RuntimeError:
         a, b = args[0], args[1]
+        shape: tuple[int, ...]
         if a.dim() == 2 and b.dim() == 3:  # tokens sorted by group (offs) x one weight per group: MoE experts
             shape = (a.shape[0], b.shape[-1])
         elif a.dim() == 3 and b.dim() == 3:  # batched
@@ -524,11 +571,6 @@ def _leaves(obj: Any, torch: Any, out: list[Any]) -> list[Any]:
         for v in obj:
             _leaves(v, torch, out)
     return out
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs: Mapping[str, Any] | None = None,
@@ -594,24 +636,26 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
                     group, mtype = rec.where()
                     where = f"module {group} ({mtype})" if group else f"the top level of {root}"
                     op = str(rec.current_op) if rec.current_op else "(before the first op)"
-                    raise RooflineError(f"the model failed at op {op} in {where}: {_first_line(exc)}") from exc
+                    raise RooflineError(f"the model failed at op {op} in {where}: {first_line(exc)}") from exc
     finally:
         model.train(was_training)
         for p in model.parameters():
             p.grad = grads.get(id(p))
-    if not rec.cols["name"]:
+    if not len(rec.ops):
         raise RooflineError(f"{root}: the trace recorded no ops (does forward() compute anything?)")
     warnings: list[str] = []
     if rec.item_reads:
         where = ", ".join(f"{k or '(top level)'} x{v}" for k, v in rec.item_reads.items())
         warnings.append(f"data-dependent reads on meta/fake tensors used assumed values ({where}): {ITEM_ASSUMPTION}")
-    if rec.unsupported:
-        warnings.append(f"{len(rec.unsupported)} op type(s) without a FLOP formula counted as 0 FLOPs (bytes kept): "
-                        + ", ".join(sorted(rec.unsupported)))
-    unsupported = [UnsupportedOp(n, int(c), float(b)) for n, (c, b) in sorted(rec.unsupported.items())]
+    unsupported = sorted(rec.ops.unsupported.values(), key=lambda u: u.name)
+    if unsupported:
+        warnings.append(f"{len(unsupported)} op type(s) without a FLOP formula counted as 0 FLOPs (bytes kept): "
+                        + ", ".join(u.name for u in unsupported))
     shapes = [list(t.shape) for t in example_inputs if isinstance(t, torch.Tensor)]
     assumptions = ["FLOPs of mm/addmm/bmm/baddbmm/convolution (and convolution backward) from torch.utils.flop_counter; "
                    "all others from roofline.costs"]
+    if rec.user_ops:
+        assumptions.append("user cost formulas (roofline.costs.register_op) for " + ", ".join(sorted(rec.user_ops)))
     if rec.fused:
         assumptions.append(FUSED_ASSUMPTION)
     if rec.item_reads:
@@ -620,11 +664,10 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
         assumptions.append(BACKWARD_NAMING + "; loss = sum of the floating-point outputs" if loss is None
                            else BACKWARD_NAMING)
     n_params = sum(p.numel() for p in model.parameters())
-    return Workload.from_columns(
+    return rec.ops.build(
         where=root, title=title or f"{root} ({mode})", source=f"torch: {root}",
         assumptions=assumptions, warnings=warnings, unsupported=unsupported,
-        info={"frontend": "torch", "model": root, "mode": mode, "input_shapes": shapes, "parameters": n_params},
-        **rec.cols)
+        info={"frontend": "torch", "model": root, "mode": mode, "input_shapes": shapes, "parameters": n_params})
 
 
 def _sum_loss(torch: Any, out: Any) -> Any:

@@ -36,7 +36,6 @@ environment variable (a positive integer) for a model that really is that big:
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import math
 import re
@@ -47,7 +46,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from roofline import names
 from roofline.errors import RooflineError
+from roofline.names import normalize
 
 #: HF activation names -> keys of roofline.costs.ELEMENTWISE_FLOPS.
 ACTIVATIONS = {
@@ -200,11 +201,6 @@ class Arch:
 
 
 # -- lookup ----------------------------------------------------------------
-def normalize(name: str) -> str:
-    """'meta-llama/Llama-2-7b-hf' -> 'llama27bhf': case and punctuation do not matter."""
-    return re.sub(r"[^a-z0-9]", "", name.lower())
-
-
 @lru_cache(maxsize=1)
 def bundled() -> dict[str, dict[str, Any]]:
     """Every bundled config by its short name, in name order."""
@@ -240,12 +236,7 @@ def list_models() -> list[dict[str, str]]:
 
 def closest(name: str, n: int = 3) -> list[str]:
     """The ``n`` bundled model names closest to ``name``."""
-    key = normalize(name)
-    scored: dict[str, float] = {}
-    for alias, model in _index().items():
-        score = difflib.SequenceMatcher(None, key, alias).ratio()
-        scored[model] = max(scored.get(model, 0.0), score)
-    return [m for m, _ in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+    return names.closest(name, _index(), n)
 
 
 def _config_path(spec: str) -> Path | None:

@@ -164,13 +164,14 @@ def grid_sweep(spec: LLMSpec, *, batches: Sequence[int], contexts: Sequence[int]
                         parse_precision(p[2], "kvbits"), spec.precisions.group_size) for p in precisions]
     b = np.asarray(batches, dtype=float)[:, None, None]
     c = np.asarray(contexts, dtype=float)[None, :, None]
-    ctx = {"context": c} if spec.phase == "decode" else {"prompt": c}
     shape = (len(batches), len(contexts), len(devices), len(precs))
     out = {k: np.empty(shape) for k in ("prefill", "decode", "total")}
     for j, p in enumerate(precs):
         ceil = [device_ceilings(dev, p) for dev in devices]
         arrays = {k: np.asarray([x[k] for x in ceil])[None, None, :] for k in ceil[0]}
-        t = sweep_times(spec.replace(precisions=p), batch=b, **ctx, ceilings=arrays)
+        is_decode = spec.phase == "decode"
+        t = sweep_times(spec.replace(precisions=p), batch=b, context=c if is_decode else None,
+                        prompt=None if is_decode else c, ceilings=arrays)
         for k in out:
             out[k][..., j] = t[k]
     return GridSweep(np.asarray(batches), np.asarray(contexts), [d.name for d in devices], precs,
@@ -286,9 +287,9 @@ def report(analysis: Analysis) -> LLMReport:
     """Read an analysed LLM workload (from :func:`roofline.frontends.llm.from_llm`) as latency,
     throughput and memory facts.  A run that does not fit the device is a finding, not an error."""
     w = analysis.workload
-    if "llm" not in w.info:
-        raise RooflineError("workload was not built by the LLM frontend (no info['llm']); use from_llm")
-    spec = LLMSpec.from_dict(w.info["llm"])
+    spec = w.llm
+    if spec is None:
+        raise RooflineError("workload was not built by the LLM frontend (it has no LLM run); use from_llm")
     dev = analysis.device
     names = w.tables["name"]
     phase_of = np.asarray([n.split(".", 1)[0] for n in names], dtype=object)[w.columns["name"]]
@@ -317,7 +318,7 @@ def report(analysis: Analysis) -> LLMReport:
     mb = max_batch(spec, fp.capacity) if fp.capacity is not None else None
     rb = ridge_batch(spec, dev)  # decode GEMMs: independent of the phase and the lengths
     findings = []
-    if fp.fits is False:
+    if fp.fits is False and fp.capacity is not None:
         findings.append(f"does not fit: needs {fp.total / 1e9:.2f} GB per device (weights {fp.weights / 1e9:.2f} + "
                         f"KV cache {fp.kv_cache / 1e9:.2f} + activations {fp.activations / 1e9:.2f}) but "
                         f"{dev.name} has {fp.capacity / 1e9:.1f} GB" + ("" if mb else "; no batch fits"))

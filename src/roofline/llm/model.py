@@ -29,52 +29,75 @@ from typing import Any
 
 import numpy as np
 
-from roofline.costs import ELEMENTWISE_FLOPS, NORM_AFFINE_FLOPS, NORM_FLOPS, SOFTMAX_FLOPS
+from roofline.costs import (
+    ELEMENTWISE_FLOPS,
+    NORM_AFFINE_FLOPS,
+    NORM_FLOPS,
+    SOFTMAX_FLOPS,
+    aligned_causal_pairs,
+    attention_flops,
+    gemm_flops,
+)
 from roofline.errors import RooflineError
 from roofline.llm.config import Arch, load_arch
-from roofline.workload import Workload
+from roofline.precision import BITS, canonical, wider
+from roofline.workload import PhaseTotals, Workload, WorkloadBuilder
 
+#: The basis columns: values of one step's shape that every coefficient multiplies
+#: (``b`` sequences each adding ``s`` new tokens that see ``S`` keys; see :func:`basis`).
+#:
+#: * ``ONE`` (one): 1, per step whatever its size: weights read once.
+#: * ``SEQ`` (seqs): ``b``, per sequence: lm_head on each sequence's last token.
+#: * ``TOK`` (tokens): ``n = b*s``, per token processed: projections, norms, activations, the cache write.
+#: * ``KEY`` (keys): ``b*S``, per key read: the K and V cache (MLA prefill: the latents decompressed).
+#: * ``PAIR`` (pairs): ``b * aligned_causal_pairs(s, S)``, the visible (causal) query-key pairs: attention FLOPs.
+#: * ``FULL`` (scores): ``b*s*S``, every query-key pair, masked or not: the unfused score tensor's size.
+#: * ``EXP`` (experts): the routed experts the step's tokens touch (:func:`experts_touched`): their weights.
+#: * ``KEYW`` / ``PAIRW`` (keys_window, pairs_window): ``KEY`` and ``PAIR`` for sliding-window layers,
+#:   each query seeing at most the window's keys (equal to ``KEY``/``PAIR`` for a model without them).
 TERMS = ("one", "seqs", "tokens", "keys", "pairs", "scores", "experts", "keys_window", "pairs_window")
 ONE, SEQ, TOK, KEY, PAIR, FULL, EXP, KEYW, PAIRW = range(len(TERMS))
 #: Which roof an op's FLOPs run on: the GEMM precision's matrix roof, the attention
 #: precision's matrix roof, the fp32 vector roof, or the vector roof over the link.
 ROLES = ("gemm", "attn", "vector", "link")
 GEMM, ATTN, VEC, LINK = range(len(ROLES))
+#: What an op's coefficient rows count, per basis term (:func:`evaluate` turns elements into bytes):
+#:
+#: * ``flops``: FLOPs (every coefficient from :mod:`roofline.costs`: ``gemm_flops``, ``attention_flops``,
+#:   the per-element ``ELEMENTWISE_FLOPS``/``NORM_FLOPS``/``SOFTMAX_FLOPS``).
+#: * ``wq``: weight elements read at the weights' precision (quantised: projections, MLP and expert GEMMs).
+#: * ``wu``: weight elements read kept unquantised (16-bit under weight quantisation): the embedding rows
+#:   gathered, lm_head, the router, norm scales/shifts and biases.
+#: * ``ar`` / ``aw``: activation elements read / written (at the activations' precision), including the
+#:   attention score tensor when unfused, MLA prefill's decompressed K and V, and the elements each device
+#:   sends over the link in a collective (all-reduce, logits all-gather).
+#: * ``kr`` / ``kw``: KV-cache elements read / written (at the KV cache's precision; MLA: the latent cache).
+#: * ``xr``: bytes read as they are, not elements: the int64 token ids the embeddings gather with.
 QUANTITIES = ("flops", "wq", "wu", "ar", "aw", "kr", "kw", "xr")
 PHASES = ("prefill", "decode", "generate")
 #: How a step's tokens spread over the routed experts (see :func:`experts_touched`).
 MOE_ROUTINGS = ("expected", "worst", "best")
 #: Accepted precisions: bits -> name, and names (case-insensitive, a few spellings).
-BITS = {32: "fp32", 16: "bf16", 8: "int8", 4: "int4"}
-NAMES = {"fp32": "fp32", "float32": "fp32", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16",
-         "half": "fp16", "fp8": "fp8", "int8": "int8", "int4": "int4"}
-PREC_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+#: Precisions an LLM's weights, activations and KV cache may take (spellings: roofline.precision).
+LLM_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 INDEX_BYTES = 8  # token ids are int64
 SCALE_BYTES = 2  # one fp16 scale per group of int4 values
 
 
 def parse_precision(value: Any, field: str) -> str:
     """16 / '16' / 'bf16' / 'int4' -> a precision name; anything else is a one-line error."""
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value in BITS:
-        return BITS[value]
-    if isinstance(value, str) and value.strip().lower() in NAMES:
-        return NAMES[value.strip().lower()]
+    name = canonical(value)
+    if name in LLM_PRECISIONS:
+        return name
     raise RooflineError(f"{field}: {value!r} is not supported; use 32, 16, 8 or 4 bits, "
-                        f"or one of {', '.join(sorted(set(NAMES.values())))}")
+                        f"or one of {', '.join(LLM_PRECISIONS)}")
 
 
 def element_bytes(precision: str, group_size: int) -> float:
     """Bytes per element; int4 adds one fp16 scale per ``group_size`` values (group-wise quantisation)."""
     if precision == "int4":
         return 0.5 + SCALE_BYTES / group_size
-    return PREC_BITS[precision] / 8
-
-
-def _wider(a: str, b: str) -> str:
-    """The precision a mixed op computes in: the wider of the two; ties go to ``a``."""
-    return a if PREC_BITS[a] >= PREC_BITS[b] else b
+    return BITS[precision] / 8
 
 
 @dataclass(frozen=True)
@@ -94,15 +117,15 @@ class Precisions:
 
     @property
     def gemm(self) -> str:
-        return _wider(self.activations, self.weights)
+        return wider(self.activations, self.weights)
 
     @property
     def attention(self) -> str:
-        return _wider(self.activations, self.kv_cache)
+        return wider(self.activations, self.kv_cache)
 
     @property
     def unquantized(self) -> str:
-        return self.weights if PREC_BITS[self.weights] >= 16 else "bf16"
+        return self.weights if BITS[self.weights] >= 16 else "bf16"
 
     def bytes(self) -> dict[str, float]:
         g = self.group_size
@@ -213,7 +236,6 @@ class _Layer(_Rows):
         self.heads = arch.heads // tp  # per device
         self.norm_flops = NORM_FLOPS[arch.norm] + NORM_AFFINE_FLOPS["scale_shift" if arch.norm_bias else "scale"]
         self.norm_weights = 2 if arch.norm_bias else 1
-        self.act = ELEMENTWISE_FLOPS[arch.activation]
 
     def norm(self, path: str, count: float, width: float) -> None:
         self.add(path, "norm", VEC, count, flops={TOK: self.norm_flops * width}, wu={ONE: self.norm_weights * width},
@@ -225,19 +247,21 @@ class _Layer(_Rows):
         wu = {} if quantized else {ONE: k * n_out}
         if bias:  # biases stay unquantised
             wu[ONE] = wu.get(ONE, 0.0) + n_out
-        self.add(path, "matmul", GEMM, count, flops={tokens: 2 * k * n_out}, wq=wq, wu=wu, ar={tokens: k},
-                 aw={tokens: n_out})
+        self.add(path, "matmul", GEMM, count, flops={tokens: gemm_flops(1, k, n_out)}, wq=wq, wu=wu,
+                 ar={tokens: k}, aw={tokens: n_out})
 
-    def elementwise(self, path: str, count: float, flops_per: float, reads: float, width: float,
-                    term: int = TOK) -> None:
-        self.add(path, "elementwise", VEC, count, flops={term: flops_per * width}, ar={term: reads * width},
-                 aw={term: width})
+    def elementwise(self, path: str, count: float, op: str, reads: float, width: float, term: int = TOK) -> None:
+        """``width`` outputs per ``term`` of ``op`` (a key of ``ELEMENTWISE_FLOPS``) reading ``reads`` inputs each."""
+        self.add(path, "elementwise", VEC, count, flops={term: ELEMENTWISE_FLOPS[op] * width},
+                 ar={term: reads * width}, aw={term: width})
 
     def all_reduce(self, path: str, count: float, width: float) -> None:
         t = self.tp
         if t > 1:
             ring = 2 * (t - 1) / t  # ring all-reduce: bytes each device sends (and receives) per message byte
-            self.add(path, "collective", LINK, count, flops={TOK: (t - 1) / t * width}, ar={TOK: ring * width})
+            # reduce-scatter: each device adds the (t-1) incoming shards of its 1/t of the message
+            self.add(path, "collective", LINK, count, flops={TOK: ELEMENTWISE_FLOPS["add"] * (t - 1) / t * width},
+                     ar={TOK: ring * width})
 
 
 def _embedding(r: _Layer) -> None:
@@ -247,9 +271,9 @@ def _embedding(r: _Layer) -> None:
     r.all_reduce("embed.all_reduce", 1, d)
     if arch.positions == "learned":
         r.add("embed.positions", "embedding", VEC, 1, wu={TOK: d}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
-        r.elementwise("embed.add", 1, 1, 2, d)
+        r.elementwise("embed.add", 1, "add", 2, d)
     if arch.embed_scale:
-        r.elementwise("embed.scale", 1, 1, 1, d)
+        r.elementwise("embed.scale", 1, "mul", 1, d)
 
 
 def _attention(r: _Layer, flash: bool) -> None:
@@ -261,7 +285,7 @@ def _attention(r: _Layer, flash: bool) -> None:
     r.gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
     r.gemm("layers.attn.v_proj", L, d, kv * dv, bias=arch.qkv_bias)
     if arch.positions == "rope":
-        r.elementwise("layers.attn.rope", L, ELEMENTWISE_FLOPS["rope"], 1, (h + kv) * dh)
+        r.elementwise("layers.attn.rope", L, "rope", 1, (h + kv) * dh)
     r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: kv * (dh + dv)}, kw={TOK: kv * (dh + dv)})
     full = L - arch.window_layers
     _attention_core(r, full, "", h, dh, dv, flash, KEY, PAIR, k_read=("kr", kv * dh), v_read=("kr", kv * dv))
@@ -282,21 +306,22 @@ def _mla_attention(r: _Layer, flash: bool) -> None:
         r.gemm("layers.attn.q_proj", L, d, h * (N + R))
     r.gemm("layers.attn.kv_a_proj", L, d, C + R)  # replicated
     r.norm("layers.attn.kv_a_norm", L, C)
-    r.elementwise("layers.attn.rope", L, ELEMENTWISE_FLOPS["rope"], 1, (h + 1) * R)
+    r.elementwise("layers.attn.rope", L, "rope", 1, (h + 1) * R)
     r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: C + R}, kw={TOK: C + R})
     if r.phase == "prefill":
         # naive MLA: decompress every key's latent into per-head K and V, then ordinary attention
-        r.add("layers.attn.kv_b_proj", "matmul", GEMM, L, flops={KEY: 2 * C * h * (N + dv)},
+        r.add("layers.attn.kv_b_proj", "matmul", GEMM, L, flops={KEY: gemm_flops(1, C, h * (N + dv))},
               wq={ONE: C * h * (N + dv)}, kr={KEY: C}, aw={KEY: h * (N + dv)})
         _attention_core(r, L, "", h, N + R, dv, flash, KEY, PAIR,
                         k_read=("ar", h * (N + R)), v_read=("ar", h * dv))
     else:
         # absorbed MLA: W_uk folds into the query, W_uv into the output; attention runs over the latent cache
-        r.add("layers.attn.q_absorb", "matmul", GEMM, L, flops={TOK: 2 * h * N * C}, wq={ONE: h * N * C},
+        # per token, h products (1 x N) @ (N x C), one per head: as many FLOPs as one (h x N) @ (N x C)
+        r.add("layers.attn.q_absorb", "matmul", GEMM, L, flops={TOK: gemm_flops(h, N, C)}, wq={ONE: h * N * C},
               ar={TOK: h * N}, aw={TOK: h * C})
         _attention_core(r, L, "", h, C + R, C, flash, KEY, PAIR, k_read=("kr", C + R), v_read=("kr", C),
                         shared_kv=True)
-        r.add("layers.attn.v_absorb", "matmul", GEMM, L, flops={TOK: 2 * h * C * dv}, wq={ONE: h * C * dv},
+        r.add("layers.attn.v_absorb", "matmul", GEMM, L, flops={TOK: gemm_flops(h, C, dv)}, wq={ONE: h * C * dv},
               ar={TOK: h * C}, aw={TOK: h * dv})
 
 
@@ -306,38 +331,40 @@ def _attention_output(r: _Layer) -> None:
     r.all_reduce("layers.attn.all_reduce", L, d)
     if arch.norms_per_layer == 4:
         r.norm("layers.attn.post_norm", L, d)
-    r.elementwise("layers.attn.residual", L, 1, 2, d)
+    r.elementwise("layers.attn.residual", L, "add", 2, d)
 
 
 def _mlp_block(r: _Layer) -> None:
     """The MLP: dense layers, then MoE layers (router, routed experts, shared experts)."""
-    arch, d, L, t, act = r.arch, r.arch.hidden, r.arch.layers, r.tp, r.act
+    arch, d, L, t, act = r.arch, r.arch.hidden, r.arch.layers, r.tp, r.arch.activation
     r.norm("layers.mlp.norm", L, d)
     dense = L - arch.moe_layers
     _mlp(r, "layers.mlp.", dense, d, arch.intermediate / t, arch.gated, act, arch.mlp_bias)
     if arch.moe_layers:
         E, k, M = arch.experts, arch.top_k, arch.moe_layers
         fe = arch.moe_intermediate / t
-        r.add("layers.moe.router", "matmul", GEMM, M, flops={TOK: 2 * d * E}, wu={ONE: d * E}, ar={TOK: d}, aw={TOK: E})
+        r.gemm("layers.moe.router", M, d, E, quantized=False)
         r.add("layers.moe.topk", "softmax", VEC, M, flops={TOK: SOFTMAX_FLOPS * E}, ar={TOK: E}, aw={TOK: 2 * k})
-        # routed experts: n*k token-expert assignments; weights of the experts touched
+        # routed experts: n*k token-expert assignments, k rows per token; weights of the experts touched
         for proj in (("gate_proj", "up_proj") if arch.gated else ("up_proj",)):
-            r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: 2 * k * d * fe}, wq={EXP: d * fe},
-                  ar={TOK: k * d}, aw={TOK: k * fe})
+            r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: gemm_flops(k, d, fe)},
+                  wq={EXP: d * fe}, ar={TOK: k * d}, aw={TOK: k * fe})
         r.elementwise("layers.moe.experts.act", M, act, 1, k * fe)
         if arch.gated:
-            r.elementwise("layers.moe.experts.mul", M, 1, 2, k * fe)
-        r.add("layers.moe.experts.down_proj", "matmul", GEMM, M, flops={TOK: 2 * k * fe * d}, wq={EXP: fe * d},
-              ar={TOK: k * fe}, aw={TOK: k * d})
+            r.elementwise("layers.moe.experts.mul", M, "mul", 2, k * fe)
+        r.add("layers.moe.experts.down_proj", "matmul", GEMM, M, flops={TOK: gemm_flops(k, fe, d)},
+              wq={EXP: fe * d}, ar={TOK: k * fe}, aw={TOK: k * d})
         shared = arch.shared_experts
         if shared:
             _mlp(r, "layers.moe.shared.", M, d, arch.moe_intermediate * shared / t, arch.gated, act, False)
-        r.add("layers.moe.combine", "elementwise", VEC, M, flops={TOK: (2 * k + (1 if shared else 0)) * d},
+        # weighted sum of the k expert outputs (k fused multiply-adds), plus the shared experts' output
+        combine = k * ELEMENTWISE_FLOPS["fma"] + (ELEMENTWISE_FLOPS["add"] if shared else 0)
+        r.add("layers.moe.combine", "elementwise", VEC, M, flops={TOK: combine * d},
               ar={TOK: (k + (1 if shared else 0)) * d}, aw={TOK: d})
     r.all_reduce("layers.mlp.all_reduce", L, d)
     if arch.norms_per_layer == 4:
         r.norm("layers.mlp.post_norm", L, d)
-    r.elementwise("layers.mlp.residual", L, 1, 2, d)
+    r.elementwise("layers.mlp.residual", L, "add", 2, d)
 
 
 def _lm_head(r: _Layer, all_logits: bool) -> None:
@@ -350,7 +377,7 @@ def _lm_head(r: _Layer, all_logits: bool) -> None:
         r.add("lm_head.all_gather", "collective", LINK, 1, ar={m: (t - 1) / t * V})
 
 
-def _attention_core(r: _Rows, count: float, tag: str, h: float, dk: float, dv: float, flash: bool,
+def _attention_core(r: _Layer, count: float, tag: str, h: float, dk: float, dv: float, flash: bool,
                     keys: int, pairs: int, *, k_read: tuple[str, float], v_read: tuple[str, float],
                     shared_kv: bool = False) -> None:
     """QK^T, softmax, PV (unfused) or one fused op (FlashAttention-style: no score tensor in memory).
@@ -374,29 +401,27 @@ def _attention_core(r: _Rows, count: float, tag: str, h: float, dk: float, dv: f
     if flash:
         # MLA's V is the same latent already read as K: read once
         v_part = () if shared_kv else ((vq, keys, vn),)
-        r.add(path + "sdpa", "attention", ATTN, count, flops={pairs: 2 * h * (dk + dv)}, aw={TOK: h * dv},
+        r.add(path + "sdpa", "attention", ATTN, count, flops={pairs: attention_flops(1, h, dk, dv)}, aw={TOK: h * dv},
               **reads(("ar", TOK, h * dk), (kq, keys, kn), *v_part))
         r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h})  # in registers: no bytes
         return
-    r.add(path + "qk", "attention", ATTN, count, flops={pairs: 2 * h * dk}, aw={FULL: h},
+    r.add(path + "qk", "attention", ATTN, count, flops={pairs: attention_flops(1, h, dk, 0)}, aw={FULL: h},
           **reads(("ar", TOK, h * dk), (kq, keys, kn)))
     r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h}, ar={FULL: h}, aw={FULL: h})
-    r.add(path + "pv", "attention", ATTN, count, flops={pairs: 2 * h * dv}, aw={TOK: h * dv},
+    r.add(path + "pv", "attention", ATTN, count, flops={pairs: attention_flops(1, h, 0, dv)}, aw={TOK: h * dv},
           **reads(("ar", FULL, h), (vq, keys, vn)))
 
 
-def _mlp(r: _Rows, path: str, count: float, d: float, f: float, gated: bool, act: float, bias: bool) -> None:
+def _mlp(r: _Layer, path: str, count: float, d: float, f: float, gated: bool, act: str, bias: bool) -> None:
+    """A dense MLP of width ``f`` (per device): up (and gate) projection, activation ``act``, down projection."""
     if count <= 0:
         return
-    bias_row = {"wu": {ONE: f}} if bias else {}
     for proj in (("gate_proj", "up_proj") if gated else ("up_proj",)):
-        r.add(path + proj, "matmul", GEMM, count, flops={TOK: 2 * d * f}, wq={ONE: d * f}, ar={TOK: d},
-              aw={TOK: f}, **bias_row)
-    r.add(path + "act", "elementwise", VEC, count, flops={TOK: act * f}, ar={TOK: f}, aw={TOK: f})
+        r.gemm(path + proj, count, d, f, bias=bias)
+    r.elementwise(path + "act", count, act, 1, f)
     if gated:
-        r.add(path + "mul", "elementwise", VEC, count, flops={TOK: f}, ar={TOK: 2 * f}, aw={TOK: f})
-    r.add(path + "down_proj", "matmul", GEMM, count, flops={TOK: 2 * f * d}, wq={ONE: f * d}, ar={TOK: f},
-          aw={TOK: d}, **({"wu": {ONE: d}} if bias else {}))
+        r.elementwise(path + "mul", count, "mul", 2, f)
+    r.gemm(path + "down_proj", count, f, d, bias=bias)
 
 
 # -- the basis: one row of term values per configuration ---------------------------
@@ -463,7 +488,7 @@ def basis(arch: Arch, batch: Any, new: Any, lo: Any, hi: Any | None = None,
     out[..., SEQ] = b
     out[..., TOK] = n
     out[..., KEY] = b * S
-    out[..., PAIR] = b * (s * S - s * (s - 1) / 2)  # sum over the new queries of the keys at or before them
+    out[..., PAIR] = b * aligned_causal_pairs(s, S)  # sum over the new queries of the keys at or before them
     out[..., FULL] = n * S
     out[..., EXP] = experts_touched(arch.experts, arch.top_k, n, moe_routing)
     w = arch.sliding_window or math.inf
@@ -706,42 +731,40 @@ def _steps(spec: LLMSpec) -> list[tuple[OpTable, np.ndarray, float]]:
 
 
 def build_workload(spec: LLMSpec) -> Workload:
-    """The per-op :class:`Workload` of ``spec`` (per device), with totals in ``info``."""
+    """The per-op :class:`Workload` of ``spec`` (per device): the run in ``llm``, per-phase totals in ``phases``."""
     eb = spec.precisions.bytes()
     prec = spec.precisions
     role_prec = {GEMM: prec.gemm, ATTN: prec.attention, VEC: "fp32", LINK: "fp32"}
-    cols: dict[str, list[Any]] = {k: [] for k in ("name", "kind", "flops", "bytes_read", "bytes_written", "precision",
-                                                   "unit", "count", "group", "module_type", "level", "weight_bytes")}
-    phase_totals: dict[str, dict[str, float]] = {}
+    ops = WorkloadBuilder()
+    phases: dict[str, PhaseTotals] = {}
     for table, B, mult in _steps(spec):
         v = evaluate(table, B, eb)
         counts = table.counts * mult
-        cols["name"] += table.names
-        cols["group"] += table.names
-        cols["kind"] += table.kinds
-        cols["module_type"] += table.module_types
-        cols["precision"] += [role_prec[int(x)] for x in table.roles]
-        cols["unit"] += ["matrix" if x in (GEMM, ATTN) else "vector" for x in table.roles]
-        cols["level"] += ["interconnect" if x == LINK else "" for x in table.roles]
-        for k in ("flops", "bytes_read", "bytes_written", "weight_bytes"):
-            cols[k].append(v[k][0])
-        cols["count"].append(counts)
-        phase_totals[table.phase] = {
-            "flops": float(v["flops"][0] @ counts),
-            "bytes": float((v["bytes_read"][0] + v["bytes_written"][0]) @ counts),
-            "weight_bytes": float(v["weight_bytes"][0] @ counts),
-            "steps": mult, "tokens": float(B[0, TOK] * mult)}
-    for k in ("flops", "bytes_read", "bytes_written", "weight_bytes", "count"):
-        cols[k] = np.concatenate(cols[k])  # type: ignore[assignment]
-    info = run_info(spec)
-    info["phases"] = phase_totals
+        roles = table.roles.tolist()
+        ops.extend(name=table.names, group=table.names, kind=table.kinds, module_type=table.module_types,
+                   precision=[role_prec[x] for x in roles],
+                   unit=["matrix" if x in (GEMM, ATTN) else "vector" for x in roles],
+                   level=["interconnect" if x == LINK else "" for x in roles],
+                   flops=v["flops"][0].tolist(), bytes_read=v["bytes_read"][0].tolist(),
+                   bytes_written=v["bytes_written"][0].tolist(), weight_bytes=v["weight_bytes"][0].tolist(),
+                   count=counts.tolist())
+        phases[table.phase] = PhaseTotals(
+            flops=float(v["flops"][0] @ counts), bytes=float((v["bytes_read"][0] + v["bytes_written"][0]) @ counts),
+            weight_bytes=float(v["weight_bytes"][0] @ counts), steps=mult, tokens=float(B[0, TOK] * mult))
     title = f"{spec.arch.name} {spec.phase} batch {spec.batch}" + (f" tp {spec.tp}" if spec.tp > 1 else "")
-    return Workload.from_columns(
-        **cols, title=title, source=f"roofline.llm ({spec.arch.source})", info=info,
+    return ops.build(
+        title=title, source=f"roofline.llm ({spec.arch.source})", info=run_info(spec), llm=spec, phases=phases,
         bytes_model=("fused attention (FlashAttention-style, no score tensor in memory); other ops unfused"
                      if spec.flash else "unfused: compulsory traffic per op (every input read once, every output "
                      "written once), attention scores written and read back"),
         assumptions=assumptions(spec), warnings=list(spec.arch.warnings))
+
+
+def memory_bytes(spec: LLMSpec | None) -> float:
+    """What the run keeps in device memory (per device): resident weights + KV cache + activations; 0 for None."""
+    if spec is None:
+        return 0.0
+    return weight_bytes_resident(spec) + float(kv_cache_bytes(spec)) + float(activation_bytes(spec))
 
 
 def run_info(spec: LLMSpec) -> dict[str, Any]:
@@ -754,4 +777,4 @@ def run_info(spec: LLMSpec) -> dict[str, Any]:
             "prompt": spec.prompt, "context": spec.context, "gen": spec.gen, "tp": spec.tp, "flash": spec.flash,
             "all_logits": spec.all_logits, "moe_routing": spec.moe_routing, "precisions": spec.precisions.to_dict(),
             "params": total, "active_params": active, "weight_bytes": weights, "kv_cache_bytes": kv,
-            "activation_bytes": act, "memory_bytes": weights + kv + act, "llm": spec.to_dict()}
+            "activation_bytes": act, "memory_bytes": memory_bytes(spec)}

@@ -5,7 +5,7 @@ Renderers are classes picked by name or by output-file extension
 
     .png .svg .pdf   chart.py   the log-log roofline chart (matplotlib)
     .html .htm       html.py    the interactive, self-contained report (plotly)
-    .json            Analysis.save (roofline.analysis/1)
+    .json            Analysis.save (roofline.analysis/2)
     .csv             export.py  per-op results
     .txt             terminal.py  the terminal tables, as text
 
@@ -93,7 +93,7 @@ class HtmlRenderer(Renderer):
 
 
 class JsonRenderer(Renderer):
-    """The analysis itself (roofline.analysis/1): re-renders identically without the model."""
+    """The analysis itself (roofline.analysis/2): re-renders identically without the model."""
 
     name, extensions = "json", (".json",)
 

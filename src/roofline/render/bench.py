@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from roofline.device import Device
 from roofline.fileio import write_bytes_atomic
 from roofline.text import for_chart
 from roofline.units import format_bandwidth, format_bytes
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 KERNEL_COLORS = {"read": "#1f77b4", "write": "#d62728", "copy": "#2ca02c", "triad": "#222222"}
 
@@ -27,19 +30,17 @@ def plot_bandwidth(device: Device, path: str | Path) -> None:
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    sweep = device.metadata.get("sweep")
-    if not sweep:
-        raise ValueError(f"device {device.name!r} has no bandwidth sweep in its metadata")
-    sizes = sweep["working_set_bytes"]
-    threads = int(device.metadata.get("threads", 1))
+    facts = device.bench
+    if facts is None or facts.sweep is None:
+        raise ValueError(f"device {device.name!r} has no bandwidth sweep (run 'roofline bench')")
+    sizes = facts.sweep.working_set_bytes
     fig, ax = plt.subplots(figsize=(10, 6), dpi=110)
-    for t, curves in sweep["curves"].items():
-        style = "-" if int(t) == threads else "--"
-        for name, values in curves.items():
-            ax.plot(sizes, [v / 1e9 for v in values], style, marker="o" if style == "-" else None, ms=3,
-                    color=KERNEL_COLORS.get(name, "#555555"), lw=1.6 if style == "-" else 1.0,
-                    alpha=1.0 if style == "-" else 0.6,
-                    label=f"{for_chart(name)}, {for_chart(t)} thread{'s' if int(t) > 1 else ''}")
+    for c in facts.sweep.curves:
+        style = "-" if c.threads == facts.threads else "--"
+        ax.plot(sizes, [v / 1e9 for v in c.median], style, marker="o" if style == "-" else None, ms=3,
+                color=KERNEL_COLORS.get(c.kernel, "#555555"), lw=1.6 if style == "-" else 1.0,
+                alpha=1.0 if style == "-" else 0.6,
+                label=f"{for_chart(c.kernel)}, {c.threads} thread{'s' if c.threads > 1 else ''}")
     for m in device.memory:
         ws = m.provenance.details.get("working_set_bytes")
         if not ws:
@@ -49,13 +50,12 @@ def plot_bandwidth(device: Device, path: str | Path) -> None:
                     ((ws[0] * ws[1]) ** 0.5, m.bandwidth / 1e9), xytext=(0, 9), textcoords="offset points",
                     ha="center", va="bottom", fontsize=8, color="#a04000",
                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
-    caches: dict[str, Any] = device.metadata.get("caches_sysfs", {})
-    for level, info in sorted(caches.items()):
-        cap = info.get("capacity")
-        if cap:
-            ax.axvline(cap, color="#777777", ls=":", lw=1)
-            ax.text(cap, 0.98, f" {for_chart(level)} (sysfs) {format_bytes(cap)}", transform=ax.get_xaxis_transform(),
-                    rotation=90, va="top", ha="right", fontsize=7.5, color="#555555")
+    for cache in facts.caches:
+        if cache.capacity:
+            ax.axvline(cache.capacity, color="#777777", ls=":", lw=1)
+            ax.text(cache.capacity, 0.98, f" {for_chart(cache.level)} (sysfs) {format_bytes(cache.capacity)}",
+                    transform=ax.get_xaxis_transform(), rotation=90, va="top", ha="right", fontsize=7.5,
+                    color="#555555")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("working set [bytes, all arrays of the kernel]")
@@ -72,16 +72,19 @@ def plot_roofline(device: Device, path: str | Path) -> None:
     """The measured hierarchical roofline (every level, every precision) with the ERT curve's points."""
     from roofline.render.chart import Point, save_chart
 
-    ert = device.metadata.get("ert") or {}
-    points = [Point(f"ERT {f} FLOP/elem", ai, flops, kind="other", measured=True, weight=0.02)
-              for f, ai, flops in zip(ert.get("flops_per_element", []), ert.get("intensity", []), ert.get("flops", []), strict=False)]
+    ert = device.bench.ert if device.bench is not None else None
     title = f"{device.name}: measured roofline"
-    if ert:
-        title += f" (ERT points; largest deviation {ert['max_deviation']:+.0%} at {ert['at_intensity']:.3g} FLOP/B)"
+    points = []
+    if ert is not None:
+        points = [Point(f"ERT {f:g} FLOP/elem", ai, flops, kind="other", measured=True, weight=0.02)
+                  for f, ai, flops in zip(ert.flops_per_element, ert.intensity, ert.flops, strict=True)]
+        if ert.deviation:
+            title += (f" (ERT points; largest deviation {ert.deviation[ert.worst]:+.0%} at "
+                      f"{ert.intensity[ert.worst]:.3g} FLOP/B)")
     save_chart(device, path, title=title, points=points)
 
 
-def _save(fig: Any, path: str | Path) -> None:
+def _save(fig: Figure, path: str | Path) -> None:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()

@@ -19,19 +19,21 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from roofline.analysis import Analysis
-from roofline.device import ComputeCeiling, Device
+from roofline.device import ComputeCeiling, Device, MemoryCeiling, SpecRoof
 from roofline.summary import Summary, summarize
 from roofline.text import for_chart
 from roofline.units import format_bandwidth, format_flops, scale_for
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.backend_bases import RendererBase
     from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
 
 MEMORY_COLOR = "#d6e6f5"
 COMPUTE_COLOR = "#fbe3c8"
@@ -89,9 +91,9 @@ class _Frame:
     """What one chart draws and where: roofs, slopes, the marked ridge, axis ranges and scale."""
 
     ceilings: Sequence[ComputeCeiling]
-    spec: list[Any]  # theoretical roofs of the precisions drawn
-    mems: list[Any]
-    main: Any
+    spec: list[SpecRoof]  # theoretical roofs of the precisions drawn
+    mems: list[MemoryCeiling]
+    main: MemoryCeiling
     top: ComputeCeiling  # the roof whose ridge is marked
     ridge: float
     x_lo: float
@@ -187,10 +189,14 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
         device, analysis, pts = subject, None, list(points)
     f = _frame(device, pts, summary, analysis, ceilings, levels)
     own = ax is None
-    if own:
+    if ax is None:
         fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
     else:
-        fig = ax.figure
+        from matplotlib.figure import SubFigure
+
+        parent = ax.figure
+        # an Axes in a SubFigure: its root Figure (the one with savefig, the one returned)
+        fig = parent.figure if isinstance(parent, SubFigure) else parent
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(f.x_lo, f.x_hi)
@@ -311,13 +317,19 @@ def _legend(ax: Axes, pts: Sequence[Point], shown_kinds: dict[str, Any]) -> None
                   title="op kind" if shown_kinds else None, title_fontsize=8.5)
 
 
+def _renderer(fig: Figure) -> RendererBase:
+    """``fig`` drawn, and its renderer (label placement measures text in pixels)."""
+    fig.canvas.draw()
+    renderer: RendererBase = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg's; stubs type the base canvas
+    return renderer
+
+
 def _roof_labels(ax: Axes, fig: Figure, roofs: Sequence[tuple[str, float, str]], bandwidth: float, scale: float,
                  x_hi: float) -> None:
     """Label every roof (text, FLOP/s, colour) on its line without overlaps: right end above the line,
     else further left, else below."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    placed: list[Any] = []
+    renderer = _renderer(fig)
+    placed: list[Bbox] = []
     for text, flops, color in sorted(roofs, key=lambda r: -r[1]):  # fastest first
         y = flops / scale
         # a light box: a line passing behind (another roof, a theoretical one) never strikes the label through
@@ -330,18 +342,19 @@ def _roof_labels(ax: Axes, fig: Figure, roofs: Sequence[tuple[str, float, str]],
         rise = ax.transData.transform((1.0, 10.0))[1] - ax.transData.transform((1.0, 1.0))[1]
         line = 10 ** min(box.height / max(rise, 1e-9), 300.0)
         right = [x_hi / 1.15 / (1.15 * width) ** k for k in range(4)]
-        candidates = [(x, y * 1.06, "bottom") for x in right] + [(x, y / 1.06, "top") for x in right]
+        candidates: list[tuple[float, float, Literal["bottom", "top"]]] = [(x, y * 1.06, "bottom") for x in right]
+        candidates += [(x, y / 1.06, "top") for x in right]
         candidates += [(right[0], y / 1.06 / line**j, "top") for j in (1, 2, 3)]  # stacked further down
         for x, ty, va in candidates:
             if x / width < flops / bandwidth:  # the label must sit over its own roof
                 continue
             t.set_position((x, ty))
-            t.set_va(va)
+            t.set_verticalalignment(va)
             if not any(t.get_window_extent(renderer).overlaps(b) for b in placed):
                 break
         else:
             t.set_position(candidates[0][:2])
-            t.set_va("bottom")
+            t.set_verticalalignment("bottom")
         placed.append(t.get_window_extent(renderer))
 
 
@@ -361,8 +374,7 @@ def _slope_label(ax: Axes, text: str, bw_scaled: float, x_lo: float, x_end: floa
 
 def _label_points(ax: Axes, fig: Figure, pts: Sequence[Point], scale: float, max_labels: int) -> None:
     """Greedy non-overlapping labels for the top ``max_labels`` points (by time)."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    renderer = _renderer(fig)
     taken = []  # display-space boxes (x0, y0, x1, y1)
     for p in pts:
         x, y = ax.transData.transform((p.intensity, p.flops / scale))
@@ -402,7 +414,7 @@ def _label_points(ax: Axes, fig: Figure, pts: Sequence[Point], scale: float, max
             inside = box[0] >= ax_box.x0 and box[2] <= ax_box.x1 and box[1] >= ax_box.y0 and box[3] <= ax_box.y1
             if inside and not any(_overlap(box, b) for b in taken):
                 t.set_position((dx, dy))
-                t.set_ha("left" if dx >= 0 else "right")
+                t.set_horizontalalignment("left" if dx >= 0 else "right")
                 taken.append(box)
                 placed = True
                 n += 1

@@ -9,13 +9,16 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from roofline.analysis import Analysis
 from roofline.text import for_csv
 from roofline.workload import COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def result_columns(a: Analysis) -> dict[str, Any]:
@@ -64,9 +67,11 @@ def save_csv(a: Analysis, path: str | Path) -> None:
     write_text_atomic(path, to_csv(a))
 
 
-def to_dataframe(a: Analysis):  # type: ignore[no-untyped-def]
+def to_dataframe(a: Analysis) -> pd.DataFrame:
     """A pandas DataFrame of per-op results, sorted by time (needs pandas)."""
     from roofline.errors import require
 
-    pd = require("pandas", "all")
+    require("pandas", "all")  # MissingExtraError naming the extra when pandas is missing
+    import pandas as pd
+
     return pd.DataFrame(result_columns(a)).iloc[a.order()].reset_index(drop=True)

@@ -1,0 +1,204 @@
+"""Systems: one device type, devices per node, nodes, and the network tiers that join them (the system format).
+
+A :class:`System` is what a parallel run executes on: ``devices_per_node`` x
+``nodes`` copies of one :class:`~roofline.device.Device`, joined by network
+tiers, each with the bandwidth it gives, its latency (alpha, per message step)
+and its topology.  A tier's scope is ``node`` (NVLink/NVSwitch, Infinity Fabric,
+ICI inside a slice) or ``cluster`` (InfiniBand, RoCE, Ethernet between nodes).
+File quantities take units ('450 GB/s', '3 us') or SI base units (B/s, s).
+
+``roofline.system/1``::
+
+    {"schema": "roofline.system/1", "name": "DGX H100 x 4", "device": "h100",
+     "devices_per_node": 8, "nodes": 4,
+     "tiers": [{"name": "NVLink 4", "scope": "node", "bandwidth": "450 GB/s", "latency": "3 us",
+                "topology": "switch", "in_switch_reduction": true, "provenance": {...}},
+               {"name": "InfiniBand NDR", "scope": "cluster", "bandwidth": "50 GB/s", "nics_per_node": 8,
+                "latency": "5 us", "topology": "switch"}]}
+
+``device`` is a catalog name or a device object (``roofline.device/2``).  A node
+tier's ``bandwidth`` is per device and direction; a cluster tier's is per NIC
+and direction, ``nics_per_node`` of them shared by the node's devices.  A torus
+gives its ``dims`` (their product: the devices in the tier's scope).
+
+>>> s = System.from_dict({"schema": "roofline.system/1", "name": "pair", "device": "h100", "devices_per_node": 2,
+...                       "nodes": 2, "tiers": [{"name": "NVLink", "scope": "node", "bandwidth": "450 GB/s",
+...                       "latency": "3 us"}, {"name": "IB", "scope": "cluster", "bandwidth": "50 GB/s",
+...                       "nics_per_node": 1, "latency": "5 us"}]})
+>>> s.devices, s.tier("cluster").per_device_bandwidth(s.devices_per_node) / 1e9
+(4, 25.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline.device import Device, Provenance
+from roofline.errors import RooflineError
+from roofline.fileio import as_bool, as_int, as_list, as_object, as_str, shown
+from roofline.units import parse_quantity
+
+SYSTEM_SCHEMA = "roofline.system/1"
+SCOPES = ("node", "cluster")
+TOPOLOGIES = ("ring", "switch", "torus")
+
+
+@dataclass(frozen=True)
+class NetworkTier:
+    """One level of the network: bandwidth per device (node) or per NIC (cluster), latency, topology."""
+
+    name: str
+    scope: str
+    bandwidth: float
+    latency: float
+    topology: str = "switch"
+    nics_per_node: int = 0
+    dims: tuple[int, ...] = ()
+    in_switch_reduction: bool = False
+    provenance: Provenance = field(default_factory=Provenance)
+
+    def per_device_bandwidth(self, devices_per_node: int) -> float:
+        """Bandwidth one device gets through this tier, one direction: a cluster tier's NICs are shared."""
+        if self.scope == "node":
+            return self.bandwidth
+        return self.bandwidth * self.nics_per_node / devices_per_node
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "scope": self.scope, "bandwidth": self.bandwidth,
+                               "latency": self.latency, "topology": self.topology}
+        if self.nics_per_node:
+            out["nics_per_node"] = self.nics_per_node
+        if self.dims:
+            out["dims"] = list(self.dims)
+        if self.in_switch_reduction:
+            out["in_switch_reduction"] = True
+        out["provenance"] = self.provenance.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Any, f: str, where: str) -> NetworkTier:
+        as_object(d, f, where)
+        for key in ("name", "scope", "bandwidth", "latency"):
+            if d.get(key) is None:
+                raise RooflineError(f"{f}: missing field {key!r}", where=where)
+        scope = _choice(d["scope"], SCOPES, f"{f}.scope", where)
+        topology = _choice(d.get("topology") or "switch", TOPOLOGIES, f"{f}.topology", where)
+        nics = as_int(d.get("nics_per_node") or 0, f"{f}.nics_per_node", where, minimum=0, maximum=1024)
+        if scope == "cluster" and nics < 1:
+            raise RooflineError(f"{f}: a cluster tier needs nics_per_node (its bandwidth is per NIC)", where=where)
+        dims = tuple(as_int(x, f"{f}.dims[{i}]", where, minimum=1, maximum=2**20)
+                     for i, x in enumerate(as_list(d.get("dims") or [], f"{f}.dims", where)))
+        if (topology == "torus") != bool(dims):
+            raise RooflineError(f"{f}: 'dims' is given for a torus and only for a torus, got topology "
+                                f"{shown(topology)} with dims {list(dims)}", where=where)
+        return cls(as_str(d["name"], f"{f}.name", where, empty=False), scope,
+                   _positive(d["bandwidth"], "bandwidth", f"{f}.bandwidth", where),
+                   _latency(d["latency"], f"{f}.latency", where), topology, nics, dims,
+                   as_bool(d.get("in_switch_reduction") or False, f"{f}.in_switch_reduction", where),
+                   Provenance.from_dict(d.get("provenance") or {}, where, field_name=f"{f}.provenance"))
+
+
+@dataclass(frozen=True)
+class System:
+    """``devices_per_node`` x ``nodes`` devices joined by ``tiers`` (at most one per scope)."""
+
+    name: str
+    device: Device
+    devices_per_node: int
+    nodes: int
+    tiers: tuple[NetworkTier, ...]
+
+    @property
+    def devices(self) -> int:
+        return self.devices_per_node * self.nodes
+
+    def tier(self, scope: str) -> NetworkTier:
+        """The tier of ``scope`` ('node' or 'cluster'); a one-line error when the system has none."""
+        for t in self.tiers:
+            if t.scope == scope:
+                return t
+        raise RooflineError(f"system {shown(self.name)} has no {scope} tier")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SYSTEM_SCHEMA, "name": self.name, "device": self.device.to_dict(),
+                "devices_per_node": self.devices_per_node, "nodes": self.nodes,
+                "tiers": [t.to_dict() for t in self.tiers]}
+
+    @classmethod
+    def from_dict(cls, d: Any, *, where: str = "system") -> System:
+        """Validate a ``roofline.system/1`` object field by field and build it."""
+        as_object(d, "system", where)
+        if d.get("schema") != SYSTEM_SCHEMA:
+            raise RooflineError(f"schema: expected {SYSTEM_SCHEMA!r}, got {shown(d.get('schema'))}", where=where)
+        for key in ("name", "device", "devices_per_node", "nodes", "tiers"):
+            if d.get(key) is None:
+                raise RooflineError(f"missing field {key!r}", where=where)
+        per_node = as_int(d["devices_per_node"], "devices_per_node", where, minimum=1, maximum=2**16)
+        nodes = as_int(d["nodes"], "nodes", where, minimum=1, maximum=2**20)
+        tiers = tuple(NetworkTier.from_dict(t, f"tiers[{i}]", where)
+                      for i, t in enumerate(as_list(d["tiers"], "tiers", where)))
+        for scope, needed, devices in (("node", per_node > 1, per_node), ("cluster", nodes > 1, per_node * nodes)):
+            found = [t for t in tiers if t.scope == scope]
+            if len(found) > 1:
+                raise RooflineError(f"tiers: {len(found)} {scope} tiers; give at most one per scope", where=where)
+            if needed and not found:
+                raise RooflineError(f"tiers: {devices} devices across {'a node' if scope == 'node' else 'nodes'} "
+                                    f"need a {scope} tier", where=where)
+            if found and found[0].dims and math.prod(found[0].dims) != devices:
+                raise RooflineError(f"tiers: the {scope} torus {'x'.join(map(str, found[0].dims))} holds "
+                                    f"{math.prod(found[0].dims)} devices, the system {devices}", where=where)
+        return cls(as_str(d["name"], "name", where, empty=False), _device(d["device"], where), per_node, nodes, tiers)
+
+    @classmethod
+    def load(cls, path: str | Path) -> System:
+        from roofline.fileio import read_json, shown_path
+
+        return cls.from_dict(read_json(path), where=shown_path(path))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def _device(raw: Any, where: str) -> Device:
+    if isinstance(raw, str):
+        from roofline.catalog import get_device
+
+        try:
+            return get_device(raw)
+        except RooflineError as exc:
+            raise RooflineError(f"device: {exc}", where=where) from None
+    if isinstance(raw, Mapping):
+        return Device.from_dict(raw, where=f"{where} device")
+    raise RooflineError(f"device must be a catalog name or a device object, got {shown(raw)}", where=where)
+
+
+def _choice(raw: Any, allowed: tuple[str, ...], f: str, where: str) -> str:
+    value = as_str(raw, f, where)
+    if value not in allowed:
+        raise RooflineError(f"{f} {shown(value)} is not one of {', '.join(allowed)}", where=where)
+    return value
+
+
+def _positive(raw: Any, kind: str, f: str, where: str) -> float:
+    try:
+        value = parse_quantity(raw, kind, field=f)
+    except RooflineError as exc:
+        raise RooflineError(str(exc), where=where) from None
+    if not value > 0:
+        raise RooflineError(f"{f} must be above 0, got {shown(raw)}", where=where)
+    return value
+
+
+def _latency(raw: Any, f: str, where: str) -> float:
+    try:
+        value = parse_quantity(raw, "seconds", field=f)
+    except RooflineError as exc:
+        raise RooflineError(str(exc), where=where) from None
+    if value < 0:
+        raise RooflineError(f"{f} must be 0 or more, got {shown(raw)}", where=where)
+    return value
