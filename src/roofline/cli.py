@@ -11,6 +11,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from typing import NoReturn
 
 from roofline.errors import RooflineError
 from roofline.text import one_line
@@ -22,7 +23,7 @@ ORDER = ("demo", "devices", "device", "plot", "analyze", "llm", "torch", "hf", "
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         # the message quotes what was typed: control characters shown, not run
         print(one_line(f"roofline: error: {self.prog}: {message} (see '{self.prog} --help')"), file=sys.stderr)
         raise SystemExit(2)

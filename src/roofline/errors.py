@@ -6,6 +6,8 @@ exit code 2; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 
 class RooflineError(ValueError):
     """Bad user input: a one-line message naming the file, field and value."""
@@ -34,7 +36,7 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def require(module: str, extra: str):  # type: ignore[no-untyped-def]
+def require(module: str, extra: str) -> ModuleType:
     """Import an optional dependency lazily or fail with the extra to install."""
     import importlib
 

@@ -143,8 +143,30 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
     return analyze(work, dev, above_roof_tolerance=timing.tolerance())
 
 
+class Kernel:
+    """A function with declared FLOPs and bytes (numbers or functions of its arguments): it runs
+    unchanged, and ``measure(*args, ...)`` times it against a device (see :func:`kernel`)."""
+
+    def __init__(self, fn: Callable[..., Any], flops: float | Callable[..., float],
+                 bytes: float | Callable[..., float], name: str | None, kind: str, precision: str | None,
+                 unit: str) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn, self.flops, self.bytes = fn, flops, bytes
+        self.name, self.kind, self.precision, self.unit = name or fn.__name__, kind, precision, unit
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return self.fn(*args, **kw)
+
+    def measure(self, *args: Any, device: Device | str | None = None, repeats: int = 20, warmup: int = 3,
+                kwargs: Mapping[str, Any] | None = None, sync: Callable[[], Any] | None = None) -> Analysis:
+        return measure_callable(self.fn, *args, flops=self.flops, bytes=self.bytes, device=device, repeats=repeats,
+                                warmup=warmup, name=self.name, kind=self.kind, precision=self.precision,
+                                unit=self.unit, kwargs=kwargs, sync=sync)
+
+
 def kernel(flops: float | Callable[..., float], bytes: float | Callable[..., float], *, name: str | None = None,
-           kind: str = "other", precision: str | None = None, unit: str = "vector") -> Callable[[Callable[..., Any]], Any]:
+           kind: str = "other", precision: str | None = None, unit: str = "vector"
+           ) -> Callable[[Callable[..., Any]], Kernel]:
     """Declare a function's FLOPs and bytes (numbers or functions of its arguments) so it can be measured.
 
     The function runs unchanged; ``f.measure(*args, device=..., repeats=...)`` returns its Analysis.
@@ -155,25 +177,12 @@ def kernel(flops: float | Callable[..., float], bytes: float | Callable[..., flo
     ... def double(x):
     ...     return x * 2.0
     >>> a = double.measure(np.ones(1000), repeats=3, device=Device.simple("c", "1 GFLOP/s", "1 GB/s"))
-    >>> a.workload.strings("name", 0)
-    'double'
+    >>> a.workload.strings("name", 0), double(np.ones(2)).tolist(), double.__name__
+    ('double', [2.0, 2.0], 'double')
     """
 
-    def wrap(fn: Callable[..., Any]) -> Any:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kw: Any) -> Any:
-            return fn(*args, **kw)
-
-        def measure_it(*args: Any, device: Device | str | None = None, repeats: int = 20, warmup: int = 3,
-                       kwargs: Mapping[str, Any] | None = None, sync: Callable[[], Any] | None = None) -> Analysis:
-            return measure_callable(fn, *args, flops=flops, bytes=bytes, device=device, repeats=repeats,
-                                    warmup=warmup, name=name or fn.__name__, kind=kind, precision=precision,
-                                    unit=unit, kwargs=kwargs, sync=sync)
-
-        wrapper.measure = measure_it  # type: ignore[attr-defined]
-        wrapper.flops = flops  # type: ignore[attr-defined]
-        wrapper.bytes = bytes  # type: ignore[attr-defined]
-        return wrapper
+    def wrap(fn: Callable[..., Any]) -> Kernel:
+        return Kernel(fn, flops, bytes, name, kind, precision, unit)
 
     return wrap
 
@@ -187,7 +196,8 @@ def _locate_failure(model: Any, call: Callable[[], Any]) -> tuple[str, str]:
     state = {"op": "(before the first op)"}
 
     class Watch(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                               kwargs: dict[str, Any] | None = None) -> Any:
             state["op"] = str(func.overloadpacket.__name__)
             return func(*args, **(kwargs or {}))
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_output_options, check_outputs, emit
 from roofline.errors import RooflineError
+
+if TYPE_CHECKING:
+    from roofline.llm.metrics import BatchSweep
 
 EPILOG = """examples:
   roofline llm llama-2-7b --device a100 --phase decode --batch 1 --context 1024
@@ -124,7 +128,7 @@ def list_text() -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows)
 
 
-def sweep_text(sw) -> str:  # type: ignore[no-untyped-def]
+def sweep_text(sw: BatchSweep) -> str:
     """Rows at powers of two (and the last batch) of a batch sweep."""
     from roofline.units import format_bytes, format_seconds
 

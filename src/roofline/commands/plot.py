@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_point(text: str):  # type: ignore[no-untyped-def]
+def parse_point(text: str) -> tuple[str, float, float, float]:
     """'name:flops:bytes[:seconds]' -> Op fields; numbers accept SI prefixes ('2.2T', '4e9', '1.5ms')."""
     from roofline.units import parse_quantity
 

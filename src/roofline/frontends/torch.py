@@ -497,7 +497,8 @@ def _modes(torch: Any, rec: _Recorder) -> tuple[Any, Any]:
     record = rec.record
 
     class Dispatch(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                               kwargs: dict[str, Any] | None = None) -> Any:
             kwargs = kwargs or {}
             rec.current_op = func
             if func is local_scalar and _is_abstract(args[0]):
@@ -518,7 +519,8 @@ def _modes(torch: Any, rec: _Recorder) -> tuple[Any, Any]:
     rms = getattr(torch.nn.functional, "rms_norm", None)
 
     class Function(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                               kwargs: dict[str, Any] | None = None) -> Any:
             kwargs = kwargs or {}
             if rec.paused or (func is not sdpa and func is not rms):
                 return func(*args, **kwargs)

@@ -9,6 +9,7 @@ import io
 import math
 import shutil
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,13 +20,15 @@ from roofline.text import display, for_terminal, visible
 from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from roofline.llm.metrics import LLMReport
 
 GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "module_type": "module_type",
               "kind": "kind", "op": "module_type", "node": "name", "name": "name", "precision": "precision"}
 
 
-def _console(color: bool):  # type: ignore[no-untyped-def]
+def _console(color: bool) -> Console:
     from rich.console import Console
 
     width = max(shutil.get_terminal_size((180, 40)).columns, 150)
@@ -135,7 +138,7 @@ def _ai(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.3g}"
 
 
-def _opt(x: float, fmt) -> str:  # type: ignore[no-untyped-def]
+def _opt(x: float | None, fmt: Callable[[float], str]) -> str:
     return "-" if x is None or not np.isfinite(x) else fmt(x)
 
 
