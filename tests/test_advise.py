@@ -149,7 +149,7 @@ def test_no_lever_found():
 def test_headroom_uses_measured_time():
     a = analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9, measured_seconds=1.0)]), CPU)
     adv = advise(a, devices=False)
-    assert "x2.5 to the roof" in adv.headroom  # measured 1 s vs roofline 4e9 / 10e9 = 0.4 s
+    assert "2.5x the roofline time" in adv.headroom  # measured 1 s vs roofline 4e9 / 10e9 = 0.4 s
 
 
 def test_roofline_advise_is_callable_after_the_submodule_is_imported():

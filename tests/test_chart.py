@@ -25,12 +25,18 @@ def test_axes_include_every_point_and_ridge():
     fig = plot(a)
     ax = fig.axes[0]
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    scale = 1e15 if "PFLOP" in ax.get_ylabel() else 1e12
+    # the data are plotted in a display scale; a tick's label ('100 TFLOP/s') over its value gives it
+    from roofline.units import parse_quantity
+
+    fig.canvas.draw()
+    tick, label = next((v, t.get_text()) for v, t in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)
+                       if t.get_text() and y0 <= v <= y1)
+    scale = parse_quantity(label, "flops") / tick
+    assert scale in (1e12, 1e15)  # an H100 chart is drawn in TFLOP/s or PFLOP/s
     for p in points_of(a):
         assert x0 < p.intensity < x1 and y0 < p.flops / scale < y1
     for c in dev.compute:
         assert x0 < c.flops / dev.main_memory.bandwidth < x1
-    assert "TFLOP/s" in ax.get_ylabel() or "PFLOP/s" in ax.get_ylabel()
 
 
 def test_roofs_slopes_ridge_and_regions_are_labelled():
@@ -40,7 +46,10 @@ def test_roofs_slopes_ridge_and_regions_are_labelled():
     t = " | ".join(texts(ax))
     assert "fp32 vector 100 GFLOP/s" in t and "DRAM 10 GB/s" in t and "ridge 10 FLOP/B" in t
     assert "memory-bound" in t and "compute-bound" in t and "app" in t
-    assert ax.get_ylabel() == "performance [GFLOP/s]"
+    # the ticks carry the unit ('100 GFLOP/s'), so the axis title does not repeat a scale
+    assert ax.get_ylabel() == "performance"
+    ax.figure.canvas.draw()
+    assert "100 GFLOP/s" in [t.get_text() for t in ax.get_yticklabels()]
     # two shaded regions meeting at the ridge: 100 GFLOP/s / 10 GB/s = 10 FLOP/B
     memory, compute = sorted(ax.patches, key=lambda p: p.get_x())[:2]
     assert memory.get_x() + memory.get_width() == pytest.approx(10) and compute.get_x() == pytest.approx(10)
@@ -76,3 +85,52 @@ def test_device_only_chart_draws_every_ceiling():
     t = " | ".join(texts(ax))
     for c in dev.compute:
         assert c.label in t
+
+
+def test_plotting_never_switches_the_backend(tmp_path):
+    """A notebook's backend stays what it was: charts are built on their own Agg canvas, without pyplot."""
+    import sys
+
+    import matplotlib
+
+    from roofline.catalog import get_device
+    from roofline.frontends import llm
+    from roofline.render.bench import plot_roofline
+    from roofline.render.chart import chart_bytes, save_chart
+    from roofline.render.compare import compare_chart_bytes
+    from roofline.render.sweep import plot_sweep
+
+    before = matplotlib.get_backend()
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    figures = pyplot.get_fignums() if pyplot is not None else []
+    matplotlib.use("svg")  # any backend but Agg: the one the user's notebook runs on
+    try:
+        dev = get_device("h100")
+        a = analyze(many_ops(12), dev)
+        fig = plot(a)
+        assert matplotlib.get_backend() == "svg"
+        assert type(fig).__name__ == "RooflineFigure" and fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert chart_bytes(a, "svg").lstrip().startswith(b"<?xml")
+        save_chart(dev, tmp_path / "d.pdf")
+        plot_roofline(Device.simple("cpu", "100 GFLOP/s", "10 GB/s", kind="cpu"), tmp_path / "roof.png")
+        compare_chart_bytes([a, analyze(many_ops(12), get_device("a100"))])
+        spec = llm.make_spec("llama-2-7b", phase="decode", batch=1)
+        plot_sweep(llm.batch_sweep(spec, dev, [1, 2, 4, 8]), str(tmp_path / "sweep.png"))
+        assert matplotlib.get_backend() == "svg"
+        if pyplot is None:  # nothing imported pyplot on the way (a notebook's plt.show() is left alone)
+            assert "matplotlib.pyplot" not in sys.modules
+        else:
+            assert pyplot.get_fignums() == figures  # no figure registered with pyplot
+    finally:
+        matplotlib.use(before)
+
+
+def test_y_ticks_have_one_style():
+    from roofline.catalog import get_device
+
+    fig = plot(analyze(many_ops(12), get_device("h100")))
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim()
+    labels = [t.get_text() for loc, t in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True) if lo <= loc <= hi]
+    assert labels and all(t.endswith("FLOP/s") and "^" not in t and "e" not in t.split()[0] for t in labels), labels

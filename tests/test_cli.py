@@ -146,13 +146,13 @@ def test_bad_workload_files_exit_2_and_write_nothing(tmp_path, capsys):
                                    "app:1:2:fast"])
 def test_malformed_points(capsys, tmp_path, point):
     chart = tmp_path / "never.png"
-    code, _, err = run(capsys, "plot", "--peak", "1T", "--bandwidth", "1G", "--point", point, "-o", str(chart))
+    code, _, err = run(capsys, "plot", "--peak", "1TFLOP/s", "--bandwidth", "1GB/s", "--point", point, "-o", str(chart))
     assert_one_line_error(code, err, "--point")
     assert not chart.exists()
 
 
 def test_unknown_chart_extension_lists_valid(capsys, tmp_path):
-    code, _, err = run(capsys, "plot", "--peak", "1T", "--bandwidth", "1G", "--point", "a:1:1", "-o",
+    code, _, err = run(capsys, "plot", "--peak", "1TFLOP/s", "--bandwidth", "1GB/s", "--point", "a:1:1", "-o",
                        str(tmp_path / "c.bmp"))
     assert_one_line_error(code, err, ".png", ".svg", ".pdf")
 
@@ -171,3 +171,98 @@ def test_every_command_has_help_with_example(capsys):
     for name, p in sub.choices.items():
         text = p.format_help()
         assert "example" in text and f"roofline {name}" in text, name
+
+
+# -- issue 14, item 8: the CLI ---------------------------------------------------------
+
+def test_torch_module_callable_from_the_current_directory(tmp_path, monkeypatch, capsys):
+    """MODULE:CALLABLE finds a module in the current directory without PYTHONPATH, as ``python -m`` does."""
+    pytest.importorskip("torch")
+    (tmp_path / "issue14_lm.py").write_text(
+        "import torch\n\n"
+        "def make():\n"
+        "    return torch.nn.Linear(4, 8), (torch.zeros(2, 4),)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.delitem(sys.modules, "issue14_lm", raising=False)
+    assert str(tmp_path) not in sys.path and "" not in sys.path  # only the command's own import adds it
+    out = tmp_path / "a.json"
+    code, _, err = run(capsys, "torch", "issue14_lm:make", "--device", "h100", "--json", str(out))
+    assert code == 0, err
+    totals = json.loads(out.read_text())["totals"]
+    # Linear(4, 8) on a 2x4 input: addmm 2 x (2 rows x 4 in x 8 out) = 128 FLOPs; fp32 bytes: input 2*4*4 = 32,
+    # weight 4*8*4 = 128, bias 8*4 = 32, output 2*8*4 = 64 -> 256
+    assert totals["flops"] == 128 and totals["bytes"] == 256
+    assert str(tmp_path) not in sys.path  # removed again after the import
+
+
+def test_torch_module_not_found_says_where_it_looked(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "torch", "issue14_missing.lm:build", "--device", "h100")
+    assert_one_line_error(code, err, "cannot import module 'issue14_missing.lm': no module named 'issue14_missing' "
+                                     f"in the current directory ({tmp_path}) or on sys.path",
+                          "PYTHONPATH", "path/to/issue14_missing/lm.py:build")
+
+
+def test_mistyped_command_suggests_the_closest(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["devcies"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    # normalised 'devcies' vs 'devices': difflib ratio 2*6/14 = 0.86, the best (vs 'device' 2*5/13 = 0.77); neither
+    # contains 'devcies', so one suggestion; one line, the program named once
+    assert err == "roofline: error: unknown command 'devcies'; did you mean 'devices'? (see 'roofline --help')\n"
+    with pytest.raises(SystemExit):
+        main(["dev"])
+    # 'dev' is contained in both 'device' (ratio 2*3/9 + 0.5 = 1.17, the best) and 'devices' (2*3/10 + 0.5 = 1.1)
+    assert "unknown command 'dev'; did you mean 'device' or 'devices'?" in capsys.readouterr().err
+
+
+def test_subcommand_usage_errors_name_the_program_once(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["compare"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("roofline: error: compare: the following arguments are required: WORKLOAD_OR_MODEL, "
+                          "--devices (see 'roofline compare --help')")
+
+
+@pytest.mark.parametrize("peak,bandwidth,message", [
+    # a bare 10 on the command line was read as 10 B/s: refused, the example keeps the number with a G prefix
+    ("100GFLOP/s", "10", "--bandwidth '10': give a unit, e.g. '10 GB/s' (a bare number would be 10 B/s)"),
+    ("100", "10GB/s", "--peak '100': give a unit, e.g. '100 GFLOP/s' (a bare number would be 100 FLOP/s)"),
+    # 1e12 FLOP/s = 1 TFLOP/s: an exponent is already scaled, so the example uses the base unit
+    ("1e12", "10GB/s", "--peak '1e12': give a unit, e.g. '1e12 FLOP/s' (a bare number would be 1 TFLOP/s)"),
+    # a prefix alone is no unit: its own prefix is kept in the example
+    ("1T", "10GB/s", "--peak '1T': give a unit, e.g. '1 TFLOP/s'"),
+    ("1TFLOP/s", "10 Gi", "--bandwidth '10 Gi': give a unit, e.g. '10 GiB/s'"),
+])
+def test_bare_numbers_for_peak_and_bandwidth_are_refused(tmp_path, capsys, peak, bandwidth, message):
+    chart = tmp_path / "never.png"
+    code, _, err = run(capsys, "plot", "--peak", peak, "--bandwidth", bandwidth, "--point", "a:1:1", "-o", str(chart))
+    assert_one_line_error(code, err)
+    assert err == f"roofline: error: {message}\n"
+    assert not chart.exists()
+
+
+def test_quantities_with_units_and_unit_free_points_still_work(capsys):
+    # '10 G B/s' (spaces inside) is 10 GB/s; the point's 0.8G FLOPs and 4G bytes stay unit-free SI numbers:
+    # AI 0.8e9 / 4e9 = 0.2 FLOP/B, attainable min(100, 0.2 x 10) = 2 GFLOP/s
+    code, out, err = run(capsys, "plot", "--peak", "100 GFLOPS", "--bandwidth", "10 G B/s", "--point", "app:0.8G:4G")
+    assert code == 0, err
+    assert "memory-bound" in out and "2 GFLOP/s" in out
+
+
+def test_llm_and_compare_share_the_phase_default():
+    from roofline.cli import build_parser
+    from roofline.llm.model import LLMSpec
+
+    parser = build_parser()
+    llm = parser.parse_args(["llm", "llama-3-8b", "--device", "h100"])
+    compare = parser.parse_args(["compare", "llama-3-8b", "--devices", "h100"])
+    # both take the library's own default, LLMSpec.phase = "generate" (compare used to default to decode)
+    assert llm.phase == compare.phase == LLMSpec.phase == "generate"
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    helps = {name: next(a.help for a in sub.choices[name]._actions if a.dest == "phase") for name in ("llm", "compare")}
+    assert helps["llm"] == helps["compare"] == "default generate (prefill + decode)"

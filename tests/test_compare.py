@@ -126,3 +126,55 @@ def test_llm_generate_tokens_per_second_are_output_tokens(tmp_path):
     row = json.loads(out.read_text())["rows"][0]
     t = analyze(from_llm("llama-3-8b", phase="generate", batch=8), get_device("h100")).total_time
     assert row["tokens_per_s"] == pytest.approx(8 * 256 / t)  # 8 sequences x 256 generated tokens, prompt excluded
+
+
+def test_llm_default_phase_is_generate_as_in_roofline_llm(tmp_path):
+    from roofline.frontends.llm import from_llm
+
+    out = tmp_path / "r.json"
+    assert main(["compare", "llama-3-8b", "--devices", "h100", "--json", str(out)]) == 0  # no --phase
+    doc = json.loads(out.read_text())
+    assert doc["workload"] == "llama-3-8b generate batch 1"
+    t = analyze(from_llm("llama-3-8b", phase="generate", batch=1), get_device("h100")).total_time
+    # generate, batch 1: 1 sequence x 256 generated tokens (the --gen default) in the whole run's time
+    assert doc["rows"][0]["time_s"] == pytest.approx(t) and doc["rows"][0]["tokens_per_s"] == pytest.approx(256 / t)
+
+
+def test_precision_without_a_roof_says_what_it_runs_as(tmp_path, capsys):
+    pytest.importorskip("plotly")
+    _, p = workload_file(tmp_path)
+    out, html = tmp_path / "r.json", tmp_path / "r.html"
+    assert main(["compare", str(p), "--devices", "a100,h100", "--precision", "fp8", "--json", str(out),
+                 "--html", str(html)]) == 0
+    rows = {r["device"]: r for r in json.loads(out.read_text())["rows"]}
+    a100, h100 = rows["NVIDIA A100 SXM4 80GB"], rows["NVIDIA H100 SXM5 80GB"]
+    # A100 has no fp8 roof (fp16/bf16 matrix 312 TFLOP/s, fp32 vector 19.5 TFLOP/s, HBM 2.039 TB/s). At fp8:
+    #   gemm (matrix): fp8 -> fp16 matrix: 2 x 4096^3 = 137.4 GFLOP / 312 TFLOP/s = 440.5 us, against
+    #     3 x 4096^2 x 1 B = 50.3 MB / 2.039 TB/s = 24.7 us: compute, 440.5 us
+    #   softmax (vector): fp8, fp16, bf16: no vector roof -> fp32 vector: 5 x 4096^2 = 83.9 MFLOP / 19.5 TFLOP/s
+    #     = 4.3 us, against its fp32 bytes (4096^2 read + 4096^2 written x 4 B = 134.2 MB) quartered at fp8,
+    #     2 x 4096^2 = 33.6 MB / 2.039 TB/s
+    #     = 16.5 us: memory, 16.5 us
+    # fp16 carries the most time, then fp32
+    assert a100["precision"] == "fp8" and a100["runs_as"] == "fp16/fp32"
+    assert a100["note"] == "fp8 runs as fp16/fp32 on NVIDIA A100 SXM4 80GB (no fp8 roof)"
+    assert a100["time_s"] == pytest.approx(2 * 4096**3 / 312e12 + 2 * 4096**2 / 2.039e12)
+    # H100 has an fp8 matrix roof: native, no note (its softmax on the fp16 vector roof is no fp8 shortfall)
+    assert h100["runs_as"] is None and h100["note"] is None
+    text = capsys.readouterr().out
+    assert "NVIDIA A100 SXM4 80GB            fp8->fp16/fp32" in text
+    assert "note: fp8 runs as fp16/fp32 on NVIDIA A100 SXM4 80GB (no fp8 roof)" in text
+    page = html.read_text()
+    assert "NVIDIA A100 SXM4 80GB (fp8-&gt;fp16/fp32)" in page
+    assert "; fp8 runs as fp16/fp32 on NVIDIA A100 SXM4 80GB (no fp8 roof)</p>" in page
+
+
+def test_llm_on_a100_at_fp8_runs_as_fp16():
+    from roofline.comparison import compare
+    from roofline.frontends.llm import from_llm
+
+    [row] = compare(from_llm("llama-3-8b", phase="decode"), [get_device("a100")], ["fp8"])
+    # an LLM at fp8: weights and activations fp8 on the matrix unit -> A100's fp16 matrix roof (fp8, then fp16 in the
+    # fallback order); its other ops keep bf16/fp32, which A100 runs natively
+    assert (row.precision_label, row.runs_as) == ("fp8->fp16", "fp16")
+    assert row.to_dict(row.time)["note"] == "fp8 runs as fp16 on NVIDIA A100 SXM4 80GB (no fp8 roof)"

@@ -33,7 +33,9 @@ def test_demo_cli_writes_the_report_and_charts(tmp_path, monkeypatch, capsys):
     page = (out / "index.html").read_text(encoding="utf-8")
     assert page.count("Plotly.newPlot(") == len(expected) - 1 + 1  # one chart per analysis + the comparison
     assert "Llama-3-8B decode on NVIDIA H100 SXM5 80GB" in page and "batching: batch 1 -&gt;" in page
-    assert "roofline time:" in text and "best lever:" in text
+    # every section's answer in one sentence: time (roofline bound), bound and binding roof, best lever here
+    assert text.count("(roofline bound)") == len(expected) - 1 and "best lever here:" in text
+    assert "USDT" not in text  # the profiler's C++ prints are silenced
     if "cnn-measured.png" in expected:
         assert "small CNN measured on this CPU" in page and "predicted \\u2192 measured" in page
 

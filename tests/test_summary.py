@@ -14,6 +14,7 @@ import pytest
 from roofline import ComputeCeiling, Device, MemoryCeiling, Op, Workload, analyze
 from roofline.analysis import roofline_times, scenario_times
 from roofline.summary import binding_roof, dominant_ceiling, summarize
+from roofline.units import format_count, format_seconds, format_speedup
 
 DEV = Device("split", kind="gpu", compute=(
     ComputeCeiling("matrix", "fp8", 2000e9), ComputeCeiling("matrix", "bf16", 1000e9),
@@ -97,7 +98,7 @@ def test_renderers_are_picked_by_name_or_extension(tmp_path) -> None:
     s = summarize(a)
     assert {r.name for r in RENDERERS} == {"chart", "html", "json", "csv", "text"}
     for name, ext, head in (("chart", ".png", b"\x89PNG"), ("chart", ".svg", b"<?xml"), ("html", ".html", b"<!DOCTYPE"),
-                            ("json", ".json", b"{"), ("csv", ".csv", b"name"), ("text", ".txt", b"device:")):
+                            ("json", ".json", b"{"), ("csv", ".csv", b"name"), ("text", ".txt", b"split on split: 950 ms")):
         assert renderer_for(name).name == name and renderer_for(f"x{ext}").name == name
         path = tmp_path / f"out{ext}"
         renderer_for(path).save(a, path, summary=s)
@@ -148,6 +149,35 @@ def test_summary_reads_like_the_terminal() -> None:
     from roofline.render.terminal import summary_lines
 
     lines = summary_lines(summarize(analyze(split_workload(), DEV)))
-    assert lines[3] == "binding roof: HBM 100 GB/s (memory, 42% of the time)"
+    assert lines[0].startswith("split on split: 950 ms")  # the headline leads
+    assert lines[4] == "binding roof: HBM 100 GB/s (memory, 42% of the time)"
     # roofs used, most time first: fp32 vector 0.4 s, fp8 matrix 0.3 s, bf16 matrix 0.25 s
-    assert re.search(r"roofs used: fp32 vector 100 GFLOP/s, fp8 matrix 2 TFLOP/s, bf16 matrix 1 TFLOP/s", lines[0])
+    assert re.search(r"roofs used: fp32 vector 100 GFLOP/s, fp8 matrix 2 TFLOP/s, bf16 matrix 1 TFLOP/s", lines[1])
+
+
+def test_headline_states_the_answer_with_its_numbers() -> None:
+    from roofline.summary import headline
+
+    a = analyze(split_workload(), DEV)
+    # 0.3 + 0.25 + 0.4 = 0.95 s; HBM carries 0.4 / 0.95 = 42%; attainable (600 + 250 + 10) GFLOP / 0.95 s = 905.3 GFLOP/s
+    assert headline(summarize(a)) == ("split on split: 950 ms (roofline bound), memory-bound on HBM 100 GB/s "
+                                      "(42% of the time); attainable 905.3 GFLOP/s.")
+
+
+def test_llm_headline_has_time_per_token_throughput_and_the_best_lever_on_that_device() -> None:
+    from roofline import from_llm, get_device
+    from roofline.advice import advise
+    from roofline.summary import best_lever, headline
+
+    a = analyze(from_llm("llama-2-7b", phase="decode", batch=1, context=1024), get_device("h100"))
+    s = summarize(a, advice=advise(a))  # every catalog device offered too: the headline must not pick one
+    r = s.llm
+    assert r is not None and r.tpot is not None
+    lever = best_lever(s)
+    assert lever is not None and lever.name != "device"
+    assert lever.speedup == max(lv.speedup for lv in s.advice.levers if lv.name != "device")
+    text = headline(s)
+    # decode batch 1: one token per step, so tokens/s = 1 / time per token
+    assert text.startswith(f"llama-2-7b decode batch 1 on NVIDIA H100 SXM5 80GB: {format_seconds(r.tpot)} per token")
+    assert "memory-bound on HBM 3.35 TB/s" in text and f"{format_count(1 / r.tpot)} output tokens/s" in text
+    assert f"best lever here: {lever.name} ({format_speedup(lever.speedup)})." in text

@@ -5,6 +5,13 @@
 >>> a = roofline.analyze(roofline.Workload.from_ops([roofline.Op("app", flops=0.8e9, bytes_read=4e9)]), dev)
 >>> str(a.bound[0])
 'memory'
+>>> roofline.device("h100")
+<Device 'NVIDIA H100 SXM5 80GB': 989.4 TFLOP/s bf16 matrix, HBM 3.35 TB/s>
+
+``roofline.device(name)`` looks a device up as ``--device`` does on the command
+line.  The name is also that of the submodule ``roofline/device.py``: the
+package attribute is the function, while ``from roofline.device import Device``
+(and every import that goes through ``sys.modules``) still reaches the module.
 
 Frontends (PyTorch, Hugging Face configs, ONNX, LLM configs), measurement and
 the benchmark are imported lazily: ``roofline.from_torch`` loads torch only
@@ -43,8 +50,27 @@ _LAZY = {
 __all__ = [
     "Analysis", "ComputeCeiling", "Device", "GroupRow", "Interconnect", "MemoryCeiling", "Op",
     "Provenance", "RooflineError", "UnsupportedOp", "Workload", "WorkloadBuilder", "analyze",
-    "catalog_devices", "get_device", "resolve_device", *_LAZY,
+    "catalog_devices", "device", "get_device", "resolve_device", *_LAZY,
 ]
+
+
+def device(name: str | Device) -> Device:
+    """A device by name, as ``--device`` takes it: a catalog name or alias (case and punctuation
+    ignored), a device JSON file, or ``'local'`` (the last ``roofline bench``); a Device passes through.
+
+    Unknown names fail with a :class:`RooflineError` naming the three closest catalog devices.
+
+    This function is bound to the package attribute ``roofline.device``, which would otherwise be the
+    submodule ``roofline/device.py``.  Imports that name the module still reach it through
+    ``sys.modules`` (``from roofline.device import Device``, ``importlib.import_module("roofline.device")``);
+    only ``import roofline.device as m`` binds this function instead (Python reads the package attribute).
+
+    >>> device("a100-80gb").name
+    'NVIDIA A100 SXM4 80GB'
+    >>> device("h100") is get_device("H100-SXM5-80GB")
+    True
+    """
+    return resolve_device(name)
 
 
 def __getattr__(name: str) -> Any:

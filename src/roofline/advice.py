@@ -40,7 +40,7 @@ import numpy as np
 from roofline.analysis import Analysis, analyze
 from roofline.device import Device
 from roofline.precision import BITS
-from roofline.units import format_bytes, format_flops, format_seconds
+from roofline.units import format_bytes, format_count, format_flops, format_seconds, format_speedup
 from roofline.workload import COLUMNS, Workload
 
 FUSIBLE = ("elementwise", "norm", "softmax")
@@ -72,6 +72,11 @@ class Lever:
     def line(self) -> str:
         return f"{self.name}: {self.text}"
 
+    def __repr__(self) -> str:  # not the dataclass dump: after_analysis holds a whole workload
+        from roofline.text import one_line
+
+        return f"<Lever {one_line(self.line(), 300)}>"
+
 
 @dataclass
 class OpAdvice:
@@ -83,6 +88,12 @@ class OpAdvice:
     roof: str
     headroom: str
     levers: list[Lever]
+
+    def __repr__(self) -> str:
+        from roofline.text import one_line
+
+        return (f"<OpAdvice {one_line(self.name, 80)!r} ({self.share:.0%} of the time): "
+                f"{len(self.levers)} lever{'' if len(self.levers) == 1 else 's'}>")
 
 
 @dataclass
@@ -112,6 +123,36 @@ class Advice:
                              [f"limiting roof: {o.roof}", f"headroom: {o.headroom}",
                               *([lv.line() for lv in o.levers] or [NO_LEVER])]))
         return out
+
+    def __repr__(self) -> str:
+        """One line: what on what, how many levers and the best one (its speed-up), not the dataclass dump."""
+        from roofline.text import one_line
+
+        a = self.analysis
+        best = max(self.levers, key=lambda lv: lv.speedup, default=None)
+        found = (f"{len(self.levers)} lever{'' if len(self.levers) == 1 else 's'}, best: {best.name} "
+                 f"({format_speedup(best.speedup)})" if best is not None else NO_LEVER)
+        return (f"<Advice for '{one_line(a.workload.title, 80)}' on '{one_line(a.device.name, 80)}': {found}; "
+                f"limiting roof: {one_line(self.roof, 160)}>")
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the limiting roof, the headroom and the levers as short lists (the top ops' levers after)."""
+        from roofline.text import for_html
+
+        def items(lines: list[str]) -> str:
+            return "".join(f"<li>{for_html(x, 400)}</li>" for x in lines)
+
+        whole = self.blocks()[0]
+        parts = [f"<p><b>{for_html(whole.heading, 200)}</b></p><ul>{items(whole.lines[:2])}</ul>",
+                 f"<ol>{items(whole.lines[2:])}</ol>"]
+        ops = []
+        for o in self.ops:
+            best = max(o.levers, key=lambda lv: lv.speedup, default=None)
+            ops.append(f"{o.name} ({o.share:.0%} of the time, {o.roof.split(';')[0]}): "
+                       + (f"best of {len(o.levers)} lever(s): {best.line()}" if best is not None else NO_LEVER))
+        if ops:
+            parts.append(f"<p>top ops by roofline time:</p><ul>{items(ops)}</ul>")
+        return "<div>" + "".join(parts) + "</div>"
 
     def lines(self) -> list[str]:
         """Plain text, for the terminal."""
@@ -153,15 +194,6 @@ def _ratio(num: float, den: float) -> float:
     if den > 0:
         return num / den
     return math.inf if num > 0 else 1.0
-
-
-def _x(v: float) -> str:
-    return f"x{v:.3g}"
-
-
-def _rate(v: float) -> str:
-    """Tokens/s: thousands separated when large, 3 significant digits when small (2.43, not 2)."""
-    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
 # ----------------------------------------------------------------------------- fusion
@@ -247,7 +279,7 @@ def _fusion_lever(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]], s
     what = (f"fuse {len(chains)} chain(s) of elementwise/norm ops ({ops_before} ops)" if scope == "workload"
             else f"fuse the chain {' + '.join(w.strings('name', i) for i in range(chains[0][0], chains[0][1]))}")
     text = (f"{what}: {format_bytes(saved_bytes)} less traffic, {format_seconds(saved_time)} saved "
-            f"({format_seconds(before_t)} -> {format_seconds(after_t)}, {_x(_ratio(before_t, after_t))})")
+            f"({format_seconds(before_t)} -> {format_seconds(after_t)}, {format_speedup(_ratio(before_t, after_t))})")
     return Lever("fusion", text, before_t, after_t, after,
                  {"bytes_saved": saved_bytes, "time_saved": saved_time, "ops_fused": float(ops_before)})
 
@@ -296,7 +328,7 @@ def _weight_levers(a: Analysis, w: Workload, mask: np.ndarray | None, scope_idx:
         saved = a.total_bytes - after.total_bytes
         levers.append(Lever("weight precision", f"{label} weights: {format_bytes(saved)} less traffic, "
                             f"{format_seconds(before_t)} -> {format_seconds(after_t)} "
-                            f"({_x(_ratio(before_t, after_t))})",
+                            f"({format_speedup(_ratio(before_t, after_t))})",
                             before_t, after_t, after, {"bytes_saved": saved, "bits": float(bits)}))
     return levers
 
@@ -326,9 +358,9 @@ def _matrix_levers(a: Analysis, w: Workload, mask: np.ndarray, scope_idx: np.nda
         saved = a.total_bytes - after.total_bytes
         traffic = f", operands in {p}: {format_bytes(saved)} less traffic" if saved > 0 else ""
         candidates.append(Lever("matrix-unit precision",
-                                f"{p} on the matrix unit: compute roof {_x(roof_x)} ({format_flops(current)} -> "
+                                f"{p} on the matrix unit: compute roof {format_count(roof_x)}x ({format_flops(current)} -> "
                                 f"{format_flops(c.flops)}){traffic}, {format_seconds(before_t)} -> "
-                                f"{format_seconds(after_t)} ({_x(_ratio(before_t, after_t))})", before_t, after_t,
+                                f"{format_seconds(after_t)} ({format_speedup(_ratio(before_t, after_t))})", before_t, after_t,
                                 after,
                                 {"roof_x": roof_x, "bytes_saved": saved}))
     candidates.sort(key=lambda lv: -lv.speedup)
@@ -360,7 +392,7 @@ def _device_levers(a: Analysis, w: Workload, candidates: Sequence[Device] | None
         if _ratio(a.total_time, t) < MIN_GAIN:
             continue
         levers.append(Lever("device", f"on {d.name}: {format_seconds(a.total_time)} -> {format_seconds(t)} "
-                            f"(time {_x(_ratio(t, a.total_time))}, {_x(_ratio(a.total_time, t))} faster)",
+                            f"({format_speedup(_ratio(a.total_time, t))})",
                             a.total_time, t, after, {"time_x": _ratio(t, a.total_time)}))
     return levers
 
@@ -418,7 +450,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
                 # what each sequence waits per token grows with the batch: say so next to the throughput
                 levers.append(Lever(
                     "batching", f"batch {spec.batch} -> {b}: {spec.phase} intensity {ai0:.3g} -> {ai1:.3g} FLOP/B "
-                                f"(ridge at {ridge:.3g}); {_rate(tok0)} -> {_rate(tok1)} tokens/s ({_x(_ratio(tok1, tok0))}), "
+                                f"(ridge at {ridge:.3g}); {format_count(tok0)} -> {format_count(tok1)} tokens/s ({format_speedup(_ratio(tok1, tok0))}), "
                                 f"each sequence's time per token {format_seconds(spec.batch / tok0)} -> "
                                 f"{format_seconds(b / tok1)}{fits}",
                     1 / tok0, 1 / tok1, ab,
@@ -438,7 +470,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             last = ak.total_time
             saved = a.total_bytes - ak.total_bytes
             levers.append(Lever(label, f"{name} {what}: {format_bytes(saved)} less traffic, "
-                                f"{format_seconds(a.total_time)} -> {format_seconds(ak.total_time)} ({_x(gain)})",
+                                f"{format_seconds(a.total_time)} -> {format_seconds(ak.total_time)} ({format_speedup(gain)})",
                                 a.total_time, ak.total_time, ak, {"bytes_saved": saved, "bits": float(bits)}))
     return levers
 
@@ -465,16 +497,23 @@ def _headroom(a: Analysis, idx: np.ndarray) -> str:
     parts = []
     if np.isfinite(sec).all() and sec.sum() > 0:
         x = _ratio(float(sec.sum()), t)
-        gap = (f"{_x(x)} to the roof" if x >= 1 else
-               f"x{_ratio(1.0, x):.3g} faster than the roof allows: data in cache, a wrong FLOP/byte count or the "
-               "wrong ceiling")
+        gap = (f"{format_count(x)}x the roofline time" if x >= 1 else
+               f"{format_speedup(_ratio(1.0, x))} than the roof allows: data in cache, a wrong FLOP/byte count or "
+               "the wrong ceiling")
         parts.append(f"measured {format_seconds(float(sec.sum()))} vs roofline {format_seconds(t)}: {gap}")
     flops = float((w.columns["flops"][idx] * w.columns["count"][idx]).sum())
     if t > 0 and flops > 0:
         peak = float(np.max(a.peak_flops[idx]))
         attainable = flops / t
-        parts.append(f"attainable {format_flops(attainable)} is {_x(_ratio(peak, attainable))} below the compute "
-                     f"roof {format_flops(peak)}" if _ratio(peak, attainable) > 1.05 else "at the compute roof")
+        if _ratio(peak, attainable) <= 1.05:
+            parts.append("at the compute roof: only fewer FLOPs or a faster ceiling help")
+        elif float(a.memory_time[idx] @ w.columns["count"][idx]) >= float(a.compute_time[idx] @ w.columns["count"][idx]):
+            # memory-bound: the compute roof is not headroom a compute lever can reach
+            parts.append(f"memory-bound: attainable {format_flops(attainable)}, the compute roof {format_flops(peak)} "
+                         f"is {format_count(_ratio(peak, attainable))}x higher; only moving fewer bytes helps")
+        else:
+            parts.append(f"attainable {format_flops(attainable)} is {format_count(_ratio(peak, attainable))}x below "
+                         f"the fastest roof its ops use, {format_flops(peak)}: some run on slower ceilings")
     elif flops == 0:
         parts.append("data movement only: the only gain is moving fewer bytes")
     return "; ".join(parts) or "-"

@@ -322,6 +322,40 @@ class Analysis:
 
         return notebook_html(self)
 
+    def __repr__(self) -> str:
+        """One line: what on what, the roofline time and the binding roof (:func:`roofline.summary.binding_roof`).
+
+        >>> from roofline import Device, Op, Workload
+        >>> analyze(Workload.from_ops([Op("app", flops=8e8, bytes_read=4e9)], title="seed app"),
+        ...         Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
+        <Analysis of 'seed app' on 'seed': 400 ms, memory-bound on DRAM (100% of the time)>
+        """
+        from roofline.summary import binding_roof
+        from roofline.text import one_line
+        from roofline.units import format_seconds
+
+        head = f"<Analysis of '{one_line(self.workload.title, 80)}' on '{one_line(self.device.name, 80)}'"
+        if not self.total_time > 0:
+            return f"{head}: no roofline time (no FLOPs, no bytes)>"
+        b = binding_roof(self)
+        return (f"{head}: {format_seconds(self.total_time)}, {b.kind}-bound on {one_line(b.name, 40)} "
+                f"({b.share:.0%} of the time)>")
+
+    def __str__(self) -> str:
+        """What ``print(a)`` shows: the summary's headline lines (:mod:`roofline.summary`), then the top 5 ops."""
+        from roofline.render.terminal import summary_lines
+        from roofline.summary import summarize
+        from roofline.text import one_line
+        from roofline.units import format_seconds
+
+        lines = summary_lines(summarize(self))
+        order = self.order()[:5]
+        if len(order) and self.total_time > 0:
+            lines.append(f"top {len(order)} of {len(self.workload):,} ops by roofline time:")
+            lines += [f"  {self.share[i]:6.1%}  {format_seconds(float(self.total_op_time[i])):>9}  "
+                      f"{one_line(self.workload.strings('name', int(i)), 60)}: {self.verdict(int(i))}" for i in order]
+        return "\n".join(lines)
+
 
 def _options_from_json(raw: Any, n: int, where: str) -> dict[str, Any]:
     """The ``options`` of a saved analysis, checked: only ``above_roof_tolerance``, one number >= 0

@@ -11,7 +11,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from roofline.errors import RooflineError
 from roofline.text import one_line
@@ -21,12 +21,41 @@ ORDER = ("demo", "devices", "device", "plot", "analyze", "llm", "torch", "hf", "
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit code 2."""
+    """argparse, but a usage error is one line and exit code 2; a mistyped command gets a suggestion."""
 
     def error(self, message: str) -> NoReturn:
+        # 'roofline: error: ' already names the program: a subcommand's error names only the subcommand
+        prog = self.prog.removeprefix("roofline").strip()
+        where = f"{prog}: " if prog else ""
         # the message quotes what was typed: control characters shown, not run
-        print(one_line(f"roofline: error: {self.prog}: {message} (see '{self.prog} --help')"), file=sys.stderr)
+        print(one_line(f"roofline: error: {where}{message} (see '{self.prog} --help')"), file=sys.stderr)
         raise SystemExit(2)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # argparse's "argument COMMAND: invalid choice: ... (choose from <every command>)" -> the closest command(s)
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            self.error(unknown_command(str(value), list(action.choices)))
+        super()._check_value(action, value)
+
+
+def unknown_command(typed: str, commands: list[str]) -> str:
+    """"unknown command 'devcies'; did you mean 'devices'?", by the project's one name matcher
+    (:func:`roofline.names.closest`): its best match, and any other command that contains what was typed.
+
+    >>> unknown_command("devcies", ["devices", "device", "demo"])
+    "unknown command 'devcies'; did you mean 'devices'?"
+    >>> unknown_command("dev", ["devices", "device", "demo"])
+    "unknown command 'dev'; did you mean 'device' or 'devices'?"
+    """
+    from roofline.names import closest, normalize
+
+    index = {normalize(c): c for c in commands}
+    key = normalize(typed)
+    if not key:  # nothing to match ('' or punctuation)
+        return f"unknown command {typed!r}"
+    best = closest(typed, index, 3)
+    picks = best[:1] + [c for c in best[1:] if key and key in normalize(c)]
+    return f"unknown command {typed!r}; did you mean " + " or ".join(repr(c) for c in picks) + "?"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -38,11 +38,50 @@ class CompareRow:
     binding: str
     analysis: Analysis
     memory: str = ""  # LLMs: footprint per device against the device's capacity
+    runs_as: str = ""  # the asked precision has no roof on the device: what its ops ran at ("fp16"), else ""
+
+    @property
+    def precision_label(self) -> str:
+        """'fp8', or 'fp8->fp16' when the device has no fp8 roof and the ops ran at fp16."""
+        return f"{self.precision}->{self.runs_as}" if self.runs_as else self.precision
+
+    @property
+    def note(self) -> str:
+        """'fp8 runs as fp16 on NVIDIA A100 SXM4 80GB (no fp8 roof)', or '' when the precision is native."""
+        if not self.runs_as:
+            return ""
+        return f"{self.precision} runs as {self.runs_as} on {self.device} (no {self.precision} roof)"
 
     def to_dict(self, best: float) -> dict[str, Any]:
         return {"device": self.device, "precision": self.precision, "time_s": self.time,
                 "tokens_per_s": None if math.isnan(self.tokens_per_s) else self.tokens_per_s,
-                "x_best": self.time / best, "binding_roof": self.binding, "memory": self.memory or None}
+                "x_best": self.time / best, "binding_roof": self.binding, "memory": self.memory or None,
+                "runs_as": self.runs_as or None, "note": self.note or None}
+
+
+def runs_as(analysis: Analysis, precision: str) -> str:
+    """What ops asked at ``precision`` ran at on a device with no ``precision`` roof: '' when it has one.
+
+    The precisions of the ceilings those ops fell back to (:meth:`Analysis.fallback`), the one with the
+    most roofline time first, joined by '/' ('fp16/fp32': matrix ops on fp16, vector ops on fp32).
+    A device with a roof at ``precision`` on any unit runs it natively ('' even if, say, its
+    elementwise ops have no fp8 vector roof: no device has one).
+
+    >>> from roofline import Op, Workload, analyze, get_device
+    >>> w = Workload.from_ops([Op("gemm", kind="matmul", flops=2e12, bytes_read=1e9, precision="fp8", unit="matrix")])
+    >>> runs_as(analyze(w, get_device("a100")), "fp8"), runs_as(analyze(w, get_device("h100")), "fp8")
+    ('fp16', '')
+    """
+    if precision == "as given" or any(c.precision == precision for c in analysis.device.compute):
+        return ""
+    asked = analysis.workload.column("precision") == precision
+    index, op_time = analysis.ceiling_index[asked], analysis.total_op_time[asked]
+    time: dict[str, float] = {}
+    for ci in np.unique(index):  # per ceiling used: the fallback recorded for its ops (Analysis.fallback)
+        if analysis.fallbacks[int(ci)]:
+            ran = analysis.ceilings[int(ci)].precision
+            time[ran] = time.get(ran, 0.0) + float(op_time[index == ci].sum())
+    return "/".join(sorted(time, key=lambda p: (-time[p], p)))
 
 
 def at_precision(workload: Workload, precision: str) -> Workload:
@@ -84,6 +123,8 @@ def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[
             ) -> list[CompareRow]:
     """Every (device, precision) analysed, fastest first, each with its binding roof.
 
+    A precision the device has no roof for is run at its fallback, and the row says so (:func:`runs_as`).
+
     ``precisions``: "as given", or precisions to re-run the workload at (:func:`at_precision`).
     An LLM workload (one with ``llm``) also gets tokens/s and whether it fits each device's memory.
 
@@ -98,7 +139,8 @@ def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[
         for d in devices:
             a = analyze(w, d)
             tps = tokens(w) / a.total_time if w.llm is not None and a.total_time > 0 else math.nan
-            rows.append(CompareRow(d.name, prec, a.total_time, tps, binding_roof(a).describe(), a, memory_fit(w, d)))
+            rows.append(CompareRow(d.name, prec, a.total_time, tps, binding_roof(a).describe(), a, memory_fit(w, d),
+                                   runs_as(a, prec)))
     rows.sort(key=lambda r: r.time)
     return rows
 

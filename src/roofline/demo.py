@@ -25,6 +25,7 @@ from roofline.analysis import Analysis, analyze
 from roofline.catalog import get_device
 from roofline.device import Device
 from roofline.errors import RooflineError
+from roofline.summary import Summary, summarize
 from roofline.workload import Op, Workload
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class DemoResult:
     outdir: Path
     analyses: dict[str, Analysis] = field(default_factory=dict)
     titles: dict[str, str] = field(default_factory=dict)
+    summaries: dict[str, Summary] = field(default_factory=dict)  # with the levers on each section's own device
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -189,16 +191,19 @@ def run_demo(outdir: str | Path = "roofline-report", *, quick: bool = True, tiny
         path = out.outdir / f"{key}.png"
         save_chart(a, path, title=out.titles[key])
         out.files.append(path)
-        sections.append(Section(out.titles[key], a, advise(a)))
+        # levers on the section's own device, as every --html report (another device is the comparison's job)
+        out.summaries[key] = summarize(a, advice=advise(a, devices=False))
+        sections.append(Section(out.titles[key], a, summary=out.summaries[key]))
     extra = []
     if "llama-decode-local" in out.analyses:
         pair = [out.analyses["llama-decode-local"], out.analyses["llama-decode-gpu"]]
         extra.append(("Llama-3-8B decode: this machine vs " + gpu.name,
                       compare_figure(pair, "Llama-3-8B decode", [here.name, gpu.name])))
     intro = [f"This machine: {here.name}, measured by roofline bench ({_bench_line(here)}).",
-             "Each section: the roofline chart (hover the points, toggle the roofs in the legend), the advice with "
-             "computed effects, the per-op and per-group tables (click a header to sort), the device's provenance "
-             "and the workload's assumptions."]
+             "Each section leads with its answer, then the roofline chart (hover the points, toggle the roofs in the "
+             "legend); below it, one click each: the summary, the advice with computed effects, the per-op and "
+             "per-group tables (click a header to sort), the device's provenance and bench details, and the "
+             "workload's assumptions."]
     save_report(sections, out.report, title="roofline demo", extra_charts=extra, intro=intro)
     out.files.insert(0, out.report)
     out.seconds["total"] = time.perf_counter() - t0

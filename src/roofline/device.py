@@ -569,6 +569,50 @@ class Device:
     def with_name(self, name: str) -> Device:
         return replace(self, name=name)
 
+    # -- display -----------------------------------------------------------
+    def _headline_roof(self) -> ComputeCeiling:
+        """The roof a one-line repr names: the fastest at 16 bits or wider (the precisions most work runs at;
+        the first listed wins a tie), else the fastest of all."""
+        from roofline.precision import BITS
+
+        wide = [c for c in self.compute if BITS.get(c.precision, 0) >= 16]
+        return max(wide or self.compute, key=lambda c: c.flops)
+
+    def __repr__(self) -> str:
+        """One line: the fastest roof at 16 bits or wider and main memory (:meth:`_repr_html_`: every roof).
+
+        >>> Device.simple("seed", peak="100 GFLOP/s", bandwidth="10 GB/s")
+        <Device 'seed': 100 GFLOP/s fp32 vector, DRAM 10 GB/s>
+        """
+        from roofline.text import one_line
+        from roofline.units import format_bandwidth, format_flops
+
+        c, m = self._headline_roof(), self.main_memory
+        return (f"<Device '{one_line(self.name, 80)}': {format_flops(c.flops)} {c.label}, "
+                f"{one_line(m.level, 40)} {format_bandwidth(m.bandwidth)}>")
+
+    def _repr_html_(self) -> str:
+        """Jupyter: a small table of every roof (compute, memory, interconnect) and the ridge point."""
+        from roofline.text import for_html
+        from roofline.units import format_bandwidth, format_bytes, format_flops
+
+        def row(what: str, value: str) -> str:
+            return f"<tr><th style='text-align:left'>{what}</th><td style='text-align:right'>{value}</td></tr>"
+
+        rows = [row(for_html(c.label), format_flops(c.flops)) for c in sorted(self.compute, key=lambda c: -c.flops)]
+        for m in self.memory:
+            cap = f" ({format_bytes(m.capacity)})" if m.capacity else ""
+            rows.append(row(for_html(m.level, 40), format_bandwidth(m.bandwidth) + cap))
+        if self.interconnect is not None:
+            rows.append(row(for_html(self.interconnect.name or "interconnect", 40),
+                            format_bandwidth(self.interconnect.bandwidth) + " per direction"))
+        c = self._headline_roof()
+        rows.append(row("ridge", f"{c.flops / self.main_memory.bandwidth:.3g} FLOP/B ({for_html(c.label)} on "
+                                 f"{for_html(self.main_memory.level, 40)})"))
+        kind = f"{for_html(self.vendor, 40)} {self.kind}" if self.vendor else self.kind
+        return (f"<table><caption>Device {for_html(self.name, 80)} ({kind}, dense figures)</caption>"
+                f"{''.join(rows)}</table>")
+
     # -- (de)serialisation -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema": DEVICE_SCHEMA, "name": self.name, "vendor": self.vendor,

@@ -32,10 +32,13 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import os
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -217,17 +220,37 @@ def _locate_failure(model: Any, call: Callable[[], Any]) -> tuple[str, str]:
     return state["op"], where
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 to /dev/null for the block (C++ prints bypass sys.stderr), restored after."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _profile(torch: Any, call: Callable[[], Any], runs: int, cuda: bool) -> list[list[tuple[str, float, float, float]]]:
     """Per profiled run: (name, start us, end us, seconds) of every event, in start order."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=acts) as prof:
+    prof = profile(activities=acts)
+    with _quiet_stderr():  # kineto prints 'USDT ... profiler_start' from C++ on start and stop
+        prof.start()
+    try:
         for k in range(runs):
             with record_function(f"roofline.run.{k}"):
                 call()
             if cuda:
                 torch.cuda.synchronize()
+    finally:
+        with _quiet_stderr():
+            prof.stop()
     events = list(prof.events())
     marks = sorted((e for e in events if e.name.startswith("roofline.run.")), key=lambda e: e.time_range.start)
     out: list[list[tuple[str, float, float, float]]] = []

@@ -11,6 +11,10 @@ the model themselves, so they cannot disagree.  The definitions:
   over all ops, bound either way (the roof whose ridge the chart marks).
 - **measured**: measured ops against their own predictions only (like with
   like), and how many ops were measured.
+- **headline**: one sentence of the answer, which every report and the terminal
+  lead with: what ran where, its roofline time (per token for LLMs), the bound
+  and the binding roof, the throughput, the measured time when there is one, and
+  the best lever computed on that device (when advice was computed).
 
 >>> from roofline import Device, Op, Workload, analyze
 >>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
@@ -22,17 +26,19 @@ the model themselves, so they cannot disagree.  The definitions:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from roofline.analysis import Analysis
-from roofline.device import ComputeCeiling
-from roofline.units import format_bandwidth, format_flops
+from roofline.device import ComputeCeiling, MemoryCeiling
+from roofline.text import shorten
+from roofline.units import format_bandwidth, format_count, format_flops, format_seconds, format_speedup
 
 if TYPE_CHECKING:
-    from roofline.advice import Advice
+    from roofline.advice import Advice, Lever
     from roofline.llm.metrics import LLMReport
 
 
@@ -94,6 +100,60 @@ class Summary:
     def attainable_flops(self) -> float:
         a = self.analysis
         return a.total_flops / a.total_time if a.total_time > 0 else math.nan
+
+
+def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
+    """One sentence of the answer.  Names from files go through ``shown`` (default: shortened past 256
+    characters); each renderer still escapes the sentence for its medium.
+
+    >>> from roofline import Device, Op, Workload, analyze
+    >>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
+    >>> headline(summarize(analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9)], title="app"), dev)))
+    'app on seed: 400 ms (roofline bound), memory-bound on DRAM 10 GB/s (100% of the time); attainable 2 GFLOP/s.'
+    """
+    a = s.analysis
+    b = s.binding
+    time = f"{format_seconds(a.total_time)} (roofline bound)"
+    rate = f"attainable {format_flops(s.attainable_flops)}" if a.total_time > 0 else ""
+    r = s.llm
+    if r is not None:
+        if r.tpot is not None and r.spec.phase != "prefill":
+            time = f"{format_seconds(r.tpot)} per token (roofline bound)"
+        elif r.ttft is not None:
+            time = f"{format_seconds(r.ttft)} to the first token (roofline bound)"
+        kind = "prompt" if r.spec.phase == "prefill" else "output"
+        rate = f"{format_count(r.tokens_per_s)} {kind} tokens/s"
+    text = f"{shown(a.workload.title)} on {shown(a.device.name)}: {time}"
+    text += f", {b.kind}-bound on {shown(b.label)} ({b.share:.0%} of the time)" if b.time > 0 else ", no time (no FLOPs, no bytes)"
+    if rate:
+        text += f"; {rate}"
+    m = s.measured
+    if m is not None and m.measured > 0:
+        text += f"; measured {format_seconds(m.measured)} for {m.ops} of {m.of_ops} ops ({format_count(1 / m.ratio)}x their bound)"
+    lever = best_lever(s)
+    if lever is not None:
+        text += f"; best lever here: {lever.name} ({format_speedup(lever.speedup)})"
+    return text + "."
+
+
+def best_lever(s: Summary) -> Lever | None:
+    """The computed lever with the largest speed-up on the analysed device itself (another device is not a lever
+    the user can pull on this machine); None without advice or levers."""
+    if s.advice is None:
+        return None
+    here = [lv for lv in s.advice.levers if lv.name != "device"]
+    return max(here, key=lambda lv: lv.speedup) if here else None
+
+
+def roofs_of_ops(a: Analysis) -> tuple[list[ComputeCeiling], list[MemoryCeiling]]:
+    """Every compute ceiling and memory level some op is bounded or judged by: what a chart of ``a`` must draw.
+
+    Ceilings fastest first; levels slowest first (main memory before caches)."""
+    ceilings = sorted({id(c): c for c in (a.ceilings[j] for j in np.unique(a.ceiling_index))}.values(),
+                      key=lambda c: -c.flops)
+    used = np.unique(np.concatenate([a.level_index, a.judged_level_index]))
+    levels = sorted({id(m): m for m in (a.levels[j] for j in used if j >= 0)}.values(), key=lambda m: m.bandwidth)
+    return ceilings, levels
 
 
 def ceiling_times(a: Analysis) -> np.ndarray:

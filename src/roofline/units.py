@@ -167,8 +167,61 @@ def format_bytes(value: float, digits: int = 4) -> str:
 
 
 def format_seconds(value: float, digits: int = 3) -> str:
-    """1.5e-3 -> '1.5 ms'."""
+    """1.5e-3 -> '1.5 ms'; past 100 s in minutes, past an hour in hours and minutes.
+
+    >>> format_seconds(1.5e-3), format_seconds(150), format_seconds(8850), format_seconds(3 * 86400)
+    ('1.5 ms', '2.5 min', '2 h 28 min', '72 h 0 min')
+    """
+    if value is not None and math.isfinite(value) and value >= 3600:
+        minutes = round(value / 60)
+        return f"{minutes // 60} h {minutes % 60} min"
+    if value is not None and math.isfinite(value) and value >= 100:
+        return f"{value / 60:.{digits - 1}g} min"
     return _si(value, "s", digits)
+
+
+def format_count(value: float, digits: int = 3) -> str:
+    """A count or rate (tokens/s, ratios): thousands separated from 100 up, ``digits`` significant digits
+    below, so a small non-zero value never reads as 0.
+
+    >>> format_count(12345.6), format_count(2.4321), format_count(0.00123), format_count(0)
+    ('12,346', '2.43', '0.00123', '0')
+    """
+    if value is None or not math.isfinite(value):
+        return str(value)
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def format_share(value: float) -> str:
+    """A fraction as a percentage: whole percents from 1%, two significant digits below (never '0%').
+
+    >>> format_share(0.456), format_share(0.0016), format_share(0)
+    ('46%', '0.16%', '0%')
+    """
+    if value is None or not math.isfinite(value):
+        return str(value)
+    if value == 0 or abs(value) >= 0.01:
+        return f"{value:.0%}"
+    return f"{value * 100:.2g}%"
+
+
+def format_speedup(factor: float) -> str:
+    """How much faster (new speed / old speed) in words.
+
+    >>> format_speedup(7.07), format_speedup(0.61), format_speedup(1 / 480), format_speedup(1.0)
+    ('7.07x faster', '0.61x as fast', '1/480 as fast', 'as fast')
+    """
+    if factor is None or not math.isfinite(factor) or factor <= 0:
+        return f"x{factor}"
+    if factor >= 1.005:
+        return f"{format_count(factor)}x faster"
+    if factor > 1 / 1.005:
+        return "as fast"
+    if factor >= 0.5:
+        return f"{factor:.2g}x as fast"
+    return f"1/{format_count(1 / factor)} as fast"
 
 
 def scale_for(max_value: float, unit: str) -> tuple[float, str]:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from roofline.costs import KIND_UNIT
 from roofline.device import UNITS
 from roofline.errors import RooflineError
 from roofline.precision import PRECISIONS
@@ -72,7 +73,7 @@ class Op:
     bytes_read: float = 0.0
     bytes_written: float = 0.0
     precision: str = "fp32"
-    unit: str = "vector"
+    unit: str = ""  # '': by kind (matmul, conv, attention: the matrix unit; everything else: the vector unit)
     count: float = 1
     group: str = ""
     module_type: str = ""
@@ -227,6 +228,8 @@ class Workload:
                     values = raw
                 else:
                     values = [v if type(v) is str else default if v is None else str(v) for v in raw]
+                if c == "unit":
+                    values = _units_by_kind(values, tables["kind"], columns["kind"])
                 if c in _ENUMS:
                     allowed = _ENUMS[c]
                     bad = set(values) - set(allowed)
@@ -292,6 +295,51 @@ class Workload:
         """The ops where ``mask`` is true (metadata kept)."""
         cols = {c: self.column(c)[mask] for c in COLUMNS}
         return Workload.from_columns(**cols, **self.meta())
+
+    # -- display -----------------------------------------------------------
+    def __repr__(self) -> str:
+        """One line: ``<Workload 'resnet50': 161 ops, 8.2 GFLOP, 102 MB>`` (FLOPs and bytes x count).
+
+        >>> Workload.from_ops([Op("app", flops=8e8, bytes_read=4e9)], title="seed")
+        <Workload 'seed': 1 op, 800 MFLOP, 4 GB>
+        """
+        from roofline.text import one_line
+        from roofline.units import format_bytes, format_flop
+
+        n = len(self)
+        extra = ", measured" if self.has_measurements else ""
+        extra += f", {len(self.unsupported)} unsupported op type(s)" if self.unsupported else ""
+        return (f"<Workload '{one_line(self.title, _REPR_NAME)}': {n:,} op{'' if n == 1 else 's'}, "
+                f"{format_flop(self.total_flops)}, {format_bytes(self.total_bytes)}{extra}>")
+
+    def _repr_html_(self) -> str:
+        """Jupyter: a small table (totals, ops by kind, what produced them); a few hundred bytes whatever the size."""
+        from html import escape
+
+        from roofline.text import for_html
+        from roofline.units import format_bytes, format_flop
+
+        flops, nbytes = self.total_flops, self.total_bytes
+        kinds = np.bincount(self.columns["kind"], weights=self.columns["flops"] * self.columns["count"],
+                            minlength=len(self.tables["kind"]))
+        counts = np.bincount(self.columns["kind"], minlength=len(self.tables["kind"]))
+        by_kind = ", ".join(f"{self.tables['kind'][k]} {int(counts[k]):,}" for k in np.argsort(-kinds, kind="stable")
+                            if counts[k])
+        rows = [("ops", f"{len(self):,}"), ("by kind", f"{by_kind} (most FLOPs first)"), ("FLOPs", format_flop(flops)),
+                ("bytes", format_bytes(nbytes)),
+                ("intensity", f"{flops / nbytes:.3g} FLOP/B" if nbytes > 0 else "-"),
+                ("bytes model", self.bytes_model)]
+        if self.source:
+            rows.append(("source", self.source))
+        if self.has_measurements:
+            rows.append(("measured", f"{int(np.isfinite(self.columns['measured_seconds']).sum()):,} ops"))
+        if self.unsupported:
+            rows.append(("unsupported", f"{len(self.unsupported)} op type(s), 0 FLOPs counted"))
+        if self.warnings:
+            rows.append(("warnings", f"{len(self.warnings)}"))
+        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>"
+                       f"{for_html(v)}</td></tr>" for k, v in rows)
+        return f"<table><caption>Workload {for_html(self.title, _REPR_NAME)}</caption>{body}</table>"
 
     # -- (de)serialisation -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -468,6 +516,8 @@ class Workload:
 MAX_FIGURE = 1e30  # FLOPs or bytes of one run of one op
 MAX_COUNT = 1e15
 MIN_SECONDS, MAX_SECONDS = 1e-15, 1e9
+#: names (titles, devices) in a repr are cut to this many characters, so every repr stays short
+_REPR_NAME = 80
 _META = ("title", "source", "bytes_model", "assumptions", "warnings", "unsupported", "info", "llm", "phases",
          "measured")
 
@@ -781,6 +831,18 @@ def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
     if (arch.get("top_k") or 0) > (arch.get("experts") or 0):
         raise RooflineError(f"{field}.arch.top_k {arch['top_k']} is more than {field}.arch.experts "
                             f"{arch.get('experts') or 0}", where=where)
+
+
+def _units_by_kind(units: list[str], kinds: list[str], kind_codes: np.ndarray) -> list[str]:
+    """Each op's unit; an empty one is its kind's (:data:`roofline.costs.KIND_UNIT`: matmul, conv and attention
+    run on the matrix unit, everything else on the vector unit)."""
+    if "" not in units:
+        return units
+    by_kind = np.asarray([KIND_UNIT.get(k, "vector") for k in kinds], dtype=object)[kind_codes]
+    out = np.asarray(units, dtype=object)
+    empty = out == ""
+    out[empty] = by_kind[empty]
+    return list(out.tolist())
 
 
 def _shown(value: Any) -> str:

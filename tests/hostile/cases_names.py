@@ -276,8 +276,9 @@ add(
 MARK = "...[+44 chars]"
 HUGE_MARK = "...[+9999744 chars]"
 add(
+    # the op table cuts a long name to its column, marker included: '...[+N chars]' stays whole on one line
     Case("names/long-300-analyze", "long-names", "analyze", AN, files={"w.json": named(LONG)}, expect="ok",
-         check=f"{MARK!r} in out"),
+         check="any(line.count('n') < 100 and '...[+' in line and ' chars]' in line for line in out.splitlines())"),
     Case("names/huge-op-analyze", "long-names", "analyze", AN, files={"w.json": named(HUGE)}, expect="ok",
          check="'chars]' in out and len(out) < 100000"),
     Case("names/huge-op-json-kept-whole", "long-names", "analyze", (*AN, "--json", "a.json"),

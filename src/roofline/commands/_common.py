@@ -31,12 +31,71 @@ def add_output_options(p: argparse.ArgumentParser, group_by: tuple[str, ...] = (
     p.add_argument("--csv", metavar="FILE", help="write the per-op results as CSV")
     p.add_argument("--html", metavar="FILE", help="write the interactive HTML report")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows in the terminal table (default 20)")
+    p.add_argument("--verbose", "-v", action="store_true", help="every assumption in full (default: one line)")
     p.add_argument("--advice", action="store_true",
                    help="print the levers with their computed effects, other catalog devices included "
                         "(the HTML report always has the levers on this device)")
     if group_by:
         p.add_argument("--group-by", choices=group_by, default=None, help="table rows: one per group instead of per op")
         p.add_argument("--depth", type=int, default=None, metavar="N", help="with --group-by module: module path depth")
+
+
+def llm_phase_default() -> str:
+    """The LLM phase a command runs when ``--phase`` is not given: the library's own default
+    (:class:`roofline.llm.model.LLMSpec`), so ``llm`` and ``compare`` cannot drift apart."""
+    from dataclasses import fields
+
+    from roofline.llm.model import LLMSpec
+
+    default = next(f.default for f in fields(LLMSpec) if f.name == "phase")
+    assert isinstance(default, str)
+    return default
+
+
+def add_phase_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--phase``, one definition for ``roofline llm`` and ``roofline compare``: choices and default."""
+    from roofline.llm.model import PHASES
+
+    default = llm_phase_default()
+    p.add_argument("--phase", choices=PHASES, default=default,
+                   help=f"default {default}" + (" (prefill + decode)" if default == "generate" else ""))
+
+
+#: what each command-line quantity kind is, for :func:`cli_quantity`: (unit, example prefix)
+_CLI_UNITS = {"flops": ("FLOP/s", "G"), "bandwidth": ("B/s", "G")}
+
+
+def cli_quantity(text: str, kind: str, option: str) -> float:
+    """A FLOP/s or B/s quantity typed on the command line (``kind``: "flops" or "bandwidth"); its unit is required.
+
+    Files keep their documented SI base units (a bare number there is FLOP/s or B/s), but on the
+    command line ``--bandwidth 10`` is far more likely a slip for 10 GB/s than a wish for 10 B/s:
+    a number without a unit (an SI/IEC prefix alone is no unit) is refused, naming the accepted forms.
+
+    >>> cli_quantity("10 GB/s", "bandwidth", "--bandwidth")
+    10000000000.0
+    >>> cli_quantity("10", "bandwidth", "--bandwidth")
+    Traceback (most recent call last):
+    roofline.errors.RooflineError: --bandwidth '10': give a unit, e.g. '10 GB/s' (a bare number would be 10 B/s)
+    """
+    import re
+
+    from roofline.units import IEC, SI, format_bandwidth, format_flops, parse_quantity
+
+    unit, example_prefix = _CLI_UNITS[kind]
+    value = parse_quantity(text, kind, field=option)  # garbage, a wrong unit: parse_quantity's message
+    m = re.fullmatch(r"\s*(?P<num>.*?\d\.?)(?P<tail>[A-Za-z/\s]*)", text)
+    tail = "".join(m.group("tail").split()) if m else ""
+    if tail and tail not in SI and tail not in IEC:
+        return value  # a unit was given (parse_quantity checked it is the right kind)
+    num = m.group("num") if m else text.strip()
+    if tail:  # a prefix alone: '1T'
+        raise RooflineError(f"{option} {text!r}: give a unit, e.g. '{num} {tail}{unit}'")
+    shown = format_flops(value) if kind == "flops" else format_bandwidth(value)
+    if "e" in num.lower():  # '1e12': already scaled, so the base unit
+        example_prefix = ""
+    raise RooflineError(f"{option} {text!r}: give a unit, e.g. '{num} {example_prefix}{unit}' "
+                        f"(a bare number would be {shown})")
 
 
 def resolve(spec: str) -> Device:
@@ -79,11 +138,12 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
     summary = summarize(analysis, advice=advice)
     group_by = getattr(args, "group_by", None)
     text = terminal.render(analysis, top=getattr(args, "top", 20), group_by=group_by,
-                           depth=getattr(args, "depth", None), title=title, summary=summary)
+                           depth=getattr(args, "depth", None), title=title, summary=summary,
+                           verbose=getattr(args, "verbose", False))
     if summary.llm is not None:
-        text += terminal.llm_text(summary.llm) + "\n"
+        text += terminal.fit_width(terminal.llm_text(summary.llm) + "\n")
     if getattr(args, "advice", False) and advice is not None:
-        text += "advice:\n" + "".join(f"  {display(line, 1024)}\n" for line in advice.lines())
+        text += "advice:\n" + terminal.fit_width("".join(f"  {display(line, 1024)}\n" for line in advice.lines()))
     outputs = render_outputs(analysis, args, title=title, summary=summary)
     sys.stdout.write(text)
     write_all(outputs)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline.commands._common import EXAMPLE_HELP
+from roofline.commands._common import EXAMPLE_HELP, add_phase_option
 from roofline.comparison import CompareRow, compare
 from roofline.errors import RooflineError
 
@@ -37,11 +37,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--devices", required=True, help="comma-separated catalog names, device JSON files or 'local'")
     p.add_argument("--precision", default=None, help="comma-separated precisions, e.g. bf16,fp8 (default: as given)")
     llm = p.add_argument_group("LLM options (when WORKLOAD_OR_MODEL is a model name)")
-    llm.add_argument("--phase", choices=("prefill", "decode", "generate"), default="decode")
-    llm.add_argument("--batch", type=int, default=1)
-    llm.add_argument("--prompt", type=int, default=None)
-    llm.add_argument("--context", type=int, default=None)
-    llm.add_argument("--gen", type=int, default=None)
+    add_phase_option(llm)  # one definition with 'roofline llm': the same choices and default
+    llm.add_argument("--batch", type=int, default=1, help="sequences per step (default 1)")
+    llm.add_argument("--prompt", type=int, default=None, metavar="TOKENS", help="prompt length (default 1024)")
+    llm.add_argument("--context", type=int, default=None, metavar="TOKENS",
+                     help="decode: tokens attended to, KV cache length (default: --prompt)")
+    llm.add_argument("--gen", type=int, default=None, metavar="TOKENS", help="decode steps for generate (default 256)")
     p.add_argument("-o", "--output", metavar="CHART", help="chart with every device (.png, .svg or .pdf)")
     p.add_argument("--html", metavar="FILE", help="interactive report: the comparison chart, then each device")
     p.add_argument("--json", metavar="FILE", help="the ranking as JSON")
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.fileio import check_writable
     from roofline.render import check_chart_path
     from roofline.text import display, for_csv
-    from roofline.units import format_seconds
+    from roofline.units import format_count, format_seconds
 
     if args.output:
         check_chart_path(args.output)
@@ -103,15 +104,19 @@ def run(args: argparse.Namespace) -> int:
     rows = compare(workload, devices, precisions)
     best = rows[0].time
     lines = [f"{display(workload.title)}: {len(workload)} ops, ranked by roofline time"]
-    head = f"{'#':>2}  {'device':<32} {'precision':<9} {'time':>10} {'x best':>7}"
+    width = max(9, *(len(r.precision_label) for r in rows))
+    head = f"{'#':>2}  {'device':<32} {'precision':<{width}} {'time':>10} {'vs best':>15}"
     if llm is not None:
         head += f" {'tokens/s':>12}"
     lines.append(head + "  binding roof")
     for k, r in enumerate(rows, 1):
-        line = f"{k:>2}  {display(r.device, 32):<32} {r.precision:<9} {format_seconds(r.time):>10} {r.time / best:>7.3g}"
+        line = (f"{k:>2}  {display(r.device, 32):<32} {r.precision_label:<{width}} {format_seconds(r.time):>10} "
+                f"{_vs_best(r.time, best):>15}")
         if llm is not None:
-            line += f" {r.tokens_per_s:>12,.0f}"
+            line += f" {format_count(r.tokens_per_s):>12}"
         lines.append(line + f"  {display(r.binding)}" + (f"; {r.memory}" if r.memory else ""))
+    # a precision a device has no roof for ran at its fallback: say so under the ranking
+    lines += [f"note: {display(n)}" for n in dict.fromkeys(r.note for r in rows if r.note)]
     # every output rendered first, then all written together: a failure leaves no file half-made
     series = [r.analysis for r in rows]
     title = f"{workload.title}: devices compared"
@@ -125,9 +130,10 @@ def run(args: argparse.Namespace) -> int:
         from roofline.render.html import Section, compare_figure, render_report
 
         fig = compare_figure(series, title, [_label(r) for r in rows])
-        intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} (x{r.time / best:.3g} the best)"
-                 + (f", {r.tokens_per_s:,.0f} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
-                 + (f"; memory {r.memory}" if r.memory else "")
+        intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} "
+                 + ("(the best)" if r.time <= best else f"({_vs_best(r.time, best)} as the best)")
+                 + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
+                 + (f"; memory {r.memory}" if r.memory else "") + (f"; {r.note}" if r.note else "")
                  for k, r in enumerate(rows, 1)]
         page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
                              extra_charts=[("all devices", fig)], intro=intro)
@@ -153,4 +159,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _label(r: CompareRow) -> str:
-    return r.device if r.precision == "as given" else f"{r.device} ({r.precision})"
+    return r.device if r.precision == "as given" else f"{r.device} ({r.precision_label})"
+
+
+def _vs_best(time: float, best: float) -> str:
+    """'best' for the fastest row, else '1/3.3 as fast' / '1/480 as fast' (how fast against the best)."""
+    from roofline.units import format_speedup
+
+    return "best" if time <= best else format_speedup(best / time)

@@ -24,10 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.advice import advise
     from roofline.demo import prepare_outdir, run_demo
-    from roofline.render.terminal import summary_lines
-    from roofline.summary import summarize
+    from roofline.summary import headline
+    from roofline.text import visible
 
     prepare_outdir(args.out)
 
@@ -35,13 +34,8 @@ def run(args: argparse.Namespace) -> int:
         print(text, file=sys.stderr, flush=True)
 
     result = run_demo(args.out, quick=not args.full, tiny=args.tiny, progress=progress)
-    for key, a in result.analyses.items():
-        print(f"== {result.titles[key]}")
-        for line in summary_lines(summarize(a))[1:4]:
-            print("  " + line)
-        levers = sorted(advise(a, devices=False).levers, key=lambda lv: -lv.speedup)[:1]
-        for lv in levers:
-            print(f"  best lever: {lv.line()}")
+    for key, s in result.summaries.items():
+        print(visible(f"== {result.titles[key]}\n  {headline(s)}"))
     for note in result.notes:
         print(note)
     print(f"done in {result.seconds['total']:.0f} s; wrote:")

@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_output_options, check_outputs, emit
+from roofline.commands._common import (
+    EXAMPLE_HELP,
+    add_device_option,
+    add_output_options,
+    add_phase_option,
+    check_outputs,
+    emit,
+)
 from roofline.errors import RooflineError
 
 if TYPE_CHECKING:
@@ -38,8 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", nargs="?", help="bundled model name or Hugging Face id (see --list), or a config.json")
     p.add_argument("--list", action="store_true", help="list the bundled model configs and exit")
     add_device_option(p, required=False)
-    p.add_argument("--phase", choices=("prefill", "decode", "generate"), default="generate",
-                   help="default generate (prefill + decode)")
+    add_phase_option(p)
     p.add_argument("--batch", default="1", metavar="N|max", help="sequences per step, or 'max': the largest that fits")
     p.add_argument("--prompt", type=int, default=None, metavar="TOKENS", help="prompt length (default 1024)")
     p.add_argument("--gen", type=int, default=None, metavar="TOKENS", help="decode steps for generate (default 256)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from roofline.commands._common import EXAMPLE_HELP, add_output_options, check_outputs, emit
+from roofline.commands._common import EXAMPLE_HELP, add_output_options, check_outputs, cli_quantity, emit
 from roofline.errors import RooflineError
 
 
@@ -18,12 +18,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "  roofline plot --device h100 --point 'gemm:2.2T:100M' --point 'softmax:1G:4G' -o h100.png")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--device", "-d", help="catalog name, device JSON file, or 'local'")
-    src.add_argument("--peak", help="compute roof, e.g. 100GFLOP/s (use with --bandwidth)")
-    p.add_argument("--bandwidth", help="memory roof, e.g. 10GB/s (with --peak)")
+    src.add_argument("--peak", help="compute roof with its unit, e.g. 100GFLOP/s (use with --bandwidth)")
+    p.add_argument("--bandwidth", help="memory roof with its unit, e.g. 10GB/s (with --peak)")
     p.add_argument("--point", action="append", default=[], metavar="NAME:FLOPS:BYTES[:SECONDS]",
                    help="a point: FLOPs and bytes of one run, optionally its measured seconds (repeatable)")
-    p.add_argument("--precision", default=None, help="precision of the points (default: the device's fastest roof's)")
-    p.add_argument("--unit", choices=("vector", "matrix"), default=None, help="unit of the points")
+    p.add_argument("--precision", default="fp32",
+                   help="precision of the points (default fp32, as in a workload file; the roof it runs on, or "
+                        "its fallback, is named in the table)")
+    p.add_argument("--unit", choices=("vector", "matrix"), default="vector",
+                   help="unit of the points (default vector, like a bare op of any kind but matmul/conv/attention)")
     add_output_options(p)
     p.set_defaults(func=run)
 
@@ -59,11 +62,13 @@ def run(args: argparse.Namespace) -> int:
     if args.device and args.bandwidth:
         raise RooflineError("--bandwidth goes with --peak, not with --device")
     points = [parse_point(t) for t in args.point]
-    device = resolve(args.device) if args.device else Device.simple(
-        f"peak {args.peak}, bandwidth {args.bandwidth}", args.peak, args.bandwidth)
-    top = max(device.compute, key=lambda c: c.flops)
-    precision = args.precision or top.precision
-    unit = args.unit or top.unit
+    if args.device:
+        device = resolve(args.device)
+    else:  # command-line roofs need their units: '10' is not taken as 10 B/s
+        device = Device.simple(f"peak {args.peak}, bandwidth {args.bandwidth}",
+                               cli_quantity(args.peak, "flops", "--peak"),
+                               cli_quantity(args.bandwidth, "bandwidth", "--bandwidth"))
+    precision, unit = args.precision, args.unit
     if not points:
         if not args.output:
             raise RooflineError("nothing to do: give --point and/or -o CHART")

@@ -85,23 +85,42 @@ def load_callable(target: str) -> Any:
     if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
         module = _import_file(Path(module_name), module_name)
     else:
-        cwd = os.getcwd()
-        added = cwd not in sys.path
-        if added:  # as ``python -m``: modules in the current directory are importable
-            sys.path.insert(0, cwd)
-        try:
-            module = importlib.import_module(module_name)
-        except (Exception, SystemExit) as exc:
-            raise RooflineError(f"cannot import module {module_name!r}: {_describe(exc)}") from exc
-        finally:
-            if added and cwd in sys.path:
-                sys.path.remove(cwd)
+        module = _import_module(module_name, target)
     fn = getattr(module, attr, None)
     if fn is None:
         raise RooflineError(f"{module_name} has no attribute {attr!r}")
     if not callable(fn):
         raise RooflineError(f"{target}: {attr!r} is a {type(fn).__name__}, not a callable")
     return fn
+
+
+def _import_module(module_name: str, target: str) -> Any:
+    """Import a dotted ``module_name`` with the current directory first on ``sys.path`` (as ``python -m``
+    does), for this import only; not found -> a one-line error naming where it looked and PYTHONPATH."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the current directory was removed: nothing there to import
+        cwd = ""
+    added = bool(cwd) and cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    importlib.invalidate_caches()  # a module written after an earlier import in this process is found too
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            # the user's module itself (not a package it imports) is missing
+            as_file = f"{module_name.replace('.', '/')}.py:{target.rpartition(':')[2]}"
+            raise RooflineError(
+                f"cannot import module {module_name!r}: no module named {exc.name!r} in the current directory "
+                f"({cwd}) or on sys.path; add its folder to PYTHONPATH (e.g. PYTHONPATH=src) or give a file "
+                f"path (path/to/{as_file})") from exc
+        raise RooflineError(f"cannot import module {module_name!r}: {_describe(exc)}") from exc
+    except (Exception, SystemExit) as exc:
+        raise RooflineError(f"cannot import module {module_name!r}: {_describe(exc)}") from exc
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
 
 
 def _import_file(path: Path, where: str) -> Any:

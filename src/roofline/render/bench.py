@@ -7,7 +7,6 @@ so ``roofline bench --show --plot DIR`` redraws a cached measurement.  Names fro
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,16 +24,16 @@ KERNEL_COLORS = {"read": "#1f77b4", "write": "#d62728", "copy": "#2ca02c", "tria
 def plot_bandwidth(device: Device, path: str | Path) -> None:
     """Bandwidth vs working set (log x), every kernel, all threads solid and one thread dashed;
     the detected levels drawn as bars over their working-set range; sysfs cache sizes as dotted lines."""
-    import matplotlib
+    from matplotlib.ticker import FuncFormatter
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    from roofline.render.chart import new_figure
 
     facts = device.bench
     if facts is None or facts.sweep is None:
         raise ValueError(f"device {device.name!r} has no bandwidth sweep (run 'roofline bench')")
     sizes = facts.sweep.working_set_bytes
-    fig, ax = plt.subplots(figsize=(10, 6), dpi=110)
+    fig = new_figure((10, 6))
+    ax = fig.add_subplot()
     for c in facts.sweep.curves:
         style = "-" if c.threads == facts.threads else "--"
         ax.plot(sizes, [v / 1e9 for v in c.median], style, marker="o" if style == "-" else None, ms=3,
@@ -60,7 +59,7 @@ def plot_bandwidth(device: Device, path: str | Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("working set [bytes, all arrays of the kernel]")
     ax.set_ylabel("bandwidth [GB/s] (STREAM byte counting)")
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: format_bytes(v, 3)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v, 3)))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7.5, ncol=2, loc="lower left")
     ax.set_title(f"{for_chart(device.name)}: bandwidth vs working set", fontsize=11)
@@ -85,9 +84,6 @@ def plot_roofline(device: Device, path: str | Path) -> None:
 
 
 def _save(fig: Figure, path: str | Path) -> None:
-    import matplotlib.pyplot as plt
+    from roofline.render.chart import figure_bytes
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format=Path(path).suffix.lower().lstrip(".") or "png", bbox_inches="tight")
-    plt.close(fig)
-    write_bytes_atomic(path, buf.getvalue())
+    write_bytes_atomic(path, figure_bytes(fig, Path(path).suffix.lower().lstrip(".") or "png"))

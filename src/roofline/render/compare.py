@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +34,9 @@ MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
 def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared",
                  labels: Sequence[str] | None = None, max_points: int = 400) -> Figure:
     """One roof and one point cloud per analysis, on shared axes."""
-    import matplotlib
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    from roofline.render.chart import AXIS_MAX, AXIS_MIN, _decade, _finite, _span
+    from roofline.render.chart import AXIS_MAX, AXIS_MIN, _decade, _finite, _span, new_figure, scaled_tick
 
     # names from files: no mathtext ('$' escaped), control characters visible, long ones shortened
     labels = [for_chart(x) for x in (labels if labels is not None else [a.device.name for a in analyses])]
@@ -60,7 +58,8 @@ def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared
     clipped = (len(xs) < len(xs_all) or len(ys) < len(ys_all) or not (AXIS_MIN < x_lo and x_hi < AXIS_MAX)
                or not y_top < AXIS_MAX)
     scale, unit = scale_for(peak, "FLOP/s")
-    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
+    fig = new_figure((10, 6.5))
+    ax = fig.add_subplot()
     ax.set_xscale("log")
     ax.set_yscale("log")
     for k, ((c, m), (x, y, share)) in enumerate(zip(roofs, pts, strict=True)):
@@ -74,11 +73,13 @@ def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared
                        marker=MARKERS[k % len(MARKERS)], alpha=0.6, edgecolors="white", linewidths=0.5, zorder=5)
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo / scale, y_top / scale)
+    ax.yaxis.set_major_formatter(FuncFormatter(partial(scaled_tick, scale=scale)))  # one style: '100 TFLOP/s'
+    ax.yaxis.set_minor_formatter(NullFormatter())
     if clipped:
         ax.text(0.01, 0.01, f"axis ranges clipped to {AXIS_MIN:g} .. {AXIS_MAX:g}: some roofs or points lie outside",
                 transform=ax.transAxes, fontsize=7.5, color="#a00000", va="bottom")
     ax.set_xlabel("arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel(f"performance [{unit}]")
+    ax.set_ylabel("performance")  # the ticks carry the unit
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(for_chart(title), fontsize=12)
@@ -88,15 +89,9 @@ def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared
 
 def compare_chart_bytes(analyses: Sequence[Analysis], fmt: str = "png", **kw: Any) -> bytes:
     """The comparison chart as PNG/SVG/PDF bytes."""
-    import io
+    from roofline.render.chart import figure_bytes
 
-    import matplotlib.pyplot as plt
-
-    fig = plot_compare(analyses, **kw)
-    buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_bytes(plot_compare(analyses, **kw), fmt)
 
 
 def save_compare_chart(analyses: Sequence[Analysis], path: str | Path, **kw: Any) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,12 +36,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from roofline.analysis import Analysis
-from roofline.summary import Summary, dominant_ceiling, summarize
+from roofline.summary import Summary, dominant_ceiling, headline, roofs_of_ops, summarize
 from roofline.text import LIMIT, display, for_html
 from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 
 if TYPE_CHECKING:
     from roofline.advice import Advice
+    from roofline.device import Device
     from roofline.llm.metrics import LLMReport
 
 KIND_COLORS = {
@@ -183,6 +184,22 @@ def _point_traces(a: Analysis, *, color: str | None = None, prefix: str = "", gr
     return [{k: v for k, v in t.items() if v is not None} for t in traces], xs, ys
 
 
+def _intensity_tick(x: float) -> str:
+    return f"{x:g}"
+
+
+def _flops_tick(y: float) -> str:
+    """'100 T' for 1e14 FLOP/s: the axis title carries the unit."""
+    return format_flops(y).removesuffix("FLOP/s").strip()
+
+
+def _decade_ticks(lo: float, hi: float, fmt: Callable[[float], str]) -> dict[str, Any]:
+    """Log-axis ticks at every power of ten between ``lo`` and ``hi`` (exponents), labelled in one style
+    (``fmt``: '100 TFLOP/s', '0.01'); no minor-tick labels."""
+    decades = [10.0**e for e in range(math.ceil(lo), math.floor(hi) + 1)]
+    return {"tickmode": "array", "tickvals": decades, "ticktext": [fmt(v) for v in decades], "minor": {"showgrid": True}}
+
+
 def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
     """The plotly figure of one analysis, as plain ``{"data": [...], "layout": {...}}``.
 
@@ -233,9 +250,9 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
     ridge = min(max(top.flops / main.bandwidth, 10.0**x_lo), 10.0**x_hi)
     layout = {
         "xaxis": {"type": "log", "range": [x_lo, x_hi], "title": {"text": "arithmetic intensity [FLOP/byte]"},
-                  "exponentformat": "power"},
+                  **_decade_ticks(x_lo, x_hi, _intensity_tick)},
         "yaxis": {"type": "log", "range": [y_lo, y_hi], "title": {"text": "performance [FLOP/s]"},
-                  "exponentformat": "SI"},
+                  **_decade_ticks(y_lo, y_hi, _flops_tick)},
         "hovermode": "closest", "height": 620, "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
         "legend": {"groupclick": "toggleitem", "font": {"size": 11}},
         "shapes": [{"type": "rect", "xref": "x", "yref": "paper", "x0": 10.0**x_lo, "x1": ridge, "y0": 0, "y1": 1,
@@ -261,7 +278,8 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
 
 def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared",
                    labels: Sequence[str] | None = None) -> dict[str, Any]:
-    """Every device's main roof (its most-used ceiling and main memory) and its points, one colour each."""
+    """Every device's roofs its ops are bounded or judged by (:func:`roofline.summary.roofs_of_ops`: the dominant
+    ceiling solid, other ceilings dashed, cache levels dotted) and its points, one colour per device."""
     labels = [name(x) for x in (labels if labels is not None else [a.device.name for a in analyses])]
     traces: list[dict[str, Any]] = []
     xs_all: list[float] = []
@@ -277,22 +295,34 @@ def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared"
         per.append((a, pts, color))
     x_lo, x_hi, y_lo, y_hi = _ranges(list(analyses), xs_all, ys_all)
     for k, (a, pts, color) in enumerate(per):
-        main = a.device.main_memory
+        # every roof this device's ops are bounded or judged by: the dominant ceiling solid, the others dashed
         top = dominant_ceiling(a)
-        ridge = top.flops / main.bandwidth
-        traces.append({"type": "scatter", "mode": "lines", "name": f"{labels[k]} roof ({name(top.label)})",
-                       "x": [10.0**x_lo, min(max(ridge, 10.0**x_lo), 10.0**x_hi), 10.0**x_hi],
-                       "y": [10.0**x_lo * main.bandwidth, top.flops, top.flops],
-                       "legendgroup": f"d{k}", "line": {"color": color, "width": 2.5}, "hoverinfo": "text",
-                       "hovertext": f"{labels[k]}: {name(top.label)} {format_flops(top.flops)}, "
-                                    f"{name(main.level)} {format_bandwidth(main.bandwidth)}, ridge {ridge:.3g} FLOP/B"})
+        ceilings, levels = roofs_of_ops(a)
+        peak = max(c.flops for c in ceilings) if ceilings else top.flops
+        for c in ceilings or [top]:
+            x0 = c.flops / a.device.main_memory.bandwidth
+            traces.append({"type": "scatter", "mode": "lines", "name": f"{labels[k]}: {name(c.label)} {format_flops(c.flops)}",
+                           "x": [min(max(x0, 10.0**x_lo), 10.0**x_hi), 10.0**x_hi], "y": [c.flops, c.flops],
+                           "legendgroup": f"d{k}", "hoverinfo": "text",
+                           "hovertext": f"{labels[k]}: {name(c.label)} roof {format_flops(c.flops)}",
+                           "line": {"color": color, "width": 2.5 if c is top else 1.5,
+                                    "dash": "solid" if c is top else "dash"}})
+        for m in levels:
+            xx = [10.0**x_lo, min(max(peak / m.bandwidth, 10.0**x_lo), 10.0**x_hi)]
+            main = m is a.device.main_memory
+            traces.append({"type": "scatter", "mode": "lines",
+                           "name": f"{labels[k]}: {name(m.level)} {format_bandwidth(m.bandwidth)}",
+                           "x": xx, "y": [v * m.bandwidth for v in xx], "legendgroup": f"d{k}", "hoverinfo": "text",
+                           "hovertext": f"{labels[k]}: {name(m.level)} {format_bandwidth(m.bandwidth)}, "
+                                        f"ridge with {name(top.label)} {top.flops / m.bandwidth:.3g} FLOP/B",
+                           "line": {"color": color, "width": 2.5 if main else 1.5, "dash": "solid" if main else "dot"}})
         traces += pts
     layout = {
         "title": {"text": esc(title)},
         "xaxis": {"type": "log", "range": [x_lo, x_hi], "title": {"text": "arithmetic intensity [FLOP/byte]"},
-                  "exponentformat": "power"},
+                  **_decade_ticks(x_lo, x_hi, _intensity_tick)},
         "yaxis": {"type": "log", "range": [y_lo, y_hi], "title": {"text": "performance [FLOP/s]"},
-                  "exponentformat": "SI"},
+                  **_decade_ticks(y_lo, y_hi, _flops_tick)},
         "hovermode": "closest", "height": 620, "legend": {"groupclick": "togglegroup", "font": {"size": 11}},
     }
     return {"data": traces, "layout": layout}
@@ -422,10 +452,44 @@ def provenance_html(a: Analysis) -> str:
         ic = d.interconnect
         rows.append(f"<tr>{_txt('interconnect ' + ic.name)}{_txt(format_bandwidth(ic.bandwidth))}"
                     f"{_txt(ic.provenance.describe())}</tr>")
-    meta = "".join(f"<li>{esc(k)}: {esc(v)}</li>" for k, v in dict(d.metadata).items())
+    meta = "".join(f"<li>{esc(k)}: {esc(_brief(v))}</li>" for k, v in dict(d.metadata).items())
     return (f"<p>{esc(d.name)} ({esc(d.vendor or '-')}, {esc(d.kind)})</p>"
             + _table(["ceiling", "value", "provenance"], rows, "provenance")
-            + (f"<ul>{meta}</ul>" if meta else ""))
+            + bench_html(d) + _details("Machine and settings", f"<ul>{meta}</ul>" if meta else ""))
+
+
+def _brief(value: Any, limit: int = 160) -> str:
+    """A metadata value for reading: numbers to 4 significant digits, long lists as their count and ends."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        if len(value) > 6:
+            return f"{len(value)} values, {_brief(value[0])} .. {_brief(value[-1])}"
+        text = ", ".join(_brief(v) for v in value)
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}: {_brief(v)}" for k, v in value.items())
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def bench_html(d: Device) -> str:
+    """What ``roofline bench`` measured, rounded: threads, native precisions, spec roofs, the audit, the ERT fit."""
+    b = d.bench
+    if b is None:
+        return ""
+    rows = [f"<tr>{_txt('threads')}{_txt(str(b.threads or '?'))}</tr>",
+            f"<tr>{_txt('native precisions')}{_txt(', '.join(b.native) or '-')}</tr>"]
+    rows += [f"<tr>{_txt(f'spec {r.precision} {r.unit}')}{_txt(format_flops(r.flops))}</tr>" for r in b.spec]
+    for r in b.audit:
+        raised = f"; raised {r.raised}" if r.raised else ""
+        rows.append(f"<tr>{_txt('audit: ' + r.kernel)}"
+                    f"{_txt(f'efficiency {r.efficiency:.2f} vs {r.roof}, {r.level} (spread {r.noise:.0%}){raised}')}</tr>")
+    ert = b.ert
+    if ert is not None and ert.deviation:
+        worst = f"{ert.deviation[ert.worst]:+.0%} at {ert.intensity[ert.worst]:.3g} FLOP/B"
+        rows.append(f"<tr>{_txt('ERT curve')}{_txt(f'{len(ert.flops)} points; largest deviation from the roofs {worst}')}</tr>")
+    return _details("Bench details (rounded)", _table(["measured", "figure"], rows, "bench"))
 
 
 def _list(title: str, items: Sequence[str]) -> str:
@@ -454,35 +518,55 @@ def llm_html(report: LLMReport | None) -> str:
     return f"<h3>LLM inference</h3><p>{esc(lines[0].removeprefix('LLM: '))}</p><ul>{items}</ul>"
 
 
-def _section_html(s: Section, k: int, charts: list[tuple[str, dict[str, Any]]]) -> str:
+def caption(s: Summary) -> str:
+    """What to look at in the chart of ``s`` (plain text)."""
+    a = s.analysis
+    main = a.device.main_memory
+    return (f"Each point is an op: across, its arithmetic intensity (FLOP per byte moved); up, the FLOP/s its roofs "
+            f"allow (bigger points take more of the time). Left of the ridge ({s.dominant.flops / main.bandwidth:.3g} "
+            f"FLOP/B for {s.dominant.label} over {main.level}) an op is memory-bound, right of it compute-bound. "
+            f"Here the binding roof is {s.binding.label}.")
+
+
+COMPARE_CAPTION = ("One colour per device: the roofs its ops are bounded or judged by (solid: the ceiling carrying "
+                   "the most time; dashed: other ceilings; dotted: cache levels) and its ops. An op sits at the same "
+                   "intensity on every device; the vertical gap between two devices' points is the speed-up their "
+                   "roofs allow.")
+
+
+def _details(title: str, body: str, *, open_: bool = False) -> str:
+    """A collapsed block (``<details>``): the page stays short, everything stays one click away."""
+    return f"<details{' open' if open_ else ''}><summary>{esc(title)}</summary>{body}</details>" if body else ""
+
+
+def _section_html(s: Section, facts: Summary, k: int, charts: list[tuple[str, dict[str, Any]]], *,
+                  open_summary: bool = True) -> str:
     a = s.analysis
     w = a.workload
-    facts = s.summary or summarize(a, advice=s.advice)
     div = f"chart{k}"
     charts.append((div, figure(a, facts)))
-    summary = "".join(f"<li>{esc(x)}</li>" for x in summary_items(facts))
+    summary = "".join(f"<li>{esc(x)}</li>" for x in summary_items(facts)[1:])  # [0] is the headline
     if w.source:
         summary += f"<li>source: {esc(w.source)}</li>"
     unsupported = [f"{u.name} x{u.count} ({format_bytes(u.bytes)} counted, 0 FLOPs)" for u in w.unsupported]
-    parts = [f'<section id="s{k}"><h2>{esc(s.title)}</h2>']
+    parts = [f'<section id="s{k}"><h2>{esc(s.title)}</h2>', f'<p class="headline">{esc(headline(facts))}</p>']
     if s.note:
         parts.append(f'<p class="note">{esc(s.note)}</p>')
-    parts += [f"<h3>Summary</h3><ul>{summary}</ul>", llm_html(facts.llm),
-              f'<div id="{div}" class="chart"></div>',
-              '<p class="note">Hover a point for its figures; click a legend entry to hide or show it; '
-              'the buttons switch between the roofs the ops use, every precision ceiling and memory level, '
-              'and main memory only. Hollow diamonds are measured; a dotted line joins each to its prediction.</p>']
+    parts += [f'<figure><div id="{div}" class="chart"></div><figcaption>{esc(caption(facts))} Hover a point for its '
+              'figures; click a legend entry to hide or show it; the buttons switch between the roofs the ops use, '
+              'every precision ceiling and memory level, and main memory only. Hollow diamonds are measured; a '
+              'dotted line joins each to its prediction.</figcaption></figure>',
+              _details("Summary", f"<ul>{summary}</ul>" + llm_html(facts.llm), open_=open_summary)]
     if facts.advice is not None:
-        parts.append("<h3>Advice</h3>" + advice_html(facts.advice))
-    parts += ["<h3>Ops by roofline time</h3>", ops_table(a),
-              "<h3>By module</h3>", groups_table(a, "group", "module"),
-              "<h3>By kind</h3>", groups_table(a, "kind", "kind"),
-              "<h3>Device and provenance</h3>", provenance_html(a),
-              "<h3>Workload</h3>",
-              f"<p>bytes model: {esc(w.bytes_model)}</p>",
-              _list("Assumptions", w.assumptions),
-              _list("Warnings", [*w.warnings, *a.warnings]),
-              _list("Unsupported ops (no FLOP formula)", unsupported) or "<p>unsupported ops: none</p>",
+        parts.append(_details("Advice (levers with their computed effect)", advice_html(facts.advice)))
+    parts += [_details(f"Ops by roofline time ({len(w)})", ops_table(a)),
+              _details("By module", groups_table(a, "group", "module")),
+              _details("By kind", groups_table(a, "kind", "kind")),
+              _details("Device and provenance", provenance_html(a)),
+              _details("Workload: bytes model, assumptions, warnings",
+                       f"<p>bytes model: {esc(w.bytes_model)}</p>" + _list("Assumptions", w.assumptions)
+                       + _list("Warnings", [*w.warnings, *a.warnings])
+                       + (_list("Unsupported ops (no FLOP formula)", unsupported) or "<p>unsupported ops: none</p>")),
               "</section>"]
     return "".join(parts)
 
@@ -497,7 +581,10 @@ th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.above td{background:#ffe0e0}
 .note{color:#555;font-size:.85em}.chart{min-height:620px}
-nav a{margin-right:1em}
+.headline{font-size:1.15em;font-weight:600;background:#f4f8fc;border-left:4px solid #1f4e79;padding:.5em .8em}
+figure{margin:0}figcaption{color:#555;font-size:.85em;margin:.3em 0 .8em}
+details{margin:.4em 0}details>summary{cursor:pointer;font-weight:600;font-size:1.05em;padding:.2em 0}
+ul.answers li{margin:.3em 0;font-weight:600}ul.answers a{color:#1f4e79;text-decoration:none}
 """
 
 _SORT_JS = """
@@ -532,16 +619,20 @@ def render_report(sections: Sequence[Section], title: str = "roofline report", *
 
     offline = require("plotly.offline", "html")
     charts: list[tuple[str, dict[str, Any]]] = []
+    facts = [s.summary or summarize(s.analysis, advice=s.advice) for s in sections]
     body: list[str] = [f"<h1>{esc(title)}</h1>"]
+    # the answer first: one sentence per section, each linking to its section
+    if len(sections) > 1:  # (one section leads with its own headline right below)
+        body.append('<ul class="answers">' + "".join(f'<li><a href="#s{k}">{esc(headline(f))}</a></li>'
+                                                    for k, f in enumerate(facts)) + "</ul>")
     body += [f"<p>{esc(p)}</p>" for p in intro]
-    if len(sections) > 1:
-        body.append("<nav>" + "".join(f'<a href="#s{k}">{esc(s.title)}</a>' for k, s in enumerate(sections)) + "</nav>")
     for j, (heading, fig) in enumerate(extra_charts):
         div = f"extra{j}"
         charts.append((div, fig))
-        body.append(f'<h2>{esc(heading)}</h2><div id="{div}" class="chart"></div>')
-    for k, s in enumerate(sections):
-        body.append(_section_html(s, k, charts))
+        body.append(f'<h2>{esc(heading)}</h2><figure><div id="{div}" class="chart"></div>'
+                    f"<figcaption>{esc(COMPARE_CAPTION)}</figcaption></figure>")
+    for k, (s, f) in enumerate(zip(sections, facts, strict=True)):
+        body.append(_section_html(s, f, k, charts, open_summary=len(sections) == 1))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     from roofline import __version__
 
@@ -580,25 +671,78 @@ def save_report(sections: Sequence[Section], path: str | Path, title: str = "roo
     write_text_atomic(path, render_report(sections, title, **kw))
 
 
-def notebook_html(a: Analysis, top: int = 10) -> str:
-    """Jupyter ``_repr_html_``: summary, the chart as an inline SVG (no plotly needed) and the top ops."""
+#: The notebook table's sorter: self-contained (no network, no library), bound to the tables of its own
+#: output only (``__ROOT__`` is replaced by the output's id), once per table however often it runs.  The
+#: "click to sort" hint is set by the script, so a viewer that strips scripts makes no such claim.
+_NOTEBOOK_SORT_JS = """
+(function(){
+  var root=document.getElementById('__ROOT__');if(!root)return;
+  function key(td){var v=td.getAttribute('data-v');if(v===null)return td.textContent.toLowerCase();
+    return v===''?-Infinity:parseFloat(v);}
+  root.querySelectorAll('table.sortable').forEach(function(t){
+    if(t.getAttribute('data-sorter'))return;t.setAttribute('data-sorter','1');
+    var heads=t.querySelectorAll('th');
+    heads.forEach(function(th){
+      th.setAttribute('data-label',th.textContent);th.title='click to sort';th.style.cursor='pointer';
+      th.addEventListener('click',function(){
+        var i=th.cellIndex,asc=th.getAttribute('data-dir')!=='asc',b=t.tBodies[0];
+        heads.forEach(function(h){h.removeAttribute('data-dir');h.textContent=h.getAttribute('data-label');});
+        th.setAttribute('data-dir',asc?'asc':'desc');th.textContent+=asc?' \u25B2':' \u25BC';
+        var rows=Array.prototype.slice.call(b.rows);
+        rows.sort(function(r,s){var x=key(r.cells[i]),y=key(s.cells[i]);
+          if(x<y)return asc?-1:1;if(x>y)return asc?1:-1;return 0;});
+        rows.forEach(function(r){b.appendChild(r);});
+      });
+    });
+  });
+})();
+"""
+
+
+#: Up to this many ops the notebook chart is inline SVG; beyond, a PNG (an SVG grows by ~270 bytes a point).
+NOTEBOOK_SVG_OPS = 500
+
+
+def _notebook_chart(a: Analysis) -> str:
+    """The chart as inline SVG (matplotlib escapes its text; a PNG past :data:`NOTEBOOK_SVG_OPS` ops),
+    or one line saying why there is none."""
+    import base64
     import io
+    import sys
 
-    parts = ["<div>", "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_items(summarize(a))) + "</ul>"]
     try:
-        import matplotlib.pyplot as plt
-
         from roofline.render.chart import plot
 
-        fig = plot(a, max_labels=10)
-        buf = io.StringIO()
-        fig.set_size_inches(8, 5.2)
-        fig.savefig(buf, format="svg", bbox_inches="tight")
-        plt.close(fig)
-        svg = buf.getvalue()
-        parts.append(svg[svg.find("<svg"):])  # drop the XML prolog; matplotlib escapes its text
+        fig = plot(a, max_labels=10, figsize=(8, 5.2))  # labels are placed for this size
+        if len(a.workload) > NOTEBOOK_SVG_OPS:
+            png = io.BytesIO()
+            fig.savefig(png, format="png", bbox_inches="tight", dpi=100)
+            out = f'<img alt="roofline chart" src="data:image/png;base64,{base64.b64encode(png.getvalue()).decode()}">'
+        else:
+            buf = io.StringIO()
+            fig.savefig(buf, format="svg", bbox_inches="tight")
+            svg = buf.getvalue()
+            out = svg[svg.find("<svg"):]  # drop the XML prolog
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is not None:  # a figure pyplot tracks is released; importing pyplot here would pick a backend
+            pyplot.close(fig)
+        return out
     except Exception as exc:  # a notebook repr must never raise
-        parts.append(f"<p>(chart unavailable: {esc(exc)})</p>")
-    parts.append(ops_table(a, limit=top))
-    parts.append("</div>")
-    return "".join(parts)
+        return f"<p>(chart unavailable: {esc(exc)})</p>"
+
+
+def notebook_html(a: Analysis, top: int = 10) -> str:
+    """Jupyter ``_repr_html_``: summary, the chart as an inline SVG (no plotly needed; a PNG for a large
+    workload) and the top ops.
+
+    The ops table sorts on a click on its header: a small inline script (:data:`_NOTEBOOK_SORT_JS`, no
+    network) bound to this output's own tables by a unique id.
+    """
+    import uuid
+
+    root = f"roofline-{uuid.uuid4().hex}"
+    table = ops_table(a, limit=top).replace(' title="click to sort"', "")  # the script adds the hint
+    return "".join([f'<div id="{root}">',
+                    "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_items(summarize(a))) + "</ul>",
+                    _notebook_chart(a), table, "</div>",
+                    f"<script>{_NOTEBOOK_SORT_JS.replace('__ROOT__', root)}</script>"])

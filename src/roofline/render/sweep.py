@@ -12,11 +12,11 @@ def plot_sweep(sweep: BatchSweep, path: str, *, title: str = "") -> None:
     """Throughput (tokens/s) against per-token latency (ms), one point per batch; matplotlib, lazily."""
     from roofline.errors import require
 
-    mpl = require("matplotlib", "all")
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
+    require("matplotlib", "all")
+    from roofline.render.chart import new_figure
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig = new_figure((7, 4.5), dpi=100)
+    ax = fig.add_subplot()
     lat = sweep.latency * 1e3
     ax.plot(lat, sweep.tokens_per_s, "-", color="tab:blue", lw=1, zorder=1)
     ok = sweep.fits
@@ -47,5 +47,4 @@ def plot_sweep(sweep: BatchSweep, path: str, *, title: str = "") -> None:
 
     buf = io.BytesIO()
     fig.savefig(buf, format=path.rsplit(".", 1)[-1].lower())
-    plt.close(fig)
     write_bytes_atomic(path, buf.getvalue())

@@ -15,9 +15,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from roofline.analysis import Analysis
-from roofline.summary import Summary, describe_measured, summarize
-from roofline.text import display, for_terminal, visible
-from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
+from roofline.summary import Summary, describe_measured, headline, summarize
+from roofline.text import display, for_terminal, shorten, visible
+from roofline.units import (
+    format_bandwidth,
+    format_bytes,
+    format_count,
+    format_flop,
+    format_flops,
+    format_seconds,
+    format_share,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,9 +37,10 @@ GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "modul
 
 
 def _console(color: bool) -> Console:
+    """A recording console as wide as the terminal (COLUMNS, else the tty's width, else 120)."""
     from rich.console import Console
 
-    width = max(shutil.get_terminal_size((180, 40)).columns, 150)
+    width = max(shutil.get_terminal_size((120, 40)).columns, 60)
     return Console(file=io.StringIO(), record=True, width=width, force_terminal=color, color_system="standard" if color else None,
                    highlight=False, soft_wrap=False)
 
@@ -45,6 +54,7 @@ def summary_lines(s: Summary) -> list[str]:
     roofs = ", ".join(used)  # two asked-for pairs may share one roof after a fallback
     mems = ", ".join(f"{display(m.level)} {format_bandwidth(m.bandwidth)}" for m in a.levels)
     lines = [
+        headline(s, display),
         f"device: {display(d.name)} — roofs used: {roofs or '-'}; {mems}",
         f"workload: {display(a.workload.title)} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
         f"{format_bytes(a.total_bytes)} moved, intensity {_ai(a.total_flops / a.total_bytes if a.total_bytes else math.inf)} FLOP/B",
@@ -64,8 +74,12 @@ def summary_lines(s: Summary) -> list[str]:
 
 
 def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: int | None = None,
-           title: str | None = None, color: bool | None = None, summary: Summary | None = None) -> str:
-    """The full terminal report as a string (``summary``: the facts, when the caller has them)."""
+           title: str | None = None, color: bool | None = None, summary: Summary | None = None,
+           verbose: bool = False) -> str:
+    """The full terminal report as a string (``summary``: the facts, when the caller has them).
+
+    The assumptions are one line unless ``verbose``.  Tables fit the terminal: numbers never wrap (the op
+    name and verdict columns fold instead)."""
     from rich import box
     from rich.table import Table
 
@@ -79,44 +93,50 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     measured = a.workload.has_measurements
     if group_by:
         key = GROUP_KEYS.get(group_by, group_by)
-        rows = a.by(key, depth)
+        groups = a.by(key, depth)
         t = Table(title=f"by {group_by}" + (f" (depth {depth})" if depth else ""), title_justify="left",
                   box=box.SIMPLE_HEAD)
         for col in (group_by, "ops", "FLOPs", "bytes", "FLOP/B", "bound", "attainable", "time", "share",
                     *(("measured", "efficiency") if measured else ())):
-            t.add_column(col, justify="left" if col in (group_by, "bound") else "right", overflow="fold")
-        for r in rows[:top]:
+            t.add_column(col, justify="left" if col in (group_by, "bound") else "right", overflow="fold",
+                         no_wrap=col not in (group_by, "bound"))
+        for r in groups[:top]:
             cells = [r.name, str(r.ops), format_flop(r.flops), format_bytes(r.bytes), _ai(r.intensity), r.bound,
                      format_flops(r.attainable_flops), format_seconds(r.time), f"{r.share:.1%}"]
             if measured:
                 eff = r.time / r.measured_seconds if r.measured_seconds == r.measured_seconds and r.measured_seconds > 0 else math.nan
-                cells += [_opt(r.measured_seconds, format_seconds), _opt(eff, lambda e: f"{e:.0%}")]
+                cells += [_opt(r.measured_seconds, format_seconds), _opt(eff, format_share)]
             t.add_row(*map(for_terminal, cells))
         con.print(t)
-        hidden = len(rows) - top
+        hidden = len(groups) - top
     else:
         order = a.order()
-        t = Table(title="ops by roofline time", title_justify="left", box=box.SIMPLE_HEAD)
-        for col in ("op", "kind", "count", "FLOPs", "bytes", "FLOP/B", "attainable", "time", "share",
-                    *(("measured", "efficiency") if measured else ()), "verdict"):
-            t.add_column(col, justify="left" if col in ("op", "kind", "verdict") else "right",
-                         overflow="fold", max_width=48 if col == "op" else None,
-                         no_wrap=col not in ("op", "verdict"), min_width=36 if col == "verdict" else None)
         w = a.workload
+        rows = []
         for i in order[:top]:
             name = w.strings("name", i)
             group = w.strings("group", i)
-            label = f"{group}:{name}" if group and group != name else name
-            cells = [label, w.strings("kind", i), f"{w.columns['count'][i]:g}", format_flop(w.columns["flops"][i]),
-                     format_bytes(w.bytes[i]), _ai(a.intensity[i]), format_flops(a.attainable_flops[i]),
-                     format_seconds(a.total_op_time[i]), f"{a.share[i]:.1%}"]
+            row = {"op": f"{group}:{name}" if group and group != name else name, "kind": w.strings("kind", i),
+                   "count": f"{w.columns['count'][i]:g}", "FLOPs": format_flop(w.columns["flops"][i]),
+                   "bytes": format_bytes(w.bytes[i]), "FLOP/B": _ai(a.intensity[i]),
+                   "attainable": format_flops(a.attainable_flops[i]), "time": format_seconds(a.total_op_time[i]),
+                   "share": f"{a.share[i]:.1%}"}
             if measured:
-                cells += [_opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds),
-                          _opt(a.efficiency[i], lambda e: f"{e:.0%}")]
-            cells.append(a.verdict(i))
+                row["measured"] = _opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds)
+                row["efficiency"] = _opt(a.efficiency[i], lambda e: format_share(e))
+            row["verdict"] = a.verdict(i)
+            rows.append((row, bool(a.above_roof[i])))
+        cols, op_width = _fitting_columns([r for r, _ in rows], con.width, measured)
+        t = Table(title="ops by roofline time", title_justify="left", box=box.SIMPLE_HEAD)
+        for col in cols:
+            t.add_column(col, justify="left" if col in ("op", "kind", "verdict") else "right",
+                         overflow="fold", max_width=op_width if col == "op" else None,
+                         no_wrap=col not in ("op", "verdict"))
+        for row, above in rows:
+            row["op"] = _fit(row["op"], 2 * op_width)  # at most two lines; a cut name keeps its marker whole
             # escaped and shortened: names come from files (a 10 MB name would make rich's folding quadratic),
             # and a verdict's [bracketed notes] would read as rich markup
-            t.add_row(*map(for_terminal, cells), style="red" if a.above_roof[i] else None)
+            t.add_row(*(for_terminal(row[c]) for c in cols), style="red" if above else None)
         con.print(t)
         hidden = len(order) - top
     if hidden > 0:
@@ -125,13 +145,62 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     if unsupported:
         con.print("unsupported ops (no FLOP formula; counted with 0 FLOPs and their bytes): "
                   + ", ".join(f"{display(u.name)} x{u.count}" for u in unsupported), markup=False)
-    for note in a.workload.assumptions:
-        con.print(f"assumption: {display(note, 1024)}", markup=False)
+    notes = a.workload.assumptions
+    if verbose or len(notes) == 1:
+        for note in notes:
+            con.print(f"assumption: {display(note, 1024)}", markup=False)
+    elif notes:
+        con.print(f"assumptions: {len(notes)} modelling choices (--verbose lists them, so does the HTML report)",
+                  markup=False)
     for note in [*a.workload.warnings, *a.warnings]:
         con.print(f"warning: {display(note, 1024)}", markup=False, style="yellow")
     text = con.export_text(styles=color)
     # plain text: no control character at all survives (with colour, only the product's own styles)
     return text if color else visible(text)
+
+
+#: Columns of the op table, the ones dropped first on a narrow terminal last (op, time, share, verdict stay).
+_OPTIONAL = ("count", "kind", "attainable", "FLOP/B", "bytes", "FLOPs")
+
+
+def _fitting_columns(rows: list[dict[str, str]], width: int, measured: bool) -> tuple[list[str], int]:
+    """The op table's columns that fit ``width`` with their numbers on one line, and the op column's width:
+    optional columns are dropped in :data:`_OPTIONAL` order until the rest fits beside 20 characters of op
+    name and verdict each; the op column then takes half of what is left (20 to 48 characters)."""
+    cols = ["op", "kind", "count", "FLOPs", "bytes", "FLOP/B", "attainable", "time", "share",
+            *(("measured", "efficiency") if measured else ()), "verdict"]
+
+    def need(c: str) -> int:  # widest cell or header, plus rich's padding
+        return max(len(c), *(len(r[c]) for r in rows)) + 3 if rows else len(c) + 3
+
+    room = width - 2 * 20 - 6
+    for drop in _OPTIONAL:
+        if sum(need(c) for c in cols if c not in ("op", "verdict")) <= room:
+            break
+        cols.remove(drop)
+    left = width - 6 - sum(need(c) for c in cols if c not in ("op", "verdict"))
+    return cols, max(20, min(48, left // 2))
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters in all, its ``...[+N chars]`` marker included."""
+    if len(text) <= width:
+        return text
+    marker = len(f"...[+{len(text)} chars]")
+    return shorten(text, max(1, width - marker))
+
+
+def fit_width(text: str) -> str:
+    """Prose lines wrapped at the terminal's width (at spaces: a number is never split), indentation kept."""
+    import textwrap
+
+    width = _console(False).width
+    out = []
+    for line in text.splitlines():
+        indent = line[: len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_long_words=False,
+                             break_on_hyphens=False) or [""]
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def _ai(x: float) -> str:
@@ -175,12 +244,12 @@ def llm_text(r: LLMReport) -> str:
     if r.ttft is not None:
         lines.append(f"  time to first token {format_seconds(r.ttft)}")
     if r.tpot is not None:
-        lines.append(f"  time per token      {format_seconds(r.tpot)}  ({s.batch / r.tpot:,.0f} tokens/s over the batch)")
+        lines.append(f"  time per token      {format_seconds(r.tpot)}  ({format_count(s.batch / r.tpot)} tokens/s over the batch)")
     if s.phase == "generate":
         lines.append(f"  end to end          {format_seconds(r.latency)} (TTFT + {s.gen} x time per token), "
-                     f"{r.tokens_per_s:,.0f} output tokens/s")
+                     f"{format_count(r.tokens_per_s)} output tokens/s")
     elif s.phase == "prefill":
-        lines.append(f"  throughput          {r.tokens_per_s:,.0f} prompt tokens/s")
+        lines.append(f"  throughput          {format_count(r.tokens_per_s)} prompt tokens/s")
     if r.interconnect_time > 0:
         lines.append(f"  interconnect        {format_seconds(r.interconnect_time)} of all-reduce/all-gather")
     fp = r.footprint
