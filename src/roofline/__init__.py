@@ -45,6 +45,7 @@ _LAZY = {
     "advise": "roofline.advice",
     "compare": "roofline.comparison",
     "summarize": "roofline.summary",
+    "headline": "roofline.summary",
 }
 
 __all__ = [
