@@ -181,3 +181,18 @@ def test_llm_headline_has_time_per_token_throughput_and_the_best_lever_on_that_d
     assert text.startswith(f"llama-2-7b decode batch 1 on NVIDIA H100 SXM5 80GB: {format_seconds(r.tpot)} per token")
     assert "memory-bound on HBM 3.35 TB/s" in text and f"{format_count(1 / r.tpot)} output tokens/s" in text
     assert f"best lever here: {lever.name} ({format_speedup(lever.speedup)})." in text
+
+
+def test_fallbacks_are_named_in_the_summary_the_terminal_and_the_caption() -> None:
+    from roofline.render.html import caption
+    from roofline.render.terminal import summary_lines
+
+    # a device with an fp32 roof only: the two bf16 matmuls fall back to fp32 (vector: no matrix unit either)
+    dev = Device.simple("cpu", "100 GFLOP/s", "10 GB/s")
+    w = Workload.from_ops([Op("g1", kind="matmul", flops=1e9, bytes_read=1e6, precision="bf16"),
+                           Op("g2", kind="matmul", flops=1e9, bytes_read=1e6, precision="bf16"),
+                           Op("add", kind="elementwise", flops=1e6, bytes_read=1e6)])
+    s = summarize(analyze(w, dev))
+    assert s.fallbacks == (("bf16 matrix -> fp32 vector", 2),)
+    assert "fallbacks (no such roof on this device): bf16 matrix -> fp32 vector (2 ops)" in summary_lines(s)
+    assert "run on the next one: bf16 matrix -> fp32 vector (2 ops)." in caption(s)

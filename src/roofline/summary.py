@@ -91,6 +91,7 @@ class Summary:
     measured: MeasuredSummary | None
     llm: LLMReport | None = None
     advice: Advice | None = None
+    fallbacks: tuple[tuple[str, int], ...] = ()  # ('bf16 matrix -> fp32 matrix', ops): roofs asked for, not there
 
     @property
     def total_time(self) -> float:
@@ -223,8 +224,10 @@ def summarize(a: Analysis, *, advice: Advice | None = None) -> Summary:
     """All the facts of ``a`` (``advice``, when the caller computed it, travels with them)."""
     t = ceiling_times(a)
     used = tuple((a.ceilings[j], float(t[j])) for j in np.argsort(-t, kind="stable") if t[j] > 0)
+    counts = np.bincount(a.ceiling_index, minlength=len(a.ceilings))
+    fallbacks = tuple((fb, int(counts[j])) for j, fb in enumerate(a.fallbacks) if fb and counts[j])
     return Summary(a, binding_roof(a), dominant_ceiling(a), used, a.time_share_by_bound(), measured_summary(a),
-                   llm_report(a), advice)
+                   llm_report(a), advice, fallbacks)
 
 
 def describe_measured(m: MeasuredSummary) -> str:

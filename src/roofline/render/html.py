@@ -525,7 +525,9 @@ def caption(s: Summary) -> str:
     return (f"Each point is an op: across, its arithmetic intensity (FLOP per byte moved); up, the FLOP/s its roofs "
             f"allow (bigger points take more of the time). Left of the ridge ({s.dominant.flops / main.bandwidth:.3g} "
             f"FLOP/B for {s.dominant.label} over {main.level}) an op is memory-bound, right of it compute-bound. "
-            f"Here the binding roof is {s.binding.label}.")
+            f"Here the binding roof is {s.binding.label}."
+            + (" Ops asking for a roof this device lacks run on the next one: "
+               + ", ".join(f"{fb} ({n} op{'s' if n > 1 else ''})" for fb, n in s.fallbacks) + "." if s.fallbacks else ""))
 
 
 COMPARE_CAPTION = ("One colour per device: the roofs its ops are bounded or judged by (solid: the ceiling carrying "

@@ -62,6 +62,9 @@ def summary_lines(s: Summary) -> list[str]:
         + (f" (attainable {format_flops(s.attainable_flops)})" if a.total_time > 0 else ""),
         f"binding roof: {display(s.binding.describe(), 1024)}",
     ]
+    if s.fallbacks:
+        lines.append("fallbacks (no such roof on this device): "
+                     + ", ".join(f"{fb} ({n} op{'s' if n > 1 else ''})" for fb, n in s.fallbacks))
     if s.share_by_bound:
         lines.append("time by bound: " + ", ".join(f"{k} {v:.0%}" for k, v in s.share_by_bound.items()))
     if s.measured is not None:
