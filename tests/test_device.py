@@ -156,3 +156,22 @@ def test_version_1_bench_devices_load_with_typed_bench_facts():
     assert set(d.metadata) == {"cpu_model"}  # what moved is not kept twice
     again = Device.from_dict(json.loads(d.to_json()))
     assert again == d and json.loads(d.to_json())["schema"] == "roofline.device/2"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m["sweep"]["curves"].update({"max": {"copy": [1.0]}}), "thread count 'max' is not a whole number"),
+    (lambda m: m["sweep"].update(spread=[1, 2]), "metadata.sweep.spread must be an object"),
+])
+def test_bad_version_1_bench_metadata_is_one_line(change, message):
+    from roofline.device import Device
+    from roofline.errors import RooflineError
+
+    v1 = {"schema": "roofline.device/1", "name": "local", "kind": "cpu",
+          "compute": [{"unit": "vector", "precision": "fp64", "flops": 1e9}],
+          "memory": [{"level": "DRAM", "bandwidth": 1e9}],
+          "metadata": {"sweep": {"working_set_bytes": [1024], "curves": {"1": {"copy": [1.0]}}}},
+          "bench": {"version": 2, "machine": "m"}}
+    change(v1["metadata"])
+    with pytest.raises(RooflineError) as e:
+        Device.from_dict(v1, where="old.json")
+    assert message in str(e.value) and "\n" not in str(e.value)

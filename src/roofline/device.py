@@ -778,7 +778,8 @@ def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
 
     /1 -> /2: what ``roofline bench`` kept in ``metadata`` and read back (``threads``, ``sweep``, ``ert``,
     ``caches_sysfs``) moves into the typed ``bench`` facts; the sweep's curves become one entry per
-    (kernel, threads); the ERT curve keeps its points and model (its deviation is derived).
+    (kernel, threads); the ERT curve keeps its points and model (its deviation is derived).  A /1 file
+    without ``bench`` (written before the bench kept its facts) keeps them in ``metadata``, shown, not read.
     """
     if d.get("schema") == DEVICE_SCHEMA:
         return d
@@ -792,12 +793,14 @@ def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
             b["threads"] = meta.pop("threads")
         sweep = meta.pop("sweep", None)
         if isinstance(sweep, Mapping):
-            curves, spreads = sweep.get("curves") or {}, sweep.get("spread") or {}
+            curves = as_object(sweep.get("curves") or {}, "metadata.sweep.curves", where)
+            spreads = as_object(sweep.get("spread") or {}, "metadata.sweep.spread", where)
             b["sweep"] = {"working_set_bytes": sweep.get("working_set_bytes"),
                           "bytes_counting": sweep.get("bytes_counting", ""),
-                          "curves": [{"kernel": k, "threads": int(t), "median": v,
-                                      "spread": (spreads.get(t) or {}).get(k, [])}
-                                     for t, by in as_object(curves, "metadata.sweep.curves", where).items()
+                          "curves": [{"kernel": k, "threads": _thread_key(t, where), "median": v,
+                                      "spread": as_object(spreads.get(t) or {}, f"metadata.sweep.spread.{t}",
+                                                          where).get(k, [])}
+                                     for t, by in curves.items()
                                      for k, v in as_object(by, f"metadata.sweep.curves.{t}", where).items()]}
         if isinstance(meta.get("ert"), Mapping):
             b["ert"] = meta.pop("ert")
@@ -808,3 +811,11 @@ def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
         out["bench"] = b
     out["metadata"] = meta
     return out
+
+
+def _thread_key(key: Any, where: str) -> int:
+    """A /1 sweep's thread count (a JSON object key: '2')."""
+    if not str(key).isdigit() or int(key) < 1:
+        raise RooflineError(f"metadata.sweep.curves: thread count {shown(key)} is not a whole number >= 1",
+                            where=where)
+    return int(key)

@@ -304,9 +304,9 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
     """Run ``model(*inputs)`` for real and return its Analysis with measured per-op times.
 
     ``device``: the roofs to compare against (default: the measured local device, ``roofline bench``'s cache).
-    The whole model is timed ``repeats`` times (median and spread in ``workload.info['measured']``);
-    ``profile_runs`` runs under ``torch.profiler`` give the per-op times (median per op; p10 / median / p90
-    in ``workload.info['measured']['ops']``).  Each op's above-roof tolerance is its own fast-side spread
+    The whole model is timed ``repeats`` times (median and quartiles in ``workload.measured``);
+    ``profile_runs`` runs under ``torch.profiler`` give the per-op times (median per op; q1 / median / q3
+    in ``workload.measured.ops``).  Each op's above-roof tolerance is its own fast-side spread
     over those runs (at least 2%; 10% for an op timed in only one run), not the whole model's.
 
     >>> import torch

@@ -35,7 +35,7 @@ import numpy as np
 from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, MemoryCeiling
 from roofline.text import shorten
-from roofline.units import format_bandwidth, format_count, format_flops, format_seconds, format_speedup
+from roofline.units import format_bandwidth, format_count, format_flops, format_seconds, format_share, format_speedup
 
 if TYPE_CHECKING:
     from roofline.advice import Advice, Lever
@@ -59,7 +59,7 @@ class BindingRoof:
 
     def describe(self) -> str:
         """'HBM 3.35 TB/s (memory, 92% of the time)'."""
-        return f"{self.label} ({self.kind}, {self.share:.0%} of the time)"
+        return f"{self.label} ({self.kind}, {format_share(self.share)} of the time)"
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,15 @@ class Summary:
         return self.analysis.total_time
 
     @property
+    def ridge(self) -> float:
+        """The ridge the charts mark: the dominant ceiling over main memory, in FLOP/B."""
+        return self.dominant.flops / self.analysis.device.main_memory.bandwidth
+
+    def describe_fallbacks(self) -> str:
+        """'bf16 matrix -> fp32 matrix (10 ops)': the roofs ops asked for that the device lacks ('' for none)."""
+        return ", ".join(f"{fb} ({n} op{'s' if n > 1 else ''})" for fb, n in self.fallbacks)
+
+    @property
     def attainable_flops(self) -> float:
         a = self.analysis
         return a.total_flops / a.total_time if a.total_time > 0 else math.nan
@@ -125,7 +134,7 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
         kind = "prompt" if r.spec.phase == "prefill" else "output"
         rate = f"{format_count(r.tokens_per_s)} {kind} tokens/s"
     text = f"{shown(a.workload.title)} on {shown(a.device.name)}: {time}"
-    text += f", {b.kind}-bound on {shown(b.label)} ({b.share:.0%} of the time)" if b.time > 0 else ", no time (no FLOPs, no bytes)"
+    text += f", {b.kind}-bound on {shown(b.label)} ({format_share(b.share)} of the time)" if b.time > 0 else ", no time (no FLOPs, no bytes)"
     if rate:
         text += f"; {rate}"
     m = s.measured

@@ -432,7 +432,7 @@ class Workload:
 
     @classmethod
     def load(cls, path: str | Path) -> Workload:
-        """A workload from JSON (``roofline.workload/1``) or CSV (by extension)."""
+        """A workload from JSON (``roofline.workload/2``; /1 is migrated) or CSV (by extension)."""
         from roofline.fileio import read_json, shown_path
 
         if str(path).lower().endswith(".csv"):
@@ -754,13 +754,22 @@ def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
             out[key] = info.pop(key)
     m = info.pop("measured", None)
     if isinstance(m, Mapping):
-        m = {**m, "q1": m.get("p10"), "q3": m.get("p90")}
+        m = {**m, **_spread_v1(m, "info.measured", where)}
         if isinstance(m.get("ops"), Mapping):
-            m["ops"] = {**m["ops"], "q1": m["ops"].get("p10"), "q3": m["ops"].get("p90")}
+            m["ops"] = {**m["ops"], **_spread_v1(m["ops"], "info.measured.ops", where)}
     out["measured"] = m
-    info.pop("memory_bytes", None)  # derived from the LLM run since /2 (roofline.llm.model.memory_bytes)
+    if "llm" in out:
+        info.pop("memory_bytes", None)  # derived from the LLM run since /2 (roofline.llm.model.memory_bytes)
     out["info"], out["schema"] = info, WORKLOAD_SCHEMA
     return out
+
+
+def _spread_v1(m: Mapping[str, Any], field: str, where: str) -> dict[str, Any]:
+    """A /1 measured block's 10th/90th percentiles as the /2 spread (q1, q3); a missing one named as /1 names it."""
+    for key in ("p10", "p90"):
+        if key not in m:
+            raise RooflineError(f"{field}: missing field {key!r}", where=where)
+    return {"q1": m["p10"], "q3": m["p90"]}
 
 
 #: ``llm`` (the LLM run, written by the LLM frontend, read back by the LLM report): its fields and JSON types.

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from roofline.stats import quartiles
+
 
 @dataclass(frozen=True)
 class Plateau:
@@ -124,7 +126,7 @@ def detect_plateaus(sizes: Sequence[float] | NDArray[np.float64], bandwidths: Se
             core = list(range(lo, hi + 1))
         first, last = core[0], core[-1]
         pts = y[first:last + 1]
-        q1, q3 = np.percentile(pts, [25, 75])
+        q1, _, q3 = quartiles(pts)
         out.append(Plateau(first, last, float(x[first]), float(x[last]), float(np.median(pts)), (float(q1), float(q3))))
     return out
 

@@ -1,6 +1,6 @@
 """Charts of a measured Device (a renderer): bandwidth vs working set, and the measured hierarchical roofline.
 
-Both read only the Device (its ceilings and ``metadata.sweep`` / ``metadata.ert``),
+Both read only the Device (its ceilings and the typed bench facts ``bench.sweep`` / ``bench.ert``),
 so ``roofline bench --show --plot DIR`` redraws a cached measurement.  Names from the device file
 (device, levels, kernels) are drawn through :func:`roofline.text.for_chart` (no mathtext).
 """

@@ -38,7 +38,7 @@ import numpy as np
 from roofline.analysis import Analysis
 from roofline.summary import Summary, dominant_ceiling, headline, roofs_of_ops, summarize
 from roofline.text import LIMIT, display, for_html
-from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
+from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds, format_share
 
 if TYPE_CHECKING:
     from roofline.advice import Advice
@@ -247,7 +247,7 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
     used_main = [default_vis[i] if i in roof_idx else (True if traces[i]["name"].startswith(name(main.level) + " ") else
                                                        "legendonly") for i in range(n_roofs)] + [True] * len(points)
     top = summary.dominant
-    ridge = min(max(top.flops / main.bandwidth, 10.0**x_lo), 10.0**x_hi)
+    ridge = min(max(summary.ridge, 10.0**x_lo), 10.0**x_hi)
     layout = {
         "xaxis": {"type": "log", "range": [x_lo, x_hi], "title": {"text": "arithmetic intensity [FLOP/byte]"},
                   **_decade_ticks(x_lo, x_hi, _intensity_tick)},
@@ -260,7 +260,7 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
                    {"type": "rect", "xref": "x", "yref": "paper", "x0": ridge, "x1": 10.0**x_hi, "y0": 0, "y1": 1,
                     "fillcolor": "#fbe3c8", "opacity": 0.45, "line": {"width": 0}, "layer": "below"}],
         "annotations": [{"x": math.log10(ridge), "y": min(max(math.log10(top.flops), y_lo), y_hi),
-                         "text": f"ridge {top.flops / main.bandwidth:.3g} FLOP/B",
+                         "text": f"ridge {summary.ridge:.3g} FLOP/B",
                          "showarrow": True, "arrowhead": 0, "ax": 40, "ay": 30, "bgcolor": "white"},
                         {"x": 0.01, "y": 0.98, "xref": "paper", "yref": "paper", "text": "memory-bound",
                          "showarrow": False, "xanchor": "left", "font": {"color": "#1f4e79"}},
@@ -387,7 +387,7 @@ def summary_items(s: Summary) -> list[str]:
     lines = list(summary_lines(s))
     kinds = s.analysis.by("kind")
     if kinds and s.total_time > 0:
-        lines.append("time by kind: " + ", ".join(f"{r.name} {r.share:.0%}" for r in kinds if r.share >= 0.005))
+        lines.append("time by kind: " + ", ".join(f"{r.name} {format_share(r.share)}" for r in kinds if r.share >= 0.005))
     return lines
 
 
@@ -523,11 +523,11 @@ def caption(s: Summary) -> str:
     a = s.analysis
     main = a.device.main_memory
     return (f"Each point is an op: across, its arithmetic intensity (FLOP per byte moved); up, the FLOP/s its roofs "
-            f"allow (bigger points take more of the time). Left of the ridge ({s.dominant.flops / main.bandwidth:.3g} "
+            f"allow (bigger points take more of the time). Left of the ridge ({s.ridge:.3g} "
             f"FLOP/B for {s.dominant.label} over {main.level}) an op is memory-bound, right of it compute-bound. "
             f"Here the binding roof is {s.binding.label}."
-            + (" Ops asking for a roof this device lacks run on the next one: "
-               + ", ".join(f"{fb} ({n} op{'s' if n > 1 else ''})" for fb, n in s.fallbacks) + "." if s.fallbacks else ""))
+            + (f" Ops asking for a roof this device lacks run on the next one: {s.describe_fallbacks()}."
+               if s.fallbacks else ""))
 
 
 COMPARE_CAPTION = ("One colour per device: the roofs its ops are bounded or judged by (solid: the ceiling carrying "

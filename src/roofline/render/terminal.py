@@ -63,10 +63,9 @@ def summary_lines(s: Summary) -> list[str]:
         f"binding roof: {display(s.binding.describe(), 1024)}",
     ]
     if s.fallbacks:
-        lines.append("fallbacks (no such roof on this device): "
-                     + ", ".join(f"{fb} ({n} op{'s' if n > 1 else ''})" for fb, n in s.fallbacks))
+        lines.append(f"fallbacks (no such roof on this device): {s.describe_fallbacks()}")
     if s.share_by_bound:
-        lines.append("time by bound: " + ", ".join(f"{k} {v:.0%}" for k, v in s.share_by_bound.items()))
+        lines.append("time by bound: " + ", ".join(f"{k} {format_share(v)}" for k, v in s.share_by_bound.items()))
     if s.measured is not None:
         lines.append(display(describe_measured(s.measured), 1024))
         if s.measured.judged_at_cache:
