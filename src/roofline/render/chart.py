@@ -404,24 +404,33 @@ def _size(p: Point) -> float:
 
 
 def _draw_points(ax: Axes, pts: Sequence[Point], scale: float) -> dict[str, Any]:
-    """Predicted points (filled, by kind) and measured ones (hollow, joined to their prediction)."""
+    """Predicted points (filled, by kind) and measured ones (hollow, joined to their prediction).
+
+    One scatter per kind (and per marker for measured points), not per point: 5,000 points draw in a
+    fraction of a second instead of seconds; each batch draws its biggest points first so small ones
+    stay visible on top."""
     shown_kinds: dict[str, Any] = {}
+    batches: dict[tuple[str, bool, str], list[Point]] = {}
     for p in pts:
         if not (0 < p.intensity < math.inf and 0 < p.flops < math.inf):
             continue  # a log axis has no place for it (an achieved rate that overflowed, a 0)
-        color = KIND_COLORS.get(p.kind, "#555555")
-        size = _size(p)
-        if p.measured:
-            if p.partner is not None:
-                q = pts[p.partner]
-                ax.plot([q.intensity, p.intensity], [q.flops / scale, p.flops / scale], color=color, lw=0.9,
-                        alpha=0.7, zorder=4, gid="connector")
-            ax.scatter([p.intensity], [p.flops / scale], s=size, facecolors="white", edgecolors=color,
-                       linewidths=1.8, zorder=5, marker=JUDGED_MARKERS.get(p.judged, "s") if p.judged else "D")
+        if p.measured and p.partner is not None:
+            q = pts[p.partner]
+            ax.plot([q.intensity, p.intensity], [q.flops / scale, p.flops / scale],
+                    color=KIND_COLORS.get(p.kind, "#555555"), lw=0.9, alpha=0.7, zorder=4, gid="connector")
+        marker = (JUDGED_MARKERS.get(p.judged, "s") if p.judged else "D") if p.measured else "o"
+        batches.setdefault((p.kind, p.measured, marker), []).append(p)
+    for (kind, measured, marker), group in batches.items():
+        group = sorted(group, key=_size, reverse=True)
+        x = [p.intensity for p in group]
+        y = [p.flops / scale for p in group]
+        sizes = [_size(p) for p in group]
+        color = KIND_COLORS.get(kind, "#555555")
+        if measured:
+            ax.scatter(x, y, s=sizes, facecolors="white", edgecolors=color, linewidths=1.8, zorder=5, marker=marker)
         else:
-            h = ax.scatter([p.intensity], [p.flops / scale], s=size, color=color, edgecolors="white",
-                           linewidths=0.6, zorder=5, alpha=0.9)
-            shown_kinds.setdefault(p.kind, h)
+            h = ax.scatter(x, y, s=sizes, color=color, edgecolors="white", linewidths=0.6, zorder=5, alpha=0.9)
+            shown_kinds.setdefault(kind, h)
     return shown_kinds
 
 
