@@ -139,7 +139,8 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
         text += f"; {rate}"
     m = s.measured
     if m is not None and m.measured > 0:
-        text += f"; measured {format_seconds(m.measured)} for {m.ops} of {m.of_ops} ops ({format_count(1 / m.ratio)}x their bound)"
+        vs = f"{format_count(m.measured / m.predicted)}x their bound" if m.predicted > 0 else "their bound is 0"
+        text += f"; measured {format_seconds(m.measured)} for {m.ops} of {m.of_ops} ops ({vs})"
     lever = best_lever(s)
     if lever is not None:
         text += f"; best lever here: {lever.name} ({format_speedup(lever.speedup)})"
