@@ -302,3 +302,17 @@ def test_segment_box_intersection_helper():
     assert not segment_crosses_box((-5, -5, -1, 20), box)
     assert not segment_crosses_box((11, 0, 20, 9), box)
     assert segment_crosses_box((-5, 0, 5, 15), box)  # across a corner
+
+
+def test_every_chart_the_demo_writes(tmp_path):
+    """Every PNG `roofline demo` writes, re-plotted with the call that wrote it (save_chart -> plot(a, title=...)):
+    no overlapping labels, no label crossed, every roof named, the top ops labelled."""
+    from roofline.demo import run_demo
+    from roofline.render.chart import plot
+
+    # a measured CPU with close roofs and four cache slopes as "this machine": the hardest case the demo draws
+    r = run_demo(tmp_path / "r", local=measured_cpu(), tiny=True)
+    for key, a in r.analyses.items():
+        assert (r.outdir / f"{key}.png").is_file()
+        drawn = int((a.workload.columns["flops"] > 0).sum())  # 0-FLOP ops are not drawn
+        check_chart(plot(a, title=r.titles[key]), a.device, a, expect_ops=min(TOP, drawn))
