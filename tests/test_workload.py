@@ -258,3 +258,19 @@ def test_devices_and_oversized_files_are_not_read(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLINE_MAX_INPUT_BYTES", "10")
     with pytest.raises(RooflineError, match="more than the 10-byte limit"):
         Workload.load(p)
+
+
+def test_version_1_analysis_files_load_migrated():
+    """A saved /1 analysis: its /1 device and /1 workload are migrated, and it re-analyses to the same figures."""
+    from roofline import Device, analyze
+    from roofline.analysis import Analysis
+
+    dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
+    a = analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9, measured_seconds=1.0)]), dev)
+    d = a.to_dict()
+    assert d["schema"] == "roofline.analysis/2"
+    v1 = {**d, "schema": "roofline.analysis/1", "device": {**d["device"], "schema": "roofline.device/1"},
+          "workload": _as_version_1(d["workload"])}
+    back = Analysis.from_dict(v1, where="old.json")
+    # 4e9 B / 10 GB/s = 0.4 s, measured 1 s: efficiency 0.4, as before saving
+    assert back.total_time == pytest.approx(0.4) and back.efficiency[0] == pytest.approx(0.4)
