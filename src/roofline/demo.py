@@ -189,10 +189,10 @@ def run_demo(outdir: str | Path = "roofline-report", *, quick: bool = True, tiny
     sections = []
     for key, a in out.analyses.items():
         path = out.outdir / f"{key}.png"
-        save_chart(a, path, title=out.titles[key])
-        out.files.append(path)
         # levers on the section's own device, as every --html report (another device is the comparison's job)
         out.summaries[key] = summarize(a, advice=advise(a, devices=False))
+        save_chart(a, path, title=out.titles[key], summary=out.summaries[key])
+        out.files.append(path)
         sections.append(Section(out.titles[key], a, summary=out.summaries[key]))
     extra = []
     if "llama-decode-local" in out.analyses:

@@ -131,7 +131,7 @@ def _clip_decade(e: int) -> int:
 
 def _shown_ceilings(a: Analysis) -> tuple[list[Any], set[tuple[str, str]]]:
     """All the device's compute ceilings (fastest first) and the keys shown by default (used + fastest)."""
-    used = {a.ceilings[j].key for j in np.unique(a.ceiling_index)}
+    used = {c.key for c in roofs_of_ops(a)[0]}
     used.add(max(a.device.compute, key=lambda c: c.flops).key)
     return sorted(a.device.compute, key=lambda c: -c.flops), used
 
@@ -705,17 +705,16 @@ _NOTEBOOK_SORT_JS = """
 NOTEBOOK_SVG_OPS = 500
 
 
-def _notebook_chart(a: Analysis) -> str:
+def _notebook_chart(a: Analysis, summary: Summary) -> str:
     """The chart as inline SVG (matplotlib escapes its text; a PNG past :data:`NOTEBOOK_SVG_OPS` ops),
     or one line saying why there is none."""
     import base64
     import io
-    import sys
 
     try:
         from roofline.render.chart import plot
 
-        fig = plot(a, max_labels=10, figsize=(8, 5.2))  # labels are placed for this size
+        fig = plot(a, max_labels=10, figsize=(8, 5.2), summary=summary)  # labels are placed for this size
         if len(a.workload) > NOTEBOOK_SVG_OPS:
             png = io.BytesIO()
             fig.savefig(png, format="png", bbox_inches="tight", dpi=100)
@@ -725,10 +724,7 @@ def _notebook_chart(a: Analysis) -> str:
             fig.savefig(buf, format="svg", bbox_inches="tight")
             svg = buf.getvalue()
             out = svg[svg.find("<svg"):]  # drop the XML prolog
-        pyplot = sys.modules.get("matplotlib.pyplot")
-        if pyplot is not None:  # a figure pyplot tracks is released; importing pyplot here would pick a backend
-            pyplot.close(fig)
-        return out
+        return out  # the figure is no pyplot figure (render.chart builds it alone): nothing to close
     except Exception as exc:  # a notebook repr must never raise
         return f"<p>(chart unavailable: {esc(exc)})</p>"
 
@@ -743,8 +739,9 @@ def notebook_html(a: Analysis, top: int = 10) -> str:
     import uuid
 
     root = f"roofline-{uuid.uuid4().hex}"
+    facts = summarize(a)  # once: the summary list and the chart both read it
     table = ops_table(a, limit=top).replace(' title="click to sort"', "")  # the script adds the hint
     return "".join([f'<div id="{root}">',
-                    "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_items(summarize(a))) + "</ul>",
-                    _notebook_chart(a), table, "</div>",
+                    "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_items(facts)) + "</ul>",
+                    _notebook_chart(a, facts), table, "</div>",
                     f"<script>{_NOTEBOOK_SORT_JS.replace('__ROOT__', root)}</script>"])

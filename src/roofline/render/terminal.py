@@ -36,12 +36,16 @@ GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "modul
               "kind": "kind", "op": "module_type", "node": "name", "name": "name", "precision": "precision"}
 
 
+def _width() -> int:
+    """The terminal's width: COLUMNS, else the tty's, else 120 (at least 60)."""
+    return max(shutil.get_terminal_size((120, 40)).columns, 60)
+
+
 def _console(color: bool) -> Console:
-    """A recording console as wide as the terminal (COLUMNS, else the tty's width, else 120)."""
+    """A recording console as wide as the terminal."""
     from rich.console import Console
 
-    width = max(shutil.get_terminal_size((120, 40)).columns, 60)
-    return Console(file=io.StringIO(), record=True, width=width, force_terminal=color, color_system="standard" if color else None,
+    return Console(file=io.StringIO(), record=True, width=_width(), force_terminal=color, color_system="standard" if color else None,
                    highlight=False, soft_wrap=False)
 
 
@@ -125,7 +129,7 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
                    "share": f"{a.share[i]:.1%}"}
             if measured:
                 row["measured"] = _opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds)
-                row["efficiency"] = _opt(a.efficiency[i], lambda e: format_share(e))
+                row["efficiency"] = _opt(a.efficiency[i], format_share)
             row["verdict"] = a.verdict(i)
             rows.append((row, bool(a.above_roof[i])))
         cols, op_width = _fitting_columns([r for r, _ in rows], con.width, measured)
@@ -196,7 +200,7 @@ def fit_width(text: str) -> str:
     """Prose lines wrapped at the terminal's width (at spaces: a number is never split), indentation kept."""
     import textwrap
 
-    width = _console(False).width
+    width = _width()
     out = []
     for line in text.splitlines():
         indent = line[: len(line) - len(line.lstrip())]
