@@ -808,3 +808,14 @@ def test_user_formula_overrides_a_builtin_and_unregister_restores_it():
     finally:
         costs.unregister_op("onnx", "Relu")
     assert one(from_onnx(_relu_model())).flops == 10  # the built-in again: 1 per element x 10
+
+
+def test_user_formula_returning_no_cost_is_one_line():
+    from roofline import costs
+
+    costs.register_op("onnx", "Relu", lambda ins, outs: 42, override=True)
+    try:
+        with pytest.raises(RooflineError, match="registered for onnx op Relu returned int, not a roofline.costs.Cost"):
+            from_onnx(_relu_model())
+    finally:
+        costs.unregister_op("onnx", "Relu")

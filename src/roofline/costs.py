@@ -459,6 +459,17 @@ def register_op(frontend: str, op: str, fn: Formula, *, override: bool = False) 
     USER_FORMULAS[(frontend, op)] = fn
 
 
+def apply_user(frontend: str, op: str, fn: Formula, inputs: list[T], outputs: list[T]) -> Cost:
+    """A user's formula applied to an op's tensors; anything but a :class:`Cost` back is one clear error."""
+    from roofline.errors import RooflineError
+
+    c = fn(inputs, outputs)
+    if not isinstance(c, Cost):
+        raise RooflineError(f"the cost formula registered for {frontend} op {op} returned {type(c).__name__}, "
+                            "not a roofline.costs.Cost")
+    return c
+
+
 def unregister_op(frontend: str, op: str) -> None:
     """Remove a formula given by :func:`register_op` (the built-in one, if any, applies again)."""
     USER_FORMULAS.pop((frontend, op), None)

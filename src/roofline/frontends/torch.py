@@ -431,10 +431,7 @@ class _Recorder:
             tout = [tin[-1]]
         formula = r.formula
         if r.user is not None:
-            c = r.user(tin, tout)
-            if not isinstance(c, costs.Cost):
-                raise RooflineError(f"the cost formula registered for {r.key} returned {type(c).__name__}, "
-                                    "not a roofline.costs.Cost")
+            c = costs.apply_user("torch", r.key, r.user, tin, tout)
             formula = r.key
             self.user_ops.add(r.key)
         elif r.registry is not None:

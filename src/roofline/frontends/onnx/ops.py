@@ -407,12 +407,12 @@ def _table(rows: list[Row]) -> tuple[dict[str, OpRule], dict[str, Entry]]:
 OPS, ENTRIES = _table(_ROWS)
 
 
-def _user_entry(fn: Formula) -> Entry:
+def _user_entry(key: str, fn: Formula) -> Entry:
     """A user formula (:func:`roofline.costs.register_op`) as an entry: it gets the node's data inputs and outputs."""
-    return lambda n: fn(n.data_inputs(), n.outs)
+    return lambda n: costs.apply_user("onnx", key, fn, n.data_inputs(), n.outs)
 
 
 def entry_for(key: str) -> Entry | None:
     """The entry for op ``key``: a user's formula first (``costs.USER_FORMULAS``), else the table's, else None."""
     fn = costs.USER_FORMULAS.get(("onnx", key))
-    return ENTRIES.get(key) if fn is None else _user_entry(fn)
+    return ENTRIES.get(key) if fn is None else _user_entry(key, fn)
