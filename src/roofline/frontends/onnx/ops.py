@@ -87,11 +87,6 @@ def node_traffic(c: Cost, n: NodeView) -> Cost:
 
 
 # -- entries -----------------------------------------------------------------------------------
-def _ew(op: str) -> Entry:
-    """Elementwise: ``ELEMENTWISE_FLOPS[op]`` per output element; every input is read."""
-    return lambda n: cost("elementwise", n.data(), n.outs, op=op)
-
-
 def _on_data(name: str, **attrs: Any) -> Entry:
     """Formula ``name`` over the node's data inputs (:data:`DATA_INPUTS`)."""
     return lambda n: cost(name, n.data_inputs(), n.outs, **attrs)
@@ -310,7 +305,8 @@ def _rows(formula: str, entry: Entry, *ops: str, counts: str = "") -> list[Row]:
 
 def _elementwise(op: str, *ops: str) -> list[Row]:
     """Op types costed as ``ELEMENTWISE_FLOPS[op]`` FLOPs per output element."""
-    return _rows("elementwise", _ew(op), *ops, counts=f"{ELEMENTWISE_FLOPS[op]:g} FLOP(s) per output element ({op})")
+    return _rows("elementwise", _on_all("elementwise", op=op), *ops,
+                 counts=f"{ELEMENTWISE_FLOPS[op]:g} FLOP(s) per output element ({op})")
 
 
 _ONE_OP = ("Not", "And", "Or", "Xor", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift", "Mod",
