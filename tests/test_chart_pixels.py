@@ -26,7 +26,7 @@ from roofline.device import (  # noqa: E402
 from roofline.units import format_bandwidth, format_flops  # noqa: E402
 
 TOP = 5  # the top ops by time that must be labelled
-LINE_GIDS = ("roof", "ridge-line", "connector", "leader")  # lines no label may be crossed by
+LINE_GIDS = ("roof", "achievable", "ridge-line", "connector", "leader")  # lines no label may be crossed by
 
 
 # -- building the charts -------------------------------------------------------------------------------------

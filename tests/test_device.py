@@ -27,7 +27,7 @@ def test_from_dict_parses_units_and_round_trips(tmp_path):
     p = tmp_path / "toy.json"
     d.save(p)
     assert Device.load(p) == d
-    assert json.loads(p.read_text())["schema"] == "roofline.device/2"
+    assert json.loads(p.read_text())["schema"] == "roofline.device/3"
 
 
 def test_measured_provenance_round_trip():
@@ -50,7 +50,7 @@ def test_fallback_order_is_recorded():
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda d: d.update(schema="roofline.device/3"), "schema"),
+    (lambda d: d.update(schema="roofline.device/9"), "schema"),
     (lambda d: d.update(schema="something.else/1"), "schema"),
     (lambda d: d.pop("compute"), "missing field 'compute'"),
     (lambda d: d["compute"][0].pop("flops"), "missing field 'flops'"),
@@ -155,7 +155,7 @@ def test_version_1_bench_devices_load_with_typed_bench_facts():
     assert b.caches[0].level == "L2" and b.caches[0].capacity == 2048
     assert set(d.metadata) == {"cpu_model"}  # what moved is not kept twice
     again = Device.from_dict(json.loads(d.to_json()))
-    assert again == d and json.loads(d.to_json())["schema"] == "roofline.device/2"
+    assert again == d and json.loads(d.to_json())["schema"] == "roofline.device/3"
 
 
 @pytest.mark.parametrize("change, message", [

@@ -16,7 +16,12 @@ Levers:
   ratio; compute unchanged) and, for LLMs, a **lower-precision KV cache**;
 * a **matrix-unit precision** (tf32/bf16/fp8 on the matrix unit; operand
   bytes scaled by the bit ratio except for tf32): compute roof x, time x;
-* a **different catalog device**: time x.
+* a **different catalog device**: time x;
+* with a forecast (``analyze(..., forecast=True)``), the levers that attack the per-op overhead
+  floor, their effect read off the re-forecast: **fewer launches** (the fusion chains above, each
+  one op paying the floor once), **CUDA graphs** (GPU: the ``cuda-graph`` floor in place of the
+  ``cuda-launch`` one), and for LLMs a **larger batch** (the floor paid once per op for twice the
+  tokens).  Their ``before``/``after`` are forecast seconds (per token for the batch lever).
 
 >>> from roofline import Device, Op, Workload, analyze
 >>> from roofline.advice import advise
@@ -397,6 +402,58 @@ def _device_levers(a: Analysis, w: Workload, candidates: Sequence[Device] | None
     return levers
 
 
+# ----------------------------------------------------------------------------- overhead levers
+def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]) -> list[Lever]:
+    """Levers on the forecast's overhead floor (module docs), each re-forecast."""
+    from roofline.forecast import compute_forecast
+
+    f = a.forecast
+    assert f is not None
+    before = f.total_time
+    if not (f.overhead > 0 and before > 0):
+        return []
+    over = f.parts()["overhead"]
+    levers: list[Lever] = []
+    if chains:
+        after = analyze(fuse(w, chains), a.device, forecast=True)
+        assert after.forecast is not None
+        t = after.forecast.total_time
+        if _ratio(before, t) >= MIN_GAIN:
+            launches = float(f.counts.sum() - after.forecast.counts.sum())
+            levers.append(Lever("fewer launches", f"fuse {len(chains)} chain(s) of elementwise/norm ops: "
+                                f"{launches:.0f} fewer ops paying the {format_seconds(f.overhead)} {f.framework} "
+                                f"floor; forecast {format_seconds(before)} -> {format_seconds(t)} "
+                                f"({format_speedup(_ratio(before, t))})", before, t, after,
+                                {"ops_saved": launches, "overhead_before": over}))
+    graph = a.device.overhead_floor("cuda-graph")
+    if f.framework == "cuda-launch" and graph is not None and graph.seconds < f.overhead:
+        fg = compute_forecast(a, framework="cuda-graph")
+        if _ratio(before, fg.total_time) >= MIN_GAIN:
+            from dataclasses import replace
+
+            levers.append(Lever("CUDA graphs", f"replay the ops from a CUDA graph: floor {format_seconds(f.overhead)} "
+                                f"-> {format_seconds(graph.seconds)} per op; forecast {format_seconds(before)} -> "
+                                f"{format_seconds(fg.total_time)} ({format_speedup(_ratio(before, fg.total_time))})",
+                                before, fg.total_time, replace(a, forecast=fg),
+                                {"floor_before": f.overhead, "floor_after": graph.seconds}))
+    spec = w.llm
+    if spec is not None and f.parts()["overhead"] / before >= 0.05:
+        wb = llm_workload(spec, batch=spec.batch * 2)
+        cap = a.device.main_memory.capacity
+        from roofline.llm.model import memory_bytes
+
+        if not (cap and memory_bytes(wb.llm) > cap):
+            ab = analyze(wb, a.device, forecast=True)
+            assert ab.forecast is not None
+            per0, per1 = before / tokens(w), ab.forecast.total_time / tokens(ab.workload)
+            if _ratio(per0, per1) >= MIN_GAIN:
+                levers.append(Lever("larger batch", f"batch {spec.batch} -> {spec.batch * 2}: the per-op floor "
+                                    f"is paid once for twice the tokens; forecast per token {format_seconds(per0)} -> "
+                                    f"{format_seconds(per1)} ({format_speedup(_ratio(per0, per1))})",
+                                    per0, per1, ab, {"batch": float(spec.batch * 2)}))
+    return levers
+
+
 # ----------------------------------------------------------------------------- LLM levers
 def llm_workload(spec: Any, **changes: Any) -> Workload:
     """The LLM workload of ``spec`` with fields replaced (batch=..., precisions=...): what from_llm builds."""
@@ -555,6 +612,8 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
     levers += _matrix_levers(a, w, matrix_mask, None)
     if devices is not False:
         levers += _device_levers(a, w, None if devices is True else list(devices))
+    if a.forecast is not None:
+        levers += _overhead_levers(a, w, chains)
 
     ops: list[OpAdvice] = []
     chain_of = {}

@@ -33,13 +33,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from roofline.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.errors import RooflineError
 from roofline.workload import CACHE_BYTES, Workload
+
+if TYPE_CHECKING:
+    from roofline.forecast import Forecast
 
 ANALYSIS_SCHEMA = "roofline.analysis/2"
 #: Older versions that still load: /1 holds a /1 device and workload, each migrated on load.
@@ -97,6 +100,7 @@ class Analysis:
     judged_time: np.ndarray  # per single run: roofline time at the judging level (= time unless judged at a cache)
     warnings: tuple[str, ...] = ()
     above_roof_tolerance: float | np.ndarray = 0.0  # one number, or one per op
+    forecast: Forecast | None = None  # beside the bound, never in its place (analyze(..., forecast=True))
 
     # -- per-op derived ----------------------------------------------------
     @cached_property
@@ -274,7 +278,7 @@ class Analysis:
             "device": self.device.to_dict(),
             "workload": self.workload.to_dict(),
             "options": {"above_roof_tolerance": self.above_roof_tolerance if np.ndim(self.above_roof_tolerance) == 0
-                        else clean(self.above_roof_tolerance)},
+                        else clean(self.above_roof_tolerance), "forecast": self.forecast is not None},
             "totals": {"time": self.total_time, "flops": self.total_flops, "bytes": self.total_bytes,
                        "measured_seconds": None if math.isnan(self.total_measured_seconds) else self.total_measured_seconds,
                        "time_share_by_bound": self.time_share_by_bound()},
@@ -287,6 +291,11 @@ class Analysis:
                     "judged_level": self.judged_level.tolist(),
                     "judged_attainable_flops": clean(self.judged_attainable_flops),
                     "efficiency": clean(self.efficiency), "above_roof": self.above_roof.tolist()},
+            **({} if self.forecast is None else {"forecast": {
+                "framework": self.forecast.framework, "overhead": self.forecast.overhead,
+                "total_time": self.forecast.total_time, "parts": self.forecast.parts(),
+                "time": clean(self.forecast.time), "efficiency": clean(self.forecast.efficiency),
+                "verdict": self.forecast.verdict.tolist(), "notes": list(self.forecast.notes)}}),
             "warnings": list(self.warnings),
         }
 
@@ -358,32 +367,36 @@ class Analysis:
 
 
 def _options_from_json(raw: Any, n: int, where: str) -> dict[str, Any]:
-    """The ``options`` of a saved analysis, checked: only ``above_roof_tolerance``, one number >= 0
-    or ``n`` of them (null or absent: the default)."""
-    from roofline.fileio import as_list, as_number, as_object, shown
+    """The ``options`` of a saved analysis, checked: ``above_roof_tolerance``, one number >= 0
+    or ``n`` of them, and ``forecast``, true or false (null or absent: the default)."""
+    from roofline.fileio import as_bool, as_list, as_number, as_object, shown
 
     if raw is None:
         return {}
     options = as_object(raw, "options", where)
-    unknown = [k for k in options if k != "above_roof_tolerance"]
+    unknown = [k for k in options if k not in ("above_roof_tolerance", "forecast")]
     if unknown:
-        raise RooflineError(f"options: unknown field {shown(unknown[0])}; known: above_roof_tolerance", where=where)
+        raise RooflineError(f"options: unknown field {shown(unknown[0])}; known: above_roof_tolerance, forecast",
+                            where=where)
+    out: dict[str, Any] = {}
+    if options.get("forecast") is not None:
+        out["forecast"] = as_bool(options["forecast"], "options.forecast", where)
     tol = options.get("above_roof_tolerance")
     if tol is None:
-        return {}
+        return out
     field = "options.above_roof_tolerance"
     if isinstance(tol, list):
         values = as_list(tol, field, where)
         if len(values) != n:
             raise RooflineError(f"{field}: expected one number or {n} (one per op), got a list of {len(values)}",
                                 where=where)
-        return {"above_roof_tolerance": np.array([as_number(v, f"{field}[{i}]", where, minimum=0.0)
-                                                  for i, v in enumerate(values)], dtype=float)}
-    return {"above_roof_tolerance": as_number(tol, field, where, minimum=0.0)}
+        return {**out, "above_roof_tolerance": np.array([as_number(v, f"{field}[{i}]", where, minimum=0.0)
+                                                         for i, v in enumerate(values)], dtype=float)}
+    return {**out, "above_roof_tolerance": as_number(tol, field, where, minimum=0.0)}
 
 
 def analyze(workload: Workload, device: Device, *,
-            above_roof_tolerance: float | Sequence[float] | np.ndarray = 0.0) -> Analysis:
+            above_roof_tolerance: float | Sequence[float] | np.ndarray = 0.0, forecast: bool = False) -> Analysis:
     """Place every op of ``workload`` under the roofs of ``device``.
 
     ``above_roof_tolerance``: a measured op is flagged above the roof when its
@@ -394,6 +407,10 @@ def analyze(workload: Workload, device: Device, *,
     Measured ops are judged cache-aware (see the module docs): efficiency and
     the above-roof flag use the roof of the fastest level whose capacity holds
     the op's working set; ``time`` and ``bound`` do not change.
+
+    ``forecast=True`` adds ``analysis.forecast`` (:mod:`roofline.forecast`): a second time per
+    op from achievable roofs, the device's calibration and its overhead floor.  The bound is
+    the same either way.
 
     >>> from roofline import Device, Op, Workload, analyze
     >>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
@@ -452,6 +469,10 @@ def analyze(workload: Workload, device: Device, *,
     k = int(a.above_roof.sum()) if w.has_measurements else 0
     if k:
         a = replace(a, warnings=(*a.warnings, f"{k} measured op(s) {ABOVE_ROOF}"))
+    if forecast:
+        from roofline.forecast import compute_forecast
+
+        a = replace(a, forecast=compute_forecast(a))
     assert n == len(time)
     return a
 

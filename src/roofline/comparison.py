@@ -41,6 +41,12 @@ class CompareRow:
     runs_as: str = ""  # the asked precision has no roof on the device: what its ops ran at ("fp16"), else ""
 
     @property
+    def forecast(self) -> float:
+        """The forecast seconds (:mod:`roofline.forecast`) when compared with ``forecast=True``, else NaN."""
+        f = self.analysis.forecast
+        return f.total_time if f is not None else math.nan
+
+    @property
     def precision_label(self) -> str:
         """'fp8', or 'fp8->fp16' when the device has no fp8 roof and the ops ran at fp16."""
         return f"{self.precision}->{self.runs_as}" if self.runs_as else self.precision
@@ -56,7 +62,8 @@ class CompareRow:
         return {"device": self.device, "precision": self.precision, "time_s": self.time,
                 "tokens_per_s": None if math.isnan(self.tokens_per_s) else self.tokens_per_s,
                 "x_best": self.time / best, "binding_roof": self.binding, "memory": self.memory or None,
-                "runs_as": self.runs_as or None, "note": self.note or None}
+                "runs_as": self.runs_as or None, "note": self.note or None,
+                "forecast_s": None if math.isnan(self.forecast) else self.forecast}
 
 
 def runs_as(analysis: Analysis, precision: str) -> str:
@@ -119,13 +126,14 @@ def memory_fit(workload: Workload, device: Device) -> str:
     return f"DOES NOT FIT ({need / 1e9:.1f} > {cap / 1e9:.0f} GB)"
 
 
-def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[str] = ("as given",)
-            ) -> list[CompareRow]:
+def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[str] = ("as given",), *,
+            forecast: bool = False) -> list[CompareRow]:
     """Every (device, precision) analysed, fastest first, each with its binding roof.
 
     A precision the device has no roof for is run at its fallback, and the row says so (:func:`runs_as`).
 
     ``precisions``: "as given", or precisions to re-run the workload at (:func:`at_precision`).
+    ``forecast``: each row also carries the forecast beside its bound (ranked by the bound still).
     An LLM workload (one with ``llm``) also gets tokens/s and whether it fits each device's memory.
 
     >>> from roofline import Op, Workload, get_device
@@ -137,7 +145,7 @@ def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[
     for prec in precisions:
         w = workload if prec == "as given" else at_precision(workload, prec)
         for d in devices:
-            a = analyze(w, d)
+            a = analyze(w, d, forecast=forecast)
             tps = tokens(w) / a.total_time if w.llm is not None and a.total_time > 0 else math.nan
             rows.append(CompareRow(d.name, prec, a.total_time, tps, binding_roof(a).describe(), a, memory_fit(w, d),
                                    runs_as(a, prec)))

@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
 from roofline.fileio import as_bool, as_int, as_list, as_number, as_object, as_str, as_str_list, json_type, shown
@@ -28,9 +28,12 @@ from roofline.precision import PRECISIONS
 from roofline.stats import relative_spread
 from roofline.units import parse_quantity
 
-DEVICE_SCHEMA = "roofline.device/2"
+if TYPE_CHECKING:
+    from roofline.calibration import Calibration
+
+DEVICE_SCHEMA = "roofline.device/3"
 #: Older versions that still load (migrated on load, :func:`migrate`).
-DEVICE_SCHEMAS_READ = ("roofline.device/1", DEVICE_SCHEMA)
+DEVICE_SCHEMAS_READ = ("roofline.device/1", "roofline.device/2", DEVICE_SCHEMA)
 UNITS = ("vector", "matrix")
 KINDS = ("gpu", "cpu", "tpu", "npu")
 MAIN_MEMORY = ("HBM", "DRAM")
@@ -196,6 +199,21 @@ class Interconnect:
     provenance: Provenance = field(default_factory=Provenance)
 
 
+#: Per-op overhead floors a device may carry: framework dispatch of a tiny op (CPU) and kernel launch (GPU).
+FRAMEWORKS = ("torch-eager", "numpy", "cuda-launch", "cuda-graph")
+
+
+@dataclass(frozen=True)
+class OverheadFloor:
+    """The fixed cost of one op under ``framework`` (seconds), however small the op: dispatch of a tiny op
+    (``torch-eager``, ``numpy``), a kernel launch (``cuda-launch``), a kernel replayed in a CUDA graph
+    (``cuda-graph``).  Measured (``roofline bench``, ``roofline calibrate``) or cited."""
+
+    framework: str
+    seconds: float
+    provenance: Provenance = field(default_factory=Provenance)
+
+
 @dataclass(frozen=True)
 class SpecRoof:
     """A theoretical compute roof: cores x clock x FMA pipes x lanes x 2, with its derivation written out."""
@@ -242,7 +260,7 @@ class AuditResult:
 
 
 #: Version of what ``roofline bench`` measures; a cached device from an older bench is re-measured.
-BENCH_VERSION = 2
+BENCH_VERSION = 3  # 3: a CPU's fp64/fp32 matrix roof is at least its FMA peak
 
 
 @dataclass(frozen=True)
@@ -446,6 +464,11 @@ class Device:
     interconnect: Interconnect | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     bench: BenchFacts | None = None  # set on devices measured by roofline bench
+    #: Sustained figures (stream bandwidth, best-shape GEMM), for the forecast; never the bound.
+    achievable_compute: tuple[ComputeCeiling, ...] = ()
+    achievable_memory: tuple[MemoryCeiling, ...] = ()
+    overhead: tuple[OverheadFloor, ...] = ()
+    calibration: Calibration | None = None
 
     def __post_init__(self) -> None:
         where = f"device {shown(self.name, 40)}"
@@ -479,6 +502,31 @@ class Device:
             levels.add(m.level.upper())
         if self.interconnect is not None:
             _positive(self.interconnect.bandwidth, "interconnect.bandwidth", where)
+        for c in self.achievable_compute:
+            roof = self.ceiling(c.unit, c.precision)
+            if roof is None:
+                raise RooflineError(f"achievable.compute: {c.precision} {c.unit} has no peak roof on the device",
+                                    where=where)
+            _positive(c.flops, f"achievable.compute[{c.precision} {c.unit}].flops", where)
+            if c.flops > roof.flops:
+                raise RooflineError(f"achievable.compute[{c.precision} {c.unit}].flops {c.flops:.4g} is above its "
+                                    f"peak roof {roof.flops:.4g}: a sustained figure is at most the peak", where=where)
+        for m in self.achievable_memory:
+            level = self.find_level(m.level)
+            if level is None:
+                raise RooflineError(f"achievable.memory: level {shown(m.level)} has no peak roof on the device",
+                                    where=where)
+            _positive(m.bandwidth, f"achievable.memory[{m.level}].bandwidth", where)
+            if m.bandwidth > level.bandwidth:
+                raise RooflineError(f"achievable.memory[{m.level}].bandwidth {m.bandwidth:.4g} is above its peak "
+                                    f"roof {level.bandwidth:.4g}: a sustained figure is at most the peak", where=where)
+        for o in self.overhead:
+            if o.framework not in FRAMEWORKS:
+                raise RooflineError(f"overhead.framework: {shown(o.framework)} is not one of {', '.join(FRAMEWORKS)}",
+                                    where=where)
+            if not (math.isfinite(o.seconds) and 0 <= o.seconds < 1):
+                raise RooflineError(f"overhead[{o.framework}].seconds must be a number from 0 to 1, "
+                                    f"got {shown(o.seconds)}", where=where)
 
     # -- construction ------------------------------------------------------
     @classmethod
@@ -516,6 +564,30 @@ class Device:
         vector = [c for c in self.compute if c.unit == "vector"]
         pool = vector or list(self.compute)
         return ComputeChoice(max(pool, key=lambda c: c.flops), (unit, precision))
+
+    def achievable_ceiling(self, ceiling: ComputeCeiling) -> ComputeCeiling | None:
+        """The sustained figure published for ``ceiling``'s (unit, precision), or None."""
+        return next((c for c in self.achievable_compute if c.key == ceiling.key), None)
+
+    def achievable_level(self, level: MemoryCeiling) -> MemoryCeiling | None:
+        """The sustained figure published for ``level``, or None."""
+        return next((m for m in self.achievable_memory if m.level.upper() == level.level.upper()), None)
+
+    def achievable_flops(self, ceiling: ComputeCeiling) -> float:
+        """The sustained figure for ``ceiling``, else its peak."""
+        found = self.achievable_ceiling(ceiling)
+        return ceiling.flops if found is None else found.flops
+
+    def achievable_bandwidth(self, level: MemoryCeiling) -> float:
+        """The sustained figure for ``level``, else its peak bandwidth."""
+        found = self.achievable_level(level)
+        return level.bandwidth if found is None else found.bandwidth
+
+    def overhead_floor(self, framework: str) -> OverheadFloor | None:
+        for o in self.overhead:
+            if o.framework == framework:
+                return o
+        return None
 
     @property
     def main_memory(self) -> MemoryCeiling:
@@ -625,9 +697,20 @@ class Device:
         out["interconnect"] = None if self.interconnect is None else {
             "name": self.interconnect.name, "bandwidth": float(self.interconnect.bandwidth),
             "provenance": self.interconnect.provenance.to_dict()}
+        if self.achievable_compute or self.achievable_memory:
+            out["achievable"] = {
+                "compute": [{"unit": c.unit, "precision": c.precision, "flops": float(c.flops),
+                             "provenance": c.provenance.to_dict()} for c in self.achievable_compute],
+                "memory": [{"level": m.level, "bandwidth": float(m.bandwidth), "provenance": m.provenance.to_dict()}
+                           for m in self.achievable_memory]}
+        if self.overhead:
+            out["overhead"] = [{"framework": o.framework, "seconds": float(o.seconds),
+                                "provenance": o.provenance.to_dict()} for o in self.overhead]
         out["metadata"] = dict(self.metadata)
         if self.bench is not None:
             out["bench"] = self.bench.to_dict()
+        if self.calibration is not None:
+            out["calibration"] = self.calibration.to_dict()
         return out
 
     @classmethod
@@ -687,9 +770,39 @@ class Device:
         aliases = tuple(as_str_list(_get(d, "aliases", []), "aliases", where))
         metadata = dict(as_object(_get(d, "metadata", {}), "metadata", where))
         bench = None if d.get("bench") is None else BenchFacts.from_dict(d["bench"], where)
+        ach = as_object(_get(d, "achievable", {}), "achievable", where)
+        ach_compute = []
+        for i, c in enumerate(_list(_get(ach, "compute", []), "achievable.compute", where)):
+            f = f"achievable.compute[{i}]"
+            _need(c, ("unit", "precision", "flops"), f, where)
+            ach_compute.append(ComputeCeiling(as_str(c["unit"], f"{f}.unit", where),
+                                              as_str(c["precision"], f"{f}.precision", where),
+                                              _quantity(c["flops"], "flops", f"{f}.flops", where),
+                                              prov(c.get("provenance"), f)))
+        ach_memory = []
+        for i, m in enumerate(_list(_get(ach, "memory", []), "achievable.memory", where)):
+            f = f"achievable.memory[{i}]"
+            _need(m, ("level", "bandwidth"), f, where)
+            ach_memory.append(MemoryCeiling(as_str(m["level"], f"{f}.level", where),
+                                            _quantity(m["bandwidth"], "bandwidth", f"{f}.bandwidth", where),
+                                            None, prov(m.get("provenance"), f)))
+        overhead = []
+        for i, o in enumerate(_list(_get(d, "overhead", []), "overhead", where)):
+            f = f"overhead[{i}]"
+            _need(o, ("framework", "seconds"), f, where)
+            overhead.append(OverheadFloor(as_str(o["framework"], f"{f}.framework", where),
+                                          as_number(o["seconds"], f"{f}.seconds", where, minimum=0.0),
+                                          prov(o.get("provenance"), f)))
+        calibration = None
+        if d.get("calibration") is not None:
+            from roofline.calibration import Calibration
+
+            calibration = Calibration.from_dict(d["calibration"], where)
         try:
             return cls(name=name, vendor=vendor, kind=kind, aliases=aliases, compute=tuple(compute),
-                       memory=tuple(memory), interconnect=interconnect, metadata=metadata, bench=bench)
+                       memory=tuple(memory), interconnect=interconnect, metadata=metadata, bench=bench,
+                       achievable_compute=tuple(ach_compute), achievable_memory=tuple(ach_memory),
+                       overhead=tuple(overhead), calibration=calibration)
         except RooflineError as exc:
             raise RooflineError(str(exc), where=where.split(" (device")[0]) from None
 
@@ -780,9 +893,12 @@ def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     ``caches_sysfs``) moves into the typed ``bench`` facts; the sweep's curves become one entry per
     (kernel, threads); the ERT curve keeps its points and model (its deviation is derived).  A /1 file
     without ``bench`` (written before the bench kept its facts) keeps them in ``metadata``, shown, not read.
+    /2 -> /3 adds optional fields only (``achievable``, ``overhead``, ``calibration``).
     """
     if d.get("schema") == DEVICE_SCHEMA:
         return d
+    if d.get("schema") == "roofline.device/2":  # /2 -> /3 only adds optional fields
+        return {**d, "schema": DEVICE_SCHEMA}
     out = dict(d)
     out["schema"] = DEVICE_SCHEMA
     meta = dict(as_object(_get(d, "metadata", {}), "metadata", where))

@@ -143,7 +143,7 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
         title=label, source=f"measured callable: {label}", warnings=warnings,
         assumptions=["FLOPs and bytes as given by the caller; bytes counted as reads"],
         info={"frontend": "callable"}, measured=MeasuredRun(timing, method="perf_counter around the callable"))
-    return analyze(work, dev, above_roof_tolerance=timing.tolerance())
+    return analyze(work, dev, above_roof_tolerance=timing.tolerance(), forecast=True)
 
 
 class Kernel:
@@ -234,8 +234,10 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _profile(torch: Any, call: Callable[[], Any], runs: int, cuda: bool) -> list[list[tuple[str, float, float, float]]]:
-    """Per profiled run: (name, start us, end us, seconds) of every event, in start order."""
+def _profile(torch: Any, call: Callable[[], Any], runs: int, cuda: bool
+             ) -> tuple[list[list[tuple[str, float, float, float]]], list[float]]:
+    """Per profiled run: (name, start us, end us, seconds) of every event, in start order; and each
+    run's wall seconds under the profiler."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
@@ -254,6 +256,7 @@ def _profile(torch: Any, call: Callable[[], Any], runs: int, cuda: bool) -> list
     events = list(prof.events())
     marks = sorted((e for e in events if e.name.startswith("roofline.run.")), key=lambda e: e.time_range.start)
     out: list[list[tuple[str, float, float, float]]] = []
+    walls = [(m.time_range.end - m.time_range.start) * 1e-6 for m in marks]
     for m in marks:
         lo, hi = m.time_range.start, m.time_range.end
         run = []
@@ -267,7 +270,7 @@ def _profile(torch: Any, call: Callable[[], Any], runs: int, cuda: bool) -> list
             run.append((e.name, float(e.time_range.start), float(e.time_range.end), sec))
         run.sort(key=lambda r: (r[1], -r[2]))
         out.append(run)
-    return out
+    return out, walls
 
 
 def join_events(names: Sequence[str], events: Sequence[tuple[str, float, float, float]], lookahead: int = 16) -> np.ndarray:
@@ -306,7 +309,9 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
     ``device``: the roofs to compare against (default: the measured local device, ``roofline bench``'s cache).
     The whole model is timed ``repeats`` times (median and quartiles in ``workload.measured``);
     ``profile_runs`` runs under ``torch.profiler`` give the per-op times (median per op; q1 / median / q3
-    in ``workload.measured.ops``).  Each op's above-roof tolerance is its own fast-side spread
+    in ``workload.measured.ops``; a profiled run's wall time in ``workload.measured.profiled_seconds``).
+    The analysis carries the forecast (:mod:`roofline.forecast`) beside the bound, so both are
+    compared with the measured times (:class:`roofline.summary.ForecastSummary`).  Each op's above-roof tolerance is its own fast-side spread
     over those runs (at least 2%; 10% for an op timed in only one run), not the whole model's.
 
     >>> import torch
@@ -341,7 +346,8 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
             try:
                 timing = time_calls(call, repeats=repeats, warmup=warmup, sync=sync)
                 # one extra profiled run, dropped: the profiler's lazy set-up lands on the first op it sees
-                runs = _profile(torch, call, max(1, profile_runs) + 1, cuda)[1:]
+                runs, walls = _profile(torch, call, max(1, profile_runs) + 1, cuda)
+                runs, walls = runs[1:], walls[1:]
             except Exception as exc:
                 op, where = _locate_failure(model, call)
                 raise RooflineError(f"the model failed during measurement at op {op} in {where}: "
@@ -361,13 +367,14 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
     op_sum = float(np.nansum(seconds))
     run = MeasuredRun(timing, "cuda" if cuda else "cpu",
                       "torch.profiler " + ("CUDA time" if cuda else "CPU time") + " per aten op; whole model timed "
-                      "with perf_counter", len(runs), op_sum, op_timings)
+                      "with perf_counter", len(runs), op_sum, op_timings,
+                      float(np.median(walls)) if walls else 0.0)
     assumptions = [*workload.assumptions,
                    "measured: per-op times from torch.profiler joined to the traced ops by aten name in execution "
                    "order (median of the profiled runs); profiler overhead makes small ops look slower"]
     measured = workload.replace(measured_seconds=seconds, warnings=warnings, measured=run, assumptions=assumptions,
                                 source=workload.source + " (measured)")
-    return analyze(measured, dev, above_roof_tolerance=op_timings.tolerance())
+    return analyze(measured, dev, above_roof_tolerance=op_timings.tolerance(), forecast=True)
 
 
 def timing_of(a: Analysis) -> Timing | None:

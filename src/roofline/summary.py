@@ -80,6 +80,103 @@ class MeasuredSummary:
 
 
 @dataclass(frozen=True)
+class Ratio:
+    """A predicted / measured ratio with its spread: ``low``..``high`` (whole model: the prediction over the
+    measured q3 and q1; per op: the quartiles of the ops' ratios)."""
+
+    value: float
+    low: float
+    high: float
+
+    def describe(self) -> str:
+        return f"{self.value:.2f} ({self.low:.2f}..{self.high:.2f})"
+
+
+@dataclass(frozen=True)
+class ForecastSummary:
+    """The forecast beside the bound (:mod:`roofline.forecast`), and both against measured times when there are some.
+
+    ``parts``: seconds of the whole forecast in the roof itself, below the roof, and overhead;
+    ``by_verdict``: share of the forecast held by ops whose forecast is dominated by each term.
+    Measured (``None`` without): ``whole_bound`` / ``whole_forecast`` = bound / forecast over the model timed
+    whole without the profiler; ``op_bound`` / ``op_forecast`` = per-op ratios against the profiler's
+    per-op times (median and quartiles over the measured ops; the bound of a measured op is its
+    cache-aware judged time); ``profiler_cost``: a profiled run's wall time over an unprofiled one, - 1.
+    """
+
+    total: float
+    bound: float
+    parts: dict[str, float]
+    by_verdict: dict[str, float]
+    framework: str
+    overhead: float
+    calibration: str
+    notes: tuple[str, ...]
+    whole_bound: Ratio | None = None
+    whole_forecast: Ratio | None = None
+    op_bound: Ratio | None = None
+    op_forecast: Ratio | None = None
+    ops_measured: int = 0
+    profiler_cost: float = math.nan
+
+    def describe(self) -> str:
+        """'forecast 1.2 ms beside a 0.4 ms bound: roof 33%, below roof 50%, overhead 17%'."""
+        text = f"forecast {format_seconds(self.total)} beside the {format_seconds(self.bound)} bound"
+        if self.total > 0:
+            text += ": " + ", ".join(f"{k} {format_share(v / self.total)}" for k, v in self.parts.items())
+        return text
+
+    def describe_measured(self) -> str:
+        """'vs measured: whole model bound 0.42 (0.40..0.44), forecast 0.97 (...); per op (median of 200) ...'."""
+        bits = []
+        if self.whole_bound is not None and self.whole_forecast is not None:
+            bits.append(f"whole model: bound/measured {self.whole_bound.describe()}, "
+                        f"forecast/measured {self.whole_forecast.describe()}")
+        if self.op_bound is not None and self.op_forecast is not None:
+            bits.append(f"per op (median and quartiles of {self.ops_measured}): bound/measured "
+                        f"{self.op_bound.describe()}, forecast/measured {self.op_forecast.describe()}")
+        if math.isfinite(self.profiler_cost):
+            bits.append(f"the profiler made a run {format_share(abs(self.profiler_cost))} "
+                        f"{'slower' if self.profiler_cost >= 0 else 'faster'}")
+        return "; ".join(bits)
+
+
+def forecast_summary(a: Analysis) -> ForecastSummary | None:
+    """The forecast facts of ``a``; None when it was analysed without a forecast."""
+    f = a.forecast
+    if f is None:
+        return None
+    w = a.workload
+    cal = f.calibration.describe() if f.calibration is not None else ""
+    out = ForecastSummary(f.total_time, a.total_time, f.parts(), f.share_by_verdict(), f.framework, f.overhead, cal,
+                          f.notes)
+    run = w.measured
+    seconds = w.columns["measured_seconds"]
+    m = np.isfinite(seconds) & (seconds > 0)
+    whole_bound = whole_forecast = op_bound = op_forecast = None
+    cost = math.nan
+    if run is not None and run.timing.median > 0:
+        t = run.timing
+
+        def whole(x: float) -> Ratio:
+            return Ratio(x / t.median, x / t.high if t.high > 0 else math.nan, x / t.low if t.low > 0 else math.nan)
+
+        whole_bound, whole_forecast = whole(a.total_time), whole(f.total_time)
+        if run.profiled_seconds > 0:
+            cost = run.profiled_seconds / t.median - 1.0
+    if m.any():
+        def per_op(x: np.ndarray) -> Ratio:
+            q1, med, q3 = np.percentile(x[m] / seconds[m], [25, 50, 75])
+            return Ratio(float(med), float(q1), float(q3))
+
+        op_bound, op_forecast = per_op(a.judged_time), per_op(f.time)
+    from dataclasses import replace
+
+    return replace(out, whole_bound=whole_bound, whole_forecast=whole_forecast, op_bound=op_bound,
+                   op_forecast=op_forecast, ops_measured=int(m.sum()), profiler_cost=cost)
+
+
+@dataclass(frozen=True)
 class Summary:
     """Everything the renderers print about one analysis, computed once."""
 
@@ -92,6 +189,7 @@ class Summary:
     llm: LLMReport | None = None
     advice: Advice | None = None
     fallbacks: tuple[tuple[str, int], ...] = ()  # ('bf16 matrix -> fp32 matrix', ops): roofs asked for, not there
+    forecast: ForecastSummary | None = None
 
     @property
     def total_time(self) -> float:
@@ -137,6 +235,10 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     text += f", {b.kind}-bound on {shown(b.label)} ({format_share(b.share)} of the time)" if b.time > 0 else ", no time (no FLOPs, no bytes)"
     if rate:
         text += f"; {rate}"
+    f = s.forecast
+    if f is not None and f.total > 0:
+        top = max(f.parts.items(), key=lambda kv: kv[1])
+        text += f"; forecast {format_seconds(f.total)} (most in {top[0]}: {format_share(top[1] / f.total)})"
     m = s.measured
     if m is not None and m.measured > 0:
         vs = f"{format_count(m.measured / m.predicted)}x their bound" if m.predicted > 0 else "their bound is 0"
@@ -237,7 +339,7 @@ def summarize(a: Analysis, *, advice: Advice | None = None) -> Summary:
     counts = np.bincount(a.ceiling_index, minlength=len(a.ceilings))
     fallbacks = tuple((fb, int(counts[j])) for j, fb in enumerate(a.fallbacks) if fb and counts[j])
     return Summary(a, binding_roof(a), dominant_ceiling(a), used, a.time_share_by_bound(), measured_summary(a),
-                   llm_report(a), advice, fallbacks)
+                   llm_report(a), advice, fallbacks, forecast_summary(a))
 
 
 def describe_measured(m: MeasuredSummary) -> str:

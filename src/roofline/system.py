@@ -16,7 +16,7 @@ File quantities take units ('450 GB/s', '3 us') or SI base units (B/s, s).
                {"name": "InfiniBand NDR", "scope": "cluster", "bandwidth": "50 GB/s", "nics_per_node": 8,
                 "latency": "5 us", "topology": "switch"}]}
 
-``device`` is a catalog name or a device object (``roofline.device/2``).  A node
+``device`` is a catalog name or a device object (``roofline.device/3``).  A node
 tier's ``bandwidth`` is per device and direction; a cluster tier's is per NIC
 and direction, ``nics_per_node`` of them shared by the node's devices.  A torus
 gives its ``dims`` (their product: the devices in the tier's scope).

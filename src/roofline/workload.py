@@ -136,11 +136,12 @@ class MeasuredRun:
     profiled_runs: int = 0
     sum_of_op_times: float = 0.0
     ops: OpTimings | None = None
+    profiled_seconds: float = 0.0  # median wall time of one profiled run (0: not recorded)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.timing.to_dict(), "device_type": self.device_type, "method": self.method,
                 "profiled_runs": self.profiled_runs, "sum_of_op_times": self.sum_of_op_times,
-                "ops": None if self.ops is None else self.ops.to_dict()}
+                "ops": None if self.ops is None else self.ops.to_dict(), "profiled_seconds": self.profiled_seconds}
 
     @classmethod
     def from_dict(cls, d: Any, n: int, where: str) -> MeasuredRun:
@@ -155,7 +156,8 @@ class MeasuredRun:
                    as_int(d.get("profiled_runs") or 0, "measured.profiled_runs", where, minimum=0),
                    as_number(d.get("sum_of_op_times") or 0.0, "measured.sum_of_op_times", where, minimum=0.0),
                    None if ops is None else OpTimings.from_dict(as_object(ops, "measured.ops", where), n,
-                                                                "measured.ops", where))
+                                                                "measured.ops", where),
+                   as_number(d.get("profiled_seconds") or 0.0, "measured.profiled_seconds", where, minimum=0.0))
 
 
 @dataclass

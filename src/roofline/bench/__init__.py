@@ -36,6 +36,7 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
     is called as stages complete; ``overrides`` go to
     :class:`roofline.bench.cpu.BenchConfig` (e.g. ``max_bytes=1 << 20,
     repeats=3`` for a tiny run) or to :func:`roofline.bench.gpu.run_gpu_bench`.
+    The overhead floors (:mod:`roofline.bench.overhead`) are measured last, in this process.
     Nothing is written: saving and caching are the caller's choice
     (:func:`save_local_device`).
 
@@ -45,16 +46,21 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
     Ctrl-C stops it and raises KeyboardInterrupt here.  (:func:`roofline.bench.cpu.run_cpu_bench`
     measures in this process, settings included.)
     """
-    if gpu:
-        from roofline.bench.gpu import run_gpu_bench
-
-        return run_gpu_bench(quick=quick and not full, progress=progress, **overrides)
     from dataclasses import replace
 
+    from roofline.bench import overhead
+
+    if gpu:
+        import torch
+
+        from roofline.bench.gpu import run_gpu_bench
+
+        dev = run_gpu_bench(quick=quick and not full, progress=progress, **overrides)
+        return replace(dev, overhead=overhead.measure_cuda(torch))
     from roofline.bench._worker import run_in_child
     from roofline.bench.cpu import BenchConfig, check_threads
 
     cfg = BenchConfig.full(**overrides) if full else BenchConfig.quick(**overrides)
     # checked here, before a process starts: bad input is one line and nothing runs
     cfg = replace(cfg, threads=check_threads(threads if threads is not None else cfg.threads or None))
-    return run_in_child(cfg, progress)
+    return replace(run_in_child(cfg, progress), overhead=overhead.measure_cpu())

@@ -13,7 +13,7 @@ its stderr, which is the caller's):
 - parent -> child (stdin): the parent's ``sys.path`` (so the child imports this
   same roofline, a source checkout too) and the :class:`~roofline.bench.cpu.BenchConfig` fields;
 - child -> parent (stdout): ``{"progress": [fraction, text]}`` as stages complete; then
-  ``{"device": {...}}`` (a ``roofline.device/2`` document), or
+  ``{"device": {...}}`` (a ``roofline.device/3`` document), or
   ``{"error": "RooflineError" | "MissingExtraError", "message": ...}`` for bad input, or
   ``{"error": "exception", "traceback": ...}`` for anything else.
 

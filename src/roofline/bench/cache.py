@@ -2,7 +2,7 @@
 
 ``$ROOFLINE_CACHE_DIR`` if set (tests point it at a temporary directory), else
 ``$XDG_CACHE_HOME/roofline``, else ``~/.cache/roofline``; the file is
-``local-device.json`` (a ``roofline.device/2`` document).
+``local-device.json`` (a ``roofline.device/3`` document).
 """
 
 from __future__ import annotations

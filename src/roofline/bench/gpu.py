@@ -45,7 +45,7 @@ def _stats(samples: list[float]) -> tuple[float, float, float]:
 
 
 def time_cuda(torch: Any, fn: Callable[[], Any], *, inner: int = 10, repeats: int = 7, warmup: int = 3,
-              graph: bool = False) -> list[float]:
+              graph: bool = False, strict: bool = False) -> list[float]:
     """Seconds per ``fn()`` call, one sample per repeat (CUDA events around ``inner`` calls).
 
     ``graph=True`` captures the ``inner`` calls in a CUDA graph and times its replay
@@ -68,7 +68,9 @@ def time_cuda(torch: Any, fn: Callable[[], Any], *, inner: int = 10, repeats: in
                     fn()
             run = g.replay
             run()
-        except Exception:  # capture unsupported for this op/driver: plain launches
+        except Exception:  # capture unsupported for this op/driver: plain launches (``strict``: the error)
+            if strict:
+                raise
             graph = False
     if not graph:
         def run() -> None:

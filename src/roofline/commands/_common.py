@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from roofline.analysis import Analysis
+from roofline.calibration import Calibration
 from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.fileio import check_writable
@@ -35,6 +36,11 @@ def add_output_options(p: argparse.ArgumentParser, group_by: tuple[str, ...] = (
     p.add_argument("--advice", action="store_true",
                    help="print the levers with their computed effects, other catalog devices included "
                         "(the HTML report always has the levers on this device)")
+    p.add_argument("--forecast", action="store_true",
+                   help="also forecast each op's real time beside its bound: achievable roofs, the device's "
+                        "calibration ('roofline calibrate') and its per-op overhead floor")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="with --forecast: a calibration file ('roofline calibrate --out') for this device")
     if group_by:
         p.add_argument("--group-by", choices=group_by, default=None, help="table rows: one per group instead of per op")
         p.add_argument("--depth", type=int, default=None, metavar="N", help="with --group-by module: module path depth")
@@ -104,9 +110,36 @@ def resolve(spec: str) -> Device:
     return resolve_device(spec)
 
 
+def forecast_option(analysis: Analysis, args: argparse.Namespace) -> Analysis:
+    """``analysis`` with its forecast when ``--forecast`` asks (the ``--calibration`` file applied)."""
+    if not getattr(args, "forecast", False):
+        return analysis
+    from roofline.forecast import with_forecast
+
+    cal = calibration_option(args)
+    if cal is None and analysis.forecast is not None:
+        return analysis
+    return with_forecast(analysis, cal, where=getattr(args, "calibration", None) or "calibration")
+
+
+def calibration_option(args: argparse.Namespace) -> Calibration | None:
+    """The ``--calibration`` file, read and checked (one line for a bad one), or None."""
+    path = getattr(args, "calibration", None)
+    if not path:
+        return None
+    from roofline.calibration import load_calibration
+    from roofline.fileio import read_json, shown_path
+
+    return load_calibration(read_json(path), shown_path(path))
+
+
 def check_outputs(args: argparse.Namespace) -> None:
-    """Validate output paths and extensions before doing any work."""
+    """Validate output paths and extensions (and a ``--calibration`` file) before doing any work."""
     from roofline.render import check_chart_path
+
+    if getattr(args, "calibration", None) and not getattr(args, "forecast", False):
+        raise RooflineError("--calibration is read by --forecast; add --forecast")
+    calibration_option(args)
 
     if getattr(args, "output", None):
         check_chart_path(args.output)
@@ -130,6 +163,7 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
     from roofline.summary import summarize
     from roofline.text import display
 
+    analysis = forecast_option(analysis, args)
     advice = None
     if getattr(args, "advice", False) or getattr(args, "html", None):
         from roofline.advice import advise

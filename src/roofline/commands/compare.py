@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     llm.add_argument("--context", type=int, default=None, metavar="TOKENS",
                      help="decode: tokens attended to, KV cache length (default: --prompt)")
     llm.add_argument("--gen", type=int, default=None, metavar="TOKENS", help="decode steps for generate (default 256)")
+    p.add_argument("--forecast", action="store_true",
+                   help="also forecast each device's real time beside its bound (achievable roofs, overhead floor, "
+                        "calibration; ranked by the bound still)")
     p.add_argument("-o", "--output", metavar="CHART", help="chart with every device (.png, .svg or .pdf)")
     p.add_argument("--html", metavar="FILE", help="interactive report: the comparison chart, then each device")
     p.add_argument("--json", metavar="FILE", help="the ranking as JSON")
@@ -101,19 +104,23 @@ def run(args: argparse.Namespace) -> int:
     precisions = [p.strip().lower() for p in args.precision.split(",")] if args.precision else ["as given"]
     workload = load_workload(args.workload, args)
     llm = workload.llm
-    rows = compare(workload, devices, precisions)
+    rows = compare(workload, devices, precisions, forecast=args.forecast)
     best = rows[0].time
     lines = [f"{display(workload.title)}: {len(workload)} ops, ranked by roofline time"]
     width = max(9, *(len(r.precision_label) for r in rows))
     head = f"{'#':>2}  {'device':<32} {'precision':<{width}} {'time':>10} {'vs best':>15}"
     if llm is not None:
         head += f" {'tokens/s':>12}"
+    if args.forecast:
+        head += f" {'forecast':>10}"
     lines.append(head + "  binding roof")
     for k, r in enumerate(rows, 1):
         line = (f"{k:>2}  {display(r.device, 32):<32} {r.precision_label:<{width}} {format_seconds(r.time):>10} "
                 f"{_vs_best(r.time, best):>15}")
         if llm is not None:
             line += f" {format_count(r.tokens_per_s):>12}"
+        if args.forecast:
+            line += f" {format_seconds(r.forecast):>10}"
         lines.append(line + f"  {display(r.binding)}" + (f"; {r.memory}" if r.memory else ""))
     # a precision a device has no roof for ran at its fallback: say so under the ranking
     lines += [f"note: {display(n)}" for n in dict.fromkeys(r.note for r in rows if r.note)]

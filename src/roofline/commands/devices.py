@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("devices", help="list the device catalog", formatter_class=EXAMPLE_HELP,
                        description="List every catalog device with its fastest roof, main memory and ridge point.",
                        epilog="examples:\n  roofline devices\n  roofline devices --json > devices.json")
-    p.add_argument("--json", action="store_true", help="print the full catalog as JSON (roofline.device/2 objects)")
+    p.add_argument("--json", action="store_true", help="print the full catalog as JSON (roofline.device/3 objects)")
     p.set_defaults(func=run)
 
 

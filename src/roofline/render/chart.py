@@ -1,7 +1,10 @@
 """The classic log-log roofline chart, generalised (matplotlib; PNG, SVG or PDF by extension).
 
 One horizontal roof per shown compute ceiling, one slope per memory level;
-the ridge point of the main roof marked; the memory-bound (left of the ridge)
+the device's achievable (sustained) figures for the roofs drawn, dashed and
+labelled "achievable" (what the forecast runs on, beside the bound, never in
+its place), as its theoretical (spec) roofs are dashed grey and labelled
+"theoretical"; the ridge point of the main roof marked; the memory-bound (left of the ridge)
 and compute-bound (right) regions shaded; predicted points (filled, on the
 roof) and measured points (hollow, joined to their prediction).  Y ticks are
 SI-prefixed FLOP/s ('100 TFLOP/s').
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +56,9 @@ MEMORY_COLOR = "#d6e6f5"
 COMPUTE_COLOR = "#fbe3c8"
 ROOF_COLOR = "#222222"
 SPEC_COLOR = "#8a8a8a"  # theoretical (spec) roofs: dashed grey, labelled "theoretical"
+ACHIEVABLE_COLOR = "#00796b"  # achievable (sustained) roofs and slopes: dashed teal, labelled "achievable"
+ACHIEVABLE_LABEL_COLOR = "#00695c"
+ACHIEVABLE_DASH = (0, (3, 2))  # shorter dashes than the theoretical roofs' (6, 3): the two never look alike
 SLOPE_COLORS = ("#1f4e79", "#2e75b6", "#5b9bd5", "#9dc3e6")
 KIND_COLORS = {
     "matmul": "#d62728", "conv": "#9467bd", "attention": "#e377c2", "elementwise": "#2ca02c", "norm": "#17becf",
@@ -119,6 +125,21 @@ class _Frame:
     scale: float
     unit: str
     clipped: bool = False  # an axis range was clipped to AXIS_MIN..AXIS_MAX (a note goes on the chart)
+    # achievable (sustained) figures of the roofs drawn: (peak roof, achievable one); where the achievable
+    # roofs meet (the main level's sustained bandwidth, the fastest drawn roof's sustained FLOP/s)
+    achievable: list[tuple[ComputeCeiling, ComputeCeiling]] = field(default_factory=list)
+    achievable_mems: list[tuple[MemoryCeiling, MemoryCeiling]] = field(default_factory=list)
+    achievable_bandwidth: float = math.nan
+    achievable_peak: float = math.nan
+
+
+def achievable_roofs(device: Device, ceilings: Sequence[ComputeCeiling], levels: Sequence[MemoryCeiling]
+                     ) -> tuple[list[tuple[ComputeCeiling, ComputeCeiling]], list[tuple[MemoryCeiling, MemoryCeiling]]]:
+    """The device's sustained figures for the given roofs only: (peak roof, achievable roof) pairs, compute
+    then memory (roofs without a figure of their own have none: the forecast runs on their peak)."""
+    compute = [(c, x) for c in ceilings if (x := device.achievable_ceiling(c)) is not None]
+    memory = [(m, y) for m in levels if (y := device.achievable_level(m)) is not None]
+    return compute, memory
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -178,7 +199,9 @@ def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analys
                or not (AXIS_MIN < y_lo and y_hi < AXIS_MAX))
     scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")
     ridge = min(max(top.flops / main.bandwidth, x_lo), x_hi)
-    return _Frame(ceilings, spec, mems, main, top, ridge, x_lo, x_hi, y_lo, y_hi, scale, unit, clipped)
+    ach, ach_mems = achievable_roofs(device, ceilings, mems)
+    return _Frame(ceilings, spec, mems, main, top, ridge, x_lo, x_hi, y_lo, y_hi, scale, unit, clipped, ach,
+                  ach_mems, device.achievable_bandwidth(main), max(device.achievable_flops(c) for c in ceilings))
 
 
 FIGSIZE = (10.0, 6.5)  # inches
@@ -330,7 +353,8 @@ class _Label:
 
 
 def _draw_roofs(ax: Axes, f: _Frame) -> list[tuple[str, str, Any, dict[str, Any]]]:
-    """Regions, compute roofs (measured solid/dashed, theoretical grey), memory slopes and the ridge.
+    """Regions, compute roofs (measured solid/dashed, theoretical grey, achievable teal), memory slopes (and
+    achievable ones) and the ridge.
 
     Returns the labels to place: (role, text, the Line2D it names, text style)."""
     labels: list[tuple[str, str, Any, dict[str, Any]]] = []
@@ -365,6 +389,7 @@ def _draw_roofs(ax: Axes, f: _Frame) -> list[tuple[str, str, Any, dict[str, Any]
     texts += [f"{', '.join(names)} {format_flops(flops)} (theoretical)" for flops, names in spec_groups.items()]
     labels = labels[:2] + [(role, text, line, style) for (role, _, line, style), text in zip(labels[2:], texts,
                                                                                               strict=True)]
+    labels += _draw_achievable(ax, f)
     # memory slopes: up to the fastest shown roof; the main one labelled first, then fastest first
     x = np.geomspace(f.x_lo, f.x_hi, 512)
     peak = f.ceilings[0].flops
@@ -380,6 +405,15 @@ def _draw_roofs(ax: Axes, f: _Frame) -> list[tuple[str, str, Any, dict[str, Any]
         slopes.append((not main, ("slope", f"{for_chart(m.level)} {format_bandwidth(m.bandwidth)}", line,
                                   {"fontsize": 8.5, "color": color})))
     labels += [s for _, s in sorted(slopes, key=lambda s: s[0])]
+    # achievable slopes: up to where they meet the fastest drawn roof's achievable figure
+    xe = _clip(f.achievable_peak / f.achievable_bandwidth, f) if f.achievable_mems else f.x_hi
+    for _, m in sorted(f.achievable_mems, key=lambda pair: -pair[1].bandwidth):
+        xx = np.append(x[x <= xe], xe)
+        with np.errstate(over="ignore", under="ignore"):
+            yy = xx * m.bandwidth / f.scale
+        (line,) = ax.plot(xx, yy, ls=ACHIEVABLE_DASH, color=ACHIEVABLE_COLOR, lw=1.1, zorder=2, gid="achievable")
+        labels.append(("slope", f"{for_chart(m.level)} achievable {format_bandwidth(m.bandwidth)}", line,
+                       {"fontsize": 8.5, "color": ACHIEVABLE_LABEL_COLOR}))
     # the ridge point and its dotted line; its label goes beside the line
     ax.plot([f.ridge], [f.top.flops / f.scale], "o", ms=8, mfc="white", mec=ROOF_COLOR, mew=2, zorder=7, gid="ridge")
     line = ax.axvline(f.ridge, color=ROOF_COLOR, lw=0.8, ls=":", zorder=2, gid="ridge-line")
@@ -387,6 +421,23 @@ def _draw_roofs(ax: Axes, f: _Frame) -> list[tuple[str, str, Any, dict[str, Any]
                    {"fontsize": 9, "color": ROOF_COLOR, "rotation": 90}))
     order = {"roof": 0, "ridge": 1, "slope": 2, "region": 3}  # most important first: placed first
     return sorted(labels, key=lambda lb: order[lb[0]])
+
+
+def _draw_achievable(ax: Axes, f: _Frame) -> list[tuple[str, str, Any, dict[str, Any]]]:
+    """The achievable compute roofs of the roofs drawn (dashed teal, from where they meet the achievable main
+    slope); roofs at one height share a label ('bf16 matrix achievable 794.5 TFLOP/s')."""
+    out: list[tuple[str, str, Any, dict[str, Any]]] = []
+    names: dict[float, list[str]] = {}
+    for _, c in sorted(f.achievable, key=lambda pair: -pair[1].flops):
+        if c.flops in names:
+            names[c.flops].append(for_chart(c.label))
+            continue
+        (line,) = ax.plot([_clip(c.flops / f.achievable_bandwidth, f), f.x_hi], [c.flops / f.scale] * 2,
+                          ls=ACHIEVABLE_DASH, color=ACHIEVABLE_COLOR, lw=1.1, zorder=2, gid="achievable")
+        names[c.flops] = [for_chart(c.label)]
+        out.append(("roof", "", line, {"fontsize": 8.5, "color": ACHIEVABLE_LABEL_COLOR}))
+    return [(role, f"{', '.join(names[flops])} achievable {format_flops(flops)}", line, style)
+            for (role, _, line, style), flops in zip(out, names, strict=True)]
 
 
 def _clip(x: float, f: _Frame) -> float:
@@ -558,9 +609,9 @@ def _place_labels(ax: Axes, fig: Figure, f: _Frame, pts: Sequence[Point],
     renderer = _renderer(fig)
     ab = ax.get_window_extent(renderer)
     frame = (ab.x0 + 2, ab.y0 + 2, ab.x1 - 2, ab.y1 - 2)
-    lines = [ln for ln in ax.get_lines() if ln.get_gid() in ("roof", "ridge-line", "connector")]
-    segments = np.vstack([_straight(line_segments(ln)) if ln.get_gid() == "roof" else line_segments(ln)
-                          for ln in lines] or [np.empty((0, 4))])
+    lines = [ln for ln in ax.get_lines() if ln.get_gid() in ("roof", "achievable", "ridge-line", "connector")]
+    segments = np.vstack([_straight(line_segments(ln)) if ln.get_gid() in ("roof", "achievable")
+                          else line_segments(ln) for ln in lines] or [np.empty((0, 4))])
     px_per_pt = fig.dpi / 72.0
     markers: list[Box] = []
     for p in pts:

@@ -1,5 +1,8 @@
 """Per-op analysis results as CSV (and as a pandas DataFrame when pandas is installed).
 
+An analysis with a forecast (:mod:`roofline.forecast`) gains ``forecast_seconds`` (one run),
+``forecast_verdict`` and ``forecast_efficiency`` beside the bound's columns.
+
 Text cells that start like a formula (``=``, ``+``, ``-``, ``@``, tab, CR) get a leading ``'``
 (:func:`roofline.text.for_csv`); numbers are written as numbers, a negative one included.
 """
@@ -43,6 +46,13 @@ def result_columns(a: Analysis) -> dict[str, Any]:
         "efficiency": a.efficiency.tolist(),
         "above_roof": a.above_roof.tolist(),
     })
+    f = a.forecast
+    if f is not None:  # beside the bound, never in its place: seconds of one run, like "time"
+        cols.update({
+            "forecast_seconds": f.time.tolist(),
+            "forecast_verdict": f.verdict.tolist(),
+            "forecast_efficiency": f.efficiency.tolist(),
+        })
     return cols
 
 

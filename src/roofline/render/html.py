@@ -2,10 +2,12 @@
 
 One file holds plotly.js, the roofline chart(s) and every table.  Chart: one
 trace per compute ceiling and per memory level (click the legend, or use the
-buttons, to toggle them), the op points by kind (hover: name, module, kind,
-FLOPs, bytes, intensity, bound, time, efficiency), measured points joined to
-their prediction by a line.  Tables: per op and per group, sortable by a click
-on a header.  Then the summary, the advice, the device's provenance, the
+buttons, to toggle them), the device's achievable (sustained) figures for them
+dashed and labelled "achievable", the op points by kind (hover: name, module,
+kind, FLOPs, bytes, intensity, bound, time, efficiency, and the forecast when
+there is one), measured points joined to their prediction by a line.  Tables:
+per op (with the forecast's columns when there is one) and per group, sortable
+by a click on a header.  Then the summary, the advice, the device's provenance, the
 workload's assumptions, warnings and unsupported ops.
 
 Every string that came from a model or a file is escaped: in HTML with
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from roofline.analysis import Analysis
+from roofline.render.chart import ACHIEVABLE_COLOR, achievable_roofs
 from roofline.summary import Summary, dominant_ceiling, headline, roofs_of_ops, summarize
 from roofline.text import LIMIT, display, for_html
 from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds, format_share
@@ -102,6 +105,11 @@ def _hover(a: Analysis, i: int, measured: bool) -> str:
         f"{name(a.level_label(i))})",
         f"roofline time: {format_seconds(a.time[i])}, attainable {format_flops(a.attainable_flops[i])}",
     ]
+    fc = a.forecast
+    if fc is not None:  # beside the bound, never in its place
+        ratio = float(fc.over_measured(w.columns["measured_seconds"][i:i + 1])[0])
+        lines.append(f"forecast: {format_seconds(fc.time[i])} ({esc(fc.verdict[i])}; efficiency "
+                     f"{_pct(fc.efficiency[i])})" + (f", forecast/measured {ratio:.3g}" if np.isfinite(ratio) else ""))
     if np.isfinite(sec):
         lines.append(f"measured: {format_seconds(sec)}, achieved {format_flops(a.achieved_flops[i])}, "
                      f"{format_bandwidth(a.achieved_bandwidth[i])}, efficiency {_pct(a.efficiency[i])}")
@@ -239,13 +247,32 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
                        "hoverinfo": "text",
                        "line": {"color": "#1f4e79" if m is main else ("#2e75b6", "#5b9bd5", "#9dc3e6")[min(k, 2)],
                                 "width": 2.5 if m is main else 1.5, "dash": "solid" if m is main else "dot"}})
+    # achievable (sustained) figures, dashed: each compute roof's shown with it, the main level's slope in
+    # "main memory only" (they meet where the forecast's roofs meet, as the peak roofs do)
+    ach, ach_mems = achievable_roofs(device, ceilings, list(device.memory))
+    ach_bw = device.achievable_bandwidth(main)
+    ach_peak = max(device.achievable_flops(c) for c in device.compute)
+    main_only: dict[int, Any] = {}
+    for peak_c, c in ach:
+        vis = True if peak_c.key in shown else "legendonly"
+        main_only[len(traces)] = vis
+        default_vis.append(vis)
+        traces.append(_achievable_trace(f"{name(c.label)} achievable {format_flops(c.flops)}",
+                                        [c.flops / ach_bw, 10.0**x_hi], [c.flops, c.flops], c.provenance.describe()))
+    for m, x in sorted(ach_mems, key=lambda pair: pair[1].bandwidth):
+        xx = [10.0**x_lo, ach_peak / x.bandwidth]
+        main_only[len(traces)] = True if m is main else "legendonly"
+        default_vis.append(True)
+        traces.append(_achievable_trace(f"{name(x.level)} achievable {format_bandwidth(x.bandwidth)}", xx,
+                                        [v * x.bandwidth for v in xx], x.provenance.describe()))
     n_roofs = len(traces)
     traces += points
     default_vis += [True] * len(points)
     # buttons: restyle the 'visible' of every trace
     all_roofs = [True] * n_roofs + [True] * len(points)
-    used_main = [default_vis[i] if i in roof_idx else (True if traces[i]["name"].startswith(name(main.level) + " ") else
-                                                       "legendonly") for i in range(n_roofs)] + [True] * len(points)
+    used_main = [default_vis[i] if i in roof_idx else main_only[i] if i in main_only else
+                 (True if traces[i]["name"].startswith(name(main.level) + " ") else "legendonly")
+                 for i in range(n_roofs)] + [True] * len(points)
     top = summary.dominant
     ridge = min(max(summary.ridge, 10.0**x_lo), 10.0**x_hi)
     layout = {
@@ -274,6 +301,14 @@ def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
                              {"label": "main memory only", "method": "restyle", "args": [{"visible": used_main}]}]}],
     }
     return {"data": traces, "layout": layout}
+
+
+def _achievable_trace(label: str, x: list[float], y: list[float], provenance: str) -> dict[str, Any]:
+    """An achievable (sustained) roof or slope: dashed, as the chart draws it (render.chart.ACHIEVABLE_COLOR)."""
+    return {"type": "scatter", "mode": "lines", "name": label, "x": x, "y": y, "legendgroup": "achievable",
+            "legendgrouptitle": {"text": "achievable roofs (the forecast's; the bound stays on the peaks)"},
+            "hovertext": f"{label}<br>{esc(provenance)}", "hoverinfo": "text",
+            "line": {"color": ACHIEVABLE_COLOR, "width": 1.5, "dash": "dash"}}
 
 
 def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared",
@@ -394,8 +429,12 @@ def summary_items(s: Summary) -> list[str]:
 def ops_table(a: Analysis, limit: int = MAX_TABLE_ROWS) -> str:
     w = a.workload
     measured = w.has_measurements
+    fc = a.forecast
+    fc_ratio = fc.over_measured(w.columns["measured_seconds"]) if fc is not None else np.array([])
     heads = ["#", "op", "module", "kind", "count", "FLOPs", "bytes", "FLOP/B", "bound", "ceiling", "attainable",
              "time", "share"] + (["measured", "achieved", "efficiency"] if measured else [])
+    if fc is not None:  # beside the bound, never in its place
+        heads += ["forecast", "fc verdict"] + (["fc/meas"] if measured else [])
     rows = []
     order = a.order()
     for rank, i in enumerate(order[:limit], 1):
@@ -412,6 +451,12 @@ def ops_table(a: Analysis, limit: int = MAX_TABLE_ROWS) -> str:
             cells += [_num(sec, _opt(sec, format_seconds)),
                       _num(a.achieved_flops[i], _opt(a.achieved_flops[i], format_flops)),
                       _num(a.efficiency[i], _opt(a.efficiency[i], _pct))]
+        if fc is not None:
+            total = fc.total_op_time[i]  # x count, as the time column
+            cells += [_num(total, _opt(total, format_seconds)), _txt(str(fc.verdict[i]))]
+            if measured:
+                ratio = fc_ratio[i]
+                cells.append(_num(ratio, _opt(ratio, lambda x: f"{x:.3g}")))
         cls = ' class="above"' if a.above_roof[i] else ""
         rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     more = len(order) - limit
@@ -527,7 +572,18 @@ def caption(s: Summary) -> str:
             f"FLOP/B for {s.dominant.label} over {main.level}) an op is memory-bound, right of it compute-bound. "
             f"Here the binding roof is {s.binding.label}."
             + (f" Ops asking for a roof this device lacks run on the next one: {s.describe_fallbacks()}."
-               if s.fallbacks else ""))
+               if s.fallbacks else "")
+            + _achievable_caption(a.device))
+
+
+def _achievable_caption(d: Device) -> str:
+    """' Dashed lines labelled "achievable": ...' when the device has sustained figures ('' otherwise)."""
+    figures = [f"{c.label} {format_flops(c.flops)}" for c in d.achievable_compute]
+    figures += [f"{m.level} {format_bandwidth(m.bandwidth)}" for m in d.achievable_memory]
+    if not figures:
+        return ""
+    return (f" Dashed lines labelled \"achievable\" are the device's sustained figures ({', '.join(figures)}): "
+            "the roofs the forecast runs on, shown beside the peak roofs, which the roofline bound keeps.")
 
 
 COMPARE_CAPTION = ("One colour per device: the roofs its ops are bounded or judged by (solid: the ceiling carrying "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from roofline.analysis import Analysis
-from roofline.summary import Summary, describe_measured, headline, summarize
+from roofline.summary import ForecastSummary, Summary, describe_measured, headline, summarize
 from roofline.text import display, for_terminal, shorten, visible
 from roofline.units import (
     format_bandwidth,
@@ -49,8 +49,10 @@ def _console(color: bool) -> Console:
                    highlight=False, soft_wrap=False)
 
 
-def summary_lines(s: Summary) -> list[str]:
-    """The headline: device, roofline time, totals, the binding roof, where the time goes."""
+def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
+    """The headline: device, roofline time, totals, the binding roof, where the time goes; the forecast beside
+    the bound when there is one (its notes one line each when ``verbose`` or when there is only one, else
+    counted on one line, as the assumptions are)."""
     a = s.analysis
     d = a.device
     # names from files (device, levels, title) in their display form: control characters visible, long ones cut
@@ -75,7 +77,27 @@ def summary_lines(s: Summary) -> list[str]:
         if s.measured.judged_at_cache:
             lines.append("measured points judged vs a cache level (working set fits): "
                          + ", ".join(f"{k} vs {display(lvl)}" for lvl, k in s.measured.judged_at_cache.items()))
+    if s.forecast is not None:
+        lines += forecast_lines(s.forecast, verbose=verbose)
     lines.append(f"bytes model: {display(a.workload.bytes_model, 1024)}")
+    return lines
+
+
+def forecast_lines(f: ForecastSummary, *, verbose: bool = True) -> list[str]:
+    """The forecast beside the bound: its parts, what it rests on (overhead floor, calibration), how both
+    compare with measured times, and its notes (one line each when ``verbose`` or only one, else counted)."""
+    floor = (f"{f.framework} overhead floor {format_seconds(f.overhead)} per op" if f.overhead > 0
+             else f"no {f.framework} overhead floor")
+    calibration = f"calibration: {f.calibration}" if f.calibration else "no calibration (efficiency 1)"
+    basis = f"the device's achievable roofs (its peaks where it has none), {floor}; {calibration}"
+    lines = [display(f.describe(), 1024), display(f"forecast basis: {basis}", 1024)]
+    measured = f.describe_measured()
+    if measured:
+        lines.append(display(f"forecast and bound vs measured: {measured}", 1024))
+    if verbose or len(f.notes) == 1:
+        lines += [f"forecast note: {display(note, 1024)}" for note in f.notes]
+    elif f.notes:
+        lines.append(f"forecast notes: {len(f.notes)} (--verbose lists them, so does the HTML report)")
     return lines
 
 
@@ -94,7 +116,7 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     con = _console(color)
     if title:
         con.print(f"[bold]{for_terminal(title)}[/bold]")
-    for line in summary_lines(summary or summarize(a)):
+    for line in summary_lines(summary or summarize(a), verbose=verbose):
         con.print(line, markup=False)
     measured = a.workload.has_measurements
     if group_by:
@@ -118,6 +140,8 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     else:
         order = a.order()
         w = a.workload
+        fc = a.forecast
+        fc_ratio = fc.over_measured(w.columns["measured_seconds"]) if fc is not None else np.array([])
         rows = []
         for i in order[:top]:
             name = w.strings("name", i)
@@ -130,12 +154,17 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
             if measured:
                 row["measured"] = _opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds)
                 row["efficiency"] = _opt(a.efficiency[i], format_share)
+            if fc is not None:  # beside the bound, never in its place: its own columns
+                row["forecast"] = _opt(fc.total_op_time[i], format_seconds)
+                row["fc verdict"] = str(fc.verdict[i])
+                if measured:
+                    row["fc/meas"] = _opt(fc_ratio[i], _ratio)
             row["verdict"] = a.verdict(i)
             rows.append((row, bool(a.above_roof[i])))
-        cols, op_width = _fitting_columns([r for r, _ in rows], con.width, measured)
+        cols, op_width = _fitting_columns([r for r, _ in rows], con.width, measured, fc is not None)
         t = Table(title="ops by roofline time", title_justify="left", box=box.SIMPLE_HEAD)
         for col in cols:
-            t.add_column(col, justify="left" if col in ("op", "kind", "verdict") else "right",
+            t.add_column(col, justify="left" if col in ("op", "kind", "fc verdict", "verdict") else "right",
                          overflow="fold", max_width=op_width if col == "op" else None,
                          no_wrap=col not in ("op", "verdict"))
         for row, above in rows:
@@ -165,25 +194,30 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     return text if color else visible(text)
 
 
-#: Columns of the op table, the ones dropped first on a narrow terminal last (op, time, share, verdict stay).
+#: Columns of the op table, the ones dropped first on a narrow terminal first (op, time, share, verdict stay).
 _OPTIONAL = ("count", "kind", "attainable", "FLOP/B", "bytes", "FLOPs")
+#: With --forecast the user asked for the forecast's columns: the bound's details go first, the forecast last.
+_OPTIONAL_FORECAST = ("count", "kind", "attainable", "fc verdict", "FLOP/B", "bytes", "FLOPs", "fc/meas", "forecast")
 
 
-def _fitting_columns(rows: list[dict[str, str]], width: int, measured: bool) -> tuple[list[str], int]:
+def _fitting_columns(rows: list[dict[str, str]], width: int, measured: bool,
+                     forecast: bool = False) -> tuple[list[str], int]:
     """The op table's columns that fit ``width`` with their numbers on one line, and the op column's width:
     optional columns are dropped in :data:`_OPTIONAL` order until the rest fits beside 20 characters of op
     name and verdict each; the op column then takes half of what is left (20 to 48 characters)."""
     cols = ["op", "kind", "count", "FLOPs", "bytes", "FLOP/B", "attainable", "time", "share",
-            *(("measured", "efficiency") if measured else ()), "verdict"]
+            *(("measured", "efficiency") if measured else ()),
+            *(("forecast", *(("fc/meas",) if measured else ()), "fc verdict") if forecast else ()), "verdict"]
 
     def need(c: str) -> int:  # widest cell or header, plus rich's padding
         return max(len(c), *(len(r[c]) for r in rows)) + 3 if rows else len(c) + 3
 
     room = width - 2 * 20 - 6
-    for drop in _OPTIONAL:
+    for drop in _OPTIONAL_FORECAST if forecast else _OPTIONAL:
         if sum(need(c) for c in cols if c not in ("op", "verdict")) <= room:
             break
-        cols.remove(drop)
+        if drop in cols:
+            cols.remove(drop)
     left = width - 6 - sum(need(c) for c in cols if c not in ("op", "verdict"))
     return cols, max(20, min(48, left // 2))
 
@@ -211,6 +245,11 @@ def fit_width(text: str) -> str:
 
 def _ai(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.3g}"
+
+
+def _ratio(x: float) -> str:
+    """A forecast / measured ratio: '1.25', '0.0312'."""
+    return f"{x:.3g}"
 
 
 def _opt(x: float | None, fmt: Callable[[float], str]) -> str:

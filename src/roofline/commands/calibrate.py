@@ -1,0 +1,92 @@
+"""roofline calibrate: measure a fixed suite of ops here and fit the forecast's efficiency curves."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from roofline.calibration import Calibration
+from roofline.errors import RooflineError
+from roofline.fileio import check_writable
+from roofline.units import format_seconds
+
+EPILOG = """\
+examples:
+  roofline bench && roofline calibrate          # the cached local device gains a calibration
+  roofline calibrate --quick --out cal.json     # also a calibration file, for --calibration elsewhere
+  roofline calibrate --show                     # print the cached calibration
+  roofline torch mymodel.py:build --device local --forecast
+"""
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "calibrate", help="fit the forecast's efficiency curves from a fixed suite of ops measured here",
+        description=("Measure a fixed suite of ops (GEMMs across shapes and layouts, convolutions, elementwise, "
+                     "norm, softmax, attention, pooling, embedding, copies; fp32, PyTorch eager) on this machine "
+                     "with torch.profiler, and fit, per op and per kind, the achieved fraction of the achievable "
+                     "roof as a monotone function of op size (3 parameters per curve). The fit, its residuals and "
+                     "the suite's description are stored on the cached local device ('roofline bench' first), "
+                     "which --forecast then uses. --quick: 3 sizes per op family, fewer runs (about 20 s)."),
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="3 sizes per op family and fewer runs")
+    p.add_argument("--gpu", action="store_true", help="run the suite on the CUDA GPU (the cached device must be "
+                   "a 'roofline bench --gpu' measurement)")
+    p.add_argument("--out", metavar="FILE", help="also write the calibration here (roofline.calibration/1)")
+    p.add_argument("--show", action="store_true", help="print the cached device's calibration instead of measuring")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from roofline import bench
+
+    if args.out:
+        check_writable(args.out)
+    device = bench.load_local_device()  # one line with the fix when there is none
+    if args.show:
+        if device.calibration is None:
+            raise RooflineError(f"the cached device {device.name!r} has no calibration; run 'roofline calibrate'")
+        sys.stdout.write(render(device.calibration))
+        return 0
+    from roofline.bench.calibrate import run_calibration, suite
+
+    total = len(suite(args.quick))
+    done = [0]
+
+    def progress(fraction: float, what: str) -> None:
+        done[0] = round(fraction * total)
+
+    try:
+        cal, calibrated = run_calibration(device, quick=args.quick, cuda=args.gpu, progress=progress)
+    except KeyboardInterrupt:
+        raise RooflineError(f"calibration interrupted after {done[0]} of {total} suite ops; nothing written") from None
+    text = render(cal)
+    sys.stdout.write(text)
+    # every output only once measuring is over (an interrupted run leaves every file as it was)
+    if args.out:
+        from roofline.fileio import write_text_atomic
+
+        write_text_atomic(args.out, _json(cal))
+        print(f"saved: {args.out}")
+    print(f"cached: {bench.save_local_device(calibrated)}  (--device local --forecast uses it)")
+    return 0
+
+
+def _json(cal: Calibration) -> str:
+    import json
+
+    return json.dumps(cal.to_dict(), indent=1) + "\n"
+
+
+def render(cal: Calibration) -> str:
+    """The curves, then every suite op with its measured and fitted time, then what failed."""
+    lines = [f"calibration of {cal.device}", f"  {cal.describe()}", f"  suite: {cal.suite}", "  curves:"]
+    lines += [f"    {c.describe()}" for c in cal.curves]
+    lines.append(f"  {'suite op':44} {'term':8} {'measured':>10} {'forecast':>10} {'error':>7}")
+    for p in cal.points:
+        lines.append(f"  {p.name[:44]:44} {p.term:8} {format_seconds(p.measured):>10} "
+                     f"{format_seconds(p.forecast):>10} {p.error:>+7.0%}")
+    for f in cal.failed:
+        lines.append(f"  failed: {f}")
+    return "\n".join(lines) + "\n"

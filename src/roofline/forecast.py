@@ -1,0 +1,179 @@
+"""The forecast: how long each op will really take, shown beside the roofline bound, never in its place.
+
+Per op (one run)::
+
+    roof      = max(FLOPs / achievable peak, bytes / achievable bandwidth)
+    bound     = max(FLOPs / peak, bytes / bandwidth)               (the analysis' roofline time)
+    work      = max(roof / efficiency(kind, term, size), bound)
+    forecast  = overhead + work
+
+- *achievable* roofs are the device's sustained figures (``Device.achievable_compute`` /
+  ``achievable_memory``: stream bandwidth, best-shape GEMM, cited) where it has them, else
+  its peak roofs; each op keeps the compute ceiling and memory level of its bound (the
+  roof and time terms are the bound's, scaled from peak to achievable);
+- *term* is what binds ``roof``: compute, memory or interconnect; *size* is FLOPs for
+  compute-bound ops and bytes otherwise;
+- *efficiency* comes from the device's calibration (:mod:`roofline.calibration`), the
+  curve of the op's kind and term (else the pooled curve of the term); 1 without one;
+- *overhead* is the device's overhead floor for the framework running the ops
+  (``torch-eager``/``numpy`` on CPUs, ``cuda-launch``/``cuda-graph`` on GPUs); 0 without one.
+
+The *verdict* of an op says which term dominates its forecast: ``overhead`` when the
+floor is at least the work, else the term binding its roof.  Where the time goes
+(:meth:`Forecast.parts`): the roof itself (the bound), below the roof (work - bound),
+overhead.
+
+>>> from roofline import Device, Op, Workload, analyze
+>>> a = analyze(Workload.from_ops([Op("tiny", flops=1e3, bytes_read=4e3)]),
+...             Device.simple("seed", "100 GFLOP/s", "10 GB/s"), forecast=True)
+>>> f = a.forecast
+>>> float(f.time[0]), str(f.verdict[0])  # no floor, no calibration: the bound itself, 4 kB / 10 GB/s
+(4e-07, 'memory')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from roofline.calibration import Calibration, EfficiencyCurve
+from roofline.device import OverheadFloor
+from roofline.units import format_seconds
+
+if TYPE_CHECKING:
+    from roofline.analysis import Analysis
+
+VERDICTS = ("overhead", "compute", "memory", "interconnect")
+
+
+def framework_for(analysis: Analysis, cuda_graphs: bool = False) -> str:
+    """The framework whose overhead floor an op pays: the GPU's launch (or graph replay), numpy for
+    measured callables, else PyTorch eager."""
+    if analysis.device.kind == "gpu":
+        return "cuda-graph" if cuda_graphs else "cuda-launch"
+    return "numpy" if analysis.workload.info.get("frontend") == "callable" else "torch-eager"
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Per-op forecast (numpy arrays aligned with the analysis' ops; seconds per single run)."""
+
+    time: np.ndarray
+    work: np.ndarray
+    roof_time: np.ndarray  # on achievable roofs
+    bound: np.ndarray  # true roofs at the same level (cache-aware)
+    efficiency: np.ndarray
+    term: np.ndarray  # compute | memory | interconnect: what binds roof_time
+    outside: np.ndarray  # size outside its curve's calibrated range
+    counts: np.ndarray
+    overhead: float
+    framework: str
+    floor: OverheadFloor | None
+    calibration: Calibration | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> np.ndarray:
+        """overhead | compute | memory | interconnect: the term that dominates each op's forecast."""
+        return np.where(self.overhead >= self.work, "overhead", self.term)
+
+    @property
+    def total_time(self) -> float:
+        return float(np.dot(self.time, self.counts))
+
+    @property
+    def total_op_time(self) -> np.ndarray:
+        """Forecast seconds per op x its count."""
+        return self.time * self.counts
+
+    def over_measured(self, measured_seconds: np.ndarray) -> np.ndarray:
+        """forecast / measured per op (NaN where an op has no measured time)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(measured_seconds > 0, self.time / measured_seconds, np.nan)
+
+    def parts(self) -> dict[str, float]:
+        """Seconds of the whole forecast: 'roof' (the bound), 'below roof' (work - bound), 'overhead'."""
+        return {"roof": float(np.dot(self.bound, self.counts)),
+                "below roof": float(np.dot(self.work - self.bound, self.counts)),
+                "overhead": self.overhead * float(self.counts.sum())}
+
+    def share_by_verdict(self) -> dict[str, float]:
+        """Share of the forecast time held by ops of each verdict."""
+        total = self.total_time
+        v = self.verdict
+        return {k: float(np.dot(self.time[v == k], self.counts[v == k])) / total if total > 0 else 0.0
+                for k in VERDICTS if np.any(v == k)}
+
+    def describe(self) -> str:
+        """'forecast 1.2 ms: roof 40%, below roof 50%, overhead 10%'."""
+        total = self.total_time
+        parts = ", ".join(f"{k} {v / total:.0%}" for k, v in self.parts().items()) if total > 0 else ""
+        return f"forecast {format_seconds(total)}" + (f": {parts}" if parts else "")
+
+
+def with_forecast(analysis: Analysis, calibration: Calibration | None = None, *, where: str = "calibration"
+                  ) -> Analysis:
+    """``analysis`` with its forecast, after putting ``calibration`` on its device (checked to be for that
+    device: one line otherwise).  The bound does not change."""
+    from dataclasses import replace
+
+    a = analysis
+    if calibration is not None:
+        dev = a.device
+        calibration.check_applies(dev.name, dev.bench.machine if dev.bench else "", where)
+        a = replace(a, device=replace(dev, calibration=calibration))
+    return replace(a, forecast=compute_forecast(a))
+
+
+def compute_forecast(analysis: Analysis, *, framework: str | None = None) -> Forecast:
+    """The forecast of every op of ``analysis`` on its device (module docs give the formulas)."""
+    a, dev = analysis, analysis.device
+    w = a.workload
+    framework = framework or framework_for(a)
+    floor = dev.overhead_floor(framework)
+    overhead = floor.seconds if floor is not None else 0.0
+    # the bound's own terms, each scaled from its peak roof to the achievable one
+    compute_scale = np.asarray([c.flops / dev.achievable_flops(c) for c in a.ceilings] or [1.0])[a.ceiling_index]
+    level_scale = np.asarray([m.bandwidth / dev.achievable_bandwidth(m) for m in a.levels] + [1.0])[a.level_index]
+    t_c, t_m = a.compute_time * compute_scale, a.memory_time * level_scale
+    roof = np.maximum(t_c, t_m)
+    term = np.where((t_c >= t_m) & (t_c > 0), "compute", np.where(a.level_index < 0, "interconnect", "memory"))
+    efficiency = np.ones(len(w))
+    outside = np.zeros(len(w), dtype=bool)
+    notes: list[str] = []
+    cal = dev.calibration
+    if cal is not None:
+        size = np.where(term == "compute", w.columns["flops"], w.bytes)
+        key = w.columns["kind"].astype(np.int64) * 2 + (term == "compute")
+        pooled: set[str] = set()
+        missing: set[str] = set()
+        for k in np.unique(key[roof > 0]):  # one pass per (kind, term): a dozen at most
+            sel = (key == k) & (roof > 0)
+            kind, t = w.tables["kind"][k // 2], ("compute" if k % 2 else "memory")
+            curve: EfficiencyCurve | None = cal.curve(kind, t)
+            if curve is None:
+                missing.add(f"{kind} ({t})")
+                continue
+            if curve.kind != kind:
+                pooled.add(f"{kind} ({t})")
+            efficiency[sel] = curve.efficiency(size[sel])
+            outside[sel] = curve.outside(size[sel])
+        if pooled:
+            notes.append(f"no calibration curve of their own, the pooled curve used: {', '.join(sorted(pooled))}")
+        if missing:
+            notes.append(f"no calibration curve at all, efficiency 1 (the achievable roof): {', '.join(sorted(missing))}")
+        if outside.any():
+            notes.append(f"{int(outside.sum())} op(s) lie outside the calibrated size range of their curve "
+                         "(more than 2x beyond the suite's smallest or largest): the fitted shape is extrapolated")
+    else:
+        notes.append(f"device {dev.name!r} has no calibration ('roofline calibrate' measures one): efficiency 1, "
+                     "the forecast is the achievable roofs plus the overhead floor")
+    if floor is None:
+        notes.append(f"device {dev.name!r} has no {framework} overhead floor: none counted")
+    if not (dev.achievable_compute or dev.achievable_memory) and dev.bench is None:
+        notes.append("no sustained figures published for this device: achievable roofs = peak roofs")
+    work = np.maximum(np.where(roof > 0, roof / efficiency, 0.0), a.time)
+    return Forecast(overhead + work, work, roof, a.time, efficiency, term, outside, w.columns["count"], overhead,
+                    framework, floor, cal, tuple(notes))
