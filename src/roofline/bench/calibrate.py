@@ -180,18 +180,17 @@ def describe_suite(ops: Sequence[SuiteOp], quick: bool, runs: int) -> str:
             f"PyTorch eager; per-op times from torch.profiler, median of {CALLS} calls x {runs} profiled runs")
 
 
-class _Calls:
+def _calls_module(torch: Any, fn: Callable[..., Any]) -> Any:
     """A one-op module calling ``fn(*inputs)`` :data:`CALLS` times per forward."""
 
-    def __new__(cls, torch: Any, fn: Callable[..., Any]) -> Any:
-        class Calls(torch.nn.Module):
-            def forward(self, *inputs: Any) -> Any:
-                out = None
-                for _ in range(CALLS):
-                    out = fn(*inputs)
-                return out
+    class Calls(torch.nn.Module):
+        def forward(self, *inputs: Any) -> Any:
+            out = None
+            for _ in range(CALLS):
+                out = fn(*inputs)
+            return out
 
-        return Calls()
+    return Calls()
 
 
 def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, ops: Sequence[SuiteOp] | None = None,
@@ -200,7 +199,6 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
     carrying it and the overhead floors it used).  ``ops`` replaces the suite (tests)."""
     torch = require("torch", "torch")
     from roofline.bench import overhead as floors
-    from roofline.forecast import compute_forecast
     from roofline.measurement import measure
 
     if cuda and not torch.cuda.is_available():
@@ -219,7 +217,7 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
     g = torch.Generator().manual_seed(0)
     points: list[SuitePoint] = []
     failed: list[str] = []
-    framework = ""
+    framework = "cuda-launch" if cuda else "torch-eager"  # what forecast.framework_for gives a torch workload
     for i, op in enumerate(chosen):
         if progress:
             progress(i / max(len(chosen), 1), op.name)
@@ -227,7 +225,7 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
             fn, inputs = op.make(torch, g)
             if cuda:
                 inputs = tuple(x.cuda() for x in inputs)
-            a = measure(_Calls(torch, fn), *inputs, device=bare, repeats=1, warmup=2, profile_runs=runs,
+            a = measure(_calls_module(torch, fn), *inputs, device=bare, repeats=1, warmup=2, profile_runs=runs,
                         title=op.name)
             names = {a.workload.strings("name", j) for j in range(len(a.workload))}
             if len(names) != 1:
@@ -238,8 +236,8 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
                 raise RooflineError("no profiler event matched the op")
             # each call's median over the runs, then the median call (quartiles likewise)
             q1, med, q3 = (float(np.median(x[seen])) for x in (timings.low, timings.median, timings.high))
-            f = compute_forecast(a)
-            framework = f.framework
+            f = a.forecast  # measure() forecasts on the bare device: its roof and bound terms are what the fit needs
+            assert f is not None
             term = "compute" if f.term[0] == "compute" else "memory"
             size = float(a.workload.columns["flops"][0] if term == "compute" else a.workload.bytes[0])
             points.append(SuitePoint(op.name, a.workload.strings("kind", 0), term,
@@ -253,7 +251,6 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
         progress(1.0, "fitting")
     if not points:
         raise RooflineError(f"calibrate: every suite op failed here; first: {failed[0] if failed else '(none run)'}")
-    framework = framework or ("cuda-launch" if cuda else "torch-eager")
     floor = bare.overhead_floor(framework)
     over = floor.seconds if floor is not None else 0.0
     curves = fit(points, over)
