@@ -37,6 +37,8 @@ _LAZY = {
     "from_hf_config": "roofline.frontends.hf",
     "from_onnx": "roofline.frontends.onnx",
     "from_llm": "roofline.frontends.llm",
+    "from_trace": "roofline.frontends.trace",
+    "read_trace": "roofline.frontends.trace",
     "measure": "roofline.measurement",
     "measure_callable": "roofline.measurement",
     "kernel": "roofline.measurement",

@@ -322,3 +322,75 @@ def load_calibration(raw: Mapping[str, Any], where: str) -> Calibration:
             raise RooflineError("the device file holds no calibration; run 'roofline calibrate'", where=where)
         return Calibration.from_dict(raw["calibration"], where)
     return Calibration.from_dict(raw, where)
+
+
+# -- calibration from measured ops (a profiler trace) -----------------------------------------------------
+#: About one distinct op in ``HELD_OUT`` (those whose name and size hash to 0 modulo it: stable from run to run)
+#: is kept out of the fit and only forecast, as the suite's held-out models are: the error on them is the honest one.
+HELD_OUT = 4
+
+
+@dataclass(frozen=True)
+class TraceFit:
+    """A calibration fitted from a measured analysis, with the ops held out of the fit and their errors."""
+
+    calibration: Calibration
+    held_out: tuple[SuitePoint, ...]
+
+    @property
+    def held_out_error(self) -> float:
+        """Median |forecast / measured - 1| over the held-out ops."""
+        errors = [abs(p.error) for p in self.held_out if math.isfinite(p.error)]
+        return float(np.median(errors)) if errors else math.nan
+
+
+def measured_points(a: Any) -> list[SuitePoint]:
+    """One point per distinct measured op of ``a`` (an Analysis with a forecast and measured seconds):
+    ops with the same name, kind, precision, FLOPs and bytes are one point, their median time and
+    quartiles its measurement.  Collectives (interconnect-bound) are left out: the curves are per
+    compute or memory term."""
+    f = a.forecast
+    if f is None:
+        raise RooflineError("calibrating from measured ops needs their forecast (analyze(..., forecast=True))")
+    w = a.workload
+    seconds = w.columns["measured_seconds"]
+    flops, nbytes = w.columns["flops"], w.bytes
+    groups: dict[tuple[str, str, str, float, float], list[int]] = {}
+    for j in np.flatnonzero(np.isfinite(seconds) & (seconds > 0)).tolist():
+        if f.term[j] not in TERMS:
+            continue
+        key = (w.strings("name", j), w.strings("kind", j), w.strings("precision", j), float(flops[j]), float(nbytes[j]))
+        groups.setdefault(key, []).append(j)
+    points = []
+    for (name, kind, precision, fl, by), rows in groups.items():
+        j = rows[0]
+        term = str(f.term[j])
+        q1, med, q3 = (float(x) for x in np.percentile(seconds[rows], [25, 50, 75]))
+        points.append(SuitePoint(name, kind, term, precision, f"{fl:.6g} FLOP, {by:.6g} B ({len(rows)} calls)",
+                                 fl if term == "compute" else by, float(f.roof_time[j]), float(f.bound[j]), med,
+                                 (q1, q3), op=name))
+    return points
+
+
+def fit_measured(a: Any, *, device: str, machine: str, date: str, source: str) -> TraceFit:
+    """Fit efficiency curves to the measured ops of ``a`` (:func:`measured_points`), holding about one in
+    :data:`HELD_OUT` distinct ops out of the fit; the calibration's points are the fitted ones."""
+    import zlib
+
+    points = measured_points(a)
+    if len(points) < MIN_POINTS:
+        raise RooflineError(f"{source}: only {len(points)} distinct measured op(s); a calibration needs at least "
+                            f"{MIN_POINTS} (record a longer run or more shapes)")
+    held = [p for p in points if zlib.crc32(f"{p.name}|{p.size:.6g}".encode()) % HELD_OUT == 0]
+    used = [p for p in points if p not in held] or points
+    if len(used) < MIN_POINTS:
+        held, used = [], points
+    over = float(a.forecast.overhead)
+    curves = fit(used, over)
+    if not curves:
+        raise RooflineError(f"{source}: no term has {MIN_POINTS} measured ops to fit a curve on")
+    cal = Calibration(device, machine, a.forecast.framework, date,
+                      f"{source}: {len(points)} distinct measured ops; {len(used)} fitted, {len(held)} held out "
+                      f"(about 1 in {HELD_OUT}, by a hash of name and size)", over, curves,
+                      with_forecasts(used, curves, over))
+    return TraceFit(cal, with_forecasts(held, curves, over))

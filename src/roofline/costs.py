@@ -419,6 +419,42 @@ def slice_(inputs: list[T], outputs: list[T]) -> Cost:
 SOURCE_READ: dict[str, Callable[[list[T], list[T]], float]] = {"embedding": _rows_read, "gather": _picked}
 
 
+# -- collectives ------------------------------------------------------------------------------------
+#: nccl-tests' bus-bandwidth factors (NVIDIA nccl-tests, doc/PERFORMANCE.md): bytes each rank sends over its
+#: link per message byte, for ``n`` ranks.  The message is the whole buffer: all-reduce's input, all-gather's
+#: output, reduce-scatter's input, all-to-all's input.  Keys are torch.distributed's collective names as the
+#: profiler records them (``record_param_comms``'s "Collective name").
+BUS_FACTORS: dict[str, Callable[[int], float]] = {
+    **dict.fromkeys(("allreduce", "all_reduce", "allreduce_coalesced", "all_reduce_coalesced"),
+                    lambda n: 2 * (n - 1) / n),
+    **dict.fromkeys(("allgather", "all_gather", "_allgather_base", "allgather_into_tensor_coalesced",
+                     "all_gather_into_tensor", "reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
+                     "reduce_scatter_tensor_coalesced", "alltoall", "all_to_all", "alltoall_base",
+                     "all_to_all_single"), lambda n: (n - 1) / n),
+    **dict.fromkeys(("broadcast", "reduce", "send", "recv", "recvAnySource", "gather", "scatter"), lambda n: 1.0),
+}
+#: FLOPs per message element that a reduction adds on each rank (ring reduce-scatter: (n-1)/n of the message).
+REDUCING = frozenset({"allreduce", "all_reduce", "allreduce_coalesced", "all_reduce_coalesced", "reduce_scatter",
+                      "_reduce_scatter_base", "reduce_scatter_tensor", "reduce_scatter_tensor_coalesced", "reduce"})
+#: Element sizes of the dtype names torch.distributed records (c10::ScalarType names).
+COMMS_DTYPE_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1,
+                     "Byte": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1, "ComplexFloat": 8}
+
+
+def collective(name: str, message_bytes: float, ranks: int, element_bytes: float = 4) -> Cost:
+    """One rank's share of a collective over ``ranks`` ranks: link bytes = message bytes x bus factor
+    (:data:`BUS_FACTORS`; 1 for a collective not listed), and the additions of a reducing one.
+
+    >>> c = collective("allreduce", 8e6, 4)   # 2 * (4 - 1) / 4 = 1.5 link bytes per message byte
+    >>> c.bytes_read, c.flops                 # adds: (4 - 1) / 4 of the 2e6 fp32 elements
+    (12000000.0, 1500000.0)
+    """
+    n = max(1, int(ranks))
+    factor = BUS_FACTORS.get(name, lambda n: 1.0)(n) if n > 1 else 0.0
+    adds = (n - 1) / n * message_bytes / element_bytes if name in REDUCING else 0.0
+    return Cost("collective", ELEMENTWISE_FLOPS["add"] * adds, factor * message_bytes, 0.0)
+
+
 # -- op tables and user formulas ------------------------------------------------------------------
 @dataclass(frozen=True)
 class OpRule:

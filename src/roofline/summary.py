@@ -36,6 +36,7 @@ from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, MemoryCeiling
 from roofline.text import shorten
 from roofline.units import format_bandwidth, format_count, format_flops, format_seconds, format_share, format_speedup
+from roofline.workload import TraceRecord
 
 if TYPE_CHECKING:
     from roofline.advice import Advice, Lever
@@ -176,6 +177,23 @@ def forecast_summary(a: Analysis) -> ForecastSummary | None:
                    op_forecast=op_forecast, ops_measured=int(m.sum()), profiler_cost=cost)
 
 
+def trace_lines(t: TraceRecord, top: int = 5) -> list[str]:
+    """What a profiler trace held, for the terminal and the report: the time its ops hold, the largest
+    shares in no op (with why), and each rank with the slowest marked."""
+    what = "kernel" if t.device_type == "cuda" else "op"
+    lines = [f"trace: {t.file}; placed ops hold {format_seconds(t.op_seconds)} of {format_seconds(t.trace_seconds)} "
+             f"{what} time ({1 - t.unmatched_share:.1%})" + (f"; {t.steps} profiler steps" if t.steps else "")]
+    if t.unmatched and t.trace_seconds > 0:
+        shown = ", ".join(f"{u.name} {u.seconds / t.trace_seconds:.1%} ({u.reason})" for u in t.unmatched[:top])
+        more = f"; {len(t.unmatched) - top} more in the JSON" if len(t.unmatched) > top else ""
+        lines.append(f"trace time in no op ({t.unmatched_share:.1%}): {shown}{more}")
+    for r in t.ranks:
+        lines.append(f"rank {r.rank}: {format_seconds(r.seconds)} busy, ops {format_seconds(r.op_seconds)}, "
+                     f"collectives {format_seconds(r.collective_seconds)} ({r.ops} ops; {r.file})"
+                     + ("  <- slowest, shown" if r.rank == t.slowest_rank else ""))
+    return lines
+
+
 @dataclass(frozen=True)
 class Summary:
     """Everything the renderers print about one analysis, computed once."""
@@ -190,6 +208,7 @@ class Summary:
     advice: Advice | None = None
     fallbacks: tuple[tuple[str, int], ...] = ()  # ('bf16 matrix -> fp32 matrix', ops): roofs asked for, not there
     forecast: ForecastSummary | None = None
+    trace: TraceRecord | None = None  # the profiler trace the workload was read from
 
     @property
     def total_time(self) -> float:
@@ -339,7 +358,7 @@ def summarize(a: Analysis, *, advice: Advice | None = None) -> Summary:
     counts = np.bincount(a.ceiling_index, minlength=len(a.ceilings))
     fallbacks = tuple((fb, int(counts[j])) for j, fb in enumerate(a.fallbacks) if fb and counts[j])
     return Summary(a, binding_roof(a), dominant_ceiling(a), used, a.time_share_by_bound(), measured_summary(a),
-                   llm_report(a), advice, fallbacks, forecast_summary(a))
+                   llm_report(a), advice, fallbacks, forecast_summary(a), a.workload.trace)
 
 
 def describe_measured(m: MeasuredSummary) -> str:

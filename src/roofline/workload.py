@@ -160,6 +160,92 @@ class MeasuredRun:
                    as_number(d.get("profiled_seconds") or 0.0, "measured.profiled_seconds", where, minimum=0.0))
 
 
+@dataclass(frozen=True)
+class Unmatched:
+    """Time in a profiler trace that no op holds: an event name, why, its calls and seconds."""
+
+    name: str
+    reason: str
+    calls: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RankFigures:
+    """One rank of a multi-rank trace: busy time, the time its ops and its collectives hold, its op count."""
+
+    rank: int
+    file: str
+    seconds: float
+    op_seconds: float
+    collective_seconds: float
+    ops: int
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """What a profiler trace held (:func:`roofline.from_trace`): its file, whether its times are kernel
+    (``cuda``) or CPU op times, its profiler steps and events, the time the placed ops hold of all op
+    (CPU) or kernel (GPU) time, what is in no op (most first), and, read with other ranks, every rank's
+    figures and the slowest."""
+
+    file: str
+    device_type: str = "cpu"
+    steps: int = 0
+    events: int = 0
+    op_seconds: float = 0.0
+    trace_seconds: float = 0.0
+    unmatched: tuple[Unmatched, ...] = ()
+    rank: int | None = None
+    ranks: tuple[RankFigures, ...] = ()
+    slowest_rank: int | None = None
+
+    @property
+    def unmatched_share(self) -> float:
+        """The share of the trace's time in no op."""
+        return max(0.0, 1 - self.op_seconds / self.trace_seconds) if self.trace_seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "device_type": self.device_type, "steps": self.steps, "events": self.events,
+                "op_seconds": self.op_seconds, "trace_seconds": self.trace_seconds,
+                "unmatched": [vars(u) for u in self.unmatched], "rank": self.rank,
+                "ranks": [vars(r) for r in self.ranks], "slowest_rank": self.slowest_rank}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str) -> TraceRecord:
+        from roofline.fileio import as_int, as_list, as_number, as_object, as_str
+
+        as_object(d, "trace", where)
+
+        def num(o: Mapping[str, Any], k: str, f: str) -> float:
+            return as_number(o.get(k, 0.0), f"{f}.{k}", where, minimum=0.0)
+
+        def opt_int(v: Any, f: str) -> int | None:
+            return None if v is None else as_int(v, f, where)
+
+        unmatched = []
+        for i, u in enumerate(as_list(d.get("unmatched", []), "trace.unmatched", where)):
+            f = f"trace.unmatched[{i}]"
+            as_object(u, f, where)
+            unmatched.append(Unmatched(as_str(u.get("name", ""), f"{f}.name", where),
+                                       as_str(u.get("reason", ""), f"{f}.reason", where),
+                                       as_int(u.get("calls", 0), f"{f}.calls", where), num(u, "seconds", f)))
+        ranks = []
+        for i, r in enumerate(as_list(d.get("ranks", []), "trace.ranks", where)):
+            f = f"trace.ranks[{i}]"
+            as_object(r, f, where)
+            ranks.append(RankFigures(as_int(r.get("rank"), f"{f}.rank", where), as_str(r.get("file", ""), f"{f}.file", where),
+                                     num(r, "seconds", f), num(r, "op_seconds", f), num(r, "collective_seconds", f),
+                                     as_int(r.get("ops", 0), f"{f}.ops", where)))
+        device_type = as_str(d.get("device_type", "cpu"), "trace.device_type", where)
+        if device_type not in ("cpu", "cuda"):
+            raise RooflineError(f"trace.device_type: expected 'cpu' or 'cuda', got {device_type!r}", where=where)
+        return cls(as_str(d.get("file", ""), "trace.file", where), device_type,
+                   as_int(d.get("steps", 0), "trace.steps", where), as_int(d.get("events", 0), "trace.events", where),
+                   num(d, "op_seconds", "trace"), num(d, "trace_seconds", "trace"), tuple(unmatched),
+                   opt_int(d.get("rank"), "trace.rank"), tuple(ranks), opt_int(d.get("slowest_rank"), "trace.slowest_rank"))
+
+
 @dataclass
 class Workload:
     """Ops stored column-wise, plus what produced them.
@@ -167,7 +253,7 @@ class Workload:
     Build with :meth:`from_ops`, :meth:`from_columns` or a :class:`WorkloadBuilder`.
     Typed facts read back by the analysis and the reports: ``llm`` (the run an LLM
     workload models), ``phases`` (its per-phase totals), ``measured`` (how it was
-    timed).  ``info`` holds facts for display only (parameter counts, sizes, ...).
+    timed), ``trace`` (what the profiler trace it was read from held).  ``info`` holds facts for display only (parameter counts, sizes, ...).
     """
 
     columns: dict[str, np.ndarray]
@@ -182,6 +268,7 @@ class Workload:
     llm: LLMSpec | None = None
     phases: Mapping[str, PhaseTotals] = field(default_factory=dict)
     measured: MeasuredRun | None = None
+    trace: TraceRecord | None = None
 
     # -- construction ------------------------------------------------------
     @classmethod
@@ -357,7 +444,8 @@ class Workload:
                 "unsupported": [{"name": u.name, "count": u.count, "bytes": u.bytes} for u in self.unsupported],
                 "info": self.info, "llm": None if self.llm is None else self.llm.to_dict(),
                 "phases": {k: v.to_dict() for k, v in self.phases.items()},
-                "measured": None if self.measured is None else self.measured.to_dict(), "ops": ops}
+                "measured": None if self.measured is None else self.measured.to_dict(),
+                "trace": None if self.trace is None else self.trace.to_dict(), "ops": ops}
 
     @classmethod
     def from_dict(cls, d: Any, *, where: str = "workload") -> Workload:
@@ -521,7 +609,7 @@ MIN_SECONDS, MAX_SECONDS = 1e-15, 1e9
 #: names (titles, devices) in a repr are cut to this many characters, so every repr stays short
 _REPR_NAME = 80
 _META = ("title", "source", "bytes_model", "assumptions", "warnings", "unsupported", "info", "llm", "phases",
-         "measured")
+         "measured", "trace")
 
 
 
@@ -572,6 +660,10 @@ class WorkloadBuilder:
 
     def __len__(self) -> int:
         return len(self._rows["name"])
+
+    def column(self, name: str) -> list[Any]:
+        """The values added so far of one column (read-only use)."""
+        return self._rows[name]
 
     def build(self, **meta: Any) -> Workload:
         meta.setdefault("warnings", list(self.warnings))
@@ -735,7 +827,8 @@ def _json_meta(d: Mapping[str, Any], where: str, llm_field: str = "llm") -> dict
             "info": dict(as_object(get("info", {}), "info", where)),
             "llm": _json_llm(d.get("llm"), where, llm_field),
             "phases": {as_str(k, "phases", where): PhaseTotals.from_dict(v, f"phases.{k}", where)
-                       for k, v in as_object(get("phases", {}), "phases", where).items()}}
+                       for k, v in as_object(get("phases", {}), "phases", where).items()},
+            "trace": None if d.get("trace") is None else TraceRecord.from_dict(d["trace"], where)}
 
 
 def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:

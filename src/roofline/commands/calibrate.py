@@ -17,6 +17,13 @@ examples:
   roofline calibrate --quick --out cal.json     # also a calibration file, for --calibration elsewhere
   roofline calibrate --show                     # print the cached calibration
   roofline torch mymodel.py:build --device local --forecast
+  roofline calibrate --from-trace trace.json --device h100-sxm --out h100.cal.json
+  roofline trace trace2.json --device h100-sxm --forecast --calibration h100.cal.json
+
+--from-trace fits the curves from a torch.profiler trace recorded on that device (see
+'roofline trace --help'), so a cluster user calibrates without running the suite there:
+each distinct measured op is a point; about 1 in 4 (by a hash of its name and size) is
+held out of the fit and its forecast error printed.  A catalog device is not written: give --out.
 """
 
 
@@ -35,6 +42,10 @@ def register(subparsers: Any) -> None:
                    "a 'roofline bench --gpu' measurement)")
     p.add_argument("--out", metavar="FILE", help="also write the calibration here (roofline.calibration/1)")
     p.add_argument("--show", action="store_true", help="print the cached device's calibration instead of measuring")
+    p.add_argument("--from-trace", metavar="TRACE", help="fit from a torch.profiler trace recorded on --device "
+                   "instead of running the suite here")
+    p.add_argument("--device", "-d", help="with --from-trace: the device the trace was recorded on (catalog name, "
+                   "device JSON, or 'local', the default)")
     p.set_defaults(func=run)
 
 
@@ -43,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out:
         check_writable(args.out)
+    if args.from_trace:
+        return from_trace(args)
+    if args.device:
+        raise RooflineError("--device is read with --from-trace; the suite runs on the local device")
     device = bench.load_local_device()  # one line with the fix when there is none
     if args.show:
         if device.calibration is None:
@@ -70,6 +85,44 @@ def run(args: argparse.Namespace) -> int:
         write_text_atomic(args.out, _json(cal))
         print(f"saved: {args.out}")
     print(f"cached: {bench.save_local_device(calibrated)}  (--device local --forecast uses it)")
+    return 0
+
+
+def from_trace(args: argparse.Namespace) -> int:
+    """``--from-trace``: fit from a trace's measured ops (the held-out ones forecast, not fitted)."""
+    from dataclasses import replace
+
+    from roofline import bench
+    from roofline.bench.machine import now
+    from roofline.calibration import fit_measured
+    from roofline.catalog import resolve_device
+    from roofline.fileio import shown_path, write_text_atomic
+    from roofline.frontends.trace import from_trace as analyse_trace
+
+    local = args.device in (None, "local")
+    if args.show:
+        raise RooflineError("--show prints the cached calibration; drop --from-trace")
+    if not local and not args.out:
+        raise RooflineError(f"--from-trace with device {args.device!r}: give --out FILE (a catalog or file device "
+                            "is not written; --calibration FILE then applies it)")
+    device = resolve_device(args.device or "local")
+    bare = replace(device, calibration=None)
+    a = analyse_trace(args.from_trace, bare)
+    tf = fit_measured(a, device=device.name, machine=device.bench.machine if device.bench else "", date=now(),
+                      source=f"trace {shown_path(args.from_trace)}")
+    text = render(tf.calibration)
+    if tf.held_out:
+        text += (f"  held out of the fit ({len(tf.held_out)} ops): median |forecast/measured - 1| "
+                 f"{tf.held_out_error:.1%} (fitted ops: {tf.calibration.error:.1%})\n")
+        text += "".join(f"    {p.name[:42]:42} {p.term:8} {format_seconds(p.measured):>10} "
+                        f"{format_seconds(p.forecast):>10} {p.error:>+7.0%}\n" for p in tf.held_out)
+    sys.stdout.write(text)
+    if args.out:
+        write_text_atomic(args.out, _json(tf.calibration))
+        print(f"saved: {args.out}")
+    if local:
+        print(f"cached: {bench.save_local_device(replace(device, calibration=tf.calibration))}  "
+              "(--device local --forecast uses it)")
     return 0
 
 

@@ -193,7 +193,11 @@ _INTERPOLATE = {"upsample_nearest1d": "nearest", "upsample_nearest2d": "nearest"
                 "upsample_bicubic2d": "bicubic", "upsample_trilinear3d": "trilinear"}
 _ATTENTION_BACKWARD = """_scaled_dot_product_efficient_attention_backward _scaled_dot_product_flash_attention_backward
 _scaled_dot_product_cudnn_attention_backward _flash_attention_backward _efficient_attention_backward
-_cudnn_attention_backward"""
+_cudnn_attention_backward _scaled_dot_product_flash_attention_for_cpu_backward"""
+#: ops whose FLOPs use another op's flop_counter formula: the CPU flash backward takes (grad_out, q, k, v, ...) first,
+#: as the efficient-attention backward does (flop_counter's sdpa_backward_flop reads only those four).
+_FLOP_ALIASES = {"aten._scaled_dot_product_flash_attention_for_cpu_backward":
+                 "_scaled_dot_product_efficient_attention_backward"}
 
 #: Every aten op the frontend costs: ``str(packet)`` ('aten.mm') -> formula in :mod:`roofline.costs` and what it
 #: counts.  Ops not here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a
@@ -364,6 +368,8 @@ class _Recorder:
                              or func.is_view and formula != "memory"):
             return None
         registry = self.flop_registry.get(packet)
+        if registry is None and key in _FLOP_ALIASES:
+            registry = self.flop_registry.get(getattr(self.torch.ops.aten, _FLOP_ALIASES[key]))
         if formula == "attention" and not name.endswith("_backward"):
             registry = None  # forward attention: our formula (causal pairs), not flop_counter's
         overload = func._schema.overload_name
@@ -407,9 +413,19 @@ class _Recorder:
         return T(shape, itemsize), is_weight
 
     def record(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> None:
+        got = self.cost_of(func, args, kwargs, out)
+        if got is not None:
+            self.add(*got)
+
+    def cost_of(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
+                ) -> tuple[str, costs.Cost, str] | None:
+        """(op name, cost, precision) of one call; ``None`` for a view or metadata op (not recorded).
+
+        An op without a formula is added to ``ops.unsupported``; a user formula to ``user_ops``.
+        """
         r = self.rule(func)
         if r is None:
-            return
+            return None
         ins: list[Any] = []
         self.tensors(args, ins)
         if r.write_only and ins and ins[0] is args[0]:
@@ -445,7 +461,7 @@ class _Recorder:
             rd, wr = costs.traffic(tin, tout)
             c = costs.Cost("other", 0.0, rd, wr)
             self.ops.add_unsupported(r.key, rd + wr)
-        self.add(r.name, costs.with_weights(c, formula or "", tin, tout, weights), self.precision(ins or outs))
+        return r.name, costs.with_weights(c, formula or "", tin, tout, weights), self.precision(ins or outs)
 
     def add(self, name: str, c: costs.Cost, precision: str) -> None:
         group, mtype = self.where()
@@ -455,6 +471,11 @@ class _Recorder:
                      precision=precision, unit=c.unit, group=group, module_type=mtype, weight_bytes=c.weight_bytes)
 
     def record_fused(self, name: str, formula: str, inputs: list[Any], outputs: list[Any], **attrs: Any) -> None:
+        self.add(*self.fused_cost(name, formula, inputs, outputs, **attrs))
+
+    def fused_cost(self, name: str, formula: str, inputs: list[Any], outputs: list[Any], **attrs: Any
+                   ) -> tuple[str, costs.Cost, str]:
+        """(name, cost, precision) of a fused function call (:func:`fused_call`)."""
         tin: list[T] = []
         weights: list[bool] = []
         for t in inputs:
@@ -463,8 +484,7 @@ class _Recorder:
             weights.append(is_w)
         tout = [self.as_T(t)[0] for t in outputs]
         self.fused += 1
-        self.add(name, costs.cost(formula, tin, tout, weights=weights, **attrs), self.precision(inputs))
-
+        return name, costs.cost(formula, tin, tout, weights=weights, **attrs), self.precision(inputs)
 
     def item(self, t: Any) -> Any:
         """A data-dependent read on a meta/fake tensor: the documented assumed value, counted per module."""
@@ -526,20 +546,31 @@ def _modes(torch: Any, rec: _Recorder) -> tuple[Any, Any]:
                 out = func(*args, **kwargs)
             finally:
                 rec.paused -= 1
-            if func is sdpa:
-                q, k, v = args[:3]
-                mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
-                causal = bool(kwargs.get("is_causal", args[5] if len(args) > 5 else False))
-                ins = [q, k, v] + ([mask] if isinstance(mask, torch.Tensor) else [])
-                rec.record_fused("scaled_dot_product_attention", "attention", ins, [out], causal=causal)
-            else:
-                x = args[0]
-                w = kwargs.get("weight", args[2] if len(args) > 2 else None)
-                ins = [x] + ([w] if isinstance(w, torch.Tensor) else [])
-                rec.record_fused("rms_norm", "norm", ins, [out], norm="rms", affine="scale" if len(ins) > 1 else "")
+            name, formula, ins, outs, attrs = fused_call("scaled_dot_product_attention" if func is sdpa else "rms_norm",
+                                                         args, kwargs, out, torch.Tensor)
+            rec.record_fused(name, formula, ins, outs, **attrs)
             return out
 
     return Dispatch(), Function()
+
+
+#: Functions recorded as one fused op each (their aten op has the same arguments, so traces use this too).
+FUSED_FUNCTIONS = ("scaled_dot_product_attention", "rms_norm")
+
+
+def fused_call(name: str, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any, tensor: type
+               ) -> tuple[str, str, list[Any], list[Any], dict[str, Any]]:
+    """(name, formula, inputs, outputs, attributes) of a call of F.scaled_dot_product_attention or F.rms_norm
+    (or of aten::scaled_dot_product_attention / aten::rms_norm, which take the same arguments)."""
+    if name == "scaled_dot_product_attention":
+        q, k, v = args[:3]
+        mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+        causal = bool(kwargs.get("is_causal", args[5] if len(args) > 5 else False))
+        return name, "attention", [q, k, v] + ([mask] if isinstance(mask, tensor) else []), [out], {"causal": causal}
+    x = args[0]
+    w = kwargs.get("weight", args[2] if len(args) > 2 else None)
+    ins = [x] + ([w] if isinstance(w, tensor) else [])
+    return name, "norm", ins, [out], {"norm": "rms", "affine": "scale" if len(ins) > 1 else ""}
 
 
 def _grouped_mm_meta(torch: Any, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:

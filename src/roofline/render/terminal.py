@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from roofline.analysis import Analysis
-from roofline.summary import ForecastSummary, Summary, describe_measured, headline, summarize
+from roofline.summary import ForecastSummary, Summary, describe_measured, headline, summarize, trace_lines
 from roofline.text import display, for_terminal, shorten, visible
 from roofline.units import (
     format_bandwidth,
@@ -77,6 +77,8 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
         if s.measured.judged_at_cache:
             lines.append("measured points judged vs a cache level (working set fits): "
                          + ", ".join(f"{k} vs {display(lvl)}" for lvl, k in s.measured.judged_at_cache.items()))
+    if s.trace is not None:
+        lines += [display(x, 1024) for x in trace_lines(s.trace)]
     if s.forecast is not None:
         lines += forecast_lines(s.forecast, verbose=verbose)
     lines.append(f"bytes model: {display(a.workload.bytes_model, 1024)}")

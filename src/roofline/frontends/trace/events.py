@@ -1,0 +1,290 @@
+"""Read a torch.profiler Chrome trace as a stream: only the events a roofline needs, in compact columns.
+
+A trace is one JSON object whose ``traceEvents`` array holds every event
+(``export_chrome_trace`` / ``tensorboard_trace_handler``, ``.json`` or
+``.json.gz``).  The array is decoded one event at a time, so memory grows with
+the events kept (about 60 bytes each, and one entry per distinct argument
+list), not with the file: a 1 GB trace never becomes a 10 GB tree of dicts.
+
+Kept (``ph == "X"``, complete events), by ``cat``:
+
+* ``cpu_op``: aten ops and other dispatcher ops, with ``Input Dims``, ``Input type``,
+  ``Input Strides`` and ``Concrete Inputs`` when the trace was recorded with
+  ``record_shapes=True``; ``record_param_comms`` (collectives) with its message sizes;
+* ``user_annotation`` (``record_function`` scopes, ``ProfilerStep#N``) and
+  ``python_function`` events named ``nn.Module: Type_i`` (``with_stack=True``);
+* ``cuda_runtime`` / ``cuda_driver`` (and ROCm's ``hip_runtime``): the launch calls;
+* ``kernel``, ``gpu_memcpy``, ``gpu_memset``: device work, joined to a launch by ``args.correlation``.
+
+Supported: ``schemaVersion`` 1 (what kineto writes since torch 1.13, torch >= 2.4 included).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from roofline.errors import RooflineError
+from roofline.fileio import shown_path
+
+#: ``schemaVersion`` values this reader understands.
+SCHEMA_VERSIONS = (1,)
+#: Event categories kept, by code (the ``cat`` column).
+CATEGORIES = ("cpu_op", "user_annotation", "module", "runtime", "kernel")
+CPU_OP, ANNOTATION, MODULE, RUNTIME, KERNEL = range(len(CATEGORIES))
+_CAT = {"cpu_op": CPU_OP, "user_annotation": ANNOTATION, "cuda_runtime": RUNTIME, "cuda_driver": RUNTIME,
+        "hip_runtime": RUNTIME, "kernel": KERNEL, "gpu_memcpy": KERNEL, "gpu_memset": KERNEL}
+#: ``args`` keys kept for a cpu_op: the recorded call, and a collective's message.
+SHAPE_KEYS = ("Input type", "Input Dims", "Input Strides", "Concrete Inputs")
+COMMS_KEYS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype")
+MAX_EVENT_CHARS = 64 << 20  # one event larger than this is not a profiler event
+CHUNK = 1 << 18  # characters per read: the buffer, not the file, is what stays in memory
+
+
+@dataclass
+class TraceEvents:
+    """The kept events of one trace, column-wise (times in microseconds, as the trace writes them)."""
+
+    path: str
+    meta: dict[str, Any]  # top-level keys other than traceEvents (schemaVersion, distributedInfo, ...)
+    names: list[str]  # string table of event names
+    calls: list[dict[str, Any]]  # distinct argument lists of cpu_ops (the SHAPE_KEYS / COMMS_KEYS present)
+    threads: list[tuple[Any, Any]]  # (pid, tid) per thread code
+    cat: np.ndarray  # int8, CATEGORIES code
+    name: np.ndarray  # int32 into names
+    thread: np.ndarray  # int32 into threads
+    ts: np.ndarray  # float64 start, us
+    dur: np.ndarray  # float64 duration, us
+    call: np.ndarray  # int32 into calls, -1 without arguments
+    correlation: np.ndarray  # int64, -1 without
+    sequence: np.ndarray  # int64 autograd sequence number, -1 without
+    events_seen: int = 0  # every event in the file, kept or not
+    shapes: bool = False  # some cpu_op carried Input Dims
+
+    def __len__(self) -> int:
+        return len(self.cat)
+
+
+@dataclass
+class _Columns:
+    names: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    call_list: list[dict[str, Any]] = field(default_factory=list)
+    threads: dict[tuple[Any, Any], int] = field(default_factory=dict)
+    cat: array = field(default_factory=lambda: array("b"))
+    name: array = field(default_factory=lambda: array("i"))
+    thread: array = field(default_factory=lambda: array("i"))
+    ts: array = field(default_factory=lambda: array("d"))
+    dur: array = field(default_factory=lambda: array("d"))
+    call: array = field(default_factory=lambda: array("i"))
+    correlation: array = field(default_factory=lambda: array("q"))
+    sequence: array = field(default_factory=lambda: array("q"))
+    seen: int = 0
+    shapes: bool = False
+
+    def add(self, e: Any) -> None:
+        self.seen += 1
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            return
+        c = e.get("cat")
+        name = e.get("name")
+        if not isinstance(name, str):
+            return
+        if c == "python_function":
+            if not name.startswith("nn.Module: "):
+                return
+            code = MODULE
+        else:
+            code = _CAT.get(c, -1) if isinstance(c, str) else -1
+            if code < 0:
+                return
+        ts, dur = e.get("ts"), e.get("dur")
+        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or isinstance(ts, bool):
+            return
+        args = e.get("args")
+        args = args if isinstance(args, dict) else {}
+        call = -1
+        if code in (CPU_OP, ANNOTATION):  # annotations: gloo's collectives carry their inputs
+            kept = {k: args[k] for k in (*SHAPE_KEYS, *COMMS_KEYS) if k in args}
+            if kept:
+                self.shapes = self.shapes or "Input Dims" in kept
+                key = repr(kept)
+                call = self.calls.get(key, -1)
+                if call < 0:
+                    call = self.calls[key] = len(self.call_list)
+                    self.call_list.append(kept)
+        corr = args.get("correlation", -1)
+        seq = args.get("Sequence number", -1)
+        where = (e.get("pid"), e.get("tid"))
+        try:
+            thread = self.threads[where]
+        except (KeyError, TypeError):  # an unhashable pid/tid is not a profiler event
+            if not all(isinstance(x, (int, str)) for x in where):
+                return
+            thread = self.threads[where] = len(self.threads)
+        self.cat.append(code)
+        self.name.append(self.names.setdefault(name, len(self.names)))
+        self.thread.append(thread)
+        self.ts.append(float(ts))
+        self.dur.append(float(dur))
+        self.call.append(call)
+        self.correlation.append(corr if isinstance(corr, int) and not isinstance(corr, bool) else -1)
+        self.sequence.append(seq if isinstance(seq, int) and not isinstance(seq, bool) else -1)
+
+
+class _Scanner:
+    """Decodes JSON values one at a time from a text stream, refilling a bounded buffer."""
+
+    def __init__(self, f: Any, where: str) -> None:
+        self.f, self.where = f, where
+        self.buf, self.pos, self.eof, self.consumed = "", 0, False, 0
+        self.decoder = json.JSONDecoder()
+
+    def fill(self) -> bool:
+        if self.eof:
+            return False
+        try:
+            more = self.f.read(CHUNK)
+        except (UnicodeDecodeError, OSError, EOFError) as exc:  # gzip: BadGzipFile is an OSError
+            raise RooflineError(f"{self.where}: cannot read the trace: {exc}") from None
+        if not more:
+            self.eof = True
+            return False
+        self.consumed += self.pos
+        self.buf = self.buf[self.pos:] + more
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next non-space character ('' at the end of the file)."""
+        while True:
+            n = len(self.buf)
+            while self.pos < n and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < n:
+                return self.buf[self.pos]
+            if not self.fill():
+                return ""
+
+    def expect(self, chars: str, what: str) -> str:
+        c = self.peek()
+        if not c or c not in chars:
+            raise self.error(f"expected {what}", c)
+        self.pos += 1
+        return c
+
+    def value(self) -> Any:
+        self.peek()
+        while True:
+            try:
+                v, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if len(self.buf) - self.pos > MAX_EVENT_CHARS:
+                    raise RooflineError(f"{self.where}: not a profiler trace: one value longer than "
+                                        f"{MAX_EVENT_CHARS >> 20} MB near character {self.consumed + self.pos:,}") from None
+                if self.fill():
+                    continue
+                raise self.error(f"not valid JSON ({exc.msg})", "") from None
+            except RecursionError:
+                raise RooflineError(f"{self.where}: not a profiler trace: JSON nested too deep near character "
+                                    f"{self.consumed + self.pos:,}") from None
+            if end == len(self.buf) and self.fill():  # a number may go on in the next chunk
+                continue
+            self.pos = end
+            return v
+
+    def error(self, what: str, got: str) -> RooflineError:
+        if not got and self.eof:
+            return RooflineError(f"{self.where}: the trace is truncated (the file ends inside the JSON, near character "
+                                 f"{self.consumed + self.pos:,}); was it copied while the profiler was still writing?")
+        return RooflineError(f"{self.where}: not a Chrome trace: {what} near character {self.consumed + self.pos:,}"
+                             + (f", found {got!r}" if got else ""))
+
+
+def _open(path: Path) -> Any:
+    with open(path, "rb") as raw:
+        magic = raw.read(2)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_events(path: str | os.PathLike[str]) -> TraceEvents:
+    """Stream ``path`` (a torch.profiler Chrome trace, plain or gzip) into :class:`TraceEvents`.
+
+    Bad input is one :class:`RooflineError` line: not JSON, not a trace object, no ``traceEvents``,
+    a ``schemaVersion`` other than :data:`SCHEMA_VERSIONS`, or a file that ends mid-event.
+    """
+    p = Path(path)
+    where = shown_path(p)
+    if not p.is_file():
+        raise RooflineError(f"{where}: no such trace file" if not p.exists() else f"{where}: not a file")
+    cols = _Columns()
+    meta: dict[str, Any] = {}
+    found = False
+    try:
+        f = _open(p)
+    except OSError as exc:
+        raise RooflineError(f"{where}: cannot read the trace: {exc.strerror or exc}") from None
+    with f:
+        s = _Scanner(f, where)
+        if s.peek() != "{":
+            if s.peek() == "":
+                raise RooflineError(f"{where}: the trace file is empty")
+            raise s.error("a JSON object with traceEvents (torch.profiler's export_chrome_trace)", s.peek())
+        s.pos += 1
+        if s.peek() == "}":
+            s.pos += 1
+        else:
+            while True:
+                if s.peek() != '"':
+                    raise s.error("a key", s.peek())
+                key = s.value()
+                s.expect(":", "':'")
+                if key == "traceEvents":
+                    found = True
+                    s.expect("[", "the traceEvents array")
+                    if s.peek() == "]":
+                        s.pos += 1
+                    else:
+                        while True:
+                            cols.add(s.value())
+                            if s.expect(",]", "',' or ']' between events") == "]":
+                                break
+                    if "schemaVersion" in meta:  # fail early on an unsupported file (kineto writes it first)
+                        _check_version(meta, where)
+                else:
+                    meta[key] = s.value()
+                    if key == "schemaVersion":
+                        _check_version(meta, where)
+                if s.expect(",}", "',' or '}'") == "}":
+                    break
+        if s.peek():
+            raise s.error("one JSON object, then the end of the file", s.peek())
+    if not found:
+        raise RooflineError(f"{where}: not a Chrome trace: no traceEvents (record one with torch.profiler and "
+                            "prof.export_chrome_trace('trace.json'))")
+    if "schemaVersion" not in meta:
+        raise RooflineError(f"{where}: no schemaVersion: not a torch.profiler trace (supported: schemaVersion "
+                            f"{', '.join(map(str, SCHEMA_VERSIONS))}, written by torch >= 1.13)")
+    return TraceEvents(str(p), meta, list(cols.names), cols.call_list, list(cols.threads), _np(cols.cat),
+                       _np(cols.name), _np(cols.thread), _np(cols.ts), _np(cols.dur), _np(cols.call),
+                       _np(cols.correlation), _np(cols.sequence), cols.seen, cols.shapes)
+
+
+def _np(a: array) -> np.ndarray:
+    return np.frombuffer(a, dtype=a.typecode)  # shares the array's memory: no copy, no object per element
+
+def _check_version(meta: dict[str, Any], where: str) -> None:
+    v = meta["schemaVersion"]
+    if v not in SCHEMA_VERSIONS or isinstance(v, bool):
+        raise RooflineError(f"{where}: unsupported trace schemaVersion {v!r} (supported: "
+                            f"{', '.join(map(str, SCHEMA_VERSIONS))}, written by torch.profiler in torch >= 1.13)")
