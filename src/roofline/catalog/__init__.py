@@ -21,6 +21,7 @@ from roofline import names
 from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.names import normalize
+from roofline.system import System
 
 CATALOG_SCHEMA = "roofline.catalog/1"
 
@@ -92,3 +93,68 @@ def _is_file(spec: str) -> bool:
         return Path(spec).is_file()
     except (OSError, ValueError):
         return False
+
+
+# -- systems: one node of each, scaled by --nodes -------------------------------------------------
+SYSTEM_CATALOG_SCHEMA = "roofline.system-catalog/1"
+
+
+@lru_cache(maxsize=1)
+def _systems() -> tuple[tuple[tuple[str, ...], System], ...]:
+    """Every catalog system with its aliases, in file order (one node each)."""
+    from roofline.system import SYSTEM_SCHEMA
+
+    out = []
+    for entry in sorted(resources.files(__name__).joinpath("systems").iterdir(), key=lambda p: p.name):
+        if not entry.name.endswith(".json"):
+            continue
+        data = json.loads(entry.read_text(encoding="utf-8"))
+        if data.get("schema") != SYSTEM_CATALOG_SCHEMA:
+            raise RuntimeError(f"catalog file systems/{entry.name}: bad schema {data.get('schema')!r}")
+        for s in data["systems"]:
+            aliases = tuple(s.get("aliases", ()))
+            body = {k: v for k, v in s.items() if k != "aliases"}
+            out.append((aliases, System.from_dict({"schema": SYSTEM_SCHEMA, **body},
+                                                  where=f"catalog/systems/{entry.name}")))
+    return tuple(out)
+
+
+def systems() -> tuple[System, ...]:
+    """Every catalog system (one node each)."""
+    return tuple(s for _, s in _systems())
+
+
+def get_system(name: str, *, nodes: int | None = None) -> System:
+    """A catalog system by name or alias, with ``nodes`` nodes (default: its one node); unknown names fail with
+    the closest ones.
+
+    >>> s = get_system("dgx-h100", nodes=16)
+    >>> s.devices, s.tier("node").bandwidth / 1e9, s.tier("cluster").per_device_bandwidth(8) / 1e9
+    (128, 450.0, 50.0)
+    """
+    from dataclasses import replace
+
+    from roofline.fileio import shown
+
+    index = {normalize(k): s for aliases, s in _systems() for k in (s.name, *aliases)}
+    found = index.get(normalize(name))
+    if found is None:
+        options = {k: s.name for aliases, s in _systems() for k in (s.name, *aliases)}
+        raise RooflineError(f"unknown system {shown(name)}; closest: {', '.join(names.closest(name[:100], options, 3))}")
+    if nodes is None:
+        return found
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 2**20:
+        raise RooflineError(f"nodes must be a whole number from 1 to {2**20}, got {shown(nodes)}")
+    if nodes > 1 and not any(t.scope == "cluster" for t in found.tiers):
+        raise RooflineError(f"system {found.name!r} has no cluster tier: it cannot span {nodes} nodes")
+    return replace(found, nodes=nodes)
+
+
+def resolve_system(spec: str, *, nodes: int | None = None) -> System:
+    """A System from a catalog name or a system JSON file (``roofline.system/1``)."""
+    from dataclasses import replace
+
+    if spec.lower().endswith(".json") or _is_file(spec):
+        s = System.load(spec)
+        return s if nodes is None else replace(s, nodes=nodes)
+    return get_system(spec, nodes=nodes)

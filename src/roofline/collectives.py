@@ -1,0 +1,230 @@
+"""Collective cost over a system's network tiers: latency steps plus bus bytes over the tier's bandwidth.
+
+For one collective of a ``message_bytes`` buffer over ``ranks`` devices on one tier::
+
+    t = steps x alpha + factor x message_bytes / bandwidth
+
+* ``factor``: the nccl-tests bus-bandwidth factor (:data:`roofline.costs.BUS_FACTORS`: all-reduce
+  2(n-1)/n; reduce-scatter, all-gather, all-to-all (n-1)/n; send/recv, broadcast 1); the message
+  is the whole buffer (all-reduce's input, all-gather's output, reduce-scatter's input).
+* ``steps`` (NCCL's ``src/graph/tuning.cc``): ring all-reduce 2(n-1); ring reduce-scatter /
+  all-gather n-1; all-to-all n-1 (pairwise exchange); send/recv 1; tree all-reduce 2 ceil(log2 n)
+  (up the tree and back down).
+* ``alpha`` is the tier's per-step latency; ``bandwidth`` the tier's per-device bandwidth in one
+  direction (a cluster tier's NICs are shared by the node's devices, :meth:`NetworkTier.per_device_bandwidth`).
+* In-switch reduction (NVLink SHARP / NVLS, on a tier that has it, for all-reduce): each device
+  sends its buffer to the switch once and receives the reduced one once, both directions at once:
+  ``t = 2 x alpha + message_bytes / bandwidth``.
+* A torus tier (TPU ICI) runs ring collectives one dimension after another; each dimension's
+  bidirectional ring gets ``bandwidth / len(dims)`` (the chip's links split over its dimensions) and the
+  buffer shrinks by each dimension's size for reduce-scatter (grows for all-gather) as it goes.
+
+A collective over devices on several nodes is hierarchical (what NCCL and every large-scale
+framework do): all-reduce = reduce-scatter inside each node, all-reduce of the node's shard
+across nodes, all-gather inside each node; reduce-scatter and all-gather do their two halves;
+all-to-all sends (d-1)/n of the buffer inside the node and (n-d)/n across nodes.  Small messages
+come out latency-bound, as they are.
+
+>>> from roofline.catalog import get_system
+>>> s = get_system("dgx-h100", nodes=2)
+>>> c = cost("all_reduce", 1 << 30, s, ranks=16, per_node=8)
+>>> [p.tier for p in c.parts], round(c.time * 1e3, 2)     # reduce-scatter, all-reduce, all-gather
+(['node', 'cluster', 'node'], 6.87)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from roofline.costs import BUS_FACTORS
+from roofline.errors import RooflineError
+from roofline.system import NetworkTier, System
+
+#: Collectives this model times (torch.distributed's spellings as the profiler records them map onto these).
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv", "broadcast")
+ALGORITHMS = ("ring", "tree")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One stage of a collective on one tier: its steps, latency time, bytes each device sends, bandwidth time."""
+
+    collective: str
+    tier: str  # the tier's scope: 'node' or 'cluster'
+    ranks: int
+    steps: int
+    latency: float  # seconds: steps x alpha
+    link_bytes: float  # bytes each device sends over the tier (one direction)
+    transfer: float  # seconds: link_bytes / per-device bandwidth
+
+    @property
+    def time(self) -> float:
+        return self.latency + self.transfer
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    """A collective's time as the sum of its stages (one per tier it crosses, or three when hierarchical)."""
+
+    collective: str
+    message_bytes: float
+    ranks: int
+    parts: tuple[Part, ...]
+
+    @property
+    def time(self) -> float:
+        return sum(p.time for p in self.parts)
+
+    @property
+    def latency(self) -> float:
+        return sum(p.latency for p in self.parts)
+
+    @property
+    def transfer(self) -> float:
+        return sum(p.transfer for p in self.parts)
+
+    @property
+    def latency_bound(self) -> bool:
+        """True when the steps' latency outweighs the bytes' transfer time (a small message)."""
+        return self.latency > self.transfer
+
+    def link_bytes(self, tier: str) -> float:
+        return sum(p.link_bytes for p in self.parts if p.tier == tier)
+
+
+def steps(collective: str, n: int, algorithm: str = "ring") -> int:
+    """Latency steps of one collective over ``n`` ranks on one tier (NCCL's step counts)."""
+    if n <= 1:
+        return 0
+    if collective == "all_reduce":
+        return 2 * math.ceil(math.log2(n)) if algorithm == "tree" else 2 * (n - 1)
+    if collective == "send_recv":
+        return 1
+    return n - 1
+
+
+def _check(collective: str, message_bytes: float, algorithm: str) -> None:
+    if collective not in COLLECTIVES:
+        raise RooflineError(f"collective {collective!r} is not one of {', '.join(COLLECTIVES)}")
+    if algorithm not in ALGORITHMS:
+        raise RooflineError(f"algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+    if not (message_bytes >= 0 and math.isfinite(message_bytes)):
+        raise RooflineError(f"message bytes must be a finite number >= 0, got {message_bytes!r}")
+
+
+def _factor(collective: str, n: int) -> float:
+    return BUS_FACTORS["send" if collective == "send_recv" else collective](n) if n > 1 else 0.0
+
+
+def on_tier(collective: str, message_bytes: float, ranks: int, tier: NetworkTier, devices_per_node: int, *,
+            algorithm: str = "ring") -> Part:
+    """One collective over ``ranks`` devices that all talk through ``tier``."""
+    _check(collective, message_bytes, algorithm)
+    bw = tier.per_device_bandwidth(devices_per_node)
+    if ranks <= 1:
+        return Part(collective, tier.scope, ranks, 0, 0.0, 0.0, 0.0)
+    if collective == "all_reduce" and tier.in_switch_reduction:
+        return Part(collective, tier.scope, ranks, 2, 2 * tier.latency, message_bytes, message_bytes / bw)
+    if tier.topology == "torus" and tier.dims and collective in ("all_reduce", "reduce_scatter", "all_gather"):
+        return _torus(collective, message_bytes, ranks, tier, bw)
+    n_steps = steps(collective, ranks, algorithm)
+    sent = _factor(collective, ranks) * message_bytes
+    return Part(collective, tier.scope, ranks, n_steps, n_steps * tier.latency, sent, sent / bw)
+
+
+def _torus(collective: str, message_bytes: float, ranks: int, tier: NetworkTier, bw: float) -> Part:
+    """Rings one torus dimension at a time; each gets the chip's bandwidth split over the dimensions."""
+    dims = _torus_dims(tier.dims, ranks)
+    per_dim_bw = bw / len(tier.dims)
+    n_steps, sent, seconds = 0, 0.0, 0.0
+    if collective == "all_reduce":  # reduce-scatter down the dimensions, all-gather back up
+        rs = _torus_pass("reduce_scatter", message_bytes, dims)
+        ag = _torus_pass("all_gather", message_bytes, dims[::-1])
+        passes = [*rs, *ag]
+    else:
+        passes = _torus_pass(collective, message_bytes, dims if collective == "reduce_scatter" else dims[::-1])
+    for k, buffer in passes:
+        s = steps("reduce_scatter", k)
+        b = _factor("reduce_scatter", k) * buffer
+        n_steps, sent, seconds = n_steps + s, sent + b, seconds + b / per_dim_bw
+    return Part(collective, tier.scope, ranks, n_steps, n_steps * tier.latency, sent, seconds)
+
+
+def _torus_dims(dims: tuple[int, ...], ranks: int) -> list[int]:
+    """The torus dimensions a group of ``ranks`` spans (filled in order; what the group's size leaves)."""
+    out, left = [], ranks
+    for d in dims:
+        if left <= 1:
+            break
+        take = math.gcd(d, left)
+        if take > 1:
+            out.append(take)
+            left //= take
+    if left > 1:
+        out.append(left)
+    return out
+
+
+def _torus_pass(collective: str, message_bytes: float, dims: list[int]) -> list[tuple[int, float]]:
+    """(ring size, the buffer that ring runs on) per dimension: reduce-scatter shrinks the buffer by each
+    dimension, all-gather (dims in reverse) grows it back to the whole message."""
+    out, buffer = [], message_bytes
+    if collective == "reduce_scatter":
+        for k in dims:
+            out.append((k, buffer))
+            buffer /= k
+        return out
+    buffer = message_bytes / math.prod(dims)
+    for k in dims:
+        buffer *= k
+        out.append((k, buffer))
+    return out
+
+
+def cost(collective: str, message_bytes: float, system: System, *, ranks: int, per_node: int | None = None,
+         algorithm: str = "ring") -> CollectiveCost:
+    """One collective over a group of ``ranks`` devices, ``per_node`` of them in each node (default: as many
+    as fit, ``min(ranks, devices_per_node)``): on the node tier when the group is inside a node, on the
+    cluster tier when it has one device per node, hierarchical across both otherwise.
+    """
+    _check(collective, message_bytes, algorithm)
+    d = system.devices_per_node
+    per = min(ranks, d) if per_node is None else per_node
+    if ranks < 1 or per < 1 or per > d or ranks % per or ranks // per > system.nodes:
+        raise RooflineError(f"a group of {ranks} devices with {per} per node does not fit {system.name!r} "
+                            f"({d} devices per node x {system.nodes} nodes)")
+    nodes = ranks // per
+    parts: tuple[Part, ...]
+    if nodes == 1:
+        tier = system.tier("node") if ranks > 1 else None
+        parts = (on_tier(collective, message_bytes, ranks, tier, d, algorithm=algorithm),) if tier else ()
+        return CollectiveCost(collective, message_bytes, ranks, parts)
+    cluster = system.tier("cluster")
+    if per == 1:
+        return CollectiveCost(collective, message_bytes, ranks,
+                              (on_tier(collective, message_bytes, ranks, cluster, d, algorithm=algorithm),))
+    node = system.tier("node")
+    if collective == "all_reduce":
+        parts = (on_tier("reduce_scatter", message_bytes, per, node, d),
+                 on_tier("all_reduce", message_bytes / per, nodes, cluster, d, algorithm=algorithm),
+                 on_tier("all_gather", message_bytes, per, node, d))
+    elif collective == "reduce_scatter":
+        parts = (on_tier("reduce_scatter", message_bytes, per, node, d),
+                 on_tier("reduce_scatter", message_bytes / per, nodes, cluster, d))
+    elif collective == "all_gather":
+        parts = (on_tier("all_gather", message_bytes / per, nodes, cluster, d),
+                 on_tier("all_gather", message_bytes, per, node, d))
+    elif collective == "all_to_all":  # (per-1)/ranks of the buffer stays in the node, the rest crosses nodes
+        intra = message_bytes * (per - 1) / ranks
+        inter = message_bytes * (ranks - per) / ranks
+        bw_node, bw_cluster = node.per_device_bandwidth(d), cluster.per_device_bandwidth(d)
+        parts = (Part("all_to_all", "node", per, per - 1, (per - 1) * node.latency, intra, intra / bw_node),
+                 Part("all_to_all", "cluster", ranks, ranks - per, (ranks - per) * cluster.latency, inter,
+                      inter / bw_cluster))
+    else:  # send/recv and broadcast across nodes go over the slower tier
+        parts = (on_tier(collective, message_bytes, ranks, cluster, d, algorithm=algorithm),)
+    return CollectiveCost(collective, message_bytes, ranks, parts)
+
+
+__all__ = ["ALGORITHMS", "COLLECTIVES", "CollectiveCost", "Part", "cost", "on_tier", "steps"]
