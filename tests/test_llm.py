@@ -457,8 +457,8 @@ def test_sizes_must_be_positive(knob):
 
 
 def test_bad_phase():
-    with pytest.raises(RooflineError, match="phase 'train' is not one of"):
-        from_llm("llama-2-7b", phase="train")
+    with pytest.raises(RooflineError, match="phase 'finetune' is not one of prefill, decode, generate, train"):
+        from_llm("llama-2-7b", phase="finetune")
 
 
 def test_bad_moe_routing():
@@ -519,7 +519,7 @@ def test_cli_errors_are_one_line(capsys, device_file):
     assert main(["llm", "llama-2-70b", "--device", device_file, "--phase", "decode", "--sweep", "batch=1..max"]) == 2
     assert "does not fit" in capsys.readouterr().err
     assert main(["llm", "llama-2-7b"]) == 2
-    assert "--device is required" in capsys.readouterr().err
+    assert "--device (or --system) is required" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:  # a usage error: one line, exit 2
         main(["llm", "mixtral-8x7b", "--device", device_file, "--moe-routing", "average"])
     assert e.value.code == 2

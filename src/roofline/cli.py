@@ -17,8 +17,8 @@ from roofline.errors import RooflineError
 from roofline.text import one_line
 
 #: Order in ``roofline --help``; modules not listed follow alphabetically.
-ORDER = ("demo", "devices", "device", "plot", "analyze", "llm", "torch", "hf", "onnx", "trace", "ops", "bench", "calibrate",
-         "compare", "report")
+ORDER = ("demo", "devices", "device", "plot", "analyze", "llm", "plan", "torch", "hf", "onnx", "trace", "ops", "bench",
+         "calibrate", "compare", "report")
 
 
 class Parser(argparse.ArgumentParser):

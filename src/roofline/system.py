@@ -124,6 +124,18 @@ class System:
                 return t
         raise RooflineError(f"system {shown(self.name)} has no {scope} tier")
 
+    def device_on(self, scope: str = "node") -> Device:
+        """The device with the ``scope`` tier as its interconnect, at the bandwidth one device gets through it:
+        what a per-device analysis (``roofline llm --system``) places its collective ops under."""
+        from dataclasses import replace
+
+        from roofline.device import Interconnect
+
+        t = self.tier(scope)
+        return replace(self.device, interconnect=Interconnect(f"{t.name} ({scope} tier of {self.name})",
+                                                              t.per_device_bandwidth(self.devices_per_node),
+                                                              t.provenance))
+
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SYSTEM_SCHEMA, "name": self.name, "device": self.device.to_dict(),
                 "devices_per_node": self.devices_per_node, "nodes": self.nodes,

@@ -17,6 +17,7 @@ from roofline.commands._common import (
 from roofline.errors import RooflineError
 
 if TYPE_CHECKING:
+    from roofline.device import Device
     from roofline.llm.metrics import BatchSweep
 
 EPILOG = """examples:
@@ -25,6 +26,8 @@ EPILOG = """examples:
   roofline llm mixtral-8x7b --device h100 --phase decode --sweep batch=1..256 -o chart.png
   roofline llm ./config.json --device a100 --phase prefill --prompt 4096 --batch max
   roofline llm qwen2-7b --device h100 --phase prefill --group-by module --depth 3   (per-layer table)
+  roofline llm llama-2-7b --device h100 --train --batch 8 --prompt 4096 --tp 8   (one training step)
+  roofline llm llama-3-70b --system dgx-h100 --tp 8 --phase decode --batch 32   (all-reduces on NVLink)
   roofline llm --list
 
 phases: prefill (--prompt tokens), decode (one step at --context), generate (prefill --prompt,
@@ -45,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", nargs="?", help="bundled model name or Hugging Face id (see --list), or a config.json")
     p.add_argument("--list", action="store_true", help="list the bundled model configs and exit")
     add_device_option(p, required=False)
+    p.add_argument("--system", help="instead of --device: a catalog system (dgx-h100, ...) or system file; --tp "
+                   "devices inside one node, the tensor-parallel collectives under its node tier")
     add_phase_option(p)
     p.add_argument("--batch", default="1", metavar="N|max", help="sequences per step, or 'max': the largest that fits")
     p.add_argument("--prompt", type=int, default=None, metavar="TOKENS", help="prompt length (default 1024)")
@@ -61,6 +66,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--moe-routing", choices=("expected", "worst", "best"), default="expected",
                    help="MoE experts a step of n tokens reads: expected under uniform top-k routing, "
                         "E(1-(1-k/E)^n) (default); worst, min(E, n*k); best, k")
+    p.add_argument("--train", action="store_true",
+                   help="one training step instead: --batch sequences of --prompt tokens (default 4096) on one of "
+                        "--tp devices, forward, backward, recomputation and Adam ('roofline plan' for layouts)")
+    p.add_argument("--recompute", choices=("none", "selective", "full"), default="selective",
+                   help="with --train: activation recomputation (default selective)")
     p.add_argument("--sweep", metavar="batch=1..256", help="batch sweep: throughput vs per-token latency")
     p.add_argument("--sweep-plot", metavar="PLOT", help="write the sweep plot here (.png, .svg or .pdf)")
     add_output_options(p, group_by=("module", "type", "kind", "name"))
@@ -69,7 +79,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from roofline.analysis import analyze
-    from roofline.commands._common import resolve
     from roofline.frontends import llm
 
     if args.list:
@@ -77,9 +86,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.model:
         raise RooflineError("give a model name or config.json (see 'roofline llm --list')")
-    if not args.device:
-        raise RooflineError("--device is required (see 'roofline devices')")
+    if not args.device and not args.system:
+        raise RooflineError("--device (or --system) is required (see 'roofline devices')")
+    if args.device and args.system:
+        raise RooflineError("give --device or --system, not both")
     check_outputs(args)
+    if args.train:
+        return train(args)
     sweep_plot = sweep_plot_path(args)
     sweep_batches = llm.parse_range(args.sweep)[1] if args.sweep else None
     batch_max = str(args.batch).strip().lower() == "max"
@@ -89,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                          context=args.context, gen=args.gen, wbits=args.wbits, abits=args.abits, kvbits=args.kvbits,
                          tp=args.tp, flash=args.flash, group_size=args.group_size, all_logits=args.all_logits,
                          moe_routing=args.moe_routing)
-    device = resolve(args.device)
+    device = device_of(args)
     if batch_max:
         spec = spec.replace(batch=llm.fitting_batch(spec, device))
     analysis = analyze(llm.build_workload(spec), device)
@@ -103,6 +116,45 @@ def run(args: argparse.Namespace) -> int:
 
             plot_sweep(sw, sweep_plot, title=f"{spec.arch.name} on {device.name}: batch sweep ({spec.phase})")
             print(f"sweep plot: {sweep_plot}")
+    return 0
+
+
+def device_of(args: argparse.Namespace) -> Device:
+    """--device, or --system's device with its node tier as the interconnect (--tp must fit in one node)."""
+    from roofline.commands._common import resolve
+
+    if not args.system:
+        return resolve(args.device)
+    from roofline.catalog import resolve_system
+
+    system = resolve_system(args.system)
+    if args.tp > system.devices_per_node:
+        raise RooflineError(f"--tp {args.tp} spans more than a node of {system.name!r} ({system.devices_per_node} "
+                            "devices): 'roofline plan' times groups across nodes")
+    return system.device_on("node") if args.tp > 1 else system.device
+
+
+def train(args: argparse.Namespace) -> int:
+    """``--train``: one training step on one of ``--tp`` devices, op by op (forward, backward, recomputed, Adam)."""
+    from roofline.analysis import analyze
+    from roofline.llm.parallel import TrainingRun, training_workload
+    from roofline.units import format_bytes
+
+    if args.sweep or str(args.batch).strip().lower() == "max":
+        raise RooflineError("--train times one step: drop --sweep and --batch max")
+    if not str(args.batch).strip().isdigit():
+        raise RooflineError(f"--batch must be an integer > 0, got {args.batch!r}")
+    run = TrainingRun.of(args.model, seq=args.prompt or 4096, global_batch=int(args.batch))
+    device = device_of(args)
+    workload = training_workload(run, tp=args.tp, recompute=args.recompute)
+    analysis = analyze(workload, device)
+    emit(analysis, args, title=f"{workload.title} on {device.name}")
+    info = workload.info
+    cap = device.main_memory.capacity
+    print(f"memory per device: {format_bytes(info['memory_bytes'])} (weights {format_bytes(info['memory_weights'])}, "
+          f"gradients {format_bytes(info['memory_gradients'])}, optimizer {format_bytes(info['memory_optimizer'])}, "
+          f"activations {format_bytes(info['memory_activations'])})"
+          + (f" of {format_bytes(cap)}: {'fits' if info['memory_bytes'] <= cap else 'does NOT fit'}" if cap else ""))
     return 0
 
 

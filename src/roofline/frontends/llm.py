@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from roofline.errors import RooflineError
 from roofline.llm.config import Arch, list_models, load_arch
 from roofline.llm.metrics import (
     BatchSweep,
@@ -59,7 +60,7 @@ from roofline.llm.metrics import (
     sweep_times,
 )
 from roofline.llm.metrics import report as llm_report
-from roofline.llm.model import LLMSpec, Precisions, build_workload, make_spec, param_counts
+from roofline.llm.model import PHASES, LLMSpec, Precisions, build_workload, make_spec, param_counts
 from roofline.workload import Workload
 
 __all__ = [
@@ -77,7 +78,10 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     """The per-op inference workload of a decoder-only transformer (per device with ``tp`` > 1).
 
     ``name_or_config``: a bundled model ('llama-2-7b', 'meta-llama/Llama-2-7b-hf'; case and
-    punctuation ignored), a config.json path, or a config dict.  ``phase``: 'prefill' of
+    punctuation ignored), a config.json path, or a config dict.  ``phase='train'``: one training step
+    of ``batch`` sequences of ``prompt`` tokens (default 4096) on one of ``tp`` devices
+    (:func:`roofline.llm.parallel.training_workload`; ``roofline plan`` for layouts on a system).
+    ``phase``: 'prefill' of
     ``prompt`` tokens (default 1024), 'decode' one token at ``context`` (default: prompt), or
     'generate' = prefill + ``gen`` decode steps (default 256).  Precisions: 32, 16, 8 or 4 bits
     or a name (fp32, bf16, fp16, fp8, int8, int4); int4 carries one fp16 scale per
@@ -96,6 +100,14 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     >>> w.op(int(list(w.tables["name"]).index("decode.layers.attn.q_proj"))).precision
     'bf16'
     """
+    if phase not in (*PHASES, "train"):
+        raise RooflineError(f"phase {phase!r} is not one of {', '.join((*PHASES, 'train'))}")
+    if phase == "train":  # one device's training step: 'batch' sequences of 'prompt' tokens, micro-batches of 1
+        from roofline.llm.parallel import TrainingRun, training_workload
+
+        arch = name_or_config if isinstance(name_or_config, Arch) else load_arch(name_or_config)
+        run = TrainingRun.of(arch, seq=prompt or 4096, global_batch=batch)
+        return training_workload(run, tp=tp)
     spec = make_spec(name_or_config, phase=phase, batch=batch, prompt=prompt, context=context, gen=gen,
                      wbits=wbits, abits=abits, kvbits=kvbits, tp=tp, flash=flash, group_size=group_size,
                      all_logits=all_logits, moe_routing=moe_routing)

@@ -730,11 +730,17 @@ def _steps(spec: LLMSpec) -> list[tuple[OpTable, np.ndarray, float]]:
     return out
 
 
+def role_columns(roles: list[int], precisions: Precisions) -> dict[str, list[str]]:
+    """The precision, unit and level columns of ops with these roles: GEMM and attention on the matrix unit at
+    their compute precisions, the rest fp32 on the vector unit, link ops over the interconnect."""
+    prec = {GEMM: precisions.gemm, ATTN: precisions.attention, VEC: "fp32", LINK: "fp32"}
+    return {"precision": [prec[x] for x in roles], "unit": ["matrix" if x in (GEMM, ATTN) else "vector" for x in roles],
+            "level": ["interconnect" if x == LINK else "" for x in roles]}
+
+
 def build_workload(spec: LLMSpec) -> Workload:
     """The per-op :class:`Workload` of ``spec`` (per device): the run in ``llm``, per-phase totals in ``phases``."""
     eb = spec.precisions.bytes()
-    prec = spec.precisions
-    role_prec = {GEMM: prec.gemm, ATTN: prec.attention, VEC: "fp32", LINK: "fp32"}
     ops = WorkloadBuilder()
     phases: dict[str, PhaseTotals] = {}
     for table, B, mult in _steps(spec):
@@ -742,10 +748,7 @@ def build_workload(spec: LLMSpec) -> Workload:
         counts = table.counts * mult
         roles = table.roles.tolist()
         ops.extend(name=table.names, group=table.names, kind=table.kinds, module_type=table.module_types,
-                   precision=[role_prec[x] for x in roles],
-                   unit=["matrix" if x in (GEMM, ATTN) else "vector" for x in roles],
-                   level=["interconnect" if x == LINK else "" for x in roles],
-                   flops=v["flops"][0].tolist(), bytes_read=v["bytes_read"][0].tolist(),
+                   **role_columns(roles, spec.precisions), flops=v["flops"][0].tolist(), bytes_read=v["bytes_read"][0].tolist(),
                    bytes_written=v["bytes_written"][0].tolist(), weight_bytes=v["weight_bytes"][0].tolist(),
                    count=counts.tolist())
         phases[table.phase] = PhaseTotals(
