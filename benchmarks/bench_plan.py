@@ -50,7 +50,7 @@ def main() -> int:
         print(f"{label:48} {value:>12} {target:>10}  {ok}")
     print("best layouts:")
     for e in p.ranked:
-        print(f"  {e.layout.describe():34} step {e.time:.3f} s (bound {e.bound:.3f} s), "
+        print(f"  {e.layout.describe():40} step {e.time:.3f} s (bound {e.bound:.3f} s), "
               f"{e.tokens_per_second:,.0f} tokens/s, bubble {e.bubble_share:.1%}, binding {e.binding}, "
               f"{e.memory_total / 1e9:.1f} GB")
     return 0 if median >= TARGET else 1

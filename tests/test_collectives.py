@@ -92,19 +92,19 @@ def test_in_switch_reduction_sends_the_buffer_once():
     assert on_tier("reduce_scatter", 1e9, 8, tier, 8).steps == 7
 
 
-def test_torus_rings_per_dimension():
-    """A 4x4x4 torus at 600 GB/s per chip: each dimension's ring gets 200 GB/s.  Reduce-scatter of S over
-    64 chips: 3/4 of S, then 3/4 of S/4, then 3/4 of S/16, each over 200 GB/s, 3 steps each."""
+def test_torus_rings_on_every_axis_at_once():
+    """A 4x4x4 torus at 600 GB/s per chip (200 GB/s per dimension).  A 64-chip reduce-scatter spans all 3
+    axes at once: 63/64 of S over the whole 600 GB/s, 3 steps per dimension; a 16-chip group spans 2 axes:
+    15/16 of S over 400 GB/s, 6 steps; an all-reduce twice the bytes and the steps."""
     tier = NetworkTier("ici", "node", 600 * GB, 1 * US, "torus", dims=(4, 4, 4))
     S = 64e6
     rs = on_tier("reduce_scatter", S, 64, tier, 64)
-    sent = 0.75 * S * (1 + 1 / 4 + 1 / 16)
-    assert rs.steps == 9 and rs.link_bytes == pytest.approx(sent)
-    assert rs.time == pytest.approx(9e-6 + sent / 200e9)
+    assert rs.steps == 9 and rs.link_bytes == pytest.approx(63 / 64 * S)
+    assert rs.time == pytest.approx(9e-6 + 63 / 64 * S / 600e9)
     ar = on_tier("all_reduce", S, 64, tier, 64)
-    assert ar.steps == 18 and ar.link_bytes == pytest.approx(2 * sent)
-    # a 16-chip group inside the torus spans two of its dimensions
-    assert on_tier("reduce_scatter", S, 16, tier, 64).steps == 6
+    assert ar.steps == 18 and ar.link_bytes == pytest.approx(2 * 63 / 64 * S)
+    sixteen = on_tier("reduce_scatter", S, 16, tier, 64)
+    assert sixteen.steps == 6 and sixteen.time == pytest.approx(6e-6 + 15 / 16 * S / 400e9)
 
 
 def test_catalog_systems_cited_and_scalable():

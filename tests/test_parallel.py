@@ -82,8 +82,9 @@ def test_collectives_use_the_tier_their_group_crosses():
     assert comms["tp all-reduce"].tiers == ("node",) and comms["dp grad all-reduce"].tiers == ("cluster",)
     msg = 4096 * 4096 * 2  # one sequence's activations, bf16
     per = cost("all_reduce", msg, s, ranks=8, per_node=8).time
-    # 2 forward + 2 backward per layer, and the vocabulary-parallel embedding's one, per micro-batch
-    assert comms["tp all-reduce"].time == pytest.approx(per * (4 * 32 + 1) * e.micro_batches)
+    # 2 forward + 2 backward per layer, the vocabulary-parallel embedding's forward and lm_head's input
+    # gradient, per micro-batch
+    assert comms["tp all-reduce"].time == pytest.approx(per * (4 * 32 + 2) * e.micro_batches)
     grads = 2 * e.memory["weights"] / 2  # bf16 gradients of the device's parameters
     assert comms["dp grad all-reduce"].time == pytest.approx(cost("all_reduce", grads, s, ranks=2, per_node=1).time)
     # the bound overlaps: never more than the exposed time, never less than the compute
@@ -193,8 +194,8 @@ def test_serving_plan_and_bad_layouts(capsys):
     run = ServingRun.of("llama-2-7b", batch=8)
     with pytest.raises(RooflineError, match="not a whole number of micro-batches"):
         check_serving(ServingRun.of("llama-2-7b", batch=6), Layout(tp=2, pp=4), s)
-    with pytest.raises(RooflineError, match="cp, ep and interleave are training's"):
-        check_serving(run, Layout(tp=4, cp=2), s)
+    with pytest.raises(RooflineError, match="interleave is a training pipeline's"):
+        check_serving(run, Layout(tp=4, pp=2, interleave=2), s)
     p = plan(run, s)
     rates = [e.tokens_per_second for e in p.ranked]
     assert rates == sorted(rates, reverse=True) and p.tried == len(list(__import__(
@@ -275,3 +276,76 @@ def test_llm_on_a_system_uses_the_node_tier(capsys):
     assert "NVIDIA H100" in capsys.readouterr().out
     assert main(["llm", "llama-2-7b", "--system", "dgx-h100", "--tp", "16", "--phase", "decode"]) == 2
     assert "spans more than a node" in capsys.readouterr().err
+
+
+def test_serving_context_and_expert_parallel():
+    """cp splits the KV cache (each device 1/cp of it) and the prompt's prefill; ep splits the routed experts'
+    weights (each device 1/ep of them) and adds 2 all-to-alls per MoE layer and token."""
+    from roofline.llm.parallel import ServingRun, _expert_weight_bytes, check_serving, estimate_serving
+
+    s = get_system("dgx-h100", nodes=2)
+    dense = ServingRun.of("llama-2-7b", batch=8, prompt=4096, gen=64)
+    one = estimate_serving(dense, Layout(tp=8, dp=2), s)
+    two = estimate_serving(dense, Layout(tp=8, dp=1, cp=2), s)
+    assert two.memory["kv cache"] == pytest.approx(one.memory["kv cache"] / 2)
+    assert two.memory["weights"] == pytest.approx(one.memory["weights"])  # replicated over cp
+    assert two.ttft < one.ttft and "cp attention combine" in {c.name for c in two.comms}
+    moe = ServingRun.of("mixtral-8x7b", batch=8, prompt=1024, gen=64)
+    e1 = estimate_serving(moe, Layout(tp=4, dp=4), s)
+    e2 = estimate_serving(moe, Layout(tp=4, dp=4, ep=2), s)
+    experts = _expert_weight_bytes(moe.arch, 4, moe.precisions)
+    assert e1.memory["weights"] - e2.memory["weights"] == pytest.approx(experts / 2)  # half the experts held
+    a2a = [c for c in e2.comms if c.name == "ep all-to-all"][0]
+    msg = 8 * moe.arch.top_k * moe.arch.hidden * 2  # the micro-batch's routed tokens, bf16
+    assert a2a.time == pytest.approx(2 * 32 * cost("all_to_all", msg, s, ranks=2, per_node=2).time)
+    with pytest.raises(RooflineError, match="does not divide the prompt"):
+        check_serving(ServingRun.of("llama-2-7b", prompt=1001), Layout(tp=8, cp=2), s)
+    with pytest.raises(RooflineError, match="ep 2 must divide"):
+        check_serving(dense, Layout(tp=8, dp=2, ep=2), s)
+
+
+def test_review_findings():
+    """Groups that split unevenly over nodes are skipped by the planner (3 nodes of 8: a 12-rank group);
+    ZeRO shards the experts over dp / ep ranks only; cp ranks reduce their gradients too; a pipeline stage
+    sends its 1/tp of the activations."""
+    s3 = get_system("dgx-h100", nodes=3)
+    p = plan(TrainingRun.of("llama-2-7b", seq=2048, global_batch=96), s3, top=3)
+    assert p.ranked and p.uneven > 0
+    with pytest.raises(RooflineError, match="splits unevenly"):
+        estimate(TrainingRun.of("llama-2-7b", seq=2048, global_batch=96), Layout(tp=1, pp=2, dp=12), s3)
+    # Mixtral on 2 nodes, tp 1, dp 16, ep 8, ZeRO 2: each expert is held by 16 / 8 = 2 ranks
+    s2 = get_system("dgx-h100", nodes=2)
+    run = TrainingRun.of("mixtral-8x7b", seq=4096, global_batch=64)
+    e = estimate(run, Layout(tp=1, dp=16, ep=8, zero=2), s2)
+    dense_expert = {c.name: c for c in e.comms}
+    assert "expert dp grad reduce-scatter" in dense_expert and "dp grad reduce-scatter" in dense_expert
+    from roofline.llm.parallel import _Cache
+
+    sh = _Cache(s2).shard(run, 1, 1, 8, 1)
+    dense_p = sh.layer_params - sh.expert_params + sh.first_params + sh.last_params
+    assert e.memory["weights"] == pytest.approx(2 * (dense_p + sh.expert_params))
+    assert e.memory["gradients"] == pytest.approx(2 * (dense_p / 16 + sh.expert_params / 2))
+    assert e.memory["optimizer"] == pytest.approx(12 * (dense_p / 16 + sh.expert_params / 2))
+    # context parallel: gradients reduced over dp x cp
+    e_cp = estimate(TrainingRun.of("llama-2-7b", seq=4096, global_batch=8), Layout(tp=8, cp=2), s2)
+    assert "dp grad all-reduce" in {c.name for c in e_cp.comms}
+    # pipeline send of a tp-sharded stage: 1/tp of the micro-batch's activations per device
+    e_pp = estimate(TrainingRun.of("llama-2-7b", seq=4096, global_batch=8), Layout(tp=8, pp=2), s2)
+    send = [c for c in e_pp.comms if c.name == "pp send/recv"][0]
+    one = cost("send_recv", 4096 * 4096 * 2 / 8, s2, ranks=2, per_node=1).time
+    assert send.time == pytest.approx(one * 2 * e_pp.micro_batches)
+
+
+def test_plan_cli_review_edges(tmp_path, capsys):
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"schema": "roofline.system/1", "name": "solo", "device": "h100",
+                               "devices_per_node": 8, "nodes": 1,
+                               "tiers": [{"name": "nv", "scope": "node", "bandwidth": "450 GB/s", "latency": "1 us"}]}))
+    for nodes, message in (("-3", "nodes must be"), ("0", "nodes must be"), ("2", "no cluster tier")):
+        assert main(["plan", "llama-2-7b", "--system", str(one), "--nodes", nodes, "--train"]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", "2", "--serve",
+                 "--layout", "tp=8,dp=2,ep=0"]) == 2
+    assert "ep must be a whole number" in capsys.readouterr().err
+    assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--train", "--layout", "dp=8,sp=maybe"]) == 2
+    assert "sp must be true or false" in capsys.readouterr().err

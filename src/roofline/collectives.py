@@ -15,9 +15,9 @@ For one collective of a ``message_bytes`` buffer over ``ranks`` devices on one t
 * In-switch reduction (NVLink SHARP / NVLS, on a tier that has it, for all-reduce): each device
   sends its buffer to the switch once and receives the reduced one once, both directions at once:
   ``t = 2 x alpha + message_bytes / bandwidth``.
-* A torus tier (TPU ICI) runs ring collectives one dimension after another; each dimension's
-  bidirectional ring gets ``bandwidth / len(dims)`` (the chip's links split over its dimensions) and the
-  buffer shrinks by each dimension's size for reduce-scatter (grows for all-gather) as it goes.
+* A torus tier (TPU ICI): a group spanning k of its dimensions runs rings on those k axes at once, so
+  the bus bytes move at ``k / len(dims)`` of the chip's bandwidth (its links split over the dimensions),
+  with one ring's steps per dimension.
 
 A collective over devices on several nodes is hierarchical (what NCCL and every large-scale
 framework do): all-reduce = reduce-scatter inside each node, all-reduce of the node's shard
@@ -134,21 +134,14 @@ def on_tier(collective: str, message_bytes: float, ranks: int, tier: NetworkTier
 
 
 def _torus(collective: str, message_bytes: float, ranks: int, tier: NetworkTier, bw: float) -> Part:
-    """Rings one torus dimension at a time; each gets the chip's bandwidth split over the dimensions."""
+    """A group spanning k of the torus's dimensions runs its rings on those k axes at once (XLA's multi-axis
+    collectives; How to Scale Your Model: T = V / (W x axes)): the nccl-tests bytes over k / len(dims) of the
+    chip's bandwidth, and one ring's steps per dimension."""
     dims = _torus_dims(tier.dims, ranks)
-    per_dim_bw = bw / len(tier.dims)
-    n_steps, sent, seconds = 0, 0.0, 0.0
-    if collective == "all_reduce":  # reduce-scatter down the dimensions, all-gather back up
-        rs = _torus_pass("reduce_scatter", message_bytes, dims)
-        ag = _torus_pass("all_gather", message_bytes, dims[::-1])
-        passes = [*rs, *ag]
-    else:
-        passes = _torus_pass(collective, message_bytes, dims if collective == "reduce_scatter" else dims[::-1])
-    for k, buffer in passes:
-        s = steps("reduce_scatter", k)
-        b = _factor("reduce_scatter", k) * buffer
-        n_steps, sent, seconds = n_steps + s, sent + b, seconds + b / per_dim_bw
-    return Part(collective, tier.scope, ranks, n_steps, n_steps * tier.latency, sent, seconds)
+    n_steps = sum(steps("reduce_scatter", k) for k in dims) * (2 if collective == "all_reduce" else 1)
+    sent = _factor(collective, ranks) * message_bytes
+    used = bw * min(len(dims), len(tier.dims)) / len(tier.dims)
+    return Part(collective, tier.scope, ranks, n_steps, n_steps * tier.latency, sent, sent / used)
 
 
 def _torus_dims(dims: tuple[int, ...], ranks: int) -> list[int]:
@@ -163,22 +156,6 @@ def _torus_dims(dims: tuple[int, ...], ranks: int) -> list[int]:
             left //= take
     if left > 1:
         out.append(left)
-    return out
-
-
-def _torus_pass(collective: str, message_bytes: float, dims: list[int]) -> list[tuple[int, float]]:
-    """(ring size, the buffer that ring runs on) per dimension: reduce-scatter shrinks the buffer by each
-    dimension, all-gather (dims in reverse) grows it back to the whole message."""
-    out, buffer = [], message_bytes
-    if collective == "reduce_scatter":
-        for k in dims:
-            out.append((k, buffer))
-            buffer /= k
-        return out
-    buffer = message_bytes / math.prod(dims)
-    for k in dims:
-        buffer *= k
-        out.append((k, buffer))
     return out
 
 

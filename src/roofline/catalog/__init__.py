@@ -125,15 +125,13 @@ def systems() -> tuple[System, ...]:
 
 
 def get_system(name: str, *, nodes: int | None = None) -> System:
-    """A catalog system by name or alias, with ``nodes`` nodes (default: its one node); unknown names fail with
-    the closest ones.
+    """A catalog system by name or alias, with ``nodes`` nodes (default: its one node; :func:`with_nodes`);
+    unknown names fail with the closest ones.
 
     >>> s = get_system("dgx-h100", nodes=16)
     >>> s.devices, s.tier("node").bandwidth / 1e9, s.tier("cluster").per_device_bandwidth(8) / 1e9
     (128, 450.0, 50.0)
     """
-    from dataclasses import replace
-
     from roofline.fileio import shown
 
     index = {normalize(k): s for aliases, s in _systems() for k in (s.name, *aliases)}
@@ -141,20 +139,25 @@ def get_system(name: str, *, nodes: int | None = None) -> System:
     if found is None:
         options = {k: s.name for aliases, s in _systems() for k in (s.name, *aliases)}
         raise RooflineError(f"unknown system {shown(name)}; closest: {', '.join(names.closest(name[:100], options, 3))}")
-    if nodes is None:
-        return found
+    return found if nodes is None else with_nodes(found, nodes)
+
+
+def with_nodes(system: System, nodes: int) -> System:
+    """``system`` scaled to ``nodes`` nodes (1 to 2**20; more than one needs a cluster tier)."""
+    from dataclasses import replace
+
+    from roofline.fileio import shown
+
     if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 2**20:
         raise RooflineError(f"nodes must be a whole number from 1 to {2**20}, got {shown(nodes)}")
-    if nodes > 1 and not any(t.scope == "cluster" for t in found.tiers):
-        raise RooflineError(f"system {found.name!r} has no cluster tier: it cannot span {nodes} nodes")
-    return replace(found, nodes=nodes)
+    if nodes > 1 and not any(t.scope == "cluster" for t in system.tiers):
+        raise RooflineError(f"system {system.name!r} has no cluster tier: it cannot span {nodes} nodes")
+    return replace(system, nodes=nodes)
 
 
 def resolve_system(spec: str, *, nodes: int | None = None) -> System:
     """A System from a catalog name or a system JSON file (``roofline.system/1``)."""
-    from dataclasses import replace
-
     if spec.lower().endswith(".json") or _is_file(spec):
         s = System.load(spec)
-        return s if nodes is None else replace(s, nodes=nodes)
+        return s if nodes is None else with_nodes(s, nodes)
     return get_system(spec, nodes=nodes)

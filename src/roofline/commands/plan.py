@@ -29,7 +29,11 @@ experts and dp), with micro-batches of 1, 2, 4, 8 sequences, ZeRO stages 0-3 and
 selective or full; those that fit the device's memory are ranked by step time with --overlap of the
 communication hidden (default 0: none; the bound column hides all that the schedule allows).
 --layout times one layout: tp=,pp=,dp=,cp=,ep=,zero=,mb=,recompute=,interleave= (unset: 1, zero 1,
-selective).  --price (per device-hour) adds the cost per million tokens.
+selective).  --price (per device-hour) adds the cost per million tokens; -o CHART draws where each
+layout's time goes (ops, bubble, each collective's exposed time, optimizer).
+--serve: every replica of tp x cp x pp devices (dp replicas; an MoE model's experts split over ep of
+them) decoding --batch sequences (pp micro-batches in flight), ranked by tokens/s; the step column is
+the time per output token, ttft the prompt's.
 """
 
 
@@ -75,7 +79,10 @@ def parse_layout(text: str, overlap: float) -> Layout:
         if field == "recompute":
             values[field] = value.strip()
         elif field == "sp":
-            values[field] = value.strip().lower() in ("1", "true", "yes", "on")
+            flag = value.strip().lower()
+            if flag not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise RooflineError(f"--layout {part!r}: sp must be true or false")
+            values[field] = flag in ("1", "true", "yes", "on")
         else:
             try:
                 values[field] = int(value)
@@ -116,32 +123,38 @@ def run(args: argparse.Namespace) -> int:
     else:
         p = plan(run_, system, top=args.top, overlap=args.overlap)
         if not p.ranked:
-            raise RooflineError(f"no layout of {run_.arch.name} fits {where}: {p.tried} tried, all past the device's "
-                                "memory; add nodes, or shorten the sequences or the batch")
+            if p.tried == p.uneven:
+                raise RooflineError(f"no layout of {run_.arch.name} divides {where} (the batch, the layers and the "
+                                    "nodes into whole groups); change --nodes or the batch")
+            raise RooflineError(f"no layout of {run_.arch.name} fits {where}: {p.tried - p.uneven} tried, all past the "
+                                "device's memory; add nodes, or shorten the sequences or the batch")
         ranked = list(p.ranked)
         tried = p.tried
         header = (f"{run_.arch.name} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
-                  f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} past memory, best {len(ranked)}")
+                  f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} past memory"
+                  + (f", {p.uneven:,} splitting groups unevenly over nodes" if p.uneven else "")
+                  + f", best {len(ranked)}")
     shape = (f"batch {run_.batch} per replica, prompt {run_.prompt}, gen {run_.gen}" if isinstance(run_, ServingRun)
              else f"global batch {run_.global_batch} x {run_.seq} tokens")
     lines = [header, f"{shape}; overlap {args.overlap:.0%} of communication in the time (the bound hides all the "
              "schedule allows)"]
     step = "per token" if args.serve else "step"
-    head = (f"{'#':>3} {'layout':34} {step:>9} {'bound':>9} {'tokens/s':>11} "
+    head = (f"{'#':>3} {'layout':40} {step:>9} {'bound':>9} {'tokens/s':>11} "
             + (f"{'ttft':>9}" if args.serve else f"{'bubble':>7}")
             + f" {'exposed comm':>13} {'memory':>10} {'binding':18}" + (f" {'$/Mtok':>8}" if args.price else ""))
     lines.append(head)
     for k, e in enumerate(ranked, 1):
         fits = "" if e.fits else " (does not fit)"
         extra = (f"{format_seconds(e.ttft):>9}" if isinstance(e, ServingEstimate) else f"{e.bubble_share:>7.1%}")
-        lines.append(f"{k:>3} {e.describe():34} {format_seconds(e.time):>9} {format_seconds(e.bound):>9} "
+        lines.append(f"{k:>3} {e.describe():40} {format_seconds(e.time):>9} {format_seconds(e.bound):>9} "
                      f"{format_count(e.tokens_per_second):>11} {extra} "
                      f"{format_seconds(e.exposed_comm):>13} {format_bytes(e.memory_total):>10} {e.binding[:18]:18}"
                      + (f" {e.cost_per_token(args.price) * 1e6:>8.3g}" if args.price else "") + fits)
     best = ranked[0]
     lines.append(f"best: {best.describe()} — comms: " + ", ".join(
         f"{c.name} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
-        f"{k} {format_bytes(v)}" for k, v in best.memory.items()) + f" of {format_bytes(best.capacity)}")
+        f"{k} {format_bytes(v)}" for k, v in best.memory.items())
+        + (f" of {format_bytes(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)"))
     text = "\n".join(lines) + "\n"
     outputs: list[tuple[str, str, bytes]] = []
     if args.output:

@@ -35,6 +35,13 @@ device and per micro-batch of ``micro_batch`` sequences of ``seq`` tokens:
   the max of compute and its collectives; the gradient sync with the whole pipeline); the *exposed*
   time overlaps only the given fraction (default none), the rest added as its own term.
 
+Serving (:func:`estimate_serving`): a replica of tp x cp x pp devices decodes ``batch`` sequences, pp
+micro-batches in flight (one per stage); dp replicas, an MoE model's routed experts split over ep of
+them.  Per output token each device runs its stage's layers for every micro-batch (cp: 1/cp of the KV
+cache read; ep: 1/ep of the experts held, its group's routed tokens computed), with 2 tp all-reduces per
+layer, a cp combine of the partial attention outputs per layer, 2 ep all-to-alls per MoE layer and the
+pp sends; time to first token is one prompt split over cp through every stage.
+
 >>> from roofline.catalog import get_system
 >>> run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=64)
 >>> e = estimate(run, Layout(tp=8, dp=2), get_system("dgx-h100", nodes=2))
@@ -59,16 +66,20 @@ from roofline.llm.config import Arch, load_arch
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.model import (
     EXP,
+    FULL,
     KEY,
     KEYW,
     LINK,
     ONE,
+    PAIR,
+    PAIRW,
     Precisions,
     _positive_int,
     basis,
     build_table,
     check_tp,
     evaluate,
+    experts_touched,
     kv_heads_per_device,
     role_columns,
 )
@@ -243,10 +254,7 @@ class Estimate(_Facts):
 def check(run: TrainingRun, layout: Layout, system: System) -> int:
     """The number of micro-batches, or a one-line error for a layout that cannot run on ``system``."""
     a, lay = run.arch, layout
-    for label in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "interleave"):
-        v = getattr(lay, label)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise RooflineError(f"{label} must be a whole number >= 1, got {v!r}")
+    _check_sizes(lay)
     if lay.devices != system.devices:
         raise RooflineError(f"layout {lay.describe()} uses tp x cp x pp x dp = {lay.devices} devices; "
                             f"{system.name!r} has {system.devices}")
@@ -274,6 +282,15 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     return m
 
 
+def _check_sizes(lay: Layout) -> None:
+    for label in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "interleave"):
+        v = getattr(lay, label)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise RooflineError(f"{label} must be a whole number >= 1, got {v!r}")
+    if not 0.0 <= lay.overlap <= 1.0:
+        raise RooflineError(f"overlap must be from 0 to 1, got {lay.overlap!r}")
+
+
 @dataclass(frozen=True)
 class _Shard:
     """Per device, one micro-batch: forward time and FLOPs of the layer ops (all layers) and of the first and
@@ -286,9 +303,11 @@ class _Shard:
     last_time: float
     first_flops: float
     last_flops: float
-    layer_params: float
+    layer_params: float  # every layer's, experts included
     first_params: float
     last_params: float
+    expert_params: float  # the routed experts' part of layer_params (E / ep experts per device)
+    attention_flops: float  # the attention core's
 
 
 @lru_cache(maxsize=4096)
@@ -333,14 +352,19 @@ class _Cache:
             got = self.shards[key] = _shard_on(run, tp, cp, ep, micro_batch, self.system.device)
         return got
 
-    def serving_stage(self, run: ServingRun, tp: int, pp: int, micro_batch: int) -> float:
-        """One pipeline stage's decode step for a micro-batch (the mean context of the generation)."""
-        key = ("decode", run, tp, pp, micro_batch)
+    def serving_stage(self, run: ServingRun, tp: int, cp: int, ep: int, pp: int, micro_batch: int) -> float:
+        """One pipeline stage's decode step for a micro-batch (the mean context of the generation): each of cp
+        devices reads 1/cp of the KV cache; each of ep devices holds 1/ep of the experts and computes the
+        routed tokens of its ep group's micro-batches that land on them."""
+        key = ("decode", run, tp, cp, ep, pp, micro_batch)
         got = self.times.get(key)
         if got is None:
             a = run.arch
             table = build_table(a, "decode", tp, True, False)
-            B = basis(a, micro_batch, 1, run.prompt + 1, run.prompt + run.gen)
+            B = basis(a, micro_batch, 1, run.prompt + 1, run.prompt + run.gen, moe_routing="expected").copy()
+            B[:, [KEY, KEYW, PAIR, PAIRW, FULL]] /= cp
+            if ep > 1:
+                B[:, EXP] = experts_touched(a.experts, a.top_k, micro_batch * ep) / ep
             t = _op_times(table, B, run.precisions, self.system.device)
             layer, first, last, _ = _masks(table)
             c = table.counts
@@ -348,13 +372,17 @@ class _Cache:
             got = self.times[key] = float(t[layer] @ c[layer]) / pp + float(edges)
         return got
 
-    def serving_prefill(self, run: ServingRun, tp: int) -> float:
-        """The prompt of one sequence through every layer (compute only)."""
-        key = ("prefill", run, tp)
+    def serving_prefill(self, run: ServingRun, tp: int, cp: int) -> float:
+        """The prompt of one sequence through every layer, split over cp devices (compute only)."""
+        key = ("prefill", run, tp, cp)
         got = self.times.get(key)
         if got is None:
             table = build_table(run.arch, "prefill", tp, True, False)
-            t = _op_times(table, basis(run.arch, 1, run.prompt, run.prompt), run.precisions, self.system.device)
+            B = basis(run.arch, 1, run.prompt, run.prompt).copy()
+            keep = np.zeros(B.shape[1], dtype=bool)
+            keep[[ONE, EXP, KEY, KEYW]] = True
+            B[:, ~keep] /= cp
+            t = _op_times(table, B, run.precisions, self.system.device)
             compute = table.roles != LINK
             got = self.times[key] = float(t[compute] @ table.counts[compute])
         return got
@@ -386,31 +414,50 @@ def _shard_on(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, dev
     layer, first, last, core = _masks(table)
     counts = table.counts
     w = table.coef["wq"] + table.coef["wu"]
-    params = (w[:, ONE] + w[:, EXP] * (a.experts / ep if a.experts else 0)) * counts
+    experts = w[:, EXP] * (a.experts / ep if a.experts else 0) * counts
+    params = w[:, ONE] * counts + experts
     embed = (0 if a.tie_embeddings else a.vocab * a.hidden / tp) + a.position_table * a.hidden
     f = v["flops"]
     return _Shard(float(t[layer] @ counts[layer]), float(f[layer] @ counts[layer]), float(t[core] @ counts[core]),
                   float(t[first] @ counts[first]), float(t[last] @ counts[last]), float(f[first] @ counts[first]),
                   float(f[last] @ counts[last]), float(params[layer].sum()), float(params[first].sum() + embed),
-                  float(params[last].sum()))
+                  float(params[last].sum()), float(experts[layer].sum()), float(f[core] @ counts[core]))
 
 
+@lru_cache(maxsize=4096)
 def _per_node(stride: int, size: int, devices_per_node: int) -> int:
-    """How many members of a group (``size`` ranks, ``stride`` apart) share a node."""
-    return 1 if stride >= devices_per_node else max(1, min(size, devices_per_node // stride))
+    """How many members of a group (``size`` ranks, ``stride`` apart, from rank 0) share each node; a group
+    that splits unevenly over nodes (a node holding more of it than another) is a one-line error."""
+    d = devices_per_node
+    if size <= 1:
+        return 1
+    if stride >= d:
+        if stride % d:
+            raise RooflineError(f"a group of {size} ranks {stride} apart splits unevenly over nodes of {d} devices")
+        return 1
+    per = min(size, d // stride) if d % stride == 0 else 0
+    if not per or size % per:
+        raise RooflineError(f"a group of {size} ranks {stride} apart splits unevenly over nodes of {d} devices")
+    return per
 
 
-def memory_per_device(run: TrainingRun, layout: Layout, params: float, micro_batches: int) -> dict[str, float]:
-    """Bytes per device: weights, gradients and optimizer state as the ZeRO stage shards them (of ``params``
-    held before sharding), activations for the micro-batches in flight (and the last stage's fp32 logits)."""
+def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: float, micro_batches: int
+                      ) -> dict[str, float]:
+    """Bytes per device: weights, gradients and optimizer state as the ZeRO stage shards them over the ranks
+    holding the same weights (``dense`` parameters over dp x cp, ``expert`` ones over dp x cp / ep), and
+    activations for the micro-batches in flight (and the last stage's fp32 logits)."""
     a, lay = run.arch, layout
+    replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
+
+    def held(stage: int) -> float:  # parameters kept per device once ZeRO stage `stage` shards them
+        return dense / replicas + expert / expert_replicas if lay.zero >= stage else dense + expert
+
     s_local = run.seq / lay.cp
     per_layer = s_local * lay.micro_batch * a.hidden * (
         2 if lay.recompute == "full" else 34 / lay.tp if lay.sp or lay.tp == 1 else 10 + 24 / lay.tp)
     logits = s_local * lay.micro_batch * a.vocab / lay.tp * 4
-    return {"weights": WEIGHT_BYTES * params / (lay.dp if lay.zero >= 3 else 1),
-            "gradients": GRAD_BYTES * params / (lay.dp if lay.zero >= 2 else 1),
-            "optimizer": OPTIMIZER_BYTES * params / (lay.dp if lay.zero >= 1 else 1),
+    return {"weights": WEIGHT_BYTES * held(3), "gradients": GRAD_BYTES * held(2),
+            "optimizer": OPTIMIZER_BYTES * held(1),
             "activations": per_layer * a.layers / lay.pp * min(micro_batches, lay.pp)
             + (logits if lay.pp == 1 else 0.0)}
 
@@ -425,8 +472,12 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     forward = stage_layers + (max(sh.first_time, sh.last_time) if lay.pp > 1 else sh.first_time + sh.last_time)
     recompute = {"none": 0.0, "selective": sh.attention_time / lay.pp, "full": forward}[lay.recompute]
     edge_params = max(sh.first_params, sh.last_params) if lay.pp > 1 else sh.first_params + sh.last_params
-    params = sh.layer_params / lay.pp + edge_params  # on the device with the most
-    shard_opt = params / lay.dp if lay.zero >= 1 else params
+    expert = sh.expert_params / lay.pp
+    dense = (sh.layer_params - sh.expert_params) / lay.pp + edge_params  # on the device with the most
+    params = dense + expert
+    # weights are replicated over dp x cp ranks (the experts over dp x cp / ep): ZeRO shards over those
+    replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
+    shard_opt = dense / replicas + expert / expert_replicas if lay.zero >= 1 else params
     _, _, opt = roofline_times(ADAM_FLOPS * shard_opt, (ADAM_READ + ADAM_WRITTEN) * shard_opt,
                                device_ceilings(system.device, run.precisions)["peak_vector"],
                                system.device.main_memory.bandwidth)
@@ -442,8 +493,10 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
             comms.append(Comm(label, t * times, tiers, scope))
 
     hidden_msg = tokens * a.hidden * act
-    # 2 per layer forward, 2 backward; the vocab-parallel embedding's 1 forward (on the first stage)
-    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, (4 * layers_here + 1) * m, "micro-batch")
+    # 2 per layer forward, 2 backward; the vocabulary-parallel embedding's forward and lm_head's input
+    # gradient backward (one of them per edge stage)
+    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, (4 * layers_here + (2 if lay.pp == 1 else 1)) * m,
+        "micro-batch")
     if lay.cp > 1:
         kv = 2 * lay.micro_batch * run.seq * kv_heads_per_device(a, lay.tp) * a.head_dim * act
         add("cp kv all-gather", "all_gather", kv, lay.cp, lay.tp, 2 * layers_here * m, "micro-batch")
@@ -452,23 +505,31 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
         routed = tokens * a.top_k * a.hidden * act
         add("ep all-to-all", "all_to_all", routed, lay.ep, lay.tp * lay.cp, 4 * a.moe_layers / lay.pp * m,
             "micro-batch")
-    add("pp send/recv", "send_recv", hidden_msg, lay.pp, lay.tp * lay.cp * lay.dp, 2 * lay.interleave * m,
+    # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
+    add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, lay.tp * lay.cp * lay.dp, 2 * lay.interleave * m,
         "micro-batch")
-    grads = GRAD_BYTES * params
-    dp_stride = lay.tp * lay.cp
-    if lay.zero <= 1:
-        add("dp grad all-reduce", "all_reduce", grads, lay.dp, dp_stride, 1, "step")
-    elif lay.zero == 2:
-        add("dp grad reduce-scatter", "reduce_scatter", grads, lay.dp, dp_stride, 1, "step")
-        add("dp weight all-gather", "all_gather", WEIGHT_BYTES * params, lay.dp, dp_stride, 1, "step")
-    else:
-        add("fsdp weight all-gather", "all_gather", WEIGHT_BYTES * params, lay.dp, dp_stride, 2 * m, "micro-batch")
-        add("fsdp grad reduce-scatter", "reduce_scatter", grads, lay.dp, dp_stride, m, "micro-batch")
+    # gradients are reduced over the ranks that hold the same weights: dp x cp of them (tp apart), and for the
+    # experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)
+    groups = [("dp", dense, replicas, lay.tp), ("expert dp", expert, expert_replicas,
+                                                lay.tp * lay.ep if lay.cp == 1 else lay.tp)]
+    for label, held, ranks, stride in groups:
+        if held <= 0:
+            continue
+        grads = GRAD_BYTES * held
+        if lay.zero <= 1:
+            add(f"{label} grad all-reduce", "all_reduce", grads, ranks, stride, 1, "step")
+        elif lay.zero == 2:
+            add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, 1, "step")
+            add(f"{label} weight all-gather", "all_gather", WEIGHT_BYTES * held, ranks, stride, 1, "step")
+        else:
+            add(f"{label} fsdp weight all-gather", "all_gather", WEIGHT_BYTES * held, ranks, stride, 2 * m,
+                "micro-batch")
+            add(f"{label} fsdp grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch")
 
-    memory = memory_per_device(run, lay, params, m)
+    memory = memory_per_device(run, lay, dense, expert, m)
     flops_fwd = sh.layers_flops / lay.pp + (sh.first_flops + sh.last_flops if lay.pp == 1 else
                                             max(sh.first_flops, sh.last_flops))
-    rec_flops = {"none": 0.0, "selective": 0.0, "full": flops_fwd}[lay.recompute]
+    rec_flops = {"none": 0.0, "selective": sh.attention_flops / lay.pp, "full": flops_fwd}[lay.recompute]
     flops = m * (3 * flops_fwd + rec_flops) + ADAM_FLOPS * shard_opt
     return Estimate(run, lay, system, m, forward, 2 * forward, recompute, float(opt), tuple(comms), memory, flops)
 
@@ -526,7 +587,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
     ops.add("train.optimizer.adam", kind="elementwise", flops=ADAM_FLOPS * params, bytes_read=ADAM_READ * params,
             bytes_written=ADAM_WRITTEN * params, precision="fp32", unit="vector", group="train.optimizer",
             module_type="adam")
-    memory = memory_per_device(run, lay, params, m)
+    memory = memory_per_device(run, lay, params, 0.0, m)
     info = {"model": a.name, "mode": "training", "seq": run.seq, "global_batch": run.global_batch,
             "micro_batch": micro_batch, "tp": tp, "recompute": recompute, "params_per_device": params,
             "training_flops": training_flops(run, recompute) / tp, **{f"memory_{k}": x for k, x in memory.items()},
@@ -609,21 +670,28 @@ class ServingEstimate(_Facts):
         return price_per_device_hour * self.layout.devices * self.time / 3600 / (self.layout.dp * self.run.batch)
 
     def describe(self) -> str:
-        return f"tp{self.layout.tp} pp{self.layout.pp} dp{self.layout.dp}"
+        lay = self.layout
+        return " ".join([f"tp{lay.tp}", f"pp{lay.pp}", f"dp{lay.dp}"] + ([f"cp{lay.cp}"] if lay.cp > 1 else [])
+                        + ([f"ep{lay.ep}"] if lay.ep > 1 else []))
 
 
 def check_serving(run: ServingRun, layout: Layout, system: System) -> None:
     a, lay = run.arch, layout
-    if lay.cp != 1 or lay.ep != 1 or lay.interleave != 1:
-        raise RooflineError("serving layouts split tp x pp x dp; cp, ep and interleave are training's")
+    _check_sizes(lay)
+    if lay.interleave != 1:
+        raise RooflineError("interleave is a training pipeline's; serving layouts split tp x cp x pp x dp (ep)")
     if lay.devices != system.devices:
-        raise RooflineError(f"layout {lay.describe()} uses tp x pp x dp = {lay.devices} devices; "
+        raise RooflineError(f"layout {lay.describe()} uses tp x cp x pp x dp = {lay.devices} devices; "
                             f"{system.name!r} has {system.devices}")
     check_tp(a, lay.tp)
     if a.layers % lay.pp:
         raise RooflineError(f"pp {lay.pp} does not divide the {a.layers} layers of {a.name}")
     if run.batch % lay.pp:
         raise RooflineError(f"batch {run.batch} per replica is not a whole number of micro-batches over pp {lay.pp}")
+    if run.prompt % lay.cp:
+        raise RooflineError(f"cp {lay.cp} does not divide the prompt of {run.prompt} tokens")
+    if lay.ep > 1 and (not a.experts or a.experts % lay.ep or lay.dp % lay.ep):
+        raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
 
 
 def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Cache | None = None) -> ServingEstimate:
@@ -634,7 +702,7 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
     a, lay, d = run.arch, layout, system.devices_per_node
     cache = cache if cache is not None and cache.system is system else _Cache(system)
     mb = run.batch // lay.pp
-    stage = cache.serving_stage(run, lay.tp, lay.pp, mb)
+    stage = cache.serving_stage(run, lay.tp, lay.cp, lay.ep, lay.pp, mb)
     act = run.precisions.bytes()["a"]
     comms: list[Comm] = []
 
@@ -643,33 +711,54 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
             t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, d))
             comms.append(Comm(label, t * times, tiers, "token"))
 
-    # per output token every stage runs its layers for each of the pp micro-batches in turn
-    # per output token, each stage runs its layers/pp layers for each of the pp micro-batches: 2 all-reduces
-    # per layer and micro-batch is 2 x layers per device; and it passes pp micro-batches to the next stage
+    # per output token each stage runs its layers / pp layers for each of the pp micro-batches: per device,
+    # 2 tp all-reduces per layer, 1 cp combine of the partial attention outputs per layer (fp32 values and
+    # the softmax max and sum per head), 2 ep all-to-alls (dispatch, combine) per MoE layer; pp sends
     add("tp all-reduce", "all_reduce", mb * a.hidden * act, lay.tp, 1, 2 * a.layers)
-    add("pp send/recv", "send_recv", mb * a.hidden * act, lay.pp, lay.tp, lay.pp)
-    prefill = cache.serving_prefill(run, lay.tp)
-    t_ar, _ = (cache.collective("all_reduce", float(run.prompt * a.hidden * act), lay.tp, _per_node(1, lay.tp, d))
-               if lay.tp > 1 else (0.0, ()))
-    t_pp, _ = (cache.collective("send_recv", float(run.prompt * a.hidden * act), lay.pp, _per_node(lay.tp, lay.pp, d))
-               if lay.pp > 1 else (0.0, ()))
-    ttft = prefill + 2 * a.layers * t_ar + (lay.pp - 1) * t_pp
+    heads = a.heads // lay.tp
+    add("cp attention combine", "all_reduce", mb * heads * (a.v_head_dim + 2) * 4, lay.cp, lay.tp, a.layers)
+    add("ep all-to-all", "all_to_all", mb * a.top_k * a.hidden * act, lay.ep, lay.tp * lay.cp, 2 * a.moe_layers)
+    add("pp send/recv", "send_recv", mb * a.hidden * act, lay.pp, lay.tp * lay.cp * lay.dp, lay.pp)
+    # time to first token: the prompt of one sequence, split over cp, through every stage
+    prompt_msg = run.prompt / lay.cp * a.hidden * act
+    t_ar = cache.collective("all_reduce", prompt_msg, lay.tp, _per_node(1, lay.tp, d))[0] if lay.tp > 1 else 0.0
+    kv = 2 * run.prompt * kv_heads_per_device(a, lay.tp) * a.head_dim * act
+    t_cp = cache.collective("all_gather", kv, lay.cp, _per_node(lay.tp, lay.cp, d))[0] if lay.cp > 1 else 0.0
+    t_pp = (cache.collective("send_recv", prompt_msg, lay.pp, _per_node(lay.tp * lay.cp * lay.dp, lay.pp, d))[0]
+            if lay.pp > 1 else 0.0)
+    ttft = cache.serving_prefill(run, lay.tp, lay.cp) + a.layers * (2 * t_ar + t_cp) + (lay.pp - 1) * t_pp
     spec = make_spec(a, phase="generate", batch=run.batch, prompt=run.prompt, gen=run.gen, tp=lay.tp, flash=True)
-    memory = {"weights": weight_bytes_resident(spec) / lay.pp, "kv cache": float(kv_cache_bytes(spec)) / lay.pp,
+    experts = _expert_weight_bytes(a, lay.tp, run.precisions)
+    memory = {"weights": (weight_bytes_resident(spec) - experts * (1 - 1 / lay.ep)) / lay.pp,
+              "kv cache": float(kv_cache_bytes(spec)) / (lay.pp * lay.cp),
               "activations": float(activation_bytes(spec, batch=mb))}
     return ServingEstimate(run, lay, system, stage, tuple(comms), ttft, memory)
 
 
-def serving_layouts(run: ServingRun, system: System, *, overlap: float = 0.0) -> Iterator[Layout]:
-    """Every tp x pp x dp that divides ``system`` (tp within a node, pp dividing the layers and the batch)."""
+def serving_layouts(run: ServingRun, system: System, *, max_cp: int = 8, overlap: float = 0.0) -> Iterator[Layout]:
+    """Every tp x cp x pp x dp that divides ``system`` (tp within a node, cp up to ``max_cp`` dividing the
+    prompt, pp dividing the layers and the batch), and ep dividing the experts and dp for an MoE model."""
     a, n = run.arch, system.devices
     for tp in divisors(system.devices_per_node):
         try:
             check_tp(a, tp)
         except RooflineError:
             continue
-        for pp in (p for p in divisors(n // tp) if a.layers % p == 0 and run.batch % p == 0):
-            yield Layout(tp=tp, pp=pp, dp=n // (tp * pp), overlap=overlap)
+        for cp in (c for c in divisors(n // tp) if c <= max_cp and run.prompt % c == 0):
+            for pp in (p for p in divisors(n // (tp * cp)) if a.layers % p == 0 and run.batch % p == 0):
+                dp = n // (tp * cp * pp)
+                for ep in ([e for e in divisors(dp) if a.experts % e == 0] if a.experts else [1]):
+                    yield Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, overlap=overlap)
+
+
+def _expert_weight_bytes(a: Arch, tp: int, precisions: Precisions) -> float:
+    """Bytes of every routed expert's weights on one of tp devices (0 for a dense model)."""
+    if not a.experts:
+        return 0.0
+    eb = precisions.bytes()
+    table = build_table(a, "prefill", tp)
+    per = (table.coef["wq"][:, EXP] * eb["wq"] + table.coef["wu"][:, EXP] * eb["wu"]) * table.counts
+    return float(per.sum()) * a.experts
 
 
 # -- the planner ------------------------------------------------------------------------------------
@@ -713,6 +802,7 @@ class Plan:
     tried: int
     too_big: int
     seconds: float
+    uneven: int = 0  # layouts whose groups split unevenly over the nodes (skipped)
 
 
 def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overlap: float = 0.0,
@@ -723,15 +813,19 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
 
     t0 = clock.perf_counter()
     fits: list[Estimate | ServingEstimate] = []
-    tried = too_big = 0
+    tried = too_big = uneven = 0
     cache = _Cache(system)
     serving = isinstance(run, ServingRun)
     candidates = (serving_layouts(run, system, overlap=overlap) if isinstance(run, ServingRun)
                   else layouts(run, system, overlap=overlap, **options))
     for lay in candidates:
         tried += 1
-        e: Estimate | ServingEstimate = (estimate_serving(run, lay, system, cache) if isinstance(run, ServingRun)
-                                         else estimate(run, lay, system, cache))
+        try:
+            e: Estimate | ServingEstimate = (estimate_serving(run, lay, system, cache) if isinstance(run, ServingRun)
+                                             else estimate(run, lay, system, cache))
+        except RooflineError:  # a group that splits unevenly over the nodes: not a layout to run
+            uneven += 1
+            continue
         if e.fits:
             fits.append(e)
         else:
@@ -739,7 +833,7 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
     # ties (ZeRO stages that cost no time): less memory first
     fits.sort(key=lambda e: (-e.tokens_per_second, e.memory_total))
     assert serving or all(isinstance(e, Estimate) for e in fits)
-    return Plan(run, system, tuple(fits[:top]), tried, too_big, clock.perf_counter() - t0)
+    return Plan(run, system, tuple(fits[:top]), tried, too_big, clock.perf_counter() - t0, uneven)
 
 
 __all__ = ["Comm", "Estimate", "Layout", "Plan", "ServingEstimate", "ServingRun", "TrainingRun", "check",
