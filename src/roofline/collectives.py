@@ -15,6 +15,9 @@ For one collective of a ``message_bytes`` buffer over ``ranks`` devices on one t
 * In-switch reduction (NVLink SHARP / NVLS, on a tier that has it, for all-reduce): each device
   sends its buffer to the switch once and receives the reduced one once, both directions at once:
   ``t = 2 x alpha + message_bytes / bandwidth``.
+* A tier measured by ``roofline.bench.network`` predicts each collective it measured, at the group size
+  it measured, from that collective's own fit ``alpha + bytes / bandwidth`` (a backend's own algorithm,
+  not NCCL's factors); other collectives and sizes use the tier's bandwidth and latency as above.
 * A torus tier (TPU ICI): a group spanning k of its dimensions runs rings on those k axes at once, so
   the bus bytes move at ``k / len(dims)`` of the chip's bandwidth (its links split over the dimensions),
   with one ring's steps per dimension.
@@ -124,6 +127,12 @@ def on_tier(collective: str, message_bytes: float, ranks: int, tier: NetworkTier
     bw = tier.per_device_bandwidth(devices_per_node)
     if ranks <= 1:
         return Part(collective, tier.scope, ranks, 0, 0.0, 0.0, 0.0)
+    m = tier.measured.get(collective)
+    if m is not None and m.ranks == ranks:  # measured on this tier with this many ranks: its own fit
+        large = message_bytes >= m.split_bytes
+        alpha = m.alpha2 if large else m.alpha
+        return Part(collective, tier.scope, ranks, steps(collective, ranks, algorithm), alpha,
+                    _factor(collective, ranks) * message_bytes, m.time(message_bytes) - alpha)
     if collective == "all_reduce" and tier.in_switch_reduction:
         return Part(collective, tier.scope, ranks, 2, 2 * tier.latency, message_bytes, message_bytes / bw)
     if tier.topology == "torus" and tier.dims and collective in ("all_reduce", "reduce_scatter", "all_gather"):

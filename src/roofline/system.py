@@ -48,6 +48,72 @@ SCOPES = ("node", "cluster")
 TOPOLOGIES = ("ring", "switch", "torus")
 
 
+def alpha_beta(nbytes: float, alpha: float, bandwidth: float, split_bytes: float = math.inf, alpha2: float = 0.0,
+               bandwidth2: float = math.inf) -> float:
+    """``alpha + bytes / bandwidth``, or the second regime's from ``split_bytes`` on: a measured collective's
+    time (the one formula :mod:`roofline.bench.network` fits and the cost model predicts with)."""
+    if nbytes >= split_bytes:
+        return alpha2 + nbytes / bandwidth2
+    return alpha + nbytes / bandwidth
+
+
+@dataclass(frozen=True)
+class MeasuredCollective:
+    """One collective as ``roofline.bench.network`` measured it on a tier: ``t = alpha + bytes / bandwidth``
+    for ``ranks`` ranks over ``backend``, its R^2 on log time, and every point (bytes, median, q1, q3 seconds)."""
+
+    backend: str
+    ranks: int
+    alpha: float
+    bandwidth: float  # message bytes per second
+    r2: float
+    points: tuple[tuple[float, float, float, float], ...] = ()
+    split_bytes: float = math.inf  # from this size on, a second regime (the backend switched algorithm)
+    alpha2: float = 0.0
+    bandwidth2: float = math.inf
+
+    def time(self, nbytes: float) -> float:
+        return alpha_beta(nbytes, self.alpha, self.bandwidth, self.split_bytes, self.alpha2, self.bandwidth2)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"backend": self.backend, "ranks": self.ranks, "alpha": self.alpha,
+                               "bandwidth": None if math.isinf(self.bandwidth) else self.bandwidth, "r2": self.r2,
+                               "points": [list(p) for p in self.points]}
+        if self.split_bytes < math.inf:
+            out.update(split_bytes=self.split_bytes, alpha2=self.alpha2,
+                       bandwidth2=None if math.isinf(self.bandwidth2) else self.bandwidth2)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Any, f: str, where: str) -> MeasuredCollective:
+        from roofline.fileio import as_number
+
+        as_object(d, f, where)
+        points = []
+        for i, p in enumerate(as_list(d.get("points") or [], f"{f}.points", where)):
+            row = as_list(p, f"{f}.points[{i}]", where)
+            if len(row) != 4:
+                raise RooflineError(f"{f}.points[{i}]: expected [bytes, median, q1, q3], got {shown(row)}", where=where)
+            points.append(tuple(as_number(x, f"{f}.points[{i}]", where, minimum=0.0) for x in row))
+        return cls(as_str(d.get("backend", ""), f"{f}.backend", where),
+                   as_int(d.get("ranks"), f"{f}.ranks", where, minimum=2, maximum=2**26),
+                   as_number(d.get("alpha"), f"{f}.alpha", where, minimum=0.0),
+                   _bandwidth_or_inf(d.get("bandwidth"), f"{f}.bandwidth", where),
+                   as_number(d.get("r2", 0.0), f"{f}.r2", where),
+                   tuple((p[0], p[1], p[2], p[3]) for p in points),
+                   as_number(d["split_bytes"], f"{f}.split_bytes", where, minimum=0.0) if "split_bytes" in d
+                   else math.inf,
+                   as_number(d.get("alpha2", 0.0), f"{f}.alpha2", where, minimum=0.0),
+                   _bandwidth_or_inf(d.get("bandwidth2"), f"{f}.bandwidth2", where))
+
+
+def _bandwidth_or_inf(raw: Any, f: str, where: str) -> float:
+    """A measured message bandwidth (B/s, > 0); null: no size dependence measured (infinite)."""
+    from roofline.fileio import as_number
+
+    return math.inf if raw is None else as_number(raw, f, where, minimum=0.0, above=True)
+
+
 @dataclass(frozen=True)
 class NetworkTier:
     """One level of the network: bandwidth per device (node) or per NIC (cluster), latency, topology."""
@@ -61,6 +127,8 @@ class NetworkTier:
     dims: tuple[int, ...] = ()
     in_switch_reduction: bool = False
     provenance: Provenance = field(default_factory=Provenance)
+    #: collectives measured on this tier (roofline.bench.network): each predicted from its own fit
+    measured: Mapping[str, MeasuredCollective] = field(default_factory=dict)
 
     def per_device_bandwidth(self, devices_per_node: int) -> float:
         """Bandwidth one device gets through this tier, one direction: a cluster tier's NICs are shared."""
@@ -78,6 +146,8 @@ class NetworkTier:
         if self.in_switch_reduction:
             out["in_switch_reduction"] = True
         out["provenance"] = self.provenance.to_dict()
+        if self.measured:
+            out["measured"] = {k: v.to_dict() for k, v in self.measured.items()}
         return out
 
     @classmethod
@@ -100,7 +170,9 @@ class NetworkTier:
                    _positive(d["bandwidth"], "bandwidth", f"{f}.bandwidth", where),
                    _latency(d["latency"], f"{f}.latency", where), topology, nics, dims,
                    as_bool(d.get("in_switch_reduction") or False, f"{f}.in_switch_reduction", where),
-                   Provenance.from_dict(d.get("provenance") or {}, where, field_name=f"{f}.provenance"))
+                   Provenance.from_dict(d.get("provenance") or {}, where, field_name=f"{f}.provenance"),
+                   {as_str(k, f"{f}.measured", where): MeasuredCollective.from_dict(v, f"{f}.measured.{k}", where)
+                    for k, v in as_object(d.get("measured") or {}, f"{f}.measured", where).items()})
 
 
 @dataclass(frozen=True)

@@ -52,13 +52,34 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", metavar="FILE", help="also save the device JSON here")
     p.add_argument("--plot", metavar="DIR", help="write bandwidth.png and roofline.png into DIR")
     p.add_argument("--show", action="store_true", help="print the cached measurement instead of measuring")
+    p.add_argument("--network", action="store_true",
+                   help="print the torchrun line that measures the network (roofline.bench.network) and exit")
     p.add_argument("--audit", action="store_true",
                    help="time the audit kernels against the cached roofs (raising any roof a kernel beats)")
     p.set_defaults(func=run)
 
 
+NETWORK_HELP = """\
+The network is measured by a module torchrun launches on every rank (gloo on CPUs, NCCL on GPUs):
+
+  one node:   torchrun --nproc-per-node N -m roofline.bench.network --device local --out system.json
+  quick:      torchrun --nproc-per-node 2 -m roofline.bench.network --quick --device local --out system.json
+  many nodes: torchrun --nnodes M --nproc-per-node N --node-rank R --rdzv-backend c10d \\
+                  --rdzv-endpoint HOST:29400 -m roofline.bench.network --device local --out system.json
+
+It times all-reduce, all-gather, reduce-scatter, all-to-all and send/recv from 8 B to 1 GiB (--quick: to
+16 MiB), fits t = alpha + bytes / bandwidth per collective and tier (within a node; across nodes), prints
+nccl-tests' algbw/busbw tables, and writes a system file (roofline.system/1) with the measured tiers
+('roofline plan MODEL --system system.json ...'); --plot comm.png draws the communication roofline.
+"""
+
+
 def run(args: argparse.Namespace) -> int:
     from roofline import bench
+
+    if args.network:
+        sys.stdout.write(NETWORK_HELP)
+        return 0
 
     plot_dir = Path(args.plot) if args.plot else None
     # every check before any measuring: nothing is half-done after a bad argument

@@ -1,0 +1,355 @@
+"""Measure the network with torch.distributed, under torchrun: collective times fitted to alpha-beta, written as
+a system file with measured tiers.
+
+    torchrun --nproc-per-node N [--nnodes M --node-rank R --rdzv-endpoint HOST:PORT] \\
+        -m roofline.bench.network [--quick] --device NAME --out system.json [--plot comm.png]
+
+Every rank runs all-reduce, all-gather, reduce-scatter, all-to-all and send/recv (ranks paired 0-1, 2-3,
+...) on float32 buffers from 8 B to 1 GiB (``--quick``: to 16 MiB, fewer repeats), each size after a
+warm-up, each repeat started by a barrier and timed on every rank; a repeat's time is the slowest rank's.
+Reported as nccl-tests does (its doc/PERFORMANCE.md): algorithm bandwidth = message / time, bus bandwidth
+= algorithm bandwidth x the collective's bus factor (:data:`roofline.costs.BUS_FACTORS`), median time and
+interquartile spread.  Each collective is fitted, on its own, to ``t = alpha + message / bandwidth``
+(least squares on relative error; R^2 on log time), so a backend that implements a collective its own way
+(gloo's reduce-scatter is not NCCL's ring) is predicted from what it measured, not from NCCL's factors.
+
+On one node the ranks form the node tier; across nodes (``LOCAL_WORLD_SIZE`` < ``WORLD_SIZE``) each
+collective is measured twice: within every node at once (the node tier) and across nodes, one rank per
+node (the cluster tier).  Rank 0 writes the system file (``roofline.system/1``, each tier's ``measured``
+fits with provenance) only when every rank has finished; any failure (a rank that dies, a collective that
+stalls past ``--timeout``, given to ``init_process_group``) ends every rank with one line and exit code 2,
+and writes nothing.  Backend: NCCL when CUDA is available, gloo otherwise (``--backend``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from roofline.costs import BUS_FACTORS
+from roofline.errors import RooflineError, first_line
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
+FULL_SIZES = tuple(8 * 4**k for k in range(14))  # 8 B .. 512 MiB (x4), plus 1 GiB below
+QUICK_SIZES = tuple(8 * 8**k for k in range(8))  # 8 B .. 16 MiB (x8)
+#: each repeat times back-to-back calls for at least this long: one call of a small message is at the mercy
+#: of the scheduler (0.1 to 1 ms on a shared machine); a batch averages its jitter away
+BATCH_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class Fit:
+    """``t = alpha + message_bytes / bandwidth`` for one collective on one tier, from measured points; a
+    backend that switches algorithm with the size (gloo above a few bytes, NCCL's LL / LL128 / Simple
+    protocols) gets a second regime from ``split_bytes`` on (``alpha2``, ``bandwidth2``)."""
+
+    alpha: float  # seconds
+    bandwidth: float  # message bytes per second (the algorithm bandwidth it tends to)
+    r2: float  # on log time, over every point
+    split_bytes: float = math.inf  # messages this size and above use the second regime
+    alpha2: float = 0.0
+    bandwidth2: float = math.inf
+
+    def time(self, nbytes: float) -> float:
+        from roofline.system import alpha_beta
+
+        return alpha_beta(nbytes, self.alpha, self.bandwidth, self.split_bytes, self.alpha2, self.bandwidth2)
+
+
+def _line(S: Any, t: Any) -> tuple[float, float]:
+    """(alpha, 1 / bandwidth) of ``t = alpha + S / bandwidth`` by least squares on relative error, both >= 0."""
+    import numpy as np
+
+    if len(S) == 1:
+        return float(t[0]), 0.0
+    A = np.stack([np.ones_like(S), S], axis=1) / t[:, None]
+    (alpha, inv_bw), *_ = np.linalg.lstsq(A, np.ones_like(t), rcond=None)
+    if inv_bw <= 0:  # flat in size: latency only
+        return float(np.median(t)), 0.0
+    if alpha < 0:  # refit the slope alone
+        return 0.0, float(np.sum(S / t) / np.sum((S / t) ** 2))
+    return float(alpha), float(inv_bw)
+
+
+def fit(sizes: list[float], times: list[float]) -> Fit:
+    """``t = alpha + S / B`` (least squares on relative error), or two such regimes split at the size that
+    fits best when that halves the error; R^2 on log time.
+
+    >>> f = fit([1e3, 1e6, 1e9], [1e-5 + 1e3 / 1e10, 1e-5 + 1e6 / 1e10, 1e-5 + 1e9 / 1e10])
+    >>> round(f.alpha * 1e6, 3), round(f.bandwidth / 1e9, 3), round(f.r2, 6), f.split_bytes
+    (10.0, 10.0, 1.0, inf)
+    """
+    import numpy as np
+
+    S = np.asarray(sizes, dtype=float)
+    t = np.asarray(times, dtype=float)
+    lt = np.log(t)
+
+    def error(pred: Any) -> float:
+        return float(np.sum((lt - np.log(pred)) ** 2))
+
+    a, inv = _line(S, t)
+    best = (error(a + S * inv), Fit(a, 1 / inv if inv > 0 else math.inf, 0.0))
+    tried = range(1, len(S) - 1) if best[0] > 1e-4 * len(S) else range(0)  # one line that fits: no split
+    for k in tried:  # the second regime needs two points to have a slope
+        a1, i1 = _line(S[:k], t[:k])
+        a2, i2 = _line(S[k:], t[k:])
+        pred = np.where(S >= S[k], a2 + S * i2, a1 + S * i1)
+        e = error(pred)
+        if e < best[0] / 2:
+            best = (e, Fit(a1, 1 / i1 if i1 > 0 else math.inf, 0.0, float(S[k]), a2, 1 / i2 if i2 > 0 else math.inf))
+    ss = float(np.sum((lt - lt.mean()) ** 2))
+    r2 = 1.0 - best[0] / ss if ss > 0 else 1.0
+    f = best[1]
+    return Fit(f.alpha, f.bandwidth, r2, f.split_bytes, f.alpha2, f.bandwidth2)
+
+
+def _message(collective: str, nbytes: int, ranks: int) -> int:
+    """The buffer size actually used: float32 elements, divisible by the ranks for gather/scatter/all-to-all."""
+    step = 4 * (ranks if collective in ("all_gather", "reduce_scatter", "all_to_all") else 1)
+    return max(step, (nbytes + step - 1) // step * step)
+
+
+def _op(dist: Any, torch: Any, collective: str, nbytes: int, group: Any, ranks: int, rank_in_group: int,
+        device: Any) -> Any:
+    """A callable running one ``collective`` of an ``nbytes`` message in ``group``."""
+    n = nbytes // 4
+    if collective == "all_reduce":
+        x = torch.ones(n, device=device)
+        return lambda: dist.all_reduce(x, group=group)
+    if collective == "all_gather":  # the message is the gathered output
+        out, x = torch.empty(n, device=device), torch.ones(n // ranks, device=device)
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+        return lambda: gather(out, x, group=group)
+    if collective == "reduce_scatter":  # the message is the input
+        x, out = torch.ones(n, device=device), torch.empty(n // ranks, device=device)
+        scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+        return lambda: scatter(out, x, group=group)
+    if collective == "all_to_all":
+        x, out = torch.ones(n, device=device), torch.empty(n, device=device)
+        return lambda: dist.all_to_all_single(out, x, group=group)
+    # send/recv: pairs (0, 1), (2, 3), ... of the group; an odd last rank idles
+    x = torch.ones(n, device=device)
+    peers = dist.get_process_group_ranks(group) if group is not None else list(range(ranks))
+    me = rank_in_group
+    if me % 2 == 0 and me + 1 < ranks:
+        return lambda: dist.send(x, peers[me + 1], group=group)
+    if me % 2 == 1:
+        return lambda: dist.recv(x, peers[me - 1], group=group)
+    return lambda: None
+
+
+def measure(collective: str, sizes: tuple[int, ...], repeats: int, group: Any, ranks: int, rank_in_group: int,
+            device: Any, *, budget: float = 1.0) -> list[tuple[int, float, float, float]]:
+    """(message bytes, median, q1, q3 seconds) per size.  Each repeat starts at a barrier and times a batch
+    of back-to-back calls (:data:`BATCH_SECONDS` of them, as nccl-tests times iterations) on every rank; the slowest
+    rank's time per call is the repeat's.  Big sizes take fewer repeats so each size costs about ``budget``
+    seconds (at least 3 repeats)."""
+    import torch
+    import torch.distributed as dist
+
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    out = []
+    for size in sizes:
+        nbytes = _message(collective, size, ranks)
+        run = _op(dist, torch, collective, nbytes, group, ranks, rank_in_group, device)
+        run()
+        sync()
+        dist.barrier(group=group)
+        t0 = time.perf_counter()
+        run()
+        sync()
+        once = time.perf_counter() - t0
+        inner = max(1, min(10_000, math.ceil(BATCH_SECONDS / max(once, 1e-7))))
+        k = max(3, min(repeats, int(budget / max(once * inner, 1e-6))))
+        # every rank must agree on the counts: take the largest batch and the smallest repeat count
+        counts = torch.tensor([-k, inner], dtype=torch.int64)
+        dist.all_reduce(counts, op=dist.ReduceOp.MAX, group=group)
+        k, inner = int(-counts[0]), int(counts[1])
+        samples = torch.empty(k, dtype=torch.float64)
+        for i in range(k):
+            dist.barrier(group=group)
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                run()
+            sync()
+            samples[i] = (time.perf_counter() - t0) / inner
+        dist.all_reduce(samples, op=dist.ReduceOp.MAX, group=group)
+        values = sorted(samples.tolist())
+        q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else [values[0]] * 3
+        out.append((nbytes, statistics.median(values), q[0], q[2]))
+    return out
+
+
+def _bus(collective: str, ranks: int) -> float:
+    return BUS_FACTORS["send" if collective == "send_recv" else collective](ranks) if ranks > 1 else 1.0
+
+
+def report(label: str, collective: str, ranks: int, points: list[tuple[int, float, float, float]], f: Fit) -> str:
+    """nccl-tests' columns for one collective: size, time, algbw, busbw, spread; then the fit."""
+    from roofline.units import format_bytes, format_seconds
+
+    regime2 = (f"; from {format_bytes(f.split_bytes)}: {format_seconds(f.alpha2)} + bytes / "
+               f"{f.bandwidth2 / 1e9:.3g} GB/s" if f.split_bytes < math.inf else "")
+    lines = [f"{label} {collective} ({ranks} ranks): t = {format_seconds(f.alpha)} + bytes / "
+             f"{f.bandwidth / 1e9:.3g} GB/s{regime2} (R^2 {f.r2:.3f} on log time)",
+             f"  {'size':>10} {'time':>10} {'algbw GB/s':>11} {'busbw GB/s':>11} {'IQR':>6} {'fit':>8}"]
+    for nbytes, med, q1, q3 in points:
+        alg = nbytes / med / 1e9
+        lines.append(f"  {format_bytes(nbytes):>10} {format_seconds(med):>10} {alg:>11.3g} "
+                     f"{alg * _bus(collective, ranks):>11.3g} {(q3 - q1) / med:>6.0%} {f.time(nbytes) / med - 1:>+8.0%}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m roofline.bench.network",
+                                description="Measure collectives under torchrun; fit alpha-beta per collective and "
+                                            "tier; write a system file (see 'roofline bench --network').")
+    p.add_argument("--quick", action="store_true", help="8 B .. 16 MiB, fewer repeats")
+    p.add_argument("--device", default="local", help="the device of the system (catalog name, JSON, or 'local')")
+    p.add_argument("--out", help="write the system file here (rank 0, once every rank has finished)")
+    p.add_argument("--plot", metavar="CHART", help="write the communication roofline chart (.png, .svg, .pdf)")
+    p.add_argument("--backend", choices=("gloo", "nccl"), default=None, help="default: nccl with CUDA, else gloo")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="a collective stalled this long fails")
+    p.add_argument("--repeats", type=int, default=None, metavar="N", help="timed repeats per size (default 9/15)")
+    p.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated subset")
+    args = p.parse_args(argv)
+    rank = int(os.environ.get("RANK", "0"))
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(f"roofline: error: network bench (rank {rank}): interrupted; nothing written", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a rank died, a collective stalled, bad input: one line on every rank
+        msg = exc.args[0] if isinstance(exc, RooflineError) else f"{type(exc).__name__}: {first_line(exc)}"
+        print(f"roofline: error: network bench (rank {rank}): {msg}; nothing written", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    import torch
+    import torch.distributed as dist
+
+    if "WORLD_SIZE" not in os.environ:
+        raise RooflineError("not launched by torchrun: run 'torchrun --nproc-per-node N -m roofline.bench.network "
+                            "...' ('roofline bench --network' prints the line)")
+    wanted = tuple(c.strip() for c in args.collectives.split(",") if c.strip())
+    bad = [c for c in wanted if c not in COLLECTIVES]
+    if bad or not wanted:
+        raise RooflineError(f"--collectives: {', '.join(bad) or '(none)'} not among {', '.join(COLLECTIVES)}")
+    if args.out:
+        from roofline.fileio import check_writable
+
+        check_writable(args.out)
+    if args.plot:
+        from roofline.render import check_chart_path
+
+        check_chart_path(args.plot)
+    from roofline.catalog import resolve_device
+
+    device = resolve_device(args.device)
+    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
+    try:
+        return _measure_all(args, dist, torch, device, backend, wanted)
+    finally:
+        dist.destroy_process_group()
+
+
+def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, backend: str,
+                 wanted: tuple[str, ...]) -> int:
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    nodes = world // local
+    if world % local:
+        raise RooflineError(f"{world} ranks are not whole nodes of {local}")
+    on = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if backend == "nccl" else torch.device("cpu")
+    if on.type == "cuda":
+        torch.cuda.set_device(on)
+    sizes = QUICK_SIZES if args.quick else (*FULL_SIZES, 1 << 30)
+    repeats = args.repeats or (9 if args.quick else 15)
+    # tier groups: every node's ranks (node tier), and the ranks with the same local rank across nodes (cluster)
+    tiers: list[tuple[str, Any, int, int]] = []
+    if local > 1:
+        groups = [dist.new_group(list(range(k * local, (k + 1) * local))) for k in range(nodes)] if nodes > 1 else [None]
+        tiers.append(("node", groups[rank // local], local, rank % local))
+    if nodes > 1:
+        cross = [dist.new_group(list(range(j, world, local))) for j in range(local)]
+        tiers.append(("cluster", cross[rank % local], nodes, rank // local))
+    if not tiers:
+        raise RooflineError("one rank measures no network: launch at least 2 (--nproc-per-node 2)")
+    results: dict[str, dict[str, Any]] = {}
+    text = []
+    t_start = time.perf_counter()
+    for scope, group, ranks, me in tiers:
+        results[scope] = {}
+        for c in wanted:
+            if c == "send_recv" and ranks < 2:
+                continue
+            points = measure(c, sizes, repeats, group, ranks, me, on)
+            f = fit([p[0] for p in points], [p[1] for p in points])
+            results[scope][c] = {"ranks": ranks, "points": points, "fit": f}
+            text.append(report(scope, c, ranks, points, f))
+    dist.barrier()  # every rank done: only now is anything written
+    if rank == 0:
+        wall = time.perf_counter() - t_start
+        print("\n".join(text))
+        print(f"network bench: {backend}, {world} ranks ({nodes} node(s) x {local}), "
+              f"{len(sizes)} sizes x {len(wanted)} collectives per tier in {wall:.1f} s")
+        system = build_system(results, device, local, nodes, backend, repeats)
+        outputs = []
+        if args.out:
+            outputs.append((args.out, (system.to_json() + "\n").encode()))
+        if args.plot:
+            from roofline.render.network import network_chart_bytes
+
+            outputs.append((args.plot, network_chart_bytes(system, args.plot)))
+        if outputs:
+            from roofline.fileio import write_files_atomic
+
+            write_files_atomic(outputs)
+            for path, _ in outputs:
+                print(f"saved: {path}")
+    return 0
+
+
+def build_system(results: dict[str, dict[str, Any]], device: Any, local: int, nodes: int, backend: str,
+                 repeats: int) -> Any:
+    """The system of what was measured: per tier, its all-reduce as the tier's bandwidth and latency (bus
+    bandwidth and alpha per step, for the cost model's other collectives and group sizes), and every
+    collective's own fit in ``measured``."""
+    from roofline.bench.machine import now
+    from roofline.collectives import steps
+    from roofline.device import Provenance
+    from roofline.system import MeasuredCollective, NetworkTier, System
+
+    tiers = []
+    for scope, by in results.items():
+        measured = {c: MeasuredCollective(backend, r["ranks"], r["fit"].alpha, r["fit"].bandwidth, r["fit"].r2,
+                                          tuple((float(s), m, q1, q3) for s, m, q1, q3 in r["points"]),
+                                          r["fit"].split_bytes, r["fit"].alpha2, r["fit"].bandwidth2)
+                    for c, r in by.items()}
+        ar = by.get("all_reduce") or next(iter(by.values()))
+        n = ar["ranks"]
+        name = "all_reduce" if "all_reduce" in by else next(iter(by))
+        f = ar["fit"]
+        bus = (f.bandwidth2 if f.split_bytes < math.inf else f.bandwidth) * _bus(name, n)  # the large messages'
+        alpha = f.alpha / max(1, steps(name, n))  # the small messages'
+        bus = bus if bus < math.inf else 1e18
+        prov = Provenance(kind="measured", source=f"roofline.bench.network ({backend})", method=(
+            f"torch.distributed {backend}: {name} fitted to alpha-beta over {len(ar['points'])} sizes, "
+            f"{repeats} barrier-timed repeats each (slowest rank), {n} ranks"), date=now(), repeats=repeats)
+        tiers.append(NetworkTier(f"{backend} {scope}", scope, bus, alpha, "switch",
+                                 local if scope == "cluster" else 0, (), False, prov, measured))
+    return System(f"measured ({backend}, {nodes} x {local})", device, local, nodes, tuple(tiers))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The communication roofline: collective time against message size, measured points under the alpha-beta
+model of each collective (matplotlib; reads a System with measured tiers, computes nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.render.chart import figure_bytes
+from roofline.text import for_chart
+
+COLORS = {"all_reduce": "#1f4e79", "all_gather": "#2ca02c", "reduce_scatter": "#ff7f0e", "all_to_all": "#9467bd",
+          "send_recv": "#d62728"}
+
+
+def network_figure(system: Any) -> Any:
+    """One panel per measured tier: log-log time vs bytes; each collective's fit drawn as a line (its
+    latency floor alpha on the left, the bandwidth slope on the right) with the measured medians and
+    their interquartile range as points."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    tiers = [t for t in system.tiers if t.measured]
+    fig = Figure(figsize=(7 * max(1, len(tiers)), 5), dpi=110)
+    for k, tier in enumerate(tiers):
+        ax = fig.add_subplot(1, len(tiers), k + 1)
+        for name, m in tier.measured.items():
+            color = COLORS.get(name, "#555555")
+            pts = np.asarray(m.points, dtype=float)
+            if len(pts):
+                lo, hi = pts[:, 0].min() / 2, pts[:, 0].max() * 2
+                xs = np.geomspace(lo, hi, 100)
+                regime2 = (f"; from {m.split_bytes:.3g} B: {_model(m.alpha2, m.bandwidth2)}"
+                           if m.split_bytes < float("inf") else "")
+                ax.plot(xs, [m.time(x) for x in xs], color=color, lw=1.5,
+                        label=for_chart(f"{name}: {_model(m.alpha, m.bandwidth)}{regime2} (R² {m.r2:.3f})"))
+                ax.errorbar(pts[:, 0], pts[:, 1], yerr=[pts[:, 1] - pts[:, 2], pts[:, 3] - pts[:, 1]], fmt="o",
+                            ms=4, color=color, mfc="white", capsize=2)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("message size [bytes]")
+        ax.set_ylabel("time [s]")
+        ranks = next(iter(tier.measured.values())).ranks
+        ax.set_title(for_chart(f"{tier.name}: {ranks} ranks (lines: alpha-beta fits; points: measured)"),
+                     fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(for_chart(system.name), fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _model(alpha: float, bandwidth: float) -> str:
+    return f"{alpha * 1e6:.3g} us" + (f" + B / {bandwidth / 1e9:.3g} GB/s" if bandwidth < float("inf") else " flat")
+
+
+def network_chart_bytes(system: Any, path: str) -> bytes:
+    return figure_bytes(network_figure(system), path.rsplit(".", 1)[-1].lower())
