@@ -3,19 +3,23 @@ model of each collective (matplotlib; reads a System with measured tiers, comput
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from roofline.render.chart import figure_bytes
 from roofline.text import for_chart
+from roofline.units import format_seconds
 
 COLORS = {"all_reduce": "#1f4e79", "all_gather": "#2ca02c", "reduce_scatter": "#ff7f0e", "all_to_all": "#9467bd",
           "send_recv": "#d62728"}
 
 
-def network_figure(system: Any) -> Any:
+def network_figure(system: Any, extra: Sequence[tuple[str, str, float, float]] = ()) -> Any:
     """One panel per measured tier: log-log time vs bytes; each collective's fit drawn as a line (its
     latency floor alpha on the left, the bandwidth slope on the right) with the measured medians and
-    their interquartile range as points."""
+    their interquartile range as points.  ``extra``: (label, collective, bytes, measured seconds) of
+    collectives measured elsewhere (a model's own all-reduce), drawn as stars beside their prediction
+    (a cross on the collective's line)."""
     import numpy as np
     from matplotlib.figure import Figure
 
@@ -35,6 +39,14 @@ def network_figure(system: Any) -> Any:
                         label=for_chart(f"{name}: {_model(m.alpha, m.bandwidth)}{regime2} (R² {m.r2:.3f})"))
                 ax.errorbar(pts[:, 0], pts[:, 1], yerr=[pts[:, 1] - pts[:, 2], pts[:, 3] - pts[:, 1]], fmt="o",
                             ms=4, color=color, mfc="white", capsize=2)
+        for label, name, nbytes, seconds in extra if k == 0 else ():
+            m = tier.measured.get(name)
+            color = COLORS.get(name, "#555555")
+            ax.plot([nbytes], [seconds], marker="*", ms=12, color=color, ls="none",
+                    label=for_chart(f"{label}: measured {format_seconds(seconds)}"))
+            if m is not None:
+                ax.plot([nbytes], [m.time(nbytes)], marker="x", ms=10, color=color, ls="none",
+                        label=for_chart(f"{label}: predicted {format_seconds(m.time(nbytes))}"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("message size [bytes]")
@@ -53,5 +65,5 @@ def _model(alpha: float, bandwidth: float) -> str:
     return f"{alpha * 1e6:.3g} us" + (f" + B / {bandwidth / 1e9:.3g} GB/s" if bandwidth < float("inf") else " flat")
 
 
-def network_chart_bytes(system: Any, path: str) -> bytes:
-    return figure_bytes(network_figure(system), path.rsplit(".", 1)[-1].lower())
+def network_chart_bytes(system: Any, path: str, extra: Sequence[tuple[str, str, float, float]] = ()) -> bytes:
+    return figure_bytes(network_figure(system, extra), path.rsplit(".", 1)[-1].lower())
