@@ -49,6 +49,7 @@ import numpy as np
 from roofline import costs
 from roofline.errors import RooflineError
 from roofline.fileio import shown_path
+from roofline.frontends.torch import FUSED_FUNCTIONS
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents, read_events
 from roofline.frontends.trace.replay import NotReplayed, Replayer
 from roofline.stats import SINGLE_SAMPLE_TOLERANCE, Timing
@@ -57,7 +58,7 @@ from roofline.workload import MeasuredRun, RankFigures, TraceRecord, Unmatched, 
 HOW_TO_RECORD = ("record one with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
                  "record_shapes=True, with_stack=True) and prof.export_chrome_trace('trace.json')")
 #: aten ops recorded as one fused op each, as the PyTorch frontend records their functions.
-FUSED = {"aten::scaled_dot_product_attention", "aten::rms_norm"}
+FUSED = frozenset(f"aten::{name}" for name in FUSED_FUNCTIONS)
 BACKWARD_SCOPE = "autograd::engine::evaluate_function: "
 COMMS_EVENT = "record_param_comms"  # NCCL (and others): a cpu_op with the collective's message sizes
 GLOO_PREFIX = "gloo:"  # gloo: a user_annotation on its worker thread ('gloo:all_reduce') with the input shapes
