@@ -272,6 +272,11 @@ def test_llm_on_a_system_uses_the_node_tier(capsys):
     a = analyze(from_llm("llama-2-7b", phase="decode", batch=8, context=1024, tp=8), dev)
     i = [a.workload.strings("name", k) for k in range(len(a.workload))].index("decode.layers.attn.all_reduce")
     assert a.bound[i] == "interconnect" and a.time[i] == pytest.approx(a.workload.bytes[i] / 450e9)
+    from roofline.render.chart import interconnect_roof
+
+    link = interconnect_roof(dev, a)  # the chart draws the tier's slope, the all-reduces on it
+    assert link is not None and link.bandwidth == 450e9 and "NVLink 4" in link.level
+    assert interconnect_roof(dev, analyze(from_llm("llama-2-7b", phase="decode", batch=8, context=1024), dev)) is None
     assert main(["llm", "llama-2-7b", "--system", "dgx-h100", "--tp", "8", "--phase", "decode"]) == 0
     assert "NVIDIA H100" in capsys.readouterr().out
     assert main(["llm", "llama-2-7b", "--system", "dgx-h100", "--tp", "16", "--phase", "decode"]) == 2

@@ -167,6 +167,14 @@ def _gmean(a: float, b: float) -> float:
     return 10 ** ((math.log10(a) + math.log10(b)) / 2)
 
 
+def interconnect_roof(device: Device, analysis: Analysis | None) -> MemoryCeiling | None:
+    """The device link as a slope to draw, when some op of ``analysis`` moves its bytes over it."""
+    if analysis is None or device.interconnect is None or not (analysis.level_index < 0).any():
+        return None
+    ic = device.interconnect
+    return MemoryCeiling(f"link: {ic.name or 'interconnect'}", ic.bandwidth, None, ic.provenance)
+
+
 def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analysis: Analysis | None,
            ceilings: Sequence[ComputeCeiling] | None, levels: Sequence[str] | None) -> _Frame:
     if ceilings is None:
@@ -179,6 +187,9 @@ def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analys
             ceilings = sorted(device.compute, key=lambda c: -c.flops)
     mems = sorted((m for m in device.memory if levels is None or m.level in levels), key=lambda m: m.bandwidth)
     main = device.main_memory if device.main_memory in mems else mems[0]
+    link = interconnect_roof(device, analysis)
+    if link is not None:  # collective ops sit under the link's slope (a network tier, roofline llm --system)
+        mems = sorted([*mems, link], key=lambda m: m.bandwidth)
     # the roof whose ridge is marked: the one carrying most op time (summary.dominant), else the fastest
     top = summary.dominant if summary is not None and summary.dominant in ceilings else ceilings[0]
     # axis ranges: every point, every ridge, a decade of margin; numbers at the float extremes (a ridge of
