@@ -13,9 +13,11 @@ punctuation and knows aliases.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from roofline import names
 from roofline.device import Device
@@ -26,19 +28,27 @@ from roofline.system import System
 CATALOG_SCHEMA = "roofline.catalog/1"
 
 
+def _files(folder: str, schema: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(name, parsed JSON) of every catalog data file in ``folder`` ('' for the devices'), in name order;
+    a file of another schema is a packaging bug."""
+    root = resources.files(__name__)
+    for entry in sorted((root.joinpath(folder) if folder else root).iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".json"):
+            name = f"{folder}/{entry.name}" if folder else entry.name
+            data = json.loads(entry.read_text(encoding="utf-8"))
+            if data.get("schema") != schema:
+                raise RuntimeError(f"catalog file {name}: bad schema {data.get('schema')!r}")
+            yield name, data
+
+
 @lru_cache(maxsize=1)
 def devices() -> tuple[Device, ...]:
     """Every catalog device, in file order."""
     out: list[Device] = []
-    for entry in sorted(resources.files(__name__).iterdir(), key=lambda p: p.name):
-        if not entry.name.endswith(".json"):
-            continue
-        data = json.loads(entry.read_text(encoding="utf-8"))
-        if data.get("schema") != CATALOG_SCHEMA:
-            raise RuntimeError(f"catalog file {entry.name}: bad schema {data.get('schema')!r}")
+    for name, data in _files("", CATALOG_SCHEMA):
         for d in data["devices"]:
             d = {"vendor": data.get("vendor", ""), **d}
-            out.append(Device.from_dict(d, where=f"catalog/{entry.name}", sources=data.get("sources", {}),
+            out.append(Device.from_dict(d, where=f"catalog/{name}", sources=data.get("sources", {}),
                                         require_schema=False))
     return tuple(out)
 
@@ -105,17 +115,11 @@ def _systems() -> tuple[tuple[tuple[str, ...], System], ...]:
     from roofline.system import SYSTEM_SCHEMA
 
     out = []
-    for entry in sorted(resources.files(__name__).joinpath("systems").iterdir(), key=lambda p: p.name):
-        if not entry.name.endswith(".json"):
-            continue
-        data = json.loads(entry.read_text(encoding="utf-8"))
-        if data.get("schema") != SYSTEM_CATALOG_SCHEMA:
-            raise RuntimeError(f"catalog file systems/{entry.name}: bad schema {data.get('schema')!r}")
+    for name, data in _files("systems", SYSTEM_CATALOG_SCHEMA):
         for s in data["systems"]:
             aliases = tuple(s.get("aliases", ()))
             body = {k: v for k, v in s.items() if k != "aliases"}
-            out.append((aliases, System.from_dict({"schema": SYSTEM_SCHEMA, **body},
-                                                  where=f"catalog/systems/{entry.name}")))
+            out.append((aliases, System.from_dict({"schema": SYSTEM_SCHEMA, **body}, where=f"catalog/{name}")))
     return tuple(out)
 
 

@@ -310,15 +310,28 @@ class _Shard:
     attention_flops: float  # the attention core's
 
 
+def _split_queries(B: np.ndarray, cp: int) -> np.ndarray:
+    """A prefill basis on one of ``cp`` context-parallel devices: queries, tokens and pairs split ``cp`` ways,
+    the keys all visited (ring attention) and the weights whole."""
+    out = B.copy()
+    keep = np.zeros(out.shape[1], dtype=bool)
+    keep[[ONE, EXP, KEY, KEYW]] = True
+    out[:, ~keep] /= cp
+    return out
+
+
+def _edges(first: float, last: float, pp: int) -> float:
+    """The first stage's extra ops (embedding) and the last's (final norm, lm_head): on one device without a
+    pipeline, else the slower edge stage's."""
+    return max(first, last) if pp > 1 else first + last
+
+
 @lru_cache(maxsize=4096)
 def _evaluated(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int) -> tuple[Any, dict[str, np.ndarray]]:
     """The forward op table of one micro-batch on one device's shard, and its per-op FLOPs and bytes."""
     a = run.arch
     table = build_table(a, "prefill", tp, True, True)
-    B = basis(a, micro_batch, run.seq, run.seq).copy()
-    keep = np.zeros(B.shape[1], dtype=bool)
-    keep[[ONE, EXP, KEY, KEYW]] = True
-    B[:, ~keep] /= cp  # queries, tokens and pairs split over cp; keys all visited (ring attention)
+    B = _split_queries(basis(a, micro_batch, run.seq, run.seq), cp)
     B[:, EXP] /= ep
     v = evaluate(table, B, run.precisions.bytes())
     return table, {k: x[0] for k, x in v.items()}
@@ -368,8 +381,8 @@ class _Cache:
             t = _op_times(table, B, run.precisions, self.system.device)
             layer, first, last, _ = _masks(table)
             c = table.counts
-            edges = max(t[first] @ c[first], t[last] @ c[last]) if pp > 1 else t[first] @ c[first] + t[last] @ c[last]
-            got = self.times[key] = float(t[layer] @ c[layer]) / pp + float(edges)
+            edges = _edges(float(t[first] @ c[first]), float(t[last] @ c[last]), pp)
+            got = self.times[key] = float(t[layer] @ c[layer]) / pp + edges
         return got
 
     def serving_prefill(self, run: ServingRun, tp: int, cp: int) -> float:
@@ -378,10 +391,7 @@ class _Cache:
         got = self.times.get(key)
         if got is None:
             table = build_table(run.arch, "prefill", tp, True, False)
-            B = basis(run.arch, 1, run.prompt, run.prompt).copy()
-            keep = np.zeros(B.shape[1], dtype=bool)
-            keep[[ONE, EXP, KEY, KEYW]] = True
-            B[:, ~keep] /= cp
+            B = _split_queries(basis(run.arch, 1, run.prompt, run.prompt), cp)
             t = _op_times(table, B, run.precisions, self.system.device)
             compute = table.roles != LINK
             got = self.times[key] = float(t[compute] @ table.counts[compute])
@@ -469,9 +479,9 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     cache = cache if cache is not None and cache.system is system else _Cache(system)
     sh = cache.shard(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
     stage_layers = sh.layers_time / lay.pp
-    forward = stage_layers + (max(sh.first_time, sh.last_time) if lay.pp > 1 else sh.first_time + sh.last_time)
+    forward = stage_layers + _edges(sh.first_time, sh.last_time, lay.pp)
     recompute = {"none": 0.0, "selective": sh.attention_time / lay.pp, "full": forward}[lay.recompute]
-    edge_params = max(sh.first_params, sh.last_params) if lay.pp > 1 else sh.first_params + sh.last_params
+    edge_params = _edges(sh.first_params, sh.last_params, lay.pp)
     expert = sh.expert_params / lay.pp
     dense = (sh.layer_params - sh.expert_params) / lay.pp + edge_params  # on the device with the most
     params = dense + expert
@@ -527,8 +537,7 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
             add(f"{label} fsdp grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch")
 
     memory = memory_per_device(run, lay, dense, expert, m)
-    flops_fwd = sh.layers_flops / lay.pp + (sh.first_flops + sh.last_flops if lay.pp == 1 else
-                                            max(sh.first_flops, sh.last_flops))
+    flops_fwd = sh.layers_flops / lay.pp + _edges(sh.first_flops, sh.last_flops, lay.pp)
     rec_flops = {"none": 0.0, "selective": sh.attention_flops / lay.pp, "full": flops_fwd}[lay.recompute]
     flops = m * (3 * flops_fwd + rec_flops) + ADAM_FLOPS * shard_opt
     return Estimate(run, lay, system, m, forward, 2 * forward, recompute, float(opt), tuple(comms), memory, flops)
