@@ -41,6 +41,19 @@ def test_fit_finds_a_second_regime():
     assert f.time(8) == pytest.approx(0.2e-3) and f.r2 == pytest.approx(1.0)
 
 
+def test_fit_keeps_one_line_that_the_spread_explains():
+    """0.7 ms at 8 B, then 1 ms + S / 1.5 GB/s: with tight quartiles (+-5%) that is a step, two regimes;
+    measured with quartiles 0.6x..1.4x (a noisy machine's) one line (~0.91 ms + S / 1.45 GB/s) passes
+    within every spread, so the step is not fitted: it may be noise."""
+    sizes = [8 * 8**k for k in range(8)]
+    times = [0.7e-3 if s == 8 else 1e-3 + s / 1.5e9 for s in sizes]
+    tight = fit(sizes, times, [(t * 0.95, t * 1.05) for t in times])
+    assert tight.split_bytes == 64 and tight.alpha == pytest.approx(0.7e-3)
+    loose = fit(sizes, times, [(t * 0.6, t * 1.4) for t in times])
+    assert loose.split_bytes == float("inf")
+    assert all(0.6 * t <= loose.time(s) <= 1.4 * t for s, t in zip(sizes, times, strict=True))
+
+
 def test_measured_tier_predicts_its_own_collectives():
     """A tier with a measured all-gather for 2 ranks predicts a 2-rank all-gather from that fit (not from the
     tier's bandwidth and NCCL's factor); other group sizes and collectives use the tier's figures."""
@@ -85,8 +98,9 @@ def test_two_gloo_ranks_complete_and_write_a_system(two_ranks):
 
 def test_fits_describe_their_own_run(two_ranks):
     """Each collective's fit (one or two alpha-beta regimes) follows its own run's medians: R^2 on log time
-    above 0.8 here.  Whether it predicts another run (issue 18's 25% / 0.95 targets) is measured, with this
-    machine's run-to-run spread, by benchmarks/bench_network.py: on a 2-vCPU shared VM it does not."""
+    above 0.8 here.  Whether it predicts another run (issue 18's 25% / 0.95 targets) is measured by
+    benchmarks/bench_network.py beside this machine's own run-to-run spread (on a 2-vCPU shared VM the
+    same size's median moves by 20 to 80% from one run to the next, which no fit can beat)."""
     tmp, _ = two_ranks
     for name, m in System.load(tmp / "one.json").tiers[0].measured.items():
         assert m.r2 >= 0.8, (name, m.r2)
@@ -98,6 +112,29 @@ def test_four_gloo_ranks_complete(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     tier = System.load(tmp_path / "four.json").tiers[0]
     assert tier.measured["all_reduce"].ranks == 4
+
+
+def test_two_nodes_through_torchrun_rendezvous(tmp_path):
+    """Two torchrun agents (two "nodes" of 2 ranks on loopback, joined by torchrun's c10d rendezvous as the
+    README shows): the node tier is measured within each node (2 ranks), the cluster tier across the
+    nodes (one rank per node, 2 ranks); only global rank 0 (on node 0) writes its file."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    agents = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=2",
+                                f"--node-rank={r}", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
+                                "--rdzv-id=roofline-test", "-m", "roofline.bench.network", "--quick", "--repeats", "3",
+                                "--device", "xeon-8480", "--collectives", "all_reduce",
+                                "--out", str(tmp_path / f"node{r}.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
+              for r in (0, 1)]
+    for agent in agents:
+        _, err = agent.communicate(timeout=240)
+        assert agent.returncode == 0, err[-2000:]
+    assert not (tmp_path / "node1.json").exists()
+    s = System.load(tmp_path / "node0.json")
+    assert (s.devices_per_node, s.nodes) == (2, 2)
+    assert [(t.scope, t.measured["all_reduce"].ranks) for t in s.tiers] == [("node", 2), ("cluster", 2)]
 
 
 def test_a_stalled_peer_is_one_line_and_no_file(tmp_path):
@@ -115,20 +152,33 @@ def test_a_stalled_peer_is_one_line_and_no_file(tmp_path):
     assert not out.exists()
 
 
-def test_bad_input_without_torchrun(tmp_path):
+@pytest.mark.parametrize("args, says", [
+    ((), "not launched by torchrun"),
+    (("--collectives", "all_reduce,broadcast"), "--collectives: broadcast not among"),
+    (("--collectives", ","), "--collectives: (none)"),
+    (("--repeats", "2"), "--repeats 2: at least 3"),
+    (("--timeout", "0"), "--timeout 0.0: a positive number"),
+    (("--timeout", "nan"), "--timeout nan: a positive number"),
+    (("--device", "no-such-gpu"), "no-such-gpu"),
+    (("--out", "/dev/null/s.json"), "is a file, not a directory"),
+    (("--plot", "comm.txt"), "comm.txt"),
+])
+def test_bad_input_is_one_line(tmp_path, args, says):
+    """Checked before any rank joins a process group (so also without torchrun): one line, exit 2."""
     env = {k: v for k, v in ENV.items() if k not in ("WORLD_SIZE", "RANK")}
-    r = subprocess.run([sys.executable, "-m", "roofline.bench.network", "--quick"], capture_output=True, text=True,
-                       timeout=60, env=env)
-    assert r.returncode == 2 and "not launched by torchrun" in r.stderr and r.stderr.count("\n") == 1
+    r = subprocess.run([sys.executable, "-m", "roofline.bench.network", "--quick", *args], capture_output=True,
+                       text=True, timeout=60, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("roofline: error: network bench (rank 0): ") and not list(tmp_path.iterdir())
 
 
 def test_tensor_parallel_mlp_beside_its_prediction(two_ranks, tmp_path):
     """A 2-rank tensor-parallel MLP (gloo) timed for real: its all-reduce of 64 x 1024 fp32 values is
     predicted from the measured tier (the all-reduce fit at 256 kB) and drawn on the communication roofline
     beside that prediction.  The fit comes from back-to-back calls; the MLP's one all-reduce follows 10 ms of
-    GEMMs, and gloo's threads wake up for it (on this shared 2-vCPU machine 3 to 8x the batched time, and
-    gloo's small-message latency flips between about 0.2 and 1 ms from run to run), so the check is the
-    order of magnitude: within 10x either way."""
+    GEMMs.  On this shared 2-vCPU machine, whose own run-to-run spread is 20 to 80% per size, measured /
+    predicted has ranged from about 1 to 8 between runs (benchmarks/bench_network.py prints it), so the
+    check is the order of magnitude: within 10x either way."""
     tmp, first = two_ranks
     assert first.returncode == 0, first.stderr[-2000:]
     with socket.socket() as sock:

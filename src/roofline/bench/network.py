@@ -5,8 +5,9 @@ a system file with measured tiers.
         -m roofline.bench.network [--quick] --device NAME --out system.json [--plot comm.png]
 
 Every rank runs all-reduce, all-gather, reduce-scatter, all-to-all and send/recv (ranks paired 0-1, 2-3,
-...) on float32 buffers from 8 B to 1 GiB (``--quick``: to 16 MiB, fewer repeats), each size after a
-warm-up, each repeat started by a barrier and timed on every rank; a repeat's time is the slowest rank's.
+...) on float32 buffers from 8 B to 1 GiB (``--quick``: to 16 MiB, fewer samples), each size after a
+warm-up; each sample is a batch of calls started by a barrier and timed on every rank (the slowest rank's
+time counts), taken in rounds over every collective and size.
 Reported as nccl-tests does (its doc/PERFORMANCE.md): algorithm bandwidth = message / time, bus bandwidth
 = algorithm bandwidth x the collective's bus factor (:data:`roofline.costs.BUS_FACTORS`), median time and
 interquartile spread.  Each collective is fitted, on its own, to ``t = alpha + message / bandwidth``
@@ -39,9 +40,10 @@ from roofline.errors import RooflineError, first_line
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 FULL_SIZES = tuple(8 * 4**k for k in range(14))  # 8 B .. 512 MiB (x4), plus 1 GiB below
 QUICK_SIZES = tuple(8 * 8**k for k in range(8))  # 8 B .. 16 MiB (x8)
-#: each repeat times back-to-back calls for at least this long: one call of a small message is at the mercy
-#: of the scheduler (0.1 to 1 ms on a shared machine); a batch averages its jitter away
-BATCH_SECONDS = 0.05
+#: each sample times back-to-back calls for at least this long: one call of a small message is at the mercy
+#: of the scheduler (0.1 to 1 ms on a shared machine); a batch averages its jitter away, and many short
+#: batches spread over the run average away the slower swings
+BATCH_SECONDS = 0.02
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,10 @@ def _line(S: Any, t: Any) -> tuple[float, float]:
     return float(alpha), float(inv_bw)
 
 
-def fit(sizes: list[float], times: list[float]) -> Fit:
+def fit(sizes: list[float], times: list[float], spread: list[tuple[float, float]] | None = None) -> Fit:
     """``t = alpha + S / B`` (least squares on relative error), or two such regimes split at the size that
-    fits best when that halves the error; R^2 on log time.
+    fits best when that halves the error; R^2 on log time.  With each time's measured ``spread`` (its
+    quartiles), one line that passes within every spread is kept: a second regime would fit the noise.
 
     >>> f = fit([1e3, 1e6, 1e9], [1e-5 + 1e3 / 1e10, 1e-5 + 1e6 / 1e10, 1e-5 + 1e9 / 1e10])
     >>> round(f.alpha * 1e6, 3), round(f.bandwidth / 1e9, 3), round(f.r2, 6), f.split_bytes
@@ -96,8 +99,10 @@ def fit(sizes: list[float], times: list[float]) -> Fit:
         return float(np.sum((lt - np.log(pred)) ** 2))
 
     a, inv = _line(S, t)
-    best = (error(a + S * inv), Fit(a, 1 / inv if inv > 0 else math.inf, 0.0))
-    tried = range(1, len(S) - 1) if best[0] > 1e-4 * len(S) else range(0)  # one line that fits: no split
+    line = a + S * inv
+    best = (error(line), Fit(a, 1 / inv if inv > 0 else math.inf, 0.0))
+    within = spread is not None and all(lo <= x <= hi for (lo, hi), x in zip(spread, line, strict=True))
+    tried = range(0) if within or best[0] <= 1e-4 * len(S) else range(1, len(S) - 1)  # one line that fits
     for k in tried:  # the second regime needs two points to have a slope
         a1, i1 = _line(S[:k], t[:k])
         a2, i2 = _line(S[k:], t[k:])
@@ -117,74 +122,84 @@ def _message(collective: str, nbytes: int, ranks: int) -> int:
     return max(step, (nbytes + step - 1) // step * step)
 
 
-def _op(dist: Any, torch: Any, collective: str, nbytes: int, group: Any, ranks: int, rank_in_group: int,
-        device: Any) -> Any:
-    """A callable running one ``collective`` of an ``nbytes`` message in ``group``."""
+def _op(dist: Any, collective: str, nbytes: int, group: Any, ranks: int, rank_in_group: int, send: Any,
+        recv: Any) -> Any:
+    """A callable running one ``collective`` of an ``nbytes`` message in ``group``, on views of the two
+    buffers ``send`` and ``recv`` (zeros: sums stay 0, never inf or subnormal)."""
     n = nbytes // 4
+    x, out = send[:n], recv[:n]  # views made once: slicing per call would add to a fast network's latency
     if collective == "all_reduce":
-        x = torch.ones(n, device=device)
         return lambda: dist.all_reduce(x, group=group)
     if collective == "all_gather":  # the message is the gathered output
-        out, x = torch.empty(n, device=device), torch.ones(n // ranks, device=device)
         gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-        return lambda: gather(out, x, group=group)
+        part = send[:n // ranks]
+        return lambda: gather(out, part, group=group)
     if collective == "reduce_scatter":  # the message is the input
-        x, out = torch.ones(n, device=device), torch.empty(n // ranks, device=device)
         scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-        return lambda: scatter(out, x, group=group)
+        part = recv[:n // ranks]
+        return lambda: scatter(part, x, group=group)
     if collective == "all_to_all":
-        x, out = torch.ones(n, device=device), torch.empty(n, device=device)
         return lambda: dist.all_to_all_single(out, x, group=group)
     # send/recv: pairs (0, 1), (2, 3), ... of the group; an odd last rank idles
-    x = torch.ones(n, device=device)
     peers = dist.get_process_group_ranks(group) if group is not None else list(range(ranks))
     me = rank_in_group
     if me % 2 == 0 and me + 1 < ranks:
         return lambda: dist.send(x, peers[me + 1], group=group)
     if me % 2 == 1:
-        return lambda: dist.recv(x, peers[me - 1], group=group)
+        return lambda: dist.recv(out, peers[me - 1], group=group)
     return lambda: None
 
 
-def measure(collective: str, sizes: tuple[int, ...], repeats: int, group: Any, ranks: int, rank_in_group: int,
-            device: Any, *, budget: float = 1.0) -> list[tuple[int, float, float, float]]:
-    """(message bytes, median, q1, q3 seconds) per size.  Each repeat starts at a barrier and times a batch
-    of back-to-back calls (:data:`BATCH_SECONDS` of them, as nccl-tests times iterations) on every rank; the slowest
-    rank's time per call is the repeat's.  Big sizes take fewer repeats so each size costs about ``budget``
-    seconds (at least 3 repeats)."""
+def measure(collectives: tuple[str, ...], sizes: tuple[int, ...], repeats: int, group: Any, ranks: int,
+            rank_in_group: int, device: Any, *, budget: float = 1.0) -> dict[str, list[tuple[int, float, float, float]]]:
+    """Per collective, (message bytes, median, q1, q3 seconds) per size.  Each sample starts at a barrier
+    and times a batch of back-to-back calls (:data:`BATCH_SECONDS` of them, as nccl-tests times
+    iterations) on every rank; the slowest rank's time per call is the sample's.  Samples are taken in
+    rounds over every (collective, size), so a machine that slows down for a while slows every size alike
+    instead of bending the fit.  Big sizes take fewer samples so each costs about ``budget`` seconds (at
+    least 3)."""
     import torch
     import torch.distributed as dist
 
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    out = []
-    for size in sizes:
-        nbytes = _message(collective, size, ranks)
-        run = _op(dist, torch, collective, nbytes, group, ranks, rank_in_group, device)
-        run()
-        sync()
-        dist.barrier(group=group)
-        t0 = time.perf_counter()
-        run()
-        sync()
-        once = time.perf_counter() - t0
-        inner = max(1, min(10_000, math.ceil(BATCH_SECONDS / max(once, 1e-7))))
-        k = max(3, min(repeats, int(budget / max(once * inner, 1e-6))))
-        # every rank must agree on the counts: take the largest batch and the smallest repeat count
-        counts = torch.tensor([-k, inner], dtype=torch.int64)
-        dist.all_reduce(counts, op=dist.ReduceOp.MAX, group=group)
-        k, inner = int(-counts[0]), int(counts[1])
-        samples = torch.empty(k, dtype=torch.float64)
-        for i in range(k):
+    # every tensor on the measuring device: NCCL reduces no CPU tensors
+    largest = max(_message(c, s, ranks) for c in collectives for s in sizes) // 4
+    send, recv = torch.zeros(largest, device=device), torch.zeros(largest, device=device)
+    pairs = []  # (collective, message bytes, call, calls per batch, samples)
+    for c in collectives:
+        for size in sizes:
+            nbytes = _message(c, size, ranks)
+            run = _op(dist, c, nbytes, group, ranks, rank_in_group, send, recv)
+            run()  # warm-up
+            sync()
             dist.barrier(group=group)
             t0 = time.perf_counter()
-            for _ in range(inner):
-                run()
+            run()
             sync()
-            samples[i] = (time.perf_counter() - t0) / inner
-        dist.all_reduce(samples, op=dist.ReduceOp.MAX, group=group)
-        values = sorted(samples.tolist())
-        q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else [values[0]] * 3
-        out.append((nbytes, statistics.median(values), q[0], q[2]))
+            once = time.perf_counter() - t0
+            inner = max(1, min(10_000, math.ceil(BATCH_SECONDS / max(once, 1e-7))))
+            k = max(3, min(repeats, int(budget / max(once * inner, 1e-6))))
+            # every rank must agree on the counts: the largest batch and the smallest number of samples
+            counts = torch.tensor([-k, inner], dtype=torch.int64, device=device)
+            dist.all_reduce(counts, op=dist.ReduceOp.MAX, group=group)
+            pairs.append((c, nbytes, run, int(counts[1]), int(-counts[0])))
+    samples = torch.zeros(len(pairs), max(p[4] for p in pairs), dtype=torch.float64)
+    for i in range(samples.shape[1]):
+        for j, (_, _, run, inner, k) in enumerate(pairs):
+            if i < k:
+                dist.barrier(group=group)
+                t0 = time.perf_counter()
+                for _ in range(inner):
+                    run()
+                sync()
+                samples[j, i] = (time.perf_counter() - t0) / inner
+    slowest = samples.to(device)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=group)
+    out: dict[str, list[tuple[int, float, float, float]]] = {c: [] for c in collectives}
+    for (c, nbytes, _, _, k), row in zip(pairs, slowest.cpu().tolist(), strict=True):
+        values = sorted(row[:k])
+        q = statistics.quantiles(values, n=4, method="inclusive")
+        out[c].append((nbytes, statistics.median(values), q[0], q[2]))
     return out
 
 
@@ -212,13 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m roofline.bench.network",
                                 description="Measure collectives under torchrun; fit alpha-beta per collective and "
                                             "tier; write a system file (see 'roofline bench --network').")
-    p.add_argument("--quick", action="store_true", help="8 B .. 16 MiB, fewer repeats")
+    p.add_argument("--quick", action="store_true", help="8 B .. 16 MiB, fewer samples")
     p.add_argument("--device", default="local", help="the device of the system (catalog name, JSON, or 'local')")
     p.add_argument("--out", help="write the system file here (rank 0, once every rank has finished)")
     p.add_argument("--plot", metavar="CHART", help="write the communication roofline chart (.png, .svg, .pdf)")
     p.add_argument("--backend", choices=("gloo", "nccl"), default=None, help="default: nccl with CUDA, else gloo")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="a collective stalled this long fails")
-    p.add_argument("--repeats", type=int, default=None, metavar="N", help="timed repeats per size (default 9/15)")
+    p.add_argument("--repeats", type=int, default=None, metavar="N", help="timed samples per size (default 21 quick, 31)")
     p.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated subset")
     args = p.parse_args(argv)
     rank = int(os.environ.get("RANK", "0"))
@@ -237,13 +252,14 @@ def _run(args: argparse.Namespace) -> int:
     import torch
     import torch.distributed as dist
 
-    if "WORLD_SIZE" not in os.environ:
-        raise RooflineError("not launched by torchrun: run 'torchrun --nproc-per-node N -m roofline.bench.network "
-                            "...' ('roofline bench --network' prints the line)")
     wanted = tuple(c.strip() for c in args.collectives.split(",") if c.strip())
     bad = [c for c in wanted if c not in COLLECTIVES]
     if bad or not wanted:
         raise RooflineError(f"--collectives: {', '.join(bad) or '(none)'} not among {', '.join(COLLECTIVES)}")
+    if args.repeats is not None and args.repeats < 3:
+        raise RooflineError(f"--repeats {args.repeats}: at least 3 (a median and its quartiles)")
+    if not 0 < args.timeout < math.inf:
+        raise RooflineError(f"--timeout {args.timeout}: a positive number of seconds")
     if args.out:
         from roofline.fileio import check_writable
 
@@ -255,6 +271,9 @@ def _run(args: argparse.Namespace) -> int:
     from roofline.catalog import resolve_device
 
     device = resolve_device(args.device)
+    if "WORLD_SIZE" not in os.environ:
+        raise RooflineError("not launched by torchrun: run 'torchrun --nproc-per-node N -m roofline.bench.network "
+                            "...' ('roofline bench --network' prints the line)")
     backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
     dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
     try:
@@ -274,7 +293,7 @@ def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, b
     if on.type == "cuda":
         torch.cuda.set_device(on)
     sizes = QUICK_SIZES if args.quick else (*FULL_SIZES, 1 << 30)
-    repeats = args.repeats or (9 if args.quick else 15)
+    repeats = args.repeats or (21 if args.quick else 31)
     # tier groups: every node's ranks (node tier), and the ranks with the same local rank across nodes (cluster)
     tiers: list[tuple[str, Any, int, int]] = []
     if local > 1:
@@ -290,11 +309,8 @@ def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, b
     t_start = time.perf_counter()
     for scope, group, ranks, me in tiers:
         results[scope] = {}
-        for c in wanted:
-            if c == "send_recv" and ranks < 2:
-                continue
-            points = measure(c, sizes, repeats, group, ranks, me, on)
-            f = fit([p[0] for p in points], [p[1] for p in points])
+        for c, points in measure(wanted, sizes, repeats, group, ranks, me, on).items():
+            f = fit([p[0] for p in points], [p[1] for p in points], [(p[2], p[3]) for p in points])
             results[scope][c] = {"ranks": ranks, "points": points, "fit": f}
             text.append(report(scope, c, ranks, points, f))
     dist.barrier()  # every rank done: only now is anything written
@@ -345,7 +361,8 @@ def build_system(results: dict[str, dict[str, Any]], device: Any, local: int, no
         bus = bus if bus < math.inf else 1e18
         prov = Provenance(kind="measured", source=f"roofline.bench.network ({backend})", method=(
             f"torch.distributed {backend}: {name} fitted to alpha-beta over {len(ar['points'])} sizes, "
-            f"{repeats} barrier-timed repeats each (slowest rank), {n} ranks"), date=now(), repeats=repeats)
+            f"up to {repeats} barrier-timed batches each (slowest rank; at least 3 for the largest), taken in "
+            f"rounds over every collective and size, {n} ranks"), date=now(), repeats=repeats)
         tiers.append(NetworkTier(f"{backend} {scope}", scope, bus, alpha, "switch",
                                  local if scope == "cluster" else 0, (), False, prov, measured))
     return System(f"measured ({backend}, {nodes} x {local})", device, local, nodes, tuple(tiers))
