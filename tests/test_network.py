@@ -200,3 +200,20 @@ def test_tensor_parallel_mlp_beside_its_prediction(two_ranks, tmp_path):
                                                           mlp["all_reduce"])])
     assert png[:4] == b"\x89PNG"
     (tmp_path / "mlp.png").write_bytes(png)
+
+
+def test_the_planner_predicts_from_the_measured_fits(two_ranks):
+    """The measured system feeds the planner: a tp=2 training step on the 2 measured ranks times each of its
+    tensor-parallel all-reduces with the measured all-reduce fit (not the tier's NCCL-style figures)."""
+    from roofline.llm.parallel import Layout, TrainingRun, estimate
+
+    tmp, first = two_ranks
+    assert first.returncode == 0, first.stderr[-2000:]
+    system = System.load(tmp / "one.json")
+    fitted = system.tiers[0].measured["all_reduce"]
+    e = estimate(TrainingRun.of("llama-2-7b", seq=256, global_batch=2), Layout(tp=2), system)
+    msg = 256 * 4096 * 2  # one sequence's activations (micro-batch 1), bf16
+    # 2 forward + 2 backward per layer (32 layers), the embedding's forward and lm_head's input gradient
+    tp = next(c for c in e.comms if c.name == "tp all-reduce")
+    assert tp.tiers == ("node",)
+    assert tp.time == pytest.approx(fitted.time(msg) * (4 * 32 + 2) * e.micro_batches)
