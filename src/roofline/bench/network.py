@@ -165,7 +165,7 @@ def measure(collectives: tuple[str, ...], sizes: tuple[int, ...], repeats: int, 
     # every tensor on the measuring device: NCCL reduces no CPU tensors
     largest = max(_message(c, s, ranks) for c in collectives for s in sizes) // 4
     send, recv = torch.zeros(largest, device=device), torch.zeros(largest, device=device)
-    pairs = []  # (collective, message bytes, call, calls per batch, samples)
+    pairs = []  # (collective, message bytes, call, calls per batch, number of samples)
     for c in collectives:
         for size in sizes:
             nbytes = _message(c, size, ranks)
