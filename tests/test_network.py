@@ -152,6 +152,30 @@ def test_a_stalled_peer_is_one_line_and_no_file(tmp_path):
     assert not out.exists()
 
 
+def test_a_rank_that_dies_is_one_line_and_no_file(tmp_path):
+    """Rank 1 of 2 killed (SIGKILL) a few seconds in: rank 0 ends with one line naming the lost peer (or,
+    had the kill come before the rendezvous, the stall past --timeout), exit 2, nothing written."""
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / "s.json"
+    ranks = [subprocess.Popen([sys.executable, "-m", "roofline.bench.network", "--quick", "--device", "xeon-8480",
+                               "--timeout", "30", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=tmp_path,
+                              env={**ENV, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+                                   "LOCAL_RANK": str(r), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+             for r in (0, 1)]
+    time.sleep(6)
+    ranks[1].kill()
+    ranks[1].wait()
+    _, err = ranks[0].communicate(timeout=120)
+    assert ranks[0].returncode == 2 and err.count("\n") == 1, err[-1500:]
+    assert err.startswith("roofline: error: network bench (rank 0): ") and err.rstrip().endswith("nothing written")
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("args, says", [
     ((), "not launched by torchrun"),
     (("--collectives", "all_reduce,broadcast"), "--collectives: broadcast not among"),
