@@ -16,10 +16,15 @@ interquartile spread.  Each collective is fitted, on its own, to ``t = alpha + m
 
 On one node the ranks form the node tier; across nodes (``LOCAL_WORLD_SIZE`` < ``WORLD_SIZE``) each
 collective is measured twice: within every node at once (the node tier) and across nodes, one rank per
-node (the cluster tier).  Rank 0 writes the system file (``roofline.system/1``, each tier's ``measured``
+node (the cluster tier), every local rank's group at once (what each device gets while all of a node's
+devices talk across nodes).  Rank 0 writes the system file (``roofline.system/1``, each tier's ``measured``
 fits with provenance) only when every rank has finished; any failure (a rank that dies, a collective that
-stalls past ``--timeout``, given to ``init_process_group``) ends every rank with one line and exit code 2,
-and writes nothing.  Backend: NCCL when CUDA is available, gloo otherwise (``--backend``).
+stalls past ``--timeout``, given to ``init_process_group`` and every tier's group) ends every rank with one
+line and exit code 2, and writes nothing.  Under NCCL a stalled collective is ended by torch's own watchdog
+(``TORCH_NCCL_ASYNC_ERROR_HANDLING``), which tears the process down with its own message: still nothing
+written.  Backend: NCCL when CUDA is available, gloo otherwise (``--backend``).  Under NCCL, calls are
+queued back to back and the batch ends with a synchronize: the fitted alpha is the larger of NCCL's latency
+and torch's cost to launch one collective from Python.
 """
 
 from __future__ import annotations
@@ -162,6 +167,12 @@ def measure(collectives: tuple[str, ...], sizes: tuple[int, ...], repeats: int, 
     import torch.distributed as dist
 
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    # NCCL's barrier on its own guesses the GPU from the rank in the group (torch 2.4): name it
+    ids = [device.index] if device.type == "cuda" else None
+
+    def barrier() -> None:
+        dist.barrier(group=group, device_ids=ids)
+
     # every tensor on the measuring device: NCCL reduces no CPU tensors
     largest = max(_message(c, s, ranks) for c in collectives for s in sizes) // 4
     send, recv = torch.zeros(largest, device=device), torch.zeros(largest, device=device)
@@ -172,22 +183,21 @@ def measure(collectives: tuple[str, ...], sizes: tuple[int, ...], repeats: int, 
             run = _op(dist, c, nbytes, group, ranks, rank_in_group, send, recv)
             run()  # warm-up
             sync()
-            dist.barrier(group=group)
+            barrier()
             t0 = time.perf_counter()
             run()
             sync()
-            once = time.perf_counter() - t0
+            # every rank sizes its batches from the slowest rank's call (a rank idle in send/recv takes 1 us)
+            once_t = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=device)
+            dist.all_reduce(once_t, op=dist.ReduceOp.MAX, group=group)
+            once = float(once_t)
             inner = max(1, min(10_000, math.ceil(BATCH_SECONDS / max(once, 1e-7))))
-            k = max(3, min(repeats, int(budget / max(once * inner, 1e-6))))
-            # every rank must agree on the counts: the largest batch and the smallest number of samples
-            counts = torch.tensor([-k, inner], dtype=torch.int64, device=device)
-            dist.all_reduce(counts, op=dist.ReduceOp.MAX, group=group)
-            pairs.append((c, nbytes, run, int(counts[1]), int(-counts[0])))
+            pairs.append((c, nbytes, run, inner, max(3, min(repeats, int(budget / max(once * inner, 1e-6))))))
     samples = torch.zeros(len(pairs), max(p[4] for p in pairs), dtype=torch.float64)
     for i in range(samples.shape[1]):
         for j, (_, _, run, inner, k) in enumerate(pairs):
             if i < k:
-                dist.barrier(group=group)
+                barrier()
                 t0 = time.perf_counter()
                 for _ in range(inner):
                     run()
@@ -294,13 +304,17 @@ def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, b
         torch.cuda.set_device(on)
     sizes = QUICK_SIZES if args.quick else (*FULL_SIZES, 1 << 30)
     repeats = args.repeats or (21 if args.quick else 31)
-    # tier groups: every node's ranks (node tier), and the ranks with the same local rank across nodes (cluster)
+    # tier groups: every node's ranks (node tier), and the ranks with the same local rank across nodes (cluster;
+    # every local rank's group at once, as a job whose every device talks across nodes); each with --timeout
+    # (new_group's own default is torch's 10 or 30 minutes)
+    timeout = timedelta(seconds=args.timeout)
     tiers: list[tuple[str, Any, int, int]] = []
     if local > 1:
-        groups = [dist.new_group(list(range(k * local, (k + 1) * local))) for k in range(nodes)] if nodes > 1 else [None]
+        groups = ([dist.new_group(list(range(k * local, (k + 1) * local)), timeout=timeout) for k in range(nodes)]
+                  if nodes > 1 else [None])
         tiers.append(("node", groups[rank // local], local, rank % local))
     if nodes > 1:
-        cross = [dist.new_group(list(range(j, world, local))) for j in range(local)]
+        cross = [dist.new_group(list(range(j, world, local)), timeout=timeout) for j in range(local)]
         tiers.append(("cluster", cross[rank % local], nodes, rank // local))
     if not tiers:
         raise RooflineError("one rank measures no network: launch at least 2 (--nproc-per-node 2)")
@@ -313,7 +327,7 @@ def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, b
             f = fit([p[0] for p in points], [p[1] for p in points], [(p[2], p[3]) for p in points])
             results[scope][c] = {"ranks": ranks, "points": points, "fit": f}
             text.append(report(scope, c, ranks, points, f))
-    dist.barrier()  # every rank done: only now is anything written
+    dist.barrier(device_ids=[on.index] if on.type == "cuda" else None)  # every rank done: only now is anything written
     if rank == 0:
         wall = time.perf_counter() - t_start
         print("\n".join(text))
