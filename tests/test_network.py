@@ -108,9 +108,9 @@ def test_fits_describe_their_own_run(two_ranks):
 
 
 def test_an_odd_group_sizes_its_batches_from_the_busy_ranks(tmp_path):
-    """3 ranks: send/recv pairs ranks 0 and 1, rank 2 idles (1 us a call).  Every rank sizes its batches from
-    the slowest rank's call, so rank 2's 1 us does not stretch every batch to 10,000 calls (which made two
-    sizes take 83 s before the fix; all eight take seconds now)."""
+    """3 ranks: send/recv pairs ranks 0 and 1, rank 2 idles (1 us a call).  Its 1 us does not size the
+    batches (it stretched every batch to 10,000 calls: two sizes took 83 s before the fix; all eight take
+    seconds now)."""
     r = _torchrun(tmp_path, "three", 3, "--collectives", "send_recv", "--repeats", "3", timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     m = System.load(tmp_path / "three.json").tiers[0].measured["send_recv"]

@@ -130,7 +130,8 @@ def _message(collective: str, nbytes: int, ranks: int) -> int:
 def _op(dist: Any, collective: str, nbytes: int, group: Any, ranks: int, rank_in_group: int, send: Any,
         recv: Any) -> Any:
     """A callable running one ``collective`` of an ``nbytes`` message in ``group``, on views of the two
-    buffers ``send`` and ``recv`` (zeros: sums stay 0, never inf or subnormal)."""
+    buffers ``send`` and ``recv`` (zeros: sums stay 0, never inf or subnormal); None for a rank with no part
+    in it."""
     n = nbytes // 4
     x, out = send[:n], recv[:n]  # views made once: slicing per call would add to a fast network's latency
     if collective == "all_reduce":
@@ -152,7 +153,7 @@ def _op(dist: Any, collective: str, nbytes: int, group: Any, ranks: int, rank_in
         return lambda: dist.send(x, peers[me + 1], group=group)
     if me % 2 == 1:
         return lambda: dist.recv(out, peers[me - 1], group=group)
-    return lambda: None
+    return None
 
 
 def measure(collectives: tuple[str, ...], sizes: tuple[int, ...], repeats: int, group: Any, ranks: int,
@@ -180,19 +181,22 @@ def measure(collectives: tuple[str, ...], sizes: tuple[int, ...], repeats: int, 
     for c in collectives:
         for size in sizes:
             nbytes = _message(c, size, ranks)
-            run = _op(dist, c, nbytes, group, ranks, rank_in_group, send, recv)
+            op = _op(dist, c, nbytes, group, ranks, rank_in_group, send, recv)
+            run, idle = op or (lambda: None), op is None
             run()  # warm-up
             sync()
             barrier()
             t0 = time.perf_counter()
             run()
             sync()
-            # every rank sizes its batches from the slowest rank's call (a rank idle in send/recv takes 1 us)
-            once_t = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=device)
-            dist.all_reduce(once_t, op=dist.ReduceOp.MAX, group=group)
-            once = float(once_t)
-            inner = max(1, min(10_000, math.ceil(BATCH_SECONDS / max(once, 1e-7))))
-            pairs.append((c, nbytes, run, inner, max(3, min(repeats, int(budget / max(once * inner, 1e-6))))))
+            once = time.perf_counter() - t0
+            # a rank with no part (the odd one out of send/recv) takes 1 us a call: it must not size the batch
+            inner = 1 if idle else max(1, min(10_000, math.ceil(BATCH_SECONDS / max(once, 1e-7))))
+            k = max(3, min(repeats, int(budget / max(once * inner, 1e-6))))
+            # every rank must agree on the counts: the largest batch and the smallest number of samples
+            counts = torch.tensor([-k, inner], dtype=torch.int64, device=device)
+            dist.all_reduce(counts, op=dist.ReduceOp.MAX, group=group)
+            pairs.append((c, nbytes, run, int(counts[1]), int(-counts[0])))
     samples = torch.zeros(len(pairs), max(p[4] for p in pairs), dtype=torch.float64)
     for i in range(samples.shape[1]):
         for j, (_, _, run, inner, k) in enumerate(pairs):
