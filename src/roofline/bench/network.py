@@ -35,7 +35,7 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -117,8 +117,7 @@ def fit(sizes: list[float], times: list[float], spread: list[tuple[float, float]
             best = (e, Fit(a1, 1 / i1 if i1 > 0 else math.inf, 0.0, float(S[k]), a2, 1 / i2 if i2 > 0 else math.inf))
     ss = float(np.sum((lt - lt.mean()) ** 2))
     r2 = 1.0 - best[0] / ss if ss > 0 else 1.0
-    f = best[1]
-    return Fit(f.alpha, f.bandwidth, r2, f.split_bytes, f.alpha2, f.bandwidth2)
+    return replace(best[1], r2=r2)
 
 
 def _message(collective: str, nbytes: int, ranks: int) -> int:
@@ -221,19 +220,20 @@ def _bus(collective: str, ranks: int) -> float:
     return BUS_FACTORS["send" if collective == "send_recv" else collective](ranks) if ranks > 1 else 1.0
 
 
-def report(label: str, collective: str, ranks: int, points: list[tuple[int, float, float, float]], f: Fit) -> str:
-    """nccl-tests' columns for one collective: size, time, algbw, busbw, spread; then the fit."""
+def report(label: str, collective: str, f: Any) -> str:
+    """nccl-tests' columns for one measured collective (a :class:`roofline.system.MeasuredCollective`): size,
+    time, algbw, busbw, spread; then the fit."""
     from roofline.units import format_bytes, format_seconds
 
     regime2 = (f"; from {format_bytes(f.split_bytes)}: {format_seconds(f.alpha2)} + bytes / "
                f"{f.bandwidth2 / 1e9:.3g} GB/s" if f.split_bytes < math.inf else "")
-    lines = [f"{label} {collective} ({ranks} ranks): t = {format_seconds(f.alpha)} + bytes / "
+    lines = [f"{label} {collective} ({f.ranks} ranks): t = {format_seconds(f.alpha)} + bytes / "
              f"{f.bandwidth / 1e9:.3g} GB/s{regime2} (R^2 {f.r2:.3f} on log time)",
              f"  {'size':>10} {'time':>10} {'algbw GB/s':>11} {'busbw GB/s':>11} {'IQR':>6} {'fit':>8}"]
-    for nbytes, med, q1, q3 in points:
+    for nbytes, med, q1, q3 in f.points:
         alg = nbytes / med / 1e9
         lines.append(f"  {format_bytes(nbytes):>10} {format_seconds(med):>10} {alg:>11.3g} "
-                     f"{alg * _bus(collective, ranks):>11.3g} {(q3 - q1) / med:>6.0%} {f.time(nbytes) / med - 1:>+8.0%}")
+                     f"{alg * _bus(collective, f.ranks):>11.3g} {(q3 - q1) / med:>6.0%} {f.time(nbytes) / med - 1:>+8.0%}")
     return "\n".join(lines)
 
 
@@ -322,15 +322,18 @@ def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, b
         tiers.append(("cluster", cross[rank % local], nodes, rank // local))
     if not tiers:
         raise RooflineError("one rank measures no network: launch at least 2 (--nproc-per-node 2)")
-    results: dict[str, dict[str, Any]] = {}
+    from roofline.system import MeasuredCollective
+
+    results: dict[str, dict[str, MeasuredCollective]] = {}
     text = []
     t_start = time.perf_counter()
     for scope, group, ranks, me in tiers:
         results[scope] = {}
         for c, points in measure(wanted, sizes, repeats, group, ranks, me, on).items():
             f = fit([p[0] for p in points], [p[1] for p in points], [(p[2], p[3]) for p in points])
-            results[scope][c] = {"ranks": ranks, "points": points, "fit": f}
-            text.append(report(scope, c, ranks, points, f))
+            points_f = tuple((float(s), m, q1, q3) for s, m, q1, q3 in points)
+            results[scope][c] = MeasuredCollective(backend, ranks, points=points_f, **asdict(f))
+            text.append(report(scope, c, results[scope][c]))
     dist.barrier(device_ids=[on.index] if on.type == "cuda" else None)  # every rank done: only now is anything written
     if rank == 0:
         wall = time.perf_counter() - t_start
@@ -362,27 +365,21 @@ def build_system(results: dict[str, dict[str, Any]], device: Any, local: int, no
     from roofline.bench.machine import now
     from roofline.collectives import steps
     from roofline.device import Provenance
-    from roofline.system import MeasuredCollective, NetworkTier, System
+    from roofline.system import NetworkTier, System
 
     tiers = []
     for scope, by in results.items():
-        measured = {c: MeasuredCollective(backend, r["ranks"], r["fit"].alpha, r["fit"].bandwidth, r["fit"].r2,
-                                          tuple((float(s), m, q1, q3) for s, m, q1, q3 in r["points"]),
-                                          r["fit"].split_bytes, r["fit"].alpha2, r["fit"].bandwidth2)
-                    for c, r in by.items()}
-        ar = by.get("all_reduce") or next(iter(by.values()))
-        n = ar["ranks"]
         name = "all_reduce" if "all_reduce" in by else next(iter(by))
-        f = ar["fit"]
-        bus = (f.bandwidth2 if f.split_bytes < math.inf else f.bandwidth) * _bus(name, n)  # the large messages'
-        alpha = f.alpha / max(1, steps(name, n))  # the small messages'
+        m = by[name]
+        bus = (m.bandwidth2 if m.split_bytes < math.inf else m.bandwidth) * _bus(name, m.ranks)  # large messages'
+        alpha = m.alpha / max(1, steps(name, m.ranks))  # the small messages'
         bus = bus if bus < math.inf else 1e18
         prov = Provenance(kind="measured", source=f"roofline.bench.network ({backend})", method=(
-            f"torch.distributed {backend}: {name} fitted to alpha-beta over {len(ar['points'])} sizes, "
+            f"torch.distributed {backend}: {name} fitted to alpha-beta over {len(m.points)} sizes, "
             f"up to {repeats} barrier-timed batches each (slowest rank; at least 3 for the largest), taken in "
-            f"rounds over every collective and size, {n} ranks"), date=now(), repeats=repeats)
+            f"rounds over every collective and size, {m.ranks} ranks"), date=now(), repeats=repeats)
         tiers.append(NetworkTier(f"{backend} {scope}", scope, bus, alpha, "switch",
-                                 local if scope == "cluster" else 0, (), False, prov, measured))
+                                 local if scope == "cluster" else 0, (), False, prov, dict(by)))
     return System(f"measured ({backend}, {nodes} x {local})", device, local, nodes, tuple(tiers))
 
 
