@@ -18,8 +18,8 @@ import pytest
 
 from roofline import cli
 from roofline.bench import cpu as bench_cpu
-from roofline.bench import levels, machine
-from roofline.device import Device
+from roofline.bench import levels, machine, spec
+from roofline.device import Device, MemoryCeiling
 
 KiB, MiB = 1024, 1024 * 1024
 
@@ -171,6 +171,108 @@ def test_the_bandwidth_and_ert_loops_vectorise() -> None:
         assert re.search(r"\bv\w+p[sd]\s.*%[yz]mm", asm), name
 
 
+# -- ISA decisions, for every CPU family on any host (tests/conftest.py: cpu_family) -----------------------
+#
+# Which tests need which ISA:
+# - the decisions below (native precisions, GEMMs timed, kernel shape, spec roof, fallbacks, cache
+#   fingerprint) need none: they read roofline.bench.host.host_cpu(), forced to each family;
+# - test_fma_kernel_of_the_family_runs_where_the_host_has_its_isa runs the family's FMA kernel only on a host
+#   with the same vector ISA (x86 avx512f / avx2+fma, or aarch64), and skips elsewhere saying which;
+# - tests/test_bench_roofs.py compiles the kernel for named CPUs (LLVM cross-compiles: any host) and runs
+#   it on this host's own ISA; the tiny real run above measures this host whatever its ISA.
+
+def test_native_precisions_follow_the_family(cpu_family) -> None:
+    _, cpu, expected = cpu_family
+    from roofline.bench import host
+
+    assert host.host_cpu() is cpu  # every ISA decision sees the forced CPU
+    assert spec.native_precisions(machine.cpu_flags()) == expected["native"]
+
+
+def test_gemms_timed_follow_the_native_precisions(cpu_family) -> None:
+    _, _, expected = cpu_family
+    native = spec.native_precisions(machine.cpu_flags())
+    plan = bench_cpu.gemm_plan(native, True, True)
+    # numpy fp64/fp32 in both layouts, torch fp32 linear, and torch A@B and x@W.T for each native 16-bit one
+    assert {p for p, _, _ in plan} == set(expected["native"])
+    assert sum(1 for p, lib, _ in plan if lib == "torch" and p in ("bf16", "fp16")) == 2 * (len(expected["native"]) - 2)
+    # torch GEMMs off (or torch missing): fp64/fp32 only, and a native 16-bit precision left unmeasured is said
+    off = bench_cpu.gemm_plan(native, False, True)
+    assert {p for p, _, _ in off} == {"fp64", "fp32"} and off == bench_cpu.gemm_plan(native, True, False)
+    said = bench_cpu.unmeasured_native_warnings(native, off, False)
+    lost = [p for p in ("bf16", "fp16") if p in expected["native"]]
+    assert bool(said) == bool(lost) and all(p in said[0] and "torch GEMMs are off" in said[0] for p in lost)
+    assert bench_cpu.unmeasured_native_warnings(native, plan, True) == []
+
+
+def test_fma_kernel_shape_follows_the_family(cpu_family) -> None:
+    from roofline.bench import fma
+
+    _, _, expected = cpu_family
+    for prec, lanes_per_bit in (("fp64", 64), ("fp32", 32)):
+        shape = fma.host_shape(prec)
+        assert (shape.bits, shape.chains) == expected["vector"] and shape.fused
+        assert shape.lanes == shape.bits // lanes_per_bit
+    with pytest.raises(RuntimeError, match="not compiled while a CPU is forced"):
+        fma.compiled_shape("fp64")  # a kernel for a forced ISA would be an illegal instruction: refused
+
+
+def test_spec_roof_follows_the_family(cpu_family) -> None:
+    _, cpu, expected = cpu_family
+    info = spec.cpuinfo()
+    assert info["flags"] == set(cpu.flags)
+    clock = spec.spec_clock(info)
+    assert clock is not None and clock[0] == cpu.max_mhz * 1e6 and "cpufreq" in clock[1]
+    roofs = {r.precision: r.flops for r in spec.spec_roofs(info, 2, clock)}
+    assert roofs["fp64"] == pytest.approx(expected["fp64_spec"]) and roofs["fp32"] == pytest.approx(2 * roofs["fp64"])
+
+
+def test_fallbacks_follow_the_family(cpu_family) -> None:
+    """The roofs a bench of this family publishes (vector and matrix fp64/fp32, a matrix roof per 16-bit
+    precision timed: bench.cpu._compute_ceilings), and where a bf16/fp16 op then runs."""
+    from roofline.device import ComputeCeiling, Provenance
+
+    _, _, expected = cpu_family
+    timed = {p for p, _, _ in bench_cpu.gemm_plan(spec.native_precisions(machine.cpu_flags()), True, True)}
+    prov = Provenance(kind="measured", source="roofline bench")
+    compute = [ComputeCeiling(u, p, 1e11, prov) for u in ("vector", "matrix") for p in ("fp64", "fp32")]
+    compute += [ComputeCeiling("matrix", p, 4e11, prov) for p in ("bf16", "fp16") if p in timed]
+    d = Device("family", kind="cpu", compute=tuple(compute),
+               memory=(MemoryCeiling("DRAM", 1e10, 2**34, prov),))
+    for p, other in (("bf16", "fp16"), ("fp16", "bf16")):
+        # the documented order (device.PRECISION_FALLBACK): its own roof, the other 16-bit one, then fp32
+        # (a looser roof is still a bound): Zen 5's fp16 ops land on its bf16 roof, Zen 3's on fp32
+        want = p if p in expected["native"] else other if other in expected["native"] else "fp32"
+        assert d.choose_compute("matrix", p).ceiling.precision == want
+        assert d.choose_compute("vector", p).ceiling.key == ("vector", "fp32")  # no 16-bit vector roof on a CPU
+
+
+def test_cache_fingerprint_names_the_familys_isa(cpu_family) -> None:
+    name, cpu, _ = cpu_family
+    fp = machine.fingerprint()
+    isa = fp.split("isa ")[1].split(",")
+    assert fp.startswith(cpu.model_name or "") and set(isa) <= set(cpu.flags)
+    assert ("avx512_bf16" in isa) == (name in ("avx512_bf16", "amx")) and ("sve" in isa) == (name == "arm")
+
+
+def test_fma_kernel_of_the_family_runs_where_the_host_has_its_isa(cpu_family) -> None:
+    pytest.importorskip("llvmlite")
+    from roofline.bench import fma, host
+
+    name, cpu, expected = cpu_family
+    real = host._read_host()
+    if real.is_arm != cpu.is_arm or (not cpu.is_arm and set(real.vector_isa()) != set(cpu.vector_isa())):
+        pytest.skip(f"the {name} kernel needs {'aarch64' if cpu.is_arm else '+'.join(cpu.vector_isa())}; this host "
+                    f"has {real.arch} {'+'.join(real.vector_isa()) or '(no FMA ISA)'}")
+    host._FORCED.remove(cpu)  # run on the real CPU, which has this family's vector ISA
+    try:
+        shape = fma.compiled_shape("fp64")
+        assert (shape.bits, shape.chains) == expected["vector"]
+        assert fma.run_fma_peak("fp64", 1000, 1) > 0
+    finally:
+        host._FORCED.append(cpu)
+
+
 # -- a tiny real run: the Device schema ---------------------------------------------------------
 
 OMP_VARS = ("OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES")
@@ -244,10 +346,8 @@ def test_tiny_run_is_a_valid_measured_cpu_device(tiny_device: Device) -> None:
         assert c.flops == max(m.value for m in c.provenance.methods), c.label
     v64 = {m.method.split(" (")[0] for m in d.ceiling("vector", "fp64").provenance.methods}
     assert {"LLVM FMA kernel", "numba ERT in-place FMA curve", "numpy.matmul A@B", "numpy.matmul x@W.T"} <= v64
-    # no bf16/fp16 roof without native arithmetic; the bench says which precisions are native
     assert d.bench is not None and d.bench.version >= 2 and d.bench.machine == machine.fingerprint()
-    for p in ("bf16", "fp16"):
-        assert (d.ceiling("matrix", p) is not None) == (p in d.bench.native)
+    check_low_precision_roofs(d, TINY["torch_gemm"])
     assert dram.provenance.details["working_set_bytes"][1] <= 2 * MiB  # a range within the sweep (TINY: 2 MiB)
     for key in ("cpu_model", "cores", "versions", "blas", "date", "warnings"):
         assert key in d.metadata, key
@@ -259,6 +359,35 @@ def test_tiny_run_is_a_valid_measured_cpu_device(tiny_device: Device) -> None:
     # JSON round trip keeps every number and its provenance
     again = Device.from_dict(json.loads(d.to_json()))
     assert again.to_dict() == json.loads(d.to_json())
+
+
+def check_low_precision_roofs(d: Device, torch_gemm: bool) -> None:
+    """A bf16/fp16 roof exists exactly where the bench timed a GEMM of it: native arithmetic AND torch GEMMs on.
+    TINY turns them off, so on a CPU with native bf16 (Zen 4/5, Sapphire Rapids) there is none, and the
+    bench says why.  The bench records which precisions are native."""
+    assert d.bench is not None and d.bench.native == spec.native_precisions(machine.cpu_flags() | EXTRA_FLAGS)
+    timed = {p for p, _, _ in bench_cpu.gemm_plan(d.bench.native, torch_gemm, True)}
+    for p in ("bf16", "fp16"):
+        assert (d.ceiling("matrix", p) is not None) == (p in timed), p
+        said = any(p in w.split(" is native on this CPU but no ")[0].split("/") for w in d.metadata["warnings"]
+                   if " is native on this CPU but no " in w)
+        assert said == (p in d.bench.native and p not in timed), p
+
+
+#: flags a test adds to what this host's bench sees (test_tiny_run_on_a_cpu_with_native_bf16)
+EXTRA_FLAGS: set[str] = set()
+
+
+def test_tiny_run_on_a_cpu_with_native_bf16(monkeypatch, in_process_bench) -> None:
+    """The case issue 25 found on Zen 5: bench.native lists bf16 and the tiny configuration measures no bf16
+    roof.  The host's flags gain avx512_bf16 for the precision decision only (the kernels still run on the
+    host's real ISA), in this process (run_bench's child would not see the patch)."""
+    real = spec.this_cpu_spec
+    monkeypatch.setattr(spec, "this_cpu_spec", lambda threads: (real(threads)[0], real(threads)[1] | {"avx512_bf16"}))
+    monkeypatch.setattr(sys.modules[__name__], "EXTRA_FLAGS", {"avx512_bf16"})
+    d = bench_cpu.run_cpu_bench(bench_cpu.BenchConfig.quick(threads=1, **{**TINY, "max_bytes": 1 * MiB}))
+    assert "bf16" in d.bench.native and d.ceiling("matrix", "bf16") is None
+    check_low_precision_roofs(d, TINY["torch_gemm"])
 
 
 def test_ert_curve_is_checked_against_the_devices_own_roofline(tiny_device: Device) -> None:

@@ -74,7 +74,7 @@ def test_fma_kernel_on_arm_neon() -> None:
 def test_fma_kernel_counts_its_flops_on_this_host() -> None:
     from roofline.bench import fma
 
-    shape = fma.host_shape("fp64")
+    shape = fma.compiled_shape("fp64")
     assert shape.flops_per_iteration == 2 * shape.chains * shape.lanes  # one FMA = 2 FLOPs per lane per chain
     assert fma.run_fma_peak("fp64", 1000, 1) > 0
 

@@ -228,7 +228,8 @@ def test_collective_formula_matches_nccl_tests_factors():
 
 def test_multi_rank_names_the_slowest(tmp_path):
     """Two ranks recorded for real with torch.distributed (gloo) on this machine; rank 1 runs three extra
-    Linear layers, so rank 0 waits for it: rank 1 is the slowest and its analysis is the one shown."""
+    Linear layers (1.6 GFLOP, tests/trace_ranks.py), so rank 0 waits for it: rank 1 is the slowest and its
+    analysis is the one shown."""
     script = Path(__file__).with_name("trace_ranks.py")
     r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -210,7 +210,7 @@ class _Kernels:
             numba.set_num_threads(1)
             for kind in range(6):
                 k.stream(kind, x, x, x, 0.5, 1, 1, 1, out)
-            fma.host_shape("fp64"), fma.host_shape("fp32")  # JIT-compile the LLVM FMA kernels
+            fma.compiled_shape("fp64"), fma.compiled_shape("fp32")  # JIT-compile the LLVM FMA kernels
             cls._loaded = (numba, k, time.perf_counter() - t0)
         return cls._loaded
 
@@ -418,7 +418,7 @@ def _stream_call(k: ModuleType, kind: int, a: NDArray[np.float64], b: NDArray[np
 
 def _fma_peak(prec: str, threads: int, cfg: BenchConfig) -> Stat:
     """The register-resident FMA kernel (:mod:`roofline.bench.fma`) on ``threads`` threads."""
-    shape = fma.host_shape(prec)
+    shape = fma.compiled_shape(prec)
     iters = 10_000
     # more samples than elsewhere: each is short, and a ceiling must not hang on one busy moment
     stat, _ = measure_rate(lambda reps: Timed(fma.run_fma_peak(prec, reps * iters, threads)),
@@ -451,7 +451,7 @@ def _compute_ceilings(peaks: dict[tuple[str, int], Stat], ert: tuple[list[Stat],
     out: list[ComputeCeiling] = []
     vector_methods: dict[str, list[tuple[str, Stat, dict[str, Any]]]] = {}
     for prec in ("fp64", "fp32"):
-        shape = fma.host_shape(prec)
+        shape = fma.compiled_shape(prec)
         methods = [(f"LLVM FMA kernel ({shape.chains} x {shape.lanes}-lane {prec} chains per thread, "
                     f"{shape.bits}-bit)", peaks[(prec, threads)],
                     {"threads": threads, "chains_per_thread": shape.chains, "lanes": shape.lanes,
@@ -661,6 +661,37 @@ def _sweep_facts(sizes: list[int], curves: dict[int, dict[str, list[Stat]]]) -> 
                  STREAM_NOTE)
 
 
+def gemm_plan(native: tuple[str, ...], torch_gemm: bool, torch_available: bool) -> tuple[tuple[str, str, str], ...]:
+    """(precision, library, layout) of every GEMM the bench times on a CPU with ``native`` precisions.
+
+    numpy's BLAS fp64/fp32 in both layouts always; with torch GEMMs on (``torch_gemm``) and torch
+    importable, torch fp32 ``linear`` and torch bf16/fp16 in both layouts for the native ones.  A
+    precision roof exists only where one of its GEMMs is timed.
+
+    >>> [p for p, lib, _ in gemm_plan(("fp64", "fp32", "bf16"), True, True) if lib == "torch"]
+    ['fp32', 'bf16', 'bf16']
+    >>> {p for p, _, _ in gemm_plan(("fp64", "fp32", "bf16"), False, True)}  # torch GEMMs off: no bf16 roof
+    {'fp64', 'fp32'}
+    """
+    jobs = [(p, "numpy", layout) for p in ("fp64", "fp32") for layout in ("A@B", "x@W.T")]
+    if torch_gemm and torch_available:
+        jobs.append(("fp32", "torch", "x@W.T"))
+        jobs += [(p, "torch", layout) for p in ("bf16", "fp16") if p in native for layout in ("A@B", "x@W.T")]
+    return tuple(jobs)
+
+
+def unmeasured_native_warnings(native: tuple[str, ...], jobs: tuple[tuple[str, str, str], ...],
+                               torch_gemm: bool) -> list[str]:
+    """A warning for each native 16-bit precision that ``jobs`` times no GEMM of (so it gets no roof)."""
+    timed = {p for p, _, _ in jobs}
+    missing = [p for p in ("bf16", "fp16") if p in native and p not in timed]
+    if not missing:
+        return []
+    why = "torch GEMMs are off" if not torch_gemm else "torch is not installed (pip install 'roofline[torch]')"
+    return [f"{'/'.join(missing)} is native on this CPU but no {'/'.join(missing)} GEMM was measured ({why}): "
+            "no such roof is published, so those ops fall back to the fp32 roofs (recorded on each op)"]
+
+
 def _gemms(cfg: BenchConfig, threads: int, native: tuple[str, ...], warnings: list[str],
            report: Progress) -> dict[tuple[str, str], tuple[Stat, dict[str, Any], str]]:
     """The best GEMM per (precision, library and layout) over growing sizes.
@@ -674,7 +705,6 @@ def _gemms(cfg: BenchConfig, threads: int, native: tuple[str, ...], warnings: li
     if blas_threads is None:
         warnings.append("BLAS thread count not controlled (install threadpoolctl); GEMM used the library default")
     blas = machine.blas_info()
-    jobs: list[tuple[str, str, str]] = [(p, "numpy", layout) for p in ("fp64", "fp32") for layout in ("A@B", "x@W.T")]
     torch: ModuleType | None = None
     if cfg.torch_gemm:
         try:
@@ -683,9 +713,8 @@ def _gemms(cfg: BenchConfig, threads: int, native: tuple[str, ...], warnings: li
             pass
         else:
             torch = _torch
-        if torch is not None:
-            jobs.append(("fp32", "torch", "x@W.T"))
-            jobs += [(p, "torch", layout) for p in ("bf16", "fp16") if p in native for layout in ("A@B", "x@W.T")]
+    jobs = gemm_plan(native, cfg.torch_gemm, torch is not None)
+    warnings += unmeasured_native_warnings(native, jobs, cfg.torch_gemm)
     for j, (prec, lib, layout) in enumerate(jobs):
         report(j / len(jobs), f"GEMM {prec} {lib} {layout}")
         per_size: list[dict[str, Any]] = []

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from roofline.bench import host as _host
+
 #: CPU features that decide the kernel's shape (LLVM's feature names)
 X86_AVX512, X86_AVX2, X86_FMA = "avx512f", "avx2", "fma"
 
@@ -192,15 +194,30 @@ _KNOWN_CPUS: dict[str, set[str]] = {
 }
 
 
+def host_shape(precision: str) -> KernelShape:
+    """The kernel shape for this machine's CPU (:func:`roofline.bench.host.host_cpu`, which tests may force).
+
+    >>> from roofline.bench import host
+    >>> with host.forced(host.HostCpu("x86_64", flags=frozenset({"avx2", "fma"}))):
+    ...     host_shape("fp64").bits, host_shape("fp64").chains
+    (256, 12)
+    """
+    cpu = _host.host_cpu()
+    return kernel_shape(precision, set(cpu.vector_isa()), "aarch64" if cpu.is_arm else "x86_64")
+
+
 @cache
 def _host_kernel(precision: str) -> tuple[KernelShape, Any, Any]:
     """JIT-compile the kernel for this CPU: (shape, ctypes function, engine kept alive)."""
+    if _host.is_forced():
+        raise RuntimeError("the FMA kernel runs on the real CPU only: it is not compiled while a CPU is forced "
+                           "(roofline.bench.host.forced)")
     llvm = _llvm()
     feats = llvm.get_host_cpu_features()
-    import platform
-
-    arch = platform.machine().lower()
-    shape = kernel_shape(precision, dict(feats), "aarch64" if arch in ("aarch64", "arm64") else "x86_64")
+    shape = host_shape(precision)
+    missing = [f for f in _host.host_cpu().vector_isa() if not feats.get(f, False)]
+    if missing:  # /proc/cpuinfo and LLVM disagree: compile only what LLVM says the silicon runs
+        shape = kernel_shape(precision, dict(feats), "x86_64")
     tm = llvm.Target.from_default_triple().create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=feats.flatten(), opt=3, jit=True)
     mod = _module(llvm, kernel_ir(shape), tm)
@@ -211,15 +228,15 @@ def _host_kernel(precision: str) -> tuple[KernelShape, Any, Any]:
     return shape, fn, (engine, mod)
 
 
-def host_shape(precision: str) -> KernelShape:
-    """The kernel shape used on this machine."""
+def compiled_shape(precision: str) -> KernelShape:
+    """The shape of the kernel compiled and run here (JIT-compiles it on first use)."""
     return _host_kernel(precision)[0]
 
 
 def run_fma_peak(precision: str, iters: int, threads: int) -> float:
     """One sample: ``threads`` OS threads each run ``iters`` iterations; returns the seconds it took.
 
-    The FLOPs are ``host_shape(precision).flops_per_iteration * iters * threads``.  The seconds are
+    The FLOPs are ``compiled_shape(precision).flops_per_iteration * iters * threads``.  The seconds are
     from the first thread's start to the last one's end, timed inside the threads after a barrier
     (thread creation and joining are not in it).  Thread t is pinned to the t-th CPU this process
     may use (where the OS allows pinning), so two workers never share a core while another idles.

@@ -14,44 +14,27 @@ import re
 from pathlib import Path
 from typing import Any
 
+from roofline.bench import host
+
 SYSFS_CACHE = Path("/sys/devices/system/cpu")
 
 
 def cpu_model() -> str:
-    """'AMD EPYC 9R14 96-Core Processor' from /proc/cpuinfo, else platform.processor()."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    """'AMD EPYC 9R14 96-Core Processor' from /proc/cpuinfo (:func:`roofline.bench.host.host_cpu`),
+    else platform.processor()."""
+    name = host.host_cpu().model_name
+    return name or platform.processor() or platform.machine() or "unknown CPU"
 
 
 def clock_mhz() -> float | None:
     """Maximum clock from cpufreq when readable, else the current 'cpu MHz' of /proc/cpuinfo."""
-    try:
-        khz = float((SYSFS_CACHE / "cpu0/cpufreq/cpuinfo_max_freq").read_text())
-        return khz / 1000.0
-    except (OSError, ValueError):
-        pass
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("cpu mhz"):
-                return float(line.split(":", 1)[1])
-    except (OSError, ValueError):
-        pass
-    return None
+    cpu = host.host_cpu()
+    return cpu.max_mhz if cpu.max_mhz is not None else cpu.mhz
 
 
 def cpu_flags() -> set[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+    """The ISA flags of :func:`roofline.bench.host.host_cpu` (the one place that reads them)."""
+    return set(host.host_cpu().flags)
 
 
 def _parse_size(text: str) -> float | None:

@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from roofline.bench import host as _host
 from roofline.bench import uarch as _uarch
 from roofline.device import SpecRoof
 from roofline.units import format_flops
@@ -55,11 +56,8 @@ def native_precisions(flags: set[str]) -> tuple[str, ...]:
 
 
 def cpuinfo() -> dict[str, Any]:
-    """The first processor block of /proc/cpuinfo (empty where unreadable)."""
-    try:
-        return _uarch.parse_cpuinfo(Path("/proc/cpuinfo").read_text(errors="replace"))
-    except OSError:
-        return {}
+    """The first processor block of /proc/cpuinfo, as :func:`roofline.bench.host.host_cpu` read it."""
+    return _host.host_cpu().info()
 
 
 def physical_cores(cpus: list[int]) -> int:
@@ -77,11 +75,9 @@ def physical_cores(cpus: list[int]) -> int:
 
 def spec_clock(info: dict[str, Any]) -> tuple[float, str] | None:
     """(Hz, where it came from): cpufreq maximum, else the model name's '@ X GHz', else 'cpu MHz'."""
-    try:
-        khz = float(Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text())
-        return khz * 1e3, "cpufreq maximum (a turbo clock; all cores together may run lower)"
-    except (OSError, ValueError):
-        pass
+    max_mhz = info.get("max_mhz")
+    if isinstance(max_mhz, (int, float)) and max_mhz > 0:
+        return float(max_mhz) * 1e6, "cpufreq maximum (a turbo clock; all cores together may run lower)"
     m = re.search(r"@\s*([\d.]+)\s*GHz", str(info.get("model_name", "")))
     if m:
         return float(m.group(1)) * 1e9, "the model name's nominal clock (all-core turbo unknown here)"
