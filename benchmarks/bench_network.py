@@ -2,7 +2,7 @@
 
     python benchmarks/bench_network.py [NPROC] [--full]
 
-Runs ``torchrun --nproc-per-node NPROC -m roofline.bench.network --quick`` (``--full``: the full sizes, 8 B
+Runs ``torchrun --nproc-per-node NPROC -m roofline.commands.bench_network --quick`` (``--full``: the full sizes, 8 B
 to 1 GiB; gloo over loopback here, NCCL where CUDA is) twice, one after the other, and checks issue 18's figures: each collective's fit from
 run 1 has R^2 >= 0.95 on log time, and predicts run 2's median time within 25% at every size; the
 --quick wall time with 2 processes is at most 60 s.  Prints each collective's worst size, and beside it
@@ -39,7 +39,7 @@ def torchrun(name: str, nproc: int, *args: str) -> float:
 
 
 def run(tmp: Path, name: str, nproc: int, quick: bool) -> float:
-    return torchrun(f"run {name}", nproc, "-m", "roofline.bench.network", *(["--quick"] if quick else []),
+    return torchrun(f"run {name}", nproc, "-m", "roofline.commands.bench_network", *(["--quick"] if quick else []),
                     "--device", "xeon-8480", "--out", str(tmp / f"{name}.json"))
 
 

@@ -72,7 +72,7 @@ def _torchrun(tmp: Path, name: str, nproc: int, *extra: str, timeout: float = 24
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}", f"--master-port={port}",
-           "-m", "roofline.bench.network", "--quick", "--device", "xeon-8480", "--out", str(tmp / f"{name}.json"),
+           "-m", "roofline.commands.bench_network", "--quick", "--device", "xeon-8480", "--out", str(tmp / f"{name}.json"),
            *extra]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV, cwd=tmp)
 
@@ -133,7 +133,7 @@ def test_two_nodes_through_torchrun_rendezvous(tmp_path):
         port = sock.getsockname()[1]
     agents = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=2",
                                 f"--node-rank={r}", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
-                                "--rdzv-id=roofline-test", "-m", "roofline.bench.network", "--quick", "--repeats", "3",
+                                "--rdzv-id=roofline-test", "-m", "roofline.commands.bench_network", "--quick", "--repeats", "3",
                                 "--device", "xeon-8480", "--collectives", "all_reduce",
                                 "--out", str(tmp_path / f"node{r}.json")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
@@ -155,7 +155,7 @@ def test_a_stalled_peer_is_one_line_and_no_file(tmp_path):
     env = {**ENV, "RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "LOCAL_RANK": "0",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
     out = tmp_path / "s.json"
-    r = subprocess.run([sys.executable, "-m", "roofline.bench.network", "--quick", "--device", "xeon-8480",
+    r = subprocess.run([sys.executable, "-m", "roofline.commands.bench_network", "--quick", "--device", "xeon-8480",
                         "--timeout", "3", "--out", str(out)], capture_output=True, text=True, timeout=120, env=env)
     errors = [line for line in r.stderr.splitlines() if line.startswith("roofline: error:")]
     assert r.returncode == 2 and len(errors) == 1 and "rank 0" in errors[0], r.stderr[-1500:]
@@ -171,7 +171,7 @@ def test_a_rank_that_dies_is_one_line_and_no_file(tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     out = tmp_path / "s.json"
-    ranks = [subprocess.Popen([sys.executable, "-m", "roofline.bench.network", "--quick", "--device", "xeon-8480",
+    ranks = [subprocess.Popen([sys.executable, "-m", "roofline.commands.bench_network", "--quick", "--device", "xeon-8480",
                                "--timeout", "30", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=tmp_path,
                               env={**ENV, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
@@ -187,7 +187,7 @@ def test_a_rank_that_dies_is_one_line_and_no_file(tmp_path):
 
 
 @pytest.mark.parametrize("args, says", [
-    ((), "not launched by torchrun"),
+    (("--device", "xeon-8480"), "not launched by torchrun"),  # a catalog device: no bench cache needed
     (("--collectives", "all_reduce,broadcast"), "--collectives: broadcast not among"),
     (("--collectives", ","), "--collectives: (none)"),
     (("--repeats", "2"), "--repeats 2: at least 3"),
@@ -200,7 +200,7 @@ def test_a_rank_that_dies_is_one_line_and_no_file(tmp_path):
 def test_bad_input_is_one_line(tmp_path, args, says):
     """Checked before any rank joins a process group (so also without torchrun): one line, exit 2."""
     env = {k: v for k, v in ENV.items() if k not in ("WORLD_SIZE", "RANK")}
-    r = subprocess.run([sys.executable, "-m", "roofline.bench.network", "--quick", *args], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "roofline.commands.bench_network", "--quick", *args], capture_output=True,
                        text=True, timeout=60, env=env, cwd=tmp_path)
     assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("roofline: error: network bench (rank 0): ") and not list(tmp_path.iterdir())

@@ -28,9 +28,8 @@ from roofline.catalog import devices as catalog_devices
 from roofline.catalog import get_device, resolve_device
 from roofline.device import ComputeCeiling, Device, Interconnect, MemoryCeiling, Provenance
 from roofline.errors import RooflineError
+from roofline.version import __version__ as __version__
 from roofline.workload import Op, UnsupportedOp, Workload, WorkloadBuilder
-
-__version__ = "0.1.0"
 
 _LAZY = {
     "from_torch": "roofline.frontends.torch",

@@ -1,24 +1,19 @@
 """Command line: parse, call the API, render.  Bad input -> 'roofline: error: ...', exit 2.
 
 Each subcommand lives in its own module under ``roofline.commands`` and
-exposes ``register(subparsers)``; this file only discovers and dispatches them,
-so adding a command never edits this file.
+exposes ``register(subparsers)``; ``roofline.commands.COMMANDS`` lists them in
+``--help`` order, and this file only dispatches them, so adding a command never
+edits this file.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 import sys
 from typing import Any, NoReturn
 
 from roofline.errors import RooflineError
 from roofline.text import one_line
-
-#: Order in ``roofline --help``; modules not listed follow alphabetically.
-ORDER = ("demo", "devices", "device", "plot", "analyze", "llm", "plan", "torch", "hf", "onnx", "trace", "ops", "bench",
-         "calibrate", "compare", "report")
 
 
 class Parser(argparse.ArgumentParser):
@@ -60,7 +55,8 @@ def unknown_command(typed: str, commands: list[str]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import roofline.commands as pkg
+    from roofline.commands import COMMANDS
+    from roofline.version import __version__
 
     parser = Parser(
         prog="roofline",
@@ -68,14 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example: roofline plot --peak 100GFLOP/s --bandwidth 10GB/s --point app:0.8e9:4e9 -o chart.png",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from roofline import __version__
-
     parser.add_argument("--version", action="version", version=f"roofline {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
-    names.sort(key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
-    for name in names:
-        importlib.import_module(f"roofline.commands.{name}").register(sub)
+    for module in COMMANDS:
+        module.register(sub)
     return parser
 
 

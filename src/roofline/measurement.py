@@ -59,10 +59,10 @@ def default_device() -> Device:
     Nothing is measured here: a benchmark takes a minute and writes the user's cache, which is
     ``roofline bench``'s job (or :func:`roofline.bench.run_bench` and :func:`roofline.bench.save_local_device`).
     """
-    from roofline import bench
+    from roofline.bench.cache import load_local_device
 
     try:
-        return bench.load_local_device()
+        return load_local_device()
     except RooflineError as exc:
         raise RooflineError(f"no device given: {exc}; or pass device=...") from None
 

@@ -2,7 +2,10 @@
 a system file with measured tiers.
 
     torchrun --nproc-per-node N [--nnodes M --node-rank R --rdzv-endpoint HOST:PORT] \\
-        -m roofline.bench.network [--quick] --device NAME --out system.json [--plot comm.png]
+        -m roofline.commands.bench_network [--quick] --device NAME --out system.json [--plot comm.png]
+
+(this module measures; :mod:`roofline.commands.bench_network` is the torchrun entry point: its arguments,
+the report and the files)
 
 Every rank runs all-reduce, all-gather, reduce-scatter, all-to-all and send/recv (ranks paired 0-1, 2-3,
 ...) on float32 buffers from 8 B to 1 GiB (``--quick``: to 16 MiB, fewer samples), each size after a
@@ -29,18 +32,16 @@ and torch's cost to launch one collective from Python.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from roofline.costs import BUS_FACTORS
-from roofline.errors import RooflineError, first_line
+from roofline.errors import RooflineError
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 FULL_SIZES = tuple(8 * 4**k for k in range(14))  # 8 B .. 512 MiB (x4), plus 1 GiB below
@@ -216,88 +217,17 @@ def measure(collectives: tuple[str, ...], sizes: tuple[int, ...], repeats: int, 
     return out
 
 
-def _bus(collective: str, ranks: int) -> float:
+def bus_factor(collective: str, ranks: int) -> float:
+    """nccl-tests' bus factor of ``collective`` on ``ranks`` (send/recv: 1; one rank: 1)."""
     return BUS_FACTORS["send" if collective == "send_recv" else collective](ranks) if ranks > 1 else 1.0
 
 
-def report(label: str, collective: str, f: Any) -> str:
-    """nccl-tests' columns for one measured collective (a :class:`roofline.system.MeasuredCollective`): size,
-    time, algbw, busbw, spread; then the fit."""
-    from roofline.units import format_bytes, format_seconds
+def measure_tiers(dist: Any, torch: Any, device: Any, backend: str, wanted: tuple[str, ...], quick: bool,
+                  repeats: int | None, timeout_s: float) -> tuple[Any, list[Any], dict[str, Any]]:
+    """Every tier's collectives measured and fitted on this rank (all ranks call it together).
 
-    regime2 = (f"; from {format_bytes(f.split_bytes)}: {format_seconds(f.alpha2)} + bytes / "
-               f"{f.bandwidth2 / 1e9:.3g} GB/s" if f.split_bytes < math.inf else "")
-    lines = [f"{label} {collective} ({f.ranks} ranks): t = {format_seconds(f.alpha)} + bytes / "
-             f"{f.bandwidth / 1e9:.3g} GB/s{regime2} (R^2 {f.r2:.3f} on log time)",
-             f"  {'size':>10} {'time':>10} {'algbw GB/s':>11} {'busbw GB/s':>11} {'IQR':>6} {'fit':>8}"]
-    for nbytes, med, q1, q3 in f.points:
-        alg = nbytes / med / 1e9
-        lines.append(f"  {format_bytes(nbytes):>10} {format_seconds(med):>10} {alg:>11.3g} "
-                     f"{alg * _bus(collective, f.ranks):>11.3g} {(q3 - q1) / med:>6.0%} {f.time(nbytes) / med - 1:>+8.0%}")
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m roofline.bench.network",
-                                description="Measure collectives under torchrun; fit alpha-beta per collective and "
-                                            "tier; write a system file (see 'roofline bench --network').")
-    p.add_argument("--quick", action="store_true", help="8 B .. 16 MiB, fewer samples")
-    p.add_argument("--device", default="local", help="the device of the system (catalog name, JSON, or 'local')")
-    p.add_argument("--out", help="write the system file here (rank 0, once every rank has finished)")
-    p.add_argument("--plot", metavar="CHART", help="write the communication roofline chart (.png, .svg, .pdf)")
-    p.add_argument("--backend", choices=("gloo", "nccl"), default=None, help="default: nccl with CUDA, else gloo")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="a collective stalled this long fails")
-    p.add_argument("--repeats", type=int, default=None, metavar="N", help="timed samples per size (default 21 quick, 31)")
-    p.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated subset")
-    args = p.parse_args(argv)
-    rank = int(os.environ.get("RANK", "0"))
-    try:
-        return _run(args)
-    except KeyboardInterrupt:
-        print(f"roofline: error: network bench (rank {rank}): interrupted; nothing written", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a rank died, a collective stalled, bad input: one line on every rank
-        msg = exc.args[0] if isinstance(exc, RooflineError) else f"{type(exc).__name__}: {first_line(exc)}"
-        print(f"roofline: error: network bench (rank {rank}): {msg}; nothing written", file=sys.stderr)
-        return 2
-
-
-def _run(args: argparse.Namespace) -> int:
-    import torch
-    import torch.distributed as dist
-
-    wanted = tuple(c.strip() for c in args.collectives.split(",") if c.strip())
-    bad = [c for c in wanted if c not in COLLECTIVES]
-    if bad or not wanted:
-        raise RooflineError(f"--collectives: {', '.join(bad) or '(none)'} not among {', '.join(COLLECTIVES)}")
-    if args.repeats is not None and args.repeats < 3:
-        raise RooflineError(f"--repeats {args.repeats}: at least 3 (a median and its quartiles)")
-    if not 0 < args.timeout < math.inf:
-        raise RooflineError(f"--timeout {args.timeout}: a positive number of seconds")
-    if args.out:
-        from roofline.fileio import check_writable
-
-        check_writable(args.out)
-    if args.plot:
-        from roofline.render import check_chart_path
-
-        check_chart_path(args.plot)
-    from roofline.catalog import resolve_device
-
-    device = resolve_device(args.device)
-    if "WORLD_SIZE" not in os.environ:
-        raise RooflineError("not launched by torchrun: run 'torchrun --nproc-per-node N -m roofline.bench.network "
-                            "...' ('roofline bench --network' prints the line)")
-    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
-    dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
-    try:
-        return _measure_all(args, dist, torch, device, backend, wanted)
-    finally:
-        dist.destroy_process_group()
-
-
-def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, backend: str,
-                 wanted: tuple[str, ...]) -> int:
+    Returns (the measured System, each (scope, collective, MeasuredCollective) in order, facts for the
+    report: rank, world, local, nodes, sizes, wall seconds).  Every rank has finished when it returns."""
     rank, world = dist.get_rank(), dist.get_world_size()
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     nodes = world // local
@@ -306,12 +236,31 @@ def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, b
     on = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if backend == "nccl" else torch.device("cpu")
     if on.type == "cuda":
         torch.cuda.set_device(on)
-    sizes = QUICK_SIZES if args.quick else (*FULL_SIZES, 1 << 30)
-    repeats = args.repeats or (21 if args.quick else 31)
-    # tier groups: every node's ranks (node tier), and the ranks with the same local rank across nodes (cluster;
-    # every local rank's group at once, as a job whose every device talks across nodes); each with --timeout
-    # (new_group's own default is torch's 10 or 30 minutes)
-    timeout = timedelta(seconds=args.timeout)
+    sizes = QUICK_SIZES if quick else (*FULL_SIZES, 1 << 30)
+    repeats = repeats or (21 if quick else 31)
+    tiers = _tier_groups(dist, rank, world, local, nodes, timedelta(seconds=timeout_s))
+    from roofline.system import MeasuredCollective
+
+    results: dict[str, dict[str, MeasuredCollective]] = {}
+    fitted: list[Any] = []
+    t_start = time.perf_counter()
+    for scope, group, ranks, me in tiers:
+        results[scope] = {}
+        for c, points in measure(wanted, sizes, repeats, group, ranks, me, on).items():
+            f = fit([p[0] for p in points], [p[1] for p in points], [(p[2], p[3]) for p in points])
+            points_f = tuple((float(s), m, q1, q3) for s, m, q1, q3 in points)
+            results[scope][c] = MeasuredCollective(backend, ranks, points=points_f, **asdict(f))
+            fitted.append((scope, c, results[scope][c]))
+    dist.barrier(device_ids=[on.index] if on.type == "cuda" else None)  # every rank done: only now is anything written
+    facts = {"rank": rank, "world": world, "local": local, "nodes": nodes, "sizes": len(sizes),
+             "wall_seconds": time.perf_counter() - t_start}
+    return build_system(results, device, local, nodes, backend, repeats), fitted, facts
+
+
+def _tier_groups(dist: Any, rank: int, world: int, local: int, nodes: int, timeout: timedelta) -> list[tuple[str, Any, int, int]]:
+    """(scope, group, ranks, this rank's index) per tier: every node's ranks (node tier), and the ranks with the
+    same local rank across nodes (cluster; every local rank's group at once, as a job whose every device talks
+    across nodes); each with the timeout (new_group's own default is torch's 10 or 30 minutes)."""
     tiers: list[tuple[str, Any, int, int]] = []
     if local > 1:
         groups = ([dist.new_group(list(range(k * local, (k + 1) * local)), timeout=timeout) for k in range(nodes)]
@@ -322,39 +271,7 @@ def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, b
         tiers.append(("cluster", cross[rank % local], nodes, rank // local))
     if not tiers:
         raise RooflineError("one rank measures no network: launch at least 2 (--nproc-per-node 2)")
-    from roofline.system import MeasuredCollective
-
-    results: dict[str, dict[str, MeasuredCollective]] = {}
-    text = []
-    t_start = time.perf_counter()
-    for scope, group, ranks, me in tiers:
-        results[scope] = {}
-        for c, points in measure(wanted, sizes, repeats, group, ranks, me, on).items():
-            f = fit([p[0] for p in points], [p[1] for p in points], [(p[2], p[3]) for p in points])
-            points_f = tuple((float(s), m, q1, q3) for s, m, q1, q3 in points)
-            results[scope][c] = MeasuredCollective(backend, ranks, points=points_f, **asdict(f))
-            text.append(report(scope, c, results[scope][c]))
-    dist.barrier(device_ids=[on.index] if on.type == "cuda" else None)  # every rank done: only now is anything written
-    if rank == 0:
-        wall = time.perf_counter() - t_start
-        print("\n".join(text))
-        print(f"network bench: {backend}, {world} ranks ({nodes} node(s) x {local}), "
-              f"{len(sizes)} sizes x {len(wanted)} collectives per tier in {wall:.1f} s")
-        system = build_system(results, device, local, nodes, backend, repeats)
-        outputs = []
-        if args.out:
-            outputs.append((args.out, (system.to_json() + "\n").encode()))
-        if args.plot:
-            from roofline.render.network import network_chart_bytes
-
-            outputs.append((args.plot, network_chart_bytes(system, args.plot)))
-        if outputs:
-            from roofline.fileio import write_files_atomic
-
-            write_files_atomic(outputs)
-            for path, _ in outputs:
-                print(f"saved: {path}")
-    return 0
+    return tiers
 
 
 def build_system(results: dict[str, dict[str, Any]], device: Any, local: int, nodes: int, backend: str,
@@ -371,7 +288,7 @@ def build_system(results: dict[str, dict[str, Any]], device: Any, local: int, no
     for scope, by in results.items():
         name = "all_reduce" if "all_reduce" in by else next(iter(by))
         m = by[name]
-        bus = (m.bandwidth2 if m.split_bytes < math.inf else m.bandwidth) * _bus(name, m.ranks)  # large messages'
+        bus = (m.bandwidth2 if m.split_bytes < math.inf else m.bandwidth) * bus_factor(name, m.ranks)  # large messages'
         alpha = m.alpha / max(1, steps(name, m.ranks))  # the small messages'
         bus = bus if bus < math.inf else 1e18
         prov = Provenance(kind="measured", source=f"roofline.bench.network ({backend})", method=(
@@ -382,6 +299,3 @@ def build_system(results: dict[str, dict[str, Any]], device: Any, local: int, no
                                  local if scope == "cluster" else 0, (), False, prov, dict(by)))
     return System(f"measured ({backend}, {nodes} x {local})", device, local, nodes, tuple(tiers))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

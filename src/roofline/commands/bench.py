@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--plot", metavar="DIR", help="write bandwidth.png and roofline.png into DIR")
     p.add_argument("--show", action="store_true", help="print the cached measurement instead of measuring")
     p.add_argument("--network", action="store_true",
-                   help="print the torchrun line that measures the network (roofline.bench.network) and exit")
+                   help="print the torchrun line that measures the network (roofline.commands.bench_network) and exit")
     p.add_argument("--audit", action="store_true",
                    help="time the audit kernels against the cached roofs (raising any roof a kernel beats)")
     p.set_defaults(func=run)
@@ -62,10 +62,10 @@ def register(subparsers: Any) -> None:
 NETWORK_HELP = """\
 The network is measured by a module torchrun launches on every rank (gloo on CPUs, NCCL on GPUs):
 
-  one node:   torchrun --nproc-per-node N -m roofline.bench.network --device local --out system.json
-  quick:      torchrun --nproc-per-node 2 -m roofline.bench.network --quick --device local --out system.json
+  one node:   torchrun --nproc-per-node N -m roofline.commands.bench_network --device local --out system.json
+  quick:      torchrun --nproc-per-node 2 -m roofline.commands.bench_network --quick --device local --out system.json
   many nodes: torchrun --nnodes M --nproc-per-node N --node-rank R --rdzv-backend c10d \\
-                  --rdzv-endpoint HOST:29400 -m roofline.bench.network --device local --out system.json
+                  --rdzv-endpoint HOST:29400 -m roofline.commands.bench_network --device local --out system.json
 
 It times all-reduce, all-gather, reduce-scatter, all-to-all and send/recv from 8 B to 1 GiB (--quick: to
 16 MiB), fits t = alpha + bytes / bandwidth per collective and tier (within a node; across nodes), prints
