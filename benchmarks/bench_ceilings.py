@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from roofline.bench import machine  # noqa: E402
-from roofline.bench.cpu import default_max_bytes  # noqa: E402
+from roofline.bench.sweep import default_max_bytes  # noqa: E402
 
 YARDSTICK_C = r"""
 #include <stdio.h>

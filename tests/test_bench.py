@@ -18,7 +18,9 @@ import pytest
 
 from roofline import cli
 from roofline.bench import cpu as bench_cpu
-from roofline.bench import levels, machine, spec
+from roofline.bench import gemm as bench_gemm
+from roofline.bench import levels, machine, sampling, spec
+from roofline.bench import sweep as bench_sweep
 from roofline.device import Device, MemoryCeiling
 
 KiB, MiB = 1024, 1024 * 1024
@@ -116,10 +118,10 @@ def test_sysfs_disagreement_is_noted() -> None:
     steps = [(0, 300e9), (48 * KiB, 150e9), (4 * MiB, 80e9), (32 * MiB, 30e9)]
     sizes = [int(s) for s in SIZES]
     bw = staircase(SIZES, steps)
-    curves = {2: {k: [bench_cpu.Stat(float(v), float(v), float(v), [float(v)]) for v in bw] for k in bench_cpu.KERNELS}}
+    curves = {2: {k: [sampling.Stat(float(v), float(v), float(v), [float(v)]) for v in bw] for k in bench_sweep.KERNELS}}
     caches = {"L1": {"capacity": 48 * KiB, "size": 24 * KiB}, "L2": {"capacity": 256 * KiB, "size": 128 * KiB},
               "L3": {"capacity": 32 * MiB, "size": 32 * MiB}}
-    memory, info = bench_cpu._memory_levels(sizes, curves, 2, caches, bench_cpu.BenchConfig.quick(), "d", None, [])
+    memory, info = bench_sweep.memory_levels(sizes, curves, 2, caches, sampling.BenchConfig.quick(), "d", None, [])
     assert any("sysfs reports" in n for n in info["notes"]), info["notes"]
 
 
@@ -132,8 +134,8 @@ def test_measure_rate_grows_reps_until_a_sample_is_long_enough(monkeypatch) -> N
         calls.append(reps)
 
     # a deterministic clock: every rep takes 0.1 ms
-    monkeypatch.setattr(bench_cpu, "_timeit", lambda fn: (fn(), 1e-4 * calls[-1])[1])
-    stat, reps = bench_cpu.measure_rate(call, 1.0, 3, 0.002)
+    monkeypatch.setattr(sampling, "timeit", lambda fn: (fn(), 1e-4 * calls[-1])[1])
+    stat, reps = sampling.measure_rate(call, 1.0, 3, 0.002)
     # 1 rep = 0.1 ms < 2 ms, so reps grows to ceil(1.2 x 2 ms / 0.1 ms) = 24 (2.4 ms >= 2 ms)
     assert reps == 24
     # each sample: 24 units of work in 2.4 ms = 1e4 per second
@@ -142,7 +144,7 @@ def test_measure_rate_grows_reps_until_a_sample_is_long_enough(monkeypatch) -> N
 
 
 def test_sweep_sizes_are_geometric_and_cover_the_range() -> None:
-    s = bench_cpu.sweep_sizes(16 * KiB, 128 * MiB, 3)
+    s = bench_sweep.sweep_sizes(16 * KiB, 128 * MiB, 3)
     assert s[0] == 16 * KiB and s[-1] == 128 * MiB
     # 13 octaves x 3 per octave + 1 = 40 points; ratios 2^(1/3) ~ 1.26 (rounding to 4 KiB blurs the first few)
     assert len(s) == 40
@@ -192,17 +194,17 @@ def test_native_precisions_follow_the_family(cpu_family) -> None:
 def test_gemms_timed_follow_the_native_precisions(cpu_family) -> None:
     _, _, expected = cpu_family
     native = spec.native_precisions(machine.cpu_flags())
-    plan = bench_cpu.gemm_plan(native, True, True)
+    plan = bench_gemm.gemm_plan(native, True, True)
     # numpy fp64/fp32 in both layouts, torch fp32 linear, and torch A@B and x@W.T for each native 16-bit one
     assert {p for p, _, _ in plan} == set(expected["native"])
     assert sum(1 for p, lib, _ in plan if lib == "torch" and p in ("bf16", "fp16")) == 2 * (len(expected["native"]) - 2)
     # torch GEMMs off (or torch missing): fp64/fp32 only, and a native 16-bit precision left unmeasured is said
-    off = bench_cpu.gemm_plan(native, False, True)
-    assert {p for p, _, _ in off} == {"fp64", "fp32"} and off == bench_cpu.gemm_plan(native, True, False)
-    said = bench_cpu.unmeasured_native_warnings(native, off, False)
+    off = bench_gemm.gemm_plan(native, False, True)
+    assert {p for p, _, _ in off} == {"fp64", "fp32"} and off == bench_gemm.gemm_plan(native, True, False)
+    said = bench_gemm.unmeasured_native_warnings(native, off, False)
     lost = [p for p in ("bf16", "fp16") if p in expected["native"]]
     assert bool(said) == bool(lost) and all(p in said[0] and "torch GEMMs are off" in said[0] for p in lost)
-    assert bench_cpu.unmeasured_native_warnings(native, plan, True) == []
+    assert bench_gemm.unmeasured_native_warnings(native, plan, True) == []
 
 
 def test_fma_kernel_shape_follows_the_family(cpu_family) -> None:
@@ -233,7 +235,7 @@ def test_fallbacks_follow_the_family(cpu_family) -> None:
     from roofline.device import ComputeCeiling, Provenance
 
     _, _, expected = cpu_family
-    timed = {p for p, _, _ in bench_cpu.gemm_plan(spec.native_precisions(machine.cpu_flags()), True, True)}
+    timed = {p for p, _, _ in bench_gemm.gemm_plan(spec.native_precisions(machine.cpu_flags()), True, True)}
     prov = Provenance(kind="measured", source="roofline bench")
     compute = [ComputeCeiling(u, p, 1e11, prov) for u in ("vector", "matrix") for p in ("fp64", "fp32")]
     compute += [ComputeCeiling("matrix", p, 4e11, prov) for p in ("bf16", "fp16") if p in timed]
@@ -353,7 +355,7 @@ def test_tiny_run_is_a_valid_measured_cpu_device(tiny_device: Device) -> None:
         assert key in d.metadata, key
     # the figures read back are typed bench facts: threads, the sweep (every kernel), ERT, caches
     assert d.bench.threads == (os.cpu_count() or 1) and d.bench.sweep is not None and d.bench.ert is not None
-    assert {c.kernel for c in d.bench.sweep.curves} == set(bench_cpu.KERNELS)
+    assert {c.kernel for c in d.bench.sweep.curves} == set(bench_sweep.KERNELS)
     assert all(len(c.median) == len(d.bench.sweep.working_set_bytes) for c in d.bench.sweep.curves)
     assert d.metadata["versions"]["numpy"] == np.__version__
     # JSON round trip keeps every number and its provenance
@@ -366,7 +368,7 @@ def check_low_precision_roofs(d: Device, torch_gemm: bool) -> None:
     TINY turns them off, so on a CPU with native bf16 (Zen 4/5, Sapphire Rapids) there is none, and the
     bench says why.  The bench records which precisions are native."""
     assert d.bench is not None and d.bench.native == spec.native_precisions(machine.cpu_flags() | EXTRA_FLAGS)
-    timed = {p for p, _, _ in bench_cpu.gemm_plan(d.bench.native, torch_gemm, True)}
+    timed = {p for p, _, _ in bench_gemm.gemm_plan(d.bench.native, torch_gemm, True)}
     for p in ("bf16", "fp16"):
         assert (d.ceiling("matrix", p) is not None) == (p in timed), p
         said = any(p in w.split(" is native on this CPU but no ")[0].split("/") for w in d.metadata["warnings"]
@@ -385,7 +387,7 @@ def test_tiny_run_on_a_cpu_with_native_bf16(monkeypatch, in_process_bench) -> No
     real = spec.this_cpu_spec
     monkeypatch.setattr(spec, "this_cpu_spec", lambda threads: (real(threads)[0], real(threads)[1] | {"avx512_bf16"}))
     monkeypatch.setattr(sys.modules[__name__], "EXTRA_FLAGS", {"avx512_bf16"})
-    d = bench_cpu.run_cpu_bench(bench_cpu.BenchConfig.quick(threads=1, **{**TINY, "max_bytes": 1 * MiB}))
+    d = bench_cpu.run_cpu_bench(sampling.BenchConfig.quick(threads=1, **{**TINY, "max_bytes": 1 * MiB}))
     assert "bf16" in d.bench.native and d.ceiling("matrix", "bf16") is None
     check_low_precision_roofs(d, TINY["torch_gemm"])
 
@@ -476,7 +478,7 @@ def test_memory_shortage_shrinks_and_says_so(monkeypatch, in_process_bench) -> N
     # shrinks to (available - 64 MiB) / 2 = 1 MiB
     monkeypatch.setattr(machine, "available_memory", lambda: 66.0 * MiB)
     # in this process (run_bench's child would not see the patch)
-    d = bench_cpu.run_cpu_bench(bench_cpu.BenchConfig.quick(threads=1, **{**TINY, "max_bytes": 4 * MiB}))
+    d = bench_cpu.run_cpu_bench(sampling.BenchConfig.quick(threads=1, **{**TINY, "max_bytes": 4 * MiB}))
     short = d.metadata["memory_shortage"]
     assert short["wanted_bytes"] == 4 * MiB and short["used_bytes"] == 1 * MiB
     assert max(d.bench.sweep.working_set_bytes) == 1 * MiB
@@ -582,7 +584,7 @@ def test_gpu_quartiles_match_the_cpu_convention() -> None:
 
     # 1..7: median 4; numpy-style (linear) quartiles at positions 0.25 x 6 = 1.5 and 4.5 -> 2.5 and 5.5
     assert _stats([7.0, 1.0, 3.0, 2.0, 6.0, 5.0, 4.0]) == (4.0, 2.5, 5.5)
-    s = bench_cpu.Stat.of([7.0, 1.0, 3.0, 2.0, 6.0, 5.0, 4.0])
+    s = sampling.Stat.of([7.0, 1.0, 3.0, 2.0, 6.0, 5.0, 4.0])
     assert (s.median, s.q1, s.q3) == (4.0, 2.5, 5.5)
     assert _stats([3.0]) == (3.0, 3.0, 3.0)
 

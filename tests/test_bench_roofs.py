@@ -126,11 +126,11 @@ def test_native_precisions_from_flags(flags: set[str], native: tuple[str, ...]) 
 
 def test_bf16_gemm_is_measured_only_where_native() -> None:
     pytest.importorskip("torch")
-    from roofline.bench.cpu import BenchConfig, _gemms
+    from roofline.bench.gemm import BenchConfig, time_gemms
 
     cfg = BenchConfig.quick(gemm_sizes=(64,), repeats=1, min_sample_seconds=1e-4)
-    without = _gemms(cfg, 1, ("fp64", "fp32"), [], lambda f, w: None)
-    with_bf16 = _gemms(cfg, 1, ("fp64", "fp32", "bf16"), [], lambda f, w: None)
+    without = time_gemms(cfg, 1, ("fp64", "fp32"), [], lambda f, w: None)
+    with_bf16 = time_gemms(cfg, 1, ("fp64", "fp32", "bf16"), [], lambda f, w: None)
     assert {p for p, _ in without} == {"fp64", "fp32"}
     # both layouts: A @ B and x @ W.T (nn.Linear)
     assert {layout for p, layout in with_bf16 if p == "bf16"} == {"torch A@B", "torch x@W.T"}

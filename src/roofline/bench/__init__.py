@@ -22,7 +22,7 @@ from roofline.bench.cache import cache_dir, load_local_device, local_device_path
 from roofline.device import Device
 
 if TYPE_CHECKING:
-    from roofline.bench.cpu import Progress
+    from roofline.bench.sampling import Progress
 
 __all__ = ["run_bench", "load_local_device", "save_local_device", "local_device_path", "cache_dir"]
 
@@ -34,7 +34,7 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
     ``full=True`` sweeps finer and repeats more (``quick`` is the default);
     ``threads``: CPU threads (default every CPU); ``progress(fraction, text)``
     is called as stages complete; ``overrides`` go to
-    :class:`roofline.bench.cpu.BenchConfig` (e.g. ``max_bytes=1 << 20,
+    :class:`roofline.bench.sampling.BenchConfig` (e.g. ``max_bytes=1 << 20,
     repeats=3`` for a tiny run) or to :func:`roofline.bench.gpu.run_gpu_bench`.
     The overhead floors (:mod:`roofline.bench.overhead`) are measured last, in this process.
     Nothing is written: saving and caching are the caller's choice
@@ -58,7 +58,7 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
         dev = run_gpu_bench(quick=quick and not full, progress=progress, **overrides)
         return replace(dev, overhead=overhead.measure_cuda(torch))
     from roofline.bench._worker import run_in_child
-    from roofline.bench.cpu import BenchConfig, check_threads
+    from roofline.bench.sampling import BenchConfig, check_threads
 
     cfg = BenchConfig.full(**overrides) if full else BenchConfig.quick(**overrides)
     # checked here, before a process starts: bad input is one line and nothing runs

@@ -11,7 +11,7 @@ The protocol, one JSON object per line (anything else the child prints goes to
 its stderr, which is the caller's):
 
 - parent -> child (stdin): the parent's ``sys.path`` (so the child imports this
-  same roofline, a source checkout too) and the :class:`~roofline.bench.cpu.BenchConfig` fields;
+  same roofline, a source checkout too) and the :class:`~roofline.bench.sampling.BenchConfig` fields;
 - child -> parent (stdout): ``{"progress": [fraction, text]}`` as stages complete; then
   ``{"device": {...}}`` (a ``roofline.device/3`` document), or
   ``{"error": "RooflineError" | "MissingExtraError", "message": ...}`` for bad input, or
@@ -132,7 +132,8 @@ def main(fields: dict[str, Any]) -> int:
         channel.write(json.dumps(msg) + "\n")
 
     try:
-        from roofline.bench.cpu import BenchConfig, run_cpu_bench
+        from roofline.bench.cpu import run_cpu_bench
+        from roofline.bench.sampling import BenchConfig
 
         # JSON has no tuples: the tuple fields (gemm_sizes, ert_flops) arrive as lists
         kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}

@@ -199,16 +199,8 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
     carrying it and the overhead floors it used).  ``ops`` replaces the suite (tests)."""
     torch = require("torch", "torch")
     from roofline.bench import overhead as floors
-    from roofline.measurement import measure
 
-    if cuda and not torch.cuda.is_available():
-        raise RooflineError("calibrate --gpu: no CUDA device is available here")
-    if cuda and device.kind != "gpu":
-        raise RooflineError(f"calibrate --gpu: device {device.name!r} is a {device.kind}; measure the GPU first "
-                            "with 'roofline bench --gpu'")
-    if not cuda and device.kind != "cpu":
-        raise RooflineError(f"calibrate: device {device.name!r} is a {device.kind}; calibrating runs the suite here, "
-                            "on this machine's CPU (use the local device, or --gpu on a CUDA machine)")
+    _check_target(device, cuda, torch)
     measured_floors = floors.measure_cuda(torch) if cuda else floors.measure_cpu()
     kept = tuple(o for o in device.overhead if o.framework not in {f.framework for f in measured_floors})
     bare = replace(device, overhead=kept + measured_floors, calibration=None)
@@ -222,27 +214,7 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
         if progress:
             progress(i / max(len(chosen), 1), op.name)
         try:
-            fn, inputs = op.make(torch, g)
-            if cuda:
-                inputs = tuple(x.cuda() for x in inputs)
-            a = measure(_calls_module(torch, fn), *inputs, device=bare, repeats=1, warmup=2, profile_runs=runs,
-                        title=op.name)
-            names = {a.workload.strings("name", j) for j in range(len(a.workload))}
-            if len(names) != 1:
-                raise RooflineError(f"traced to {len(names)} different ops ({', '.join(sorted(names))}), not one")
-            timings = a.workload.measured.ops if a.workload.measured else None
-            seen = np.isfinite(a.workload.columns["measured_seconds"])
-            if timings is None or not seen.any():
-                raise RooflineError("no profiler event matched the op")
-            # each call's median over the runs, then the median call (quartiles likewise)
-            q1, med, q3 = (float(np.median(x[seen])) for x in (timings.low, timings.median, timings.high))
-            f = a.forecast  # measure() forecasts on the bare device: its roof and bound terms are what the fit needs
-            assert f is not None
-            term = "compute" if f.term[0] == "compute" else "memory"
-            size = float(a.workload.columns["flops"][0] if term == "compute" else a.workload.bytes[0])
-            points.append(SuitePoint(op.name, a.workload.strings("kind", 0), term,
-                                     a.workload.strings("precision", 0), op.shape, size, float(f.roof_time[0]),
-                                     float(f.bound[0]), med, (q1, q3), op=a.workload.strings("name", 0)))
+            points.append(_suite_point(op, torch, g, cuda, bare, runs))
         except RooflineError as exc:
             failed.append(f"{op.name}: {first_line(exc)}")
         except Exception as exc:  # a suite op this machine cannot run: listed, the rest go on
@@ -258,6 +230,45 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
                       describe_suite(chosen, quick, runs), over, curves, with_forecasts(points, curves, over),
                       tuple(failed))
     return cal, replace(bare, calibration=cal)
+
+
+def _check_target(device: Device, cuda: bool, torch: Any) -> None:
+    """The suite runs on this machine: a CPU device here, or (``cuda``) a measured GPU with CUDA present."""
+    if cuda and not torch.cuda.is_available():
+        raise RooflineError("calibrate --gpu: no CUDA device is available here")
+    if cuda and device.kind != "gpu":
+        raise RooflineError(f"calibrate --gpu: device {device.name!r} is a {device.kind}; measure the GPU first "
+                            "with 'roofline bench --gpu'")
+    if not cuda and device.kind != "cpu":
+        raise RooflineError(f"calibrate: device {device.name!r} is a {device.kind}; calibrating runs the suite here, "
+                            "on this machine's CPU (use the local device, or --gpu on a CUDA machine)")
+
+
+def _suite_point(op: SuiteOp, torch: Any, g: Any, cuda: bool, bare: Device, runs: int) -> SuitePoint:
+    """One suite op measured on ``bare`` (the device without a calibration): its median call over the runs,
+    beside its roof time and bound (the terms the fit needs)."""
+    from roofline.measurement import measure
+
+    fn, inputs = op.make(torch, g)
+    if cuda:
+        inputs = tuple(x.cuda() for x in inputs)
+    a = measure(_calls_module(torch, fn), *inputs, device=bare, repeats=1, warmup=2, profile_runs=runs,
+                title=op.name)
+    names = {a.workload.strings("name", j) for j in range(len(a.workload))}
+    if len(names) != 1:
+        raise RooflineError(f"traced to {len(names)} different ops ({', '.join(sorted(names))}), not one")
+    timings = a.workload.measured.ops if a.workload.measured else None
+    seen = np.isfinite(a.workload.columns["measured_seconds"])
+    if timings is None or not seen.any():
+        raise RooflineError("no profiler event matched the op")
+    # each call's median over the runs, then the median call (quartiles likewise)
+    q1, med, q3 = (float(np.median(x[seen])) for x in (timings.low, timings.median, timings.high))
+    f = a.forecast  # measure() forecasts on the bare device: its roof and bound terms are what the fit needs
+    assert f is not None
+    term = "compute" if f.term[0] == "compute" else "memory"
+    size = float(a.workload.columns["flops"][0] if term == "compute" else a.workload.bytes[0])
+    return SuitePoint(op.name, a.workload.strings("kind", 0), term, a.workload.strings("precision", 0), op.shape,
+                      size, float(f.roof_time[0]), float(f.bound[0]), med, (q1, q3), op=a.workload.strings("name", 0))
 
 
 __all__ = ["SUITE", "SUITE_VERSION", "SuiteOp", "describe_suite", "run_calibration", "suite"]

@@ -3,7 +3,7 @@
 Every decision the bench makes from the ISA reads :func:`host_cpu`: which precisions are native
 (:func:`roofline.bench.spec.native_precisions`), the FMA kernel's shape
 (:func:`roofline.bench.fma.host_shape`), the spec roof (:func:`roofline.bench.spec.this_cpu_spec`),
-which GEMMs are measured (:func:`roofline.bench.cpu.gemm_plan`) and the cache fingerprint
+which GEMMs are measured (:func:`roofline.bench.gemm.gemm_plan`) and the cache fingerprint
 (:func:`roofline.bench.machine.fingerprint`).  None of them reads ``/proc/cpuinfo`` itself.
 
 :func:`forced` makes :func:`host_cpu` return another CPU for a block, so those decisions can be

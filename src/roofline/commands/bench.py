@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     plot_dir = Path(args.plot) if args.plot else None
     # every check before any measuring: nothing is half-done after a bad argument
     if args.threads is not None and not args.gpu:
-        from roofline.bench.cpu import check_threads
+        from roofline.bench.sampling import check_threads
 
         check_threads(args.threads)
     if args.out:
