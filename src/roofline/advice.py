@@ -591,7 +591,6 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
     w = _predicted(a.workload)
     n = len(w)
     everything = np.arange(n)
-    levers: list[Lever] = []
     notes: list[str] = []
     zero = int(np.sum(~(a.total_op_time > 0)))
     if zero:  # no FLOPs and no bytes (or a time that underflowed to 0): nothing to speed up, no ratio to quote
@@ -599,10 +598,19 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
                      "every op has zero roofline time (no FLOPs, no bytes): no lever to compute")
     if not a.total_time > 0:
         return Advice(a, _roof_text(a, everything), _headroom(a, everything), [], [], notes)
+    chains = fusion_chains(w)
+    levers = _workload_levers(a, w, chains, devices)
+    return Advice(a, _roof_text(a, everything), _headroom(a, everything), levers, _op_advice(a, w, chains, top), notes)
+
+
+def _workload_levers(a: Analysis, w: Workload, chains: list[tuple[int, int]],
+                     devices: bool | Sequence[Device]) -> list[Lever]:
+    """The levers for the whole workload: the LLM's own, fusion, weight precision, matrix units, another
+    device, and the overhead floor (with a forecast)."""
+    levers: list[Lever] = []
     spec = w.llm
     if spec is not None:
         levers += _llm_levers(a, spec)
-    chains = fusion_chains(w)
     lv = _fusion_lever(a, w, chains, "workload")
     if lv:
         levers.append(lv)
@@ -614,7 +622,12 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
         levers += _device_levers(a, w, None if devices is True else list(devices))
     if a.forecast is not None:
         levers += _overhead_levers(a, w, chains)
+    return levers
 
+
+def _op_advice(a: Analysis, w: Workload, chains: list[tuple[int, int]], top: int) -> list[OpAdvice]:
+    """The ``top`` ops by time (each at least 1 % of it), each with its own levers."""
+    n = len(w)
     ops: list[OpAdvice] = []
     chain_of = {}
     for s, e in chains:
@@ -639,4 +652,4 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
         g = w.strings("group", i)
         ops.append(OpAdvice(i, w.strings("name", i) + (f" in {g}" if g and g != w.strings("name", i) else ""),
                             float(a.share[i]), _roof_text(a, idx), _headroom(a, idx), op_levers))
-    return Advice(a, _roof_text(a, everything), _headroom(a, everything), levers, ops, notes)
+    return ops

@@ -70,6 +70,10 @@ class DemoResult:
     def report(self) -> Path:
         return self.outdir / "index.html"
 
+    def add(self, key: str, a: Analysis, title: str) -> None:
+        self.analyses[key] = a
+        self.titles[key] = title
+
 
 def demo_cnn(batch: int = 16) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     """A small CNN (conv/bn/relu/pool/linear) and a batch of 32x32 images, on the CPU, in fp32."""
@@ -142,38 +146,41 @@ def run_demo(outdir: str | Path = "roofline-report", *, quick: bool = True, tiny
     seconds-long benchmark and fewer repeats (for tests).  ``local``: use this device instead of
     measuring.
     """
-    from roofline.advice import advise
-    from roofline.render.chart import save_chart
-    from roofline.render.html import Section, compare_figure, save_report
-
     out = DemoResult(prepare_outdir(outdir))
     gpu = get_device(DEMO_GPU)
     t0 = time.perf_counter()
-
-    def add(key: str, a: Analysis, title: str) -> None:
-        out.analyses[key] = a
-        out.titles[key] = title
-
     seed = seed_workload()
     predicted_only = seed.replace(measured_seconds=[float("nan")])  # the 1 s was measured on the textbook machine
-    add("seed", analyze(seed, seed_device()), "seed example on the textbook machine")
-    add("seed-gpu", analyze(predicted_only, gpu), f"seed example on {gpu.name}")
+    out.add("seed", analyze(seed, seed_device()), "seed example on the textbook machine")
+    out.add("seed-gpu", analyze(predicted_only, gpu), f"seed example on {gpu.name}")
 
     t = time.perf_counter()
     here = local or local_device(quick=quick, tiny=tiny, progress=progress)
     out.seconds["bench"] = time.perf_counter() - t
+    _add_llm(out, here, gpu)
+    t = time.perf_counter()
+    _add_cnn(out, here, tiny)
+    out.seconds["measure"] = time.perf_counter() - t
+    _write_report(out, here, gpu)
+    out.seconds["total"] = time.perf_counter() - t0
+    return out
 
+
+def _add_llm(out: DemoResult, here: Device, gpu: Device) -> None:
+    """Llama-3-8B prefill and decode on this machine and on the demo GPU."""
     try:
         from roofline.frontends.llm import from_llm
 
         for phase in ("prefill", "decode"):
             w = from_llm(DEMO_LLM, phase=phase, batch=1, prompt=1024)
-            add(f"llama-{phase}-local", analyze(w, here), f"Llama-3-8B {phase} on this machine ({here.name})")
-            add(f"llama-{phase}-gpu", analyze(w, gpu), f"Llama-3-8B {phase} on {gpu.name}")
+            out.add(f"llama-{phase}-local", analyze(w, here), f"Llama-3-8B {phase} on this machine ({here.name})")
+            out.add(f"llama-{phase}-gpu", analyze(w, gpu), f"Llama-3-8B {phase} on {gpu.name}")
     except ImportError as exc:
         out.notes.append(f"skipped Llama-3-8B: {exc}")
 
-    t = time.perf_counter()
+
+def _add_cnn(out: DemoResult, here: Device, tiny: bool) -> None:
+    """The small CNN, traced and measured on this CPU (torch)."""
     try:
         from roofline.measurement import measure
 
@@ -181,10 +188,16 @@ def run_demo(outdir: str | Path = "roofline-report", *, quick: bool = True, tiny
         model, inputs = demo_cnn(batch)
         a = measure(model, *inputs, device=here, repeats=3 if tiny else 10, warmup=1 if tiny else 2,
                     profile_runs=1 if tiny else 3, title=f"small CNN ({batch}x3x32x32, fp32)")
-        add("cnn-measured", a, "small CNN measured on this CPU (predicted vs measured)")
+        out.add("cnn-measured", a, "small CNN measured on this CPU (predicted vs measured)")
     except ImportError:
         out.notes.append("skipped the measured CNN: torch is not installed (pip install 'roofline[torch]')")
-    out.seconds["measure"] = time.perf_counter() - t
+
+
+def _write_report(out: DemoResult, here: Device, gpu: Device) -> None:
+    """A chart per analysis and the HTML report, each section led by its summary (levers on its own device)."""
+    from roofline.advice import advise
+    from roofline.render.chart import save_chart
+    from roofline.render.html import Section, compare_figure, save_report
 
     sections = []
     for key, a in out.analyses.items():
@@ -206,8 +219,6 @@ def run_demo(outdir: str | Path = "roofline-report", *, quick: bool = True, tiny
              "workload's assumptions."]
     save_report(sections, out.report, title="roofline demo", extra_charts=extra, intro=intro)
     out.files.insert(0, out.report)
-    out.seconds["total"] = time.perf_counter() - t0
-    return out
 
 
 def _bench_line(d: Device) -> str:

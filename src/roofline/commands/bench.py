@@ -188,39 +188,49 @@ def render_table(device: Device) -> str:
     meta = device.metadata
     lines = [f"{device.name}", f"  measured {meta.get('date', '?')}, mode {meta.get('mode', '?')}, "
              f"{device.bench.threads if device.bench else '?'} thread(s), {meta.get('wall_seconds', '?')} s"]
-    rows: list[tuple[str, str, str, str, str]] = []
-    flagged = False
-
-    def spread_text(value: float, spread: tuple[float, float] | None) -> str:
-        nonlocal flagged
-        if not spread or value <= 0:
-            return ""
-        rel = relative_spread(spread[0], spread[1], value)
-        mark = " !" if rel > SPREAD_WARN else ""
-        flagged = flagged or bool(mark)
-        return f"{rel:.1%}{mark}"
-
-    for c in sorted(device.compute, key=lambda c: (c.unit, -c.flops)):
-        d = c.provenance.details
-        s = spread_text(c.flops, c.provenance.spread)
-        rows.append((f"{c.precision} {c.unit}", format_flops(c.flops), s, str(d.get("threads", "")),
-                     _best_method(c.provenance)))
-    for r in device.bench.spec if device.bench else ():
-        rows.append((f"{r.precision} {r.unit} (spec)", format_flops(r.flops), "", "", "theoretical: see the derivation"))
-    for m in device.memory:
-        d = m.provenance.details
-        s = spread_text(m.bandwidth, m.provenance.spread)
-        ws = d.get("working_set_bytes")
-        where = f"{format_bytes(ws[0])} .. {format_bytes(ws[1])}" if isinstance(ws, list) and len(ws) == 2 else (
-            format_bytes(ws) if isinstance(ws, (int, float)) else "")
-        cap = f", capacity {format_bytes(m.capacity)}" if m.capacity else ""
-        rows.append((m.level, format_bandwidth(m.bandwidth), s, str(d.get("threads", "")),
-                     f"{where}{cap}; {_best_method(m.provenance)}"))
+    rows, flagged = _ceiling_rows(device)
     head = ("ceiling", "value", "IQR/median", "threads", "best method / working set")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
     fmt = "  " + "  ".join(f"{{:{'<' if i in (0, 4) else '>'}{w}}}" for i, w in enumerate(widths))
     lines.append(fmt.format(*head))
     lines += [fmt.format(*r) for r in rows]
+    lines += _bench_notes(device)
+    if flagged:
+        lines.append("  ! spread above 10% of the median")
+    return "\n".join(lines) + "\n"
+
+
+def _spread_text(value: float, spread: tuple[float, float] | None) -> str:
+    """The interquartile range over the median, marked ' !' above :data:`SPREAD_WARN`."""
+    if not spread or value <= 0:
+        return ""
+    rel = relative_spread(spread[0], spread[1], value)
+    return f"{rel:.1%}{' !' if rel > SPREAD_WARN else ''}"
+
+
+def _ceiling_rows(device: Device) -> tuple[list[tuple[str, str, str, str, str]], bool]:
+    """(one row per compute roof, spec roof and memory level; whether any spread is flagged)."""
+    rows: list[tuple[str, str, str, str, str]] = []
+    for c in sorted(device.compute, key=lambda c: (c.unit, -c.flops)):
+        d = c.provenance.details
+        rows.append((f"{c.precision} {c.unit}", format_flops(c.flops), _spread_text(c.flops, c.provenance.spread),
+                     str(d.get("threads", "")), _best_method(c.provenance)))
+    for r in device.bench.spec if device.bench else ():
+        rows.append((f"{r.precision} {r.unit} (spec)", format_flops(r.flops), "", "", "theoretical: see the derivation"))
+    for m in device.memory:
+        d = m.provenance.details
+        ws = d.get("working_set_bytes")
+        where = f"{format_bytes(ws[0])} .. {format_bytes(ws[1])}" if isinstance(ws, list) and len(ws) == 2 else (
+            format_bytes(ws) if isinstance(ws, (int, float)) else "")
+        cap = f", capacity {format_bytes(m.capacity)}" if m.capacity else ""
+        rows.append((m.level, format_bandwidth(m.bandwidth), _spread_text(m.bandwidth, m.provenance.spread),
+                     str(d.get("threads", "")), f"{where}{cap}; {_best_method(m.provenance)}"))
+    return rows, any(r[2].endswith(" !") for r in rows)
+
+
+def _bench_notes(device: Device) -> list[str]:
+    """The lines under the table: the ERT curve, native precisions, spec derivations, the audit, notes, warnings."""
+    meta, lines = device.metadata, []
     ert = device.bench.ert if device.bench else None
     if ert is not None and ert.deviation:
         lines.append(f"  ERT curve ({len(ert.flops)} points, {format_bytes(ert.working_set_bytes)} in place): "
@@ -241,6 +251,4 @@ def render_table(device: Device) -> str:
             lines.append(f"  note: {note}")
     for w in meta.get("warnings", []):
         lines.append(f"  warning: {w}")
-    if flagged:
-        lines.append("  ! spread above 10% of the median")
-    return "\n".join(lines) + "\n"
+    return lines

@@ -80,14 +80,29 @@ def load_workload(spec: str, args: argparse.Namespace) -> Workload:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from roofline.catalog import resolve_device
     from roofline.commands._common import write_all
+
+    _check_outputs(args)
+    names = [n.strip() for n in args.devices.split(",") if n.strip()]
+    if not names:
+        raise RooflineError("--devices: give at least one device, e.g. --devices h100,mi300x,l4")
+    devices = [resolve_device(n) for n in names]
+    precisions = [p.strip().lower() for p in args.precision.split(",")] if args.precision else ["as given"]
+    workload = load_workload(args.workload, args)
+    rows = compare(workload, devices, precisions, forecast=args.forecast)
+    lines = _table_lines(workload, rows, args.forecast)
+    # every output rendered first, then all written together: a failure leaves no file half-made
+    outputs = _outputs(args, workload, rows)
+    print("\n".join(lines))
+    write_all(outputs)
+    return 0
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every output path checked (extension, writable folder) before anything is computed."""
     from roofline.fileio import check_writable
     from roofline.render import check_chart_path
-    from roofline.text import display, for_csv
-    from roofline.units import format_count, format_seconds
 
     if args.output:
         check_chart_path(args.output)
@@ -97,21 +112,20 @@ def run(args: argparse.Namespace) -> int:
             if Path(path).suffix.lower() not in exts:
                 raise RooflineError(f"--{attr} expects a {' or '.join(exts)} file, got {path!r}")
             check_writable(path)
-    names = [n.strip() for n in args.devices.split(",") if n.strip()]
-    if not names:
-        raise RooflineError("--devices: give at least one device, e.g. --devices h100,mi300x,l4")
-    devices = [resolve_device(n) for n in names]
-    precisions = [p.strip().lower() for p in args.precision.split(",")] if args.precision else ["as given"]
-    workload = load_workload(args.workload, args)
-    llm = workload.llm
-    rows = compare(workload, devices, precisions, forecast=args.forecast)
-    best = rows[0].time
+
+
+def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> list[str]:
+    """The ranking as the terminal shows it, with each fallback's note under it."""
+    from roofline.text import display
+    from roofline.units import format_count, format_seconds
+
+    llm, best = workload.llm, rows[0].time
     lines = [f"{display(workload.title)}: {len(workload)} ops, ranked by roofline time"]
     width = max(9, *(len(r.precision_label) for r in rows))
     head = f"{'#':>2}  {'device':<32} {'precision':<{width}} {'time':>10} {'vs best':>15}"
     if llm is not None:
         head += f" {'tokens/s':>12}"
-    if args.forecast:
+    if forecast:
         head += f" {'forecast':>10}"
     lines.append(head + "  binding roof")
     for k, r in enumerate(rows, 1):
@@ -119,12 +133,19 @@ def run(args: argparse.Namespace) -> int:
                 f"{_vs_best(r.time, best):>15}")
         if llm is not None:
             line += f" {format_count(r.tokens_per_s):>12}"
-        if args.forecast:
+        if forecast:
             line += f" {format_seconds(r.forecast):>10}"
         lines.append(line + f"  {display(r.binding)}" + (f"; {r.memory}" if r.memory else ""))
     # a precision a device has no roof for ran at its fallback: say so under the ranking
     lines += [f"note: {display(n)}" for n in dict.fromkeys(r.note for r in rows if r.note)]
-    # every output rendered first, then all written together: a failure leaves no file half-made
+    return lines
+
+
+def _outputs(args: argparse.Namespace, workload: Workload, rows: list[CompareRow]) -> list[tuple[str, str, bytes]]:
+    """(kind, path, bytes) of every output asked for, all rendered before any is written."""
+    import json
+
+    best = rows[0].time
     series = [r.analysis for r in rows]
     title = f"{workload.title}: devices compared"
     outputs: list[tuple[str, str, bytes]] = []
@@ -134,35 +155,46 @@ def run(args: argparse.Namespace) -> int:
         outputs.append(("chart", args.output, compare_chart_bytes(
             series, Path(args.output).suffix.lower().lstrip("."), title=title, labels=[_label(r) for r in rows])))
     if args.html:
-        from roofline.render.html import Section, compare_figure, render_report
-
-        fig = compare_figure(series, title, [_label(r) for r in rows])
-        intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} "
-                 + ("(the best)" if r.time <= best else f"({_vs_best(r.time, best)} as the best)")
-                 + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
-                 + (f"; memory {r.memory}" if r.memory else "") + (f"; {r.note}" if r.note else "")
-                 for k, r in enumerate(rows, 1)]
-        page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
-                             extra_charts=[("all devices", fig)], intro=intro)
-        outputs.append(("html", args.html, page.encode("utf-8", "backslashreplace")))
+        outputs.append(("html", args.html, _html_page(workload, rows, title)))
     if args.json:
         doc = {"schema": "roofline.compare/1", "workload": workload.title, "rows": [r.to_dict(best) for r in rows]}
         outputs.append(("json", args.json, (json.dumps(doc, indent=2) + "\n").encode("utf-8", "backslashreplace")))
     if args.csv:
-        import csv
-        import io
+        outputs.append(("csv", args.csv, _csv_bytes(rows)))
+    return outputs
 
-        buf = io.StringIO()
-        cw = csv.writer(buf, lineterminator="\r\n")
-        keys = list(rows[0].to_dict(best))
-        cw.writerow(keys)
-        for r in rows:
-            d = r.to_dict(best)
-            cw.writerow([for_csv("" if d[k] is None else d[k]) for k in keys])
-        outputs.append(("csv", args.csv, buf.getvalue().encode("utf-8", "backslashreplace")))
-    print("\n".join(lines))
-    write_all(outputs)
-    return 0
+
+def _html_page(workload: Workload, rows: list[CompareRow], title: str) -> bytes:
+    from roofline.render.html import Section, compare_figure, render_report
+    from roofline.units import format_count, format_seconds
+
+    best, llm = rows[0].time, workload.llm
+    fig = compare_figure([r.analysis for r in rows], title, [_label(r) for r in rows])
+    intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} "
+             + ("(the best)" if r.time <= best else f"({_vs_best(r.time, best)} as the best)")
+             + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
+             + (f"; memory {r.memory}" if r.memory else "") + (f"; {r.note}" if r.note else "")
+             for k, r in enumerate(rows, 1)]
+    page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
+                         extra_charts=[("all devices", fig)], intro=intro)
+    return page.encode("utf-8", "backslashreplace")
+
+
+def _csv_bytes(rows: list[CompareRow]) -> bytes:
+    import csv
+    import io
+
+    from roofline.text import for_csv
+
+    best = rows[0].time
+    buf = io.StringIO()
+    cw = csv.writer(buf, lineterminator="\r\n")
+    keys = list(rows[0].to_dict(best))
+    cw.writerow(keys)
+    for r in rows:
+        d = r.to_dict(best)
+        cw.writerow([for_csv("" if d[k] is None else d[k]) for k in keys])
+    return buf.getvalue().encode("utf-8", "backslashreplace")
 
 
 def _label(r: CompareRow) -> str:
