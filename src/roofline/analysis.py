@@ -322,7 +322,8 @@ class Analysis:
 
     @classmethod
     def load(cls, path: str | Path) -> Analysis:
-        from roofline.fileio import read_json, shown_path
+        from roofline.fileio import read_json
+        from roofline.text import shown_path
 
         return cls.from_dict(read_json(path), where=shown_path(path))
 

@@ -23,19 +23,6 @@ from typing import Any
 
 from roofline.errors import RooflineError
 
-#: Longest path shown whole in a message; longer ones keep their head and tail.
-SHOWN_PATH = 120
-
-
-def shown_path(path: str | Path) -> str:
-    """``path`` for a message: whole when short, else its head and tail around an ellipsis."""
-    text = str(path)
-    if len(text) <= SHOWN_PATH:
-        return text
-    half = (SHOWN_PATH - 5) // 2
-    return f"{text[:half]}...({len(text)} characters)...{text[-half:]}"
-
-
 #: Largest input file read (bytes); ``ROOFLINE_MAX_INPUT_BYTES`` overrides it.
 MAX_INPUT_BYTES = 1 << 30
 
@@ -52,6 +39,8 @@ def read_bytes(path: str | Path) -> bytes:
     Only regular files and pipes are read (a device such as /dev/zero never ends), and at most
     :func:`max_input_bytes` of them.
     """
+    from roofline.text import shown_path
+
     limit = max_input_bytes()
     try:
         with open(path, "rb") as f:
@@ -90,6 +79,8 @@ def _read_pipe(f: Any, limit: int) -> bytes:
 
 def read_text(path: str | Path) -> str:
     """A user file as UTF-8 text (a leading byte-order mark is dropped); bad bytes name their offset."""
+    from roofline.text import shown_path
+
     data = read_bytes(path)
     try:
         return data.decode("utf-8-sig")
@@ -118,6 +109,8 @@ def parse_json(text: str, where: str) -> Any:
 
 def read_json(path: str | Path) -> Any:
     """A user JSON file, parsed; every input fault is a :class:`RooflineError` naming the file."""
+    from roofline.text import shown_path
+
     return parse_json(read_text(path), shown_path(path))
 
 

@@ -240,7 +240,8 @@ class System:
 
     @classmethod
     def load(cls, path: str | Path) -> System:
-        from roofline.fileio import read_json, shown_path
+        from roofline.fileio import read_json
+        from roofline.text import shown_path
 
         return cls.from_dict(read_json(path), where=shown_path(path))
 

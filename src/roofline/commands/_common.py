@@ -128,7 +128,8 @@ def calibration_option(args: argparse.Namespace) -> Calibration | None:
     if not path:
         return None
     from roofline.calibration import load_calibration
-    from roofline.fileio import read_json, shown_path
+    from roofline.fileio import read_json
+    from roofline.text import shown_path
 
     return load_calibration(read_json(path), shown_path(path))
 
