@@ -276,7 +276,7 @@ def test_llama_decode_on_this_cpu_is_memory_bound(cache) -> None:
     from roofline import analyze, from_llm
     from roofline.bench import run_bench, save_local_device
     from roofline.bench.machine import cpu_flags
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     if "bf16" in spec.native_precisions(cpu_flags()):
         pytest.skip("this CPU computes bf16 natively")

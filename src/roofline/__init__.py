@@ -25,7 +25,7 @@ from typing import Any
 
 from roofline.analysis import Analysis, GroupRow, analyze
 from roofline.catalog import devices as catalog_devices
-from roofline.catalog import get_device, resolve_device
+from roofline.catalog import get_device
 from roofline.device import ComputeCeiling, Device, Interconnect, MemoryCeiling, Provenance
 from roofline.errors import RooflineError
 from roofline.workload import Op, UnsupportedOp, Workload, WorkloadBuilder
@@ -43,6 +43,7 @@ _LAZY = {
     "measure_callable": "roofline.measurement",
     "kernel": "roofline.measurement",
     "run_bench": "roofline.bench",
+    "resolve_device": "roofline.bench.resolve",
     "plot": "roofline.render.chart",
     "advise": "roofline.advice",
     "compare": "roofline.comparison",
@@ -53,7 +54,7 @@ _LAZY = {
 __all__ = [
     "Analysis", "ComputeCeiling", "Device", "GroupRow", "Interconnect", "MemoryCeiling", "Op",
     "Provenance", "RooflineError", "UnsupportedOp", "Workload", "WorkloadBuilder", "analyze",
-    "catalog_devices", "device", "get_device", "resolve_device", *_LAZY,
+    "catalog_devices", "device", "get_device", *_LAZY,
 ]
 
 
@@ -73,6 +74,8 @@ def device(name: str | Device) -> Device:
     >>> device("h100") is get_device("H100-SXM5-80GB")
     True
     """
+    from roofline.bench.resolve import resolve_device  # not at import: 'import roofline' loads no bench module
+
     return resolve_device(name)
 
 

@@ -70,7 +70,7 @@ def default_device() -> Device:
 def _resolve(device: Device | str | None) -> Device:
     if device is None:
         return default_device()
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     return resolve_device(device)
 

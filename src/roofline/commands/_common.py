@@ -105,7 +105,7 @@ def cli_quantity(text: str, kind: str, option: str) -> float:
 
 
 def resolve(spec: str) -> Device:
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     return resolve_device(spec)
 

@@ -94,8 +94,8 @@ def from_trace(args: argparse.Namespace) -> int:
 
     from roofline import bench
     from roofline.bench.machine import now
+    from roofline.bench.resolve import resolve_device
     from roofline.calibration import fit_measured
-    from roofline.catalog import resolve_device
     from roofline.fileio import write_text_atomic
     from roofline.frontends.trace import from_trace as analyse_trace
     from roofline.text import shown_path

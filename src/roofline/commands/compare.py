@@ -82,7 +82,7 @@ def load_workload(spec: str, args: argparse.Namespace) -> Workload:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
     from roofline.commands._common import write_all
     from roofline.fileio import check_writable
     from roofline.render import check_chart_path

@@ -100,7 +100,7 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     >>> # a = from_trace("trace.json", "h100-sxm")   # see read_trace for recording one
     """
     from roofline.analysis import analyze
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     dev = resolve_device(device) if not hasattr(device, "compute") else device
     files = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
