@@ -17,7 +17,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -292,3 +292,43 @@ def as_str_list(value: Any, field: str, where: str) -> list[str]:
     for i, v in enumerate(items):
         as_str(v, f"{field}[{i}]", where)
     return list(items)
+
+
+def optional(d: Mapping[str, Any], key: str, default: Any) -> Any:
+    """``d[key]``; absent or null -> ``default`` (an optional field)."""
+    v = d.get(key)
+    return default if v is None else v
+
+
+def as_numbers(raw: Any, field: str, where: str, n: int | None = None) -> list[float]:
+    """A list of finite numbers (of length ``n`` when given)."""
+    values = as_list(raw, field, where)
+    if n is not None and len(values) != n:
+        raise RooflineError(f"{field} has {len(values)} values, expected {n}", where=where)
+    return [as_number(v, f"{field}[{i}]", where) for i, v in enumerate(values)]
+
+
+def as_pair(raw: Any, field: str, where: str) -> tuple[float, float] | None:
+    """None, or [low, high] as two finite numbers."""
+    if raw is None:
+        return None
+    if not (isinstance(raw, (list, tuple)) and len(raw) == 2):
+        raise RooflineError(f"{field} must be [low, high], got {shown(raw)}", where=where)
+    return (as_number(raw[0], field, where), as_number(raw[1], field, where))
+
+
+def as_objects(raw: Any, field: str, where: str) -> list[Mapping[str, Any]]:
+    """A list of JSON objects."""
+    if not isinstance(raw, list):
+        raise RooflineError(f"{field} must be a list of objects, got {json_type(raw)} {shown(raw)}", where=where)
+    for i, x in enumerate(raw):
+        if not isinstance(x, Mapping):
+            raise RooflineError(f"{field}[{i}] must be an object, got {json_type(x)} {shown(x)}", where=where)
+    return raw
+
+
+def need_fields(d: Mapping[str, Any], keys: Iterable[str], field: str, where: str) -> None:
+    """Every one of ``keys`` is in the object ``d`` (named ``field``)."""
+    for k in keys:
+        if k not in d:
+            raise RooflineError(f"{field}: missing field {k!r}", where=where)

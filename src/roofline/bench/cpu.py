@@ -47,20 +47,9 @@ from numpy.typing import NDArray
 
 from roofline.bench import fma, machine, spec
 from roofline.bench import levels as _levels
-from roofline.device import (
-    BENCH_VERSION,
-    BenchFacts,
-    CacheInfo,
-    ComputeCeiling,
-    Device,
-    ErtCurve,
-    MemoryCeiling,
-    MethodFigure,
-    Provenance,
-    SpecRoof,
-    Sweep,
-    SweepCurve,
-)
+from roofline.bench_facts import BENCH_VERSION, BenchFacts, CacheInfo, ErtCurve, SpecRoof, Sweep, SweepCurve
+from roofline.ceilings import MethodFigure
+from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 from roofline.errors import RooflineError, require
 from roofline.stats import SPREAD_WARN, quartiles, relative_spread
 from roofline.units import format_bytes
