@@ -62,7 +62,7 @@ from roofline.frontends.torch_ops import (
     Attrs,
 )
 from roofline.precision import of_dtype
-from roofline.workload import Workload, WorkloadBuilder
+from roofline.workload import UnsupportedOp, Workload, WorkloadBuilder
 
 #: data-dependent reads on meta tensors return these.
 ASSUMED_ITEM = {"bool": True, "int": 1, "float": 1.0}
@@ -403,26 +403,53 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
     2105344.0
     """
     torch = require("torch", "torch")
-    from torch.utils.module_tracker import ModuleTracker
-
     if mode not in ("inference", "training"):
         raise RooflineError(f"mode must be 'inference' or 'training', got {mode!r}")
     if not isinstance(model, torch.nn.Module):
         raise RooflineError(f"expected a torch.nn.Module, got {type(model).__name__}")
     kwargs = dict(kwargs or {})
     root = type(model).__name__
+    rec = _Recorder(torch, _weight_storages(model), _module_names(model, root))
+    training = mode == "training"
+    rec.training = training
+    _trace(torch, model, example_inputs, kwargs, rec, loss)
+    if not len(rec.ops):
+        raise RooflineError(f"{root}: the trace recorded no ops (does forward() compute anything?)")
+    warnings, unsupported, assumptions = _notes(rec, training, loss)
+    shapes = [list(t.shape) for t in example_inputs if isinstance(t, torch.Tensor)]
+    n_params = sum(p.numel() for p in model.parameters())
+    return rec.ops.build(
+        where=root, title=title or f"{root} ({mode})", source=f"torch: {root}",
+        assumptions=assumptions, warnings=warnings, unsupported=unsupported,
+        info={"frontend": "torch", "model": root, "mode": mode, "input_shapes": shapes, "parameters": n_params})
+
+
+def _module_names(model: Any, root: str) -> dict[str, tuple[str, str]]:
+    """ModuleTracker's name of each module ('Net.layers.0') -> (its path in the model, its class name)."""
     names: dict[str, tuple[str, str]] = {"Global": ("", "")}
     for path, m in model.named_modules():
         names[f"{root}.{path}" if path else root] = (path, type(m).__name__)
+    return names
+
+
+def _weight_storages(model: Any) -> set[int]:
+    """The storages of the model's parameters and buffers: an argument sharing one is a weight read."""
     weight_storages: set[int] = set()
     for t in (*model.parameters(), *model.buffers()):
         try:
             weight_storages.add(t.untyped_storage()._cdata)
         except (RuntimeError, NotImplementedError):
             pass
-    rec = _Recorder(torch, weight_storages, names)
-    training = mode == "training"
-    rec.training = training
+    return weight_storages
+
+
+def _trace(torch: Any, model: Any, example_inputs: tuple[Any, ...], kwargs: dict[str, Any], rec: _Recorder,
+           loss: Callable[[Any], Any] | None) -> None:
+    """Run the forward (and in training the backward of the loss) under the recorder's modes; the model's
+    train/eval state and gradients are restored afterwards.  A failure names the aten op and the module."""
+    from torch.utils.module_tracker import ModuleTracker
+
+    training = rec.training
     dispatch, function = _modes(torch, rec)
     was_training = model.training
     model.train(training)
@@ -440,15 +467,18 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
                     raise
                 except Exception as exc:
                     group, mtype = rec.where()
-                    where = f"module {group} ({mtype})" if group else f"the top level of {root}"
+                    where = f"module {group} ({mtype})" if group else f"the top level of {type(model).__name__}"
                     op = str(rec.current_op) if rec.current_op else "(before the first op)"
                     raise RooflineError(f"the model failed at op {op} in {where}: {first_line(exc)}") from exc
     finally:
         model.train(was_training)
         for p in model.parameters():
             p.grad = grads.get(id(p))
-    if not len(rec.ops):
-        raise RooflineError(f"{root}: the trace recorded no ops (does forward() compute anything?)")
+
+
+def _notes(rec: _Recorder, training: bool, loss: Callable[[Any], Any] | None
+           ) -> tuple[list[str], list[UnsupportedOp], list[str]]:
+    """(warnings, unsupported ops, assumptions) of a finished trace."""
     warnings: list[str] = []
     if rec.item_reads:
         where = ", ".join(f"{k or '(top level)'} x{v}" for k, v in rec.item_reads.items())
@@ -457,7 +487,6 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
     if unsupported:
         warnings.append(f"{len(unsupported)} op type(s) without a FLOP formula counted as 0 FLOPs (bytes kept): "
                         + ", ".join(u.name for u in unsupported))
-    shapes = [list(t.shape) for t in example_inputs if isinstance(t, torch.Tensor)]
     assumptions = ["FLOPs of mm/addmm/bmm/baddbmm/convolution (and convolution backward) from torch.utils.flop_counter; "
                    "all others from roofline.costs"]
     if rec.user_ops:
@@ -469,11 +498,7 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
     if training:
         assumptions.append(BACKWARD_NAMING + "; loss = sum of the floating-point outputs" if loss is None
                            else BACKWARD_NAMING)
-    n_params = sum(p.numel() for p in model.parameters())
-    return rec.ops.build(
-        where=root, title=title or f"{root} ({mode})", source=f"torch: {root}",
-        assumptions=assumptions, warnings=warnings, unsupported=unsupported,
-        info={"frontend": "torch", "model": root, "mode": mode, "input_shapes": shapes, "parameters": n_params})
+    return warnings, unsupported, assumptions
 
 
 def _sum_loss(torch: Any, out: Any) -> Any:
