@@ -556,7 +556,7 @@ def test_a_crash_in_the_child_keeps_its_traceback() -> None:
 
 def test_show_and_device_local(tiny_device: Device, monkeypatch, capsys, cache) -> None:
     from roofline.bench import cache as bench_cache
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     assert cli.main(["bench", "--show"]) == 2
     assert "run 'roofline bench' first" in capsys.readouterr().err

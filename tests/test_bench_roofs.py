@@ -13,14 +13,8 @@ import pytest
 from roofline import cli
 from roofline.bench import audit as bench_audit
 from roofline.bench import spec
-from roofline.device import (
-    BENCH_VERSION,
-    BenchFacts,
-    ComputeCeiling,
-    Device,
-    MemoryCeiling,
-    Provenance,
-)
+from roofline.bench_facts import BENCH_VERSION, BenchFacts
+from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 
 pytest.importorskip("llvmlite")
 
@@ -276,7 +270,7 @@ def test_llama_decode_on_this_cpu_is_memory_bound(cache) -> None:
     from roofline import analyze, from_llm
     from roofline.bench import run_bench, save_local_device
     from roofline.bench.machine import cpu_flags
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     if "bf16" in spec.native_precisions(cpu_flags()):
         pytest.skip("this CPU computes bf16 natively")
@@ -300,7 +294,7 @@ def test_spec_roofs_are_drawn_dashed_and_labelled_theoretical() -> None:
     pytest.importorskip("matplotlib")
     from dataclasses import replace
 
-    from roofline.device import SpecRoof
+    from roofline.bench_facts import SpecRoof
     from roofline.render.chart import SPEC_COLOR, plot
 
     dev = synthetic_device()  # fp32 roofs only

@@ -13,16 +13,9 @@ pytest.importorskip("matplotlib")
 from matplotlib.text import Text  # noqa: E402
 
 from roofline import Op, Workload, analyze  # noqa: E402
+from roofline.bench_facts import BenchFacts, ErtCurve, SpecRoof  # noqa: E402
 from roofline.catalog import get_device  # noqa: E402
-from roofline.device import (  # noqa: E402
-    BenchFacts,
-    ComputeCeiling,
-    Device,
-    ErtCurve,
-    MemoryCeiling,
-    Provenance,
-    SpecRoof,
-)
+from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance  # noqa: E402
 from roofline.units import format_bandwidth, format_flops  # noqa: E402
 
 TOP = 5  # the top ops by time that must be labelled

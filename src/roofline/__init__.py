@@ -25,7 +25,7 @@ from typing import Any
 
 from roofline.analysis import Analysis, GroupRow, analyze
 from roofline.catalog import devices as catalog_devices
-from roofline.catalog import get_device, resolve_device
+from roofline.catalog import get_device
 from roofline.device import ComputeCeiling, Device, Interconnect, MemoryCeiling, Provenance
 from roofline.errors import RooflineError
 from roofline.version import __version__ as __version__
@@ -42,6 +42,7 @@ _LAZY = {
     "measure_callable": "roofline.measurement",
     "kernel": "roofline.measurement",
     "run_bench": "roofline.bench",
+    "resolve_device": "roofline.bench.resolve",
     "plot": "roofline.render.chart",
     "advise": "roofline.advice",
     "compare": "roofline.comparison",
@@ -52,7 +53,7 @@ _LAZY = {
 __all__ = [
     "Analysis", "ComputeCeiling", "Device", "GroupRow", "Interconnect", "MemoryCeiling", "Op",
     "Provenance", "RooflineError", "UnsupportedOp", "Workload", "WorkloadBuilder", "analyze",
-    "catalog_devices", "device", "get_device", "resolve_device", *_LAZY,
+    "catalog_devices", "device", "get_device", *_LAZY,
 ]
 
 
@@ -72,6 +73,8 @@ def device(name: str | Device) -> Device:
     >>> device("h100") is get_device("H100-SXM5-80GB")
     True
     """
+    from roofline.bench.resolve import resolve_device  # not at import: 'import roofline' loads no bench module
+
     return resolve_device(name)
 
 

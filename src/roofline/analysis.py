@@ -322,7 +322,8 @@ class Analysis:
 
     @classmethod
     def load(cls, path: str | Path) -> Analysis:
-        from roofline.fileio import read_json, shown_path
+        from roofline.fileio import read_json
+        from roofline.text import shown_path
 
         return cls.from_dict(read_json(path), where=shown_path(path))
 
@@ -420,17 +421,7 @@ def analyze(workload: Workload, device: Device, *,
     """
     w = workload
     n = len(w)
-    # compute roof per distinct (unit, precision) pair
-    pair_codes = w.columns["unit"].astype(np.int64) * 1000 + w.columns["precision"]
-    pairs, inverse = np.unique(pair_codes, return_inverse=True)
-    ceilings: list[ComputeCeiling] = []
-    fallbacks: list[str] = []
-    for code in pairs:
-        unit, precision = w.tables["unit"][code // 1000], w.tables["precision"][code % 1000]
-        choice = device.choose_compute(unit, precision)
-        ceilings.append(choice.ceiling)
-        fallbacks.append(choice.fallback)
-    ceiling_index = inverse.reshape(-1).astype(np.int32)
+    ceilings, ceiling_index, fallbacks = _compute_roofs(w, device)
     peak = np.asarray([c.flops for c in ceilings])[ceiling_index]
 
     # memory roof per distinct level
@@ -441,20 +432,7 @@ def analyze(workload: Workload, device: Device, *,
 
     flops = w.columns["flops"]
     nbytes = w.bytes
-    cache_time: np.ndarray | None = None  # slowest of the per-level terms
-    for column, level in CACHE_BYTES.items():  # hierarchical terms: the slowest level sets the memory time
-        cache = w.columns[column]
-        if not cache.any():
-            continue
-        found = device.find_level(level)
-        if found is None:
-            warnings.append(f"device {device.name!r} has no {level} ceiling; {column} is ignored")
-            continue
-        m = found
-        if m not in levels:
-            levels.append(m)
-        term = cache / m.bandwidth
-        cache_time = term if cache_time is None else np.maximum(cache_time, term)
+    cache_time = _cache_time(w, device, levels, warnings)
     compute_time, memory_time, time = roofline_times(flops, nbytes, peak, bandwidth, cache_time)
     judged_level_index, judged_time = _judge(w, device, levels, level_index, nbytes, peak, cache_time, time)
     tolerance = _tolerance_of(above_roof_tolerance, n)
@@ -475,6 +453,41 @@ def analyze(workload: Workload, device: Device, *,
         a = replace(a, forecast=compute_forecast(a))
     assert n == len(time)
     return a
+
+
+def _compute_roofs(w: Workload, device: Device) -> tuple[list[ComputeCeiling], np.ndarray, list[str]]:
+    """(the compute roof of each distinct (unit, precision) pair, each op's index into them, each pair's
+    fallback: '' when the device has the roof asked for)."""
+    pair_codes = w.columns["unit"].astype(np.int64) * 1000 + w.columns["precision"]
+    pairs, inverse = np.unique(pair_codes, return_inverse=True)
+    ceilings: list[ComputeCeiling] = []
+    fallbacks: list[str] = []
+    for code in pairs:
+        unit, precision = w.tables["unit"][code // 1000], w.tables["precision"][code % 1000]
+        choice = device.choose_compute(unit, precision)
+        ceilings.append(choice.ceiling)
+        fallbacks.append(choice.fallback)
+    return ceilings, inverse.reshape(-1).astype(np.int32), fallbacks
+
+
+def _cache_time(w: Workload, device: Device, levels: list[MemoryCeiling], warnings: list[str]) -> np.ndarray | None:
+    """Per op, the slowest of its hierarchical terms (cache bytes / that level's bandwidth), or None when no op
+    has any; a level a term needs joins ``levels``, one the device lacks is a warning."""
+    cache_time: np.ndarray | None = None
+    for column, level in CACHE_BYTES.items():  # hierarchical terms: the slowest level sets the memory time
+        cache = w.columns[column]
+        if not cache.any():
+            continue
+        found = device.find_level(level)
+        if found is None:
+            warnings.append(f"device {device.name!r} has no {level} ceiling; {column} is ignored")
+            continue
+        m = found
+        if m not in levels:
+            levels.append(m)
+        term = cache / m.bandwidth
+        cache_time = term if cache_time is None else np.maximum(cache_time, term)
+    return cache_time
 
 
 def _level_roofs(w: Workload, device: Device, warnings: list[str]) -> tuple[list[MemoryCeiling], np.ndarray, np.ndarray]:

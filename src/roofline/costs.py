@@ -23,7 +23,8 @@ Conventions (say them exactly):
 (524288.0, 20480.0, 8192.0)
 
 Frontends map their op names to these formulas in data tables of :class:`OpRule`
-(``frontends.torch.OPS``, ``frontends.onnx.OPS``; ``roofline ops`` prints them).
+(``frontends.torch.OPS``, ``frontends.onnx.OPS``; ``roofline ops`` prints them), which
+each frontend registers here when imported (:func:`register_table`): this module imports no frontend.
 A user gives an op a formula, or replaces a built-in one, with :func:`register_op`.
 """
 
@@ -484,13 +485,15 @@ def register_op(frontend: str, op: str, fn: Formula, *, override: bool = False) 
     ``frontend`` is 'torch' (``op`` as torch names the overload packet: 'aten.mm', 'mylib.fused_mlp') or
     'onnx' (the node's op type, with its domain when not the default one: 'Gemm', 'com.me.FusedMLP').
     Replacing a formula the frontend already has needs ``override=True``; :func:`unregister_op` undoes it.
+    (What the frontend has is its registered table, :func:`builtin_ops`: known once the frontend is imported,
+    as ``roofline.from_torch`` / ``roofline.from_onnx`` do.)
     The function receives the op's tensor inputs and outputs as :class:`T` (shape, bytes per element).
     """
     if frontend not in FRONTENDS:
         raise ValueError(f"frontend {frontend!r} is not one of {', '.join(FRONTENDS)}")
     if not callable(fn):
         raise TypeError(f"the formula for {op!r} is not callable")
-    if not override and ((frontend, op) in USER_FORMULAS or op in builtin_ops(frontend)):
+    if not override and ((frontend, op) in USER_FORMULAS or op in _TABLES.get(frontend, {})):
         raise ValueError(f"{frontend} op {op!r} already has a cost formula; pass override=True to replace it")
     USER_FORMULAS[(frontend, op)] = fn
 
@@ -511,12 +514,28 @@ def unregister_op(frontend: str, op: str) -> None:
     USER_FORMULAS.pop((frontend, op), None)
 
 
+#: frontend -> the op table it ships, registered by the frontend's module when it is imported
+#: (:func:`register_table`): the frontends sit above this module, which never imports them.
+_TABLES: dict[str, dict[str, OpRule]] = {}
+
+
+def register_table(frontend: str, table: dict[str, OpRule]) -> None:
+    """Record the op table ``frontend`` ships (``roofline.frontends.torch`` and ``roofline.frontends.onnx`` call
+    this when imported; ``roofline ops`` imports both first).  A second, different table is an error."""
+    if frontend not in FRONTENDS:
+        raise ValueError(f"frontend {frontend!r} is not one of {', '.join(FRONTENDS)}")
+    known = _TABLES.setdefault(frontend, table)
+    if known is not table:
+        raise ValueError(f"the {frontend} frontend's op table is registered twice")
+
+
 def builtin_ops(frontend: str) -> dict[str, OpRule]:
-    """The op table a frontend ships: op name -> :class:`OpRule`."""
-    if frontend == "torch":
-        from roofline.frontends.torch import OPS as torch_ops
-
-        return torch_ops
-    from roofline.frontends.onnx import OPS as onnx_ops
-
-    return onnx_ops
+    """The op table a frontend ships: op name -> :class:`OpRule` (registered when the frontend is imported:
+    ``roofline.from_torch`` / ``roofline.from_onnx`` import theirs)."""
+    table = _TABLES.get(frontend)
+    if table is None:
+        if frontend not in FRONTENDS:
+            raise ValueError(f"frontend {frontend!r} is not one of {', '.join(FRONTENDS)}")
+        raise LookupError(f"the {frontend} frontend's op table is registered when roofline.frontends.{frontend} "
+                          "is imported, and it is not yet")
+    return table

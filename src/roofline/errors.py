@@ -13,8 +13,7 @@ class RooflineError(ValueError):
     """Bad user input: a one-line message naming the file, field and value."""
 
     def __init__(self, message: str, *, where: str | None = None) -> None:
-        from roofline.fileio import shown_path
-        from roofline.text import one_line
+        from roofline.text import one_line, shown_path
 
         # always one line; names quoted in it come from files: control characters shown, long ones shortened
         # (a long path keeps its head and tail, so the message after it is never cut off)

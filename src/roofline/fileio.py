@@ -17,24 +17,11 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
-
-#: Longest path shown whole in a message; longer ones keep their head and tail.
-SHOWN_PATH = 120
-
-
-def shown_path(path: str | Path) -> str:
-    """``path`` for a message: whole when short, else its head and tail around an ellipsis."""
-    text = str(path)
-    if len(text) <= SHOWN_PATH:
-        return text
-    half = (SHOWN_PATH - 5) // 2
-    return f"{text[:half]}...({len(text)} characters)...{text[-half:]}"
-
 
 #: Largest input file read (bytes); ``ROOFLINE_MAX_INPUT_BYTES`` overrides it.
 MAX_INPUT_BYTES = 1 << 30
@@ -52,6 +39,8 @@ def read_bytes(path: str | Path) -> bytes:
     Only regular files and pipes are read (a device such as /dev/zero never ends), and at most
     :func:`max_input_bytes` of them.
     """
+    from roofline.text import shown_path
+
     limit = max_input_bytes()
     try:
         with open(path, "rb") as f:
@@ -90,6 +79,8 @@ def _read_pipe(f: Any, limit: int) -> bytes:
 
 def read_text(path: str | Path) -> str:
     """A user file as UTF-8 text (a leading byte-order mark is dropped); bad bytes name their offset."""
+    from roofline.text import shown_path
+
     data = read_bytes(path)
     try:
         return data.decode("utf-8-sig")
@@ -118,6 +109,8 @@ def parse_json(text: str, where: str) -> Any:
 
 def read_json(path: str | Path) -> Any:
     """A user JSON file, parsed; every input fault is a :class:`RooflineError` naming the file."""
+    from roofline.text import shown_path
+
     return parse_json(read_text(path), shown_path(path))
 
 
@@ -299,3 +292,43 @@ def as_str_list(value: Any, field: str, where: str) -> list[str]:
     for i, v in enumerate(items):
         as_str(v, f"{field}[{i}]", where)
     return list(items)
+
+
+def optional(d: Mapping[str, Any], key: str, default: Any) -> Any:
+    """``d[key]``; absent or null -> ``default`` (an optional field)."""
+    v = d.get(key)
+    return default if v is None else v
+
+
+def as_numbers(raw: Any, field: str, where: str, n: int | None = None) -> list[float]:
+    """A list of finite numbers (of length ``n`` when given)."""
+    values = as_list(raw, field, where)
+    if n is not None and len(values) != n:
+        raise RooflineError(f"{field} has {len(values)} values, expected {n}", where=where)
+    return [as_number(v, f"{field}[{i}]", where) for i, v in enumerate(values)]
+
+
+def as_pair(raw: Any, field: str, where: str) -> tuple[float, float] | None:
+    """None, or [low, high] as two finite numbers."""
+    if raw is None:
+        return None
+    if not (isinstance(raw, (list, tuple)) and len(raw) == 2):
+        raise RooflineError(f"{field} must be [low, high], got {shown(raw)}", where=where)
+    return (as_number(raw[0], field, where), as_number(raw[1], field, where))
+
+
+def as_objects(raw: Any, field: str, where: str) -> list[Mapping[str, Any]]:
+    """A list of JSON objects."""
+    if not isinstance(raw, list):
+        raise RooflineError(f"{field} must be a list of objects, got {json_type(raw)} {shown(raw)}", where=where)
+    for i, x in enumerate(raw):
+        if not isinstance(x, Mapping):
+            raise RooflineError(f"{field}[{i}] must be an object, got {json_type(x)} {shown(x)}", where=where)
+    return raw
+
+
+def need_fields(d: Mapping[str, Any], keys: Iterable[str], field: str, where: str) -> None:
+    """Every one of ``keys`` is in the object ``d`` (named ``field``)."""
+    for k in keys:
+        if k not in d:
+            raise RooflineError(f"{field}: missing field {k!r}", where=where)

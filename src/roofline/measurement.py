@@ -70,7 +70,7 @@ def default_device() -> Device:
 def _resolve(device: Device | str | None) -> Device:
     if device is None:
         return default_device()
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     return resolve_device(device)
 
@@ -302,6 +302,28 @@ def join_events(names: Sequence[str], events: Sequence[tuple[str, float, float, 
     return out
 
 
+def _time_model(torch: Any, model: Any, call: Callable[[], Any], repeats: int, warmup: int, profile_runs: int,
+                cuda: bool) -> tuple[Timing, list[list[tuple[str, float, float, float]]], list[float]]:
+    """The whole model timed (:func:`time_calls`), then its profiled runs (:func:`_profile`), in eval mode under
+    ``torch.inference_mode``; the model's train/eval state is restored.  A failure names the op and module."""
+    sync = torch.cuda.synchronize if cuda else None
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            try:
+                timing = time_calls(call, repeats=repeats, warmup=warmup, sync=sync)
+                # one extra profiled run, dropped: the profiler's lazy set-up lands on the first op it sees
+                runs, walls = _profile(torch, call, max(1, profile_runs) + 1, cuda)
+                return timing, runs[1:], walls[1:]
+            except Exception as exc:
+                op, where = _locate_failure(model, call)
+                raise RooflineError(f"the model failed during measurement at op {op} in {where}: "
+                                    f"{first_line(exc)}") from exc
+    finally:
+        model.train(was_training)
+
+
 def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeats: int = 10, warmup: int = 2,
             profile_runs: int = 3, kwargs: Mapping[str, Any] | None = None, title: str | None = None) -> Analysis:
     """Run ``model(*inputs)`` for real and return its Analysis with measured per-op times.
@@ -338,22 +360,7 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
     def call() -> Any:
         return model(*inputs, **kw)
 
-    sync = torch.cuda.synchronize if cuda else None
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            try:
-                timing = time_calls(call, repeats=repeats, warmup=warmup, sync=sync)
-                # one extra profiled run, dropped: the profiler's lazy set-up lands on the first op it sees
-                runs, walls = _profile(torch, call, max(1, profile_runs) + 1, cuda)
-                runs, walls = runs[1:], walls[1:]
-            except Exception as exc:
-                op, where = _locate_failure(model, call)
-                raise RooflineError(f"the model failed during measurement at op {op} in {where}: "
-                                    f"{first_line(exc)}") from exc
-    finally:
-        model.train(was_training)
+    timing, runs, walls = _time_model(torch, model, call, repeats, warmup, profile_runs, cuda)
     op_timings = OpTimings.of(np.vstack([join_events(names, r) for r in runs]))
     seconds = op_timings.median
     warnings = list(workload.warnings)

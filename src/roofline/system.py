@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,16 @@ from roofline.units import parse_quantity
 SYSTEM_SCHEMA = "roofline.system/1"
 SCOPES = ("node", "cluster")
 TOPOLOGIES = ("ring", "switch", "torus")
+
+#: How a system file's ``"device": "<catalog name>"`` becomes a Device: the catalog's lookup, which
+#: :mod:`roofline.catalog` installs here when imported (:func:`name_devices_with`).  The catalog reads systems and
+#: devices and so sits above this module, which never imports it.
+_DEVICE_NAMED: list[Callable[[str], Device]] = []
+
+
+def name_devices_with(lookup: Callable[[str], Device]) -> None:
+    """Resolve device names in system files with ``lookup`` (``roofline.catalog.get_device``)."""
+    _DEVICE_NAMED[:] = [lookup]
 
 
 def alpha_beta(nbytes: float, alpha: float, bandwidth: float, split_bytes: float = math.inf, alpha2: float = 0.0,
@@ -240,7 +250,8 @@ class System:
 
     @classmethod
     def load(cls, path: str | Path) -> System:
-        from roofline.fileio import read_json, shown_path
+        from roofline.fileio import read_json
+        from roofline.text import shown_path
 
         return cls.from_dict(read_json(path), where=shown_path(path))
 
@@ -250,10 +261,10 @@ class System:
 
 def _device(raw: Any, where: str) -> Device:
     if isinstance(raw, str):
-        from roofline.catalog import get_device
-
+        if not _DEVICE_NAMED:  # roofline.catalog is imported with the package (roofline/__init__.py)
+            raise RooflineError(f"device {shown(raw)}: catalog names need roofline.catalog imported", where=where)
         try:
-            return get_device(raw)
+            return _DEVICE_NAMED[0](raw)
         except RooflineError as exc:
             raise RooflineError(f"device: {exc}", where=where) from None
     if isinstance(raw, Mapping):

@@ -12,6 +12,7 @@ these functions:
                    ``...[+N chars]``; for display only (JSON keeps names whole)
 ``display(s)``     both: the plain-text form of a name, for any medium
 ``one_line(s)``    ``display`` with every run of whitespace as one space (error messages)
+``shown_path(p)``  a path in a message: whole when short, else its head and tail around an ellipsis
 ``for_terminal``   ``display`` + rich markup escaped (``[bold]`` is shown, not applied)
 ``for_chart``      ``display`` + ``$`` escaped (matplotlib draws no mathtext from names)
 ``for_html``       ``display`` + HTML-escaped (quotes too): HTML pages and plotly text
@@ -38,6 +39,8 @@ import re
 LIMIT = 256
 #: error messages longer than this are shortened (they quote names; one line must stay readable)
 MESSAGE_LIMIT = 2000
+#: Longest path shown whole in a message; longer ones keep their head and tail.
+SHOWN_PATH = 120
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\ud800-\udfff]")  # + lone surrogates: not UTF-8
 _CSV_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -73,6 +76,15 @@ def one_line(text: object, limit: int = MESSAGE_LIMIT) -> str:
     if len(s) > 4 * limit:  # do not split a 10 MB message only to cut it
         s = s[: 4 * limit]
     return display(" ".join(s.split()), limit)
+
+
+def shown_path(path: object) -> str:
+    """``path`` for a message: whole when short, else its head and tail around an ellipsis."""
+    text = str(path)
+    if len(text) <= SHOWN_PATH:
+        return text
+    half = (SHOWN_PATH - 5) // 2
+    return f"{text[:half]}...({len(text)} characters)...{text[-half:]}"
 
 
 def for_terminal(text: object, limit: int = LIMIT) -> str:

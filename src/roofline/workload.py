@@ -523,7 +523,8 @@ class Workload:
     @classmethod
     def load(cls, path: str | Path) -> Workload:
         """A workload from JSON (``roofline.workload/2``; /1 is migrated) or CSV (by extension)."""
-        from roofline.fileio import read_json, shown_path
+        from roofline.fileio import read_json
+        from roofline.text import shown_path
 
         if str(path).lower().endswith(".csv"):
             return cls.from_csv(path)
@@ -550,7 +551,8 @@ class Workload:
     def from_csv(cls, path: str | Path) -> Workload:
         """A workload from CSV: a header row of op fields, one op per row; an optional first line
         ``# {...}`` holds the metadata as JSON.  An empty cell means the field's default."""
-        from roofline.fileio import parse_json, read_text, shown_path
+        from roofline.fileio import parse_json, read_text
+        from roofline.text import shown_path
 
         where = shown_path(path)
         text = read_text(path)

@@ -30,7 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from roofline.device import AuditResult, ComputeCeiling, Device, MemoryCeiling, MethodFigure, Provenance
+from roofline.bench_facts import AuditResult
+from roofline.ceilings import MethodFigure
+from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 from roofline.units import format_bandwidth, format_bytes, format_flops
 
 Call = Callable[[], Any]

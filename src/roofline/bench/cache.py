@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from roofline.device import BENCH_VERSION, ComputeCeiling, Device, MemoryCeiling
+from roofline.bench_facts import BENCH_VERSION
+from roofline.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.errors import RooflineError
 
 CACHE_FILE = "local-device.json"

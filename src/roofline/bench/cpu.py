@@ -67,16 +67,8 @@ from roofline.bench.sweep import (
     sweep_sizes,
     threading_layer,
 )
-from roofline.device import (
-    BENCH_VERSION,
-    BenchFacts,
-    CacheInfo,
-    ComputeCeiling,
-    Device,
-    ErtCurve,
-    MemoryCeiling,
-    SpecRoof,
-)
+from roofline.bench_facts import BENCH_VERSION, BenchFacts, CacheInfo, ErtCurve, SpecRoof
+from roofline.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.errors import RooflineError, require
 
 

@@ -143,7 +143,7 @@ def run_gpu_bench(*, quick: bool = True, progress: Progress | None = None, devic
             "versions": machine.versions(), "cuda": torch.version.cuda, "host_cpu": machine.cpu_model(),
             "warnings": warnings}
     report(1.0, "done")
-    from roofline.device import BENCH_VERSION, BenchFacts
+    from roofline.bench_facts import BENCH_VERSION, BenchFacts
 
     facts = BenchFacts(version=BENCH_VERSION, machine=machine.fingerprint(f"gpu {name}"))
     return Device(name=f"local: {name}", vendor="NVIDIA" if "nvidia" in name.lower() else "", kind="gpu",

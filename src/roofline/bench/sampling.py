@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from roofline.device import MethodFigure, Provenance
+from roofline.ceilings import MethodFigure
+from roofline.device import Provenance
 from roofline.errors import RooflineError
 from roofline.stats import SPREAD_WARN, quartiles, relative_spread
 

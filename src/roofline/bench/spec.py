@@ -32,7 +32,7 @@ from typing import Any
 
 from roofline.bench import host as _host
 from roofline.bench import uarch as _uarch
-from roofline.device import SpecRoof
+from roofline.bench_facts import SpecRoof
 from roofline.units import format_flops
 
 SPEC_LOW, SPEC_HIGH = 0.5, 1.1  # a measured vector roof outside [50 %, 110 %] of spec is warned about

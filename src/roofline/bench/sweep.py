@@ -35,7 +35,8 @@ from roofline.bench.sampling import (
     stat_provenance,
     warn_spread,
 )
-from roofline.device import ErtCurve, MemoryCeiling, Sweep, SweepCurve
+from roofline.bench_facts import ErtCurve, Sweep, SweepCurve
+from roofline.device import MemoryCeiling
 from roofline.units import format_bytes
 
 #: STREAM byte counting per fp64 element, and arrays per kernel

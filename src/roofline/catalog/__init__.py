@@ -1,9 +1,11 @@
-"""The device catalog: datasheet ceilings shipped as JSON data files, one per vendor.
+"""The device catalog: datasheet ceilings shipped as JSON data files, one per vendor, and the systems built of them.
 
 Each file is ``{"schema": "roofline.catalog/1", "vendor": ..., "sources": {key:
 {"title", "url"}}, "devices": [device objects]}``; a ceiling's
 ``provenance.source`` names a key of ``sources``.  Lookup ignores case and
-punctuation and knows aliases.
+punctuation and knows aliases.  This module is the one reader of devices and systems: a
+system file names its device as the catalog does (it installs :func:`get_device` as the
+name lookup of :mod:`roofline.system`, which does not import the catalog).
 
 >>> from roofline.catalog import get_device
 >>> get_device("h100").name
@@ -23,7 +25,7 @@ from roofline import names
 from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.names import normalize
-from roofline.system import System
+from roofline.system import SYSTEM_SCHEMA, System, name_devices_with
 
 CATALOG_SCHEMA = "roofline.catalog/1"
 
@@ -82,16 +84,19 @@ def get_device(name: str) -> Device:
     return dev
 
 
+name_devices_with(get_device)  # a system file names its device as the catalog does
+
+
 def resolve_device(spec: str | Device) -> Device:
-    """A Device from a catalog name, a device JSON file, or 'local' (the cached bench result)."""
+    """A Device from a catalog name or a device JSON file.  'local' (the cached bench result) is the bench's:
+    :func:`roofline.bench.resolve.resolve_device` takes it, and everything else to here."""
     if isinstance(spec, Device):
         return spec
-    if spec.lower() == "local":
-        from roofline.bench import load_local_device
-
-        return load_local_device()
     if not isinstance(spec, str):
         raise RooflineError(f"device: expected a catalog name, a device JSON file or 'local', got {type(spec).__name__}")
+    if spec.lower() == "local":
+        raise RooflineError("device 'local' (the last 'roofline bench') is resolved by "
+                            "roofline.bench.resolve.resolve_device (as roofline.device() and --device do)")
     if spec.lower().endswith(".json") or _is_file(spec):
         return Device.load(spec)
     return get_device(spec)
@@ -112,8 +117,6 @@ SYSTEM_CATALOG_SCHEMA = "roofline.system-catalog/1"
 @lru_cache(maxsize=1)
 def _systems() -> tuple[tuple[tuple[str, ...], System], ...]:
     """Every catalog system with its aliases, in file order (one node each)."""
-    from roofline.system import SYSTEM_SCHEMA
-
     out = []
     for name, data in _files("systems", SYSTEM_CATALOG_SCHEMA):
         for s in data["systems"]:

@@ -105,7 +105,7 @@ def cli_quantity(text: str, kind: str, option: str) -> float:
 
 
 def resolve(spec: str) -> Device:
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     return resolve_device(spec)
 
@@ -128,7 +128,8 @@ def calibration_option(args: argparse.Namespace) -> Calibration | None:
     if not path:
         return None
     from roofline.calibration import load_calibration
-    from roofline.fileio import read_json, shown_path
+    from roofline.fileio import read_json
+    from roofline.text import shown_path
 
     return load_calibration(read_json(path), shown_path(path))
 

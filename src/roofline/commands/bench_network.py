@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         from roofline.render import check_chart_path
 
         check_chart_path(args.plot)
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     device = resolve_device(args.device)
     if "WORLD_SIZE" not in os.environ:

@@ -94,10 +94,11 @@ def from_trace(args: argparse.Namespace) -> int:
 
     from roofline import bench
     from roofline.bench.machine import now
+    from roofline.bench.resolve import resolve_device
     from roofline.calibration import fit_measured
-    from roofline.catalog import resolve_device
-    from roofline.fileio import shown_path, write_text_atomic
+    from roofline.fileio import write_text_atomic
     from roofline.frontends.trace import from_trace as analyse_trace
+    from roofline.text import shown_path
 
     local = args.device in (None, "local")
     if args.show:

@@ -80,7 +80,7 @@ def load_workload(spec: str, args: argparse.Namespace) -> Workload:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
     from roofline.commands._common import write_all
 
     _check_outputs(args)

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
     from roofline.units import format_bandwidth, format_bytes, format_flops
 
     if args.output:

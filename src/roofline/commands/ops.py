@@ -1,7 +1,8 @@
 """roofline ops: every op a frontend costs, the formula of each and what it counts.
 
-The built-in rows are the frontends' op tables (``roofline.frontends.torch.OPS``,
-``roofline.frontends.onnx.OPS``, via :func:`roofline.costs.builtin_ops`); formulas
+The built-in rows are the frontends' op tables (``roofline.frontends.torch_ops.OPS``,
+``roofline.frontends.onnx.OPS``, registered with :mod:`roofline.costs` when this command imports the frontends,
+read through :func:`roofline.costs.builtin_ops`); formulas
 registered with :func:`roofline.costs.register_op` in this process are listed too,
 marked ``(user)``, in place of the built-in row they replace.
 """
@@ -77,6 +78,7 @@ def rows(frontend: str) -> list[Row]:
     from roofline import costs
 
     try:
+        _import_table(frontend)
         table = costs.builtin_ops(frontend)
     except ImportError as exc:
         raise RooflineError(f"the {frontend} frontend's op table is not available: {exc}") from exc
@@ -90,6 +92,14 @@ def rows(frontend: str) -> list[Row]:
             out.append(_user_row(frontend, op, fn, replaces=rule.formula))
     out.extend(_user_row(frontend, op, fn) for op, fn in sorted(user.items()))
     return out
+
+
+def _import_table(frontend: str) -> None:
+    """Import ``frontend``'s op table, which registers it with :mod:`roofline.costs` (costs imports no frontend)."""
+    if frontend == "torch":
+        import roofline.frontends.torch_ops  # noqa: F401
+    else:
+        import roofline.frontends.onnx.ops  # noqa: F401
 
 
 def _user_row(frontend: str, op: str, fn: object, replaces: str = "") -> Row:

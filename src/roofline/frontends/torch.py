@@ -9,7 +9,7 @@ Per aten op:
 
 * FLOPs: ``torch.utils.flop_counter``'s registry where it covers the op (mm,
   addmm, bmm, baddbmm, convolution and their backwards), else the formula in
-  :mod:`roofline.costs` that the op table :data:`OPS` names (``roofline ops``
+  :mod:`roofline.costs` that the op table :data:`~roofline.frontends.torch_ops.OPS` names (``roofline ops``
   prints it).  A formula given with :func:`roofline.costs.register_op`
   (``"torch"``, ``"aten.mm"`` or a custom op such as ``"mylib.fused_mlp"``)
   comes first.  ``F.scaled_dot_product_attention``
@@ -51,242 +51,18 @@ from typing import Any, NamedTuple
 from roofline import costs
 from roofline.costs import T
 from roofline.errors import RooflineError, first_line, require
+from roofline.frontends.torch_ops import (
+    _ATTRS,
+    _FIXED,
+    _FLOP_ALIASES,
+    _SCATTER_INPLACE,
+    _WRITE_ONLY_SELF,
+    OPS,
+    VIEW_OPS,
+    Attrs,
+)
 from roofline.precision import of_dtype
-from roofline.workload import Workload, WorkloadBuilder
-
-#: aten ops that only make a view or read metadata: no traffic, not recorded.
-VIEW_OPS = frozenset("""
-view _unsafe_view _reshape_alias reshape transpose transpose_ permute expand expand_as slice select as_strided
-as_strided_ detach detach_ t t_ unsqueeze unsqueeze_ squeeze squeeze_ alias unfold split split_with_sizes
-unsafe_split unsafe_split_with_sizes chunk unbind narrow diagonal view_as view_as_real view_as_complex _conj
-_neg_view lift_fresh movedim numpy_T swapaxes empty empty_like empty_strided new_empty new_empty_strided
-resize_ set_ _assert_async _assert_tensor_metadata _functional_assert_async sym_constrain_range_for_size
-record_stream _make_dep_token is_same_size _has_compatible_shallow_copy_type _nested_tensor_size _version
-""".split())
-
-#: the attributes a formula needs from one call: f(args, kwargs) -> keyword arguments of the formula.
-Attrs = Callable[[Sequence[Any], Mapping[str, Any]], dict[str, Any]]
-
-
-def _ops(formula: str, names: str, counts: str = "") -> dict[str, costs.OpRule]:
-    """Rows of :data:`OPS`: each aten op in ``names`` (packet names, space-separated) costed by ``formula``."""
-    return {f"aten.{n}": costs.OpRule(f"aten.{n}", formula, counts) for n in names.split()}
-
-
-#: elementwise aten op -> key of costs.ELEMENTWISE_FLOPS.
-_ELEMENTWISE = {
-    **{n: n for n in ("add", "sub", "mul", "div", "neg", "abs", "maximum", "minimum", "relu", "leaky_relu",
-                      "clamp", "hardtanh", "where", "eq", "ne", "lt", "le", "gt", "ge", "sign", "floor", "ceil",
-                      "round", "reciprocal", "addcmul", "addcdiv", "lerp", "exp", "log", "sqrt", "rsqrt", "sin",
-                      "cos", "tanh", "erf", "pow", "sigmoid", "silu", "gelu", "softplus", "mish", "hardswish",
-                      "hardsigmoid", "elu", "celu", "sigmoid_backward", "tanh_backward", "silu_backward",
-                      "gelu_backward")},
-    "rsub": "sub", "true_divide": "div", "clamp_min": "maximum", "clamp_max": "minimum", "relu6": "hardtanh",
-    "log1p": "log", "log2": "log", "log10": "log", "expm1": "exp", "exp2": "exp", "erfc": "erf", "tan": "tanh",
-    "trunc": "floor", "frac": "floor", "remainder": "div", "fmod": "div", "floor_divide": "div",
-    "logical_and": "eq", "logical_or": "eq", "logical_not": "eq", "logical_xor": "eq", "bitwise_and": "eq",
-    "bitwise_or": "eq", "bitwise_not": "eq", "bitwise_xor": "eq", "isnan": "eq", "isinf": "eq",
-    "masked_fill": "where", "threshold_backward": "relu_backward", "hardtanh_backward": "relu_backward",
-    "leaky_relu_backward": "relu_backward", "_softmax_backward_data": "softmax_backward",
-    "_log_softmax_backward_data": "softmax_backward", "native_dropout": "dropout", "native_dropout_backward": "mul",
-    "_fused_dropout": "dropout", "_masked_scale": "mul", "atan": "tanh", "asin": "tanh", "acos": "tanh",
-    "sinh": "tanh", "cosh": "tanh", "square": "mul", "hardswish_backward": "silu_backward",
-    "hardsigmoid_backward": "sigmoid_backward", "elu_backward": "sigmoid_backward", "mish_backward": "silu_backward",
-    "softplus_backward": "sigmoid_backward",
-}
-#: the in-place variants ("add_") aten has, costed as their op.
-_ELEMENTWISE.update({f"{n}_": _ELEMENTWISE[n] for n in """
-abs acos add addcdiv addcmul asin atan bitwise_and bitwise_not bitwise_or bitwise_xor ceil celu clamp clamp_max
-clamp_min cos cosh div elu eq erf erfc exp2 exp expm1 floor floor_divide fmod frac ge gelu gt hardsigmoid hardswish
-hardtanh le leaky_relu lerp log10 log1p log2 log logical_and logical_not logical_or logical_xor lt masked_fill mish
-mul ne neg pow reciprocal relu6 relu remainder round rsqrt sigmoid sign silu sin sinh sqrt square sub tan tanh
-true_divide trunc
-""".split()})
-
-
-def _elementwise_counts(op: str) -> str:
-    per = costs.ELEMENTWISE_FLOPS[op]
-    if op == "gelu":
-        return f"{per:g} FLOPs per output element (gelu; {costs.ELEMENTWISE_FLOPS['gelu_tanh']:g} with approximate='tanh')"
-    return f"{per:g} FLOP{'s' if per != 1 else ''} per output element ({op})"
-
-
-def _arg(a: Sequence[Any], i: int) -> Any:
-    return a[i] if len(a) > i else None
-
-
-def _affine(w: Any, b: Any) -> str:
-    return "scale_shift" if (w is not None and b is not None) else "scale" if w is not None else ""
-
-
-def _layer_norm(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-    return {"norm": "layer", "affine": _affine(_arg(a, 2), _arg(a, 3))}
-
-
-def _group_norm(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-    return {"norm": "group", "affine": _affine(a[1], a[2])}
-
-
-def _rms_norm(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-    return {"norm": "rms", "affine": _affine(_arg(a, 2), None)}
-
-
-def _batch_norm(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-    training = bool(a[5]) if len(a) > 5 and isinstance(a[5], bool) else False
-    return {"norm": "batch_train" if training else "batch", "affine": _affine(a[1], a[2])}
-
-
-def _batch_norm_eval(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-    return {"norm": "batch", "affine": _affine(a[1], a[2])}
-
-
-def _gelu(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-    return {"op": "gelu_tanh" if kw.get("approximate", a[1] if len(a) > 1 else "none") == "tanh" else "gelu"}
-
-
-def _k_at(i: int) -> Attrs:
-    """K is the last dimension of argument ``i``."""
-    return lambda a, kw: {"k": a[i].shape[-1]}
-
-
-def _addbmm_k(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-    """out (n, p) = sum over the batch of (n, m) @ (m, p): the batch is part of K."""
-    return {"k": a[1].shape[0] * a[1].shape[-1]}
-
-
-def _grouped_mm_k(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-    """K of torch._grouped_mm; 2-D x 2-D (an MoE weight gradient) gives (G, M, N), each group its own K slice."""
-    x, w = a[0], a[1]
-    if x.dim() == 2 and w.dim() == 2:
-        offs = kw.get("offs", a[2] if len(a) > 2 else None)
-        return {"k": x.shape[-1] / offs.shape[0]}
-    return {"k": x.shape[-1]}
-
-
-def _conv(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-    return {"transposed": bool(a[6]) if len(a) > 6 and isinstance(a[6], bool) else False}
-
-
-def _kernel_at(i: int) -> Attrs:
-    """The pooling window is argument ``i``."""
-    return lambda a, kw: {"kernel": tuple(a[i]) if isinstance(a[i], (list, tuple)) else (a[i],)}
-
-
-def _attention(pos: int, flag: str, seq_first: bool) -> Attrs:
-    """A fused attention op whose causal flag is argument ``pos`` (keyword ``flag``); ``seq_first``: (B, L, H, E).
-
-    ``custom_mask_type`` (_efficient_attention_forward) is 0 none, 1 causal top-left, 2 causal bottom-right.
-    """
-    def attrs(a: Sequence[Any], kw: Mapping[str, Any]) -> dict[str, Any]:
-        value = kw.get(flag, a[pos] if len(a) > pos else 0)
-        offset = a[1].shape[1] - a[0].shape[1] if value == 2 else 0  # bottom-right: S - L
-        return {"causal": bool(value), "causal_offset": offset, "seq_first": seq_first}
-    return attrs
-
-
-_FROM_FLOP_COUNTER = "FLOPs from torch.utils.flop_counter"
-_POOLS = "max_pool1d max_pool2d max_pool3d max_pool2d_with_indices max_pool3d_with_indices avg_pool1d avg_pool2d avg_pool3d"
-_INTERPOLATE = {"upsample_nearest1d": "nearest", "upsample_nearest2d": "nearest", "upsample_nearest3d": "nearest",
-                "_upsample_nearest_exact1d": "nearest", "_upsample_nearest_exact2d": "nearest",
-                "_upsample_nearest_exact3d": "nearest", "upsample_linear1d": "linear",
-                "upsample_bilinear2d": "bilinear", "_upsample_bilinear2d_aa": "bilinear",
-                "upsample_bicubic2d": "bicubic", "upsample_trilinear3d": "trilinear"}
-_ATTENTION_BACKWARD = """_scaled_dot_product_efficient_attention_backward _scaled_dot_product_flash_attention_backward
-_scaled_dot_product_cudnn_attention_backward _flash_attention_backward _efficient_attention_backward
-_cudnn_attention_backward _scaled_dot_product_flash_attention_for_cpu_backward"""
-#: ops whose FLOPs use another op's flop_counter formula: the CPU flash backward takes (grad_out, q, k, v, ...) first,
-#: as the efficient-attention backward does (flop_counter's sdpa_backward_flop reads only those four).
-_FLOP_ALIASES = {"aten._scaled_dot_product_flash_attention_for_cpu_backward":
-                 "_scaled_dot_product_efficient_attention_backward"}
-
-#: Every aten op the frontend costs: ``str(packet)`` ('aten.mm') -> formula in :mod:`roofline.costs` and what it
-#: counts.  Ops not here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a
-#: user formula (:func:`roofline.costs.register_op`) covers them.  ``roofline ops`` prints this table.
-OPS: dict[str, costs.OpRule] = {
-    **_ops("matmul", "mm bmm addmm baddbmm _scaled_mm",
-           f"2 * M * K * N per product ({_FROM_FLOP_COUNTER}); a bias input adds bytes only"),
-    **_ops("matmul", "matmul mv addmv dot vdot _int_mm"),
-    **_ops("matmul", "addbmm", "sum over the batch of (n, m) @ (m, p): 2 * n * p * batch * m"),
-    **_ops("matmul", "_grouped_mm", "grouped matmul (MoE experts): 2 * numel(out) * K; 2-D x 2-D splits K over groups"),
-    **_ops("conv", "convolution _convolution cudnn_convolution convolution_overrideable _slow_conv2d_forward",
-           f"2 * N * spatial * prod(weight shape) ({_FROM_FLOP_COUNTER}); transposed: the input's spatial size"),
-    **_ops("conv", "mkldnn_convolution"),
-    **_ops("conv", "convolution_backward", f"input and weight gradients ({_FROM_FLOP_COUNTER})"),
-    **_ops("attention", "_scaled_dot_product_efficient_attention _scaled_dot_product_flash_attention "
-                        "_scaled_dot_product_cudnn_attention _scaled_dot_product_flash_attention_for_cpu "
-                        "_flash_attention_forward _efficient_attention_forward",
-           "QK^T and PV: 2 * heads * pairs * (E + Ev); causal: the unmasked pairs only"),
-    **_ops("attention", _ATTENTION_BACKWARD, f"fused attention backward ({_FROM_FLOP_COUNTER})"),
-    **{f"aten.{n}": costs.OpRule(f"aten.{n}", "elementwise", _elementwise_counts(op)) for n, op in _ELEMENTWISE.items()},
-    **_ops("norm", "native_layer_norm native_group_norm", "5 FLOPs per input element (+1 scale, +1 shift)"),
-    **_ops("norm", "_fused_rms_norm", "3 FLOPs per input element (+1 scale)"),
-    **_ops("norm", "native_batch_norm _native_batch_norm_legit _native_batch_norm_legit_no_training cudnn_batch_norm "
-                   "miopen_batch_norm", "2 FLOPs per input element (5 training) (+1 scale, +1 shift)"),
-    **_ops("norm", "native_layer_norm_backward native_group_norm_backward native_batch_norm_backward "
-                   "cudnn_batch_norm_backward _fused_rms_norm_backward",
-           "normalisation backward with weight/bias gradients: 11 FLOPs per input element"),
-    **_ops("softmax", "_softmax _log_softmax _safe_softmax softmax log_softmax"),
-    **_ops("reduction", """sum mean amax amin max min prod var std var_mean std_mean linalg_vector_norm norm argmax
-                           argmin cumsum cumprod logsumexp all any count_nonzero aminmax nansum topk histc bincount"""),
-    **_ops("pool", _POOLS, "prod(kernel) FLOPs per output element"),
-    **_ops("pool", "avg_pool2d_backward avg_pool3d_backward", "prod(kernel) FLOPs per output element (of the gradient)"),
-    **_ops("pool", "_adaptive_avg_pool2d _adaptive_avg_pool3d adaptive_max_pool2d adaptive_max_pool3d "
-                   "_adaptive_avg_pool2d_backward _adaptive_avg_pool3d_backward", "one FLOP per input element"),
-    **{f"aten.{n}": costs.OpRule(f"aten.{n}", "interpolate",
-                                 f"{costs.INTERPOLATE_FLOPS[mode]:g} FLOPs per output element ({mode})")
-       for n, mode in _INTERPOLATE.items()},
-    **_ops("embedding", "embedding embedding_bag _embedding_bag"),
-    **_ops("gather", "index _unsafe_index index_select gather take _unsafe_masked_index"),
-    **_ops("memory", """
-clone _to_copy copy_ contiguous cat stack index_put index_put_ _index_put_impl_
-scatter scatter_ scatter_add scatter_add_ scatter_reduce masked_scatter index_add index_add_ index_copy index_copy_
-index_fill index_fill_ repeat repeat_interleave tril triu tril_ triu_ flip roll constant_pad_nd reflection_pad1d
-reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d zeros ones full zeros_like
-ones_like full_like fill fill_ zero_ arange linspace scalar_tensor new_zeros new_ones new_full lift_fresh_copy
-select_scatter slice_scatter diagonal_scatter as_strided_scatter embedding_dense_backward
-max_pool2d_with_indices_backward max_pool3d_with_indices_backward _pdist_forward rand randn randint rand_like
-randn_like randint_like bernoulli bernoulli_ uniform_ normal_ masked_select nonzero"""),
-}
-
-#: Per-op attributes of the formula, computed from each call's arguments (ops not here: see :data:`_FIXED`).
-_ATTRS: dict[str, Attrs] = {
-    **{f"aten.{n}": _k_at(i) for n, i in (("mv", 0), ("addmv", 1), ("dot", 0), ("vdot", 0), ("_int_mm", 0),
-                                          ("addmm", 1), ("baddbmm", 1))},
-    "aten.addbmm": _addbmm_k, "aten._grouped_mm": _grouped_mm_k,
-    **{f"aten.{n}": _conv for n in ("convolution", "_convolution", "cudnn_convolution", "convolution_overrideable",
-                                    "_slow_conv2d_forward", "mkldnn_convolution")},
-    **{f"aten.{n}": _attention(pos, flag, n in ("_flash_attention_forward", "_efficient_attention_forward"))
-       for n, (pos, flag) in {  # positions differ per op (efficient/cudnn have compute_log_sumexp before is_causal)
-           "_scaled_dot_product_efficient_attention": (6, "is_causal"),
-           "_scaled_dot_product_flash_attention": (4, "is_causal"),
-           "_scaled_dot_product_cudnn_attention": (6, "is_causal"),
-           "_scaled_dot_product_flash_attention_for_cpu": (4, "is_causal"),
-           "_flash_attention_forward": (8, "is_causal"),
-           "_efficient_attention_forward": (9, "custom_mask_type")}.items()},
-    "aten.gelu": _gelu, "aten.gelu_": _gelu,
-    "aten.native_layer_norm": _layer_norm, "aten.native_group_norm": _group_norm, "aten._fused_rms_norm": _rms_norm,
-    **{f"aten.{n}": _batch_norm for n in ("native_batch_norm", "_native_batch_norm_legit", "cudnn_batch_norm",
-                                          "miopen_batch_norm")},
-    "aten._native_batch_norm_legit_no_training": _batch_norm_eval,
-    **{f"aten.{n}": _kernel_at(1) for n in _POOLS.split()},
-    "aten.avg_pool2d_backward": _kernel_at(2), "aten.avg_pool3d_backward": _kernel_at(2),
-}
-#: Attributes that are the same for every call of an op.
-_FIXED: dict[str, dict[str, Any]] = {
-    **{f"aten.{n}": {"op": op} for n, op in _ELEMENTWISE.items() if op != "gelu"},
-    **{f"aten.{n}": {"norm": "backward"} for n in ("native_layer_norm_backward", "native_group_norm_backward",
-                                                    "native_batch_norm_backward", "cudnn_batch_norm_backward",
-                                                    "_fused_rms_norm_backward")},
-    **{f"aten.{n}": {"mode": mode} for n, mode in _INTERPOLATE.items()},
-}
-
-
-#: ops that overwrite their first argument without reading it.
-_WRITE_ONLY_SELF = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "bernoulli_", "index_copy_",
-                              "index_fill_", "_index_put_impl_", "index_put_", "scatter_"})
-#: in-place scatters: only the slots given by their last tensor argument (source/values) are written,
-#: e.g. a KV-cache update writes the new tokens, not the whole cache.
-_SCATTER_INPLACE = frozenset({"index_copy_", "_index_put_impl_", "index_put_", "scatter_"})
+from roofline.workload import UnsupportedOp, Workload, WorkloadBuilder
 
 #: data-dependent reads on meta tensors return these.
 ASSUMED_ITEM = {"bool": True, "int": 1, "float": 1.0}
@@ -627,26 +403,53 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
     2105344.0
     """
     torch = require("torch", "torch")
-    from torch.utils.module_tracker import ModuleTracker
-
     if mode not in ("inference", "training"):
         raise RooflineError(f"mode must be 'inference' or 'training', got {mode!r}")
     if not isinstance(model, torch.nn.Module):
         raise RooflineError(f"expected a torch.nn.Module, got {type(model).__name__}")
     kwargs = dict(kwargs or {})
     root = type(model).__name__
+    rec = _Recorder(torch, _weight_storages(model), _module_names(model, root))
+    training = mode == "training"
+    rec.training = training
+    _trace(torch, model, example_inputs, kwargs, rec, loss)
+    if not len(rec.ops):
+        raise RooflineError(f"{root}: the trace recorded no ops (does forward() compute anything?)")
+    warnings, unsupported, assumptions = _notes(rec, training, loss)
+    shapes = [list(t.shape) for t in example_inputs if isinstance(t, torch.Tensor)]
+    n_params = sum(p.numel() for p in model.parameters())
+    return rec.ops.build(
+        where=root, title=title or f"{root} ({mode})", source=f"torch: {root}",
+        assumptions=assumptions, warnings=warnings, unsupported=unsupported,
+        info={"frontend": "torch", "model": root, "mode": mode, "input_shapes": shapes, "parameters": n_params})
+
+
+def _module_names(model: Any, root: str) -> dict[str, tuple[str, str]]:
+    """ModuleTracker's name of each module ('Net.layers.0') -> (its path in the model, its class name)."""
     names: dict[str, tuple[str, str]] = {"Global": ("", "")}
     for path, m in model.named_modules():
         names[f"{root}.{path}" if path else root] = (path, type(m).__name__)
+    return names
+
+
+def _weight_storages(model: Any) -> set[int]:
+    """The storages of the model's parameters and buffers: an argument sharing one is a weight read."""
     weight_storages: set[int] = set()
     for t in (*model.parameters(), *model.buffers()):
         try:
             weight_storages.add(t.untyped_storage()._cdata)
         except (RuntimeError, NotImplementedError):
             pass
-    rec = _Recorder(torch, weight_storages, names)
-    training = mode == "training"
-    rec.training = training
+    return weight_storages
+
+
+def _trace(torch: Any, model: Any, example_inputs: tuple[Any, ...], kwargs: dict[str, Any], rec: _Recorder,
+           loss: Callable[[Any], Any] | None) -> None:
+    """Run the forward (and in training the backward of the loss) under the recorder's modes; the model's
+    train/eval state and gradients are restored afterwards.  A failure names the aten op and the module."""
+    from torch.utils.module_tracker import ModuleTracker
+
+    training = rec.training
     dispatch, function = _modes(torch, rec)
     was_training = model.training
     model.train(training)
@@ -664,15 +467,18 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
                     raise
                 except Exception as exc:
                     group, mtype = rec.where()
-                    where = f"module {group} ({mtype})" if group else f"the top level of {root}"
+                    where = f"module {group} ({mtype})" if group else f"the top level of {type(model).__name__}"
                     op = str(rec.current_op) if rec.current_op else "(before the first op)"
                     raise RooflineError(f"the model failed at op {op} in {where}: {first_line(exc)}") from exc
     finally:
         model.train(was_training)
         for p in model.parameters():
             p.grad = grads.get(id(p))
-    if not len(rec.ops):
-        raise RooflineError(f"{root}: the trace recorded no ops (does forward() compute anything?)")
+
+
+def _notes(rec: _Recorder, training: bool, loss: Callable[[Any], Any] | None
+           ) -> tuple[list[str], list[UnsupportedOp], list[str]]:
+    """(warnings, unsupported ops, assumptions) of a finished trace."""
     warnings: list[str] = []
     if rec.item_reads:
         where = ", ".join(f"{k or '(top level)'} x{v}" for k, v in rec.item_reads.items())
@@ -681,7 +487,6 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
     if unsupported:
         warnings.append(f"{len(unsupported)} op type(s) without a FLOP formula counted as 0 FLOPs (bytes kept): "
                         + ", ".join(u.name for u in unsupported))
-    shapes = [list(t.shape) for t in example_inputs if isinstance(t, torch.Tensor)]
     assumptions = ["FLOPs of mm/addmm/bmm/baddbmm/convolution (and convolution backward) from torch.utils.flop_counter; "
                    "all others from roofline.costs"]
     if rec.user_ops:
@@ -693,11 +498,7 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
     if training:
         assumptions.append(BACKWARD_NAMING + "; loss = sum of the floating-point outputs" if loss is None
                            else BACKWARD_NAMING)
-    n_params = sum(p.numel() for p in model.parameters())
-    return rec.ops.build(
-        where=root, title=title or f"{root} ({mode})", source=f"torch: {root}",
-        assumptions=assumptions, warnings=warnings, unsupported=unsupported,
-        info={"frontend": "torch", "model": root, "mode": mode, "input_shapes": shapes, "parameters": n_params})
+    return warnings, unsupported, assumptions
 
 
 def _sum_loss(torch: Any, out: Any) -> Any:

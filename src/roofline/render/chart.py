@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from roofline.analysis import Analysis
-from roofline.device import ComputeCeiling, Device, MemoryCeiling, SpecRoof
+from roofline.bench_facts import SpecRoof
+from roofline.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.summary import Summary, summarize
 from roofline.text import for_chart
 from roofline.units import format_bandwidth, format_flops, scale_for

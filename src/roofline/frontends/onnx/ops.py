@@ -401,6 +401,7 @@ def _table(rows: list[Row]) -> tuple[dict[str, OpRule], dict[str, Entry]]:
 #: ONNX op type (``domain.Op`` outside the default domain) -> its formula and what it counts.
 #: ENTRIES: the same op types -> the code applying the formula to a node.
 OPS, ENTRIES = _table(_ROWS)
+costs.register_table("onnx", OPS)  # what `roofline ops` lists and register_op checks against
 
 
 def _user_entry(key: str, fn: Formula) -> Entry:

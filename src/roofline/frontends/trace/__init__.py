@@ -48,11 +48,11 @@ import numpy as np
 
 from roofline import costs
 from roofline.errors import RooflineError
-from roofline.fileio import shown_path
 from roofline.frontends.torch import FUSED_FUNCTIONS
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents, read_events
 from roofline.frontends.trace.replay import NotReplayed, Replayer
 from roofline.stats import SINGLE_SAMPLE_TOLERANCE, Timing
+from roofline.text import shown_path
 from roofline.workload import MeasuredRun, RankFigures, TraceRecord, Unmatched, UnsupportedOp, Workload, WorkloadBuilder
 
 HOW_TO_RECORD = ("record one with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
@@ -100,7 +100,7 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     >>> # a = from_trace("trace.json", "h100-sxm")   # see read_trace for recording one
     """
     from roofline.analysis import analyze
-    from roofline.catalog import resolve_device
+    from roofline.bench.resolve import resolve_device
 
     dev = resolve_device(device) if not hasattr(device, "compute") else device
     files = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)

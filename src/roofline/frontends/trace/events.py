@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.fileio import shown_path
+from roofline.text import shown_path
 
 #: ``schemaVersion`` values this reader understands.
 SCHEMA_VERSIONS = (1,)
