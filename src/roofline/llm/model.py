@@ -39,6 +39,7 @@ from roofline.costs import (
     gemm_flops,
 )
 from roofline.errors import RooflineError
+from roofline.limits import max_dim
 from roofline.llm.config import Arch, load_arch
 from roofline.precision import BITS, canonical, wider
 from roofline.workload import PhaseTotals, Workload, WorkloadBuilder
@@ -570,8 +571,6 @@ def _positive_int(value: Any, field: str) -> int:
 
 
 def _bounded(value: int, field: str) -> int:
-    from roofline.frontends.target import max_dim
-
     top = max_dim()
     if value > top:
         raise RooflineError(f"{field} {value} exceeds the limit of {top:,} (set ROOFLINE_MAX_DIM to raise it)")
