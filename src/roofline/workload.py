@@ -35,7 +35,7 @@ from roofline.precision import PRECISIONS
 from roofline.stats import OpTimings, Timing
 
 if TYPE_CHECKING:
-    from roofline.llm.model import LLMSpec
+    from roofline.llm.spec import LLMSpec
 
 WORKLOAD_SCHEMA = "roofline.workload/2"
 #: Older versions that still load (migrated on load, :func:`migrate`).
@@ -825,7 +825,7 @@ def _json_meta(d: Mapping[str, Any], where: str, llm_field: str = "llm") -> dict
             "warnings": as_str_list(get("warnings", []), "warnings", where),
             "unsupported": unsupported,
             "info": dict(as_object(get("info", {}), "info", where)),
-            "llm": _json_llm(d.get("llm"), where, llm_field),
+            "llm": _read_field("llm", d.get("llm"), where, llm_field),
             "phases": {as_str(k, "phases", where): PhaseTotals.from_dict(v, f"phases.{k}", where)
                        for k, v in as_object(get("phases", {}), "phases", where).items()},
             "trace": None if d.get("trace") is None else TraceRecord.from_dict(d["trace"], where)}
@@ -854,7 +854,7 @@ def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
             m["ops"] = {**m["ops"], **_spread_v1(m["ops"], "info.measured.ops", where)}
     out["measured"] = m
     if "llm" in out:
-        info.pop("memory_bytes", None)  # derived from the LLM run since /2 (roofline.llm.model.memory_bytes)
+        info.pop("memory_bytes", None)  # derived from the LLM run since /2 (roofline.llm.sizes.memory_bytes)
     out["info"], out["schema"] = info, WORKLOAD_SCHEMA
     return out
 
@@ -867,74 +867,22 @@ def _spread_v1(m: Mapping[str, Any], field: str, where: str) -> dict[str, Any]:
     return {"q1": m["p10"], "q3": m["p90"]}
 
 
-#: ``llm`` (the LLM run, written by the LLM frontend, read back by the LLM report): its fields and JSON types.
-_LLM_RUN = {"phase": "str", "batch": "int+", "prompt": "int+", "context": "int+", "gen": "int+", "tp": "int+",
-            "flash": "bool", "all_logits": "bool"}
-_LLM_PRECISIONS = {"weights": "str", "activations": "str", "kv_cache": "str", "group_size": "int+"}
-_ARCH_POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "v_head_dim", "vocab")
+#: Readers of the typed facts that a higher layer attaches to a workload, by field: ``llm`` (the run an LLM
+#: workload models) is read by the LLM model, :func:`roofline.llm.spec.read_spec`.  Each takes (the JSON value,
+#: where, the field as the file names it: ``info.llm`` in a /1 file) and returns the fact.  The layer that owns a
+#: fact registers its reader (:func:`register_field_reader`; the root package does it for ``llm``), so a
+#: workload reads its files without knowing what the facts are.
+_FIELD_READERS: dict[str, Callable[[Any, str, str], Any]] = {}
 
 
-def _json_llm(raw: Any, where: str, field: str) -> LLMSpec | None:
-    """``llm``: the LLM run, checked field by field, or None."""
-    if raw is None:
-        return None
-    from roofline.llm.model import LLMSpec
-
-    _check_llm_info(raw, where, field)
-    return LLMSpec.from_dict(raw)
+def register_field_reader(field: str, reader: Callable[[Any, str, str], Any]) -> None:
+    """Read the workload file's ``field`` (a typed fact, e.g. ``llm``) with ``reader(value, where, field)``."""
+    _FIELD_READERS[field] = reader
 
 
-def _check_typed(d: dict[str, Any], types: Mapping[str, str], field: str, where: str, *,
-                 required: bool = True) -> None:
-    from roofline.fileio import as_bool, as_int, as_str, as_str_list
-
-    for key, kind in types.items():
-        f = f"{field}.{key}"
-        if key not in d or d[key] is None:
-            if required:
-                raise RooflineError(f"{field}: missing field {key!r}", where=where)
-            continue
-        v = d[key]
-        if kind.startswith("int"):
-            as_int(v, f, where, minimum=1 if kind == "int+" else 0, maximum=2**40)
-        elif kind == "bool":
-            as_bool(v, f, where)
-        elif kind.startswith("tuple"):
-            as_str_list(v, f, where)
-        else:
-            as_str(v, f, where)
-
-
-def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
-    """The LLM run object (``llm``; ``info.llm`` in /1 files), every field type-checked."""
-    import dataclasses
-
-    from roofline.fileio import as_object, as_str, shown
-    from roofline.llm.config import Arch
-    from roofline.llm.model import LLM_PRECISIONS, MOE_ROUTINGS
-
-    llm = as_object(raw, field, where)
-    _check_typed(llm, _LLM_RUN, field, where)
-    if llm["phase"] not in ("prefill", "decode", "generate"):
-        raise RooflineError(f"{field}.phase {shown(llm['phase'])} is not one of prefill, decode, generate", where=where)
-    if llm.get("moe_routing") is not None and as_str(llm["moe_routing"], f"{field}.moe_routing", where).strip().lower() \
-            not in MOE_ROUTINGS:
-        raise RooflineError(f"{field}.moe_routing {shown(llm['moe_routing'])} is not one of {', '.join(MOE_ROUTINGS)}",
-                            where=where)
-    precisions = as_object(llm.get("precisions"), f"{field}.precisions", where)
-    _check_typed(precisions, _LLM_PRECISIONS, f"{field}.precisions", where)
-    for key in ("weights", "activations", "kv_cache"):
-        if precisions[key] not in LLM_PRECISIONS:
-            raise RooflineError(f"{field}.precisions.{key} {shown(precisions[key])} is not one of "
-                                f"{', '.join(LLM_PRECISIONS)}", where=where)
-    arch = as_object(llm.get("arch"), f"{field}.arch", where)
-    for f in dataclasses.fields(Arch):
-        kind = {"int": "int+" if f.name in _ARCH_POSITIVE else "int"}.get(str(f.type), str(f.type))
-        _check_typed(arch, {f.name: kind}, f"{field}.arch", where,
-                     required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-    if (arch.get("top_k") or 0) > (arch.get("experts") or 0):
-        raise RooflineError(f"{field}.arch.top_k {arch['top_k']} is more than {field}.arch.experts "
-                            f"{arch.get('experts') or 0}", where=where)
+def _read_field(key: str, raw: Any, where: str, field: str) -> Any:
+    """A registered typed fact from its JSON value; absent or null is None."""
+    return None if raw is None else _FIELD_READERS[key](raw, where, field)
 
 
 def _units_by_kind(units: list[str], kinds: list[str], kind_codes: np.ndarray) -> list[str]:

@@ -22,21 +22,10 @@ import numpy as np
 from roofline.analysis import Analysis, scenario_times
 from roofline.device import Device
 from roofline.errors import RooflineError
-from roofline.llm.model import (
-    ATTN,
-    GEMM,
-    LINK,
-    VEC,
-    LLMSpec,
-    OpTable,
-    Precisions,
-    activation_bytes,
-    basis,
-    build_table,
-    kv_cache_bytes,
-    parse_precision,
-    weight_bytes_resident,
-)
+from roofline.llm.basis import basis
+from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
+from roofline.llm.spec import LLMSpec, Precisions, parse_precision
+from roofline.llm.table import ATTN, GEMM, LINK, VEC, OpTable, build_table
 
 #: Largest batch the ridge-batch and max-batch searches consider.
 MAX_BATCH = 1 << 16
