@@ -29,7 +29,7 @@ from roofline.catalog import get_device, resolve_device
 from roofline.device import ComputeCeiling, Device, Interconnect, MemoryCeiling, Provenance
 from roofline.errors import RooflineError
 from roofline.workload import Op, UnsupportedOp, Workload, WorkloadBuilder
-from roofline.workload import register_field_reader as _register_field_reader
+from roofline.workload_facts import register_field_reader as _register_field_reader
 
 __version__ = "0.1.0"
 

@@ -16,7 +16,8 @@ from roofline.llm.basis import basis, evaluate
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, memory_bytes, param_counts, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions
 from roofline.llm.table import ATTN, GEMM, LINK, TOK, VEC, OpTable, build_table
-from roofline.workload import PhaseTotals, Workload, WorkloadBuilder
+from roofline.workload import Workload, WorkloadBuilder
+from roofline.workload_facts import PhaseTotals
 
 ASSUMPTIONS = (
     "per device: tp splits heads, MLP/expert width and vocabulary; norms, residual adds, router, MLA "

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from roofline.analysis import roofline_times
 from roofline.errors import RooflineError
+from roofline.formula import roofline_times
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.table import check_tp, kv_heads_per_device
 from roofline.llm.training import (
