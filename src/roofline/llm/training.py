@@ -22,8 +22,10 @@ micro-batch of ``micro_batch`` sequences of ``seq`` tokens, on one of ``tp`` dev
 
 >>> run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=8)
 >>> w = training_workload(run)
->>> round(w.info["training_flops"] / 1e15, 1)  # 3 x forward: 6 x 6.7e9 parameters x 32,768 tokens + attention
-1425.6
+>>> N = 32 * (4 * 4096**2 + 3 * 4096 * 11008) + 32000 * 4096   # weights of the linear layers and lm_head
+>>> attention = 8 * 32 * 2 * 32 * 256 * 4096 * 4097 // 2        # QK^T and PV over the causal pairs
+>>> round(w.info["training_flops"] / (3 * (2 * N * 8 * 4096 + attention)), 4)  # norms, RoPE, activations: 0.1%
+1.001
 """
 
 from __future__ import annotations

@@ -1,11 +1,17 @@
 """Parallel LLM training on a system: one layout's step (compute, pipeline bubble, collectives, memory), and
 every layout ranked (``roofline plan``).
 
+The training step of one device (forward, backward, recomputation, optimizer, bytes held) is the LLM
+model's (:mod:`roofline.llm.training`); the planner only shards it over a layout and schedules it:
+:mod:`~roofline.planner.layout` (layouts, group placement), :mod:`~roofline.planner.cache` (shard times
+and collectives shared by layouts), :mod:`~roofline.planner.train` and :mod:`~roofline.planner.serve` (one
+layout's estimate), :mod:`~roofline.planner.search` (every layout ranked).
+
 A layout splits ``devices = tp x cp x pp x dp`` ways (ranks numbered tp fastest, then cp, dp, pp, as
 Megatron-LM does; ``ep`` carves expert groups out of dp); ``zero`` is the ZeRO stage (3 = FSDP).  Per
 device and per micro-batch of ``micro_batch`` sequences of ``seq`` tokens:
 
-* **Compute**: the inference op table (:mod:`roofline.llm.model`, FlashAttention-style, logits for every
+* **Compute**: the inference op table (:mod:`roofline.llm.table`, FlashAttention-style, logits for every
   token) evaluated on the device's shard (heads and widths / tp, tokens / cp, experts / ep, layers / pp),
   each op at its roofline time.  Backward = 2 x forward (FLOPs and bytes: activation and weight gradients);
   recomputation adds the forward again (``full``) or its attention core (``selective``).  The slowest
