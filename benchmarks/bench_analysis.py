@@ -15,7 +15,8 @@ import time
 import numpy as np
 
 from roofline import analyze, get_device
-from roofline.workload import OP_KINDS, Workload
+from roofline.workload import Workload
+from roofline.workload_columns import OP_KINDS
 
 
 def synthetic(n: int, seed: int = 0) -> Workload:

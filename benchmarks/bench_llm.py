@@ -20,7 +20,8 @@ from roofline.catalog import get_device
 from roofline.frontends.llm import grid_sweep, llm_report, make_spec
 from roofline.llm import config as llm_config
 from roofline.llm import metrics as llm_metrics
-from roofline.llm import model as llm_model
+from roofline.llm import sizes as llm_sizes
+from roofline.llm import table as llm_table
 from roofline.llm.model import build_workload
 
 BATCHES = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 1024]
@@ -31,8 +32,8 @@ PRECISIONS = [(16, 16, 16), (8, 8, 8), (4, 16, 16), (4, 16, 8)]
 
 
 def clear_caches() -> None:
-    for cached in (llm_model.build_table, llm_model.param_counts, llm_model._weights_resident,
-                   llm_model._activation_per_sequence, llm_metrics._ridge_batch, llm_config._load_cached):
+    for cached in (llm_table.build_table, llm_sizes.param_counts, llm_sizes._weights_resident,
+                   llm_sizes._activation_per_sequence, llm_metrics._ridge_batch, llm_config._load_cached):
         cached.cache_clear()
 
 

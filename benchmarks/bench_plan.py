@@ -3,7 +3,7 @@
     python benchmarks/bench_plan.py [ROUNDS]
 
 Llama-3-70B training (global batch 1024 x 4096 tokens) on 64 nodes of DGX H100 (512 GPUs): every
-layout of roofline.llm.parallel.layouts estimated and the fitting ones ranked, ROUNDS times (default 5).
+layout of roofline.planner.layouts estimated and the fitting ones ranked, ROUNDS times (default 5).
 The first round is cold (op tables, shard times and collective times computed); later rounds reuse only
 the op tables (each plan() call builds its own shard and collective caches).  Target: >= 10,000 layouts
 ranked per second (median round).
@@ -17,7 +17,7 @@ import sys
 import time
 
 from roofline.catalog import get_system
-from roofline.llm.parallel import TrainingRun, plan
+from roofline.planner import TrainingRun, plan
 
 TARGET = 10_000
 

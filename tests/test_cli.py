@@ -256,7 +256,7 @@ def test_quantities_with_units_and_unit_free_points_still_work(capsys):
 
 def test_llm_and_compare_share_the_phase_default():
     from roofline.cli import build_parser
-    from roofline.llm.model import LLMSpec
+    from roofline.llm.spec import LLMSpec
 
     parser = build_parser()
     llm = parser.parse_args(["llm", "llama-3-8b", "--device", "h100"])

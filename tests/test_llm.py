@@ -28,7 +28,10 @@ from roofline.frontends.llm import (
     ridge_batch,
     sweep_times,
 )
-from roofline.llm.model import LLMSpec, build_workload, experts_touched, kv_cache_bytes
+from roofline.llm.basis import experts_touched
+from roofline.llm.model import build_workload
+from roofline.llm.sizes import kv_cache_bytes
+from roofline.llm.spec import LLMSpec
 
 CONFIGS = Path(__file__).parent / "configs"
 
@@ -111,7 +114,9 @@ def test_op_table_flops_equal_the_tensor_formulas_of_costs_for_a_prefill_continu
     PV 2*dv, so 2 seqs x 32 heads x 50 pairs x 2 x 128 = 819,200 FLOPs each, 1,638,400 together.
     q_proj: (b*s x d) @ (d x h*dh) = 2 x 10 x 4096 x 4096 = 335,544,320 FLOPs.
     """
-    from roofline.llm.model import Precisions, basis, build_table, evaluate
+    from roofline.llm.basis import basis, evaluate
+    from roofline.llm.spec import Precisions
+    from roofline.llm.table import build_table
 
     b, s, S, h, dh, d = 2, 5, 12, 32, 128, 4096
     arch = load_arch("llama-2-7b")

@@ -239,7 +239,7 @@ def test_tensor_parallel_mlp_beside_its_prediction(two_ranks, tmp_path):
 def test_the_planner_predicts_from_the_measured_fits(two_ranks):
     """The measured system feeds the planner: a tp=2 training step on the 2 measured ranks times each of its
     tensor-parallel all-reduces with the measured all-reduce fit (not the tier's NCCL-style figures)."""
-    from roofline.llm.parallel import Layout, TrainingRun, estimate
+    from roofline.planner import Layout, TrainingRun, estimate
 
     tmp, first = two_ranks
     assert first.returncode == 0, first.stderr[-2000:]

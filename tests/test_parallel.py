@@ -12,8 +12,8 @@ from roofline.cli import main
 from roofline.collectives import cost
 from roofline.errors import RooflineError
 from roofline.llm.config import load_arch
-from roofline.llm.model import param_counts
-from roofline.llm.parallel import Layout, TrainingRun, check, estimate, layouts, plan, training_flops
+from roofline.llm.sizes import param_counts
+from roofline.planner import Layout, TrainingRun, check, estimate, layouts, plan, training_flops
 from roofline.system import NetworkTier, System
 
 
@@ -173,7 +173,7 @@ def test_serving_stage_is_the_llm_decode_step():
     collective model's here) plus 2 all-reduces per layer of batch x hidden bf16 values."""
     from roofline.analysis import analyze
     from roofline.frontends.llm import from_llm
-    from roofline.llm.parallel import ServingRun, estimate_serving
+    from roofline.planner import ServingRun, estimate_serving
 
     s = get_system("dgx-h100")
     run = ServingRun.of("llama-2-7b", batch=8, prompt=1024, gen=1)
@@ -188,7 +188,7 @@ def test_serving_stage_is_the_llm_decode_step():
 
 
 def test_serving_plan_and_bad_layouts(capsys):
-    from roofline.llm.parallel import ServingRun, check_serving
+    from roofline.planner import ServingRun, check_serving
 
     s = get_system("dgx-h100")
     run = ServingRun.of("llama-2-7b", batch=8)
@@ -199,7 +199,7 @@ def test_serving_plan_and_bad_layouts(capsys):
     p = plan(run, s)
     rates = [e.tokens_per_second for e in p.ranked]
     assert rates == sorted(rates, reverse=True) and p.tried == len(list(__import__(
-        "roofline.llm.parallel", fromlist=["serving_layouts"]).serving_layouts(run, s)))
+        "roofline.planner", fromlist=["serving_layouts"]).serving_layouts(run, s)))
     assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--serve", "--batch", "8", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "serving on NVIDIA DGX H100" in out and "ttft" in out
@@ -212,7 +212,7 @@ def test_training_workload_two_routes():
     optimizer, are training_flops."""
     from roofline.analysis import analyze
     from roofline.frontends.llm import from_llm
-    from roofline.llm.parallel import training_workload
+    from roofline.llm.training import training_workload
 
     run = TrainingRun.of("llama-2-7b", seq=2048, global_batch=8)
     w = training_workload(run, tp=8, recompute="none")
@@ -286,7 +286,7 @@ def test_llm_on_a_system_uses_the_node_tier(capsys):
 def test_serving_context_and_expert_parallel():
     """cp splits the KV cache (each device 1/cp of it) and the prompt's prefill; ep splits the routed experts'
     weights (each device 1/ep of them) and adds 2 all-to-alls per MoE layer and token."""
-    from roofline.llm.parallel import ServingRun, _expert_weight_bytes, check_serving, estimate_serving
+    from roofline.planner.serve import ServingRun, _expert_weight_bytes, check_serving, estimate_serving
 
     s = get_system("dgx-h100", nodes=2)
     dense = ServingRun.of("llama-2-7b", batch=8, prompt=4096, gen=64)
@@ -324,7 +324,7 @@ def test_review_findings():
     e = estimate(run, Layout(tp=1, dp=16, ep=8, zero=2), s2)
     dense_expert = {c.name: c for c in e.comms}
     assert "expert dp grad reduce-scatter" in dense_expert and "dp grad reduce-scatter" in dense_expert
-    from roofline.llm.parallel import _Cache
+    from roofline.planner.cache import _Cache
 
     sh = _Cache(s2).shard(run, 1, 1, 8, 1)
     dense_p = sh.layer_params - sh.expert_params + sh.first_params + sh.last_params

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from roofline import ComputeCeiling, Device, MemoryCeiling, Op, Workload, analyze
-from roofline.analysis import roofline_times, scenario_times
+from roofline.formula import roofline_times, scenario_times
 from roofline.summary import binding_roof, dominant_ceiling, summarize
 from roofline.units import format_count, format_seconds, format_speedup
 

@@ -30,6 +30,17 @@ from roofline.device import ComputeCeiling, Device, Interconnect, MemoryCeiling,
 from roofline.errors import RooflineError
 from roofline.version import __version__ as __version__
 from roofline.workload import Op, UnsupportedOp, Workload, WorkloadBuilder
+from roofline.workload_facts import register_field_reader as _register_field_reader
+
+
+def _read_llm_run(raw: Any, where: str, field: str) -> Any:
+    """A workload file's ``llm`` field, read by the LLM model (imported only when a file holds one)."""
+    from roofline.llm.spec import read_spec
+
+    return read_spec(raw, where, field)
+
+
+_register_field_reader("llm", _read_llm_run)
 
 _LAZY = {
     "from_torch": "roofline.frontends.torch",

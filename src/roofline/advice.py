@@ -440,7 +440,7 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
     if spec is not None and f.parts()["overhead"] / before >= 0.05:
         wb = llm_workload(spec, batch=spec.batch * 2)
         cap = a.device.main_memory.capacity
-        from roofline.llm.model import memory_bytes
+        from roofline.llm.sizes import memory_bytes
 
         if not (cap and memory_bytes(wb.llm) > cap):
             ab = analyze(wb, a.device, forecast=True)
@@ -475,7 +475,7 @@ def tokens(w: Workload) -> float:
 def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
     from dataclasses import replace
 
-    from roofline.llm.model import memory_bytes
+    from roofline.llm.sizes import memory_bytes
 
     levers: list[Lever] = []
     dev = a.device

@@ -21,7 +21,7 @@ from roofline.analysis import Analysis, analyze
 from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.llm.metrics import footprint
-from roofline.llm.model import LLM_PRECISIONS
+from roofline.llm.spec import LLM_PRECISIONS
 from roofline.precision import BITS, PRECISIONS
 from roofline.summary import binding_roof
 from roofline.workload import Workload

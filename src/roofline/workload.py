@@ -21,229 +21,47 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.costs import KIND_UNIT
-from roofline.device import UNITS
 from roofline.errors import RooflineError
-from roofline.precision import PRECISIONS
-from roofline.stats import OpTimings, Timing
+from roofline.workload_columns import (
+    _DEFAULTS,
+    _ENUMS,
+    _NUMERIC,
+    _REQUIRED,
+    _STRINGS,
+    COLUMNS,
+    UNFUSED,
+    Op,
+    _check_numeric,
+    _csv_numbers,
+    _encode,
+    _float_column,
+    _json_kind,
+    _json_numbers,
+    _json_strings,
+    _shown,
+    _units_by_kind,
+)
+from roofline.workload_facts import (
+    WORKLOAD_SCHEMA,
+    WORKLOAD_SCHEMAS_READ,
+    MeasuredRun,
+    PhaseTotals,
+    TraceRecord,
+    UnsupportedOp,
+    _json_meta,
+    migrate,
+)
 
 if TYPE_CHECKING:
-    from roofline.llm.model import LLMSpec
+    from roofline.llm.spec import LLMSpec
 
-WORKLOAD_SCHEMA = "roofline.workload/2"
-#: Older versions that still load (migrated on load, :func:`migrate`).
-WORKLOAD_SCHEMAS_READ = ("roofline.workload/1", WORKLOAD_SCHEMA)
-OP_KINDS = ("matmul", "conv", "attention", "elementwise", "norm", "softmax", "reduction",
-            "embedding", "memory", "collective", "other")
-#: Memory levels an op may name; "" is main memory (HBM/DRAM), "interconnect" the device link.
-LEVELS = ("", "L1", "L2", "L3", "interconnect")
-UNFUSED = "unfused: compulsory traffic per op (every input read once, every output written once)"
-
-#: Traffic at cache levels, on top of the op's main traffic (cache-aware / hierarchical roofline).
-CACHE_BYTES = {"bytes_l1": "L1", "bytes_l2": "L2", "bytes_l3": "L3"}
-_NUMERIC = ("flops", "bytes_read", "bytes_written", "weight_bytes", "count", "measured_seconds", *CACHE_BYTES)
-_STRINGS = ("name", "group", "module_type")
-_ENUMS = {"kind": OP_KINDS, "precision": PRECISIONS, "unit": UNITS, "level": LEVELS}
-COLUMNS = ("name", "kind", "flops", "bytes_read", "bytes_written", "precision", "unit", "count",
-           "group", "module_type", "level", "weight_bytes", "measured_seconds", *CACHE_BYTES)
-
-
-@dataclass(frozen=True)
-class Op:
-    """One op.  FLOPs and bytes are per single run; ``count`` runs in total.
-
-    ``weight_bytes`` is the part of ``bytes_read`` that is parameters.
-    ``level`` names the memory level the bytes move through ("" = main memory,
-    "interconnect" = device-to-device link).  ``bytes_l1/l2/l3`` optionally
-    give the traffic the op also causes at each cache level (cache-aware
-    roofline: its time is then the max over every level's bytes / bandwidth).
-    ``measured_seconds`` is the measured time of one run (NaN when not measured).
-    """
-
-    name: str
-    kind: str = "other"
-    flops: float = 0.0
-    bytes_read: float = 0.0
-    bytes_written: float = 0.0
-    precision: str = "fp32"
-    unit: str = ""  # '': by kind (matmul, conv, attention: the matrix unit; everything else: the vector unit)
-    count: float = 1
-    group: str = ""
-    module_type: str = ""
-    level: str = ""
-    weight_bytes: float = 0.0
-    measured_seconds: float = math.nan
-    bytes_l1: float = 0.0
-    bytes_l2: float = 0.0
-    bytes_l3: float = 0.0
-
-    @property
-    def bytes(self) -> float:
-        return self.bytes_read + self.bytes_written
-
-
-#: Every op field's default (absent columns and fields take these).
-_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Op)}
-
-
-@dataclass(frozen=True)
-class UnsupportedOp:
-    """An op the frontend has no FLOP formula for; its bytes are still counted."""
-
-    name: str
-    count: int
-    bytes: float = 0.0
-
-
-@dataclass(frozen=True)
-class PhaseTotals:
-    """One phase of an LLM run (prefill or decode), all steps together: FLOPs, bytes, weight bytes, steps, tokens."""
-
-    flops: float
-    bytes: float
-    weight_bytes: float
-    steps: float
-    tokens: float
-
-    def to_dict(self) -> dict[str, float]:
-        return {k: float(getattr(self, k)) for k in _PHASE_FIELDS}
-
-    @classmethod
-    def from_dict(cls, d: Any, field: str, where: str) -> PhaseTotals:
-        from roofline.fileio import as_number, as_object
-
-        as_object(d, field, where)
-        return cls(*(as_number(d.get(k), f"{field}.{k}", where, minimum=0.0) for k in _PHASE_FIELDS))
-
-
-_PHASE_FIELDS = ("flops", "bytes", "weight_bytes", "steps", "tokens")
-
-
-@dataclass(frozen=True)
-class MeasuredRun:
-    """How a measured workload was timed: the whole run (median, quartiles), where, how, and per-op quartiles."""
-
-    timing: Timing
-    device_type: str = "cpu"
-    method: str = ""
-    profiled_runs: int = 0
-    sum_of_op_times: float = 0.0
-    ops: OpTimings | None = None
-    profiled_seconds: float = 0.0  # median wall time of one profiled run (0: not recorded)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.timing.to_dict(), "device_type": self.device_type, "method": self.method,
-                "profiled_runs": self.profiled_runs, "sum_of_op_times": self.sum_of_op_times,
-                "ops": None if self.ops is None else self.ops.to_dict(), "profiled_seconds": self.profiled_seconds}
-
-    @classmethod
-    def from_dict(cls, d: Any, n: int, where: str) -> MeasuredRun:
-        """``measured`` of a workload of ``n`` ops, checked field by field."""
-        from roofline.fileio import as_int, as_number, as_object, as_str
-
-        as_object(d, "measured", where)
-        ops = d.get("ops")
-        return cls(Timing.from_dict(d, "measured", where),
-                   as_str(d.get("device_type") or "cpu", "measured.device_type", where),
-                   as_str(d.get("method") or "", "measured.method", where),
-                   as_int(d.get("profiled_runs") or 0, "measured.profiled_runs", where, minimum=0),
-                   as_number(d.get("sum_of_op_times") or 0.0, "measured.sum_of_op_times", where, minimum=0.0),
-                   None if ops is None else OpTimings.from_dict(as_object(ops, "measured.ops", where), n,
-                                                                "measured.ops", where),
-                   as_number(d.get("profiled_seconds") or 0.0, "measured.profiled_seconds", where, minimum=0.0))
-
-
-@dataclass(frozen=True)
-class Unmatched:
-    """Time in a profiler trace that no op holds: an event name, why, its calls and seconds."""
-
-    name: str
-    reason: str
-    calls: int
-    seconds: float
-
-
-@dataclass(frozen=True)
-class RankFigures:
-    """One rank of a multi-rank trace: busy time, the time its ops and its collectives hold, its op count."""
-
-    rank: int
-    file: str
-    seconds: float
-    op_seconds: float
-    collective_seconds: float
-    ops: int
-
-
-@dataclass(frozen=True)
-class TraceRecord:
-    """What a profiler trace held (:func:`roofline.from_trace`): its file, whether its times are kernel
-    (``cuda``) or CPU op times, its profiler steps and events, the time the placed ops hold of all op
-    (CPU) or kernel (GPU) time, what is in no op (most first), and, read with other ranks, every rank's
-    figures and the slowest."""
-
-    file: str
-    device_type: str = "cpu"
-    steps: int = 0
-    events: int = 0
-    op_seconds: float = 0.0
-    trace_seconds: float = 0.0
-    unmatched: tuple[Unmatched, ...] = ()
-    rank: int | None = None
-    ranks: tuple[RankFigures, ...] = ()
-    slowest_rank: int | None = None
-
-    @property
-    def unmatched_share(self) -> float:
-        """The share of the trace's time in no op."""
-        return max(0.0, 1 - self.op_seconds / self.trace_seconds) if self.trace_seconds > 0 else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "device_type": self.device_type, "steps": self.steps, "events": self.events,
-                "op_seconds": self.op_seconds, "trace_seconds": self.trace_seconds,
-                "unmatched": [vars(u) for u in self.unmatched], "rank": self.rank,
-                "ranks": [vars(r) for r in self.ranks], "slowest_rank": self.slowest_rank}
-
-    @classmethod
-    def from_dict(cls, d: Any, where: str) -> TraceRecord:
-        from roofline.fileio import as_int, as_list, as_number, as_object, as_str
-
-        as_object(d, "trace", where)
-
-        def num(o: Mapping[str, Any], k: str, f: str) -> float:
-            return as_number(o.get(k, 0.0), f"{f}.{k}", where, minimum=0.0)
-
-        def opt_int(v: Any, f: str) -> int | None:
-            return None if v is None else as_int(v, f, where)
-
-        unmatched = []
-        for i, u in enumerate(as_list(d.get("unmatched", []), "trace.unmatched", where)):
-            f = f"trace.unmatched[{i}]"
-            as_object(u, f, where)
-            unmatched.append(Unmatched(as_str(u.get("name", ""), f"{f}.name", where),
-                                       as_str(u.get("reason", ""), f"{f}.reason", where),
-                                       as_int(u.get("calls", 0), f"{f}.calls", where), num(u, "seconds", f)))
-        ranks = []
-        for i, r in enumerate(as_list(d.get("ranks", []), "trace.ranks", where)):
-            f = f"trace.ranks[{i}]"
-            as_object(r, f, where)
-            ranks.append(RankFigures(as_int(r.get("rank"), f"{f}.rank", where), as_str(r.get("file", ""), f"{f}.file", where),
-                                     num(r, "seconds", f), num(r, "op_seconds", f), num(r, "collective_seconds", f),
-                                     as_int(r.get("ops", 0), f"{f}.ops", where)))
-        device_type = as_str(d.get("device_type", "cpu"), "trace.device_type", where)
-        if device_type not in ("cpu", "cuda"):
-            raise RooflineError(f"trace.device_type: expected 'cpu' or 'cuda', got {device_type!r}", where=where)
-        return cls(as_str(d.get("file", ""), "trace.file", where), device_type,
-                   as_int(d.get("steps", 0), "trace.steps", where), as_int(d.get("events", 0), "trace.events", where),
-                   num(d, "op_seconds", "trace"), num(d, "trace_seconds", "trace"), tuple(unmatched),
-                   opt_int(d.get("rank"), "trace.rank"), tuple(ranks), opt_int(d.get("slowest_rank"), "trace.slowest_rank"))
 
 
 @dataclass
@@ -604,10 +422,6 @@ class Workload:
         return cls._from_checked(checked_meta, cols, where, lambda c, i: f"line {lines[i]}: {c}")
 
 
-#: Ranges of op figures (per run): beyond them a product or sum in the analysis could overflow to inf.
-MAX_FIGURE = 1e30  # FLOPs or bytes of one run of one op
-MAX_COUNT = 1e15
-MIN_SECONDS, MAX_SECONDS = 1e-15, 1e9
 #: names (titles, devices) in a repr are cut to this many characters, so every repr stays short
 _REPR_NAME = 80
 _META = ("title", "source", "bytes_model", "assumptions", "warnings", "unsupported", "info", "llm", "phases",
@@ -673,285 +487,3 @@ class WorkloadBuilder:
         meta.setdefault("unsupported", list(self.unsupported.values()))
         columns: dict[str, Any] = self._rows
         return Workload.from_columns(**columns, **meta)
-
-
-def _encode(values: Sequence[str], seed: list[str]) -> tuple[list[str], np.ndarray]:
-    """String table (``seed`` first, then new values in order of appearance) and int32 codes."""
-    index = {v: i for i, v in enumerate(seed)}
-    for v in dict.fromkeys(values):  # C-speed de-duplication, order kept
-        index.setdefault(v, len(index))
-    codes = np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
-    return list(index), codes
-
-
-def _float_column(raw: Any, c: str, where: str) -> np.ndarray:
-    try:
-        return np.asarray([math.nan if v is None else v for v in raw] if not isinstance(raw, np.ndarray) else raw,
-                          dtype=np.float64)
-    except (TypeError, ValueError):
-        for i, v in enumerate(raw):
-            try:
-                float(v)
-            except (TypeError, ValueError):
-                raise RooflineError(f"op {i}: {c} must be a number, got {v!r}", where=where) from None
-        raise
-
-
-def _check_numeric(arr: np.ndarray, c: str, where: str, label: Callable[[str, int], str] | None = None) -> None:
-    """Every value of column ``c`` finite and in its range (the ranges keep every product and sum in
-    the analysis finite: no FLOP or byte figure above 1e30, no count above 1e15)."""
-    if c == "measured_seconds":
-        bad = ~(np.isnan(arr) | ((arr >= MIN_SECONDS) & (arr <= MAX_SECONDS)))
-        rule = f"a finite number > 0 from {MIN_SECONDS:g} to {MAX_SECONDS:g} (or empty when not measured)"
-    elif c == "count":
-        bad = ~((arr > 0) & (arr <= MAX_COUNT))
-        rule = f"a finite number > 0 and <= {MAX_COUNT:g}"
-    else:
-        bad = ~((arr >= 0) & (arr <= MAX_FIGURE))
-        rule = f"a finite number >= 0 and <= {MAX_FIGURE:g}"
-    if bad.any():
-        i = int(np.argmax(bad))
-        if label is not None:
-            raise RooflineError(f"{label(c, i)} must be {rule}, got {float(arr[i])!r}", where=where)
-        raise RooflineError(f"op {i}: {c} must be {rule}, got {float(arr[i])!r}", where=where)
-
-
-_REQUIRED = ("name", "flops", "bytes_read", "bytes_written")
-
-
-def _json_kind(value: Any) -> str:
-    from roofline.fileio import json_type
-
-    return json_type(value)
-
-
-def _json_numbers(values: list[Any], c: str, where: str, label: Callable[[str, int], str]) -> np.ndarray:
-    """A numeric op field: JSON numbers only (not true/false, not strings); null/absent -> the default.
-
-    The common case (all ints and floats) is one C-speed type scan and one array conversion.
-    """
-    from roofline.fileio import wrong
-
-    required = c in _REQUIRED or c == "bytes"
-    default = _DEFAULTS.get(c, 0.0)
-    types = set(map(type, values))
-    if types <= {int, float, type(None)} and not (required and type(None) in types):
-        try:
-            arr = np.asarray(values, dtype=np.float64)  # None -> nan
-        except OverflowError:  # an integer beyond float range: found below
-            pass
-        else:
-            if type(None) in types and not math.isnan(default):
-                arr[[v is None for v in values]] = default
-            _check_numeric(arr, c, where, label)
-            return arr
-    out = np.empty(len(values))
-    for i, v in enumerate(values):
-        if v is None:
-            if required:
-                raise RooflineError(f"{label(c, i)}: missing (required: {', '.join(_REQUIRED)})", where=where)
-            out[i] = default
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise wrong(label(c, i), "a number", v, where)
-        try:
-            out[i] = float(v)
-        except OverflowError:
-            raise wrong(label(c, i), "a finite number", v, where, "too large") from None
-    _check_numeric(out, c, where, label)
-    return out
-
-
-def _csv_numbers(cells: list[str | None], c: str, where: str, lines: list[int]) -> list[float | None]:
-    """CSV cells (text) to numbers; None (empty) stays None for the default."""
-    from roofline.fileio import shown
-
-    out: list[float | None] = []
-    for i, v in enumerate(cells):
-        if v is None:
-            out.append(None)
-            continue
-        try:
-            out.append(float(v))
-        except ValueError:
-            raise RooflineError(f"line {lines[i]}: {c} must be a number, got {shown(v)}", where=where) from None
-    return out
-
-
-def _json_strings(values: list[Any], c: str, where: str, label: Callable[[str, int], str]) -> list[Any]:
-    """A text op field: JSON strings only; null/absent -> the default (the name is required)."""
-    from roofline.fileio import shown, wrong
-
-    if not set(map(type, values)) <= {str}:
-        for i, v in enumerate(values):
-            if v is None:
-                if c == "name":
-                    raise RooflineError(f"{label(c, i)}: missing (required: {', '.join(_REQUIRED)})", where=where)
-            elif type(v) is not str:
-                raise wrong(label(c, i), "a string", v, where)
-    allowed = _ENUMS.get(c)
-    if allowed is not None:
-        bad = set(values) - set(allowed) - {None}
-        if bad:
-            i = next(i for i, v in enumerate(values) if v in bad)
-            raise RooflineError(f"{label(c, i)} {shown(values[i])} is not one of "
-                                f"{', '.join(repr(a) for a in allowed)}", where=where)
-    return values
-
-
-def _json_meta(d: Mapping[str, Any], where: str, llm_field: str = "llm") -> dict[str, Any]:
-    """The workload's metadata fields, each type-checked; absent or null -> the default.
-
-    ``llm_field`` names the LLM run in messages as the file spells it (``info.llm`` in a /1 file).
-    """
-    from roofline.fileio import as_int, as_list, as_number, as_object, as_str, as_str_list
-
-    def get(key: str, default: Any) -> Any:
-        v = d.get(key)
-        return default if v is None else v
-
-    unsupported = []
-    for i, u in enumerate(as_list(get("unsupported", []), "unsupported", where)):
-        f = f"unsupported[{i}]"
-        as_object(u, f, where)
-        if "name" not in u:
-            raise RooflineError(f"{f}: missing field 'name'", where=where)
-        unsupported.append(UnsupportedOp(
-            as_str(u["name"], f"{f}.name", where),
-            as_int(u["count"] if u.get("count") is not None else 1, f"{f}.count", where, minimum=1),
-            as_number(u["bytes"] if u.get("bytes") is not None else 0.0, f"{f}.bytes", where, minimum=0.0)))
-    return {"title": as_str(get("title", "workload"), "title", where),
-            "source": as_str(get("source", ""), "source", where),
-            "bytes_model": as_str(get("bytes_model", UNFUSED), "bytes_model", where),
-            "assumptions": as_str_list(get("assumptions", []), "assumptions", where),
-            "warnings": as_str_list(get("warnings", []), "warnings", where),
-            "unsupported": unsupported,
-            "info": dict(as_object(get("info", {}), "info", where)),
-            "llm": _json_llm(d.get("llm"), where, llm_field),
-            "phases": {as_str(k, "phases", where): PhaseTotals.from_dict(v, f"phases.{k}", where)
-                       for k, v in as_object(get("phases", {}), "phases", where).items()},
-            "trace": None if d.get("trace") is None else TraceRecord.from_dict(d["trace"], where)}
-
-
-def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
-    """A workload object of an older schema, rewritten as the current one (as pyperf upgrades its JSON).
-
-    /1 -> /2: the facts kept in ``info`` (``llm``, ``phases``, ``measured``) become top-level typed fields;
-    /1 stored a measured run's 10th/90th percentiles, which become its spread (wider than the
-    interquartile range /2 stores, so an op is flagged above its roof later rather than sooner).
-    """
-    if d.get("schema") == WORKLOAD_SCHEMA:
-        return d
-    from roofline.fileio import as_object
-
-    out = dict(d)
-    info = dict(as_object(d.get("info") if d.get("info") is not None else {}, "info", where))
-    for key in ("llm", "phases"):
-        if key in info:
-            out[key] = info.pop(key)
-    m = info.pop("measured", None)
-    if isinstance(m, Mapping):
-        m = {**m, **_spread_v1(m, "info.measured", where)}
-        if isinstance(m.get("ops"), Mapping):
-            m["ops"] = {**m["ops"], **_spread_v1(m["ops"], "info.measured.ops", where)}
-    out["measured"] = m
-    if "llm" in out:
-        info.pop("memory_bytes", None)  # derived from the LLM run since /2 (roofline.llm.model.memory_bytes)
-    out["info"], out["schema"] = info, WORKLOAD_SCHEMA
-    return out
-
-
-def _spread_v1(m: Mapping[str, Any], field: str, where: str) -> dict[str, Any]:
-    """A /1 measured block's 10th/90th percentiles as the /2 spread (q1, q3); a missing one named as /1 names it."""
-    for key in ("p10", "p90"):
-        if key not in m:
-            raise RooflineError(f"{field}: missing field {key!r}", where=where)
-    return {"q1": m["p10"], "q3": m["p90"]}
-
-
-#: ``llm`` (the LLM run, written by the LLM frontend, read back by the LLM report): its fields and JSON types.
-_LLM_RUN = {"phase": "str", "batch": "int+", "prompt": "int+", "context": "int+", "gen": "int+", "tp": "int+",
-            "flash": "bool", "all_logits": "bool"}
-_LLM_PRECISIONS = {"weights": "str", "activations": "str", "kv_cache": "str", "group_size": "int+"}
-_ARCH_POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "v_head_dim", "vocab")
-
-
-def _json_llm(raw: Any, where: str, field: str) -> LLMSpec | None:
-    """``llm``: the LLM run, checked field by field, or None."""
-    if raw is None:
-        return None
-    from roofline.llm.model import LLMSpec
-
-    _check_llm_info(raw, where, field)
-    return LLMSpec.from_dict(raw)
-
-
-def _check_typed(d: dict[str, Any], types: Mapping[str, str], field: str, where: str, *,
-                 required: bool = True) -> None:
-    from roofline.fileio import as_bool, as_int, as_str, as_str_list
-
-    for key, kind in types.items():
-        f = f"{field}.{key}"
-        if key not in d or d[key] is None:
-            if required:
-                raise RooflineError(f"{field}: missing field {key!r}", where=where)
-            continue
-        v = d[key]
-        if kind.startswith("int"):
-            as_int(v, f, where, minimum=1 if kind == "int+" else 0, maximum=2**40)
-        elif kind == "bool":
-            as_bool(v, f, where)
-        elif kind.startswith("tuple"):
-            as_str_list(v, f, where)
-        else:
-            as_str(v, f, where)
-
-
-def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
-    """The LLM run object (``llm``; ``info.llm`` in /1 files), every field type-checked."""
-    import dataclasses
-
-    from roofline.fileio import as_object, as_str, shown
-    from roofline.llm.config import Arch
-    from roofline.llm.model import LLM_PRECISIONS, MOE_ROUTINGS
-
-    llm = as_object(raw, field, where)
-    _check_typed(llm, _LLM_RUN, field, where)
-    if llm["phase"] not in ("prefill", "decode", "generate"):
-        raise RooflineError(f"{field}.phase {shown(llm['phase'])} is not one of prefill, decode, generate", where=where)
-    if llm.get("moe_routing") is not None and as_str(llm["moe_routing"], f"{field}.moe_routing", where).strip().lower() \
-            not in MOE_ROUTINGS:
-        raise RooflineError(f"{field}.moe_routing {shown(llm['moe_routing'])} is not one of {', '.join(MOE_ROUTINGS)}",
-                            where=where)
-    precisions = as_object(llm.get("precisions"), f"{field}.precisions", where)
-    _check_typed(precisions, _LLM_PRECISIONS, f"{field}.precisions", where)
-    for key in ("weights", "activations", "kv_cache"):
-        if precisions[key] not in LLM_PRECISIONS:
-            raise RooflineError(f"{field}.precisions.{key} {shown(precisions[key])} is not one of "
-                                f"{', '.join(LLM_PRECISIONS)}", where=where)
-    arch = as_object(llm.get("arch"), f"{field}.arch", where)
-    for f in dataclasses.fields(Arch):
-        kind = {"int": "int+" if f.name in _ARCH_POSITIVE else "int"}.get(str(f.type), str(f.type))
-        _check_typed(arch, {f.name: kind}, f"{field}.arch", where,
-                     required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-    if (arch.get("top_k") or 0) > (arch.get("experts") or 0):
-        raise RooflineError(f"{field}.arch.top_k {arch['top_k']} is more than {field}.arch.experts "
-                            f"{arch.get('experts') or 0}", where=where)
-
-
-def _units_by_kind(units: list[str], kinds: list[str], kind_codes: np.ndarray) -> list[str]:
-    """Each op's unit; an empty one is its kind's (:data:`roofline.costs.KIND_UNIT`: matmul, conv and attention
-    run on the matrix unit, everything else on the vector unit)."""
-    if "" not in units:
-        return units
-    by_kind = np.asarray([KIND_UNIT.get(k, "vector") for k in kinds], dtype=object)[kind_codes]
-    out = np.asarray(units, dtype=object)
-    empty = out == ""
-    out[empty] = by_kind[empty]
-    return list(out.tolist())
-
-
-def _shown(value: Any) -> str:
-    from roofline.fileio import shown
-
-    return shown(value)

@@ -48,10 +48,10 @@ def add_output_options(p: argparse.ArgumentParser, group_by: tuple[str, ...] = (
 
 def llm_phase_default() -> str:
     """The LLM phase a command runs when ``--phase`` is not given: the library's own default
-    (:class:`roofline.llm.model.LLMSpec`), so ``llm`` and ``compare`` cannot drift apart."""
+    (:class:`roofline.llm.spec.LLMSpec`), so ``llm`` and ``compare`` cannot drift apart."""
     from dataclasses import fields
 
-    from roofline.llm.model import LLMSpec
+    from roofline.llm.spec import LLMSpec
 
     default = next(f.default for f in fields(LLMSpec) if f.name == "phase")
     assert isinstance(default, str)
@@ -60,7 +60,7 @@ def llm_phase_default() -> str:
 
 def add_phase_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--phase``, one definition for ``roofline llm`` and ``roofline compare``: choices and default."""
-    from roofline.llm.model import PHASES
+    from roofline.llm.spec import PHASES
 
     default = llm_phase_default()
     p.add_argument("--phase", choices=PHASES, default=default,

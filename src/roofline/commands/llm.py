@@ -137,7 +137,7 @@ def device_of(args: argparse.Namespace) -> Device:
 def train(args: argparse.Namespace) -> int:
     """``--train``: one training step on one of ``--tp`` devices, op by op (forward, backward, recomputed, Adam)."""
     from roofline.analysis import analyze
-    from roofline.llm.parallel import TrainingRun, training_workload
+    from roofline.llm.training import TrainingRun, training_workload
     from roofline.units import format_bytes
 
     if args.sweep or str(args.batch).strip().lower() == "max":
@@ -175,7 +175,7 @@ def sweep_plot_path(args: argparse.Namespace) -> str | None:
 
 def list_text() -> str:
     from roofline.llm.config import list_models, load_arch
-    from roofline.llm.model import param_counts
+    from roofline.llm.sizes import param_counts
 
     rows = [("model", "Hugging Face id", "type", "params", "source")]
     for m in list_models():

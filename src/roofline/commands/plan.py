@@ -12,7 +12,7 @@ from roofline.errors import RooflineError
 from roofline.units import format_bytes, format_count, format_seconds
 
 if TYPE_CHECKING:
-    from roofline.llm.parallel import Estimate, Layout, ServingEstimate
+    from roofline.planner import Estimate, Layout, ServingEstimate
 
 EPILOG = """\
 examples:
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def parse_layout(text: str, overlap: float) -> Layout:
     """'tp=8,pp=2,dp=4,zero=1,recompute=full' -> Layout; a bad key or value is one line."""
-    from roofline.llm.parallel import Layout
+    from roofline.planner import Layout
 
     names = {"tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep", "zero": "zero", "mb": "micro_batch",
              "micro_batch": "micro_batch", "recompute": "recompute", "interleave": "interleave", "sp": "sp"}
@@ -94,7 +94,7 @@ def parse_layout(text: str, overlap: float) -> Layout:
 def run(args: argparse.Namespace) -> int:
     from roofline.catalog import resolve_system
     from roofline.fileio import check_writable
-    from roofline.llm.parallel import ServingEstimate, ServingRun, TrainingRun, estimate, estimate_serving, plan
+    from roofline.planner import ServingEstimate, ServingRun, TrainingRun, estimate, estimate_serving, plan
 
     if args.json:
         check_writable(args.json)
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _row(e: Estimate | ServingEstimate, price: float | None) -> dict[str, Any]:
-    from roofline.llm.parallel import ServingEstimate
+    from roofline.planner import ServingEstimate
 
     lay = e.layout
     out: dict[str, Any] = {"layout": e.describe(), "tp": lay.tp, "pp": lay.pp, "dp": lay.dp,

@@ -20,7 +20,7 @@ The config is validated before anything is built (:func:`roofline.llm.config.che
 sizes must be whole numbers within the limits stated there (``ROOFLINE_MAX_LAYERS``,
 ``ROOFLINE_MAX_HIDDEN``, ``ROOFLINE_MAX_VOCAB``, ...), rope scaling a known type;
 ``batch``, ``seq_len`` and ``kv_len`` are at most ``ROOFLINE_MAX_DIM``
-(:func:`roofline.frontends.target.check_dims`).
+(:func:`roofline.limits.check_dims`).
 
 >>> from roofline.frontends.hf import from_hf_config
 >>> w = from_hf_config({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, require
-from roofline.frontends.target import check_dims
+from roofline.limits import check_dims
 from roofline.precision import TORCH_DTYPES
 from roofline.workload import Workload
 

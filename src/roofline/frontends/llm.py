@@ -60,7 +60,10 @@ from roofline.llm.metrics import (
     sweep_times,
 )
 from roofline.llm.metrics import report as llm_report
-from roofline.llm.model import PHASES, LLMSpec, Precisions, build_workload, make_spec, param_counts
+from roofline.llm.model import build_workload
+from roofline.llm.sizes import param_counts
+from roofline.llm.spec import PHASES, LLMSpec, Precisions, make_spec
+from roofline.llm.training import TrainingRun, training_workload
 from roofline.workload import Workload
 
 __all__ = [
@@ -80,7 +83,7 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     ``name_or_config``: a bundled model ('llama-2-7b', 'meta-llama/Llama-2-7b-hf'; case and
     punctuation ignored), a config.json path, or a config dict.  ``phase='train'``: one training step
     of ``batch`` sequences of ``prompt`` tokens (default 4096) on one of ``tp`` devices
-    (:func:`roofline.llm.parallel.training_workload`; ``roofline plan`` for layouts on a system).
+    (:func:`roofline.llm.training.training_workload`; ``roofline plan`` for layouts on a system).
     ``phase``: 'prefill' of
     ``prompt`` tokens (default 1024), 'decode' one token at ``context`` (default: prompt), or
     'generate' = prefill + ``gen`` decode steps (default 256).  Precisions: 32, 16, 8 or 4 bits
@@ -89,7 +92,7 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     ``all_logits``: lm_head over every token instead of the last of each sequence.
     ``moe_routing``: how many routed experts a step of n tokens reads (top_k of E each):
     'expected' under uniform routing, E x (1 - (1 - top_k/E)^n); 'worst', min(E, n x top_k);
-    'best', top_k (see :func:`roofline.llm.model.experts_touched`).
+    'best', top_k (see :func:`roofline.llm.basis.experts_touched`).
 
     Ops are named and grouped by path ('decode.layers.attn.q_proj'); ``count`` is the number of
     layers; ``info`` holds the sizes and totals and ``assumptions`` the modelling choices.
@@ -103,8 +106,6 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     if phase not in (*PHASES, "train"):
         raise RooflineError(f"phase {phase!r} is not one of {', '.join((*PHASES, 'train'))}")
     if phase == "train":  # one device's training step: 'batch' sequences of 'prompt' tokens, micro-batches of 1
-        from roofline.llm.parallel import TrainingRun, training_workload
-
         arch = name_or_config if isinstance(name_or_config, Arch) else load_arch(name_or_config)
         run = TrainingRun.of(arch, seq=prompt or 4096, global_batch=batch)
         return training_workload(run, tp=tp)

@@ -8,7 +8,7 @@ torch`` (traced on the meta device) and by :func:`roofline.measurement.measure_t
 >>> parse_input("8x512:int64")
 ((8, 512), 'int64')
 
-Shapes are bounded (:func:`check_dims`): each dimension at most ``ROOFLINE_MAX_DIM``
+Shapes are bounded (:func:`roofline.limits.check_dims`): each dimension at most ``ROOFLINE_MAX_DIM``
 (default 10**12, an environment variable), and the element count must fit int64.
 
 User code is the user's: an exception raised while importing MODULE or calling
@@ -33,33 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError, require
+from roofline.limits import check_dims
 from roofline.precision import TORCH_DTYPES
 
-#: largest dimension accepted in a shape (``ROOFLINE_MAX_DIM`` overrides it)
-MAX_DIM = 10**12
 #: roofline's own source folder: exceptions raised from here are roofline bugs, not the user's
 _OWN = str(Path(__file__).resolve().parents[1])
-
-
-def max_dim() -> int:
-    from roofline.errors import env_limit
-
-    return env_limit("ROOFLINE_MAX_DIM", MAX_DIM)
-
-
-def check_dims(shape: tuple[int, ...], what: str) -> tuple[int, ...]:
-    """``shape`` if every dimension is <= ROOFLINE_MAX_DIM and the element count fits int64, else an error."""
-    top = max_dim()
-    for d in shape:
-        if d > top:
-            raise RooflineError(f"{what}: dimension {d} exceeds the limit of {top:,} (set ROOFLINE_MAX_DIM to "
-                                "raise it)")
-    n = 1
-    for d in shape:
-        n *= d
-    if n >= 2**63:
-        raise RooflineError(f"{what}: {'x'.join(map(str, shape))} has {n:.3g} elements, more than int64 can count")
-    return shape
 
 
 def parse_input(spec: str) -> tuple[tuple[int, ...], str]:
@@ -196,4 +174,4 @@ def call_target(target: str, *, meta: bool = True) -> tuple[Any, tuple[Any, ...]
     return made, inputs
 
 
-__all__ = ["MAX_DIM", "call_target", "check_dims", "load_callable", "parse_input", "user_code"]
+__all__ = ["call_target", "load_callable", "parse_input", "user_code"]

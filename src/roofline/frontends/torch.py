@@ -16,7 +16,7 @@ Per aten op:
   and ``F.rms_norm`` are recorded as one fused op each (``costs.attention`` /
   ``costs.norm``); causal attention counts the lower triangle only, about half
   of what ``FlopCounterMode`` reports for the same call (it ignores the mask).
-* Bytes: compulsory traffic (the unfused model, :data:`roofline.workload.UNFUSED`):
+* Bytes: compulsory traffic (the unfused model, :data:`roofline.workload_columns.UNFUSED`):
   every tensor argument read once, every output written once, dtype-aware.
   An expanded (stride-0) argument counts its distinct elements only.  Views
   and metadata ops (:data:`VIEW_OPS`) move nothing and do not appear; copies

@@ -19,24 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from roofline.analysis import Analysis, scenario_times
+from roofline.analysis import Analysis
 from roofline.device import Device
 from roofline.errors import RooflineError
-from roofline.llm.model import (
-    ATTN,
-    GEMM,
-    LINK,
-    VEC,
-    LLMSpec,
-    OpTable,
-    Precisions,
-    activation_bytes,
-    basis,
-    build_table,
-    kv_cache_bytes,
-    parse_precision,
-    weight_bytes_resident,
-)
+from roofline.formula import scenario_times
+from roofline.llm.basis import basis
+from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
+from roofline.llm.spec import LLMSpec, Precisions, parse_precision
+from roofline.llm.table import ATTN, GEMM, LINK, VEC, OpTable, build_table
 
 #: Largest batch the ridge-batch and max-batch searches consider.
 MAX_BATCH = 1 << 16
@@ -73,7 +63,7 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
     ``B`` (N, terms), ``peaks`` (N or 1, roles), ``bws`` (N or 1, 2), ``eb`` bytes per element
     (scalars or length-N arrays).  ``split``: return (compute time, memory time) summed per
     configuration instead.  The element sizes are folded into the bytes coefficients, one row
-    per distinct precision combination; :func:`roofline.analysis.scenario_times` does the rest.
+    per distinct precision combination; :func:`roofline.formula.scenario_times` does the rest.
     """
     c = table.coef
     keep = np.ones(len(table), dtype=bool) if mask is None else mask

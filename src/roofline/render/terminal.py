@@ -277,7 +277,7 @@ def llm_text(r: LLMReport) -> str:
     info.append("fused attention" if s.flash else "unfused attention")
     if s.arch.experts:
         info.append(f"MoE routing {s.moe_routing}")
-    from roofline.llm.model import param_counts
+    from roofline.llm.sizes import param_counts
 
     total, active = param_counts(s.arch)
     lines = [f"LLM: {display(s.arch.name)} on {display(r.device)} — " + ", ".join(info)]

@@ -40,7 +40,7 @@ environment variable, a positive integer):
 * ``ROOFLINE_ONNX_MAX_NODES`` (default 1,000,000): nodes walked in all, subgraphs
   expanded (each ``If`` branch is walked once, whatever the nesting).
 * ``ROOFLINE_MAX_DIM`` (default 10**12): a dimension given in ``input_shapes`` /
-  ``--input`` (:func:`roofline.frontends.target.check_dims`).
+  ``--input`` (:func:`roofline.limits.check_dims`).
 * Constant folding evaluates shapes, not data: a node is evaluated only when its
   result holds at most ``_STATIC_MAX`` (4,096) elements, judged from its inputs
   *before* it runs; a bigger one (``Range`` to 3e8, ``ConstantOfShape`` /

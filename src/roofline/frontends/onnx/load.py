@@ -120,7 +120,7 @@ def _parse_shape(value: Any, name: str) -> tuple[int, ...]:
         raise RooflineError(f"input {name!r}: shape {value!r} must be integers like 1x3x224x224") from None
     if any(d <= 0 for d in dims):
         raise RooflineError(f"input {name!r}: shape {value!r} has a dimension <= 0")
-    from roofline.frontends.target import check_dims
+    from roofline.limits import check_dims
 
     return check_dims(dims, f"input {name!r}")
 
@@ -165,7 +165,7 @@ def _given(input_shapes: Mapping[str, Any], by_name: Mapping[str, Any],
         elif key in symbols_declared and isinstance(value, int) and not isinstance(value, bool):
             if value < 1:
                 raise RooflineError(f"input {key!r}: symbolic dimension {value} must be >= 1", where=where)
-            from roofline.frontends.target import check_dims
+            from roofline.limits import check_dims
 
             symbols[key] = check_dims((int(value),), f"input {key!r}")[0]
         else:

@@ -300,7 +300,7 @@ def _subgraph(ctx: Ctx, node: Any, name: str, tensors: dict[str, TensorInfo], co
         known, trips = _loop(ctx, node, name, tensors, const_values, graph)
     else:
         known, trips = _scan(ctx, node, name, tensors)
-    from roofline import workload as _workload
+    from roofline import workload_columns as _workload
 
     top = getattr(_workload, "MAX_COUNT", math.inf)
     if count * max(trips, 1) > top:

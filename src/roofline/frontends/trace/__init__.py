@@ -53,7 +53,8 @@ from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, 
 from roofline.frontends.trace.replay import NotReplayed, Replayer
 from roofline.stats import SINGLE_SAMPLE_TOLERANCE, Timing
 from roofline.text import shown_path
-from roofline.workload import MeasuredRun, RankFigures, TraceRecord, Unmatched, UnsupportedOp, Workload, WorkloadBuilder
+from roofline.workload import MeasuredRun, TraceRecord, UnsupportedOp, Workload, WorkloadBuilder
+from roofline.workload_facts import RankFigures, Unmatched
 
 HOW_TO_RECORD = ("record one with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
                  "record_shapes=True, with_stack=True) and prof.export_chrome_trace('trace.json')")

@@ -1,0 +1,40 @@
+"""Stated limits on the size of the work a user may ask for, each with the environment variable that raises it.
+
+``ROOFLINE_MAX_DIM`` (default 10**12) bounds any dimension: a shape's (``--input``, ONNX symbols), an LLM
+run's batch, lengths and group size.  Shapes must also fit int64 in element count (:func:`check_dims`).
+
+>>> check_dims((8, 512), "--input '8x512'")
+(8, 512)
+>>> max_dim()
+1000000000000
+"""
+
+from __future__ import annotations
+
+from roofline.errors import RooflineError, env_limit
+
+#: largest dimension accepted in a shape (``ROOFLINE_MAX_DIM`` overrides it)
+MAX_DIM = 10**12
+
+
+def max_dim() -> int:
+    """The largest dimension accepted: ``ROOFLINE_MAX_DIM`` when set, else :data:`MAX_DIM`."""
+    return env_limit("ROOFLINE_MAX_DIM", MAX_DIM)
+
+
+def check_dims(shape: tuple[int, ...], what: str) -> tuple[int, ...]:
+    """``shape`` if every dimension is <= ROOFLINE_MAX_DIM and the element count fits int64, else an error."""
+    top = max_dim()
+    for d in shape:
+        if d > top:
+            raise RooflineError(f"{what}: dimension {d} exceeds the limit of {top:,} (set ROOFLINE_MAX_DIM to "
+                                "raise it)")
+    n = 1
+    for d in shape:
+        n *= d
+    if n >= 2**63:
+        raise RooflineError(f"{what}: {'x'.join(map(str, shape))} has {n:.3g} elements, more than int64 can count")
+    return shape
+
+
+__all__ = ["MAX_DIM", "check_dims", "max_dim"]

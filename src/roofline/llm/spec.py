@@ -1,0 +1,226 @@
+"""One LLM inference run, fully specified: the model, the phase and its sizes, the precisions, tp.
+
+:func:`make_spec` validates every knob (one-line errors); :class:`LLMSpec` is what a workload built from
+it carries in its ``llm`` field, and :func:`read_spec` reads that field back from a workload file,
+type-checked field by field (the format of the ``llm`` object lives here, with the run it describes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from roofline.errors import RooflineError
+from roofline.limits import max_dim
+from roofline.llm.basis import MOE_ROUTINGS, parse_moe_routing
+from roofline.llm.config import Arch, load_arch
+from roofline.llm.table import check_tp
+from roofline.precision import BITS, canonical, wider
+
+PHASES = ("prefill", "decode", "generate")
+#: Accepted precisions: bits -> name, and names (case-insensitive, a few spellings).
+#: Precisions an LLM's weights, activations and KV cache may take (spellings: roofline.precision).
+LLM_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+SCALE_BYTES = 2  # one fp16 scale per group of int4 values
+
+
+def parse_precision(value: Any, field: str) -> str:
+    """16 / '16' / 'bf16' / 'int4' -> a precision name; anything else is a one-line error."""
+    name = canonical(value)
+    if name in LLM_PRECISIONS:
+        return name
+    raise RooflineError(f"{field}: {value!r} is not supported; use 32, 16, 8 or 4 bits, "
+                        f"or one of {', '.join(LLM_PRECISIONS)}")
+
+
+def element_bytes(precision: str, group_size: int) -> float:
+    """Bytes per element; int4 adds one fp16 scale per ``group_size`` values (group-wise quantisation)."""
+    if precision == "int4":
+        return 0.5 + SCALE_BYTES / group_size
+    return BITS[precision] / 8
+
+
+@dataclass(frozen=True)
+class Precisions:
+    """Weights, activations and KV cache stored separately; compute precisions follow from them.
+
+    A GEMM computes in the wider of (activations, weights): W4A16 dequantises
+    4-bit weights and runs on the 16-bit matrix roof.  Attention computes in the
+    wider of (activations, KV cache).  Embedding, lm_head, router, norms and
+    biases stay 16-bit when weights are quantised below 16 bits.
+    """
+
+    weights: str = "bf16"
+    activations: str = "bf16"
+    kv_cache: str = "bf16"
+    group_size: int = 128
+
+    @property
+    def gemm(self) -> str:
+        return wider(self.activations, self.weights)
+
+    @property
+    def attention(self) -> str:
+        return wider(self.activations, self.kv_cache)
+
+    @property
+    def unquantized(self) -> str:
+        return self.weights if BITS[self.weights] >= 16 else "bf16"
+
+    def bytes(self) -> dict[str, float]:
+        g = self.group_size
+        return {"wq": element_bytes(self.weights, g), "wu": element_bytes(self.unquantized, g),
+                "a": element_bytes(self.activations, g), "kv": element_bytes(self.kv_cache, g)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"weights": self.weights, "activations": self.activations, "kv_cache": self.kv_cache,
+                "group_size": self.group_size, "gemm_compute": self.gemm, "attention_compute": self.attention}
+
+
+@dataclass(frozen=True)
+class LLMSpec:
+    """Model and knobs of one LLM inference run (validated by :func:`make_spec`)."""
+
+    arch: Arch
+    phase: str = "generate"
+    batch: int = 1
+    prompt: int = 1024
+    context: int = 1024
+    gen: int = 256
+    precisions: Precisions = Precisions()
+    tp: int = 1
+    flash: bool = False
+    all_logits: bool = False
+    moe_routing: str = "expected"
+
+    @property
+    def max_context(self) -> int:
+        """KV-cache length the run needs to hold."""
+        return {"prefill": self.prompt, "decode": self.context, "generate": self.prompt + self.gen}[self.phase]
+
+    def replace(self, **changes: Any) -> LLMSpec:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arch": self.arch.to_dict(), "phase": self.phase, "batch": self.batch, "prompt": self.prompt,
+                "context": self.context, "gen": self.gen, "precisions": self.precisions.to_dict(), "tp": self.tp,
+                "flash": self.flash, "all_logits": self.all_logits, "moe_routing": self.moe_routing}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LLMSpec:
+        p = d["precisions"]
+        return cls(Arch.from_dict(d["arch"]), d["phase"], int(d["batch"]), int(d["prompt"]), int(d["context"]),
+                   int(d["gen"]), Precisions(p["weights"], p["activations"], p["kv_cache"], int(p["group_size"])),
+                   int(d["tp"]), bool(d["flash"]), bool(d["all_logits"]),
+                   # files written before the option existed used the worst case
+                   parse_moe_routing(d.get("moe_routing", "worst")))
+
+
+def _positive_int(value: Any, field: str) -> int:
+    """``value`` as an int > 0, at most ``ROOFLINE_MAX_DIM`` (default 10**12; batch, tokens, group size)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        if isinstance(value, float) and value.is_integer() and value > 0:
+            return _bounded(int(value), field)
+        raise RooflineError(f"{field} must be an integer > 0, got {value!r}")
+    return _bounded(int(value), field)
+
+
+def _bounded(value: int, field: str) -> int:
+    top = max_dim()
+    if value > top:
+        raise RooflineError(f"{field} {value} exceeds the limit of {top:,} (set ROOFLINE_MAX_DIM to raise it)")
+    return value
+
+
+def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
+              prompt: int | None = None, context: int | None = None, gen: int | None = None,
+              wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
+              flash: bool = False, group_size: int = 128, all_logits: bool = False,
+              moe_routing: str = "expected") -> LLMSpec:
+    """Validate every knob (one-line errors) and resolve the model."""
+    moe_routing = parse_moe_routing(moe_routing)
+    if phase not in PHASES:
+        raise RooflineError(f"phase {phase!r} is not one of {', '.join(PHASES)}")
+    arch = load_arch(model)
+    prompt = _positive_int(1024 if prompt is None else prompt, "prompt")
+    context = _positive_int(prompt if context is None else context, "context")
+    gen = _positive_int(256 if gen is None else gen, "gen")
+    batch = _positive_int(batch, "batch")
+    group_size = _positive_int(group_size, "group_size")
+    precisions = Precisions(parse_precision(wbits, "wbits"), parse_precision(abits, "abits"),
+                            parse_precision(kvbits, "kvbits"), group_size)
+    if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
+        raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
+    check_tp(arch, int(tp))
+    return LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits),
+                   moe_routing)
+
+
+# -- the ``llm`` object of a workload file -------------------------------------------
+#: ``llm`` (the LLM run, written by the LLM frontend, read back by the LLM report): its fields and JSON types.
+_LLM_RUN = {"phase": "str", "batch": "int+", "prompt": "int+", "context": "int+", "gen": "int+", "tp": "int+",
+            "flash": "bool", "all_logits": "bool"}
+_LLM_PRECISIONS = {"weights": "str", "activations": "str", "kv_cache": "str", "group_size": "int+"}
+_ARCH_POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "v_head_dim", "vocab")
+
+
+def read_spec(raw: Any, where: str, field: str = "llm") -> LLMSpec | None:
+    """A workload file's ``llm`` object (``info.llm`` in /1 files, as ``field`` names it): the LLM run,
+    checked field by field, or None."""
+    if raw is None:
+        return None
+    _check_llm_info(raw, where, field)
+    return LLMSpec.from_dict(raw)
+
+
+def _check_typed(d: dict[str, Any], types: Mapping[str, str], field: str, where: str, *,
+                 required: bool = True) -> None:
+    from roofline.fileio import as_bool, as_int, as_str, as_str_list
+
+    for key, kind in types.items():
+        f = f"{field}.{key}"
+        if key not in d or d[key] is None:
+            if required:
+                raise RooflineError(f"{field}: missing field {key!r}", where=where)
+            continue
+        v = d[key]
+        if kind.startswith("int"):
+            as_int(v, f, where, minimum=1 if kind == "int+" else 0, maximum=2**40)
+        elif kind == "bool":
+            as_bool(v, f, where)
+        elif kind.startswith("tuple"):
+            as_str_list(v, f, where)
+        else:
+            as_str(v, f, where)
+
+
+def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
+    """The LLM run object (``llm``; ``info.llm`` in /1 files), every field type-checked."""
+    from roofline.fileio import as_object, as_str, shown
+
+    llm = as_object(raw, field, where)
+    _check_typed(llm, _LLM_RUN, field, where)
+    if llm["phase"] not in ("prefill", "decode", "generate"):
+        raise RooflineError(f"{field}.phase {shown(llm['phase'])} is not one of prefill, decode, generate", where=where)
+    if llm.get("moe_routing") is not None and as_str(llm["moe_routing"], f"{field}.moe_routing", where).strip().lower() \
+            not in MOE_ROUTINGS:
+        raise RooflineError(f"{field}.moe_routing {shown(llm['moe_routing'])} is not one of {', '.join(MOE_ROUTINGS)}",
+                            where=where)
+    precisions = as_object(llm.get("precisions"), f"{field}.precisions", where)
+    _check_typed(precisions, _LLM_PRECISIONS, f"{field}.precisions", where)
+    for key in ("weights", "activations", "kv_cache"):
+        if precisions[key] not in LLM_PRECISIONS:
+            raise RooflineError(f"{field}.precisions.{key} {shown(precisions[key])} is not one of "
+                                f"{', '.join(LLM_PRECISIONS)}", where=where)
+    arch = as_object(llm.get("arch"), f"{field}.arch", where)
+    for f in dataclasses.fields(Arch):
+        kind = {"int": "int+" if f.name in _ARCH_POSITIVE else "int"}.get(str(f.type), str(f.type))
+        _check_typed(arch, {f.name: kind}, f"{field}.arch", where,
+                     required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+    if (arch.get("top_k") or 0) > (arch.get("experts") or 0):
+        raise RooflineError(f"{field}.arch.top_k {arch['top_k']} is more than {field}.arch.experts "
+                            f"{arch.get('experts') or 0}", where=where)

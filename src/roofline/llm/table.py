@@ -1,0 +1,350 @@
+"""The analytic transformer model's op table: every op of one step, symbolically, as coefficient rows.
+
+Every op's FLOPs and traffic are linear in a few *terms* of the run's shape
+(:data:`TERMS`): a constant (weights), the sequences ``b``, the tokens ``n = b*s``
+processed in the step, the keys read ``b*S``, the visible (causal) query-key
+pairs, the score-tensor size ``b*s*S``, the experts touched (:func:`roofline.llm.basis.experts_touched`:
+by default the expected number under uniform top-k routing, ``E*(1-(1-k/E)^n)``) and
+the sliding-window versions of keys and pairs.  An :class:`OpTable` holds, per
+op, one coefficient row per quantity (FLOPs; weight elements, quantised and
+not; activation, KV-cache elements read and written; raw bytes).  One
+configuration is one row of the basis matrix (:mod:`roofline.llm.basis`); a sweep of 10,000
+configurations is one matrix product, and a :class:`~roofline.workload.Workload`
+(:mod:`roofline.llm.model`) is the same table evaluated at a single point, so the two can never disagree.
+
+Everything is per device: with tensor parallelism ``tp`` the heads, the MLP
+width, the experts' width and the vocabulary are split ``tp`` ways; norms,
+residual adds, the router, the MLA down-projections and the MLA latent cache
+are replicated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from roofline.costs import ELEMENTWISE_FLOPS, NORM_AFFINE_FLOPS, NORM_FLOPS, SOFTMAX_FLOPS, attention_flops, gemm_flops
+from roofline.errors import RooflineError
+from roofline.llm.config import Arch
+
+#: The basis columns: values of one step's shape that every coefficient multiplies
+#: (``b`` sequences each adding ``s`` new tokens that see ``S`` keys; see :func:`roofline.llm.basis.basis`).
+#:
+#: * ``ONE`` (one): 1, per step whatever its size: weights read once.
+#: * ``SEQ`` (seqs): ``b``, per sequence: lm_head on each sequence's last token.
+#: * ``TOK`` (tokens): ``n = b*s``, per token processed: projections, norms, activations, the cache write.
+#: * ``KEY`` (keys): ``b*S``, per key read: the K and V cache (MLA prefill: the latents decompressed).
+#: * ``PAIR`` (pairs): ``b * aligned_causal_pairs(s, S)``, the visible (causal) query-key pairs: attention FLOPs.
+#: * ``FULL`` (scores): ``b*s*S``, every query-key pair, masked or not: the unfused score tensor's size.
+#: * ``EXP`` (experts): the routed experts the step's tokens touch (:func:`roofline.llm.basis.experts_touched`): their weights.
+#: * ``KEYW`` / ``PAIRW`` (keys_window, pairs_window): ``KEY`` and ``PAIR`` for sliding-window layers,
+#:   each query seeing at most the window's keys (equal to ``KEY``/``PAIR`` for a model without them).
+TERMS = ("one", "seqs", "tokens", "keys", "pairs", "scores", "experts", "keys_window", "pairs_window")
+ONE, SEQ, TOK, KEY, PAIR, FULL, EXP, KEYW, PAIRW = range(len(TERMS))
+#: Which roof an op's FLOPs run on: the GEMM precision's matrix roof, the attention
+#: precision's matrix roof, the fp32 vector roof, or the vector roof over the link.
+ROLES = ("gemm", "attn", "vector", "link")
+GEMM, ATTN, VEC, LINK = range(len(ROLES))
+#: What an op's coefficient rows count, per basis term (:func:`roofline.llm.basis.evaluate` turns elements into bytes):
+#:
+#: * ``flops``: FLOPs (every coefficient from :mod:`roofline.costs`: ``gemm_flops``, ``attention_flops``,
+#:   the per-element ``ELEMENTWISE_FLOPS``/``NORM_FLOPS``/``SOFTMAX_FLOPS``).
+#: * ``wq``: weight elements read at the weights' precision (quantised: projections, MLP and expert GEMMs).
+#: * ``wu``: weight elements read kept unquantised (16-bit under weight quantisation): the embedding rows
+#:   gathered, lm_head, the router, norm scales/shifts and biases.
+#: * ``ar`` / ``aw``: activation elements read / written (at the activations' precision), including the
+#:   attention score tensor when unfused, MLA prefill's decompressed K and V, and the elements each device
+#:   sends over the link in a collective (all-reduce, logits all-gather).
+#: * ``kr`` / ``kw``: KV-cache elements read / written (at the KV cache's precision; MLA: the latent cache).
+#: * ``xr``: bytes read as they are, not elements: the int64 token ids the embeddings gather with.
+QUANTITIES = ("flops", "wq", "wu", "ar", "aw", "kr", "kw", "xr")
+INDEX_BYTES = 8  # token ids are int64
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """Ops of one phase step, symbolically: coefficient rows over :data:`TERMS`."""
+
+    phase: str
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    module_types: tuple[str, ...]
+    roles: np.ndarray  # (ops,) index into ROLES
+    counts: np.ndarray  # (ops,) layers the op runs in
+    coef: Mapping[str, np.ndarray]  # quantity -> (ops, terms)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+class _Rows:
+    def __init__(self, phase: str) -> None:
+        self.phase = phase
+        self.names: list[str] = []
+        self.kinds: list[str] = []
+        self.mtypes: list[str] = []
+        self.roles: list[int] = []
+        self.counts: list[float] = []
+        self.coef: dict[str, list[np.ndarray]] = {q: [] for q in QUANTITIES}
+
+    def add(self, path: str, kind: str, role: int, count: float, **quantities: dict[int, float]) -> None:
+        if count <= 0:
+            return
+        self.names.append(f"{self.phase}.{path}")
+        self.kinds.append(kind)
+        self.mtypes.append(path.split(".")[-1])
+        self.roles.append(role)
+        self.counts.append(float(count))
+        for q in QUANTITIES:
+            row = np.zeros(len(TERMS))
+            for term, value in quantities.get(q, {}).items():
+                row[term] += value
+            self.coef[q].append(row)
+
+    def table(self) -> OpTable:
+        return OpTable(self.phase, tuple(self.names), tuple(self.kinds), tuple(self.mtypes),
+                       np.asarray(self.roles, dtype=np.int64), np.asarray(self.counts),
+                       {q: np.vstack(v) for q, v in self.coef.items()})
+
+
+def kv_heads_per_device(arch: Arch, tp: int) -> int:
+    """KV heads each device holds: split when tp divides them, replicated when they divide tp."""
+    if arch.kv_heads % tp == 0:
+        return arch.kv_heads // tp
+    if tp % arch.kv_heads == 0:
+        return 1
+    raise RooflineError(f"tp {tp} and num_key_value_heads {arch.kv_heads}: one must divide the other")
+
+
+def check_tp(arch: Arch, tp: int) -> None:
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
+    if arch.heads % tp:
+        raise RooflineError(f"tp {tp} does not divide num_attention_heads {arch.heads} of {arch.name}")
+    widths = []
+    if arch.layers > arch.moe_layers:
+        widths.append(("intermediate_size", arch.intermediate))
+    if arch.experts:
+        widths.append(("moe_intermediate_size", arch.moe_intermediate))
+    for label, width in widths:
+        if width % tp:
+            raise RooflineError(f"tp {tp} does not divide {label} {width} of {arch.name}")
+    if not arch.mla:
+        kv_heads_per_device(arch, tp)
+
+
+@lru_cache(maxsize=256)
+def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_logits: bool = False) -> OpTable:
+    """The ops of one prefill or decode step of ``arch`` on one of ``tp`` devices."""
+    check_tp(arch, tp)
+    r = _Layer(phase, arch, tp)
+    _embedding(r)
+    r.norm("layers.attn.norm", arch.layers, arch.hidden)
+    if arch.mla:
+        _mla_attention(r, flash)
+    else:
+        _attention(r, flash)
+    _attention_output(r)
+    _mlp_block(r)
+    _lm_head(r, all_logits)
+    return r.table()
+
+
+class _Layer(_Rows):
+    """Rows of one step of ``arch`` on one of ``tp`` devices, with its recurring ops (norms, GEMMs, ...)."""
+
+    def __init__(self, phase: str, arch: Arch, tp: int) -> None:
+        super().__init__(phase)
+        self.arch, self.tp = arch, tp
+        self.heads = arch.heads // tp  # per device
+        self.norm_flops = NORM_FLOPS[arch.norm] + NORM_AFFINE_FLOPS["scale_shift" if arch.norm_bias else "scale"]
+        self.norm_weights = 2 if arch.norm_bias else 1
+
+    def norm(self, path: str, count: float, width: float) -> None:
+        self.add(path, "norm", VEC, count, flops={TOK: self.norm_flops * width}, wu={ONE: self.norm_weights * width},
+                 ar={TOK: width}, aw={TOK: width})
+
+    def gemm(self, path: str, count: float, k: float, n_out: float, *, bias: bool = False, quantized: bool = True,
+             tokens: int = TOK) -> None:
+        wq = {ONE: k * n_out} if quantized else {}
+        wu = {} if quantized else {ONE: k * n_out}
+        if bias:  # biases stay unquantised
+            wu[ONE] = wu.get(ONE, 0.0) + n_out
+        self.add(path, "matmul", GEMM, count, flops={tokens: gemm_flops(1, k, n_out)}, wq=wq, wu=wu,
+                 ar={tokens: k}, aw={tokens: n_out})
+
+    def elementwise(self, path: str, count: float, op: str, reads: float, width: float, term: int = TOK) -> None:
+        """``width`` outputs per ``term`` of ``op`` (a key of ``ELEMENTWISE_FLOPS``) reading ``reads`` inputs each."""
+        self.add(path, "elementwise", VEC, count, flops={term: ELEMENTWISE_FLOPS[op] * width},
+                 ar={term: reads * width}, aw={term: width})
+
+    def all_reduce(self, path: str, count: float, width: float) -> None:
+        t = self.tp
+        if t > 1:
+            ring = 2 * (t - 1) / t  # ring all-reduce: bytes each device sends (and receives) per message byte
+            # reduce-scatter: each device adds the (t-1) incoming shards of its 1/t of the message
+            self.add(path, "collective", LINK, count, flops={TOK: ELEMENTWISE_FLOPS["add"] * (t - 1) / t * width},
+                     ar={TOK: ring * width})
+
+
+def _embedding(r: _Layer) -> None:
+    """Token embedding (vocab-parallel: each device gathers the rows it owns, 1/tp of them on average)."""
+    arch, d = r.arch, r.arch.hidden
+    r.add("embed.tokens", "embedding", VEC, 1, wu={TOK: d / r.tp}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
+    r.all_reduce("embed.all_reduce", 1, d)
+    if arch.positions == "learned":
+        r.add("embed.positions", "embedding", VEC, 1, wu={TOK: d}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
+        r.elementwise("embed.add", 1, "add", 2, d)
+    if arch.embed_scale:
+        r.elementwise("embed.scale", 1, "mul", 1, d)
+
+
+def _attention(r: _Layer, flash: bool) -> None:
+    """Q, K, V projections, RoPE, the KV-cache write and attention (full layers, then sliding-window ones)."""
+    arch, d, L, h = r.arch, r.arch.hidden, r.arch.layers, r.heads
+    dh, dv = arch.head_dim, arch.v_head_dim
+    kv = kv_heads_per_device(arch, r.tp)
+    r.gemm("layers.attn.q_proj", L, d, h * dh, bias=arch.qkv_bias)
+    r.gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
+    r.gemm("layers.attn.v_proj", L, d, kv * dv, bias=arch.qkv_bias)
+    if arch.positions == "rope":
+        r.elementwise("layers.attn.rope", L, "rope", 1, (h + kv) * dh)
+    r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: kv * (dh + dv)}, kw={TOK: kv * (dh + dv)})
+    full = L - arch.window_layers
+    _attention_core(r, full, "", h, dh, dv, flash, KEY, PAIR, k_read=("kr", kv * dh), v_read=("kr", kv * dv))
+    _attention_core(r, arch.window_layers, "sliding.", h, dh, dv, flash, KEYW, PAIRW,
+                    k_read=("kr", kv * dh), v_read=("kr", kv * dv))
+
+
+def _mla_attention(r: _Layer, flash: bool) -> None:
+    """Multi-head latent attention: naive (decompressed K, V) in prefill, absorbed over the latent cache in decode."""
+    arch, d, L, h = r.arch, r.arch.hidden, r.arch.layers, r.heads
+    dv = arch.v_head_dim
+    C, R, N = arch.kv_lora_rank, arch.qk_rope_head_dim, arch.qk_nope_head_dim
+    if arch.q_lora_rank:
+        r.gemm("layers.attn.q_a_proj", L, d, arch.q_lora_rank)  # replicated
+        r.norm("layers.attn.q_a_norm", L, arch.q_lora_rank)
+        r.gemm("layers.attn.q_b_proj", L, arch.q_lora_rank, h * (N + R))
+    else:
+        r.gemm("layers.attn.q_proj", L, d, h * (N + R))
+    r.gemm("layers.attn.kv_a_proj", L, d, C + R)  # replicated
+    r.norm("layers.attn.kv_a_norm", L, C)
+    r.elementwise("layers.attn.rope", L, "rope", 1, (h + 1) * R)
+    r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: C + R}, kw={TOK: C + R})
+    if r.phase == "prefill":
+        # naive MLA: decompress every key's latent into per-head K and V, then ordinary attention
+        r.add("layers.attn.kv_b_proj", "matmul", GEMM, L, flops={KEY: gemm_flops(1, C, h * (N + dv))},
+              wq={ONE: C * h * (N + dv)}, kr={KEY: C}, aw={KEY: h * (N + dv)})
+        _attention_core(r, L, "", h, N + R, dv, flash, KEY, PAIR,
+                        k_read=("ar", h * (N + R)), v_read=("ar", h * dv))
+    else:
+        # absorbed MLA: W_uk folds into the query, W_uv into the output; attention runs over the latent cache
+        # per token, h products (1 x N) @ (N x C), one per head: as many FLOPs as one (h x N) @ (N x C)
+        r.add("layers.attn.q_absorb", "matmul", GEMM, L, flops={TOK: gemm_flops(h, N, C)}, wq={ONE: h * N * C},
+              ar={TOK: h * N}, aw={TOK: h * C})
+        _attention_core(r, L, "", h, C + R, C, flash, KEY, PAIR, k_read=("kr", C + R), v_read=("kr", C),
+                        shared_kv=True)
+        r.add("layers.attn.v_absorb", "matmul", GEMM, L, flops={TOK: gemm_flops(h, C, dv)}, wq={ONE: h * C * dv},
+              ar={TOK: h * C}, aw={TOK: h * dv})
+
+
+def _attention_output(r: _Layer) -> None:
+    arch, d, L = r.arch, r.arch.hidden, r.arch.layers
+    r.gemm("layers.attn.o_proj", L, r.heads * arch.v_head_dim, d, bias=arch.o_bias)
+    r.all_reduce("layers.attn.all_reduce", L, d)
+    if arch.norms_per_layer == 4:
+        r.norm("layers.attn.post_norm", L, d)
+    r.elementwise("layers.attn.residual", L, "add", 2, d)
+
+
+def _mlp_block(r: _Layer) -> None:
+    """The MLP: dense layers, then MoE layers (router, routed experts, shared experts)."""
+    arch, d, L, t, act = r.arch, r.arch.hidden, r.arch.layers, r.tp, r.arch.activation
+    r.norm("layers.mlp.norm", L, d)
+    dense = L - arch.moe_layers
+    _mlp(r, "layers.mlp.", dense, d, arch.intermediate / t, arch.gated, act, arch.mlp_bias)
+    if arch.moe_layers:
+        E, k, M = arch.experts, arch.top_k, arch.moe_layers
+        fe = arch.moe_intermediate / t
+        r.gemm("layers.moe.router", M, d, E, quantized=False)
+        r.add("layers.moe.topk", "softmax", VEC, M, flops={TOK: SOFTMAX_FLOPS * E}, ar={TOK: E}, aw={TOK: 2 * k})
+        # routed experts: n*k token-expert assignments, k rows per token; weights of the experts touched
+        for proj in (("gate_proj", "up_proj") if arch.gated else ("up_proj",)):
+            r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: gemm_flops(k, d, fe)},
+                  wq={EXP: d * fe}, ar={TOK: k * d}, aw={TOK: k * fe})
+        r.elementwise("layers.moe.experts.act", M, act, 1, k * fe)
+        if arch.gated:
+            r.elementwise("layers.moe.experts.mul", M, "mul", 2, k * fe)
+        r.add("layers.moe.experts.down_proj", "matmul", GEMM, M, flops={TOK: gemm_flops(k, fe, d)},
+              wq={EXP: fe * d}, ar={TOK: k * fe}, aw={TOK: k * d})
+        shared = arch.shared_experts
+        if shared:
+            _mlp(r, "layers.moe.shared.", M, d, arch.moe_intermediate * shared / t, arch.gated, act, False)
+        # weighted sum of the k expert outputs (k fused multiply-adds), plus the shared experts' output
+        combine = k * ELEMENTWISE_FLOPS["fma"] + (ELEMENTWISE_FLOPS["add"] if shared else 0)
+        r.add("layers.moe.combine", "elementwise", VEC, M, flops={TOK: combine * d},
+              ar={TOK: (k + (1 if shared else 0)) * d}, aw={TOK: d})
+    r.all_reduce("layers.mlp.all_reduce", L, d)
+    if arch.norms_per_layer == 4:
+        r.norm("layers.mlp.post_norm", L, d)
+    r.elementwise("layers.mlp.residual", L, "add", 2, d)
+
+
+def _lm_head(r: _Layer, all_logits: bool) -> None:
+    """Final norm and lm_head (generation: the last token of each sequence; every token with ``all_logits``)."""
+    d, V, t = r.arch.hidden, r.arch.vocab, r.tp
+    r.norm("final_norm", 1, d)
+    m = TOK if all_logits else SEQ
+    r.gemm("lm_head", 1, d, V / t, quantized=False, tokens=m)
+    if t > 1:
+        r.add("lm_head.all_gather", "collective", LINK, 1, ar={m: (t - 1) / t * V})
+
+
+def _attention_core(r: _Layer, count: float, tag: str, h: float, dk: float, dv: float, flash: bool,
+                    keys: int, pairs: int, *, k_read: tuple[str, float], v_read: tuple[str, float],
+                    shared_kv: bool = False) -> None:
+    """QK^T, softmax, PV (unfused) or one fused op (FlashAttention-style: no score tensor in memory).
+
+    ``k_read``/``v_read``: (quantity, elements per key) of the K and V tensors read.
+    FLOPs count the visible pairs (causal); an unfused score tensor holds all b*s*S.
+    """
+    if count <= 0:
+        return
+    path = f"layers.attn.{tag}"
+    kq, kn = k_read
+    vq, vn = v_read
+
+    def reads(*parts: tuple[str, int, float]) -> dict[str, dict[int, float]]:
+        out: dict[str, dict[int, float]] = {}
+        for quantity, term, value in parts:
+            row = out.setdefault(quantity, {})
+            row[term] = row.get(term, 0.0) + value
+        return out
+
+    if flash:
+        # MLA's V is the same latent already read as K: read once
+        v_part = () if shared_kv else ((vq, keys, vn),)
+        r.add(path + "sdpa", "attention", ATTN, count, flops={pairs: attention_flops(1, h, dk, dv)}, aw={TOK: h * dv},
+              **reads(("ar", TOK, h * dk), (kq, keys, kn), *v_part))
+        r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h})  # in registers: no bytes
+        return
+    r.add(path + "qk", "attention", ATTN, count, flops={pairs: attention_flops(1, h, dk, 0)}, aw={FULL: h},
+          **reads(("ar", TOK, h * dk), (kq, keys, kn)))
+    r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h}, ar={FULL: h}, aw={FULL: h})
+    r.add(path + "pv", "attention", ATTN, count, flops={pairs: attention_flops(1, h, 0, dv)}, aw={TOK: h * dv},
+          **reads(("ar", FULL, h), (vq, keys, vn)))
+
+
+def _mlp(r: _Layer, path: str, count: float, d: float, f: float, gated: bool, act: str, bias: bool) -> None:
+    """A dense MLP of width ``f`` (per device): up (and gate) projection, activation ``act``, down projection."""
+    if count <= 0:
+        return
+    for proj in (("gate_proj", "up_proj") if gated else ("up_proj",)):
+        r.gemm(path + proj, count, d, f, bias=bias)
+    r.elementwise(path + "act", count, act, 1, f)
+    if gated:
+        r.elementwise(path + "mul", count, "mul", 2, f)
+    r.gemm(path + "down_proj", count, f, d, bias=bias)

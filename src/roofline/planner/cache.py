@@ -1,0 +1,135 @@
+"""What many layouts on one system share, computed once: per-shard forward times and per-group collectives.
+
+A shard is one device's part of a step (heads and widths / tp, tokens / cp, experts / ep); its ops are
+timed at their roofline time on the device's roofs (:func:`roofline.formula.roofline_times`, the roofs
+the LLM model uses: :func:`roofline.llm.metrics.device_ceilings`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from roofline.collectives import cost as collective_cost
+from roofline.formula import roofline_times
+from roofline.llm.basis import basis, evaluate, experts_touched
+from roofline.llm.metrics import device_ceilings
+from roofline.llm.spec import Precisions
+from roofline.llm.table import EXP, FULL, KEY, KEYW, LINK, ONE, PAIR, PAIRW, build_table
+from roofline.llm.training import TrainingRun, _masks, _split_queries, forward_ops
+from roofline.system import System
+
+if TYPE_CHECKING:
+    from roofline.planner.serve import ServingRun
+
+
+@dataclass(frozen=True)
+class _Shard:
+    """Per device, one micro-batch: forward time and FLOPs of the layer ops (all layers) and of the first and
+    last stage's extra ops, the attention core's time, and the parameters held."""
+
+    layers_time: float
+    layers_flops: float
+    attention_time: float
+    first_time: float
+    last_time: float
+    first_flops: float
+    last_flops: float
+    layer_params: float  # every layer's, experts included
+    first_params: float
+    last_params: float
+    expert_params: float  # the routed experts' part of layer_params (E / ep experts per device)
+    attention_flops: float  # the attention core's
+
+
+def _edges(first: float, last: float, pp: int) -> float:
+    """The first stage's extra ops (embedding) and the last's (final norm, lm_head): on one device without a
+    pipeline, else the slower edge stage's."""
+    return max(first, last) if pp > 1 else first + last
+
+
+class _Cache:
+    """What many layouts on one system share: per-shard forward times and per-group collective times."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self.shards: dict[tuple[Any, ...], _Shard] = {}
+        self.collectives: dict[tuple[Any, ...], tuple[float, tuple[str, ...]]] = {}
+        self.times: dict[tuple[Any, ...], float] = {}
+
+    def shard(self, run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int) -> _Shard:
+        key = (run, tp, cp, ep, micro_batch)
+        got = self.shards.get(key)
+        if got is None:
+            got = self.shards[key] = _shard_on(run, tp, cp, ep, micro_batch, self.system.device)
+        return got
+
+    def serving_stage(self, run: ServingRun, tp: int, cp: int, ep: int, pp: int, micro_batch: int) -> float:
+        """One pipeline stage's decode step for a micro-batch (the mean context of the generation): each of cp
+        devices reads 1/cp of the KV cache; each of ep devices holds 1/ep of the experts and computes the
+        routed tokens of its ep group's micro-batches that land on them."""
+        key = ("decode", run, tp, cp, ep, pp, micro_batch)
+        got = self.times.get(key)
+        if got is None:
+            a = run.arch
+            table = build_table(a, "decode", tp, True, False)
+            B = basis(a, micro_batch, 1, run.prompt + 1, run.prompt + run.gen, moe_routing="expected").copy()
+            B[:, [KEY, KEYW, PAIR, PAIRW, FULL]] /= cp
+            if ep > 1:
+                B[:, EXP] = experts_touched(a.experts, a.top_k, micro_batch * ep) / ep
+            t = _op_times(table, B, run.precisions, self.system.device)
+            layer, first, last, _ = _masks(table)
+            c = table.counts
+            edges = _edges(float(t[first] @ c[first]), float(t[last] @ c[last]), pp)
+            got = self.times[key] = float(t[layer] @ c[layer]) / pp + edges
+        return got
+
+    def serving_prefill(self, run: ServingRun, tp: int, cp: int) -> float:
+        """The prompt of one sequence through every layer, split over cp devices (compute only)."""
+        key = ("prefill", run, tp, cp)
+        got = self.times.get(key)
+        if got is None:
+            table = build_table(run.arch, "prefill", tp, True, False)
+            B = _split_queries(basis(run.arch, 1, run.prompt, run.prompt), cp)
+            t = _op_times(table, B, run.precisions, self.system.device)
+            compute = table.roles != LINK
+            got = self.times[key] = float(t[compute] @ table.counts[compute])
+        return got
+
+    def collective(self, name: str, nbytes: float, ranks: int, per_node: int) -> tuple[float, tuple[str, ...]]:
+        key = (name, nbytes, ranks, per_node)
+        got = self.collectives.get(key)
+        if got is None:
+            c = collective_cost(name, nbytes, self.system, ranks=ranks, per_node=per_node)
+            got = self.collectives[key] = (c.time, tuple(dict.fromkeys(p.tier for p in c.parts)))
+        return got
+
+
+def _times_of(table: Any, v: dict[str, np.ndarray], precisions: Precisions, device: Any) -> np.ndarray:
+    """Each op's roofline time on ``device`` (per count): its role's compute roof, main memory."""
+    c = device_ceilings(device, precisions)
+    peak = np.array([c["peak_gemm"], c["peak_attn"], c["peak_vector"], c["peak_vector"]])[table.roles]
+    return roofline_times(v["flops"], v["bytes_read"] + v["bytes_written"], peak, c["bandwidth"])[2]
+
+
+def _op_times(table: Any, B: np.ndarray, precisions: Precisions, device: Any) -> np.ndarray:
+    return _times_of(table, {k: x[0] for k, x in evaluate(table, B, precisions.bytes()).items()}, precisions, device)
+
+
+def _shard_on(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> _Shard:
+    a = run.arch
+    table, v = forward_ops(run, tp, cp, ep, micro_batch)
+    t = _times_of(table, v, run.precisions, device)
+    layer, first, last, core = _masks(table)
+    counts = table.counts
+    w = table.coef["wq"] + table.coef["wu"]
+    experts = w[:, EXP] * (a.experts / ep if a.experts else 0) * counts
+    params = w[:, ONE] * counts + experts
+    embed = (0 if a.tie_embeddings else a.vocab * a.hidden / tp) + a.position_table * a.hidden
+    f = v["flops"]
+    return _Shard(float(t[layer] @ counts[layer]), float(f[layer] @ counts[layer]), float(t[core] @ counts[core]),
+                  float(t[first] @ counts[first]), float(t[last] @ counts[last]), float(f[first] @ counts[first]),
+                  float(f[last] @ counts[last]), float(params[layer].sum()), float(params[first].sum() + embed),
+                  float(params[last].sum()), float(experts[layer].sum()), float(f[core] @ counts[core]))
