@@ -21,13 +21,13 @@ from roofline.frontends.llm import (
     from_llm,
     grid_sweep,
     list_models,
-    llm_report,
     load_arch,
     make_spec,
     max_batch,
     ridge_batch,
     sweep_times,
 )
+from roofline.llm_report import report as llm_report
 from roofline.llm.model import LLMSpec, build_workload, experts_touched, kv_cache_bytes
 
 CONFIGS = Path(__file__).parent / "configs"

@@ -23,14 +23,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from roofline import render as _render  # noqa: F401  (registers how an Analysis shows itself: repr, print, HTML)
 from roofline.analysis import Analysis, GroupRow, analyze
 from roofline.catalog import devices as catalog_devices
 from roofline.catalog import get_device, resolve_device
 from roofline.device import ComputeCeiling, Device, Interconnect, MemoryCeiling, Provenance
 from roofline.errors import RooflineError
 from roofline.workload import Op, UnsupportedOp, Workload, WorkloadBuilder
-
-__version__ = "0.1.0"
 
 _LAZY = {
     "from_torch": "roofline.frontends.torch",
@@ -77,6 +76,10 @@ def device(name: str | Device) -> Device:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # kept in roofline.version (what stamps it imports that, not the package)
+        from roofline.version import __version__
+
+        return __version__
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'roofline' has no attribute {name!r}")

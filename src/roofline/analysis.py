@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -326,10 +326,9 @@ class Analysis:
 
         return cls.from_dict(read_json(path), where=shown_path(path))
 
-    def _repr_html_(self) -> str:  # Jupyter: summary, chart (inline SVG) and the top ops
-        from roofline.render.html import notebook_html
-
-        return notebook_html(self)
+    def _repr_html_(self) -> str | None:  # Jupyter: summary, chart (inline SVG) and the top ops
+        show = FORMATTERS.get("html")
+        return show(self) if show is not None else None
 
     def __repr__(self) -> str:
         """One line: what on what, the roofline time and the binding roof (:func:`roofline.summary.binding_roof`).
@@ -339,31 +338,20 @@ class Analysis:
         ...         Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
         <Analysis of 'seed app' on 'seed': 400 ms, memory-bound on DRAM (100% of the time)>
         """
-        from roofline.summary import binding_roof
-        from roofline.text import one_line
-        from roofline.units import format_seconds
-
-        head = f"<Analysis of '{one_line(self.workload.title, 80)}' on '{one_line(self.device.name, 80)}'"
-        if not self.total_time > 0:
-            return f"{head}: no roofline time (no FLOPs, no bytes)>"
-        b = binding_roof(self)
-        return (f"{head}: {format_seconds(self.total_time)}, {b.kind}-bound on {one_line(b.name, 40)} "
-                f"({b.share:.0%} of the time)>")
+        show = FORMATTERS.get("repr")
+        return show(self) if show is not None else f"<Analysis of {len(self.workload)} ops on {self.device.name!r}>"
 
     def __str__(self) -> str:
         """What ``print(a)`` shows: the summary's headline lines (:mod:`roofline.summary`), then the top 5 ops."""
-        from roofline.render.terminal import summary_lines
-        from roofline.summary import summarize
-        from roofline.text import one_line
-        from roofline.units import format_seconds
+        show = FORMATTERS.get("str")
+        return show(self) if show is not None else repr(self)
 
-        lines = summary_lines(summarize(self))
-        order = self.order()[:5]
-        if len(order) and self.total_time > 0:
-            lines.append(f"top {len(order)} of {len(self.workload):,} ops by roofline time:")
-            lines += [f"  {self.share[i]:6.1%}  {format_seconds(float(self.total_op_time[i])):>9}  "
-                      f"{one_line(self.workload.strings('name', int(i)), 60)}: {self.verdict(int(i))}" for i in order]
-        return "\n".join(lines)
+
+#: How an :class:`Analysis` shows itself: ``'repr'``, ``'str'`` (``print``) and ``'html'`` (Jupyter), each a
+#: function of the analysis to text.  The render layer fills it when imported (:mod:`roofline.render`, which
+#: ``import roofline`` imports), as pandas attaches its formatters: the core type knows no renderer.  Until
+#: then an analysis shows itself plainly.
+FORMATTERS: dict[str, Callable[[Analysis], str]] = {}
 
 
 def _options_from_json(raw: Any, n: int, where: str) -> dict[str, Any]:

@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, Device, MemoryCeiling, SpecRoof
 from roofline.summary import Summary, summarize
 from roofline.text import for_chart
@@ -51,6 +50,8 @@ if TYPE_CHECKING:
     from matplotlib.backend_bases import RendererBase
     from matplotlib.figure import Figure
     from matplotlib.text import Text
+
+    from roofline.analysis import Analysis
 
 MEMORY_COLOR = "#d6e6f5"
 COMPUTE_COLOR = "#fbe3c8"
@@ -298,12 +299,12 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
 
     The Figure is built without pyplot (no backend is switched); in a notebook it shows itself.
     """
-    if isinstance(subject, Analysis):
+    if isinstance(subject, Device):
+        device, analysis, pts = subject, None, list(points)
+    else:
         device, analysis = subject.device, subject
         pts = points_of(analysis) + list(points)
         summary = summary or summarize(analysis)
-    else:
-        device, analysis, pts = subject, None, list(points)
     f = _frame(device, pts, summary, analysis, ceilings, levels)
     own = ax is None
     if ax is None:
@@ -887,7 +888,7 @@ def chart_bytes(subject: Analysis | Device, fmt: str = "png", *, title: str | No
 def save_chart(subject: Analysis | Device, path: str | Path, *, title: str | None = None, **kw: Any) -> None:
     """Render to PNG/SVG/PDF (by extension), written all-or-nothing."""
     from roofline.fileio import write_bytes_atomic
-    from roofline.render import check_chart_path
+    from roofline.render.paths import check_chart_path
 
     check_chart_path(path)
     write_bytes_atomic(path, chart_bytes(subject, Path(path).suffix.lower().lstrip("."), title=title, **kw))

@@ -14,9 +14,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from roofline.analysis import Analysis
-from roofline.summary import ForecastSummary, Summary, describe_measured, headline, summarize, trace_lines
-from roofline.text import display, for_terminal, shorten, visible
+from roofline.summary import (
+    ForecastSummary,
+    Summary,
+    binding_roof,
+    describe_measured,
+    headline,
+    summarize,
+    trace_lines,
+)
+from roofline.text import display, for_terminal, one_line, shorten, visible
 from roofline.units import (
     format_bandwidth,
     format_bytes,
@@ -30,7 +37,8 @@ from roofline.units import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from roofline.llm.metrics import LLMReport
+    from roofline.analysis import Analysis
+    from roofline.llm_report import LLMReport
 
 GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "module_type": "module_type",
               "kind": "kind", "op": "module_type", "node": "name", "name": "name", "precision": "precision"}
@@ -83,6 +91,27 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
         lines += forecast_lines(s.forecast, verbose=verbose)
     lines.append(f"bytes model: {display(a.workload.bytes_model, 1024)}")
     return lines
+
+
+def analysis_repr(a: Analysis) -> str:
+    """``repr(analysis)``: what on what, the roofline time and the binding roof, on one line."""
+    head = f"<Analysis of '{one_line(a.workload.title, 80)}' on '{one_line(a.device.name, 80)}'"
+    if not a.total_time > 0:
+        return f"{head}: no roofline time (no FLOPs, no bytes)>"
+    b = binding_roof(a)
+    return (f"{head}: {format_seconds(a.total_time)}, {b.kind}-bound on {one_line(b.name, 40)} "
+            f"({b.share:.0%} of the time)>")
+
+
+def analysis_text(a: Analysis) -> str:
+    """``print(analysis)``: the summary's headline lines, then the top 5 ops by roofline time."""
+    lines = summary_lines(summarize(a))
+    order = a.order()[:5]
+    if len(order) and a.total_time > 0:
+        lines.append(f"top {len(order)} of {len(a.workload):,} ops by roofline time:")
+        lines += [f"  {a.share[i]:6.1%}  {format_seconds(float(a.total_op_time[i])):>9}  "
+                  f"{one_line(a.workload.strings('name', int(i)), 60)}: {a.verdict(int(i))}" for i in order]
+    return "\n".join(lines)
 
 
 def forecast_lines(f: ForecastSummary, *, verbose: bool = True) -> list[str]:
@@ -277,9 +306,7 @@ def llm_text(r: LLMReport) -> str:
     info.append("fused attention" if s.flash else "unfused attention")
     if s.arch.experts:
         info.append(f"MoE routing {s.moe_routing}")
-    from roofline.llm.model import param_counts
-
-    total, active = param_counts(s.arch)
+    total, active = r.parameters, r.active_parameters
     lines = [f"LLM: {display(s.arch.name)} on {display(r.device)} — " + ", ".join(info)]
     lines.append(f"  parameters          {_count(total)}" + (f" ({_count(active)} active per token)"
                                                               if active != total else ""))
