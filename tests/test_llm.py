@@ -27,8 +27,8 @@ from roofline.frontends.llm import (
     ridge_batch,
     sweep_times,
 )
-from roofline.llm_report import report as llm_report
 from roofline.llm.model import LLMSpec, build_workload, experts_touched, kv_cache_bytes
+from roofline.llm_report import report as llm_report
 
 CONFIGS = Path(__file__).parent / "configs"
 
