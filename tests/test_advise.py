@@ -193,7 +193,8 @@ def test_batching_lever_states_each_sequences_latency_not_the_inverse_throughput
 
 def test_llm_generate_tokens_are_output_tokens_as_in_the_llm_report():
     from roofline.advice import tokens
-    from roofline.frontends.llm import from_llm, llm_report
+    from roofline.frontends.llm import from_llm
+    from roofline.llm_report import report as llm_report
 
     a = analyze(from_llm("llama-3-8b", phase="generate", batch=8, prompt=1024, gen=256), get_device("h100"))
     assert tokens(a.workload) == 8 * 256  # output tokens, not 8 x (1024 + 256)

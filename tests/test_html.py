@@ -275,7 +275,8 @@ def test_summary_states_the_binding_roof_and_the_measured_ratio():
 
 
 def test_llm_report_carries_the_llm_facts_the_terminal_prints():
-    from roofline.frontends.llm import from_llm, llm_report
+    from roofline.frontends.llm import from_llm
+    from roofline.llm_report import report as llm_report
     from roofline.render.html import render_html
     from roofline.units import format_seconds
 

@@ -21,7 +21,6 @@ from roofline.frontends.llm import (
     from_llm,
     grid_sweep,
     list_models,
-    llm_report,
     load_arch,
     make_spec,
     max_batch,
@@ -32,6 +31,7 @@ from roofline.llm.basis import experts_touched
 from roofline.llm.model import build_workload
 from roofline.llm.sizes import kv_cache_bytes
 from roofline.llm.spec import LLMSpec
+from roofline.llm_report import report as llm_report
 
 CONFIGS = Path(__file__).parent / "configs"
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from roofline import render as _render  # noqa: F401  (registers how an Analysis shows itself: repr, print, HTML)
 from roofline.analysis import Analysis, GroupRow, analyze
 from roofline.catalog import devices as catalog_devices
 from roofline.catalog import get_device
@@ -90,6 +91,10 @@ def device(name: str | Device) -> Device:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # kept in roofline.version (what stamps it imports that, not the package)
+        from roofline.version import __version__
+
+        return __version__
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'roofline' has no attribute {name!r}")

@@ -39,6 +39,7 @@ import numpy as np
 
 from roofline.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.errors import RooflineError
+from roofline.formatters import FORMATTERS
 from roofline.formula import roofline_times
 from roofline.workload import Workload
 from roofline.workload_columns import CACHE_BYTES
@@ -329,10 +330,9 @@ class Analysis:
 
         return cls.from_dict(read_json(path), where=shown_path(path))
 
-    def _repr_html_(self) -> str:  # Jupyter: summary, chart (inline SVG) and the top ops
-        from roofline.render.html import notebook_html
-
-        return notebook_html(self)
+    def _repr_html_(self) -> str | None:  # Jupyter: summary, chart (inline SVG) and the top ops
+        show = FORMATTERS.get("html")
+        return show(self) if show is not None else None
 
     def __repr__(self) -> str:
         """One line: what on what, the roofline time and the binding roof (:func:`roofline.summary.binding_roof`).
@@ -342,31 +342,13 @@ class Analysis:
         ...         Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
         <Analysis of 'seed app' on 'seed': 400 ms, memory-bound on DRAM (100% of the time)>
         """
-        from roofline.summary import binding_roof
-        from roofline.text import one_line
-        from roofline.units import format_seconds
-
-        head = f"<Analysis of '{one_line(self.workload.title, 80)}' on '{one_line(self.device.name, 80)}'"
-        if not self.total_time > 0:
-            return f"{head}: no roofline time (no FLOPs, no bytes)>"
-        b = binding_roof(self)
-        return (f"{head}: {format_seconds(self.total_time)}, {b.kind}-bound on {one_line(b.name, 40)} "
-                f"({b.share:.0%} of the time)>")
+        show = FORMATTERS.get("repr")
+        return show(self) if show is not None else f"<Analysis of {len(self.workload)} ops on {self.device.name!r}>"
 
     def __str__(self) -> str:
         """What ``print(a)`` shows: the summary's headline lines (:mod:`roofline.summary`), then the top 5 ops."""
-        from roofline.render.terminal import summary_lines
-        from roofline.summary import summarize
-        from roofline.text import one_line
-        from roofline.units import format_seconds
-
-        lines = summary_lines(summarize(self))
-        order = self.order()[:5]
-        if len(order) and self.total_time > 0:
-            lines.append(f"top {len(order)} of {len(self.workload):,} ops by roofline time:")
-            lines += [f"  {self.share[i]:6.1%}  {format_seconds(float(self.total_op_time[i])):>9}  "
-                      f"{one_line(self.workload.strings('name', int(i)), 60)}: {self.verdict(int(i))}" for i in order]
-        return "\n".join(lines)
+        show = FORMATTERS.get("str")
+        return show(self) if show is not None else repr(self)
 
 
 def _options_from_json(raw: Any, n: int, where: str) -> dict[str, Any]:

@@ -34,13 +34,14 @@ import numpy as np
 
 from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, MemoryCeiling
+from roofline.llm_report import report
 from roofline.text import shorten
 from roofline.units import format_bandwidth, format_count, format_flops, format_seconds, format_share, format_speedup
 from roofline.workload import TraceRecord
 
 if TYPE_CHECKING:
     from roofline.advice import Advice, Lever
-    from roofline.llm.metrics import LLMReport
+    from roofline.llm_report import LLMReport
 
 
 @dataclass(frozen=True)
@@ -344,11 +345,7 @@ def measured_summary(a: Analysis) -> MeasuredSummary | None:
 
 def llm_report(a: Analysis) -> LLMReport | None:
     """The LLM facts (time per token, throughput, footprint, largest and ridge batch) of an LLM workload."""
-    if a.workload.llm is None:
-        return None
-    from roofline.llm.metrics import report
-
-    return report(a)
+    return None if a.workload.llm is None else report(a)
 
 
 def summarize(a: Analysis, *, advice: Advice | None = None) -> Summary:

@@ -27,12 +27,13 @@ and weight bytes (tests/test_llm.py).  Remaining differences, all deliberate:
 * HF's decode reads a static cache of kv_len + 1 slots: ``context = kv_len + 1``.
 
 >>> from roofline import Device, analyze
->>> from roofline.frontends.llm import from_llm, llm_report
+>>> from roofline.frontends.llm import from_llm
+>>> from roofline.llm_report import report
 >>> w = from_llm("llama-2-7b", phase="decode", batch=1, context=1024)
 >>> round(w.info["params"] / 1e9, 2)
 6.74
 >>> dev = Device.simple("a100ish", "312 TFLOP/s", "2.039 TB/s", precision="bf16", unit="matrix", kind="gpu")
->>> r = llm_report(analyze(w, dev))
+>>> r = report(analyze(w, dev))
 >>> r.ridge_batch is not None and r.tpot > 0
 True
 """
@@ -48,7 +49,6 @@ from roofline.llm.metrics import (
     BatchSweep,
     Footprint,
     GridSweep,
-    LLMReport,
     batch_sweep,
     device_ceilings,
     fitting_batch,
@@ -59,7 +59,6 @@ from roofline.llm.metrics import (
     ridge_batch,
     sweep_times,
 )
-from roofline.llm.metrics import report as llm_report
 from roofline.llm.model import build_workload
 from roofline.llm.sizes import param_counts
 from roofline.llm.spec import PHASES, LLMSpec, Precisions, make_spec
@@ -67,8 +66,8 @@ from roofline.llm.training import TrainingRun, training_workload
 from roofline.workload import Workload
 
 __all__ = [
-    "Arch", "BatchSweep", "Footprint", "GridSweep", "LLMReport", "LLMSpec", "Precisions", "batch_sweep",
-    "device_ceilings", "fitting_batch", "footprint", "from_llm", "grid_sweep", "list_models", "llm_report",
+    "Arch", "BatchSweep", "Footprint", "GridSweep", "LLMSpec", "Precisions", "batch_sweep",
+    "device_ceilings", "fitting_batch", "footprint", "from_llm", "grid_sweep", "list_models",
     "load_arch", "make_spec", "max_batch", "param_counts", "parse_range", "ridge_batch", "sweep_times",
 ]
 

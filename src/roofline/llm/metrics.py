@@ -1,25 +1,23 @@
-"""What the LLM numbers mean on a device: TTFT, time per output token, tokens/s, memory fit,
-the largest batch that fits, the ridge batch, and vectorised sweeps.  Pure functions returning data.
+"""What the LLM numbers mean on a device: memory fit, the largest batch that fits, the ridge batch, and
+vectorised sweeps of the phase times.  Pure functions returning data.  The facts of one analysed run
+(TTFT, time per token, tokens/s) are read by :func:`roofline.llm_report.report`.
 
->>> from roofline import Device, analyze
->>> from roofline.frontends.llm import from_llm, llm_report
->>> dev = Device.simple("a100ish", "312 TFLOP/s", "2.039 TB/s", precision="bf16", unit="matrix", kind="gpu")
->>> r = llm_report(analyze(from_llm("llama-2-7b", phase="decode", context=1024), dev))
->>> round(r.tpot * 1e3, 2)  # ms/token: (13.21 GB weights (embedding: 1 row) + 0.54 GB KV cache) / 2.039 TB/s
-6.76
+>>> from roofline.frontends.llm import make_spec
+>>> fp = footprint(make_spec("llama-2-7b", phase="decode", context=1024))
+>>> round(fp.weights / 1e9, 2), round(fp.kv_cache / 1e9, 3)  # 6.738e9 params x 2 B; 2 x 32 layers x 4096 x 1024 x 2 B
+(13.48, 0.537)
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from roofline.analysis import Analysis
 from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.formula import scenario_times
@@ -250,76 +248,6 @@ def _ridge_batch(spec: LLMSpec, ceilings: tuple[tuple[str, float], ...], limit: 
         return 1
     fine = np.arange(int(coarse[k - 1]) + 1, int(coarse[k]) + 1)
     return int(fine[int(np.argmax(compute_bound(fine)))])
-
-
-# -- one run on one device ---------------------------------------------------------------
-@dataclass
-class LLMReport:
-    """Latency, throughput and memory of one LLM run on one device (per device with tp)."""
-
-    spec: LLMSpec
-    device: str
-    phase_time: dict[str, float]  # 'prefill' / 'decode': total seconds of that phase
-    phase_flops: dict[str, float]
-    phase_bytes: dict[str, float]
-    interconnect_time: float
-    ttft: float | None  # seconds to the first token (prefill)
-    tpot: float | None  # seconds per output token (one decode step; mean over the steps for generate)
-    tokens_per_s: float  # decode/generate: output tokens/s over the batch; prefill: prompt tokens/s
-    latency: float  # seconds of the whole phase (generate: TTFT + gen x TPOT)
-    footprint: Footprint
-    max_batch: int | None  # None when the device lists no capacity
-    ridge_batch: int | None
-    findings: list[str] = field(default_factory=list)
-
-
-def report(analysis: Analysis) -> LLMReport:
-    """Read an analysed LLM workload (from :func:`roofline.frontends.llm.from_llm`) as latency,
-    throughput and memory facts.  A run that does not fit the device is a finding, not an error."""
-    w = analysis.workload
-    spec = w.llm
-    if spec is None:
-        raise RooflineError("workload was not built by the LLM frontend (it has no LLM run); use from_llm")
-    dev = analysis.device
-    names = w.tables["name"]
-    phase_of = np.asarray([n.split(".", 1)[0] for n in names], dtype=object)[w.columns["name"]]
-    times, flops, nbytes = {}, {}, {}
-    count = w.columns["count"]
-    for phase in ("prefill", "decode"):
-        m = phase_of == phase
-        if m.any():
-            times[phase] = float(analysis.total_op_time[m].sum())
-            flops[phase] = float(w.columns["flops"][m] @ count[m])
-            nbytes[phase] = float(w.bytes[m] @ count[m])
-    link = float(analysis.total_op_time[analysis.level_index < 0].sum())
-    ttft = times.get("prefill")
-    steps = spec.gen if spec.phase == "generate" else 1
-    tpot = times["decode"] / steps if "decode" in times else None
-    if spec.phase == "prefill":
-        latency = times["prefill"]
-        tps = spec.batch * spec.prompt / latency
-    elif spec.phase == "decode":
-        latency = times["decode"]
-        tps = spec.batch / latency
-    else:
-        latency = times["prefill"] + times["decode"]
-        tps = spec.batch * spec.gen / latency
-    fp = footprint(spec, dev)
-    mb = max_batch(spec, fp.capacity) if fp.capacity is not None else None
-    rb = ridge_batch(spec, dev)  # decode GEMMs: independent of the phase and the lengths
-    findings = []
-    if fp.fits is False and fp.capacity is not None:
-        findings.append(f"does not fit: needs {fp.total / 1e9:.2f} GB per device (weights {fp.weights / 1e9:.2f} + "
-                        f"KV cache {fp.kv_cache / 1e9:.2f} + activations {fp.activations / 1e9:.2f}) but "
-                        f"{dev.name} has {fp.capacity / 1e9:.1f} GB" + ("" if mb else "; no batch fits"))
-    if mb and spec.batch > mb:
-        findings.append(f"batch {spec.batch} exceeds the largest batch that fits ({mb})")
-    if link > 0 and analysis.total_time > 0:
-        findings.append(f"interconnect (tp {spec.tp}) takes {100 * link / analysis.total_time:.1f}% of the time")
-    if rb is not None and spec.phase != "prefill":
-        side = "compute-bound" if spec.batch >= rb else "memory-bound"
-        findings.append(f"decode GEMMs are {side} at batch {spec.batch} (ridge batch {rb})")
-    return LLMReport(spec, dev.name, times, flops, nbytes, link, ttft, tpot, tps, latency, fp, mb, rb, findings)
 
 
 # -- the batch sweep ----------------------------------------------------------------------

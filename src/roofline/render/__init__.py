@@ -10,6 +10,10 @@ Renderers are classes picked by name or by output-file extension
     .txt             terminal.py  the terminal tables, as text
 
 Plotting libraries are imported only inside the renderer that uses them.
+
+Importing this package registers how an :class:`~roofline.analysis.Analysis` shows itself (``repr``,
+``print``, Jupyter's HTML) in :data:`roofline.formatters.FORMATTERS`, as pandas attaches its formatters;
+``import roofline`` imports it, and each formatter loads its renderer on first use.
 """
 
 from __future__ import annotations
@@ -18,34 +22,17 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline.errors import RooflineError
-from roofline.fileio import check_writable
+from roofline.formatters import FORMATTERS
+from roofline.render.paths import CHART_EXTENSIONS, EXTENSIONS, check_chart_path, check_output_path
 
 if TYPE_CHECKING:
     from roofline.analysis import Analysis
     from roofline.summary import Summary
 
-CHART_EXTENSIONS = (".png", ".svg", ".pdf")
-EXTENSIONS = (*CHART_EXTENSIONS, ".html", ".htm", ".json", ".csv", ".txt")
-
-
-def check_chart_path(path: str | Path) -> Path:
-    """A writable chart path with a known image extension, or a one-line error."""
-    ext = Path(path).suffix.lower()
-    if ext not in CHART_EXTENSIONS:
-        raise RooflineError(f"unknown chart format {ext or '(no extension)'!r}; "
-                            f"valid: {', '.join(CHART_EXTENSIONS)}", where=str(path))
-    return check_writable(path)
-
-
-def check_output_path(path: str | Path) -> Path:
-    """A writable output path with any known renderer's extension."""
-    ext = Path(path).suffix.lower()
-    if ext not in EXTENSIONS:
-        raise RooflineError(f"unknown output format {ext or '(no extension)'!r}; valid: {', '.join(EXTENSIONS)}",
-                            where=str(path))
-    return check_writable(path)
-
+__all__ = [
+    "CHART_EXTENSIONS", "EXTENSIONS", "RENDERERS", "ChartRenderer", "CsvRenderer", "HtmlRenderer", "JsonRenderer",
+    "Renderer", "TextRenderer", "check_chart_path", "check_output_path", "renderer_for",
+]
 
 class Renderer:
     """Writes an analysis in one medium; ``save`` is all-or-nothing.  Subclasses import their libraries lazily."""
@@ -138,3 +125,24 @@ def renderer_for(name_or_path: str | Path) -> Renderer:
     check_output_path(name_or_path)
     ext = Path(name_or_path).suffix.lower()
     return next(r for r in RENDERERS if ext in r.extensions)
+
+
+def _analysis_repr(a: Analysis) -> str:
+    from roofline.render.terminal import analysis_repr
+
+    return analysis_repr(a)
+
+
+def _analysis_text(a: Analysis) -> str:
+    from roofline.render.terminal import analysis_text
+
+    return analysis_text(a)
+
+
+def _analysis_html(a: Analysis) -> str:
+    from roofline.render.html import notebook_html
+
+    return notebook_html(a)
+
+
+FORMATTERS.update({"repr": _analysis_repr, "str": _analysis_text, "html": _analysis_html})

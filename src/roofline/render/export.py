@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.analysis import Analysis
 from roofline.text import for_csv
 from roofline.workload import COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from roofline.analysis import Analysis
 
 
 def result_columns(a: Analysis) -> dict[str, Any]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from roofline.llm.metrics import BatchSweep
 from roofline.text import for_chart
+
+if TYPE_CHECKING:
+    from roofline.llm.metrics import BatchSweep
 
 
 def plot_sweep(sweep: BatchSweep, path: str, *, title: str = "") -> None:

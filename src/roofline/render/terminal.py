@@ -14,9 +14,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from roofline.analysis import Analysis
-from roofline.summary import ForecastSummary, Summary, describe_measured, headline, summarize, trace_lines
-from roofline.text import display, for_terminal, shorten, visible
+from roofline.summary import (
+    ForecastSummary,
+    Summary,
+    binding_roof,
+    describe_measured,
+    headline,
+    summarize,
+    trace_lines,
+)
+from roofline.text import display, for_terminal, one_line, shorten, visible
 from roofline.units import (
     format_bandwidth,
     format_bytes,
@@ -30,7 +37,8 @@ from roofline.units import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from roofline.llm.metrics import LLMReport
+    from roofline.analysis import Analysis
+    from roofline.llm_report import LLMReport
 
 GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "module_type": "module_type",
               "kind": "kind", "op": "module_type", "node": "name", "name": "name", "precision": "precision"}
@@ -85,6 +93,27 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
     return lines
 
 
+def analysis_repr(a: Analysis) -> str:
+    """``repr(analysis)``: what on what, the roofline time and the binding roof, on one line."""
+    head = f"<Analysis of '{one_line(a.workload.title, 80)}' on '{one_line(a.device.name, 80)}'"
+    if not a.total_time > 0:
+        return f"{head}: no roofline time (no FLOPs, no bytes)>"
+    b = binding_roof(a)
+    return (f"{head}: {format_seconds(a.total_time)}, {b.kind}-bound on {one_line(b.name, 40)} "
+            f"({b.share:.0%} of the time)>")
+
+
+def analysis_text(a: Analysis) -> str:
+    """``print(analysis)``: the summary's headline lines, then the top 5 ops by roofline time."""
+    lines = summary_lines(summarize(a))
+    order = a.order()[:5]
+    if len(order) and a.total_time > 0:
+        lines.append(f"top {len(order)} of {len(a.workload):,} ops by roofline time:")
+        lines += [f"  {a.share[i]:6.1%}  {format_seconds(float(a.total_op_time[i])):>9}  "
+                  f"{one_line(a.workload.strings('name', int(i)), 60)}: {a.verdict(int(i))}" for i in order]
+    return "\n".join(lines)
+
+
 def forecast_lines(f: ForecastSummary, *, verbose: bool = True) -> list[str]:
     """The forecast beside the bound: its parts, what it rests on (overhead floor, calibration), how both
     compare with measured times, and its notes (one line each when ``verbose`` or only one, else counted)."""
@@ -110,9 +139,6 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
 
     The assumptions are one line unless ``verbose``.  Tables fit the terminal: numbers never wrap (the op
     name and verdict columns fold instead)."""
-    from rich import box
-    from rich.table import Table
-
     if color is None:
         color = sys.stdout.isatty()
     con = _console(color)
@@ -120,64 +146,95 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
         con.print(f"[bold]{for_terminal(title)}[/bold]")
     for line in summary_lines(summary or summarize(a), verbose=verbose):
         con.print(line, markup=False)
-    measured = a.workload.has_measurements
     if group_by:
-        key = GROUP_KEYS.get(group_by, group_by)
-        groups = a.by(key, depth)
-        t = Table(title=f"by {group_by}" + (f" (depth {depth})" if depth else ""), title_justify="left",
-                  box=box.SIMPLE_HEAD)
-        for col in (group_by, "ops", "FLOPs", "bytes", "FLOP/B", "bound", "attainable", "time", "share",
-                    *(("measured", "efficiency") if measured else ())):
-            t.add_column(col, justify="left" if col in (group_by, "bound") else "right", overflow="fold",
-                         no_wrap=col not in (group_by, "bound"))
-        for r in groups[:top]:
-            cells = [r.name, str(r.ops), format_flop(r.flops), format_bytes(r.bytes), _ai(r.intensity), r.bound,
-                     format_flops(r.attainable_flops), format_seconds(r.time), f"{r.share:.1%}"]
-            if measured:
-                eff = r.time / r.measured_seconds if r.measured_seconds == r.measured_seconds and r.measured_seconds > 0 else math.nan
-                cells += [_opt(r.measured_seconds, format_seconds), _opt(eff, format_share)]
-            t.add_row(*map(for_terminal, cells))
-        con.print(t)
-        hidden = len(groups) - top
+        hidden = _group_table(con, a, group_by, depth, top)
     else:
-        order = a.order()
-        w = a.workload
-        fc = a.forecast
-        fc_ratio = fc.over_measured(w.columns["measured_seconds"]) if fc is not None else np.array([])
-        rows = []
-        for i in order[:top]:
-            name = w.strings("name", i)
-            group = w.strings("group", i)
-            row = {"op": f"{group}:{name}" if group and group != name else name, "kind": w.strings("kind", i),
-                   "count": f"{w.columns['count'][i]:g}", "FLOPs": format_flop(w.columns["flops"][i]),
-                   "bytes": format_bytes(w.bytes[i]), "FLOP/B": _ai(a.intensity[i]),
-                   "attainable": format_flops(a.attainable_flops[i]), "time": format_seconds(a.total_op_time[i]),
-                   "share": f"{a.share[i]:.1%}"}
-            if measured:
-                row["measured"] = _opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds)
-                row["efficiency"] = _opt(a.efficiency[i], format_share)
-            if fc is not None:  # beside the bound, never in its place: its own columns
-                row["forecast"] = _opt(fc.total_op_time[i], format_seconds)
-                row["fc verdict"] = str(fc.verdict[i])
-                if measured:
-                    row["fc/meas"] = _opt(fc_ratio[i], _ratio)
-            row["verdict"] = a.verdict(i)
-            rows.append((row, bool(a.above_roof[i])))
-        cols, op_width = _fitting_columns([r for r, _ in rows], con.width, measured, fc is not None)
-        t = Table(title="ops by roofline time", title_justify="left", box=box.SIMPLE_HEAD)
-        for col in cols:
-            t.add_column(col, justify="left" if col in ("op", "kind", "fc verdict", "verdict") else "right",
-                         overflow="fold", max_width=op_width if col == "op" else None,
-                         no_wrap=col not in ("op", "verdict"))
-        for row, above in rows:
-            row["op"] = _fit(row["op"], 2 * op_width)  # at most two lines; a cut name keeps its marker whole
-            # escaped and shortened: names come from files (a 10 MB name would make rich's folding quadratic),
-            # and a verdict's [bracketed notes] would read as rich markup
-            t.add_row(*(for_terminal(row[c]) for c in cols), style="red" if above else None)
-        con.print(t)
-        hidden = len(order) - top
+        hidden = _op_table(con, a, top)
     if hidden > 0:
         con.print(f"... and {hidden} more (use --top N)", markup=False)
+    _notes(con, a, verbose)
+    text = con.export_text(styles=color)
+    # plain text: no control character at all survives (with colour, only the product's own styles)
+    return text if color else visible(text)
+
+
+def _group_table(con: Console, a: Analysis, group_by: str, depth: int | None, top: int) -> int:
+    """Print the top ``top`` groups by roofline time; returns how many more there are."""
+    from rich import box
+    from rich.table import Table
+
+    measured = a.workload.has_measurements
+    key = GROUP_KEYS.get(group_by, group_by)
+    groups = a.by(key, depth)
+    t = Table(title=f"by {group_by}" + (f" (depth {depth})" if depth else ""), title_justify="left",
+              box=box.SIMPLE_HEAD)
+    for col in (group_by, "ops", "FLOPs", "bytes", "FLOP/B", "bound", "attainable", "time", "share",
+                *(("measured", "efficiency") if measured else ())):
+        t.add_column(col, justify="left" if col in (group_by, "bound") else "right", overflow="fold",
+                     no_wrap=col not in (group_by, "bound"))
+    for r in groups[:top]:
+        cells = [r.name, str(r.ops), format_flop(r.flops), format_bytes(r.bytes), _ai(r.intensity), r.bound,
+                 format_flops(r.attainable_flops), format_seconds(r.time), f"{r.share:.1%}"]
+        if measured:
+            eff = r.time / r.measured_seconds if r.measured_seconds == r.measured_seconds and r.measured_seconds > 0 else math.nan
+            cells += [_opt(r.measured_seconds, format_seconds), _opt(eff, format_share)]
+        t.add_row(*map(for_terminal, cells))
+    con.print(t)
+    return len(groups) - top
+
+
+def _op_table(con: Console, a: Analysis, top: int) -> int:
+    """Print the top ``top`` ops by roofline time (above-roof ones in red), with the columns that fit the
+    console; returns how many more ops there are."""
+    from rich import box
+    from rich.table import Table
+
+    order = a.order()
+    measured = a.workload.has_measurements
+    fc = a.forecast
+    fc_ratio = fc.over_measured(a.workload.columns["measured_seconds"]) if fc is not None else np.array([])
+    rows = [(_op_row(a, i, measured, fc_ratio), bool(a.above_roof[i])) for i in order[:top]]
+    cols, op_width = _fitting_columns([r for r, _ in rows], con.width, measured, a.forecast is not None)
+    t = Table(title="ops by roofline time", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("op", "kind", "fc verdict", "verdict") else "right",
+                     overflow="fold", max_width=op_width if col == "op" else None,
+                     no_wrap=col not in ("op", "verdict"))
+    for row, above in rows:
+        row["op"] = _fit(row["op"], 2 * op_width)  # at most two lines; a cut name keeps its marker whole
+        # escaped and shortened: names come from files (a 10 MB name would make rich's folding quadratic),
+        # and a verdict's [bracketed notes] would read as rich markup
+        t.add_row(*(for_terminal(row[c]) for c in cols), style="red" if above else None)
+    con.print(t)
+    return len(order) - top
+
+
+def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray) -> dict[str, str]:
+    """One op's cells by column: the bound's, the measured ones, the forecast's beside the bound
+    (``fc_ratio``: forecast / measured per op)."""
+    w = a.workload
+    name = w.strings("name", i)
+    group = w.strings("group", i)
+    row = {"op": f"{group}:{name}" if group and group != name else name, "kind": w.strings("kind", i),
+           "count": f"{w.columns['count'][i]:g}", "FLOPs": format_flop(w.columns["flops"][i]),
+           "bytes": format_bytes(w.bytes[i]), "FLOP/B": _ai(a.intensity[i]),
+           "attainable": format_flops(a.attainable_flops[i]), "time": format_seconds(a.total_op_time[i]),
+           "share": f"{a.share[i]:.1%}"}
+    if measured:
+        row["measured"] = _opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds)
+        row["efficiency"] = _opt(a.efficiency[i], format_share)
+    fc = a.forecast
+    if fc is not None:  # beside the bound, never in its place: its own columns
+        row["forecast"] = _opt(fc.total_op_time[i], format_seconds)
+        row["fc verdict"] = str(fc.verdict[i])
+        if measured:
+            row["fc/meas"] = _opt(fc_ratio[i], _ratio)
+    row["verdict"] = a.verdict(i)
+    return row
+
+
+def _notes(con: Console, a: Analysis, verbose: bool) -> None:
+    """Print the unsupported ops, the assumptions (one line unless ``verbose``) and the warnings."""
     unsupported = a.workload.unsupported
     if unsupported:
         con.print("unsupported ops (no FLOP formula; counted with 0 FLOPs and their bytes): "
@@ -191,9 +248,6 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
                   markup=False)
     for note in [*a.workload.warnings, *a.warnings]:
         con.print(f"warning: {display(note, 1024)}", markup=False, style="yellow")
-    text = con.export_text(styles=color)
-    # plain text: no control character at all survives (with colour, only the product's own styles)
-    return text if color else visible(text)
 
 
 #: Columns of the op table, the ones dropped first on a narrow terminal first (op, time, share, verdict stay).
@@ -277,9 +331,7 @@ def llm_text(r: LLMReport) -> str:
     info.append("fused attention" if s.flash else "unfused attention")
     if s.arch.experts:
         info.append(f"MoE routing {s.moe_routing}")
-    from roofline.llm.sizes import param_counts
-
-    total, active = param_counts(s.arch)
+    total, active = r.parameters, r.active_parameters
     lines = [f"LLM: {display(s.arch.name)} on {display(r.device)} — " + ", ".join(info)]
     lines.append(f"  parameters          {_count(total)}" + (f" ({_count(active)} active per token)"
                                                               if active != total else ""))
