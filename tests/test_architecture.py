@@ -104,16 +104,17 @@ DYNAMIC_IMPORTS = {
 
 
 def _import_calls(tree: ast.AST) -> list[tuple[str, ast.Call]]:
-    """(enclosing function name, call) of every importlib.import_module / __import__ call."""
-    out = []
-    for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] + [tree]:
-        for node in ast.walk(fn):
+    """(innermost enclosing function's name, call) of every importlib.import_module / __import__ call."""
+    where: dict[int, tuple[str, ast.Call]] = {}
+    scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for scope in scopes:  # ast.walk is breadth-first: an inner function comes after the one around it
+        for node in ast.walk(scope):
             if isinstance(node, ast.Call):
                 f = node.func
                 name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
                 if name in ("import_module", "__import__"):
-                    out.append((getattr(fn, "name", "<module>"), node))
-    return out
+                    where[id(node)] = (getattr(scope, "name", "<module>"), node)
+    return list(where.values())
 
 
 def test_no_dynamic_import_of_roofline_modules_outside_the_lazy_table() -> None:

@@ -93,68 +93,21 @@ def parse_layout(text: str, overlap: float) -> Layout:
 
 def run(args: argparse.Namespace) -> int:
     from roofline.catalog import resolve_system
-    from roofline.fileio import check_writable
-    from roofline.planner import ServingEstimate, ServingRun, TrainingRun, estimate, estimate_serving, plan
+    from roofline.planner import ServingRun, TrainingRun
 
-    if args.json:
-        check_writable(args.json)
-    if args.output:
-        from roofline.render import check_chart_path
-
-        check_chart_path(args.output)
-    if args.top < 1:
-        raise RooflineError(f"--top must be >= 1, got {args.top}")
-    if not 0.0 <= args.overlap <= 1.0:
-        raise RooflineError(f"--overlap must be from 0 to 1, got {args.overlap}")
-    if args.price is not None and not args.price > 0:
-        raise RooflineError(f"--price must be above 0, got {args.price}")
+    _check_args(args)
     system = resolve_system(args.system, nodes=args.nodes)
     run_: TrainingRun | ServingRun = (ServingRun.of(args.model, batch=args.batch, prompt=args.prompt, gen=args.gen)
                                       if args.serve else
                                       TrainingRun.of(args.model, seq=args.seq, global_batch=args.global_batch))
     what = "serving" if args.serve else "training"
     where = f"{system.name} x {system.nodes} ({system.devices} devices)"
-    ranked: list[Estimate | ServingEstimate]
-    if args.layout:
-        lay = parse_layout(args.layout, args.overlap)
-        ranked = [estimate_serving(run_, lay, system) if isinstance(run_, ServingRun) else estimate(run_, lay, system)]
-        header = f"{run_.arch.name} {what} on {where}: one layout"
-        tried = 1
-    else:
-        p = plan(run_, system, top=args.top, overlap=args.overlap)
-        if not p.ranked:
-            if p.tried == p.uneven:
-                raise RooflineError(f"no layout of {run_.arch.name} divides {where} (the batch, the layers and the "
-                                    "nodes into whole groups); change --nodes or the batch")
-            raise RooflineError(f"no layout of {run_.arch.name} fits {where}: {p.tried - p.uneven} tried, all past the "
-                                "device's memory; add nodes, or shorten the sequences or the batch")
-        ranked = list(p.ranked)
-        tried = p.tried
-        header = (f"{run_.arch.name} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
-                  f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} past memory"
-                  + (f", {p.uneven:,} splitting groups unevenly over nodes" if p.uneven else "")
-                  + f", best {len(ranked)}")
+    ranked, header, tried = _ranked(args, run_, system, what, where)
     shape = (f"batch {run_.batch} per replica, prompt {run_.prompt}, gen {run_.gen}" if isinstance(run_, ServingRun)
              else f"global batch {run_.global_batch} x {run_.seq} tokens")
     lines = [header, f"{shape}; overlap {args.overlap:.0%} of communication in the time (the bound hides all the "
              "schedule allows)"]
-    step = "per token" if args.serve else "step"
-    head = (f"{'#':>3} {'layout':40} {step:>9} {'bound':>9} {'tokens/s':>11} "
-            + (f"{'ttft':>9}" if args.serve else f"{'bubble':>7}")
-            + f" {'exposed comm':>13} {'memory':>10} {'binding':18}" + (f" {'$/Mtok':>8}" if args.price else ""))
-    lines.append(head)
-    for k, e in enumerate(ranked, 1):
-        fits = "" if e.fits else " (does not fit)"
-        extra = (f"{format_seconds(e.ttft):>9}" if isinstance(e, ServingEstimate) else f"{e.bubble_share:>7.1%}")
-        lines.append(f"{k:>3} {e.describe():40} {format_seconds(e.time):>9} {format_seconds(e.bound):>9} "
-                     f"{format_count(e.tokens_per_second):>11} {extra} "
-                     f"{format_seconds(e.exposed_comm):>13} {format_bytes(e.memory_total):>10} {e.binding[:18]:18}"
-                     + (f" {e.cost_per_token(args.price) * 1e6:>8.3g}" if args.price else "") + fits)
-    best = ranked[0]
-    lines.append(f"best: {best.describe()} — comms: " + ", ".join(
-        f"{c.name} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
-        f"{k} {format_bytes(v)}" for k, v in best.memory.items())
-        + (f" of {format_bytes(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)"))
+    lines += _table(args, ranked)
     text = "\n".join(lines) + "\n"
     outputs: list[tuple[str, str, bytes]] = []
     if args.output:
@@ -169,6 +122,71 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(text)
     write_all(outputs)
     return 0
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Every output path and option checked before anything is estimated."""
+    from roofline.fileio import check_writable
+
+    if args.json:
+        check_writable(args.json)
+    if args.output:
+        from roofline.render import check_chart_path
+
+        check_chart_path(args.output)
+    if args.top < 1:
+        raise RooflineError(f"--top must be >= 1, got {args.top}")
+    if not 0.0 <= args.overlap <= 1.0:
+        raise RooflineError(f"--overlap must be from 0 to 1, got {args.overlap}")
+    if args.price is not None and not args.price > 0:
+        raise RooflineError(f"--price must be above 0, got {args.price}")
+
+
+def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
+            where: str) -> tuple[list[Estimate | ServingEstimate], str, int]:
+    """(the layouts ranked, the header line, how many were tried): the one ``--layout``, or the search's best."""
+    from roofline.planner import ServingRun, estimate, estimate_serving, plan
+
+    if args.layout:
+        lay = parse_layout(args.layout, args.overlap)
+        one = estimate_serving(run_, lay, system) if isinstance(run_, ServingRun) else estimate(run_, lay, system)
+        return [one], f"{run_.arch.name} {what} on {where}: one layout", 1
+    p = plan(run_, system, top=args.top, overlap=args.overlap)
+    if not p.ranked:
+        if p.tried == p.uneven:
+            raise RooflineError(f"no layout of {run_.arch.name} divides {where} (the batch, the layers and the "
+                                "nodes into whole groups); change --nodes or the batch")
+        raise RooflineError(f"no layout of {run_.arch.name} fits {where}: {p.tried - p.uneven} tried, all past the "
+                            "device's memory; add nodes, or shorten the sequences or the batch")
+    header = (f"{run_.arch.name} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
+              f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} past memory"
+              + (f", {p.uneven:,} splitting groups unevenly over nodes" if p.uneven else "")
+              + f", best {len(p.ranked)}")
+    return list(p.ranked), header, p.tried
+
+
+def _table(args: argparse.Namespace, ranked: list[Estimate | ServingEstimate]) -> list[str]:
+    """The ranked layouts, one line each, and the best one's communication and memory."""
+    from roofline.planner import ServingEstimate
+
+    step = "per token" if args.serve else "step"
+    head = (f"{'#':>3} {'layout':40} {step:>9} {'bound':>9} {'tokens/s':>11} "
+            + (f"{'ttft':>9}" if args.serve else f"{'bubble':>7}")
+            + f" {'exposed comm':>13} {'memory':>10} {'binding':18}" + (f" {'$/Mtok':>8}" if args.price else ""))
+    lines = [head]
+    for k, e in enumerate(ranked, 1):
+        fits = "" if e.fits else " (does not fit)"
+        extra = (f"{format_seconds(e.ttft):>9}" if isinstance(e, ServingEstimate) else f"{e.bubble_share:>7.1%}")
+        lines.append(f"{k:>3} {e.describe():40} {format_seconds(e.time):>9} {format_seconds(e.bound):>9} "
+                     f"{format_count(e.tokens_per_second):>11} {extra} "
+                     f"{format_seconds(e.exposed_comm):>13} {format_bytes(e.memory_total):>10} {e.binding[:18]:18}"
+                     + (f" {e.cost_per_token(args.price) * 1e6:>8.3g}" if args.price else "") + fits)
+    best = ranked[0]
+    lines.append(f"best: {best.describe()} — comms: " + ", ".join(
+        f"{c.name} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
+        f"{k} {format_bytes(v)}" for k, v in best.memory.items())
+        + (f" of {format_bytes(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)"))
+    return lines
 
 
 def _row(e: Estimate | ServingEstimate, price: float | None) -> dict[str, Any]:

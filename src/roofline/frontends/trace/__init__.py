@@ -145,6 +145,39 @@ def _slowest(works: list[Workload], files: Sequence[Any]) -> Workload:
                      assumptions=[*w.assumptions, note])
 
 
+class _Walk:
+    """The state of one walk over a trace's events in time order (:meth:`_Placer.workload`)."""
+
+    def __init__(self, n: int) -> None:
+        self.stacks: dict[int, list[int]] = {}  # each thread's open events
+        self.owner = np.full(n, -1, dtype=np.int64)  # the placed op (row) an event belongs to
+        self.op_parent = np.full(n, -1, dtype=np.int64)  # the nearest enclosing cpu_op (placed or not)
+        # where an event sits, as a code into `places`: (dotted path of enclosing modules and record_function
+        # scopes, the innermost module's class); few distinct places, so codes keep memory per event small
+        self.places: list[tuple[str, str]] = [("", "")]
+        self.place_of: dict[tuple[int, str, str], int] = {}
+        self.where = np.zeros(n, dtype=np.int32)
+        self.backward = np.full(n, -1, dtype=np.int32)  # in autograd's evaluate_function: the forward op's place
+        self.seq_place: dict[int, int] = {}
+        self.rows = WorkloadBuilder()
+        self.placed: list[int] = []  # event index of each row
+        self.unmatched: dict[tuple[str, str], list[float]] = {}
+        self.not_replayed: dict[str, str] = {}
+        self.steps: list[float] = []
+
+    def place(self, i: int, got: tuple[str, costs.Cost, str]) -> None:
+        """Event ``i`` becomes the next row, named by its op (``(backward)`` inside autograd) and placed."""
+        op_name, c, precision = got
+        group, module_type = self.places[self.backward[i] if self.backward[i] >= 0 else self.where[i]]
+        if self.backward[i] >= 0:
+            op_name += " (backward)"
+        self.owner[i] = len(self.placed)
+        self.placed.append(i)
+        self.rows.row(op_name, kind=c.kind, flops=c.flops, bytes_read=c.bytes_read, bytes_written=c.bytes_written,
+                      precision=precision, unit=c.unit, group=group, module_type=module_type,
+                      level="interconnect" if c.kind == "collective" else "")
+
+
 class _Placer:
     """Walks one trace's events in time order and places ops (the rules are in the module docstring)."""
 
@@ -164,109 +197,94 @@ class _Placer:
 
     def workload(self, title: str | None) -> Workload:
         ev = self.ev
-        names = ev.names
-        n = len(ev)
+        w = _Walk(len(ev))
         order = np.lexsort((-ev.dur, ev.ts))  # by start; an enclosing event (longer) first
-        stacks: dict[int, list[int]] = {}
-        owner = np.full(n, -1, dtype=np.int64)  # the placed op (row) an event belongs to
-        op_parent = np.full(n, -1, dtype=np.int64)  # the nearest enclosing cpu_op (placed or not)
-        # where an event sits, as a code into `places`: (dotted path of enclosing modules and record_function
-        # scopes, the innermost module's class); few distinct places, so codes keep memory per event small
-        places: list[tuple[str, str]] = [("", "")]
-        place_of: dict[tuple[int, str, str], int] = {}
-        where = np.zeros(n, dtype=np.int32)
-        backward = np.full(n, -1, dtype=np.int32)  # in autograd's evaluate_function: the forward op's place
-        seq_place: dict[int, int] = {}
-        rows = WorkloadBuilder()
-        placed: list[int] = []  # event index of each row
-        unmatched: dict[tuple[str, str], list[float]] = {}
-        not_replayed: dict[str, str] = {}
-        steps: list[float] = []
         ends = ev.ts + ev.dur
-        gpu = bool((ev.cat == KERNEL).any())
-
-        def place(i: int, got: tuple[str, costs.Cost, str]) -> None:
-            op_name, c, precision = got
-            group, module_type = places[backward[i] if backward[i] >= 0 else where[i]]
-            if backward[i] >= 0:
-                op_name += " (backward)"
-            owner[i] = len(placed)
-            placed.append(i)
-            rows.row(op_name, kind=c.kind, flops=c.flops, bytes_read=c.bytes_read, bytes_written=c.bytes_written,
-                     precision=precision, unit=c.unit, group=group, module_type=module_type,
-                     level="interconnect" if c.kind == "collective" else "")
-
-        for i in (i for chunk in range(0, n, 1 << 16) for i in order[chunk:chunk + (1 << 16)].tolist()):
+        for i in (i for chunk in range(0, len(ev), 1 << 16) for i in order[chunk:chunk + (1 << 16)].tolist()):
             cat = int(ev.cat[i])
             if cat == KERNEL:
                 continue
-            stack = stacks.setdefault(int(ev.thread[i]), [])
-            t0 = ev.ts[i]
-            while stack and ends[stack[-1]] <= t0 + EPS_US:
-                stack.pop()
-            p = stack[-1] if stack else -1
-            stack.append(i)
-            if p >= 0:
-                owner[i], where[i], backward[i] = owner[p], where[p], backward[p]
-                op_parent[i] = p if ev.cat[p] == CPU_OP else op_parent[p]
-            name = names[ev.name[i]]
-            if cat == ANNOTATION and name.startswith(GLOO_PREFIX) and owner[i] < 0:
+            self._enter(w, i, ends)
+            name = ev.names[ev.name[i]]
+            if cat == ANNOTATION and name.startswith(GLOO_PREFIX) and w.owner[i] < 0:
                 comms = _gloo_collective(name, ev.calls[int(ev.call[i])] if ev.call[i] >= 0 else {}, self.world)
                 if comms is not None:
-                    place(i, comms)
-                continue
-            if cat in (MODULE, ANNOTATION):
-                if cat == ANNOTATION and _STEP.match(name):
-                    steps.append(float(ev.dur[i]))
-                elif owner[i] < 0:
-                    key = (int(where[i]), name, "m" if cat == MODULE else "a")
-                    code = place_of.get(key)
-                    if code is None:
-                        path, mtype = places[where[i]]
-                        part = name.removeprefix("nn.Module: ")
-                        if cat == MODULE:
-                            # the outermost module is the model itself: paths are relative to it, as from_torch's
-                            path = path if not mtype else f"{path}.{part}" if path else part
-                            mtype = _INSTANCE.sub("", part)
-                        else:
-                            path = f"{path}.{part}" if path else part
-                        code = place_of[key] = len(places)
-                        places.append((path, mtype))
-                    where[i] = code
-                continue
-            if cat != CPU_OP or owner[i] >= 0:
-                continue
-            seq = int(ev.sequence[i])
-            if name.startswith(BACKWARD_SCOPE):
-                backward[i] = seq_place.get(seq, where[i])
-                continue
-            if backward[i] < 0 and seq >= 0:
-                seq_place.setdefault(seq, int(where[i]))
-            call_id = int(ev.call[i])
-            call = ev.calls[call_id] if call_id >= 0 else {}
-            if name == COMMS_EVENT and "Collective name" in call:
-                got: Any = _collective(call)
-            elif "::" in name and call_id >= 0 and not name.startswith(WRAPPER_NAMESPACES):
-                try:
-                    got = self.replay.cost(name, call_id, call, fused=name in FUSED)
-                except NotReplayed as exc:
-                    not_replayed.setdefault(name, str(exc))
-                    continue
-            else:
-                continue  # wrappers (autograd nodes, c10d::..., user ops without shapes): their children are placed
-            if got is None or got == "composite":
-                continue
-            place(i, got)
-        if not placed:
-            first = next(iter(not_replayed.items()), None)
+                    w.place(i, comms)
+            elif cat in (MODULE, ANNOTATION):
+                self._scope(w, i, cat, name)
+            elif cat == CPU_OP and w.owner[i] < 0:
+                self._cpu_op(w, i, name)
+        if not w.placed:
+            first = next(iter(w.not_replayed.items()), None)
             raise RooflineError(f"{self.where}: no aten op in the trace could be placed"
                                 + (f" ({first[0]}: {first[1]})" if first else ""))
-        if gpu:
-            seconds, total, span = self._kernel_times(owner, op_parent, len(placed), unmatched, not_replayed)
+        if bool((ev.cat == KERNEL).any()):
+            seconds, total, span = self._kernel_times(w.owner, w.op_parent, len(w.placed), w.unmatched, w.not_replayed)
+            gpu = True
         else:
-            seconds = ev.dur[np.asarray(placed, dtype=np.int64)] * 1e-6
-            total, span = self._cpu_rest(op_parent, owner, unmatched, not_replayed)
-        return self._build(rows, seconds, total, span, steps, unmatched, gpu, title)
+            seconds = ev.dur[np.asarray(w.placed, dtype=np.int64)] * 1e-6
+            total, span = self._cpu_rest(w.op_parent, w.owner, w.unmatched, w.not_replayed)
+            gpu = False
+        return self._build(w.rows, seconds, total, span, w.steps, w.unmatched, gpu, title)
+
+    def _enter(self, w: _Walk, i: int, ends: np.ndarray) -> None:
+        """Event ``i`` on its thread's stack of open events: it inherits its parent's op, place and backward."""
+        ev = self.ev
+        stack = w.stacks.setdefault(int(ev.thread[i]), [])
+        t0 = ev.ts[i]
+        while stack and ends[stack[-1]] <= t0 + EPS_US:
+            stack.pop()
+        p = stack[-1] if stack else -1
+        stack.append(i)
+        if p >= 0:
+            w.owner[i], w.where[i], w.backward[i] = w.owner[p], w.where[p], w.backward[p]
+            w.op_parent[i] = p if ev.cat[p] == CPU_OP else w.op_parent[p]
+
+    def _scope(self, w: _Walk, i: int, cat: int, name: str) -> None:
+        """A module or record_function scope: a ProfilerStep's length, or a new place for what it encloses."""
+        if cat == ANNOTATION and _STEP.match(name):
+            w.steps.append(float(self.ev.dur[i]))
+            return
+        if w.owner[i] >= 0:
+            return
+        key = (int(w.where[i]), name, "m" if cat == MODULE else "a")
+        code = w.place_of.get(key)
+        if code is None:
+            path, mtype = w.places[w.where[i]]
+            part = name.removeprefix("nn.Module: ")
+            if cat == MODULE:
+                # the outermost module is the model itself: paths are relative to it, as from_torch's
+                path = path if not mtype else f"{path}.{part}" if path else part
+                mtype = _INSTANCE.sub("", part)
+            else:
+                path = f"{path}.{part}" if path else part
+            code = w.place_of[key] = len(w.places)
+            w.places.append((path, mtype))
+        w.where[i] = code
+
+    def _cpu_op(self, w: _Walk, i: int, name: str) -> None:
+        """A cpu_op no placed op encloses: an autograd scope, a collective, or an aten op replayed for its cost."""
+        ev = self.ev
+        seq = int(ev.sequence[i])
+        if name.startswith(BACKWARD_SCOPE):
+            w.backward[i] = w.seq_place.get(seq, w.where[i])
+            return
+        if w.backward[i] < 0 and seq >= 0:
+            w.seq_place.setdefault(seq, int(w.where[i]))
+        call_id = int(ev.call[i])
+        call = ev.calls[call_id] if call_id >= 0 else {}
+        if name == COMMS_EVENT and "Collective name" in call:
+            got: Any = _collective(call)
+        elif "::" in name and call_id >= 0 and not name.startswith(WRAPPER_NAMESPACES):
+            try:
+                got = self.replay.cost(name, call_id, call, fused=name in FUSED)
+            except NotReplayed as exc:
+                w.not_replayed.setdefault(name, str(exc))
+                return
+        else:
+            return  # wrappers (autograd nodes, c10d::..., user ops without shapes): their children are placed
+        if got is not None and got != "composite":
+            w.place(i, got)
 
     def _cpu_rest(self, op_parent: np.ndarray, owner: np.ndarray,
                   unmatched: dict[tuple[str, str], list[float]], not_replayed: dict[str, str]) -> tuple[float, float]:

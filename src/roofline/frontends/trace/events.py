@@ -229,46 +229,12 @@ def read_events(path: str | os.PathLike[str]) -> TraceEvents:
         raise RooflineError(f"{where}: no such trace file" if not p.exists() else f"{where}: not a file")
     cols = _Columns()
     meta: dict[str, Any] = {}
-    found = False
     try:
         f = _open(p)
     except OSError as exc:
         raise RooflineError(f"{where}: cannot read the trace: {exc.strerror or exc}") from None
     with f:
-        s = _Scanner(f, where)
-        if s.peek() != "{":
-            if s.peek() == "":
-                raise RooflineError(f"{where}: the trace file is empty")
-            raise s.error("a JSON object with traceEvents (torch.profiler's export_chrome_trace)", s.peek())
-        s.pos += 1
-        if s.peek() == "}":
-            s.pos += 1
-        else:
-            while True:
-                if s.peek() != '"':
-                    raise s.error("a key", s.peek())
-                key = s.value()
-                s.expect(":", "':'")
-                if key == "traceEvents":
-                    found = True
-                    s.expect("[", "the traceEvents array")
-                    if s.peek() == "]":
-                        s.pos += 1
-                    else:
-                        while True:
-                            cols.add(s.value())
-                            if s.expect(",]", "',' or ']' between events") == "]":
-                                break
-                    if "schemaVersion" in meta:  # fail early on an unsupported file (kineto writes it first)
-                        _check_version(meta, where)
-                else:
-                    meta[key] = s.value()
-                    if key == "schemaVersion":
-                        _check_version(meta, where)
-                if s.expect(",}", "',' or '}'") == "}":
-                    break
-        if s.peek():
-            raise s.error("one JSON object, then the end of the file", s.peek())
+        found = _scan_object(_Scanner(f, where), cols, meta, where)
     if not found:
         raise RooflineError(f"{where}: not a Chrome trace: no traceEvents (record one with torch.profiler and "
                             "prof.export_chrome_trace('trace.json'))")
@@ -278,6 +244,51 @@ def read_events(path: str | os.PathLike[str]) -> TraceEvents:
     return TraceEvents(str(p), meta, list(cols.names), cols.call_list, list(cols.threads), _np(cols.cat),
                        _np(cols.name), _np(cols.thread), _np(cols.ts), _np(cols.dur), _np(cols.call),
                        _np(cols.correlation), _np(cols.sequence), cols.seen, cols.shapes)
+
+
+def _scan_object(s: _Scanner, cols: _Columns, meta: dict[str, Any], where: str) -> bool:
+    """The trace's one JSON object: each traceEvents entry into ``cols``, every other key into ``meta``
+    (schemaVersion checked as soon as it is read).  True when there was a traceEvents array."""
+    found = False
+    if s.peek() != "{":
+        if s.peek() == "":
+            raise RooflineError(f"{where}: the trace file is empty")
+        raise s.error("a JSON object with traceEvents (torch.profiler's export_chrome_trace)", s.peek())
+    s.pos += 1
+    if s.peek() == "}":
+        s.pos += 1
+    else:
+        while True:
+            if s.peek() != '"':
+                raise s.error("a key", s.peek())
+            key = s.value()
+            s.expect(":", "':'")
+            if key == "traceEvents":
+                found = True
+                _scan_events(s, cols)
+                if "schemaVersion" in meta:  # fail early on an unsupported file (kineto writes it first)
+                    _check_version(meta, where)
+            else:
+                meta[key] = s.value()
+                if key == "schemaVersion":
+                    _check_version(meta, where)
+            if s.expect(",}", "',' or '}'") == "}":
+                break
+    if s.peek():
+        raise s.error("one JSON object, then the end of the file", s.peek())
+    return found
+
+
+def _scan_events(s: _Scanner, cols: _Columns) -> None:
+    """The traceEvents array, one event at a time (never the whole array in memory)."""
+    s.expect("[", "the traceEvents array")
+    if s.peek() == "]":
+        s.pos += 1
+        return
+    while True:
+        cols.add(s.value())
+        if s.expect(",]", "',' or ']' between events") == "]":
+            return
 
 
 def _np(a: array) -> np.ndarray:
