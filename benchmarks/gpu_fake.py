@@ -162,6 +162,11 @@ class FakeGPU:
 
             half = args[0].dtype in (torch.float16, torch.bfloat16)
             return int(SDPBackend.FLASH_ATTENTION if half else SDPBackend.EFFICIENT_ATTENTION)
+        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+            with _Mode():  # the parts come back here (factories included), as each op on a real GPU
+                got = func.decompose(*args, **kwargs)  # composite ops run as their parts
+            if got is not NotImplemented:
+                return got
         inners: dict[int, FakeCudaTensor] = {}
 
         def unwrap(x: Any) -> Any:
@@ -193,7 +198,7 @@ class FakeGPU:
         if any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
             return  # a view: no kernel
         name = func.overloadpacket.__name__
-        if name in ("empty", "empty_strided", "empty_like", "detach", "lift_fresh", "set_", "resize_"):
+        if name in ("empty", "empty_strided", "empty_like", "detach", "lift_fresh", "set_", "resize_", "_unsafe_view"):
             return
         tensors: list[torch.Tensor] = []  # read: every tensor argument but the ones only written
         written_only = name in WRITE_ONLY
@@ -208,7 +213,7 @@ class FakeGPU:
         flops = self._flops(func, ins, kw, out)
         m = self.model
         bw = m.l2 if nbytes <= m.l2_bytes / 2 else m.hbm
-        secs = nbytes / (bw * _efficiency(nbytes, 1e6))
+        secs = nbytes / (bw * _efficiency(nbytes, 1e7))
         if flops:
             secs = max(secs, flops / (self._rate(func, tensors) * _efficiency(flops, 1e9)))
         self.launch(max(m.min_kernel, secs), name)
@@ -265,6 +270,8 @@ class _Functions(TorchFunctionMode):
         if func is torch.tensor and _is_cuda(kwargs.get("device")):
             return _to(torch.tensor(*args, **{**kwargs, "device": "cpu"}), torch.device("cuda", 0),
                        kwargs.get("dtype") or torch.tensor(*args).dtype)
+        if func is torch.Tensor.__getitem__ and isinstance(args[0], FakeCudaTensor):
+            return _getitem(args[0], args[1])
         if func is torch.Tensor.cuda:
             return _to(args[0], torch.device("cuda", 0), args[0].dtype)
         if func is torch.Tensor.to:
@@ -274,6 +281,15 @@ class _Functions(TorchFunctionMode):
             if dev is not None:
                 return _to(args[0], torch.device("cuda", 0), dtype)
         return func(*args, **kwargs)
+
+
+def _getitem(t: FakeCudaTensor, index: Any) -> torch.Tensor:
+    """Indexing (its binding takes a device guard too), done on the meta data: a view, or one gather kernel."""
+    out = t.inner[tree_map(lambda x: x.inner if isinstance(x, FakeCudaTensor) else x, index)]
+    if out.untyped_storage()._cdata != t.inner.untyped_storage()._cdata:  # (inference tensors say no view)
+        assert GPU is not None
+        GPU.launch(max(GPU.model.min_kernel, 2 * out.numel() * out.element_size() / GPU.model.hbm), "index")
+    return FakeCudaTensor(out)
 
 
 def _to(t: torch.Tensor, dev: torch.device, dtype: torch.dtype) -> torch.Tensor:
@@ -452,8 +468,7 @@ def install(kind: str = "honest") -> Iterator[FakeGPU]:
         (cuda, "get_device_properties", lambda d=None: _props()), (cuda, "get_device_name", lambda d=None: "NVIDIA H200"),
         (cuda, "get_device_capability", lambda d=None: (9, 0)),
         (cuda, "mem_get_info", lambda d=None: (gpu.model.memory_bytes - 2**30, gpu.model.memory_bytes)),
-        (torch.version, "cuda", "12.8"), (torch.profiler, "profile", _Profile),
-        (torch.autograd.profiler, "profile", _Profile)]
+        (torch.version, "cuda", "12.8"), (torch.profiler, "profile", _Profile)]
     _REAL.update(profile=torch.profiler.profile, record_function=torch.profiler.record_function)
     saved = [(obj, name, getattr(obj, name, None)) for obj, name, _ in patches]
     triton = None
