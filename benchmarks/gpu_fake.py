@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import math
 import sys
 import types
 from collections.abc import Iterator
@@ -67,6 +66,8 @@ class Model:
     profiler_scale: float = 1.0  # device times the profiler reports / true ones
     trace_flops_mismatch: bool = False
     trace_unjoined: bool = False
+    jitter: tuple[float, ...] = (1.0, 1.004, 1.011, 1.002, 1.007)  # per launch, cycled: a spread that is not 0
+    graph_capture_fails: bool = False
 
 
 def model_for(kind: str) -> Model:
@@ -132,7 +133,7 @@ class FakeGPU:
         self.recording = False  # a fake profiler is on: leave a marker per launch
         self.kernels: dict[int, tuple[str, float]] = {}  # correlation -> (kernel name, seconds)
         self.ids = itertools.count(1)
-        self.jitter = itertools.cycle((1.0, 1.004, 1.011, 1.002, 1.007))
+        self.jitter = itertools.cycle(model.jitter)
 
     # -- time
     def launch(self, seconds: float, name: str) -> None:
@@ -202,7 +203,8 @@ class FakeGPU:
             return
         tensors: list[torch.Tensor] = []  # read: every tensor argument but the ones only written
         written_only = name in WRITE_ONLY
-        for arg, value in zip(schema.arguments, [*ins, *[kw.get(a.name) for a in schema.arguments[len(ins):]]]):
+        for arg, value in zip(schema.arguments, [*ins, *[kw.get(a.name) for a in schema.arguments[len(ins):]]],
+                              strict=False):
             if arg.alias_info is not None and arg.alias_info.is_write and (written_only or arg.kwarg_only):
                 continue
             tree_map(lambda t: tensors.append(t) if isinstance(t, torch.Tensor) else None, value)
@@ -343,6 +345,8 @@ class _Graph:
 @contextlib.contextmanager
 def _capture(g: _Graph, *_: Any, **__: Any) -> Iterator[None]:
     assert GPU is not None
+    if GPU.model.graph_capture_fails:
+        raise RuntimeError("CUDA graph capture is not supported here (fake)")
     GPU.capturing = []
     try:
         yield
@@ -453,10 +457,10 @@ def _fake_triton() -> types.ModuleType:
 
 
 @contextlib.contextmanager
-def install(kind: str = "honest") -> Iterator[FakeGPU]:
-    """The fake GPU of ``kind`` for the block; torch as it was afterwards."""
+def install(kind: str = "honest", model: Model | None = None) -> Iterator[FakeGPU]:
+    """The fake GPU of ``kind`` (or ``model``) for the block; torch as it was afterwards."""
     global GPU
-    gpu = FakeGPU(model_for(kind))
+    gpu = FakeGPU(model or model_for(kind))
     cuda = torch.cuda
     patches: list[tuple[Any, str, Any]] = [
         (cuda, "is_available", lambda: True), (cuda, "device_count", lambda: 1), (cuda, "_lazy_init", lambda: None),

@@ -55,7 +55,6 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
         import torch
 
         from roofline.bench.gpu import run_gpu_bench
-
         from roofline.bench.gpu_audit import audit_gpu
 
         dev = run_gpu_bench(quick=quick and not full, progress=progress, **overrides)
