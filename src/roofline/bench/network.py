@@ -314,19 +314,7 @@ def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, b
     # tier groups: every node's ranks (node tier), and the ranks with the same local rank across nodes (cluster;
     # every local rank's group at once, as a job whose every device talks across nodes); each with --timeout
     # (new_group's own default is torch's 10 or 30 minutes)
-    timeout = timedelta(seconds=args.timeout)
-    tiers: list[tuple[str, Any, int, int]] = []
-    if local > 1:
-        groups = ([dist.new_group(list(range(k * local, (k + 1) * local)), timeout=timeout) for k in range(nodes)]
-                  if nodes > 1 else [None])
-        tiers.append(("node", groups[rank // local], local, rank % local))
-    if nodes > 1:
-        cross = [dist.new_group(list(range(j, world, local)), timeout=timeout) for j in range(local)]
-        tiers.append(("cluster", cross[rank % local], nodes, rank // local))
-    if not tiers and world == 1 and args.one_rank:
-        tiers.append(("one rank", None, 1, 0))
-    elif not tiers:
-        raise RooflineError("one rank measures no network: launch at least 2 (--nproc-per-node 2)")
+    tiers = _tiers(dist, rank, world, local, timedelta(seconds=args.timeout), args.one_rank)
     from roofline.system import MeasuredCollective
 
     results: dict[str, dict[str, MeasuredCollective]] = {}
@@ -363,6 +351,26 @@ def _measure_all(args: argparse.Namespace, dist: Any, torch: Any, device: Any, b
             for path, _ in outputs:
                 print(f"saved: {path}")
     return 0
+
+
+def _tiers(dist: Any, rank: int, world: int, local: int, timeout: timedelta, one_rank: bool
+           ) -> list[tuple[str, Any, int, int]]:
+    """(scope, group, ranks, this rank in it) per tier: every node's ranks (node tier), and the ranks with the
+    same local rank across nodes (cluster; every local rank's group at once); each with ``timeout``."""
+    nodes = world // local
+    tiers: list[tuple[str, Any, int, int]] = []
+    if local > 1:
+        groups = ([dist.new_group(list(range(k * local, (k + 1) * local)), timeout=timeout) for k in range(nodes)]
+                  if nodes > 1 else [None])
+        tiers.append(("node", groups[rank // local], local, rank % local))
+    if nodes > 1:
+        cross = [dist.new_group(list(range(j, world, local)), timeout=timeout) for j in range(local)]
+        tiers.append(("cluster", cross[rank % local], nodes, rank // local))
+    if not tiers and world == 1 and one_rank:
+        tiers.append(("one rank", None, 1, 0))
+    elif not tiers:
+        raise RooflineError("one rank measures no network: launch at least 2 (--nproc-per-node 2)")
+    return tiers
 
 
 def build_system(results: dict[str, dict[str, Any]], device: Any, local: int, nodes: int, backend: str,
