@@ -36,6 +36,7 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
     is called as stages complete; ``overrides`` go to
     :class:`roofline.bench.sampling.BenchConfig` (e.g. ``max_bytes=1 << 20,
     repeats=3`` for a tiny run) or to :func:`roofline.bench.gpu.run_gpu_bench`.
+    On the GPU the roof audit (:mod:`roofline.bench.gpu_audit`) follows the measurement.
     The overhead floors (:mod:`roofline.bench.overhead`) are measured last, in this process.
     Nothing is written: saving and caching are the caller's choice
     (:func:`save_local_device`).
@@ -54,8 +55,12 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
         import torch
 
         from roofline.bench.gpu import run_gpu_bench
+        from roofline.bench.gpu_audit import audit_gpu
 
         dev = run_gpu_bench(quick=quick and not full, progress=progress, **overrides)
+        dev, messages = audit_gpu(dev)  # the roof audit, as on the CPU: a kernel faster than its roof raises it
+        if messages:
+            dev = replace(dev, metadata={**dev.metadata, "warnings": [*dev.metadata.get("warnings", []), *messages]})
         return replace(dev, overhead=overhead.measure_cuda(torch))
     from roofline.bench._worker import run_in_child
     from roofline.bench.sampling import BenchConfig, check_threads

@@ -223,8 +223,10 @@ def bus_factor(collective: str, ranks: int) -> float:
 
 
 def measure_tiers(dist: Any, torch: Any, device: Any, backend: str, wanted: tuple[str, ...], quick: bool,
-                  repeats: int | None, timeout_s: float) -> tuple[Any, list[Any], dict[str, Any]]:
-    """Every tier's collectives measured and fitted on this rank (all ranks call it together).
+                  repeats: int | None, timeout_s: float, one_rank: bool = False) -> tuple[Any, list[Any], dict[str, Any]]:
+    """Every tier's collectives measured and fitted on this rank (all ranks call it together).  ``one_rank``:
+    on a single rank, run every collective anyway on a one-rank "tier" (the backend's code path runs; no
+    network is measured, so the system returned then describes none).
 
     Returns (the measured System, each (scope, collective, MeasuredCollective) in order, facts for the
     report: rank, world, local, nodes, sizes, wall seconds).  Every rank has finished when it returns."""
@@ -238,7 +240,7 @@ def measure_tiers(dist: Any, torch: Any, device: Any, backend: str, wanted: tupl
         torch.cuda.set_device(on)
     sizes = QUICK_SIZES if quick else (*FULL_SIZES, 1 << 30)
     repeats = repeats or (21 if quick else 31)
-    tiers = _tier_groups(dist, rank, world, local, nodes, timedelta(seconds=timeout_s))
+    tiers = _tier_groups(dist, rank, world, local, nodes, timedelta(seconds=timeout_s), one_rank)
     from roofline.system import MeasuredCollective
 
     results: dict[str, dict[str, MeasuredCollective]] = {}
@@ -254,10 +256,12 @@ def measure_tiers(dist: Any, torch: Any, device: Any, backend: str, wanted: tupl
     dist.barrier(device_ids=[on.index] if on.type == "cuda" else None)  # every rank done: only now is anything written
     facts = {"rank": rank, "world": world, "local": local, "nodes": nodes, "sizes": len(sizes),
              "wall_seconds": time.perf_counter() - t_start}
-    return build_system(results, device, local, nodes, backend, repeats), fitted, facts
+    system = build_system(results, device, local, nodes, backend, repeats) if world > 1 else None
+    return system, fitted, facts
 
 
-def _tier_groups(dist: Any, rank: int, world: int, local: int, nodes: int, timeout: timedelta) -> list[tuple[str, Any, int, int]]:
+def _tier_groups(dist: Any, rank: int, world: int, local: int, nodes: int, timeout: timedelta,
+                 one_rank: bool = False) -> list[tuple[str, Any, int, int]]:
     """(scope, group, ranks, this rank's index) per tier: every node's ranks (node tier), and the ranks with the
     same local rank across nodes (cluster; every local rank's group at once, as a job whose every device talks
     across nodes); each with the timeout (new_group's own default is torch's 10 or 30 minutes)."""
@@ -269,7 +273,9 @@ def _tier_groups(dist: Any, rank: int, world: int, local: int, nodes: int, timeo
     if nodes > 1:
         cross = [dist.new_group(list(range(j, world, local)), timeout=timeout) for j in range(local)]
         tiers.append(("cluster", cross[rank % local], nodes, rank // local))
-    if not tiers:
+    if not tiers and world == 1 and one_rank:
+        tiers.append(("one rank", None, 1, 0))
+    elif not tiers:
         raise RooflineError("one rank measures no network: launch at least 2 (--nproc-per-node 2)")
     return tiers
 

@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="a collective stalled this long fails")
     p.add_argument("--repeats", type=int, default=None, metavar="N", help="timed samples per size (default 21 quick, 31)")
     p.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated subset")
+    p.add_argument("--one-rank", action="store_true", help="on one rank, run every collective anyway (a check "
+                   "that the backend's code path runs on a one-GPU machine): the tables are printed, no network "
+                   "is measured and nothing is written")
     args = p.parse_args(argv)
     rank = int(os.environ.get("RANK", "0"))
     try:
@@ -79,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
     dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
     try:
         system, fitted, facts = measure_tiers(dist, torch, device, backend, wanted, args.quick, args.repeats,
-                                              args.timeout)
+                                              args.timeout, args.one_rank)
         if facts["rank"] == 0:
             _report_and_write(args, system, fitted, facts, backend, len(wanted))
         return 0
@@ -87,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         dist.destroy_process_group()
 
 
-def _report_and_write(args: argparse.Namespace, system: System, fitted: list[Any], facts: dict[str, Any],
+def _report_and_write(args: argparse.Namespace, system: System | None, fitted: list[Any], facts: dict[str, Any],
                       backend: str, collectives: int) -> None:
     """Rank 0: nccl-tests' table per collective and tier, then every file at once (all or nothing)."""
     from roofline.render.network import collective_lines
@@ -95,6 +98,9 @@ def _report_and_write(args: argparse.Namespace, system: System, fitted: list[Any
     print("\n".join(collective_lines(scope, c, m) for scope, c, m in fitted))
     print(f"network bench: {backend}, {facts['world']} ranks ({facts['nodes']} node(s) x {facts['local']}), "
           f"{facts['sizes']} sizes x {collectives} collectives per tier in {facts['wall_seconds']:.1f} s")
+    if system is None:
+        print("one rank: the collectives ran, no network was measured; nothing written")
+        return
     outputs = []
     if args.out:
         outputs.append((args.out, (system.to_json() + "\n").encode()))

@@ -64,7 +64,10 @@ class Replayer:
         """True for an overload that decomposes into other aten ops before dispatch (what a trace shows as its
         children, and what :func:`roofline.from_torch` never sees)."""
         name = op._schema.name + (f".{op._schema.overload_name}" if op._schema.overload_name else "")
-        return bool(self.torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd"))
+        try:
+            return bool(self.torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd"))
+        except RuntimeError:  # an overload only TorchScript registers (aten::to.prim_Device): not in the dispatcher
+            return False
 
     def cost(self, name: str, call_id: int, call: Mapping[str, Any], fused: bool = False) -> Costed | None | str:
         """The cost of ``name`` called with ``call`` (an event's recorded arguments); ``None`` for a view or a
