@@ -98,6 +98,29 @@ def ten_per_element(inputs: list[T], outputs: list[T]) -> Cost:
     return Cost("elementwise", 10 * outputs[0].numel, *costs.traffic(inputs, outputs))
 
 
+def test_a_builtin_formula_registered_again_before_its_frontend_is_imported_is_still_an_error():
+    """costs imports no frontend (the layers contract), so the torch table is registered when the frontend is
+    imported; a user formula for a built-in op given earlier without override=True is the same error then,
+    and it is removed, so the frontend still imports (a fresh interpreter: here the frontend is imported)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from roofline import costs\n"
+        "f = lambda i, o: costs.Cost('other', 0.0, 0.0, 0.0)\n"
+        "costs.register_op('torch', 'aten.relu', f)\n"
+        "costs.register_op('torch', 'mylib.fused_mlp', f)\n"  # not built in: fine either way
+        "try:\n"
+        "    import roofline.frontends.torch_ops\n"
+        "except ValueError as e:\n"
+        "    print('ValueError:', e)\n"
+        "import roofline.frontends.torch_ops\n"
+        "print(('torch', 'aten.relu') in costs.USER_FORMULAS, ('torch', 'mylib.fused_mlp') in costs.USER_FORMULAS)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert "ValueError: torch op 'aten.relu' already has a cost formula; pass override=True" in out
+    assert out.strip().endswith("False True")
+
+
 def test_override_a_builtin_aten_op_and_unregister():
     key = str(torch.ops.aten.relu)
     assert key == "aten.relu" and key in costs.builtin_ops("torch")

@@ -495,6 +495,10 @@ def register_op(frontend: str, op: str, fn: Formula, *, override: bool = False) 
         raise TypeError(f"the formula for {op!r} is not callable")
     if not override and ((frontend, op) in USER_FORMULAS or op in _TABLES.get(frontend, {})):
         raise ValueError(f"{frontend} op {op!r} already has a cost formula; pass override=True to replace it")
+    if not override and frontend not in _TABLES:
+        _UNCHECKED.add((frontend, op))  # checked against the frontend's table when it registers
+    else:
+        _UNCHECKED.discard((frontend, op))
     USER_FORMULAS[(frontend, op)] = fn
 
 
@@ -512,11 +516,15 @@ def apply_user(frontend: str, op: str, fn: Formula, inputs: list[T], outputs: li
 def unregister_op(frontend: str, op: str) -> None:
     """Remove a formula given by :func:`register_op` (the built-in one, if any, applies again)."""
     USER_FORMULAS.pop((frontend, op), None)
+    _UNCHECKED.discard((frontend, op))
 
 
 #: frontend -> the op table it ships, registered by the frontend's module when it is imported
 #: (:func:`register_table`): the frontends sit above this module, which never imports them.
 _TABLES: dict[str, dict[str, OpRule]] = {}
+#: user formulas given without override=True before their frontend's table was registered: a duplicate of a
+#: built-in formula among them is the same error, raised when the table arrives
+_UNCHECKED: set[tuple[str, str]] = set()
 
 
 def register_table(frontend: str, table: dict[str, OpRule]) -> None:
@@ -524,9 +532,17 @@ def register_table(frontend: str, table: dict[str, OpRule]) -> None:
     this when imported; ``roofline ops`` imports both first).  A second, different table is an error."""
     if frontend not in FRONTENDS:
         raise ValueError(f"frontend {frontend!r} is not one of {', '.join(FRONTENDS)}")
+    clash = sorted(op for f, op in _UNCHECKED if f == frontend and op in table)
+    if clash:
+        for op in clash:  # undone, so the frontend (and its built-in formulas) can still be imported after the error
+            USER_FORMULAS.pop((frontend, op), None)
+            _UNCHECKED.discard((frontend, op))
+        raise ValueError(f"{frontend} op {clash[0]!r} already has a cost formula; pass override=True to replace it "
+                         "(it was registered before the frontend was imported, and has been removed)")
     known = _TABLES.setdefault(frontend, table)
     if known is not table:
         raise ValueError(f"the {frontend} frontend's op table is registered twice")
+    _UNCHECKED.difference_update({(f, op) for f, op in _UNCHECKED if f == frontend})
 
 
 def builtin_ops(frontend: str) -> dict[str, OpRule]:
