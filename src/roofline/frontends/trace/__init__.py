@@ -167,21 +167,24 @@ class _Placer:
         n = len(ev)
         order = np.lexsort((-ev.dur, ev.ts))  # by start; an enclosing event (longer) first
         stacks: dict[int, list[int]] = {}
-        owner = np.full(n, -1, dtype=np.int64)  # the placed op (row) an event belongs to
-        op_parent = np.full(n, -1, dtype=np.int64)  # the nearest enclosing cpu_op (placed or not)
+        # per-event state in lists while walking (a list item costs a tenth of a numpy scalar's access)
+        owner = [-1] * n  # the placed op (row) an event belongs to
+        op_parent = [-1] * n  # the nearest enclosing cpu_op (placed or not)
         # where an event sits, as a code into `places`: (dotted path of enclosing modules and record_function
         # scopes, the innermost module's class); few distinct places, so codes keep memory per event small
         places: list[tuple[str, str]] = [("", "")]
         place_of: dict[tuple[int, str, str], int] = {}
-        where = np.zeros(n, dtype=np.int32)
-        backward = np.full(n, -1, dtype=np.int32)  # in autograd's evaluate_function: the forward op's place
+        where = [0] * n
+        backward = [-1] * n  # in autograd's evaluate_function: the forward op's place
         seq_place: dict[int, int] = {}
         rows = WorkloadBuilder()
         placed: list[int] = []  # event index of each row
         unmatched: dict[tuple[str, str], list[float]] = {}
         not_replayed: dict[str, str] = {}
         steps: list[float] = []
-        ends = ev.ts + ev.dur
+        ends = (ev.ts + ev.dur).tolist()
+        cats, threads, starts, name_codes = ev.cat.tolist(), ev.thread.tolist(), ev.ts.tolist(), ev.name.tolist()
+        seqs, call_ids, durs = ev.sequence.tolist(), ev.call.tolist(), ev.dur.tolist()
         gpu = bool((ev.cat == KERNEL).any())
 
         def place(i: int, got: tuple[str, costs.Cost, str]) -> None:
@@ -196,29 +199,29 @@ class _Placer:
                      level="interconnect" if c.kind == "collective" else "")
 
         for i in (i for chunk in range(0, n, 1 << 16) for i in order[chunk:chunk + (1 << 16)].tolist()):
-            cat = int(ev.cat[i])
+            cat = cats[i]
             if cat == KERNEL:
                 continue
-            stack = stacks.setdefault(int(ev.thread[i]), [])
-            t0 = ev.ts[i]
+            stack = stacks.setdefault(threads[i], [])
+            t0 = starts[i]
             while stack and ends[stack[-1]] <= t0 + EPS_US:
                 stack.pop()
             p = stack[-1] if stack else -1
             stack.append(i)
             if p >= 0:
                 owner[i], where[i], backward[i] = owner[p], where[p], backward[p]
-                op_parent[i] = p if ev.cat[p] == CPU_OP else op_parent[p]
-            name = names[ev.name[i]]
+                op_parent[i] = p if cats[p] == CPU_OP else op_parent[p]
+            name = names[name_codes[i]]
             if cat == ANNOTATION and name.startswith(GLOO_PREFIX) and owner[i] < 0:
-                comms = _gloo_collective(name, ev.calls[int(ev.call[i])] if ev.call[i] >= 0 else {}, self.world)
+                comms = _gloo_collective(name, ev.calls[call_ids[i]] if call_ids[i] >= 0 else {}, self.world)
                 if comms is not None:
                     place(i, comms)
                 continue
             if cat in (MODULE, ANNOTATION):
                 if cat == ANNOTATION and _STEP.match(name):
-                    steps.append(float(ev.dur[i]))
+                    steps.append(durs[i])
                 elif owner[i] < 0:
-                    key = (int(where[i]), name, "m" if cat == MODULE else "a")
+                    key = (where[i], name, "m" if cat == MODULE else "a")
                     code = place_of.get(key)
                     if code is None:
                         path, mtype = places[where[i]]
@@ -235,13 +238,13 @@ class _Placer:
                 continue
             if cat != CPU_OP or owner[i] >= 0:
                 continue
-            seq = int(ev.sequence[i])
+            seq = seqs[i]
             if name.startswith(BACKWARD_SCOPE):
                 backward[i] = seq_place.get(seq, where[i])
                 continue
             if backward[i] < 0 and seq >= 0:
-                seq_place.setdefault(seq, int(where[i]))
-            call_id = int(ev.call[i])
+                seq_place.setdefault(seq, where[i])
+            call_id = call_ids[i]
             call = ev.calls[call_id] if call_id >= 0 else {}
             if name == COMMS_EVENT and "Collective name" in call:
                 got: Any = _collective(call)
@@ -260,11 +263,12 @@ class _Placer:
             first = next(iter(not_replayed.items()), None)
             raise RooflineError(f"{self.where}: no aten op in the trace could be placed"
                                 + (f" ({first[0]}: {first[1]})" if first else ""))
+        owner_a, op_parent_a = np.asarray(owner, dtype=np.int64), np.asarray(op_parent, dtype=np.int64)
         if gpu:
-            seconds, total, span = self._kernel_times(owner, op_parent, len(placed), unmatched, not_replayed)
+            seconds, total, span = self._kernel_times(owner_a, op_parent_a, len(placed), unmatched, not_replayed)
         else:
             seconds = ev.dur[np.asarray(placed, dtype=np.int64)] * 1e-6
-            total, span = self._cpu_rest(op_parent, owner, unmatched, not_replayed)
+            total, span = self._cpu_rest(op_parent_a, owner_a, unmatched, not_replayed)
         return self._build(rows, seconds, total, span, steps, unmatched, gpu, title)
 
     def _cpu_rest(self, op_parent: np.ndarray, owner: np.ndarray,

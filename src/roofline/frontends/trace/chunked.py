@@ -46,7 +46,7 @@ from roofline.frontends.trace.events import (
     _Columns,
 )
 
-REGION = 4 << 20  # bytes decoded at once
+REGION = 1 << 19  # bytes decoded at once (the peak: about 12x this, whatever the file size)
 MAX_CUTS = 4  # cuts tried per region before the reference scanner takes the file
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _CUT = re.compile(rb"\s*[,\]]")
