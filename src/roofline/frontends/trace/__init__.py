@@ -51,6 +51,7 @@ from roofline.errors import RooflineError
 from roofline.fileio import shown_path
 from roofline.frontends.torch import FUSED_FUNCTIONS
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents, read_events
+from roofline.frontends.trace.ranks import read_traces
 from roofline.frontends.trace.replay import NotReplayed, Replayer
 from roofline.stats import SINGLE_SAMPLE_TOLERANCE, Timing
 from roofline.workload import MeasuredRun, RankFigures, TraceRecord, Unmatched, UnsupportedOp, Workload, WorkloadBuilder
@@ -99,15 +100,27 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 
     >>> # a = from_trace("trace.json", "h100-sxm")   # see read_trace for recording one
     """
-    from roofline.analysis import analyze
     from roofline.catalog import resolve_device
 
     dev = resolve_device(device) if not hasattr(device, "compute") else device
     files = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not files:
         raise RooflineError("from_trace: no trace files given")
-    works = [read_trace(p, title=title) for p in files]
-    work = works[0] if len(works) == 1 else _slowest(works, files)
+    if len(files) == 1 and not any(c in os.fspath(files[0]) for c in "*?["):
+        work = read_trace(files[0], title=title)
+    else:
+        work = with_ranks(*read_traces(files, with_workload=True))
+        if title:
+            work = work.replace(title=title)
+    return analyse_trace(work, dev, forecast=forecast)
+
+
+def analyse_trace(work: Workload, device: Any, *, forecast: bool = True) -> Any:
+    """A trace's workload under ``device``'s roofs (each op one sample), flagged when the trace's times are not
+    the device's kind."""
+    from roofline.analysis import analyze
+
+    dev = device
     recorded = work.trace.device_type if work.trace is not None else "cpu"
     if (recorded == "cuda") != (dev.kind == "gpu"):
         work = work.replace(warnings=[*work.warnings, f"the trace's times are {recorded} times ("
@@ -118,30 +131,20 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     return analyze(work, dev, above_roof_tolerance=SINGLE_SAMPLE_TOLERANCE, forecast=forecast)
 
 
-def _slowest(works: list[Workload], files: Sequence[Any]) -> Workload:
-    """The slowest rank's workload, its trace record carrying every rank's figures."""
-    ranks: list[RankFigures] = []
-    for k, (w, f) in enumerate(zip(works, files, strict=True)):
-        t = w.trace
-        assert t is not None and w.measured is not None
-        collective = w.column("kind") == "collective"
-        secs = np.nan_to_num(w.columns["measured_seconds"] * w.columns["count"])
-        ranks.append(RankFigures(t.rank if t.rank is not None else k, shown_path(f), w.measured.timing.median,
-                                 float(secs.sum()), float(secs[collective].sum()), len(w)))
-    seen = [r.rank for r in ranks]
-    if len(set(seen)) != len(seen):
-        dup = next(r for r in seen if seen.count(r) > 1)
-        raise RooflineError(f"two traces are rank {dup}: give one file per rank")
+def with_ranks(view: Any, work: Workload) -> Workload:
+    """The slowest rank's workload (read by a worker), its trace record carrying every rank's figures."""
+    ranks = tuple(RankFigures(r.rank if r.rank is not None else k, r.file, r.busy_seconds, r.op_seconds,
+                              r.collective_seconds, r.op_count) for k, r in enumerate(view.ranks))
+    worst = next(r for r in ranks if r.rank == view.slowest_rank)
+    work_s = [r.op_seconds - r.collective_seconds for r in ranks]
     # the slowest rank is the one the others wait for: the most op time outside collectives (a waiting
     # rank's collectives grow by what it waits, so busy spans alone even out)
-    work = [r.op_seconds - r.collective_seconds for r in ranks]
-    worst = max(range(len(ranks)), key=lambda i: work[i])
-    w = works[worst]
-    note = (f"{len(ranks)} ranks; the slowest (most op time outside collectives: {work[worst] * 1e3:.3g} ms against "
-            f"{min(work) * 1e3:.3g} ms for the least), rank {ranks[worst].rank} ({ranks[worst].file}), is shown")
-    assert w.trace is not None
-    return w.replace(trace=replace(w.trace, ranks=tuple(ranks), slowest_rank=ranks[worst].rank),
-                     assumptions=[*w.assumptions, note])
+    note = (f"{len(ranks)} ranks; the slowest (most op time outside collectives: "
+            f"{(worst.op_seconds - worst.collective_seconds) * 1e3:.3g} ms against {min(work_s) * 1e3:.3g} ms for "
+            f"the least), rank {worst.rank} ({worst.file}), is shown")
+    assert work.trace is not None
+    return work.replace(trace=replace(work.trace, ranks=ranks, slowest_rank=worst.rank),
+                        assumptions=[*work.assumptions, note])
 
 
 class _Placer:
@@ -407,4 +410,4 @@ def _collective(call: dict[str, Any]) -> tuple[str, costs.Cost, str]:
     return name, costs.collective(name, elems * size, ranks, size), of_dtype(TORCH_DTYPES.get(dtype.lower(), "")) or "fp32"
 
 
-__all__ = ["HOW_TO_RECORD", "Unmatched", "from_trace", "read_trace"]
+__all__ = ["HOW_TO_RECORD", "Unmatched", "from_trace", "read_trace", "read_traces"]

@@ -1,0 +1,234 @@
+"""The cross-rank view of a multi-rank run, computed once from the ranks' summaries (renderers only read it).
+
+* Per rank and per step: compute, exposed and overlapped communication, memcpy, idle
+  (:class:`~roofline.frontends.trace.ranksummary.StepFigures`).
+* Per collective (the k-th collective of each rank, lined up when every rank
+  names it alike): each rank's *wait*, its time beyond the fastest rank's, and
+  the rank that *arrived last* (the one with the shortest collective: the
+  others were already in it, waiting).
+* Stragglers: a rank's own time is its steps' spans less its exposed
+  communication (compute + memcpy + idle: what the others wait for).  A rank
+  whose own time exceeds the median rank's by more than :data:`STRAGGLER_SHARE`
+  is named, with the cause that holds the most of the excess: its ops run slower
+  than the same ops on the median rank (same costs, so further below their
+  roofs), it runs ops the median rank does not (extra work), or it is idle.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.errors import RooflineError
+from roofline.frontends.trace.ranksummary import OpFigures, RankSummary
+
+STRAGGLER_SHARE = 0.05  # own time this much over the median rank's makes a straggler
+
+
+@dataclass(frozen=True)
+class CollectiveWait:
+    """The k-th collective of every rank: its name, step, each rank's wait (s) and the rank that came last."""
+
+    index: int
+    step: int
+    name: str
+    waits: tuple[float, ...]  # per rank, in the order of MultiRankTrace.ranks
+    last_rank: int
+
+
+@dataclass(frozen=True)
+class SlowOp:
+    """An op slower on the straggler than on the median rank: mean seconds per call on each."""
+
+    name: str
+    kind: str
+    flops: float
+    bytes: float
+    calls: int
+    seconds: float  # per call, on the straggler
+    median_seconds: float  # per call, on the median rank
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.median_seconds if self.median_seconds > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """A rank the others wait for, against the median rank, with the cause that holds most of its excess."""
+
+    rank: int
+    median_rank: int
+    own_seconds: float
+    median_own_seconds: float
+    cause: str  # "slower ops", "extra work" or "idle"
+    slower_ops_seconds: float
+    extra_work_seconds: float
+    extra_idle_seconds: float
+    slow_ops: tuple[SlowOp, ...]
+    extra_ops: tuple[tuple[str, int, float], ...]  # (op name, extra calls, their seconds)
+
+    def line(self) -> str:
+        """One line: who and why."""
+        excess = self.own_seconds - self.median_own_seconds
+        head = (f"rank {self.rank} is a straggler: {excess * 1e3:.3g} ms more of its own time than the median rank "
+                f"{self.median_rank}; cause: {self.cause}")
+        if self.cause == "slower ops" and self.slow_ops:
+            top = ", ".join(f"{o.name} {o.ratio:.2f}x" for o in self.slow_ops[:3])
+            return f"{head} ({top} the median rank's time per call, same FLOPs and bytes)"
+        if self.cause == "extra work" and self.extra_ops:
+            top = ", ".join(f"{n} +{c} calls" for n, c, _ in self.extra_ops[:3])
+            return f"{head} ({self.extra_work_seconds * 1e3:.3g} ms in ops the median rank does not run: {top})"
+        return f"{head} ({self.extra_idle_seconds * 1e3:.3g} ms more idle, no op running)"
+
+
+@dataclass(frozen=True)
+class MultiRankTrace:
+    """Every rank's summary and the cross-rank facts (:func:`roofline.read_traces`)."""
+
+    ranks: tuple[RankSummary, ...]
+    skipped: tuple[str, ...]  # one line per rank left out (skip_bad_ranks)
+    steps: tuple[int, ...]  # ProfilerStep numbers every rank has
+    collectives: tuple[CollectiveWait, ...]
+    stragglers: tuple[Straggler, ...]
+    slowest_rank: int  # the rank with the most op time outside collectives (what from_trace shows)
+
+    def step_matrix(self) -> list[list[float]]:
+        """Step time [s], rank x common step (the heat map)."""
+        return [[next(s.seconds for s in r.steps if s.step == n) for n in self.steps] for r in self.ranks]
+
+    def rank(self, number: int) -> RankSummary:
+        return next(r for r in self.ranks if r.rank == number)
+
+    def headline(self) -> str:
+        lines = [f"{len(self.ranks)} ranks, {len(self.steps)} common step(s); slowest: rank {self.slowest_rank}"]
+        if self.skipped:
+            lines[0] += f"; went on without {len(self.skipped)} bad rank(s)"
+        return lines[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"schema": "roofline.ranks/1", **asdict(self)}
+
+
+def check_metadata(ranks: list[RankSummary]) -> list[int]:
+    """Refuse ranks whose metadata disagree (world size, duplicate ranks, no common ProfilerStep); return the
+    common step numbers.  Different op counts are never a mismatch (they are a straggler's cause)."""
+    worlds = {r.world_size for r in ranks if r.world_size is not None}
+    if len(worlds) > 1:
+        by = ", ".join(f"rank {r.rank} ({r.file}) says {r.world_size}" for r in ranks)
+        raise RooflineError(f"the ranks disagree on the world size: {by}")
+    seen: dict[int | None, str] = {}
+    for r in ranks:
+        if r.rank in seen:
+            raise RooflineError(f"two traces are rank {r.rank} ({seen[r.rank]}, {r.file}): give one file per rank")
+        seen[r.rank] = r.file
+    common = set.intersection(*({s.step for s in r.steps} for r in ranks))
+    if not common:
+        by = "; ".join(f"rank {r.rank}: {', '.join(str(s.step) for s in r.steps[:4])}" for r in ranks)
+        raise RooflineError(f"the ranks share no ProfilerStep number ({by}): not one run")
+    return sorted(common)
+
+
+def _own(r: RankSummary, steps: list[int]) -> float:
+    return sum(s.seconds - s.comm_exposed for s in r.steps if s.step in steps)
+
+
+def collective_waits(ranks: list[RankSummary]) -> list[CollectiveWait]:
+    """The k-th collective of every rank, while every rank names it alike."""
+    out = []
+    for k, calls in enumerate(zip(*(r.collectives for r in ranks), strict=False)):
+        if len({(c[0], c[1]) for c in calls}) != 1:
+            break  # the ranks no longer line up: no wait is claimed past here
+        secs = [c[2] for c in calls]
+        fastest = min(secs)
+        last = min(range(len(secs)), key=lambda i: secs[i])
+        out.append(CollectiveWait(k, calls[0][0], calls[0][1], tuple(s - fastest for s in secs), ranks[last].rank
+                                  if ranks[last].rank is not None else last))
+    return out
+
+
+def _ops_by_key(ops: tuple[OpFigures, ...]) -> dict[tuple[Any, ...], OpFigures]:
+    return {(o.name, o.kind, o.precision, o.unit, o.flops, o.bytes): o for o in ops}
+
+
+def straggler(r: RankSummary, med: RankSummary, steps: list[int]) -> Straggler:
+    """``r`` against the median rank ``med``: how much of its excess own time each cause holds."""
+    mine, theirs = _ops_by_key(r.ops), _ops_by_key(med.ops)
+    slow, extra, slower_s, extra_s = [], [], 0.0, 0.0
+    for key, o in mine.items():
+        m = theirs.get(key)
+        per = o.seconds / o.count if o.count else 0.0
+        if m is None or m.count == 0:
+            extra.append((o.name, o.count, o.seconds))
+            extra_s += o.seconds
+            continue
+        per_m = m.seconds / m.count
+        both = min(o.count, m.count)
+        slower_s += both * (per - per_m)
+        if o.count > m.count:
+            extra.append((o.name, o.count - m.count, (o.count - m.count) * per))
+            extra_s += (o.count - m.count) * per
+        if per > per_m * 1.05:
+            slow.append(SlowOp(o.name, o.kind, o.flops, o.bytes, o.count, per, per_m))
+    idle = sum(s.idle for s in r.steps if s.step in steps) - sum(s.idle for s in med.steps if s.step in steps)
+    causes = {"slower ops": slower_s, "extra work": extra_s, "idle": idle}
+    cause = max(causes, key=lambda c: causes[c])
+    slow.sort(key=lambda o: -(o.seconds - o.median_seconds) * o.calls)
+    extra.sort(key=lambda e: -e[2])
+    assert r.rank is not None and med.rank is not None
+    return Straggler(r.rank, med.rank, _own(r, steps), _own(med, steps), cause, slower_s, extra_s, idle,
+                     tuple(slow[:20]), tuple(extra[:20]))
+
+
+def cross_rank(ranks: list[RankSummary], skipped: list[str]) -> MultiRankTrace:
+    """The cross-rank view of checked ranks (:func:`check_metadata` first)."""
+    steps = check_metadata(ranks)
+    own = [_own(r, steps) for r in ranks]
+    order = sorted(range(len(ranks)), key=lambda i: own[i])
+    med = ranks[order[(len(order) - 1) // 2]]
+    med_own = statistics.median(own)
+    found = [straggler(ranks[i], med, steps) for i in order[::-1]
+             if len(ranks) > 1 and own[i] > med_own * (1 + STRAGGLER_SHARE) and ranks[i] is not med]
+    work = [r.op_seconds - r.collective_seconds for r in ranks]
+    slowest = ranks[max(range(len(ranks)), key=lambda i: work[i])]
+    assert slowest.rank is not None
+    return MultiRankTrace(tuple(ranks), tuple(skipped), tuple(steps), tuple(collective_waits(ranks)),
+                          tuple(found), slowest.rank)
+
+
+def rank_totals(view: MultiRankTrace) -> list[tuple[int, float, float, float, float, float, float]]:
+    """Per rank over the common steps: (rank, step seconds, compute, exposed comm, overlapped comm, memcpy,
+    idle), seconds (the stacked bar)."""
+    out = []
+    for k, r in enumerate(view.ranks):
+        mine = [s for s in r.steps if s.step in view.steps]
+        out.append((r.rank if r.rank is not None else k, *(sum(getattr(s, f) for s in mine) for f in
+                    ("seconds", "compute", "comm_exposed", "comm_overlapped", "memcpy", "idle"))))
+    return out
+
+
+def roofline_points(r: RankSummary) -> list[tuple[str, float, float]]:
+    """(op name, FLOPs per byte, achieved FLOP/s per call) of a rank's ops with FLOPs, bytes and time."""
+    return [(o.name, o.flops / o.bytes, o.flops * o.count / o.seconds) for o in r.ops
+            if o.flops > 0 and o.bytes > 0 and o.seconds > 0]
+
+
+def view_lines(view: MultiRankTrace, top: int = 5) -> list[str]:
+    """The cross-rank view for the terminal: headline, per rank, the longest waits, the stragglers."""
+    ms = 1e3
+    lines = [view.headline()]
+    lines += [f"  skipped: {s}" for s in view.skipped]
+    lines.append("  rank    step ms  compute  exposed comm  overlapped  memcpy     idle   (sums over the common steps)")
+    for rank, secs, comp, exp, ovl, mem, idle in rank_totals(view):
+        lines.append(f"  {rank:>4} {secs * ms:10.3f} {comp * ms:8.3f} {exp * ms:13.3f} {ovl * ms:11.3f} "
+                     f"{mem * ms:7.3f} {idle * ms:8.3f}")
+    waits = sorted(view.collectives, key=lambda c: -max(c.waits))[:top]
+    for c in waits:
+        lines.append(f"  collective #{c.index} {c.name} (step {c.step}): longest wait {max(c.waits) * ms:.3f} ms; "
+                     f"rank {c.last_rank} arrived last")
+    lines += [f"  {s.line()}" for s in view.stragglers] or ["  no straggler (every rank's own time within "
+                                                            f"{STRAGGLER_SHARE:.0%} of the median rank's)"]
+    return lines
