@@ -9,7 +9,8 @@
 * Stragglers: a rank's own time is its steps' spans less its exposed
   communication (compute + memcpy + idle: what the others wait for).  A rank
   whose own time exceeds the median rank's by more than :data:`STRAGGLER_SHARE`
-  is named, with the cause that holds the most of the excess: its ops run slower
+  of the median rank's work (its compute + memcpy: idle time after the last
+  collective, the same on every rank, would dilute a share of the step) is named, with the cause that holds the most of the excess: its ops run slower
   than the same ops on the median rank (same costs, so further below their
   roofs), it runs ops the median rank does not (extra work), or it is idle.
 """
@@ -23,7 +24,7 @@ from typing import Any
 from roofline.errors import RooflineError
 from roofline.frontends.trace.ranksummary import OpFigures, RankSummary
 
-STRAGGLER_SHARE = 0.05  # own time this much over the median rank's makes a straggler
+STRAGGLER_SHARE = 0.05  # own time over the median rank's by this share of its work makes a straggler
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,8 @@ def straggler(r: RankSummary, med: RankSummary, steps: list[int]) -> Straggler:
     mine, theirs = _ops_by_key(r.ops), _ops_by_key(med.ops)
     slow, extra, slower_s, extra_s = [], [], 0.0, 0.0
     for key, o in mine.items():
+        if o.kind == "collective":
+            continue  # a collective's time is mostly waiting for the others: the view's waits say it
         m = theirs.get(key)
         per = o.seconds / o.count if o.count else 0.0
         if m is None or m.count == 0:
@@ -190,8 +193,9 @@ def cross_rank(ranks: list[RankSummary], skipped: list[str]) -> MultiRankTrace:
     order = sorted(range(len(ranks)), key=lambda i: own[i])
     med = ranks[order[(len(order) - 1) // 2]]
     med_own = statistics.median(own)
+    med_work = sum(s.compute + s.memcpy for s in med.steps if s.step in steps)
     found = [straggler(ranks[i], med, steps) for i in order[::-1]
-             if len(ranks) > 1 and own[i] > med_own * (1 + STRAGGLER_SHARE) and ranks[i] is not med]
+             if len(ranks) > 1 and own[i] - med_own > STRAGGLER_SHARE * med_work and ranks[i] is not med]
     work = [r.op_seconds - r.collective_seconds for r in ranks]
     slowest = ranks[max(range(len(ranks)), key=lambda i: work[i])]
     assert slowest.rank is not None
@@ -230,5 +234,5 @@ def view_lines(view: MultiRankTrace, top: int = 5) -> list[str]:
         lines.append(f"  collective #{c.index} {c.name} (step {c.step}): longest wait {max(c.waits) * ms:.3f} ms; "
                      f"rank {c.last_rank} arrived last")
     lines += [f"  {s.line()}" for s in view.stragglers] or ["  no straggler (every rank's own time within "
-                                                            f"{STRAGGLER_SHARE:.0%} of the median rank's)"]
+                                                            f"{STRAGGLER_SHARE:.0%} of the median rank's work)"]
     return lines
