@@ -36,13 +36,13 @@ import re
 from typing import Any
 
 from roofline.frontends.trace.events import (
+    _CAT,
     ANNOTATION,
     COMMS_KEYS,
     CPU_OP,
     MAX_EVENT_CHARS,
     MODULE,
     SHAPE_KEYS,
-    _CAT,
     _Columns,
 )
 
@@ -76,7 +76,7 @@ def _msgspec_types() -> tuple[Any, Any]:
     def f(key: str) -> Any:
         return msgspec.field(default=none, name=key)
 
-    args_fields = [(f"a{k}", raw, f(key)) for k, key in enumerate((*SHAPE_KEYS, *COMMS_KEYS))]
+    args_fields: list[tuple[str, Any, Any]] = [(f"a{k}", raw, f(key)) for k, key in enumerate((*SHAPE_KEYS, *COMMS_KEYS))]
     args_fields += [("correlation", int, -1), ("sequence", int, msgspec.field(default=-1, name="Sequence number"))]
     Args = msgspec.defstruct("Args", args_fields, gc=False)
     text, thread, number = str | None, int | str | None, float | None

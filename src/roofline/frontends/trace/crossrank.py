@@ -146,8 +146,9 @@ def collective_waits(ranks: list[RankSummary]) -> list[CollectiveWait]:
         secs = [c[2] for c in calls]
         fastest = min(secs)
         last = min(range(len(secs)), key=lambda i: secs[i])
-        out.append(CollectiveWait(k, calls[0][0], calls[0][1], tuple(s - fastest for s in secs), ranks[last].rank
-                                  if ranks[last].rank is not None else last))
+        who = ranks[last].rank
+        out.append(CollectiveWait(k, calls[0][0], calls[0][1], tuple(s - fastest for s in secs),
+                                  who if who is not None else last))
     return out
 
 

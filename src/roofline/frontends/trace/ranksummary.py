@@ -193,7 +193,7 @@ def op_figures(w: Workload) -> tuple[OpFigures, ...]:
         rec = keys.setdefault(key, [0, 0.0])
         rec[0] += int(count[i])
         rec[1] += float(secs[i])
-    ops = [OpFigures(*k, int(c), s) for k, (c, s) in keys.items()]
+    ops = [OpFigures(k[0], k[1], k[2], k[3], k[4], k[5], int(c), s) for k, (c, s) in keys.items()]
     ops.sort(key=lambda o: -o.seconds)
     return tuple(ops[:MAX_OPS])
 
