@@ -30,6 +30,9 @@ from roofline.text import shown_path
 
 CONNECT_TIMEOUT_S = 10.0  # a Dask scheduler that does not answer within this is refused
 RETRIES = 1  # Dask retries per rank task (a parse error fails again; a lost worker may not)
+#: failed ranks named in the one error line: a worker killed while reading one rank can take a rank it had
+#: already read with it (its result lost with the worker, recomputed where the next kill lands)
+NAMED_FAILURES = 3
 _MAGIC = ("*", "?", "[")
 
 
@@ -170,8 +173,9 @@ def read_traces(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
         bad = [f"rank {i} ({shown_path(f)}): {g}" for i, (f, g) in enumerate(zip(files, got, strict=True))
                if isinstance(g, str)]
         if bad and not skip_bad_ranks:
-            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-            raise RooflineError(f"{bad[0]}{more}; --skip-bad-ranks goes on without it")
+            more = f" (and {len(bad) - NAMED_FAILURES} more)" if len(bad) > NAMED_FAILURES else ""
+            raise RooflineError(f"{'; '.join(bad[:NAMED_FAILURES])}{more}; --skip-bad-ranks goes on without "
+                                + ("it" if len(bad) == 1 else "them"))
         if not ranks:
             raise RooflineError(f"no rank could be read: {bad[0]}")
         view = state["view"] = cross_rank(ranks, bad)
