@@ -50,6 +50,7 @@ _LAZY = {
     "from_llm": "roofline.frontends.llm",
     "from_trace": "roofline.frontends.trace",
     "read_trace": "roofline.frontends.trace",
+    "read_traces": "roofline.frontends.trace",
     "measure": "roofline.measurement",
     "measure_callable": "roofline.measurement",
     "kernel": "roofline.measurement",

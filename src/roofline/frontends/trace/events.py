@@ -16,6 +16,10 @@ Kept (``ph == "X"``, complete events), by ``cat``:
 * ``cuda_runtime`` / ``cuda_driver`` (and ROCm's ``hip_runtime``): the launch calls;
 * ``kernel``, ``gpu_memcpy``, ``gpu_memset``: device work, joined to a launch by ``args.correlation``.
 
+Two routes, the same events for any file: the chunked one (:mod:`.chunked`: regions of events
+decoded from bytes, by msgspec or the standard library) and the reference scanner below, which reads
+any file the chunked route cannot vouch for.
+
 Supported: ``schemaVersion`` 1 (what kineto writes since torch 1.13, torch >= 2.4 included).
 """
 
@@ -26,118 +30,33 @@ import io
 import json
 import os
 from array import array
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from roofline.errors import RooflineError
+from roofline.frontends.trace.chunked import Fallback, Reader
+from roofline.frontends.trace.columns import (
+    ANNOTATION,
+    CATEGORIES,
+    COMMS_KEYS,
+    CPU_OP,
+    KERNEL,
+    MAX_EVENT_CHARS,
+    MODULE,
+    RUNTIME,
+    SHAPE_KEYS,
+    Columns,
+    TraceEvents,
+)
 from roofline.text import shown_path
 
 #: ``schemaVersion`` values this reader understands.
 SCHEMA_VERSIONS = (1,)
-#: Event categories kept, by code (the ``cat`` column).
-CATEGORIES = ("cpu_op", "user_annotation", "module", "runtime", "kernel")
-CPU_OP, ANNOTATION, MODULE, RUNTIME, KERNEL = range(len(CATEGORIES))
-_CAT = {"cpu_op": CPU_OP, "user_annotation": ANNOTATION, "cuda_runtime": RUNTIME, "cuda_driver": RUNTIME,
-        "hip_runtime": RUNTIME, "kernel": KERNEL, "gpu_memcpy": KERNEL, "gpu_memset": KERNEL}
-#: ``args`` keys kept for a cpu_op: the recorded call, and a collective's message.
-SHAPE_KEYS = ("Input type", "Input Dims", "Input Strides", "Concrete Inputs")
-COMMS_KEYS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype")
-MAX_EVENT_CHARS = 64 << 20  # one event larger than this is not a profiler event
 CHUNK = 1 << 18  # characters per read: the buffer, not the file, is what stays in memory
-
-
-@dataclass
-class TraceEvents:
-    """The kept events of one trace, column-wise (times in microseconds, as the trace writes them)."""
-
-    path: str
-    meta: dict[str, Any]  # top-level keys other than traceEvents (schemaVersion, distributedInfo, ...)
-    names: list[str]  # string table of event names
-    calls: list[dict[str, Any]]  # distinct argument lists of cpu_ops (the SHAPE_KEYS / COMMS_KEYS present)
-    threads: list[tuple[Any, Any]]  # (pid, tid) per thread code
-    cat: np.ndarray  # int8, CATEGORIES code
-    name: np.ndarray  # int32 into names
-    thread: np.ndarray  # int32 into threads
-    ts: np.ndarray  # float64 start, us
-    dur: np.ndarray  # float64 duration, us
-    call: np.ndarray  # int32 into calls, -1 without arguments
-    correlation: np.ndarray  # int64, -1 without
-    sequence: np.ndarray  # int64 autograd sequence number, -1 without
-    events_seen: int = 0  # every event in the file, kept or not
-    shapes: bool = False  # some cpu_op carried Input Dims
-
-    def __len__(self) -> int:
-        return len(self.cat)
-
-
-@dataclass
-class _Columns:
-    names: dict[str, int] = field(default_factory=dict)
-    calls: dict[str, int] = field(default_factory=dict)
-    call_list: list[dict[str, Any]] = field(default_factory=list)
-    threads: dict[tuple[Any, Any], int] = field(default_factory=dict)
-    cat: array = field(default_factory=lambda: array("b"))
-    name: array = field(default_factory=lambda: array("i"))
-    thread: array = field(default_factory=lambda: array("i"))
-    ts: array = field(default_factory=lambda: array("d"))
-    dur: array = field(default_factory=lambda: array("d"))
-    call: array = field(default_factory=lambda: array("i"))
-    correlation: array = field(default_factory=lambda: array("q"))
-    sequence: array = field(default_factory=lambda: array("q"))
-    seen: int = 0
-    shapes: bool = False
-
-    def add(self, e: Any) -> None:
-        self.seen += 1
-        if not isinstance(e, dict) or e.get("ph") != "X":
-            return
-        c = e.get("cat")
-        name = e.get("name")
-        if not isinstance(name, str):
-            return
-        if c == "python_function":
-            if not name.startswith("nn.Module: "):
-                return
-            code = MODULE
-        else:
-            code = _CAT.get(c, -1) if isinstance(c, str) else -1
-            if code < 0:
-                return
-        ts, dur = e.get("ts"), e.get("dur")
-        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or isinstance(ts, bool):
-            return
-        args = e.get("args")
-        args = args if isinstance(args, dict) else {}
-        call = -1
-        if code in (CPU_OP, ANNOTATION):  # annotations: gloo's collectives carry their inputs
-            kept = {k: args[k] for k in (*SHAPE_KEYS, *COMMS_KEYS) if k in args}
-            if kept:
-                self.shapes = self.shapes or "Input Dims" in kept
-                key = repr(kept)
-                call = self.calls.get(key, -1)
-                if call < 0:
-                    call = self.calls[key] = len(self.call_list)
-                    self.call_list.append(kept)
-        corr = args.get("correlation", -1)
-        seq = args.get("Sequence number", -1)
-        where = (e.get("pid"), e.get("tid"))
-        try:
-            thread = self.threads[where]
-        except (KeyError, TypeError):  # an unhashable pid/tid is not a profiler event
-            if not all(isinstance(x, (int, str)) for x in where):
-                return
-            thread = self.threads[where] = len(self.threads)
-        self.cat.append(code)
-        self.name.append(self.names.setdefault(name, len(self.names)))
-        self.thread.append(thread)
-        self.ts.append(float(ts))
-        self.dur.append(float(dur))
-        self.call.append(call)
-        self.correlation.append(corr if isinstance(corr, int) and not isinstance(corr, bool) else -1)
-        self.sequence.append(seq if isinstance(seq, int) and not isinstance(seq, bool) else -1)
+#: ways to decode a trace (``read_events(path, parser=...)``; ``auto``: msgspec when installed, else stdlib).
+PARSERS = ("auto", "msgspec", "stdlib", "reference")
 
 
 class _Scanner:
@@ -209,25 +128,79 @@ class _Scanner:
                              + (f", found {got!r}" if got else ""))
 
 
-def _open(path: Path) -> Any:
+def _is_gzip(path: Path) -> bool:
     with open(path, "rb") as raw:
-        magic = raw.read(2)
-    if magic == b"\x1f\x8b":
+        return raw.read(2) == b"\x1f\x8b"
+
+
+def _open(path: Path) -> Any:
+    if _is_gzip(path):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
     return open(path, encoding="utf-8")
 
 
-def read_events(path: str | os.PathLike[str]) -> TraceEvents:
+def fast_parser() -> str:
+    """The decoder ``parser="auto"`` uses: ``msgspec`` when installed (the ``trace`` extra), else ``stdlib``."""
+    import importlib.util
+
+    return "msgspec" if importlib.util.find_spec("msgspec") is not None else "stdlib"
+
+
+def read_events(path: str | os.PathLike[str], parser: str = "auto") -> TraceEvents:
     """Stream ``path`` (a torch.profiler Chrome trace, plain or gzip) into :class:`TraceEvents`.
+
+    ``parser``: ``auto`` (msgspec if installed, else the standard library), ``msgspec`` or ``stdlib``
+    (both :mod:`.chunked`: regions of events decoded from bytes), or ``reference`` (the character
+    scanner below, one event at a time; what the chunked route falls back to for any file it cannot
+    vouch for).  All four give the same events for any file.
 
     Bad input is one :class:`RooflineError` line: not JSON, not a trace object, no ``traceEvents``,
     a ``schemaVersion`` other than :data:`SCHEMA_VERSIONS`, or a file that ends mid-event.
     """
+    if parser not in PARSERS:
+        raise RooflineError(f"trace parser {parser!r}: not one of {', '.join(PARSERS)}")
     p = Path(path)
     where = shown_path(p)
     if not p.is_file():
         raise RooflineError(f"{where}: no such trace file" if not p.exists() else f"{where}: not a file")
-    cols = _Columns()
+    if parser != "reference":
+        try:
+            return _read_chunked(p, where, fast_parser() if parser == "auto" else parser)
+        except Fallback:
+            pass
+    return _read_reference(p, where)
+
+
+def _read_chunked(p: Path, where: str, decoder: str) -> TraceEvents:
+    """The chunked route (:mod:`.chunked`); :class:`~.chunked.Fallback` when it cannot vouch for the file."""
+    try:
+        f = gzip.open(p, "rb") if _is_gzip(p) else open(p, "rb")
+    except OSError as exc:
+        raise RooflineError(f"{where}: cannot read the trace: {exc.strerror or exc}") from None
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()  # a region's events are a few MB of fresh objects, freed by reference counts: no cycles to find
+    try:
+        with f:
+            r = Reader(f, decoder)
+            meta = r.header()
+            if "schemaVersion" in meta:
+                _check_version(meta, where)
+            r.events()
+            tail = r.trailer()
+    finally:
+        if collecting:
+            gc.enable()
+    meta.update(tail)
+    if "schemaVersion" in tail:
+        _check_version(meta, where)
+    return _finish(p, meta, True, r.cols, where)
+
+
+def _read_reference(p: Path, where: str) -> TraceEvents:
+    """The reference scanner: one JSON value at a time from a text stream (the reader before :mod:`.chunked`)."""
+    cols = Columns()
     meta: dict[str, Any] = {}
     try:
         f = _open(p)
@@ -235,6 +208,10 @@ def read_events(path: str | os.PathLike[str]) -> TraceEvents:
         raise RooflineError(f"{where}: cannot read the trace: {exc.strerror or exc}") from None
     with f:
         found = _scan_object(_Scanner(f, where), cols, meta, where)
+    return _finish(p, meta, found, cols, where)
+
+
+def _finish(p: Path, meta: dict[str, Any], found: bool, cols: Columns, where: str) -> TraceEvents:
     if not found:
         raise RooflineError(f"{where}: not a Chrome trace: no traceEvents (record one with torch.profiler and "
                             "prof.export_chrome_trace('trace.json'))")
@@ -246,7 +223,7 @@ def read_events(path: str | os.PathLike[str]) -> TraceEvents:
                        _np(cols.correlation), _np(cols.sequence), cols.seen, cols.shapes)
 
 
-def _scan_object(s: _Scanner, cols: _Columns, meta: dict[str, Any], where: str) -> bool:
+def _scan_object(s: _Scanner, cols: Columns, meta: dict[str, Any], where: str) -> bool:
     """The trace's one JSON object: each traceEvents entry into ``cols``, every other key into ``meta``
     (schemaVersion checked as soon as it is read).  True when there was a traceEvents array."""
     found = False
@@ -279,7 +256,7 @@ def _scan_object(s: _Scanner, cols: _Columns, meta: dict[str, Any], where: str) 
     return found
 
 
-def _scan_events(s: _Scanner, cols: _Columns) -> None:
+def _scan_events(s: _Scanner, cols: Columns) -> None:
     """The traceEvents array, one event at a time (never the whole array in memory)."""
     s.expect("[", "the traceEvents array")
     if s.peek() == "]":
@@ -294,8 +271,13 @@ def _scan_events(s: _Scanner, cols: _Columns) -> None:
 def _np(a: array) -> np.ndarray:
     return np.frombuffer(a, dtype=a.typecode)  # shares the array's memory: no copy, no object per element
 
+
 def _check_version(meta: dict[str, Any], where: str) -> None:
     v = meta["schemaVersion"]
     if v not in SCHEMA_VERSIONS or isinstance(v, bool):
         raise RooflineError(f"{where}: unsupported trace schemaVersion {v!r} (supported: "
                             f"{', '.join(map(str, SCHEMA_VERSIONS))}, written by torch.profiler in torch >= 1.13)")
+
+
+__all__ = ["ANNOTATION", "CATEGORIES", "COMMS_KEYS", "CPU_OP", "KERNEL", "MODULE", "PARSERS", "RUNTIME",
+           "SCHEMA_VERSIONS", "SHAPE_KEYS", "TraceEvents", "fast_parser", "read_events"]

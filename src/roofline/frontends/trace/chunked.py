@@ -1,0 +1,309 @@
+"""The fast route of the trace reader: ``traceEvents`` decoded a few MB at a time, straight from bytes.
+
+The events array is cut into regions that end at an event's closing brace
+(``}`` followed by ``,`` or ``]``) and each region is decoded as one JSON
+array, so memory stays flat (one region, about :data:`REGION` bytes, at a time)
+whatever the file size.  A cut that falls inside an event cannot decode (a JSON
+value's braces and strings close on their own, so only a cut between whole
+events gives a valid array): the region is tried again up to an earlier cut.
+
+Two decoders, the same results:
+
+* ``msgspec`` (the ``trace`` extra): each event into a typed
+  :class:`msgspec.Struct` that names only the fields the reader uses; msgspec
+  skips every other key (``Python id``, ``External id``, ...) while scanning
+  the bytes, and a recorded call's arguments stay raw bytes until a new one is
+  seen.  An event whose fields have other types than a profiler writes (a
+  string ``ts``, a ``true`` pid, an event that is not an object) fails the
+  typed decode: that region is decoded again with the standard library and
+  kept by exactly the rules of :class:`~roofline.frontends.trace.columns.Columns`.
+* ``stdlib``: :func:`json.loads` per region, after a byte-level prefilter
+  (:data:`PREFILTER`) that drops ``python_function`` events other than
+  ``nn.Module: ...`` ones before decoding (they are half of a ``with_stack``
+  trace's bytes); the rest is kept by :meth:`Columns.add`.
+
+Whenever this route cannot vouch for a file (a header it cannot split, JSON it
+cannot decode, a region with no cut, a file that ends early), it raises
+:class:`Fallback` and :func:`~roofline.frontends.trace.events.read_events`
+reads the file with the reference scanner, which gives today's results and
+messages; so any file the reference accepts is accepted, with the same events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from roofline.frontends.trace.columns import (
+    ANNOTATION,
+    CATEGORY_OF,
+    COMMS_KEYS,
+    CPU_OP,
+    MAX_EVENT_CHARS,
+    MODULE,
+    SHAPE_KEYS,
+    Columns,
+)
+
+REGION = 1 << 19  # bytes decoded at once (the peak: about 12x this, whatever the file size)
+MAX_CUTS = 4  # cuts tried per region before the reference scanner takes the file
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_CUT = re.compile(rb"\s*[,\]]")
+_WS = b" \t\r\n"
+#: a whole ``python_function`` event that is not an ``nn.Module: `` scope, with the ``,`` after it, as kineto and
+#: ``json.dumps`` write one (``ph``, ``cat``, ``name`` first, in that order; no other ``ph``/``cat``/``name`` key, no
+#: brace or escape in its name, one flat ``args`` object).  Only events the reader skips match; any other spelling is
+#: decoded and skipped there.
+PREFILTER = re.compile(
+    rb'\{\s*"ph"\s*:\s*"X"\s*,\s*"cat"\s*:\s*"python_function"\s*,\s*"name"\s*:\s*"(?!nn\.Module: )[^"\\{}]*"'
+    rb'(?:(?!"(?:ph|cat|name|args)")[^{}])*"args"\s*:\s*\{(?:(?!"(?:ph|cat|name)")[^{}])*\}\s*\}\s*,')
+
+
+class Fallback(Exception):
+    """This route cannot vouch for the file: the reference scanner reads it."""
+
+
+class BadRegion(Exception):
+    """A region that does not decode as whole events (a cut inside an event, or not JSON)."""
+
+
+def _msgspec_types() -> tuple[Any, Any]:
+    import msgspec
+
+    raw, none = msgspec.Raw, msgspec.Raw(b"")
+
+    def f(key: str) -> Any:
+        return msgspec.field(default=none, name=key)
+
+    args_fields: list[tuple[str, Any, Any]] = [(f"a{k}", raw, f(key)) for k, key in enumerate((*SHAPE_KEYS, *COMMS_KEYS))]
+    args_fields += [("correlation", int, -1), ("sequence", int, msgspec.field(default=-1, name="Sequence number"))]
+    Args = msgspec.defstruct("Args", args_fields, gc=False)
+    text, thread, number = str | None, int | str | None, float | None
+    Event = msgspec.defstruct("Event", [("ph", text, None), ("cat", text, None), ("name", text, None),
+                                        ("pid", thread, None), ("tid", thread, None), ("ts", number, None),
+                                        ("dur", number, None), ("args", Args | None, None)], gc=False)
+    return msgspec, msgspec.json.Decoder(list[Event])  # type: ignore[valid-type]
+
+
+class _Typed:
+    """Regions decoded by msgspec into typed events, kept by the rules of ``Columns.add``."""
+
+    def __init__(self, cols: Columns) -> None:
+        self.msgspec, self.decoder = _msgspec_types()
+        self.cols = cols
+        self.raw_calls: dict[bytes, tuple[int, bool]] = {}
+
+    def region(self, data: bytes) -> None:
+        try:
+            events = self.decoder.decode(b"[" + data + b"]")
+        except self.msgspec.ValidationError:  # valid JSON, other types than a profiler writes: the exact rules
+            _Plain(self.cols, prefilter=False).region(data)
+            return
+        except self.msgspec.DecodeError:
+            raise BadRegion from None
+        self._keep(events)
+
+    def _call(self, a: Any) -> tuple[int, bool]:
+        """(call id, has Input Dims) for an event's raw arguments (decoded once per distinct raw text)."""
+        raw = (a.a0, a.a1, a.a2, a.a3, a.a4, a.a5, a.a6, a.a7, a.a8)
+        key = b"\0".join(raw)  # one hashable key; NUL cannot occur in a JSON value's text
+        got = self.raw_calls.get(key)
+        if got is not None:
+            return got
+        raw_key = tuple(bytes(r) for r in raw)
+        kept = {}
+        for name, text in zip((*SHAPE_KEYS, *COMMS_KEYS), raw_key, strict=True):
+            if text:
+                try:
+                    kept[name] = json.loads(text)  # the standard library's values, as the reference keeps
+                except (ValueError, RecursionError):
+                    raise Fallback from None
+        cols = self.cols
+        call = -1
+        if kept:
+            r = repr(kept)
+            call = cols.calls.get(r, -1)
+            if call < 0:
+                call = cols.calls[r] = len(cols.call_list)
+                cols.call_list.append(kept)
+        got = self.raw_calls[key] = (call, raw_key[1] != b"")
+        return got
+
+    def _keep(self, events: list[Any]) -> None:  # noqa: C901 - one pass, the rules of Columns.add in order
+        cols = self.cols
+        cols.seen += len(events)
+        names, threads = cols.names, cols.threads
+        a_cat, a_name, a_thread, a_ts, a_dur = cols.cat.append, cols.name.append, cols.thread.append, \
+            cols.ts.append, cols.dur.append
+        a_call, a_corr, a_seq = cols.call.append, cols.correlation.append, cols.sequence.append
+        get_cat = CATEGORY_OF.get
+        for e in events:
+            name = e.name
+            if e.ph != "X" or name is None:
+                continue
+            c = e.cat
+            if c == "python_function":
+                if not name.startswith("nn.Module: "):
+                    continue
+                code = MODULE
+            else:
+                code = get_cat(c, -1) if c is not None else -1
+                if code < 0:
+                    continue
+            ts, dur = e.ts, e.dur
+            if ts is None or dur is None:
+                continue
+            a = e.args
+            call = -1
+            if a is None:
+                corr = seq = -1
+            else:
+                if code == CPU_OP or code == ANNOTATION:
+                    call, dims = self._call(a)
+                    cols.shapes = cols.shapes or (dims and call >= 0)
+                corr, seq = a.correlation, a.sequence
+            where = (e.pid, e.tid)
+            thread = threads.get(where)
+            if thread is None:
+                if where[0] is None or where[1] is None:
+                    continue
+                thread = threads[where] = len(threads)
+            a_cat(code)
+            a_name(names.setdefault(name, len(names)))
+            a_thread(thread)
+            a_ts(ts)
+            a_dur(dur)
+            a_call(call)
+            a_corr(corr)
+            a_seq(seq)
+
+
+class _Plain:
+    """Regions decoded by the standard library (after the byte prefilter), kept by ``Columns.add``."""
+
+    def __init__(self, cols: Columns, prefilter: bool = True) -> None:
+        self.cols, self.prefilter = cols, prefilter
+
+    def region(self, data: bytes) -> None:
+        dropped = 0
+        if self.prefilter:
+            data, dropped = PREFILTER.subn(b"", data)
+        try:
+            events = json.loads(b"[" + data + b"]")
+        except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise BadRegion from None
+        self.cols.seen += dropped
+        add = self.cols.add
+        for e in events:
+            add(e)
+
+
+class Reader:
+    """Splits a binary stream into header, event regions and trailer (see the module docstring)."""
+
+    def __init__(self, f: Any, decoder: str) -> None:
+        self.f = f
+        self.buf, self.pos, self.eof = b"", 0, False
+        self.cols = Columns()
+        self.sink: _Typed | _Plain = _Typed(self.cols) if decoder == "msgspec" else _Plain(self.cols)
+
+    def fill(self) -> bool:
+        if self.eof:
+            return False
+        try:
+            more = self.f.read(REGION)
+        except (OSError, EOFError):  # a broken gzip stream: the reference scanner says what
+            raise Fallback from None
+        if not more:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos:] + more
+        self.pos = 0
+        return True
+
+    def next_char(self) -> int:
+        """The next non-space byte (-1 at the end of the file), not consumed."""
+        while True:
+            buf, n = self.buf, len(self.buf)
+            while self.pos < n and buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < n:
+                return buf[self.pos]
+            if not self.fill():
+                return -1
+
+    def header(self) -> dict[str, Any]:
+        """The top-level keys before ``traceEvents`` (decoded as one object); leaves pos inside the array."""
+        while (m := _EVENTS_KEY.search(self.buf, self.pos)) is None:
+            if len(self.buf) > MAX_EVENT_CHARS or not self.fill():
+                raise Fallback
+        head = self.buf[:m.start()].strip()
+        if head.count(b'"schemaVersion"') > 1 or not head.startswith(b"{"):
+            raise Fallback
+        if head == b"{":
+            meta: Any = {}
+        elif head.endswith(b","):
+            try:
+                meta = json.loads(head[:-1] + b"}")
+            except (ValueError, RecursionError):
+                raise Fallback from None
+        else:
+            raise Fallback
+        if not isinstance(meta, dict) or "traceEvents" in meta:
+            raise Fallback
+        self.pos = m.end()
+        return meta
+
+    def events(self) -> None:
+        """Decode the array's regions up to its closing ``]``."""
+        if self.next_char() == ord("]"):
+            self.pos += 1
+            return
+        while True:
+            while len(self.buf) - self.pos < REGION and self.fill():
+                pass
+            self.pos = self._region()
+            c = self.next_char()
+            self.pos += 1
+            if c == ord("]"):
+                return
+            if c != ord(","):
+                raise Fallback
+
+    def _region(self) -> int:
+        """Decode the longest region of whole events from pos (it ends just after a ``}`` followed by ``,`` or
+        ``]``; a cut inside an event does not decode, and an earlier one is tried); returns where it ends."""
+        buf, start = self.buf, self.pos
+        j, tries = len(buf), 0
+        while tries < MAX_CUTS:
+            j = buf.rfind(b"}", start, j)
+            if j < 0:
+                break
+            if _CUT.match(buf, j + 1) is None:
+                continue
+            tries += 1
+            try:
+                self.sink.region(buf[start:j + 1])
+            except BadRegion:
+                continue
+            return j + 1
+        raise Fallback  # no cut in reach (an event longer than the buffer, or not events), or not JSON
+
+    def trailer(self) -> dict[str, Any]:
+        """The top-level keys after the array, up to the closing ``}`` and the end of the file."""
+        while self.fill():
+            if len(self.buf) - self.pos > MAX_EVENT_CHARS:
+                raise Fallback
+        rest = self.buf[self.pos:].strip()
+        if rest == b"}":
+            return {}
+        if not rest.startswith(b","):
+            raise Fallback
+        try:
+            tail = json.loads(b"{" + rest[1:])
+        except (ValueError, RecursionError):
+            raise Fallback from None
+        if not isinstance(tail, dict) or "traceEvents" in tail or rest.count(b'"schemaVersion"') > 1:
+            raise Fallback
+        return tail

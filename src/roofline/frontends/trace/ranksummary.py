@@ -1,0 +1,214 @@
+"""One rank's compact summary (what a worker returns for a rank: never the events), built from its trace.
+
+Per profiler step (``ProfilerStep#N``; the whole trace as step 0 without one):
+
+* compute: the union of compute intervals (GPU: kernels other than NCCL and
+  memory copies; CPU: ``cpu_op`` events other than the collective ones);
+* communication: the union of collective intervals (GPU: NCCL kernels; CPU:
+  gloo's ``gloo:<collective>`` scopes, else ``record_param_comms``), split
+  into *exposed* (no compute running: ``|comm U compute| - |compute|``) and
+  *overlapped* (``|comm| - exposed``);
+* memcpy: memory copies and sets beyond compute and communication
+  (``|all| - |comm U compute|``);
+* idle: the step's span in which none of these runs (``span - |all|``).
+
+A GPU step's span runs from the first to the last kernel launched inside its
+``ProfilerStep`` (the launch's time on the CPU); a CPU step's is the
+``ProfilerStep`` itself.  Each collective is kept as (step, name, seconds), in
+order, so the driver can line up the k-th collective of every rank.  Ops are
+kept aggregated by their cost (name, kind, precision, unit, FLOPs, bytes):
+count and total measured seconds, the :data:`MAX_OPS` largest by time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, RUNTIME, TraceEvents
+from roofline.workload import Workload
+
+MAX_OPS = 4000  # distinct op costs kept per rank (about 100 bytes each: the summary stays well under 1 MB)
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+_CPU_COMMS = ("c10d::", "record_param_comms", "gloo:", "nccl:")
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    """One rank's profiler step, in seconds: its span and what filled it (the parts add up to the span)."""
+
+    step: int
+    seconds: float
+    compute: float
+    comm_exposed: float
+    comm_overlapped: float
+    memcpy: float
+    idle: float
+
+
+@dataclass(frozen=True)
+class OpFigures:
+    """Ops of one cost on one rank: how many, their FLOPs and bytes each, and their measured seconds in all."""
+
+    name: str
+    kind: str
+    precision: str
+    unit: str
+    flops: float
+    bytes: float
+    count: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    """What a worker returns for one rank (at most about 1 MB; never events)."""
+
+    rank: int | None
+    file: str
+    world_size: int | None
+    device_type: str
+    events: int
+    busy_seconds: float  # the workload's whole-run time (ProfilerStep sum, else the busy span)
+    op_seconds: float
+    collective_seconds: float
+    op_count: int
+    steps: tuple[StepFigures, ...]
+    collectives: tuple[tuple[int, str, float], ...]  # (step, collective name, seconds), in order
+    ops: tuple[OpFigures, ...]
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> float:
+    """The measure of a union of intervals (same units as the inputs)."""
+    if len(starts) == 0:
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], np.maximum.accumulate(ends[order])
+    gaps = np.maximum(0.0, s[1:] - e[:-1])  # a new piece starts after everything before it ended
+    return float(e[-1] - s[0] - gaps.sum())
+
+
+def _classes(ev: TraceEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Boolean masks (compute, comm, memcpy) over the events, and whether the trace has GPU kernels."""
+    names = np.asarray(ev.names, dtype=object)
+    name = names[ev.name] if len(ev) else np.zeros(0, dtype=object)
+    gpu = bool((ev.cat == KERNEL).any())
+    if gpu:
+        kern = ev.cat == KERNEL
+        lower = np.char.lower(name.astype(str))
+        comm = kern & (np.char.find(lower, "nccl") >= 0)
+        mem = kern & (np.char.startswith(lower, "memcpy") | np.char.startswith(lower, "memset"))
+        return kern & ~comm & ~mem, comm, mem, True
+    text = name.astype(str)
+    is_comm = np.zeros(len(ev), dtype=bool)
+    for prefix in _CPU_COMMS:
+        is_comm |= np.char.startswith(text, prefix)
+    gloo = (ev.cat == ANNOTATION) & np.char.startswith(text, "gloo:")
+    comm = gloo if gloo.any() else (ev.cat == CPU_OP) & (text == "record_param_comms")
+    compute = (ev.cat == CPU_OP) & ~is_comm
+    return compute, comm, np.zeros(len(ev), dtype=bool), False
+
+
+def _step_windows(ev: TraceEvents, gpu: bool) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
+    """Step numbers, their windows (start, end in us) and each event's step index (-1: in no step)."""
+    names = ev.names
+    steps = [(int(m.group(1)), i) for i in np.flatnonzero(ev.cat == ANNOTATION).tolist()
+             if (m := _STEP.match(names[ev.name[i]]))]
+    steps.sort(key=lambda s: ev.ts[s[1]])
+    ts, end = ev.ts, ev.ts + ev.dur
+    if not steps:
+        numbers = [0]
+        cpu_lo, cpu_hi = np.array([ts.min() if len(ev) else 0.0]), np.array([end.max() if len(ev) else 0.0])
+    else:
+        numbers = [n for n, _ in steps]
+        idx = np.array([i for _, i in steps])
+        cpu_lo, cpu_hi = ts[idx], end[idx]
+    # each event's step by its (CPU) start; a kernel's by its launch's start
+    at = ts.copy()
+    if gpu:
+        launches = np.flatnonzero((ev.cat == RUNTIME) & (ev.correlation >= 0))
+        by_corr = dict(zip(ev.correlation[launches].tolist(), ts[launches].tolist(), strict=True))
+        kern = np.flatnonzero(ev.cat == KERNEL)
+        at[kern] = [by_corr.get(c, np.nan) for c in ev.correlation[kern].tolist()]
+    k = np.searchsorted(cpu_lo, at, side="right") - 1
+    inside = (k >= 0) & (at <= cpu_hi[np.clip(k, 0, None)])
+    step_of = np.where(inside, k, -1)
+    if not steps:
+        step_of[:] = 0
+    lo, hi = cpu_lo.copy(), cpu_hi.copy()
+    if gpu:
+        kern_mask = ev.cat == KERNEL
+        for j in range(len(numbers)):
+            mine = kern_mask & (step_of == j)
+            lo[j], hi[j] = (ts[mine].min(), end[mine].max()) if mine.any() else (0.0, 0.0)
+    return numbers, lo, hi, step_of
+
+
+def step_figures(ev: TraceEvents) -> tuple[tuple[StepFigures, ...], tuple[tuple[int, str, float], ...]]:
+    """Per-step breakdown (see the module docstring) and the collectives in order."""
+    compute, comm, mem, gpu = _classes(ev)
+    numbers, lo, hi, step_of = _step_windows(ev, gpu)
+    ts, end = ev.ts, ev.ts + ev.dur
+    out = []
+    for j, number in enumerate(numbers):
+        a, b = lo[j], hi[j]
+        mine = step_of == j
+
+        def span(mask: np.ndarray, a: float = a, b: float = b, mine: np.ndarray = mine) -> tuple[np.ndarray, ...]:
+            m = mask & mine
+            return np.clip(ts[m], a, b), np.clip(end[m], a, b)
+
+        (cs, ce), (ms, me), (ys, ye) = span(compute), span(comm), span(mem)
+        c = _union(cs, ce)
+        cm = _union(np.concatenate([cs, ms]), np.concatenate([ce, me]))
+        m = _union(ms, me)
+        everything = _union(np.concatenate([cs, ms, ys]), np.concatenate([ce, me, ye]))
+        exposed = cm - c
+        out.append(StepFigures(number, (b - a) * 1e-6, c * 1e-6, exposed * 1e-6, (m - exposed) * 1e-6,
+                               (everything - cm) * 1e-6, max(0.0, (b - a) - everything) * 1e-6))
+    colls = []
+    for i in np.flatnonzero(comm & (step_of >= 0))[np.argsort(ts[comm & (step_of >= 0)], kind="stable")].tolist():
+        name = ev.names[ev.name[i]].removeprefix("gloo:")
+        colls.append((numbers[step_of[i]], _collective_kind(name), float(ev.dur[i]) * 1e-6))
+    return tuple(out), tuple(colls)
+
+
+def _collective_kind(name: str) -> str:
+    """A short collective name the ranks agree on (NCCL kernel names carry dtype and algorithm)."""
+    m = re.match(r"ncclDevKernel_([A-Za-z]+)|ncclKernel_([A-Za-z]+)", name)
+    return (m.group(1) or m.group(2)) if m else name
+
+
+def op_figures(w: Workload) -> tuple[OpFigures, ...]:
+    """The workload's ops aggregated by cost, the :data:`MAX_OPS` largest by measured time."""
+    secs = np.nan_to_num(w.columns["measured_seconds"] * w.columns["count"])
+    keys: dict[tuple[Any, ...], list[float]] = {}
+    flops, nbytes, count = w.columns["flops"], w.bytes, w.columns["count"]
+    for i in range(len(w)):
+        key = (w.strings("name", i), w.strings("kind", i), w.strings("precision", i), w.strings("unit", i),
+               float(flops[i]), float(nbytes[i]))
+        rec = keys.setdefault(key, [0, 0.0])
+        rec[0] += int(count[i])
+        rec[1] += float(secs[i])
+    ops = [OpFigures(k[0], k[1], k[2], k[3], k[4], k[5], int(c), s) for k, (c, s) in keys.items()]
+    ops.sort(key=lambda o: -o.seconds)
+    return tuple(ops[:MAX_OPS])
+
+
+def summarize_rank(ev: TraceEvents, w: Workload, file: str, index: int) -> RankSummary:
+    """The summary of one rank from its events and its placed workload (``index``: its place in the list,
+    the rank when the trace does not say)."""
+    t, run = w.trace, w.measured
+    assert t is not None and run is not None
+    dist = ev.meta.get("distributedInfo")
+    world = dist.get("world_size") if isinstance(dist, dict) else None
+    collective = w.column("kind") == "collective"
+    secs = np.nan_to_num(w.columns["measured_seconds"] * w.columns["count"])
+    steps, colls = step_figures(ev)
+    return RankSummary(t.rank if t.rank is not None else index, file,
+                       world if isinstance(world, int) and not isinstance(world, bool) else None,
+                       t.device_type, t.events, run.timing.median, float(secs.sum()),
+                       float(secs[collective].sum()), len(w), steps, colls, op_figures(w))

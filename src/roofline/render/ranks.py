@@ -1,0 +1,95 @@
+"""Renderers of the cross-rank view (:class:`roofline.frontends.trace.crossrank.MultiRankTrace`): text, JSON,
+CSV, HTML.
+
+They only read the view: every figure (totals, the heat map's step times, the longest waits, the chart's
+points) is computed in :mod:`roofline.frontends.trace.crossrank`.  Names from the traces (files, ops,
+collectives) are escaped for each medium (:mod:`roofline.text`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import TYPE_CHECKING, Any
+
+from roofline.errors import RooflineError, require
+from roofline.text import for_csv, for_html, visible
+
+if TYPE_CHECKING:
+    from roofline.frontends.trace.crossrank import MultiRankTrace
+
+MS = 1e3  # seconds -> milliseconds, for display
+
+
+def view_lines(view: MultiRankTrace, top: int = 5) -> list[str]:
+    """The cross-rank view as plain text: headline, per rank, the ``top`` longest waits, the stragglers."""
+    lines = [view.headline()]
+    lines += [f"  skipped: {s}" for s in view.skipped]
+    lines.append("  rank    step ms  compute  exposed comm  overlapped  memcpy     idle   (sums over the common steps)")
+    for t in view.totals:
+        lines.append(f"  {t.rank:>4} {t.seconds * MS:10.3f} {t.compute * MS:8.3f} {t.comm_exposed * MS:13.3f} "
+                     f"{t.comm_overlapped * MS:11.3f} {t.memcpy * MS:7.3f} {t.idle * MS:8.3f}")
+    for c in (view.collectives[k] for k in view.longest_waits[:top]):
+        lines.append(f"  collective #{c.index} {c.name} (step {c.step}): longest wait {c.longest_wait * MS:.3f} ms; "
+                     f"rank {c.last_rank} arrived last")
+    lines += [f"  {s.line()}" for s in view.stragglers] or ["  no straggler (every rank's own time within "
+                                                            f"{view.straggler_share:.0%} of the median rank's work)"]
+    return [visible(line) for line in lines]  # names from the traces: control characters shown, never applied
+
+
+def render_json(view: MultiRankTrace) -> str:
+    return json.dumps(view.to_dict(), indent=1, default=float) + "\n"
+
+
+def render_csv(view: MultiRankTrace) -> str:
+    """One row per rank and step."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["rank", "file", "step", "seconds", "compute_s", "comm_exposed_s", "comm_overlapped_s", "memcpy_s",
+                "idle_s"])
+    for r in view.ranks:
+        for s in r.steps:
+            w.writerow([r.rank, for_csv(r.file), s.step, s.seconds, s.compute, s.comm_exposed, s.comm_overlapped,
+                        s.memcpy, s.idle])
+    return out.getvalue()
+
+
+def _figures(view: MultiRankTrace) -> list[Any]:
+    go = require("plotly.graph_objects", "html")
+    ranks = [f"rank {t.rank}" for t in view.totals]
+    heat = go.Figure(go.Heatmap(z=[[v * MS for v in row] for row in view.step_seconds],
+                                x=[f"step {n}" for n in view.steps], y=ranks, colorbar={"title": "ms"}))
+    heat.update_layout(title="step time per rank and iteration [ms]")
+    bar = go.Figure([go.Bar(name=label, x=ranks, y=[getattr(t, field) * MS for t in view.totals])
+                     for label, field in (("compute", "compute"), ("exposed comm", "comm_exposed"),
+                                          ("memcpy", "memcpy"), ("idle", "idle"))])
+    bar.update_layout(barmode="stack", title="per rank over the common steps [ms]")
+    figs = [heat, bar]
+    if view.stragglers:
+        s = view.stragglers[0]
+        chart = go.Figure()
+        for pts, label in ((s.points, f"rank {s.rank} (straggler)"), (s.median_points, f"rank {s.median_rank} "
+                                                                                        "(median)")):
+            chart.add_trace(go.Scatter(x=[p.intensity for p in pts], y=[p.achieved_flops for p in pts],
+                                       mode="markers", name=label, text=[for_html(p.name) for p in pts]))
+        chart.update_layout(title="ops of the straggler against the median rank (achieved FLOP/s)",
+                            xaxis={"type": "log", "title": "FLOP/byte"}, yaxis={"type": "log", "title": "FLOP/s"})
+        figs.append(chart)
+    return figs
+
+
+def render_html(view: MultiRankTrace) -> str:
+    """One self-contained page (plotly.js inline, as the analysis report): the text view, then the figures."""
+    body = "".join(f.to_html(full_html=False, include_plotlyjs=i == 0) for i, f in enumerate(_figures(view)))
+    text = "<br>".join(for_html(line, None) for line in view_lines(view))
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>roofline: ranks</title></head><body>"
+            f"<pre>{text}</pre>{body}</body></html>\n")
+
+
+def render(view: MultiRankTrace, path: str) -> str:
+    """By the file's extension: .json, .csv or .html."""
+    for ext, fn in ((".json", render_json), (".csv", render_csv), (".html", render_html)):
+        if str(path).lower().endswith(ext):
+            return fn(view)
+    raise RooflineError(f"--ranks {path}: give a .json, .csv or .html file")

@@ -1,0 +1,266 @@
+"""roofline trace over many ranks: the parsers agree, the cross-rank view by hand, local processes and Dask."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from roofline.cli import main  # noqa: E402
+from roofline.frontends.trace import read_traces  # noqa: E402
+from roofline.frontends.trace.events import PARSERS, read_events  # noqa: E402
+
+MM = {"Input type": ["float", "float"], "Input Dims": [[64, 128], [128, 32]], "Input Strides": [[128, 1], [32, 1]],
+      "Concrete Inputs": ["", ""]}
+AR = {"Input type": ["TensorList"], "Input Dims": [[[1024]]]}
+
+
+def _x(cat, name, ts, dur, tid=1, **args):
+    e = {"ph": "X", "cat": cat, "name": name, "pid": 7, "tid": tid, "ts": ts, "dur": dur}
+    if args:
+        e["args"] = args
+    return e
+
+
+def rank_trace(path: Path, rank: int, world: int, gemm: list[float], idle: list[float], end: list[float],
+               extra: list[dict] | None = None) -> Path:
+    """A gloo-style CPU trace: per step n (1000 us from n * 1000), an aten::mm at +10 of gemm[n] us, then
+    idle[n] us of nothing, then gloo:all_reduce on the gloo thread until end[n] (the same for every rank: the
+    last rank to arrive sets it)."""
+    events = []
+    for n, (g, i, e) in enumerate(zip(gemm, idle, end, strict=True)):
+        t0 = 1000.0 * n
+        events.append(_x("user_annotation", f"ProfilerStep#{n + 3}", t0, 1000.0))
+        events.append(_x("cpu_op", "aten::mm", t0 + 10, g, **MM))
+        start = t0 + 10 + g + i
+        events.append(_x("user_annotation", "gloo:all_reduce", start, t0 + e - start, tid=2, **AR))
+    events += extra or []
+    doc = {"schemaVersion": 1, "distributedInfo": {"backend": "gloo", "rank": rank, "world_size": world},
+           "traceEvents": events}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def ranks(tmp_path: Path, n: int, slow: int | None = None, idle_rank: int | None = None) -> list[Path]:
+    base, steps = 100.0, 3
+    gemm = {r: [base * (1.3 if r == slow else 1.0)] * steps for r in range(n)}
+    idle = {r: [60.0 if r == idle_rank else 0.0] * steps for r in range(n)}
+    end = [10 + max(gemm[r][k] + idle[r][k] for r in range(n)) + 50.0 for k in range(steps)]
+    return [rank_trace(tmp_path / f"rank{r}.json", r, n, gemm[r], idle[r], end) for r in range(n)]
+
+
+# -- the parsers agree ----------------------------------------------------------------------------------------
+def _same(a, b):
+    assert a.meta == b.meta and a.names == b.names and a.calls == b.calls and a.threads == b.threads
+    for k in ("cat", "name", "thread", "ts", "dur", "call", "correlation", "sequence"):
+        assert np.array_equal(getattr(a, k), getattr(b, k)), k
+    assert (a.events_seen, a.shapes) == (b.events_seen, b.shapes)
+
+
+ODD = [  # events the reference keeps or skips by its rules; the typed route must hand them to the same rules
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 1, "ts": 1, "dur": True, "args": MM},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 1, "ts": 1, "ts": 2, "dur": 1},  # noqa: F601
+    5, "text", None, [1, 2],
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_0", "pid": 7, "tid": 1, "ts": 0, "dur": 9,
+     "args": {"Python id": 3}},
+    {"ph": "X", "cat": "python_function", "name": "torch/nn/modules/module.py(1520): _call_impl", "pid": 7,
+     "tid": 1, "ts": 0, "dur": 9, "args": {"Python id": 4}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7.0, "tid": 1, "ts": 3, "dur": 1, "args": MM},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 3, "dur": 1, "args": {"correlation": 1.5}},
+    {"ph": "X", "cat": 3, "name": "aten::mm", "pid": 7, "tid": 1, "ts": 3, "dur": 1},
+]
+
+
+def _odd_trace(path: Path, pretty: bool) -> Path:
+    events = ODD * 3 + json.loads(ranks(path.parent, 1)[0].read_text())["traceEvents"]
+    # duplicate keys and a repeated event, as text (a dict cannot hold them)
+    dup = '{"ph": "X", "cat": "cpu_op", "name": "aten::relu", "name": "aten::mm", "pid": 7, "tid": 1, ' \
+          '"ts": 9, "dur": 1, "args": {"Input Dims": [[1]], "Input Dims": [[64, 128], [128, 32]]}}'
+    body = ",\n".join([json.dumps(e, indent=2 if pretty else None) for e in events] + [dup, dup])
+    path.write_text('{"schemaVersion": 1, "deviceProperties": [{"id": 0}],\n "traceEvents": [\n' + body +
+                    '\n], "traceName": "x", "distributedInfo": {"rank": 0}}')
+    return path
+
+
+@pytest.mark.parametrize("pretty", [False, True])
+def test_every_parser_gives_the_reference_events(tmp_path, pretty):
+    """msgspec (typed regions), stdlib (prefiltered regions) and the reference scanner: identical columns, tables
+    and counts on a trace with odd events, repeated events and duplicate keys; and on its gzip."""
+    p = _odd_trace(tmp_path / "odd.json", pretty)
+    gz = tmp_path / "odd.json.gz"
+    gz.write_bytes(gzip.compress(p.read_bytes()))
+    ref = read_events(p, "reference")
+    assert ref.events_seen == 3 * len(ODD) + 9 + 2 and len(ref) > 0
+    for path in (p, gz):
+        for parser in PARSERS:
+            _same(read_events(path, parser), ref)
+
+
+def test_recorded_trace_all_parsers(tmp_path):
+    from torch.profiler import ProfilerActivity, profile
+
+    net, x = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.GELU()), torch.randn(4, 32)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_stack=True) as prof:
+        net(x).sum().backward()
+    p = tmp_path / "t.json"
+    prof.export_chrome_trace(str(p))
+    ref = read_events(p, "reference")
+    for parser in PARSERS:
+        _same(read_events(p, parser), ref)
+
+
+# -- the cross-rank view, by hand ------------------------------------------------------------------------------
+def test_exposed_communication_by_hand(tmp_path):
+    """Rank 0: mm 10..110 us, 10 us idle, its all_reduce 120..210 us (90 us) with an aten::add 150..170 us
+    inside: 20 us of the communication overlapped by compute, 70 us exposed.  Rank 1: mm 10..130 us, its
+    all_reduce 130..210 us (80 us), all exposed."""
+    add = _x("cpu_op", "aten::add", 150.0, 20.0, **{"Input type": ["float", "float", "Scalar"],
+                                                    "Input Dims": [[64], [64], []], "Concrete Inputs": ["", "", "1"]})
+    r0 = rank_trace(tmp_path / "rank0.json", 0, 2, [100.0], [10.0], [210.0], extra=[add])
+    r1 = rank_trace(tmp_path / "rank1.json", 1, 2, [120.0], [0.0], [210.0])
+    view = read_traces([r0, r1])
+    s0, s1 = view.ranks[0].steps[0], view.ranks[1].steps[0]
+    assert s0.compute == pytest.approx(120e-6)  # mm 100 + add 20
+    assert s0.comm_exposed == pytest.approx(70e-6) and s0.comm_overlapped == pytest.approx(20e-6)  # 90 - 20
+    assert s0.idle == pytest.approx((1000 - 120 - 70) * 1e-6)  # the step's 1000 us less everything busy
+    assert s1.comm_exposed == pytest.approx(80e-6) and s1.compute == pytest.approx(120e-6)
+    (c,) = view.collectives
+    assert c.waits == pytest.approx((10e-6, 0.0)) and c.last_rank == 1  # rank 0 in it 90 us, rank 1 80 us
+
+
+def test_straggler_with_slower_gemms(tmp_path):
+    """8 ranks; rank 5's GEMMs take 30% longer (130 us against 100): rank 5 is the straggler, its cause the
+    slower ops (mm at 1.30x the median rank's time per call, same FLOPs and bytes), and it arrives last."""
+    view = read_traces(ranks(tmp_path, 8, slow=5))
+    (s,) = view.stragglers
+    assert s.rank == 5 and s.cause == "slower ops"
+    assert s.slow_ops[0].name == "mm" and s.slow_ops[0].ratio == pytest.approx(1.3)
+    assert s.slower_ops_seconds == pytest.approx(3 * 30e-6)  # 3 steps x 30 us
+    assert {c.last_rank for c in view.collectives} == {5}
+    assert "rank 5 is a straggler" in s.line() and "mm 1.30x" in s.line()
+
+
+def test_straggler_idle_before_the_all_reduce(tmp_path):
+    view = read_traces(ranks(tmp_path, 4, idle_rank=2))
+    (s,) = view.stragglers
+    assert s.rank == 2 and s.cause == "idle" and s.extra_idle_seconds == pytest.approx(3 * 60e-6)
+
+
+# -- bad input: one line, exit 2, nothing written -------------------------------------------------------------
+def _cli(capsys, *argv) -> tuple[int, str, str]:
+    rc = main(["trace", *map(str, argv), "--device", "xeon-8480"])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _one_line(err: str, *parts: str) -> None:
+    assert err.startswith("roofline: error: ") and err.count("\n") == 1, err
+    for p in parts:
+        assert p in err, err
+
+
+def test_bad_input_one_line(tmp_path, capsys):
+    files = ranks(tmp_path, 2)
+    out = tmp_path / "out.json"
+    rc, _, err = _cli(capsys, tmp_path / "nothing*.json", "--json", out)
+    assert rc == 2 and not out.exists()
+    _one_line(err, "no trace file matches")
+    rc, _, err = _cli(capsys, tmp_path / "rank*.json", "--jobs", "0")
+    _one_line(err, "--jobs 0")
+    odd = rank_trace(tmp_path / "other.json", 1, 4, [100.0], [0.0], [200.0])
+    rc, _, err = _cli(capsys, files[0], odd, "--json", out)
+    assert rc == 2 and not out.exists()
+    _one_line(err, "world size", "rank 0", "says 2", "rank 1", "says 4")
+
+
+def test_corrupt_rank_named_or_skipped(tmp_path, capsys):
+    files = ranks(tmp_path, 3)
+    files[1].write_text(files[1].read_text()[:200])
+    out = tmp_path / "out.json"
+    rc, _, err = _cli(capsys, tmp_path / "rank*.json", "--json", out)
+    assert rc == 2 and not out.exists()
+    _one_line(err, "rank 1", "rank1.json", "truncated", "--skip-bad-ranks")
+    rc, text, _ = _cli(capsys, tmp_path / "rank*.json", "--json", out, "--skip-bad-ranks", "--ranks",
+                       tmp_path / "r.csv")
+    assert rc == 0 and out.exists() and "went on without 1 bad rank" in text
+    assert {row.split(",")[0] for row in (tmp_path / "r.csv").read_text().splitlines()[1:]} == {"0", "2"}
+
+
+def test_jobs_two_equals_jobs_one(tmp_path):
+    files = ranks(tmp_path, 4, slow=1)
+    assert read_traces(files, jobs=2) == read_traces(files, jobs=1)
+
+
+# -- Dask -----------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cluster():
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (the dask extra)")
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        yield c
+        c.close()
+
+
+def test_dask_equals_jobs_one_and_the_driver_opens_no_trace(tmp_path, cluster):
+    """8 ranks on two worker processes: the same view as --jobs 1.  The driver's audit hook (sys.addaudithook
+    sees every open() in this process) records no open of a trace file: the workers read them."""
+    files = ranks(tmp_path, 8, slow=3)
+    want = read_traces(files, jobs=1)
+    opened: list[str] = []
+    watched = {str(f) for f in files}
+    sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" and args and
+                     str(args[0]) in watched else None)
+    got = read_traces([str(f) for f in files], dask=cluster.scheduler_address)
+    assert got == want and not opened
+    assert got.stragglers[0].rank == 3
+
+
+@pytest.mark.skipif(not os.environ.get("ROOFLINE_SLOW_TESTS"),
+                    reason="kills Dask workers and waits for their restarts (about 100 s here): ROOFLINE_SLOW_TESTS=1")
+def test_dask_worker_killed_names_the_rank(tmp_path, cluster, capsys):
+    """A worker plugin kills its worker process when rank 2's task starts: Dask retries it on a fresh worker
+    (allowed-failures 1), then gives up; the rank is named in one line, exit 2, nothing written."""
+    from distributed import Client, WorkerPlugin
+
+    class KillOn(WorkerPlugin):
+        name = "kill-rank-2"
+
+        def transition(self, key, start, finish, **kwargs):
+            if finish == "executing" and key == "roofline-rank-2":
+                os._exit(1)
+
+    ranks(tmp_path, 4)
+    out = tmp_path / "out.json"
+    with Client(cluster.scheduler_address) as client:
+        client.register_plugin(KillOn())
+        try:
+            rc, _, err = _cli(capsys, tmp_path / "rank*.json", "--dask", cluster.scheduler_address, "--json", out)
+        finally:
+            client.unregister_worker_plugin("kill-rank-2")
+    assert rc == 2 and not out.exists()
+    _one_line(err, "rank 2", "rank2.json", "after its retries")
+
+
+def test_dask_address_that_does_not_answer(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("distributed", reason="dask.distributed is not installed (the dask extra)")
+    import socket
+
+    import roofline.frontends.trace.ranks as rk
+
+    monkeypatch.setattr(rk, "CONNECT_TIMEOUT_S", 1.0)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening: nothing answers there
+        ranks(tmp_path, 2)
+        rc, _, err = _cli(capsys, tmp_path / "rank*.json", "--dask", f"tcp://127.0.0.1:{port}")
+    assert rc == 2
+    _one_line(err, "no Dask scheduler answered within 1 s")
