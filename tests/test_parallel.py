@@ -45,18 +45,64 @@ def test_zero_memory_per_device_7b():
     assert per_param[3] == pytest.approx(16 / 8)
 
 
-def test_activation_memory_korthikanti():
-    """Per layer and micro-batch, sequence parallel: s b h x 34 / tp bytes; without it 10 + 24 / tp; full
-    recomputation keeps only the 2 s b h input; the first pipeline stage holds pp micro-batches."""
+def test_activation_bytes_of_one_llama_layer():
+    """Llama-2-7B (h 4096, SwiGLU f 11008, 32 heads of 128, MHA), s 2048, b 1, per layer, from its ops: kept
+    for backward, per token, elements: the two norms' inputs 2h, the normed input of Q/K/V h, Q, K, V 3h,
+    o_proj's input h, the normed input of gate/up h, gate's output f (SiLU's input), SiLU's and up's outputs
+    2f (the product's inputs), the product f (down's input): 8h + 4f elements of 2 bytes, plus the fp32
+    log-sum-exp of 32 heads (128 B).  tp 4 with SP: all of it / 4; without SP the hidden-width tensors (norm
+    inputs 2h, the two normed inputs 2h) stay whole.  Selective = none (FlashAttention keeps no scores to
+    drop); full keeps the layer input, 2 s b h (/ tp with SP)."""
+    from roofline.llm.training import activation_bytes_per_layer
+
+    h, f, s = 4096, 11008, 2048
+    run = TrainingRun.of("llama-2-7b", seq=s, global_batch=16)
+    one = s * (2 * (8 * h + 4 * f) + 4 * 32)
+    assert activation_bytes_per_layer(run, recompute="none") == pytest.approx(one)
+    assert activation_bytes_per_layer(run, recompute="selective") == pytest.approx(one)
+    assert activation_bytes_per_layer(run, tp=4, sp=True, recompute="none") == pytest.approx(one / 4)
+    no_sp = s * (2 * 4 * h + 2 * (4 * h + 4 * f) / 4 + 4 * 32 / 4)
+    assert activation_bytes_per_layer(run, tp=4, sp=False, recompute="none") == pytest.approx(no_sp)
+    assert activation_bytes_per_layer(run, tp=4, sp=True, recompute="full") == pytest.approx(s * 2 * h / 4)
+    assert activation_bytes_per_layer(run, tp=4, sp=False, recompute="full") == pytest.approx(s * 2 * h)
+    # GQA: Llama-3-70B's 8 KV heads of 128 keep K and V at h/8 each: 2h + h + h + h/4 + h + h + 4f
+    h3, f3 = 8192, 28672
+    run3 = TrainingRun.of("llama-3-70b", seq=s, global_batch=16)
+    assert activation_bytes_per_layer(run3, recompute="none") == pytest.approx(
+        s * (2 * (6.25 * h3 + 4 * f3) + 4 * 64))
+
+
+def test_activation_bytes_of_one_gpt_layer_cross_check_korthikanti():
+    """GPT-2 (h 768, 12 heads, 4h GeLU MLP, MHA) from its ops: 2h norm inputs + h + 3h (Q, K, V) + h (o_proj
+    in) + h (fc1 in) + 4h (GeLU in) + 4h (fc2 in) = 16h elements = 32 s b h bytes (+ the log-sum-exp).
+    Korthikanti et al. 2022 (eq. 1-2): 34 s b h with SP / tp, s b h (10 + 24 / tp) without; the 2 s b h
+    difference is their two 1-byte dropout masks (attention output, MLP output), which this model omits."""
+    from roofline.llm.training import activation_bytes_per_layer
+
+    h, s, heads = 768, 1024, 12
+    run = TrainingRun.of("gpt2", seq=s, global_batch=8)
+    for tp, sp, korthikanti, masks in ((1, True, 34, 2), (4, True, 34 / 4, 2 / 4), (4, False, 10 + 24 / 4, 2)):
+        ours = activation_bytes_per_layer(run, tp=tp, sp=sp, recompute="selective")
+        lse = s * 4 * heads / tp
+        assert ours - lse + masks * s * h == pytest.approx(korthikanti * s * h)
+
+
+def test_activations_in_flight_1f1b_and_interleaved():
+    """1F1B: the first stage holds pp micro-batches of its layers (Narayanan et al. 2021), the last one;
+    interleaved over v chunks the first holds pp (1 + (pp - 1) / (pp v)) (Korthikanti et al. 2022, 4.2.3):
+    pp 2, v 2: 2.5 micro-batches of its 16 layers."""
+    from roofline.llm.training import activation_bytes_per_layer, logits_bytes
+
     run = TrainingRun.of("llama-2-7b", seq=2048, global_batch=16)
     s = get_system("dgx-h100")
-    sbh = 2048 * 1 * 4096
+    per = activation_bytes_per_layer(run, tp=4, recompute="selective")
     e = estimate(run, Layout(tp=4, pp=2, zero=1), s)
-    assert e.memory["activations"] == pytest.approx(sbh * 34 / 4 * 16 * 2)  # 16 layers per stage, 2 in flight
-    e = estimate(run, Layout(tp=4, pp=2, sp=False), s)
-    assert e.memory["activations"] == pytest.approx(sbh * (10 + 24 / 4) * 16 * 2)
-    e = estimate(run, Layout(tp=4, pp=2, recompute="full"), s)
-    assert e.memory["activations"] == pytest.approx(sbh * 2 * 16 * 2)
+    first = per * 16 * 2
+    last = per * 16 * 1 + logits_bytes(run, tp=4)  # 2048 x 32000 / 4 fp32 logits: 65.5 MB
+    assert e.memory_stage == (0 if first + 0 > last else 1)
+    assert e.memory["activations"] == pytest.approx(max(first, last))
+    e2 = estimate(run, Layout(tp=4, pp=2, zero=1, interleave=2), s)
+    assert e2.memory_stage == 0 and e2.memory["activations"] == pytest.approx(per * 16 * 2 * (1 + 1 / 4))
 
 
 def test_one_f_one_b_bubble():
@@ -79,14 +125,17 @@ def test_collectives_use_the_tier_their_group_crosses():
     s = get_system("dgx-h100", nodes=2)
     e = estimate(run, Layout(tp=8, dp=2, zero=1), s)
     comms = {c.name: c for c in e.comms}
-    assert comms["tp all-reduce"].tiers == ("node",) and comms["dp grad all-reduce"].tiers == ("cluster",)
+    assert comms["tp all-reduce"].tiers == ("node",) and comms["dp grad reduce-scatter"].tiers == ("cluster",)
     msg = 4096 * 4096 * 2  # one sequence's activations, bf16
     per = cost("all_reduce", msg, s, ranks=8, per_node=8).time
     # 2 forward + 2 backward per layer, the vocabulary-parallel embedding's forward and lm_head's input
     # gradient, per micro-batch
     assert comms["tp all-reduce"].time == pytest.approx(per * (4 * 32 + 2) * e.micro_batches)
     grads = 2 * e.memory["weights"] / 2  # bf16 gradients of the device's parameters
-    assert comms["dp grad all-reduce"].time == pytest.approx(cost("all_reduce", grads, s, ranks=2, per_node=1).time)
+    # ZeRO 1 (Megatron's distributed optimizer): one reduce-scatter and one all-gather per step
+    assert comms["dp grad reduce-scatter"].time == pytest.approx(
+        cost("reduce_scatter", grads, s, ranks=2, per_node=1).time)
+    assert comms["dp weight all-gather"].time == pytest.approx(cost("all_gather", grads, s, ranks=2, per_node=1).time)
     # the bound overlaps: never more than the exposed time, never less than the compute
     assert e.slots * e.compute + e.optimizer <= e.bound + 1e-12 <= e.time + 1e-12
 
@@ -99,15 +148,16 @@ def test_planner_enumerates_a_hand_case():
     s = System("pair", get_system("dgx-h100").device, 2, 1, (tier,))
     run = TrainingRun.of("llama-2-7b", seq=512, global_batch=4)
     got = {(x.tp, x.cp, x.pp, x.dp, x.zero) for x in
-           layouts(run, s, micro_batches=(1,), zeros=(0, 3), recomputes=("none",))}
+           layouts(run, s, micro_batches=(1,), zeros=(0, 3), recomputes=("none",), interleaves=(1,))}
     shapes = {(1, 1, 1, 2), (1, 1, 2, 1), (1, 2, 1, 1), (2, 1, 1, 1)}
     assert got == {(*shape, z) for shape in shapes for z in (0, 3)}
-    p = plan(run, s, top=20, micro_batches=(1,), zeros=(0, 3), recomputes=("none",))
+    p = plan(run, s, top=20, micro_batches=(1,), zeros=(0, 3), recomputes=("none",), interleaves=(1,))
     assert p.tried == 8 and len(p.ranked) + p.too_big == 8
     times = [e.time for e in p.ranked]
     assert times == sorted(times)
     # the best is the fastest of every layout, estimated one by one
-    every = [estimate(run, lay, s) for lay in layouts(run, s, micro_batches=(1,), zeros=(0, 3), recomputes=("none",))]
+    every = [estimate(run, lay, s) for lay in layouts(run, s, micro_batches=(1,), zeros=(0, 3), recomputes=("none",),
+                                                      interleaves=(1,))]
     assert p.ranked[0].time == pytest.approx(min(e.time for e in every if e.fits))
 
 
@@ -118,7 +168,7 @@ def test_bad_layouts_are_one_line():
         check(run, Layout(tp=4), s)  # does not divide the system (8 devices)
     with pytest.raises(RooflineError, match="below the pipeline depth"):
         check(run, Layout(pp=8, micro_batch=2), s)  # 8 / 2 = 4 micro-batches < pp 8
-    with pytest.raises(RooflineError, match="does not divide the 32 layers"):
+    with pytest.raises(RooflineError, match="interleave 3 does not divide the layers of every stage"):
         check(run, Layout(pp=8, interleave=3), s)
     with pytest.raises(RooflineError, match="ep 2 must divide"):
         check(run, Layout(dp=8, ep=2), s)  # a dense model has no experts
@@ -333,7 +383,7 @@ def test_review_findings():
     assert e.memory["optimizer"] == pytest.approx(12 * (dense_p / 16 + sh.expert_params / 2))
     # context parallel: gradients reduced over dp x cp
     e_cp = estimate(TrainingRun.of("llama-2-7b", seq=4096, global_batch=8), Layout(tp=8, cp=2), s2)
-    assert "dp grad all-reduce" in {c.name for c in e_cp.comms}
+    assert "dp grad reduce-scatter" in {c.name for c in e_cp.comms}
     # pipeline send of a tp-sharded stage: 1/tp of the micro-batch's activations per device
     e_pp = estimate(TrainingRun.of("llama-2-7b", seq=4096, global_batch=8), Layout(tp=8, pp=2), s2)
     send = [c for c in e_pp.comms if c.name == "pp send/recv"][0]

@@ -39,9 +39,10 @@ import numpy as np
 from roofline.errors import RooflineError
 from roofline.llm.basis import basis, evaluate
 from roofline.llm.config import Arch, load_arch
+from roofline.llm.metrics import device_ceilings
 from roofline.llm.model import role_columns
 from roofline.llm.spec import Precisions, _positive_int
-from roofline.llm.table import EXP, KEY, KEYW, LINK, ONE, OpTable, build_table, check_tp
+from roofline.llm.table import EXP, GEMM, KEY, KEYW, LINK, ONE, TOK, build_table, check_tp
 from roofline.workload import Workload, WorkloadBuilder
 
 RECOMPUTE = ("none", "selective", "full")
@@ -54,6 +55,15 @@ ADAM_FLOPS = 13
 ADAM_READ, ADAM_WRITTEN = 16, 14
 #: bytes per parameter held: bf16 weights, bf16 gradients, fp32 master + m + v (ZeRO's K = 12)
 WEIGHT_BYTES, GRAD_BYTES, OPTIMIZER_BYTES = 2, 2, 12
+#: the GEMMs' compute precision of a training step: bf16, or fp8 as Transformer Engine runs it (the GEMMs on
+#: the fp8 matrix roof; attention, norms and the optimizer as under bf16; the weights, gradients and
+#: optimizer state kept as under bf16: "FP8 ... is used for the GEMMs only; master weights and optimizer
+#: states stay in higher precision", NVIDIA Transformer Engine user guide, "Using FP8 with Transformer Engine")
+TRAIN_PRECISIONS = ("bf16", "fp8")
+#: fp8: each GEMM weight's fp8 copy and its transpose (the backward's data-gradient GEMM reads W^T in fp8 on
+#: Hopper), cast once per step and cached over its micro-batches (Transformer Engine ``Linear.forward``'s
+#: ``is_first_microbatch``): 1 + 1 bytes per GEMM parameter
+FP8_WEIGHT_CACHE_BYTES = 2
 
 
 @dataclass(frozen=True)
@@ -64,11 +74,15 @@ class TrainingRun:
     seq: int
     global_batch: int
     precisions: Precisions = Precisions()
+    precision: str = "bf16"  # the GEMMs' compute precision (:data:`TRAIN_PRECISIONS`)
 
     @classmethod
-    def of(cls, model: str | Arch, *, seq: int = 4096, global_batch: int = 1024) -> TrainingRun:
+    def of(cls, model: str | Arch, *, seq: int = 4096, global_batch: int = 1024, precision: str = "bf16"
+           ) -> TrainingRun:
         arch = model if isinstance(model, Arch) else load_arch(model)
-        return cls(arch, _positive_int(seq, "seq"), _positive_int(global_batch, "global_batch"))
+        if precision not in TRAIN_PRECISIONS:
+            raise RooflineError(f"precision: {precision!r} is not one of {', '.join(TRAIN_PRECISIONS)}")
+        return cls(arch, _positive_int(seq, "seq"), _positive_int(global_batch, "global_batch"), precision=precision)
 
 
 def _split_queries(B: np.ndarray, cp: int) -> np.ndarray:
@@ -125,14 +139,110 @@ def optimizer_bytes(params: float) -> float:
     return (ADAM_READ + ADAM_WRITTEN) * params
 
 
+def state_bytes(precision: str = "bf16") -> dict[str, float]:
+    """Bytes held per parameter, by state, for a step at ``precision`` (:data:`TRAIN_PRECISIONS`).
+
+    Mixed precision with Adam (Micikevicius et al. 2018; ZeRO's K = 12, Rajbhandari et al. 2020): a bf16
+    weight, a bf16 gradient, the fp32 master weight and Adam's two fp32 moments.  fp8 (Transformer Engine)
+    keeps the same and adds, for the GEMM weights only, their cached fp8 copy and its transpose
+    (:data:`FP8_WEIGHT_CACHE_BYTES`).
+
+    >>> sum(state_bytes("bf16").values()), sum(state_bytes("fp8").values())
+    (16, 18)
+    """
+    out = {"bf16 weight": WEIGHT_BYTES, "bf16 gradient": GRAD_BYTES, "fp32 master weight": 4, "fp32 Adam m": 4,
+           "fp32 Adam v": 4}
+    if precision == "fp8":
+        out["fp8 weight + transpose (GEMM weights)"] = FP8_WEIGHT_CACHE_BYTES
+    return out
+
+
+def training_ceilings(device: Any, run: TrainingRun) -> dict[str, float]:
+    """The roofs a training step's ops run on (:func:`roofline.llm.metrics.device_ceilings`): under fp8 the
+    GEMMs on the device's fp8 matrix roof (with its documented fallback), the rest as under bf16."""
+    c = dict(device_ceilings(device, run.precisions))
+    if run.precision == "fp8":
+        c["peak_gemm"] = device.choose_compute("matrix", "fp8").ceiling.flops
+    return c
+
+
+#: the GEMMs that read their block's normed input (one tensor, kept once)
+_NORMED_READERS = frozenset({"q_proj", "k_proj", "v_proj", "q_a_proj", "kv_a_proj", "gate_proj", "up_proj", "router"})
+
+
+@lru_cache(maxsize=512)
+def _saved_per_token(arch: Arch, tp: int) -> tuple[float, float, float, float, float]:
+    """Elements every layer's ops keep for the backward, per local token, summed over all layers:
+    (the GEMMs' normed block inputs, other GEMM inputs, the norms' inputs, other tensors, fp32 bytes) -- the
+    split that sequence parallelism (the normed inputs and the norms' inputs, of the hidden width, split
+    over tp) and fp8 (GEMM inputs kept in fp8) act on.  What each op keeps (the inputs its backward reads):
+
+    * a GEMM its input (the weight gradient is input^T x output gradient), once for GEMMs that read the same
+      tensor: the block's normed input (Q, K, V; gate and up; router and shared experts), or consecutive
+      GEMMs with the same input (an expert's gate and up);
+    * attention (fused, FlashAttention-style) its Q, K and V and the softmax's fp32 log-sum-exp per head;
+      its output is the output projection's input (kept there); no score tensor;
+    * a norm its input; an activation or a product its inputs;
+    * a residual add, RoPE (linear in its input) and the KV-cache write nothing.
+    """
+    table = build_table(arch, "prefill", tp, True, True)
+    layer, _, _, _ = _masks(table)
+    ar, kr = table.coef["ar"], table.coef["kr"]
+    d = float(arch.hidden)
+    out = [0.0] * 5
+    seen: set[str] = set()
+    prev: float | None = None
+    for i in np.flatnonzero(layer):
+        kind, mtype, n = table.kinds[i], table.module_types[i], float(table.counts[i])
+        block = "attn" if ".attn." in table.names[i] else "ffn"
+        keys = float(ar[i, KEY] + ar[i, KEYW] + kr[i, KEY] + kr[i, KEYW])
+        x = float(ar[i, TOK])
+        if kind == "matmul":
+            width = x + keys
+            normed = mtype in _NORMED_READERS and ".experts." not in table.names[i]
+            if (normed and block in seen) or prev == width:
+                prev = width
+                continue
+            if normed:
+                seen.add(block)
+            out[0 if normed else 1] += n * width
+            prev = width
+            continue
+        prev = None
+        if kind == "attention":
+            out[3] += n * (x + keys)
+            out[4] += n * 4 * arch.heads / tp  # log-sum-exp, fp32, per head
+        elif kind in ("norm", "softmax") or (kind == "elementwise" and mtype not in ("residual", "rope")):
+            out[2 if kind == "norm" and x == d else 3] += n * x
+    return out[0], out[1], out[2], out[3], out[4]
+
+
 def activation_bytes_per_layer(run: TrainingRun, *, tp: int = 1, cp: int = 1, micro_batch: int = 1, sp: bool = True,
                                recompute: str = "selective") -> float:
-    """Activation bytes one layer keeps for backward, per micro-batch on one device: ``s b h (34 / tp)`` with
-    sequence parallelism (or tp 1), ``s b h (10 + 24 / tp)`` without (Korthikanti et al. 2022), ``2 s b h``
-    under full recomputation; ``s`` the device's 1/cp of the sequence."""
-    s_local = run.seq / cp
-    return s_local * micro_batch * run.arch.hidden * (
-        2 if recompute == "full" else 34 / tp if sp or tp == 1 else 10 + 24 / tp)
+    """Activation bytes one layer keeps for backward, per micro-batch on one device (the mean over the
+    model's layers), from its own ops (:func:`_saved_per_token`), for ``s b`` local tokens (``s`` the
+    device's 1/cp of the sequence):
+
+    * ``none`` and ``selective``: every op's saved tensors.  Selective recomputation (Korthikanti et al.
+      2022, section 5) drops the attention's score tensors (``5 a s^2 b``); a fused attention keeps none
+      to drop, so both keep the same;
+    * ``full``: the layer's input only, ``2 s b h``;
+    * with sequence parallelism (Korthikanti et al. 2022, section 4.2.2) the tensors of the hidden width
+      (norm inputs, the column-parallel GEMMs' inputs) are split over tp like the rest;
+    * fp8 (Transformer Engine): the GEMM inputs are kept in their fp8 cast (1 byte).
+
+    For GPT (4h GeLU MLP, MHA) this is ``s b h 32`` plus the log-sum-exp: Korthikanti's ``34 s b h`` less
+    the two 1-byte dropout masks this model has no dropout for (the cross-check in the tests)."""
+    a = run.arch
+    act = run.precisions.bytes()["a"]
+    tokens = run.seq / cp * micro_batch
+    split = tp if sp else 1
+    if recompute == "full":
+        return tokens * a.hidden * act / split
+    gemm_h, gemm, other_h, other, fp32 = _saved_per_token(a, tp)
+    gemm_b = 1.0 if run.precision == "fp8" else act
+    per_token = (gemm_h / split + gemm) * gemm_b + (other_h / split + other) * act + fp32
+    return tokens * per_token / a.layers
 
 
 def logits_bytes(run: TrainingRun, *, tp: int = 1, cp: int = 1, micro_batch: int = 1) -> float:
@@ -141,21 +251,49 @@ def logits_bytes(run: TrainingRun, *, tp: int = 1, cp: int = 1, micro_batch: int
 
 
 def device_memory(run: TrainingRun, params: float, *, tp: int = 1, micro_batch: int = 1,
-                  recompute: str = "selective") -> dict[str, float]:
+                  recompute: str = "selective", gemm_params: float = 0.0) -> dict[str, float]:
     """Bytes one device holds for the step when nothing else shares it (no pipeline, data or context
-    parallelism): weights, gradients and optimizer state of its ``params`` parameters, one micro-batch's
-    activations of every layer and its logits."""
+    parallelism): weights, gradients and optimizer state of its ``params`` parameters (:func:`state_bytes`;
+    fp8's weight cache over its ``gemm_params``), one micro-batch's activations of every layer and its logits."""
     per_layer = activation_bytes_per_layer(run, tp=tp, micro_batch=micro_batch, recompute=recompute)
-    return {"weights": WEIGHT_BYTES * params, "gradients": GRAD_BYTES * params,
+    cache = FP8_WEIGHT_CACHE_BYTES * gemm_params if run.precision == "fp8" else 0.0
+    return {"weights": WEIGHT_BYTES * params + cache, "gradients": GRAD_BYTES * params,
             "optimizer": OPTIMIZER_BYTES * params,
             "activations": per_layer * run.arch.layers + logits_bytes(run, tp=tp, micro_batch=micro_batch)}
 
 
-def _params_on(table: OpTable, a: Arch, tp: int) -> float:
-    """Parameters one of ``tp`` devices holds: every op's weights (all experts), its embedding shard, the position table."""
-    w = table.coef["wq"] + table.coef["wu"]
-    return float(((w[:, ONE] + w[:, EXP] * a.experts) * table.counts).sum()) + (
-        (0 if a.tie_embeddings else a.vocab * a.hidden / tp) + a.position_table * a.hidden)
+@dataclass(frozen=True)
+class StageParams:
+    """Parameters one of ``tp`` devices holds (the routed experts 1/ep of them): every layer's together
+    (``layers``, of which ``experts`` routed and ``gemm`` in the GEMMs), the first stage's extra (the
+    embedding and the position table) and the last's (final norm, lm_head)."""
+
+    layers: float
+    experts: float
+    gemm: float
+    first: float
+    last: float
+
+    @property
+    def total(self) -> float:
+        return self.layers + self.first + self.last
+
+
+@lru_cache(maxsize=1024)
+def stage_params(arch: Arch, tp: int, ep: int = 1) -> StageParams:
+    """The one count of parameters per device that the single-device step and the planner share: every op's
+    weight elements (the routed experts' for E / ep experts), the embedding's 1/tp shard (unless tied to
+    lm_head, which holds it) and the position table, each counted once."""
+    table = build_table(arch, "prefill", tp, True, True)
+    layer, first, last, _ = _masks(table)
+    counts = table.coef["wq"] + table.coef["wu"]
+    experts = counts[:, EXP] * (arch.experts / ep if arch.experts else 0) * table.counts
+    params = counts[:, ONE] * table.counts + experts
+    gemm = (table.coef["wq"][:, ONE] * table.counts + table.coef["wq"][:, EXP] * table.counts *
+            (arch.experts / ep if arch.experts else 0))
+    embed = (0 if arch.tie_embeddings else arch.vocab * arch.hidden / tp) + arch.position_table * arch.hidden
+    return StageParams(float(params[layer].sum()), float(experts[layer].sum()), float(gemm[layer].sum()),
+                       float(params[first].sum() + embed), float(params[last].sum()))
 
 
 def training_flops(run: TrainingRun, recompute: str = "none") -> float:
@@ -165,6 +303,14 @@ def training_flops(run: TrainingRun, recompute: str = "none") -> float:
     compute = table.roles != LINK
     forward = float(v["flops"][compute] @ table.counts[compute]) * run.global_batch
     return forward * (4 if recompute == "full" else 3)
+
+
+def _role_columns(roles: list[int], run: TrainingRun) -> dict[str, list[str]]:
+    """The LLM model's precision/unit/level columns, the GEMMs at the step's precision (fp8: its matrix roof)."""
+    cols = role_columns(roles, run.precisions)
+    if run.precision == "fp8":
+        cols["precision"] = ["fp8" if r == GEMM else p for r, p in zip(roles, cols["precision"], strict=True)]
+    return cols
 
 
 # -- one device's training step, op by op ---------------------------------------------------------------
@@ -195,7 +341,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
         names = [table.names[i].replace("prefill.", "train.", 1) + suffix for i in idx]
         ops.extend(name=names, group=[table.names[i].replace("prefill.", "train.", 1) for i in idx],
                    kind=[table.kinds[i] for i in idx], module_type=[table.module_types[i] for i in idx],
-                   **role_columns(roles, run.precisions), flops=(scale * v["flops"][idx]).tolist(), bytes_read=(scale * v["bytes_read"][idx]).tolist(),
+                   **_role_columns(roles, run), flops=(scale * v["flops"][idx]).tolist(), bytes_read=(scale * v["bytes_read"][idx]).tolist(),
                    bytes_written=(scale * v["bytes_written"][idx]).tolist(),
                    weight_bytes=(scale * v["weight_bytes"][idx]).tolist(), count=(table.counts[idx] * m).tolist())
 
@@ -204,18 +350,19 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
     rows(link, " (backward)", 1.0)  # the activations' gradients all-reduced as the activations were
     if recompute != "none":
         rows(compute if recompute == "full" else core, " (recompute)", 1.0)
-    params = _params_on(table, a, tp)
+    held = stage_params(a, tp)
+    params = held.total
     ops.add("train.optimizer.adam", kind="elementwise", flops=ADAM_FLOPS * params, bytes_read=ADAM_READ * params,
             bytes_written=ADAM_WRITTEN * params, precision="fp32", unit="vector", group="train.optimizer",
             module_type="adam")
-    memory = device_memory(run, params, tp=tp, micro_batch=micro_batch, recompute=recompute)
+    memory = device_memory(run, params, tp=tp, micro_batch=micro_batch, recompute=recompute, gemm_params=held.gemm)
     info = {"model": a.name, "mode": "training", "seq": run.seq, "global_batch": run.global_batch,
             "micro_batch": micro_batch, "tp": tp, "recompute": recompute, "params_per_device": params,
             "training_flops": training_flops(run, recompute) / tp, **{f"memory_{k}": x for k, x in memory.items()},
             "memory_bytes": sum(memory.values())}
     return ops.build(
         title=f"{a.name} training step ({run.global_batch} x {run.seq} tokens" + (f", tp {tp}" if tp > 1 else "") + ")",
-        source=f"roofline.llm.parallel ({a.source})", info=info,
+        source=f"roofline.llm.training ({a.source})", info=info,
         bytes_model="fused attention (FlashAttention-style); other ops unfused; backward 2x the forward's bytes",
         assumptions=[
             "backward = 2 x forward FLOPs and bytes (activation and weight gradients); recomputation " + recompute,

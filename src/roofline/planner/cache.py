@@ -17,8 +17,8 @@ from roofline.formula import roofline_times
 from roofline.llm.basis import basis, evaluate, experts_touched
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.spec import Precisions
-from roofline.llm.table import EXP, FULL, KEY, KEYW, LINK, ONE, PAIR, PAIRW, build_table
-from roofline.llm.training import TrainingRun, _masks, _split_queries, forward_ops
+from roofline.llm.table import EXP, FULL, KEY, KEYW, LINK, PAIR, PAIRW, build_table
+from roofline.llm.training import TrainingRun, _masks, _split_queries, forward_ops, stage_params, training_ceilings
 from roofline.system import System
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ class _Shard:
     last_params: float
     expert_params: float  # the routed experts' part of layer_params (E / ep experts per device)
     attention_flops: float  # the attention core's
+    gemm_params: float  # the GEMM weights' part of layer_params (fp8 caches their fp8 copy)
 
 
 def _edges(first: float, last: float, pp: int) -> float:
@@ -107,9 +108,11 @@ class _Cache:
         return got
 
 
-def _times_of(table: Any, v: dict[str, np.ndarray], precisions: Precisions, device: Any) -> np.ndarray:
-    """Each op's roofline time on ``device`` (per count): its role's compute roof, main memory."""
-    c = device_ceilings(device, precisions)
+def _times_of(table: Any, v: dict[str, np.ndarray], precisions: Precisions, device: Any,
+              c: dict[str, float] | None = None) -> np.ndarray:
+    """Each op's roofline time on ``device`` (per count): its role's compute roof (``c``, default the LLM
+    model's), main memory."""
+    c = device_ceilings(device, precisions) if c is None else c
     peak = np.array([c["peak_gemm"], c["peak_attn"], c["peak_vector"], c["peak_vector"]])[table.roles]
     return roofline_times(v["flops"], v["bytes_read"] + v["bytes_written"], peak, c["bandwidth"])[2]
 
@@ -119,17 +122,13 @@ def _op_times(table: Any, B: np.ndarray, precisions: Precisions, device: Any) ->
 
 
 def _shard_on(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> _Shard:
-    a = run.arch
     table, v = forward_ops(run, tp, cp, ep, micro_batch)
-    t = _times_of(table, v, run.precisions, device)
+    t = _times_of(table, v, run.precisions, device, training_ceilings(device, run))
     layer, first, last, core = _masks(table)
     counts = table.counts
-    w = table.coef["wq"] + table.coef["wu"]
-    experts = w[:, EXP] * (a.experts / ep if a.experts else 0) * counts
-    params = w[:, ONE] * counts + experts
-    embed = (0 if a.tie_embeddings else a.vocab * a.hidden / tp) + a.position_table * a.hidden
+    held = stage_params(run.arch, tp, ep)
     f = v["flops"]
     return _Shard(float(t[layer] @ counts[layer]), float(f[layer] @ counts[layer]), float(t[core] @ counts[core]),
                   float(t[first] @ counts[first]), float(t[last] @ counts[last]), float(f[first] @ counts[first]),
-                  float(f[last] @ counts[last]), float(params[layer].sum()), float(params[first].sum() + embed),
-                  float(params[last].sum()), float(experts[layer].sum()), float(f[core] @ counts[core]))
+                  float(f[last] @ counts[last]), held.layers, held.first, held.last, held.experts,
+                  float(f[core] @ counts[core]), held.gemm)

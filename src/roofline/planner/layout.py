@@ -31,6 +31,7 @@ class Layout:
     recompute: str = "selective"
     interleave: int = 1  # virtual pipeline chunks per device
     overlap: float = 0.0  # share of communication the exposed time hides behind compute
+    stages: tuple[int, ...] | None = None  # layers per pipeline stage (None: :func:`stage_layers`' split)
 
     @property
     def devices(self) -> int:
@@ -42,17 +43,71 @@ class Layout:
         parts += [f"ep{self.ep}"] if self.ep > 1 else []
         parts += [f"zero{self.zero}", f"mb{self.micro_batch}", self.recompute]
         parts += [f"v{self.interleave}"] if self.interleave > 1 else []
+        parts += [f"stages={'/'.join(map(str, self.stages))}"] if self.stages else []
         return " ".join(parts)
 
 
 @dataclass(frozen=True)
 class Comm:
-    """One kind of collective in the step: its total time per step and the tiers it crosses."""
+    """One kind of collective in the step: its total time per step, the tiers it crosses, and the bytes
+    of one call (each device's message) and how many calls a step makes."""
 
     name: str
     time: float
     tiers: tuple[str, ...]
     overlappable_with: str  # 'micro-batch' or 'step'
+    message_bytes: float = 0.0
+    calls: float = 0.0
+
+    @property
+    def bytes_per_step(self) -> float:
+        return self.message_bytes * self.calls
+
+
+def stage_layers(layers: int, pp: int, stages: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """Layers per pipeline stage: ``stages`` as given, else ``layers / pp`` each, and when pp does not
+    divide them the first and last stages take one fewer (then the second and the second-to-last, ...), as
+    Llama 3 does (Dubey et al. 2024, section 3.3.2: 126 layers on 16 stages, "one Transformer layer each
+    from the first and the last stages" removed for the embedding and the output layer) and Megatron-LM's
+    ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` allow.
+
+    >>> stage_layers(126, 16)[:3], stage_layers(126, 16)[-2:], sum(stage_layers(126, 16))
+    ((7, 8, 8), (8, 7), 126)
+    """
+    if stages is not None:
+        if len(stages) != pp:
+            raise RooflineError(f"stages= gives {len(stages)} stages; pp is {pp}")
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in stages):
+            raise RooflineError(f"stages= must be whole numbers of layers >= 1, got {'/'.join(map(str, stages))}")
+        if sum(stages) != layers:
+            raise RooflineError(f"stages={'/'.join(map(str, stages))} sums to {sum(stages)} layers; the model has "
+                                f"{layers}")
+        return tuple(stages)
+    if pp > layers:
+        raise RooflineError(f"pp {pp} is more stages than the {layers} layers")
+    base = -(-layers // pp)
+    out = [base] * pp
+    ends = [k // 2 if k % 2 == 0 else pp - 1 - k // 2 for k in range(pp)]  # 0, pp-1, 1, pp-2, ...
+    for k in range(base * pp - layers):  # fewer than pp: each stage gives up at most one
+        out[ends[k]] -= 1
+    return tuple(out)
+
+
+def in_flight(pp: int, interleave: int, micro_batches: int, stage: int) -> float:
+    """Micro-batches whose activations pipeline stage ``stage`` (0 first) holds at its peak, in units of all
+    its layers: 1F1B, ``min(m, pp - stage)`` (Narayanan et al. 2021, section 2.2.1: the first stage holds
+    pp); interleaved over ``v`` chunks, its warm-up micro-batches ``2 (pp - stage - 1) + (v - 1) pp`` plus
+    the one in flight, each of one chunk (1/v of its layers) (Megatron-LM's interleaved schedule,
+    Narayanan et al. 2021 section 2.2.2; on the first stage ``pp (1 + (pp - 1) / (pp v))``, Korthikanti et
+    al. 2022 section 4.2.3).
+
+    >>> in_flight(4, 1, 8, 0), in_flight(4, 2, 8, 0), 4 * (1 + 3 / 8)
+    (4, 5.5, 5.5)
+    """
+    if interleave == 1:
+        return min(micro_batches, pp - stage)
+    chunks = 2 * (pp - stage - 1) + (interleave - 1) * pp + 1
+    return min(micro_batches * interleave, chunks) / interleave
 
 
 class _Facts:

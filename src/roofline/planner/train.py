@@ -8,15 +8,17 @@ the layout and schedules it (1F1B pipeline, collectives on the tiers their group
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from roofline.errors import RooflineError
 from roofline.formula import roofline_times
-from roofline.llm.metrics import device_ceilings
 from roofline.llm.table import check_tp, kv_heads_per_device
 from roofline.llm.training import (
     BACKWARD,
+    FP8_WEIGHT_CACHE_BYTES,
     GRAD_BYTES,
     OPTIMIZER_BYTES,
     RECOMPUTE,
@@ -28,9 +30,10 @@ from roofline.llm.training import (
     optimizer_bytes,
     optimizer_flops,
     recomputed,
+    training_ceilings,
 )
-from roofline.planner.cache import _Cache, _edges
-from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors
+from roofline.planner.cache import _Cache, _Shard
+from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors, in_flight, stage_layers
 from roofline.system import System
 
 
@@ -47,8 +50,21 @@ class Estimate(_Facts):
     recompute: float
     optimizer: float
     comms: tuple[Comm, ...]
-    memory: dict[str, float] = field(default_factory=dict)
-    flops: float = 0.0  # per device per step (recomputation included)
+    memory: dict[str, float] = field(default_factory=dict)  # the device of the stage holding the most
+    stage_layers: tuple[int, ...] = ()  # layers per pipeline stage
+    stage_flops: tuple[float, ...] = ()  # FLOPs per step of one device of each stage (recomputation included)
+    memory_stage: int = 0  # the stage whose device ``memory`` is
+
+    @property
+    def flops(self) -> float:
+        """FLOPs per device per step, the mean over the pipeline's stages (the embedding charged to the first
+        stage only, lm_head to the last): every device's summed is the step's."""
+        return sum(self.stage_flops) / max(len(self.stage_flops), 1)
+
+    @property
+    def zero(self) -> str:
+        """What the layout's ZeRO stage shards and communicates (:data:`ZERO_STAGES`)."""
+        return zero_note(self.layout.zero)
 
     @property
     def compute(self) -> float:
@@ -106,6 +122,30 @@ class Estimate(_Facts):
         return self.layout.describe()
 
 
+#: What each ZeRO stage shards over the ranks holding the same weights, and what it communicates per
+#: micro-batch and per step (Rajbhandari et al. 2020, sections 5 and 7).  Stage 1 is Megatron-LM's
+#: distributed optimizer (docs "Distributed Optimizer": the gradients accumulate in a full buffer over the
+#: micro-batches, are reduce-scattered once after the last one, and the updated weights all-gathered).
+#: Stage 2 keeps only its gradient shard, so each micro-batch's gradients are reduce-scattered in its
+#: backward (DeepSpeed ``stage_1_and_2.py`` reduces the gradient buckets in every backward, accumulating
+#: into the partition).  Stage 3 (FSDP) gathers the weights for each forward and each backward.
+ZERO_STAGES: dict[int, tuple[str, str, str]] = {
+    0: ("nothing", "nothing", "the gradients all-reduced"),
+    1: ("the optimizer state (fp32 master weight, Adam m and v)", "nothing (a full gradient buffer accumulates)",
+        "the gradients reduce-scattered, the updated weights all-gathered"),
+    2: ("the optimizer state and the gradients", "its gradients reduce-scattered",
+        "the updated weights all-gathered"),
+    3: ("the optimizer state, the gradients and the weights",
+        "the weights all-gathered forward and again backward, the gradients reduce-scattered", "nothing"),
+}
+
+
+def zero_note(zero: int) -> str:
+    """One line: what ZeRO stage ``zero`` shards, and what it communicates per micro-batch and per step."""
+    sharded, per_mb, per_step = ZERO_STAGES[zero]
+    return f"ZeRO {zero}: sharded {sharded}; per micro-batch {per_mb}; per step {per_step}"
+
+
 def check(run: TrainingRun, layout: Layout, system: System) -> int:
     """The number of micro-batches, or a one-line error for a layout that cannot run on ``system``."""
     a, lay = run.arch, layout
@@ -117,12 +157,11 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
         raise RooflineError(f"zero must be 0, 1, 2 or 3, got {lay.zero!r}")
     if lay.recompute not in RECOMPUTE:
         raise RooflineError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {lay.recompute!r}")
-    if not 0.0 <= lay.overlap <= 1.0:
-        raise RooflineError(f"overlap must be from 0 to 1, got {lay.overlap!r}")
     check_tp(a, lay.tp)
-    if a.layers % (lay.pp * lay.interleave):
-        raise RooflineError(f"pp {lay.pp} x interleave {lay.interleave} does not divide the {a.layers} layers of "
-                            f"{a.name}")
+    split = stage_layers(a.layers, lay.pp, lay.stages)
+    if lay.interleave > 1 and any(n % lay.interleave for n in split):
+        raise RooflineError(f"interleave {lay.interleave} does not divide the layers of every stage "
+                            f"({'/'.join(map(str, split))} of {a.name}'s {a.layers})")
     if run.seq % lay.cp:
         raise RooflineError(f"cp {lay.cp} does not divide the sequence of {run.seq} tokens")
     if lay.ep > 1 and (not a.experts or a.experts % lay.ep or lay.dp % lay.ep):
@@ -134,74 +173,117 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     m = run.global_batch // per_step
     if lay.pp > 1 and m < lay.pp:
         raise RooflineError(f"{m} micro-batches is below the pipeline depth pp {lay.pp}: 1F1B needs at least pp")
+    if lay.interleave > 1 and lay.pp > 1 and m % lay.pp:
+        raise RooflineError(f"{m} micro-batches is not a multiple of pp {lay.pp}: the interleaved schedule needs one")
     return m
 
 
-def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: float, micro_batches: int
-                      ) -> dict[str, float]:
-    """Bytes per device: weights, gradients and optimizer state as the ZeRO stage shards them over the ranks
-    holding the same weights (``dense`` parameters over dp x cp, ``expert`` ones over dp x cp / ep), and
-    activations for the micro-batches in flight (and the last stage's fp32 logits); the bytes per parameter
-    and per layer are the training step's (:mod:`roofline.llm.training`)."""
+def _held(zero: int, stage: int, dense: float, expert: float, replicas: int, expert_replicas: int) -> float:
+    """Parameters a device keeps of one state once ZeRO ``zero`` shards the states of stage >= ``stage``."""
+    return dense / replicas + expert / expert_replicas if zero >= stage else dense + expert
+
+
+def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: float, micro_batches: int,
+                      *, layers: float | None = None, stage: int = 0, last: bool | None = None,
+                      gemm: float = 0.0) -> dict[str, float]:
+    """Bytes a device of pipeline stage ``stage`` (``layers`` layers, default layers / pp) holds: weights,
+    gradients and optimizer state (:func:`~roofline.llm.training.state_bytes`) as the ZeRO stage shards them
+    over the ranks holding the same weights (``dense`` parameters over dp x cp, ``expert`` ones over
+    dp x cp / ep; fp8's weight cache over its ``gemm`` parameters, sharded like the weights), and the
+    activations of the micro-batches it holds in flight (:func:`~roofline.planner.layout.in_flight`;
+    per layer :func:`~roofline.llm.training.activation_bytes_per_layer`), with the last stage's fp32
+    logits of the micro-batch it runs."""
     a, lay = run.arch, layout
     replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
-
-    def held(stage: int) -> float:  # parameters kept per device once ZeRO stage `stage` shards them
-        return dense / replicas + expert / expert_replicas if lay.zero >= stage else dense + expert
-
+    layers = a.layers / lay.pp if layers is None else layers
+    last = stage == lay.pp - 1 if last is None else last
     per_layer = activation_bytes_per_layer(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch, sp=lay.sp,
                                            recompute=lay.recompute)
-    logits = logits_bytes(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch)
-    return {"weights": WEIGHT_BYTES * held(3), "gradients": GRAD_BYTES * held(2),
-            "optimizer": OPTIMIZER_BYTES * held(1),
-            "activations": per_layer * a.layers / lay.pp * min(micro_batches, lay.pp)
-            + (logits if lay.pp == 1 else 0.0)}
+    logits = logits_bytes(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch) if last else 0.0
+    cache = FP8_WEIGHT_CACHE_BYTES * gemm / (replicas if lay.zero >= 3 else 1) if run.precision == "fp8" else 0.0
+    z = lay.zero
+    return {"weights": WEIGHT_BYTES * _held(z, 3, dense, expert, replicas, expert_replicas) + cache,
+            "gradients": GRAD_BYTES * _held(z, 2, dense, expert, replicas, expert_replicas),
+            "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
+            "activations": per_layer * layers * in_flight(lay.pp, lay.interleave, micro_batches, stage) + logits}
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """One pipeline stage's device: one micro-batch's forward time and FLOPs, its recomputation, its
+    parameters (dense and routed experts, of them in GEMMs)."""
+
+    layers: int
+    forward: float
+    recompute: float
+    flops: float
+    recompute_flops: float
+    dense: float
+    expert: float
+    gemm: float
+
+    @property
+    def compute(self) -> float:
+        return (1 + BACKWARD) * self.forward + self.recompute
+
+
+def _stages(sh: _Shard, lay: Layout, split: tuple[int, ...], L: int) -> list[_Stage]:
+    """Each stage's device: its layers' share of the shard (every layer alike; an MoE model's routed experts
+    spread over the layers in proportion), the first stage's embedding and the last's lm_head."""
+    out = []
+    for k, n in enumerate(split):
+        f, share = n / L, [k == 0, k == len(split) - 1]
+        fwd = f * sh.layers_time + share[0] * sh.first_time + share[1] * sh.last_time
+        flops = f * sh.layers_flops + share[0] * sh.first_flops + share[1] * sh.last_flops
+        dense = f * (sh.layer_params - sh.expert_params) + share[0] * sh.first_params + share[1] * sh.last_params
+        out.append(_Stage(n, fwd, recomputed(lay.recompute, fwd, f * sh.attention_time), flops,
+                          recomputed(lay.recompute, flops, f * sh.attention_flops), dense, f * sh.expert_params,
+                          f * sh.gemm_params))
+    return out
 
 
 def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | None = None) -> Estimate:
-    """One training step of ``run`` with ``layout`` on ``system`` (per device): the step's shard on the
-    slowest stage (:mod:`roofline.llm.training`), its collectives, and the memory it holds."""
+    """One training step of ``run`` with ``layout`` on ``system`` (per device): each pipeline stage's shard of
+    the step (:mod:`roofline.llm.training`), the busiest one pacing the pipeline, its collectives, and the
+    memory of the stage holding the most."""
     m = check(run, layout, system)
-    lay = layout
+    lay, L = layout, run.arch.layers
     cache = cache if cache is not None and cache.system is system else _Cache(system)
     sh = cache.shard(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
-    stage_layers = sh.layers_time / lay.pp
-    forward = stage_layers + _edges(sh.first_time, sh.last_time, lay.pp)
-    recompute = recomputed(lay.recompute, forward, sh.attention_time / lay.pp)
-    edge_params = _edges(sh.first_params, sh.last_params, lay.pp)
-    expert = sh.expert_params / lay.pp
-    dense = (sh.layer_params - sh.expert_params) / lay.pp + edge_params  # on the device with the most
-    params = dense + expert
-    # weights are replicated over dp x cp ranks (the experts over dp x cp / ep): ZeRO shards over those
+    split = stage_layers(L, lay.pp, lay.stages)
+    stages = _stages(sh, lay, split, L)
+    busy = max(stages, key=lambda st: st.compute)
+    heavy = max(stages, key=lambda st: st.dense + st.expert)  # the most parameters: its gradient sync is the longest
     replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
-    shard_opt = dense / replicas + expert / expert_replicas if lay.zero >= 1 else params
-    _, _, opt = roofline_times(optimizer_flops(shard_opt), optimizer_bytes(shard_opt),
-                               device_ceilings(system.device, run.precisions)["peak_vector"],
-                               system.device.main_memory.bandwidth)
-    comms = _comms(run, lay, system, cache, m, dense, expert)
-    memory = memory_per_device(run, lay, dense, expert, m)
-    flops_fwd = sh.layers_flops / lay.pp + _edges(sh.first_flops, sh.last_flops, lay.pp)
-    rec_flops = recomputed(lay.recompute, flops_fwd, sh.attention_flops / lay.pp)
-    flops = m * micro_batch_flops(flops_fwd, rec_flops) + optimizer_flops(shard_opt)
-    return Estimate(run, lay, system, m, forward, BACKWARD * forward, recompute, float(opt), comms, memory, flops)
+    peak_vector = training_ceilings(system.device, run)["peak_vector"]
+    bw = system.device.main_memory.bandwidth
+
+    def shard_opt(st: _Stage) -> float:  # parameters a device's optimizer updates
+        return _held(lay.zero, 1, st.dense, st.expert, replicas, expert_replicas)
+
+    _, _, opt = roofline_times(optimizer_flops(shard_opt(heavy)), optimizer_bytes(shard_opt(heavy)), peak_vector, bw)
+    comms = _comms(run, lay, system, cache, m, heavy.dense, heavy.expert, max(split))
+    mems = [memory_per_device(run, lay, st.dense, st.expert, m, layers=st.layers, stage=k, gemm=st.gemm)
+            for k, st in enumerate(stages)]
+    worst = max(range(len(mems)), key=lambda k: sum(mems[k].values()))
+    flops = tuple(m * micro_batch_flops(st.flops, st.recompute_flops) + optimizer_flops(shard_opt(st)) for st in stages)
+    return Estimate(run, lay, system, m, busy.forward, BACKWARD * busy.forward, busy.recompute, float(opt), comms,
+                    mems[worst], split, flops, worst)
 
 
-def _comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float
-           ) -> tuple[Comm, ...]:
-    """Every collective of the step on its tiers: tp, cp, ep and pp per micro-batch, the gradient sync per step
-    (ZeRO 3: the weights gathered and the gradients scattered every micro-batch)."""
+def _comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float,
+           layers_here: int) -> tuple[Comm, ...]:
+    """Every collective of the step on its tiers: tp, cp, ep and pp per micro-batch (the busiest stage's
+    ``layers_here`` layers), the gradient sync as the ZeRO stage does it (:data:`ZERO_STAGES`)."""
     a, d = run.arch, system.devices_per_node
     act = run.precisions.bytes()["a"]
-    s_local = run.seq / lay.cp
-    tokens = lay.micro_batch * s_local
-    layers_here = a.layers / lay.pp
-    replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
+    tokens = lay.micro_batch * run.seq / lay.cp
     comms: list[Comm] = []
 
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str) -> None:
         if ranks > 1 and times > 0:
             t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, d))
-            comms.append(Comm(label, t * times, tiers, scope))
+            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times))
 
     hidden_msg = tokens * a.hidden * act
     # 2 per layer forward, 2 backward; the vocabulary-parallel embedding's forward and lm_head's input
@@ -214,49 +296,81 @@ def _comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int,
         add("cp kv reduce-scatter", "reduce_scatter", kv, lay.cp, lay.tp, layers_here * m, "micro-batch")
     if lay.ep > 1:
         routed = tokens * a.top_k * a.hidden * act
-        add("ep all-to-all", "all_to_all", routed, lay.ep, lay.tp * lay.cp, 4 * a.moe_layers / lay.pp * m,
-            "micro-batch")
+        add("ep all-to-all", "all_to_all", routed, lay.ep, lay.tp * lay.cp, 4 * a.moe_layers * layers_here / a.layers
+            * m, "micro-batch")
     # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
     add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, lay.tp * lay.cp * lay.dp, 2 * lay.interleave * m,
         "micro-batch")
     # gradients are reduced over the ranks that hold the same weights: dp x cp of them (tp apart), and for the
     # experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)
+    replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
     groups = [("dp", dense, replicas, lay.tp), ("expert dp", expert, expert_replicas,
                                                 lay.tp * lay.ep if lay.cp == 1 else lay.tp)]
     for label, held, ranks, stride in groups:
-        if held <= 0:
-            continue
-        grads = GRAD_BYTES * held
-        if lay.zero <= 1:
-            add(f"{label} grad all-reduce", "all_reduce", grads, ranks, stride, 1, "step")
-        elif lay.zero == 2:
-            add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, 1, "step")
-            add(f"{label} weight all-gather", "all_gather", WEIGHT_BYTES * held, ranks, stride, 1, "step")
-        else:
-            add(f"{label} fsdp weight all-gather", "all_gather", WEIGHT_BYTES * held, ranks, stride, 2 * m,
-                "micro-batch")
-            add(f"{label} fsdp grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch")
+        if held > 0:
+            _zero_comms(add, label, lay.zero, held, ranks, stride, m)
     return tuple(comms)
 
 
-def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] = (1, 2, 4, 8),
+def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride: int, m: int) -> None:
+    """The gradient sync of ``held`` parameters over ``ranks`` as ZeRO stage ``zero`` does it (:data:`ZERO_STAGES`)."""
+    grads, weights = GRAD_BYTES * held, WEIGHT_BYTES * held
+    if zero == 0:
+        add(f"{label} grad all-reduce", "all_reduce", grads, ranks, stride, 1, "step")
+    elif zero == 1:
+        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, 1, "step")
+        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step")
+    elif zero == 2:
+        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch")
+        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step")
+    else:
+        add(f"{label} fsdp weight all-gather", "all_gather", weights, ranks, stride, 2 * m, "micro-batch")
+        add(f"{label} fsdp grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch")
+
+
+def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] | None = None,
             zeros: tuple[int, ...] = (0, 1, 2, 3), recomputes: tuple[str, ...] = RECOMPUTE,
-            max_cp: int = 8, overlap: float = 0.0) -> Iterator[Layout]:
-    """Every layout that divides ``system``: tp within a node, pp dividing the layers, cp up to ``max_cp``,
-    ep dividing the experts and dp, each micro-batch size, ZeRO stage and recomputation."""
+            max_cp: int | None = None, interleaves: tuple[int, ...] | None = None,
+            overlap: float = 0.0) -> Iterator[Layout]:
+    """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
+    divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
+    load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``; pp every
+    divisor up to the layers (uneven splits: :func:`~roofline.planner.layout.stage_layers`); ep dividing the
+    experts and dp; micro-batches of every size dividing the per-replica batch (or ``micro_batches``);
+    interleaving over every ``v`` dividing each stage's layers (or ``interleaves``) where the micro-batches
+    are a multiple of pp; each ZeRO stage and recomputation."""
     a, n, d = run.arch, system.devices, system.devices_per_node
     for tp in divisors(d):
         try:
             check_tp(a, tp)
         except RooflineError:
             continue
-        for cp in (c for c in divisors(n // tp) if c <= max_cp and run.seq % c == 0):
-            for pp in (p for p in divisors(n // (tp * cp)) if a.layers % p == 0):
-                dp = n // (tp * cp * pp)
-                for ep in ([e for e in divisors(dp) if a.experts % e == 0] if a.experts else [1]):
-                    for mb in micro_batches:
-                        if run.global_batch % (dp * mb) or (pp > 1 and run.global_batch // (dp * mb) < pp):
-                            continue
-                        for zero in zeros:
-                            for rec in recomputes:
-                                yield Layout(tp, pp, dp, cp, ep, zero, mb, True, rec, 1, overlap)
+        for cp in divisors(n // tp):
+            if (max_cp is not None and cp > max_cp) or (cp > 1 and run.seq % (2 * cp)):
+                continue
+            for pp in (p for p in divisors(n // (tp * cp)) if p <= a.layers):
+                yield from _layouts_of(run, n // (tp * cp * pp), tp, cp, pp, micro_batches, zeros, recomputes,
+                                       interleaves, overlap)
+
+
+def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batches: tuple[int, ...] | None,
+                zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
+                overlap: float) -> Iterator[Layout]:
+    a = run.arch
+    if run.global_batch % dp:
+        return
+    per_replica = run.global_batch // dp
+    split = stage_layers(a.layers, pp)
+    common = math.gcd(*split)
+    vs = [v for v in (interleaves or divisors(common)) if v == 1 or (pp > 1 and common % v == 0)]
+    for ep in ([e for e in divisors(dp) if a.experts % e == 0] if a.experts else [1]):
+        for mb in (micro_batches or divisors(per_replica)):
+            m = per_replica // mb if per_replica % mb == 0 else 0
+            if not m or (pp > 1 and m < pp):
+                continue
+            for v in vs:
+                if v > 1 and m % pp:
+                    continue
+                for zero in zeros:
+                    for rec in recomputes:
+                        yield Layout(tp, pp, dp, cp, ep, zero, mb, True, rec, v, overlap)
