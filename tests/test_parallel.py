@@ -404,3 +404,105 @@ def test_plan_cli_review_edges(tmp_path, capsys):
     assert "ep must be a whole number" in capsys.readouterr().err
     assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--train", "--layout", "dp=8,sp=maybe"]) == 2
     assert "sp must be true or false" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("m", [1, 8])
+def test_zero_stages_memory_and_bytes(m):
+    """Llama-2-7B on 8-way data parallelism (one DGX H100), Psi parameters per device, m micro-batches of 1:
+    ZeRO 0 all-reduces 2 Psi gradient bytes once per step; 1 (Megatron's distributed optimizer: a full
+    gradient buffer) reduce-scatters them and all-gathers the 2 Psi weight bytes once per step, whatever m;
+    2 (sharded gradients) reduce-scatters every micro-batch (m calls) and all-gathers once; 3 gathers the
+    weights twice per micro-batch (forward, backward) and reduce-scatters every micro-batch.  Memory: 16,
+    4 + 12/8, 2 + 14/8, 16/8 bytes per parameter, the same for 1 and 8 micro-batches."""
+    from roofline.llm.training import stage_params
+
+    psi = stage_params(load_arch("llama-2-7b"), 1).total
+    run = TrainingRun.of("llama-2-7b", seq=1024, global_batch=8 * m)
+    s = get_system("dgx-h100")
+    expected = {0: {"dp grad all-reduce": 1},
+                1: {"dp grad reduce-scatter": 1, "dp weight all-gather": 1},
+                2: {"dp grad reduce-scatter": m, "dp weight all-gather": 1},
+                3: {"dp fsdp weight all-gather": 2 * m, "dp fsdp grad reduce-scatter": m}}
+    per_param = {0: 16, 1: 4 + 12 / 8, 2: 2 + 14 / 8, 3: 16 / 8}
+    for zero, calls in expected.items():
+        e = estimate(run, Layout(dp=8, zero=zero), s)
+        assert e.micro_batches == m
+        dp = {c.name: c for c in e.comms if c.name.startswith("dp ")}
+        assert set(dp) == set(calls)
+        for name, n in calls.items():
+            assert dp[name].calls == n and dp[name].message_bytes == pytest.approx(2 * psi)
+            assert dp[name].bytes_per_step == pytest.approx(2 * psi * n)
+        states = e.memory["weights"] + e.memory["gradients"] + e.memory["optimizer"]
+        assert states == pytest.approx(per_param[zero] * psi)
+        assert f"ZeRO {zero}: sharded" in e.zero
+
+
+def test_per_stage_flops_sum_to_the_models():
+    """pp 4 x dp 2, no recomputation, ZeRO 1: every device's FLOPs summed (each stage's x dp) are the step's,
+    training_flops (3 x the forward, lm_head once) plus Adam's 13 per parameter, each parameter updated by one
+    rank; the last stage alone carries lm_head, so it does more than a middle one."""
+    from roofline.llm.training import ADAM_FLOPS, stage_params
+
+    run = TrainingRun.of("llama-2-7b", seq=1024, global_batch=8)
+    e = estimate(run, Layout(pp=4, dp=2, zero=1, recompute="none"), get_system("dgx-h100"))
+    psi = stage_params(run.arch, 1).total
+    assert sum(e.stage_flops) * 2 == pytest.approx(training_flops(run) + ADAM_FLOPS * psi, rel=1e-12)
+    assert e.flops == pytest.approx(sum(e.stage_flops) / 4)
+    lm_head = 2 * 4096 * 32000 * 1024 * 4 * 3  # per token 2 h V, 1024 tokens, 4 micro-batches, x 3 (fwd + bwd)
+    assert e.stage_flops[3] - e.stage_flops[1] == pytest.approx(lm_head, rel=1e-3)  # + the final norm
+
+
+def test_uneven_stages_126_layers_on_pp16():
+    """Llama-3-405B's 126 layers on 16 stages: the first and last take 7, the rest 8 (Llama 3, section
+    3.3.2); the busiest stage paces the pipeline: forward = max(8 l, 7 l + embedding, 7 l + lm_head) for l
+    one layer's time.  stages= sets the split; one not summing to the layers is one line."""
+    from roofline.planner.cache import _Cache
+    from roofline.planner.layout import stage_layers
+
+    assert stage_layers(126, 16) == (7,) + (8,) * 14 + (7,)
+    assert stage_layers(10, 4) == (2, 3, 3, 2) and stage_layers(11, 4) == (2, 3, 3, 3)
+    s = get_system("dgx-h100", nodes=16)
+    run = TrainingRun.of("llama-3-405b", seq=4096, global_batch=16)
+    lay = Layout(tp=8, pp=16, dp=1, zero=1, recompute="none")
+    e = estimate(run, lay, s)
+    assert e.stage_layers == stage_layers(126, 16)
+    sh = _Cache(s).shard(run, 8, 1, 1, 1)
+    layer = sh.layers_time / 126
+    assert e.forward == pytest.approx(max(8 * layer, 7 * layer + sh.first_time, 7 * layer + sh.last_time))
+    explicit = estimate(run, Layout(tp=8, pp=16, dp=1, zero=1, recompute="none", stages=(6,) + (8,) * 15), s)
+    assert explicit.stage_layers[0] == 6 and explicit.forward == pytest.approx(
+        max(8 * layer + sh.last_time, 6 * layer + sh.first_time))
+    with pytest.raises(RooflineError, match="sums to 127 layers; the model has 126"):
+        check(run, Layout(tp=8, pp=16, stages=(7,) + (8,) * 15), s)
+
+
+def test_fp8_training_on_the_fp8_roof_with_fp32_master_weights():
+    """--precision fp8 (Transformer Engine): the GEMMs on the fp8 matrix roof (H100: 2x the bf16 one), the
+    rest as under bf16; per parameter a bf16 weight 2, a bf16 gradient 2, the fp32 master 4, Adam's m and v
+    4 + 4, and for the GEMM weights their cached fp8 copy and transpose 2."""
+    from roofline.analysis import analyze
+    from roofline.llm.training import stage_params, state_bytes, training_ceilings, training_workload
+
+    s = get_system("dgx-h100")
+    dev = s.device
+    bf16 = TrainingRun.of("llama-2-7b", seq=2048, global_batch=8)
+    fp8 = TrainingRun.of("llama-2-7b", seq=2048, global_batch=8, precision="fp8")
+    assert training_ceilings(dev, fp8)["peak_gemm"] == dev.ceiling("matrix", "fp8").flops
+    assert training_ceilings(dev, fp8)["peak_attn"] == training_ceilings(dev, bf16)["peak_attn"]
+    assert state_bytes("fp8") == {"bf16 weight": 2, "bf16 gradient": 2, "fp32 master weight": 4, "fp32 Adam m": 4,
+                                  "fp32 Adam v": 4, "fp8 weight + transpose (GEMM weights)": 2}
+    w = training_workload(fp8, recompute="none")
+    a = analyze(w, dev)
+    gemm = [i for i in range(len(w)) if w.strings("kind", i) == "matmul"]
+    assert {w.strings("precision", i) for i in gemm} == {"fp8"}
+    # the same FLOPs as bf16; each GEMM's compute time at the fp8 peak
+    assert w.total_flops == pytest.approx(training_workload(bf16, recompute="none").total_flops)
+    for i in gemm[:5]:
+        assert a.compute_time[i] == pytest.approx(w.columns["flops"][i] / dev.ceiling("matrix", "fp8").flops)
+    held = stage_params(fp8.arch, 1)
+    e = estimate(fp8, Layout(dp=8, zero=0, recompute="none"), s)
+    assert e.memory["weights"] == pytest.approx(2 * held.total + 2 * held.gemm)
+    assert e.memory["optimizer"] == pytest.approx((4 + 4 + 4) * held.total)
+    assert e.forward < estimate(bf16, Layout(dp=8, zero=0, recompute="none"), s).forward
+    with pytest.raises(RooflineError, match="precision: 'fp4' is not one of bf16, fp8"):
+        TrainingRun.of("llama-2-7b", precision="fp4")
