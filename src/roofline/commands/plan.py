@@ -51,6 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument("--serve", action="store_true", help="plan serving (decode throughput, per-token latency)")
     p.add_argument("--global-batch", type=int, default=1024, metavar="SEQS", help="--train: sequences per step (1024)")
     p.add_argument("--seq", type=int, default=4096, metavar="TOKENS", help="--train: tokens per sequence (4096)")
+    p.add_argument("--precision", default="bf16", metavar="P",
+                   help="--train: the GEMMs' precision, bf16 or fp8 (Transformer Engine; default bf16)")
     p.add_argument("--batch", type=int, default=64, metavar="SEQS", help="--serve: sequences per replica (64)")
     p.add_argument("--prompt", type=int, default=1024, metavar="TOKENS", help="--serve: prompt tokens (1024)")
     p.add_argument("--gen", type=int, default=256, metavar="TOKENS", help="--serve: generated tokens (256)")
@@ -64,20 +66,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _parse_stages(part: str, value: str) -> tuple[int, ...]:
+    """'7/8x14/7' -> (7, 8, ..., 8, 7): layers per stage, 'NxK' for K stages of N."""
+    out: list[int] = []
+    for item in value.strip().split("/"):
+        n, _, k = item.partition("x")
+        try:
+            layers, times = int(n), int(k) if k else 1
+        except ValueError:
+            raise RooflineError(f"--layout {part!r}: stages= is layers per stage, e.g. 7/8x14/7") from None
+        if layers < 1 or times < 1:
+            raise RooflineError(f"--layout {part!r}: stages= needs whole numbers >= 1")
+        out += [layers] * times
+    return tuple(out)
+
+
 def parse_layout(text: str, overlap: float) -> Layout:
-    """'tp=8,pp=2,dp=4,zero=1,recompute=full' -> Layout; a bad key or value is one line."""
+    """'tp=8,pp=2,dp=4,zero=1,recompute=full' -> Layout; a bad key or value, or two keys that conflict, is
+    one line."""
     from roofline.planner import Layout
 
     names = {"tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep", "zero": "zero", "mb": "micro_batch",
-             "micro_batch": "micro_batch", "recompute": "recompute", "interleave": "interleave", "sp": "sp"}
+             "micro_batch": "micro_batch", "recompute": "recompute", "interleave": "interleave", "sp": "sp",
+             "stages": "stages", "v": "interleave"}
     values: dict[str, Any] = {"overlap": overlap}
+    given: dict[str, str] = {}
     for part in filter(None, (x.strip() for x in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep or key.strip() not in names:
             raise RooflineError(f"--layout {part!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(names))}")
         field = names[key.strip()]
+        if field in given:
+            raise RooflineError(f"--layout: {given[field]!r} and {part!r} conflict (both set {field})")
+        given[field] = part
         if field == "recompute":
             values[field] = value.strip()
+        elif field == "stages":
+            values[field] = _parse_stages(part, value)
         elif field == "sp":
             flag = value.strip().lower()
             if flag not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
@@ -88,6 +113,11 @@ def parse_layout(text: str, overlap: float) -> Layout:
                 values[field] = int(value)
             except ValueError:
                 raise RooflineError(f"--layout {part!r}: {key.strip()} must be a whole number") from None
+    if "stages" in values:
+        if "pp" in values and values["pp"] != len(values["stages"]):
+            raise RooflineError(f"--layout: {given['pp']!r} and {given['stages']!r} conflict "
+                                f"({len(values['stages'])} stages)")
+        values["pp"] = len(values["stages"])
     return Layout(**values)
 
 
@@ -99,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
     system = resolve_system(args.system, nodes=args.nodes)
     run_: TrainingRun | ServingRun = (ServingRun.of(args.model, batch=args.batch, prompt=args.prompt, gen=args.gen)
                                       if args.serve else
-                                      TrainingRun.of(args.model, seq=args.seq, global_batch=args.global_batch))
+                                      TrainingRun.of(args.model, seq=args.seq, global_batch=args.global_batch,
+                                                     precision=args.precision))
     what = "serving" if args.serve else "training"
     where = f"{system.name} x {system.nodes} ({system.devices} devices)"
     ranked, header, tried = _ranked(args, run_, system, what, where)
@@ -107,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
              else f"global batch {run_.global_batch} x {run_.seq} tokens")
     lines = [header, f"{shape}; overlap {args.overlap:.0%} of communication in the time (the bound hides all the "
              "schedule allows)"]
+    lines += [_does_not_fit(e) for e in ranked[:1] if args.layout and not e.fits]
     lines += _table(args, ranked)
     text = "\n".join(lines) + "\n"
     outputs: list[tuple[str, str, bytes]] = []
@@ -138,6 +170,10 @@ def _check_args(args: argparse.Namespace) -> None:
         raise RooflineError(f"--top must be >= 1, got {args.top}")
     if not 0.0 <= args.overlap <= 1.0:
         raise RooflineError(f"--overlap must be from 0 to 1, got {args.overlap}")
+    from roofline.llm.training import TRAIN_PRECISIONS
+
+    if args.precision not in TRAIN_PRECISIONS:
+        raise RooflineError(f"--precision {args.precision!r} is not one of {', '.join(TRAIN_PRECISIONS)}")
     if args.price is not None and not args.price > 0:
         raise RooflineError(f"--price must be above 0, got {args.price}")
 
@@ -153,16 +189,38 @@ def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
         return [one], f"{run_.arch.name} {what} on {where}: one layout", 1
     p = plan(run_, system, top=args.top, overlap=args.overlap)
     if not p.ranked:
-        if p.tried == p.uneven:
-            raise RooflineError(f"no layout of {run_.arch.name} divides {where} (the batch, the layers and the "
-                                "nodes into whole groups); change --nodes or the batch")
-        raise RooflineError(f"no layout of {run_.arch.name} fits {where}: {p.tried - p.uneven} tried, all past the "
-                            "device's memory; add nodes, or shorten the sequences or the batch")
+        _none_ranked(p, run_, where)
     header = (f"{run_.arch.name} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
               f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} past memory"
               + (f", {p.uneven:,} splitting groups unevenly over nodes" if p.uneven else "")
               + f", best {len(p.ranked)}")
     return list(p.ranked), header, p.tried
+
+
+def _does_not_fit(e: Estimate | ServingEstimate) -> str:
+    """The line a timed layout that does not fit the device's memory leads with."""
+    where = (f" on pipeline stage {e.memory_stage + 1} of {e.layout.pp}" if hasattr(e, "memory_stage")
+             and e.layout.pp > 1 else "")
+    return (f"does not fit: {format_bytes(e.memory_total)} per device{where} ("
+            + ", ".join(f"{k} {format_bytes(v)}" for k, v in e.memory.items())
+            + f") against {format_bytes(e.capacity)}; timed all the same")
+
+
+def _none_ranked(p: Any, run_: Any, where: str) -> None:
+    """The one line when no layout is ranked: the constraint that failed, and the nearest that pass."""
+    from roofline.planner import TrainingRun
+    from roofline.planner.search import no_layout_divides
+
+    name = run_.arch.name
+    if p.tried == 0 and isinstance(run_, TrainingRun):
+        raise RooflineError(f"no layout of {name} divides {where}: {no_layout_divides(run_, p.system)}")
+    if p.tried == p.uneven:
+        raise RooflineError(f"no layout of {name} divides {where}: every one of the {p.tried} splits a group "
+                            "unevenly over the nodes; use a node count that is a power of two")
+    near = "; ".join(f"{e.describe()} needs {format_bytes(e.memory_total)}" for e in p.nearest)
+    raise RooflineError(f"no layout of {name} fits {where}: {p.tried - p.uneven} tried, all past the device's "
+                        f"{format_bytes(p.nearest[0].capacity)} of memory; nearest: {near}; add nodes, or shorten "
+                        "the sequences")
 
 
 def _table(args: argparse.Namespace, ranked: list[Estimate | ServingEstimate]) -> list[str]:
@@ -186,6 +244,10 @@ def _table(args: argparse.Namespace, ranked: list[Estimate | ServingEstimate]) -
         f"{c.name} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
         f"{k} {format_bytes(v)}" for k, v in best.memory.items())
         + (f" of {format_bytes(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)"))
+    if not isinstance(best, ServingEstimate):
+        lay = best.layout
+        lines.append(f"  {best.zero}; {best.run.precision}"
+                     + (f"; layers per stage {'/'.join(map(str, best.stage_layers))}" if lay.pp > 1 else ""))
     return lines
 
 
@@ -202,7 +264,9 @@ def _row(e: Estimate | ServingEstimate, price: float | None) -> dict[str, Any]:
         out["ttft_seconds"] = e.ttft
     else:
         out.update(cp=lay.cp, ep=lay.ep, zero=lay.zero, micro_batch=lay.micro_batch, recompute=lay.recompute,
-                   micro_batches=e.micro_batches, bubble_share=e.bubble_share)
+                   interleave=lay.interleave, micro_batches=e.micro_batches, bubble_share=e.bubble_share,
+                   stage_layers=list(e.stage_layers), memory_stage=e.memory_stage, precision=e.run.precision,
+                   zero_note=e.zero, flops_per_device=e.flops)
     if price:
         out["usd_per_million_tokens"] = e.cost_per_token(price) * 1e6
     return out

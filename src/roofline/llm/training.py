@@ -217,6 +217,7 @@ def _saved_per_token(arch: Arch, tp: int) -> tuple[float, float, float, float, f
     return out[0], out[1], out[2], out[3], out[4]
 
 
+@lru_cache(maxsize=65536)
 def activation_bytes_per_layer(run: TrainingRun, *, tp: int = 1, cp: int = 1, micro_batch: int = 1, sp: bool = True,
                                recompute: str = "selective") -> float:
     """Activation bytes one layer keeps for backward, per micro-batch on one device (the mean over the

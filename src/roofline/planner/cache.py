@@ -59,9 +59,27 @@ class _Cache:
         self.shards: dict[tuple[Any, ...], _Shard] = {}
         self.collectives: dict[tuple[Any, ...], tuple[float, tuple[str, ...]]] = {}
         self.times: dict[tuple[Any, ...], float] = {}
+        self.memo: dict[tuple[Any, ...], Any] = {}  # per-layout parts many layouts share (keyed by run_key)
+        self._runs: dict[int, Any] = {}
+
+    def run_key(self, run: Any) -> int:
+        """A cheap key for ``run`` (hashing a model's whole config per layout costs more than estimating it):
+        its id, the run kept alive here so the id is not reused."""
+        k = id(run)
+        if self._runs.setdefault(k, run) is not run:  # pragma: no cover - ids are unique among live objects
+            raise AssertionError("run key reused")
+        return k
+
+    def ceilings(self, run: TrainingRun) -> dict[str, float]:
+        """The roofs ``run``'s ops take on the system's device (:func:`roofline.llm.training.training_ceilings`)."""
+        key = ("ceilings", self.run_key(run))
+        got = self.times.get(key)
+        if got is None:
+            got = self.times[key] = training_ceilings(self.system.device, run)  # type: ignore[assignment]
+        return got  # type: ignore[return-value]
 
     def shard(self, run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int) -> _Shard:
-        key = (run, tp, cp, ep, micro_batch)
+        key = (self.run_key(run), tp, cp, ep, micro_batch)
         got = self.shards.get(key)
         if got is None:
             got = self.shards[key] = _shard_on(run, tp, cp, ep, micro_batch, self.system.device)

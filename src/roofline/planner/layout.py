@@ -64,6 +64,7 @@ class Comm:
         return self.message_bytes * self.calls
 
 
+@lru_cache(maxsize=4096)
 def stage_layers(layers: int, pp: int, stages: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """Layers per pipeline stage: ``stages`` as given, else ``layers / pp`` each, and when pp does not
     divide them the first and last stages take one fewer (then the second and the second-to-last, ...), as

@@ -6,11 +6,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.llm.table import check_tp
 from roofline.llm.training import TrainingRun
 from roofline.planner.cache import _Cache
+from roofline.planner.layout import Layout, divisors
 from roofline.planner.serve import ServingEstimate, ServingRun, estimate_serving, serving_layouts
 from roofline.planner.train import Estimate, estimate, layouts
 from roofline.system import System
+
+#: layouts named as the nearest to fitting (or the nearest batches that divide) when none does
+NEAREST = 3
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,7 @@ class Plan:
     too_big: int
     seconds: float
     uneven: int = 0  # layouts whose groups split unevenly over the nodes (skipped)
+    nearest: tuple[Estimate | ServingEstimate, ...] = ()  # of those past memory, the ones nearest to fitting
 
 
 def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overlap: float = 0.0,
@@ -35,6 +41,7 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
 
     t0 = clock.perf_counter()
     fits: list[Estimate | ServingEstimate] = []
+    near: list[Estimate | ServingEstimate] = []
     tried = too_big = uneven = 0
     cache = _Cache(system)
     serving = isinstance(run, ServingRun)
@@ -44,7 +51,7 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
         tried += 1
         try:
             e: Estimate | ServingEstimate = (estimate_serving(run, lay, system, cache) if isinstance(run, ServingRun)
-                                             else estimate(run, lay, system, cache))
+                                             else estimate(run, lay, system, cache, checked=True))
         except RooflineError:  # a group that splits unevenly over the nodes: not a layout to run
             uneven += 1
             continue
@@ -52,7 +59,40 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
             fits.append(e)
         else:
             too_big += 1
+            if not fits:
+                near.append(e)
+                if len(near) > 64:
+                    near = sorted(near, key=lambda x: x.memory_total)[:NEAREST]
     # ties (ZeRO stages that cost no time): less memory first
     fits.sort(key=lambda e: (-e.tokens_per_second, e.memory_total))
     assert serving or all(isinstance(e, Estimate) for e in fits)
-    return Plan(run, system, tuple(fits[:top]), tried, too_big, clock.perf_counter() - t0, uneven)
+    nearest = () if fits else tuple(sorted(near, key=lambda x: x.memory_total)[:NEAREST])
+    return Plan(run, system, tuple(fits[:top]), tried, too_big, clock.perf_counter() - t0, uneven, nearest)
+
+
+def no_layout_divides(run: TrainingRun, system: System) -> str:
+    """Why no training layout divides ``system``, in one line: the constraint that failed for the shapes
+    tp x cp x pp x dp that split the devices, and the nearest global batches that do divide (with a layout)."""
+    a, n, d = run.arch, system.devices, system.devices_per_node
+    tps = [t for t in divisors(d) if _tp_ok(a, t)]
+    if not tps:
+        return f"no tp within a node of {d} devices divides {a.name}'s {a.heads} heads and its widths"
+    offers: dict[int, str] = {}
+    for tp in tps:
+        for pp in (p for p in divisors(n // tp) if p <= a.layers):
+            dp = n // (tp * pp)
+            for gb in (run.global_batch // dp * dp, -(-run.global_batch // dp) * dp):
+                if gb >= max(dp * pp, 1) and gb != run.global_batch:
+                    offers.setdefault(gb, Layout(tp=tp, pp=pp, dp=dp).describe().replace(" zero1 mb1 selective", ""))
+    near = sorted(offers, key=lambda gb: (abs(gb - run.global_batch), gb))[:NEAREST]
+    return (f"global batch {run.global_batch} is no whole number (>= pp) of micro-batches over the data-parallel "
+            f"ranks of any tp x pp x dp of {n} devices; nearest that divide: "
+            + ", ".join(f"--global-batch {gb} ({offers[gb]})" for gb in near))
+
+
+def _tp_ok(arch: Any, tp: int) -> bool:
+    try:
+        check_tp(arch, tp)
+    except RooflineError:
+        return False
+    return True

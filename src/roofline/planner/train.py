@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.formula import roofline_times
 from roofline.llm.table import check_tp, kv_heads_per_device
 from roofline.llm.training import (
     BACKWARD,
@@ -30,7 +30,6 @@ from roofline.llm.training import (
     optimizer_bytes,
     optimizer_flops,
     recomputed,
-    training_ceilings,
 )
 from roofline.planner.cache import _Cache, _Shard
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors, in_flight, stage_layers
@@ -52,8 +51,18 @@ class Estimate(_Facts):
     comms: tuple[Comm, ...]
     memory: dict[str, float] = field(default_factory=dict)  # the device of the stage holding the most
     stage_layers: tuple[int, ...] = ()  # layers per pipeline stage
-    stage_flops: tuple[float, ...] = ()  # FLOPs per step of one device of each stage (recomputation included)
     memory_stage: int = 0  # the stage whose device ``memory`` is
+    shard: _Shard | None = None  # one micro-batch on one device, all layers (what the stages split)
+
+    @property
+    def stage_flops(self) -> tuple[float, ...]:
+        """FLOPs per step of one device of each pipeline stage (recomputation and its optimizer shard included)."""
+        lay, sh = self.layout, self.shard
+        if sh is None:
+            return ()
+        everyone = _stages(sh, lay, self.stage_layers, self.run.arch.layers, tuple(range(lay.pp)))
+        return tuple(self.micro_batches * micro_batch_flops(st.flops, st.recompute_flops) + optimizer_flops(
+            _held(lay.zero, 1, st.dense, st.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)) for st in everyone)
 
     @property
     def flops(self) -> float:
@@ -185,7 +194,7 @@ def _held(zero: int, stage: int, dense: float, expert: float, replicas: int, exp
 
 def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: float, micro_batches: int,
                       *, layers: float | None = None, stage: int = 0, last: bool | None = None,
-                      gemm: float = 0.0) -> dict[str, float]:
+                      gemm: float = 0.0, per_layer: float | None = None) -> dict[str, float]:
     """Bytes a device of pipeline stage ``stage`` (``layers`` layers, default layers / pp) holds: weights,
     gradients and optimizer state (:func:`~roofline.llm.training.state_bytes`) as the ZeRO stage shards them
     over the ranks holding the same weights (``dense`` parameters over dp x cp, ``expert`` ones over
@@ -197,8 +206,9 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
     layers = a.layers / lay.pp if layers is None else layers
     last = stage == lay.pp - 1 if last is None else last
-    per_layer = activation_bytes_per_layer(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch, sp=lay.sp,
-                                           recompute=lay.recompute)
+    if per_layer is None:
+        per_layer = activation_bytes_per_layer(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch, sp=lay.sp,
+                                               recompute=lay.recompute)
     logits = logits_bytes(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch) if last else 0.0
     cache = FP8_WEIGHT_CACHE_BYTES * gemm / (replicas if lay.zero >= 3 else 1) if run.precision == "fp8" else 0.0
     z = lay.zero
@@ -227,48 +237,69 @@ class _Stage:
         return (1 + BACKWARD) * self.forward + self.recompute
 
 
-def _stages(sh: _Shard, lay: Layout, split: tuple[int, ...], L: int) -> list[_Stage]:
-    """Each stage's device: its layers' share of the shard (every layer alike; an MoE model's routed experts
-    spread over the layers in proportion), the first stage's embedding and the last's lm_head."""
+def _stages(sh: _Shard, lay: Layout, split: tuple[int, ...], L: int, which: tuple[int, ...]) -> list[_Stage]:
+    """Stages ``which``' devices: their layers' share of the shard (every layer alike; an MoE model's routed
+    experts spread over the layers in proportion), the first stage's embedding and the last's lm_head."""
     out = []
-    for k, n in enumerate(split):
-        f, share = n / L, [k == 0, k == len(split) - 1]
-        fwd = f * sh.layers_time + share[0] * sh.first_time + share[1] * sh.last_time
-        flops = f * sh.layers_flops + share[0] * sh.first_flops + share[1] * sh.last_flops
-        dense = f * (sh.layer_params - sh.expert_params) + share[0] * sh.first_params + share[1] * sh.last_params
+    for k in which:
+        n = split[k]
+        f, first, last = n / L, k == 0, k == len(split) - 1
+        fwd = f * sh.layers_time + first * sh.first_time + last * sh.last_time
+        flops = f * sh.layers_flops + first * sh.first_flops + last * sh.last_flops
+        dense = f * (sh.layer_params - sh.expert_params) + first * sh.first_params + last * sh.last_params
         out.append(_Stage(n, fwd, recomputed(lay.recompute, fwd, f * sh.attention_time), flops,
                           recomputed(lay.recompute, flops, f * sh.attention_flops), dense, f * sh.expert_params,
                           f * sh.gemm_params))
     return out
 
 
-def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | None = None) -> Estimate:
+@lru_cache(maxsize=4096)
+def _candidates(split: tuple[int, ...]) -> tuple[int, ...]:
+    """The stages that can be the busiest or hold the most: the first and the last (the embedding, lm_head, the
+    logits) and each stage with more layers than every stage before it; any other has no more layers, no
+    more parameters and (both schedules hold fewer micro-batches further down) no more in flight than one
+    before it."""
+    out, most = [0], split[0]
+    for k in range(1, len(split) - 1):
+        if split[k] > most:
+            out.append(k)
+            most = split[k]
+    return tuple(dict.fromkeys([*out, len(split) - 1]))
+
+
+def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | None = None, *,
+             checked: bool = False) -> Estimate:
     """One training step of ``run`` with ``layout`` on ``system`` (per device): each pipeline stage's shard of
     the step (:mod:`roofline.llm.training`), the busiest one pacing the pipeline, its collectives, and the
-    memory of the stage holding the most."""
-    m = check(run, layout, system)
+    memory of the stage holding the most.  ``checked``: the layout comes from :func:`layouts`, which yields
+    only layouts :func:`check` passes (the search skips checking them again)."""
+    m = (run.global_batch // (layout.dp * layout.micro_batch) if checked else check(run, layout, system))
     lay, L = layout, run.arch.layers
     cache = cache if cache is not None and cache.system is system else _Cache(system)
     sh = cache.shard(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
     split = stage_layers(L, lay.pp, lay.stages)
-    stages = _stages(sh, lay, split, L)
+    which = _candidates(split)
+    stages = _stages(sh, lay, split, L, which)
     busy = max(stages, key=lambda st: st.compute)
     heavy = max(stages, key=lambda st: st.dense + st.expert)  # the most parameters: its gradient sync is the longest
-    replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
-    peak_vector = training_ceilings(system.device, run)["peak_vector"]
-    bw = system.device.main_memory.bandwidth
-
-    def shard_opt(st: _Stage) -> float:  # parameters a device's optimizer updates
-        return _held(lay.zero, 1, st.dense, st.expert, replicas, expert_replicas)
-
-    _, _, opt = roofline_times(optimizer_flops(shard_opt(heavy)), optimizer_bytes(shard_opt(heavy)), peak_vector, bw)
-    comms = _comms(run, lay, system, cache, m, heavy.dense, heavy.expert, max(split))
-    mems = [memory_per_device(run, lay, st.dense, st.expert, m, layers=st.layers, stage=k, gemm=st.gemm)
-            for k, st in enumerate(stages)]
+    held = _held(lay.zero, 1, heavy.dense, heavy.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)
+    opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"],
+              optimizer_bytes(held) / system.device.main_memory.bandwidth)
+    key = (cache.run_key(run), lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, lay.zero,
+           split)
+    comms = cache.memo.get(key)
+    if comms is None:  # the same for every recomputation
+        comms = cache.memo[key] = _comms(run, lay, system, cache, m, heavy.dense, heavy.expert, max(split))
+    akey = (key[0], lay.tp, lay.cp, lay.micro_batch, lay.sp, lay.recompute)
+    per_layer = cache.memo.get(akey)
+    if per_layer is None:
+        per_layer = cache.memo[akey] = activation_bytes_per_layer(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch,
+                                                                  sp=lay.sp, recompute=lay.recompute)
+    mems = [memory_per_device(run, lay, st.dense, st.expert, m, layers=st.layers, stage=k, gemm=st.gemm,
+                              per_layer=per_layer) for k, st in zip(which, stages, strict=True)]
     worst = max(range(len(mems)), key=lambda k: sum(mems[k].values()))
-    flops = tuple(m * micro_batch_flops(st.flops, st.recompute_flops) + optimizer_flops(shard_opt(st)) for st in stages)
     return Estimate(run, lay, system, m, busy.forward, BACKWARD * busy.forward, busy.recompute, float(opt), comms,
-                    mems[worst], split, flops, worst)
+                    mems[worst], split, which[worst], sh)
 
 
 def _comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float,
