@@ -279,14 +279,18 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     sh = cache.shard(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
     split = stage_layers(L, lay.pp, lay.stages)
     which = _candidates(split)
-    stages = _stages(sh, lay, split, L, which)
-    busy = max(stages, key=lambda st: st.compute)
-    heavy = max(stages, key=lambda st: st.dense + st.expert)  # the most parameters: its gradient sync is the longest
+    skey = (cache.run_key(run), lay.tp, lay.cp, lay.ep, lay.micro_batch, split, lay.recompute)
+    got = cache.memo.get(skey)
+    if got is None:  # the same for every ZeRO stage and data-parallel width
+        stages = _stages(sh, lay, split, L, which)
+        # the busiest paces the pipeline; the one with the most parameters has the longest gradient sync
+        got = cache.memo[skey] = (stages, max(stages, key=lambda st: st.compute),
+                                  max(stages, key=lambda st: st.dense + st.expert))
+    stages, busy, heavy = got
     held = _held(lay.zero, 1, heavy.dense, heavy.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)
     opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"],
               optimizer_bytes(held) / system.device.main_memory.bandwidth)
-    key = (cache.run_key(run), lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, lay.zero,
-           split)
+    key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, lay.zero, split)
     comms = cache.memo.get(key)
     if comms is None:  # the same for every recomputation
         comms = cache.memo[key] = _comms(run, lay, system, cache, m, heavy.dense, heavy.expert, max(split))
