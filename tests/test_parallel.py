@@ -506,3 +506,81 @@ def test_fp8_training_on_the_fp8_roof_with_fp32_master_weights():
     assert e.forward < estimate(bf16, Layout(dp=8, zero=0, recompute="none"), s).forward
     with pytest.raises(RooflineError, match="precision: 'fp4' is not one of bf16, fp8"):
         TrainingRun.of("llama-2-7b", precision="fp4")
+
+
+def test_search_finds_cp16_for_128k_on_16384_gpus():
+    """Llama 3's 128k stage (Dubey et al. 2024, Table 4: tp 8, cp 16, pp 16, dp 8 on 16,384 H100, 16M tokens
+    a step = 128 sequences of 131,072): the search reaches cp 16 (no longer capped at 8), estimates the
+    published layout, and ranks cp-16 layouts among those that fit."""
+    s = get_system("dgx-h100", nodes=2048)
+    run = TrainingRun.of("llama-3-405b", seq=131072, global_batch=128)
+    published = Layout(tp=8, cp=16, pp=16, dp=8, zero=1, recompute="full")
+    assert published in set(layouts(run, s, zeros=(1,), recomputes=("full",)))
+    assert estimate(run, published, s).fits
+    p = plan(run, s, top=100_000, zeros=(1,), recomputes=("full",), interleaves=(1,))
+    assert p.ranked and any(e.layout.cp == 16 for e in p.ranked)
+
+
+def test_every_searched_layout_passes_check():
+    """The search skips re-checking the layouts it yields: each must pass check (uneven stages, interleaving,
+    cp splitting the sequence into 2 cp chunks, micro-batches dividing the per-replica batch)."""
+    s = get_system("dgx-h100", nodes=4)
+    for model, seq, batch in (("llama-2-7b", 4096, 64), ("mixtral-8x7b", 2048, 32)):
+        run = TrainingRun.of(model, seq=seq, global_batch=batch)
+        seen = list(layouts(run, s))
+        assert len(seen) > 100 and any(x.interleave > 1 for x in seen) and any(x.cp > 8 for x in seen)
+        for lay in seen:
+            assert check(run, lay, s) == batch // (lay.dp * lay.micro_batch)
+
+
+def test_plan_cli_does_not_fit_is_timed(capsys):
+    """A fully given layout past memory is timed: exit 0, 'does not fit' first on its line, fits false in the
+    JSON; tp8 pp16 dp64 with no recomputation at 8k holds 15 micro-batches of 8 layers on stage 2."""
+    assert main(["plan", "llama-3-405b", "--system", "dgx-h100", "--nodes", "1024", "--train", "--global-batch",
+                 "2048", "--seq", "8192", "--layout", "tp=8,pp=16,dp=64,zero=1,recompute=none"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "does not fit" in x)
+    assert line.startswith("does not fit:") and "stage 2 of 16" in line
+    assert "layers per stage 7/8/8/8/8/8/8/8/8/8/8/8/8/8/8/7" in out
+
+
+def test_plan_cli_json_fits_false(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["plan", "llama-3-405b", "--system", "dgx-h100", "--nodes", "1024", "--train", "--global-batch",
+                 "2048", "--seq", "8192", "--layout", "tp=8,stages=7/8x14/7,dp=64,recompute=none",
+                 "--json", str(out)]) == 0
+    row = json.loads(out.read_text())["layouts"][0]
+    assert row["fits"] is False and row["stage_layers"] == [7] + [8] * 14 + [7] and row["pp"] == 16
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--precision", "fp4"], "--precision 'fp4' is not one of bf16, fp8"),
+    (["--layout", "tp=4,stages=10x3/1"], "stages=10/10/10/1 sums to 31 layers; the model has 32"),
+    (["--layout", "tp=8,pp=2,stages=16x2,pp=4"], "conflict (both set pp)"),
+    (["--layout", "tp=4,pp=4,stages=16x2"], "'pp=4' and 'stages=16x2' conflict (2 stages)"),
+    (["--layout", "mb=2,micro_batch=4,dp=16"], "conflict (both set micro_batch)"),
+    (["--layout", "tp=8,stages=a/b"], "stages= is layers per stage"),
+])
+def test_plan_cli_bad_training_input(tmp_path, capsys, argv, message):
+    out = tmp_path / "plan.json"
+    assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "64",
+                 "--json", str(out), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and err.startswith("roofline: error:")
+    assert not out.exists()
+
+
+def test_plan_cli_says_which_constraint_failed(capsys):
+    """No layout divides: a 4095-token sequence splits into no 2 cp chunks and 1 sequence is fewer
+    micro-batches than any pipeline needs on 16 GPUs (tp <= 8): the nearest global batch that divides is
+    named with its layout.  None fits: the layouts nearest to fitting are named with their memory."""
+    assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "1",
+                 "--seq", "4095"]) == 2
+    err = capsys.readouterr().err
+    assert "no layout of llama-2-7b divides" in err and "--global-batch 2 (tp8 pp1 dp2)" in err
+    assert "no cp > 1 splits the 4095-token sequence" in err
+    assert err.count("\n") == 1
+    assert main(["plan", "llama-3-405b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "64"]) == 2
+    err = capsys.readouterr().err
+    assert "no layout of llama-3.1-405b fits" in err and "nearest: " in err and "zero3" in err
+    assert err.count("\n") == 1

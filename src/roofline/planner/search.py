@@ -85,8 +85,10 @@ def no_layout_divides(run: TrainingRun, system: System) -> str:
                 if gb >= max(dp * pp, 1) and gb != run.global_batch:
                     offers.setdefault(gb, Layout(tp=tp, pp=pp, dp=dp).describe().replace(" zero1 mb1 selective", ""))
     near = sorted(offers, key=lambda gb: (abs(gb - run.global_batch), gb))[:NEAREST]
+    cps = [c for c in divisors(n) if c > 1 and run.seq % (2 * c) == 0]
+    seq = ("" if cps else f" (and no cp > 1 splits the {run.seq}-token sequence into 2 cp equal chunks)")
     return (f"global batch {run.global_batch} is no whole number (>= pp) of micro-batches over the data-parallel "
-            f"ranks of any tp x pp x dp of {n} devices; nearest that divide: "
+            f"ranks of any tp x pp x dp of {n} devices{seq}; nearest that divide: "
             + ", ".join(f"--global-batch {gb} ({offers[gb]})" for gb in near))
 
 
