@@ -91,8 +91,9 @@ class ServingEstimate(_Facts):
 def check_serving(run: ServingRun, layout: Layout, system: System) -> None:
     a, lay = run.arch, layout
     _check_sizes(lay)
-    if lay.interleave != 1:
-        raise RooflineError("interleave is a training pipeline's; serving layouts split tp x cp x pp x dp (ep)")
+    if lay.interleave != 1 or lay.stages is not None:
+        raise RooflineError(f"{'interleave' if lay.interleave != 1 else 'stages='} is a training pipeline's; serving "
+                            "layouts split tp x cp x pp x dp (ep)")
     if lay.devices != system.devices:
         raise RooflineError(f"layout {lay.describe()} uses tp x cp x pp x dp = {lay.devices} devices; "
                             f"{system.name!r} has {system.devices}")
