@@ -150,8 +150,8 @@ def state_bytes(precision: str = "bf16") -> dict[str, float]:
     >>> sum(state_bytes("bf16").values()), sum(state_bytes("fp8").values())
     (16, 18)
     """
-    out = {"bf16 weight": WEIGHT_BYTES, "bf16 gradient": GRAD_BYTES, "fp32 master weight": 4, "fp32 Adam m": 4,
-           "fp32 Adam v": 4}
+    out: dict[str, float] = {"bf16 weight": WEIGHT_BYTES, "bf16 gradient": GRAD_BYTES, "fp32 master weight": 4,
+                             "fp32 Adam m": 4, "fp32 Adam v": 4}
     if precision == "fp8":
         out["fp8 weight + transpose (GEMM weights)"] = FP8_WEIGHT_CACHE_BYTES
     return out
