@@ -20,17 +20,22 @@ examples:
   roofline plan llama-2-7b --system dgx-a100 --nodes 2 --train --global-batch 256 --price 2.5 -o plan.png
   roofline plan mixtral-8x7b --system dgx-h100 --nodes 8 --train --global-batch 512 --top 5 --json plan.json
   roofline plan llama-2-7b --system dgx-h100 --nodes 2 --train --global-batch 64 --layout tp=8,dp=2,zero=1
+  roofline plan llama-3-405b --system dgx-h100 --nodes 16 --train --precision fp8 --layout tp=8,stages=7/8x14/7
   roofline plan llama-3-70b --system dgx-h100 --nodes 2 --serve --batch 64 --prompt 2048 --gen 512
 
 Systems: dgx-h100, dgx-a100, mi300x-platform, tpu-v5p-64, cpu-cluster-100gbe (one node each, cited:
 'roofline.catalog.get_system'), or a system JSON file (roofline.system/1).  Every layout tp x cp x pp x dp
-that divides the system is tried (tp within a node, pp dividing the layers, cp up to 8, ep dividing the
-experts and dp), with micro-batches of 1, 2, 4, 8 sequences, ZeRO stages 0-3 and recomputation none,
-selective or full; those that fit the device's memory are ranked by step time with --overlap of the
-communication hidden (default 0: none; the bound column hides all that the schedule allows).
---layout times one layout: tp=,pp=,dp=,cp=,ep=,zero=,mb=,recompute=,interleave= (unset: 1, zero 1,
-selective).  --price (per device-hour) adds the cost per million tokens; -o CHART draws where each
-layout's time goes (ops, bubble, each collective's exposed time, optimizer).
+that divides the system is tried (tp within a node; cp up to what splits the sequence into 2 cp chunks; pp
+up to the layers, the first and last stages taking fewer when pp does not divide them; ep dividing the
+experts and dp), with micro-batches of every size dividing the per-replica batch, interleaving, ZeRO
+stages 0-3 and recomputation none, selective or full; those that fit the device's memory are ranked by
+step time with --overlap of the communication hidden (default 0: none; the bound column hides all that
+the schedule allows).  --precision fp8 runs the GEMMs on the fp8 matrix roof (Transformer Engine; the
+bf16 weights, fp32 master weights and Adam state kept, plus the GEMM weights' fp8 copy).
+--layout times one layout, fitting or not: tp=,pp=,dp=,cp=,ep=,zero=,mb=,recompute=,interleave=,sp=,
+stages= (layers per stage, e.g. stages=7/8x14/7; unset: 1, zero 1, selective).  --price (per device-hour)
+adds the cost per million tokens; -o CHART draws where each layout's time goes (ops, bubble, each
+collective's exposed time, optimizer).
 --serve: every replica of tp x cp x pp devices (dp replicas; an MoE model's experts split over ep of
 them) decoding --batch sequences (pp micro-batches in flight), ranked by tokens/s; the step column is
 the time per output token, ttft the prompt's.

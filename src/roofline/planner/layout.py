@@ -43,8 +43,19 @@ class Layout:
         parts += [f"ep{self.ep}"] if self.ep > 1 else []
         parts += [f"zero{self.zero}", f"mb{self.micro_batch}", self.recompute]
         parts += [f"v{self.interleave}"] if self.interleave > 1 else []
-        parts += [f"stages={'/'.join(map(str, self.stages))}"] if self.stages else []
+        parts += [f"stages={compact_stages(self.stages)}"] if self.stages else []
         return " ".join(parts)
+
+
+def compact_stages(stages: tuple[int, ...]) -> str:
+    """(7, 8, 8, 8, 7) -> '7/8x3/7': layers per stage, a run of equal stages as NxK (what ``stages=`` reads)."""
+    runs: list[list[int]] = []
+    for n in stages:
+        if runs and runs[-1][0] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    return "/".join(f"{n}x{k}" if k > 1 else str(n) for n, k in runs)
 
 
 @dataclass(frozen=True)
