@@ -571,14 +571,14 @@ def test_plan_cli_bad_training_input(tmp_path, capsys, argv, message):
 
 
 def test_plan_cli_says_which_constraint_failed(capsys):
-    """No layout divides: a 4095-token sequence splits into no 2 cp chunks and 1 sequence is fewer
-    micro-batches than any pipeline needs on 16 GPUs (tp <= 8): the nearest global batch that divides is
-    named with its layout.  None fits: the layouts nearest to fitting are named with their memory."""
+    """No layout divides: a 4095-token sequence splits into no 2 cp chunks nor over any tp > 1 (sequence
+    parallelism), and 1 sequence is fewer micro-batches than 16 GPUs at tp 1 need (dp x pp = 16): the
+    nearest global batch that divides, 16, is named with its layout.  None fits: the layouts nearest to fitting are named with their memory."""
     assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "1",
                  "--seq", "4095"]) == 2
     err = capsys.readouterr().err
-    assert "no layout of llama-2-7b divides" in err and "--global-batch 2 (tp8 pp1 dp2)" in err
-    assert "no cp > 1 splits the 4095-token sequence" in err
+    assert "no layout of llama-2-7b divides" in err and "--global-batch 16 (tp1 pp1 dp16)" in err
+    assert "no cp > 1 splits the 4095-token sequence" in err and "over tp 1 only" in err
     assert err.count("\n") == 1
     assert main(["plan", "llama-3-405b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "64"]) == 2
     err = capsys.readouterr().err

@@ -77,6 +77,10 @@ def no_layout_divides(run: TrainingRun, system: System) -> str:
     tps = [t for t in divisors(d) if _tp_ok(a, t)]
     if not tps:
         return f"no tp within a node of {d} devices divides {a.name}'s {a.heads} heads and its widths"
+    notes = [] if all(run.seq % t == 0 for t in tps) else [
+        f"sequence parallelism splits the {run.seq} tokens over tp {', '.join(str(t) for t in tps if run.seq % t == 0)} "
+        "only"]
+    tps = [t for t in tps if run.seq % t == 0]
     offers: dict[int, str] = {}
     for tp in tps:
         for pp in (p for p in divisors(n // tp) if p <= a.layers):
@@ -85,8 +89,9 @@ def no_layout_divides(run: TrainingRun, system: System) -> str:
                 if gb >= max(dp * pp, 1) and gb != run.global_batch:
                     offers.setdefault(gb, Layout(tp=tp, pp=pp, dp=dp).describe().replace(" zero1 mb1 selective", ""))
     near = sorted(offers, key=lambda gb: (abs(gb - run.global_batch), gb))[:NEAREST]
-    cps = [c for c in divisors(n) if c > 1 and run.seq % (2 * c) == 0]
-    seq = ("" if cps else f" (and no cp > 1 splits the {run.seq}-token sequence into 2 cp equal chunks)")
+    if not any(c > 1 and run.seq % (2 * c) == 0 for c in divisors(n)):
+        notes.append(f"no cp > 1 splits the {run.seq}-token sequence into 2 cp equal chunks")
+    seq = f" ({'; '.join(notes)})" if notes else ""
     return (f"global batch {run.global_batch} is no whole number (>= pp) of micro-batches over the data-parallel "
             f"ranks of any tp x pp x dp of {n} devices{seq}; nearest that divide: "
             + ", ".join(f"--global-batch {gb} ({offers[gb]})" for gb in near))

@@ -173,6 +173,9 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
                             f"({'/'.join(map(str, split))} of {a.name}'s {a.layers})")
     if run.seq % lay.cp:
         raise RooflineError(f"cp {lay.cp} does not divide the sequence of {run.seq} tokens")
+    if lay.sp and lay.tp > 1 and (run.seq // lay.cp) % lay.tp:
+        raise RooflineError(f"sequence parallelism splits each device's {run.seq // lay.cp} tokens over tp {lay.tp}: "
+                            "not a whole number; use sp=false or another tp or cp")
     if lay.ep > 1 and (not a.experts or a.experts % lay.ep or lay.dp % lay.ep):
         raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
     per_step = lay.dp * lay.micro_batch
@@ -369,7 +372,8 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
             overlap: float = 0.0) -> Iterator[Layout]:
     """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
     divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
-    load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``; pp every
+    load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``, and the
+    device's shard into tp (sequence parallelism); pp every
     divisor up to the layers (uneven splits: :func:`~roofline.planner.layout.stage_layers`); ep dividing the
     experts and dp; micro-batches of every size dividing the per-replica batch (or ``micro_batches``);
     interleaving over every ``v`` dividing each stage's layers (or ``interleaves``) where the micro-batches
@@ -381,7 +385,8 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
         except RooflineError:
             continue
         for cp in divisors(n // tp):
-            if (max_cp is not None and cp > max_cp) or (cp > 1 and run.seq % (2 * cp)):
+            if ((max_cp is not None and cp > max_cp) or (cp > 1 and run.seq % (2 * cp))
+                    or (tp > 1 and run.seq % (cp * tp))):  # sequence parallelism splits the cp shard over tp
                 continue
             for pp in (p for p in divisors(n // (tp * cp)) if p <= a.layers):
                 yield from _layouts_of(run, n // (tp * cp * pp), tp, cp, pp, micro_batches, zeros, recomputes,
