@@ -293,10 +293,15 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     held = _held(lay.zero, 1, heavy.dense, heavy.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)
     opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"],
               optimizer_bytes(held) / system.device.main_memory.bandwidth)
-    key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, lay.zero, split)
+    key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, split)
     comms = cache.memo.get(key)
-    if comms is None:  # the same for every recomputation
-        comms = cache.memo[key] = _comms(run, lay, system, cache, m, heavy.dense, heavy.expert, max(split))
+    if comms is None:  # the same for every recomputation and ZeRO stage
+        comms = cache.memo[key] = _activation_comms(run, lay, system, cache, m, max(split))
+    gkey = (skey[0], lay.zero, lay.tp, lay.cp, lay.dp, lay.ep, m, split)
+    grads = cache.memo.get(gkey)
+    if grads is None:  # the same for every recomputation
+        grads = cache.memo[gkey] = _grad_comms(lay, system, cache, m, heavy.dense, heavy.expert)
+    comms = comms + grads
     akey = (key[0], lay.tp, lay.cp, lay.micro_batch, lay.sp, lay.recompute)
     per_layer = cache.memo.get(akey)
     if per_layer is None:
@@ -309,20 +314,23 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
                     mems[worst], split, which[worst], sh)
 
 
-def _comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float,
-           layers_here: int) -> tuple[Comm, ...]:
-    """Every collective of the step on its tiers: tp, cp, ep and pp per micro-batch (the busiest stage's
-    ``layers_here`` layers), the gradient sync as the ZeRO stage does it (:data:`ZERO_STAGES`)."""
-    a, d = run.arch, system.devices_per_node
+def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
+    """``add(label, collective, bytes, ranks, stride, calls, scope)``: one collective, timed on its tiers, into ``comms``."""
+    def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str) -> None:
+        if ranks > 1 and times > 0:
+            t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, devices_per_node))
+            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times))
+    return add
+
+
+def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int, layers_here: int
+                      ) -> tuple[Comm, ...]:
+    """The collectives of the micro-batches' activations: tp, cp, ep and pp (whatever the ZeRO stage)."""
+    a = run.arch
     act = run.precisions.bytes()["a"]
     tokens = lay.micro_batch * run.seq / lay.cp
     comms: list[Comm] = []
-
-    def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str) -> None:
-        if ranks > 1 and times > 0:
-            t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, d))
-            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times))
-
+    add = _adder(cache, system.devices_per_node, comms)
     hidden_msg = tokens * a.hidden * act
     # 2 per layer forward, 2 backward; the vocabulary-parallel embedding's forward and lm_head's input
     # gradient backward (one of them per edge stage)
@@ -339,8 +347,15 @@ def _comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int,
     # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
     add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, lay.tp * lay.cp * lay.dp, 2 * lay.interleave * m,
         "micro-batch")
-    # gradients are reduced over the ranks that hold the same weights: dp x cp of them (tp apart), and for the
-    # experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)
+    return tuple(comms)
+
+
+def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float
+                ) -> tuple[Comm, ...]:
+    """The gradient sync, reduced over the ranks that hold the same weights: dp x cp of them (tp apart), and
+    for the experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)."""
+    comms: list[Comm] = []
+    add = _adder(cache, system.devices_per_node, comms)
     replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
     groups = [("dp", dense, replicas, lay.tp), ("expert dp", expert, expert_replicas,
                                                 lay.tp * lay.ep if lay.cp == 1 else lay.tp)]
