@@ -14,10 +14,14 @@ micro-batch of ``micro_batch`` sequences of ``seq`` tokens, on one of ``tp`` dev
 * **Optimizer** (Adam, mixed precision, once per step): per parameter it reads the fp32 master weight,
   the gradient and the two moments (16 B) and writes the master weight, the moments and the bf16 weight
   (14 B), 13 FLOPs (:data:`ADAM_FLOPS`).
-* **Memory** per parameter: bf16 weights 2, bf16 gradients 2, fp32 master and Adam moments 12 (ZeRO's K,
-  Rajbhandari et al. 2020); activations per layer and micro-batch ``s b h (34 / tp)`` bytes with sequence
-  parallelism, ``s b h (10 + 24 / tp)`` without (Korthikanti et al. 2022; FlashAttention keeps no score
-  tensor), ``2 s b h`` under full recomputation (:func:`activation_bytes_per_layer`); the fp32 logits
+* **Precision** (:data:`TRAIN_PRECISIONS`): bf16, or fp8 GEMMs on the fp8 matrix roof (Transformer Engine):
+  :func:`training_ceilings`.
+* **Memory** per parameter (:func:`state_bytes`): bf16 weights 2, bf16 gradients 2, fp32 master and Adam
+  moments 12 (ZeRO's K, Rajbhandari et al. 2020), fp8 the GEMM weights' cached fp8 copy and transpose 2;
+  the parameters one of ``tp`` devices holds (:func:`stage_params`, the one count the planner shares);
+  activations per layer and micro-batch from the model's own ops, what each keeps for its backward
+  (:func:`activation_bytes_per_layer`: SwiGLU, GQA, sequence parallelism, recomputation; GPT's
+  ``34 s b h / tp`` of Korthikanti et al. 2022 is the tests' cross-check); the fp32 logits
   (:func:`logits_bytes`).
 
 >>> run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=8)
@@ -368,12 +372,16 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
         assumptions=[
             "backward = 2 x forward FLOPs and bytes (activation and weight gradients); recomputation " + recompute,
             f"Adam, mixed precision: {ADAM_READ} B read, {ADAM_WRITTEN} B written, {ADAM_FLOPS} FLOPs per parameter",
-            "memory per device: 2 + 2 + 12 bytes per parameter (bf16 weights and gradients, fp32 master and "
-            "moments), activations s b h 34/tp per layer (Korthikanti et al. 2022; 2 s b h under full recomputation)",
+            "memory per device: " + ", ".join(f"{k} {v:g} B" for k, v in state_bytes(run.precision).items())
+            + " per parameter; activations per layer what each op keeps for its backward (2 s b h under full "
+            "recomputation)",
+            f"GEMMs in {run.precision}" + (" on the fp8 matrix roof (Transformer Engine)" if run.precision == "fp8"
+                                          else ""),
             "logits for every token (the loss); FlashAttention keeps no score tensor"],
         warnings=list(a.warnings))
 
 
-__all__ = ["ADAM_FLOPS", "BACKWARD", "RECOMPUTE", "TrainingRun", "activation_bytes_per_layer", "device_memory", "forward_ops",
-           "logits_bytes", "micro_batch_flops", "optimizer_bytes", "optimizer_flops", "recomputed", "training_flops",
-           "training_workload"]
+__all__ = ["ADAM_FLOPS", "BACKWARD", "RECOMPUTE", "TRAIN_PRECISIONS", "StageParams", "TrainingRun",
+           "activation_bytes_per_layer", "device_memory", "forward_ops", "logits_bytes", "micro_batch_flops",
+           "optimizer_bytes", "optimizer_flops", "recomputed", "stage_params", "state_bytes", "training_ceilings",
+           "training_flops", "training_workload"]

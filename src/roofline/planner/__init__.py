@@ -12,10 +12,12 @@ Megatron-LM does; ``ep`` carves expert groups out of dp); ``zero`` is the ZeRO s
 device and per micro-batch of ``micro_batch`` sequences of ``seq`` tokens:
 
 * **Compute**: the inference op table (:mod:`roofline.llm.table`, FlashAttention-style, logits for every
-  token) evaluated on the device's shard (heads and widths / tp, tokens / cp, experts / ep, layers / pp),
-  each op at its roofline time.  Backward = 2 x forward (FLOPs and bytes: activation and weight gradients);
-  recomputation adds the forward again (``full``) or its attention core (``selective``).  The slowest
-  pipeline stage (the embedding on the first, the final norm and lm_head on the last) sets the pace.
+  token) evaluated on the device's shard (heads and widths / tp, tokens / cp, experts / ep, its stage's
+  layers), each op at its roofline time (``--precision fp8``: the GEMMs on the fp8 roof).  Backward = 2 x
+  forward (FLOPs and bytes: activation and weight gradients); recomputation adds the forward again
+  (``full``) or its attention core (``selective``).  Stages take ``layers / pp`` layers, the first and last
+  one fewer when pp does not divide them (Llama 3), or ``stages=``; the busiest stage (the embedding on
+  the first, the final norm and lm_head on the last) sets the pace.
 * **Optimizer** (Adam, mixed precision, once per step): per parameter it reads the fp32 master weight,
   the gradient and the two moments (16 B) and writes the master weight, the moments and the bf16 weight
   (14 B), 13 FLOPs (:data:`ADAM_FLOPS`); over the device's shard (/ dp from ZeRO 1 on).
@@ -28,15 +30,18 @@ device and per micro-batch of ``micro_batch`` sequences of ``seq`` tokens:
   all-gathered per layer forward, all-gathered and their gradients reduce-scattered backward (ring
   attention's exchange); expert parallel, all-to-all dispatch and combine of the routed tokens per MoE layer,
   forward and backward; pipeline, the activation sent forward and its gradient back per micro-batch and
-  stage boundary; data parallel, the bf16 gradients all-reduced once per step (ZeRO 2: reduce-scattered,
-  the updated weights all-gathered; ZeRO 3: the weights all-gathered before forward and backward and the
-  gradients reduce-scattered, every micro-batch).
-* **Memory** (bytes per device): bf16 weights 2, bf16 gradients 2, fp32 master and Adam moments 12 per
-  parameter (ZeRO, Rajbhandari et al. 2020: stage 1 shards the 12, stage 2 also the gradients, stage 3 the
-  weights too); activations per layer and micro-batch ``s b h (34 / tp)`` bytes with sequence parallelism,
-  ``s b h (10 + 24 / tp)`` without (Korthikanti et al. 2022; FlashAttention keeps no score tensor),
-  ``2 s b h`` under full recomputation, times the micro-batches the first stage holds in flight (pp) and
-  its layers; the last stage's fp32 logits.  A layout that does not fit the device's memory says so.
+  stage boundary; data parallel, the bf16 gradients as the ZeRO stage syncs them
+  (:data:`~roofline.planner.train.ZERO_STAGES`: 0 all-reduced once per step; 1 reduce-scattered and the
+  updated weights all-gathered once per step; 2, its gradients sharded, reduce-scattered every
+  micro-batch; 3 the weights all-gathered before forward and backward and the gradients reduce-scattered,
+  every micro-batch).
+* **Memory** (bytes per device, the stage holding the most): bf16 weights 2, bf16 gradients 2, fp32 master
+  and Adam moments 12 per parameter (ZeRO, Rajbhandari et al. 2020: stage 1 shards the 12, stage 2 also
+  the gradients, stage 3 the weights too; fp8 adds 2 for the GEMM weights' fp8 copy); activations per
+  layer and micro-batch from the model's ops (:func:`~roofline.llm.training.activation_bytes_per_layer`),
+  times the stage's layers and the micro-batches it holds in flight under 1F1B or interleaving
+  (:func:`~roofline.planner.layout.in_flight`); the last stage's fp32 logits.  A layout that does not fit
+  the device's memory says so.
 * **Step time**: the *bound* overlaps communication fully where the schedule allows it (per micro-batch
   the max of compute and its collectives; the gradient sync with the whole pipeline); the *exposed*
   time overlaps only the given fraction (default none), the rest added as its own term.
