@@ -51,7 +51,6 @@ from typing import Any, NamedTuple
 from roofline import costs
 from roofline.costs import T
 from roofline.errors import RooflineError, first_line, require
-from roofline.gemm_shape import dims_from_flops
 from roofline.frontends.torch_ops import (
     _ATTRS,
     _FIXED,
@@ -62,6 +61,7 @@ from roofline.frontends.torch_ops import (
     VIEW_OPS,
     Attrs,
 )
+from roofline.gemm_shape import dims_from_flops
 from roofline.precision import of_dtype
 from roofline.workload import UnsupportedOp, Workload, WorkloadBuilder
 

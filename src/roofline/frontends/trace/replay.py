@@ -127,9 +127,7 @@ class Replayer:
                 why = f"it does not run on meta tensors ({type(exc).__name__})"
                 continue
             if fused:
-                from roofline.frontends.torch import fused_call
-
-                from roofline.frontends.torch import _attention_dims
+                from roofline.frontends.torch import _attention_dims, fused_call
 
                 fname, formula, ins, outs, attrs = fused_call(short, args, kwargs, out, self.torch.Tensor)
                 fc = self.rec.fused_cost(fname, formula, ins, outs, **attrs)
