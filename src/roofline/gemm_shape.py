@@ -50,6 +50,12 @@ TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128), (256, 
 ATTENTION_BLOCK = 128
 
 
+#: Thinner products than this (the smallest tile side of :data:`TILES`) are matrix-vector or skinny products, run by
+#: kernels that split K or the long side over the SMs (GEMV, split-K, flash-decoding), which the guide's tiled model
+#: does not describe: :func:`op_quantization` leaves them at q = 1 (they are memory-bound anyway).
+SKINNY = 64
+
+
 def tile_reuse(tile: tuple[int, int]) -> float:
     """Operand reuse of a ``Tm x Tn`` tile, ``Tm*Tn / (Tm + Tn)``, relative to the guide's most efficient tile.
 
@@ -137,3 +143,25 @@ def dims_from_flops(flops: float, out_shape: tuple[int, ...]) -> dict[str, float
     if not (k >= 1 and k == round(k)):
         return None
     return {"m": m, "n": n, "k": float(k), "batch": batch}
+
+
+def op_quantization(kind: np.ndarray, m: np.ndarray, n: np.ndarray, batch: np.ndarray, sms: int) -> np.ndarray:
+    """q per op: :func:`quantization` for ``matmul`` ops, :func:`attention_quantization` for ``attention`` ops
+    (``m`` queries, ``batch`` sequences x heads), 1 for every other op, for ops whose dimensions are not known
+    (NaN) and for products thinner than :data:`SKINNY`.
+
+    >>> op_quantization(np.array(["matmul", "matmul", "norm"]), np.array([1792.0, 1.0, 8.0]),
+    ...                 np.array([1792.0, 4096.0, 8.0]), np.array([1.0, 1.0, 1.0]), 108).round(4).tolist()
+    [0.9074, 1.0, 1.0]
+    """
+    kind = np.asarray(kind)
+    m, n, batch = (np.asarray(x, dtype=float) for x in (m, n, batch))
+    known = np.isfinite(m) & np.isfinite(n) & np.isfinite(batch)
+    out = np.ones(len(kind))
+    gemm = (kind == "matmul") & known & (np.minimum(m, n) >= SKINNY)
+    if gemm.any():
+        out[gemm] = quantization(m[gemm], n[gemm], batch[gemm], sms)[0]
+    attn = (kind == "attention") & known & (m >= SKINNY)
+    if attn.any():
+        out[attn] = attention_quantization(m[attn], batch[attn], sms)
+    return out
