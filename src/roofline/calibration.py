@@ -251,10 +251,8 @@ class Calibration:
         sources = read_sources(d.get("sources"), f"{f}.sources", where)
         tables = tuple(TabulatedCurve.from_dict(t, f"{f}.tables[{i}]", where, sources)
                        for i, t in enumerate(as_list(d.get("tables") or [], f"{f}.tables", where)))
-        quant = d.get("quantization")
-        extra = {"tables": tables, "sources": sources,
-                 "quantization": None if quant is None else Quantization.from_dict(quant, f"{f}.quantization", where,
-                                                                                   sources)}
+        raw_q = d.get("quantization")
+        quant = None if raw_q is None else Quantization.from_dict(raw_q, f"{f}.quantization", where, sources)
         return cls(as_str(d["device"], f"{f}.device", where, empty=False), text["machine"],
                    text["framework"] or "torch-eager", text["date"], text["suite"],
                    as_number(d.get("overhead") or 0.0, f"{f}.overhead", where, minimum=0.0),
@@ -263,7 +261,8 @@ class Calibration:
                    tuple(SuitePoint.from_dict(p, f"{f}.points[{i}]", where)
                          for i, p in enumerate(as_list(d.get("points") or [], f"{f}.points", where))),
                    tuple(as_str(x, f"{f}.failed[{i}]", where)
-                         for i, x in enumerate(as_list(d.get("failed") or [], f"{f}.failed", where))), **extra)
+                         for i, x in enumerate(as_list(d.get("failed") or [], f"{f}.failed", where))),
+                   tables, quant, sources)
 
     def check_applies(self, name: str, machine: str, where: str) -> None:
         """One line when this calibration was measured on another device than (``name``, ``machine``)."""
@@ -354,8 +353,9 @@ def with_forecasts(points: Sequence[SuitePoint], curves: Sequence[EfficiencyCurv
     """The points with each one's fitted forecast filled in (its curve, or the pooled one)."""
     from dataclasses import replace
 
-    cal = Calibration("", "", "", "", "", overhead, tuple(curves))
-    return tuple(replace(p, forecast=float(forecast_seconds(cal.curve(p.kind, p.term), np.array([p.size]),
+    by_kind = {(c.kind, c.term): c for c in curves}
+    return tuple(replace(p, forecast=float(forecast_seconds(by_kind.get((p.kind, p.term), by_kind.get((POOLED, p.term))),
+                                                            np.array([p.size]),
                                                             np.array([p.roof_seconds]), np.array([p.bound_seconds]),
                                                             overhead)[0]))
                  for p in points)

@@ -275,10 +275,12 @@ def _emit(ctx: Ctx, op: _NodeOp, tensors: Mapping[str, TensorInfo], consts: set[
     if op.entry is None:
         ctx.builder.add_unsupported(op.key, (c.bytes_read + c.bytes_written) * count)
     precision = "int8" if op.key in INT8_OPS else _precision([*op.inputs, *op.outputs], tensors)
-    dims = dims_from_flops(c.flops, view.outs[0].shape) if c.kind == "matmul" and view.outs else None
+    dims: dict[str, float] = (dims_from_flops(c.flops, view.outs[0].shape) or {}) if c.kind == "matmul" and view.outs \
+        else {}
     ctx.builder.add_op(Op(op.name, kind=c.kind, flops=c.flops, bytes_read=c.bytes_read, bytes_written=c.bytes_written,
                           precision=precision, unit=c.unit, count=count, group=op.name, module_type=op.op_type,
-                          weight_bytes=c.weight_bytes, **(dims or {})))
+                          weight_bytes=c.weight_bytes, m=dims.get("m", math.nan), n=dims.get("n", math.nan),
+                          k=dims.get("k", math.nan), batch=dims.get("batch", math.nan)))
 
 
 def _graph_attr(ctx: Ctx, node: Any, name: str, key: str) -> Any:
