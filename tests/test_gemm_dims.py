@@ -156,3 +156,22 @@ def test_attention_blocks_over_sms_by_hand():
     assert attention_quantization(np.array([128.0]), np.array([32.0]), 108)[0] == pytest.approx(32 / 108)
     # 2048 queries x 32 heads = 512 blocks: ceil(512/108) = 5 waves of 108 -> 512/540
     assert attention_quantization(np.array([2048.0]), np.array([32.0]), 108)[0] == pytest.approx(512 / 540)
+
+
+def test_trace_dims_match_the_traced_model(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torch import nn
+    from torch.profiler import ProfilerActivity, profile
+
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16)).eval()
+    x = torch.randn(8, 64)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, torch.no_grad():
+        model(x)
+    path = tmp_path / "t.json"
+    prof.export_chrome_trace(str(path))
+    w = roofline.from_trace(path, "xeon-8480").workload
+    mm = [o for o in w if o.kind == "matmul"]
+    # addmm (8 x 64) @ (64 x 32), then (8 x 32) @ (32 x 16): the same as from_torch on the same model
+    assert sorted((o.m, o.n, o.k, o.batch) for o in mm) == [(8, 16, 32, 1), (8, 32, 64, 1)]
+    traced = sorted((o.m, o.n, o.k, o.batch) for o in roofline.from_torch(model, x) if o.kind == "matmul")
+    assert traced == sorted((o.m, o.n, o.k, o.batch) for o in mm)

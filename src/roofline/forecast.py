@@ -2,7 +2,7 @@
 
 Per op (one run)::
 
-    roof      = max(FLOPs / achievable peak, bytes / achievable bandwidth)
+    roof      = max(FLOPs / (achievable peak x q), bytes / achievable bandwidth)
     bound     = max(FLOPs / peak, bytes / bandwidth)               (the analysis' roofline time)
     work      = max(roof / efficiency(kind, term, size), bound)
     forecast  = overhead + work
@@ -11,10 +11,17 @@ Per op (one run)::
   ``achievable_memory``: stream bandwidth, best-shape GEMM, cited) where it has them, else
   its peak roofs; each op keeps the compute ceiling and memory level of its bound (the
   roof and time terms are the bound's, scaled from peak to achievable);
-- *term* is what binds ``roof``: compute, memory or interconnect; *size* is FLOPs for
-  compute-bound ops and bytes otherwise;
-- *efficiency* comes from the device's calibration (:mod:`roofline.calibration`), the
-  curve of the op's kind and term (else the pooled curve of the term); 1 without one;
+- *q* is tile and wave quantization (:mod:`roofline.gemm_shape`): the fraction of the matrix
+  roof a GEMM (or attention) of the op's ``m, n, k, batch`` can use over the device's SMs; 1 where
+  the SM count or the dimensions are not known, and for matrix-vector (skinny) products;
+- *term* is what binds ``roof``: compute, memory or interconnect; *size* is the curve's axis:
+  FLOPs for compute-bound ops and bytes otherwise (fitted curves), or a cited curve's own axis
+  (keys per query for attention, message bytes for collectives);
+- *efficiency* comes from the calibration (:func:`effective_calibration`): the user's own
+  (``roofline calibrate``) over the cited one shipped with a catalog device
+  (:mod:`roofline.catalog.calibrations`, published kernel-level figures, every point cited), the
+  curve of the op's kind and term (a user's curve first, then a cited one, then the user's pooled
+  curve); 1 without one.  The forecast's notes name each curve's source;
 - *overhead* is the device's overhead floor for the framework running the ops
   (``torch-eager``/``numpy`` on CPUs, ``cuda-launch``/``cuda-graph`` on GPUs); 0 without one.
 
