@@ -226,7 +226,8 @@ class Calibration:
     def curve_source(self, curve: EfficiencyCurve | TabulatedCurve) -> str:
         """Where a curve comes from, for the forecast's notes: fitted to this machine's runs, or cited (sources)."""
         if isinstance(curve, TabulatedCurve):
-            return "cited: " + "; ".join((self.sources or {}).get(k, {}).get("title", k) or k for k in curve.sources())
+            return "cited: " + "; ".join(f"{k} ({(self.sources or {}).get(k, {}).get('url') or 'no url'})"
+                                         for k in curve.sources())
         return f"fitted to measured runs on {self.device}" + (f" ({self.date})" if self.date else "")
 
     def to_dict(self) -> dict[str, Any]:
