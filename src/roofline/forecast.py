@@ -203,9 +203,11 @@ def _quantized(a: Analysis, cal: Calibration | None, t_c: np.ndarray) -> tuple[n
     """The compute term divided by tile and wave quantization (:mod:`roofline.gemm_shape`) where the device's
     SM count and the ops' GEMM dimensions are known."""
     w = a.workload
-    if cal is None or cal.quantization is None:
-        return t_c, ["no SM count for this device: no tile or wave quantization"]
     c = w.columns
+    if cal is None or cal.quantization is None:
+        shaped = np.isin(w.column("kind"), ("matmul", "attention")) & np.isfinite(c["m"])
+        return t_c, (["no SM count for this device: GEMM shapes known, but no tile or wave quantization"]
+                     if shaped.any() else [])
     q = op_quantization(w.column("kind"), c["m"], c["n"], c["batch"], cal.quantization.sms)
     shaped = q < 1
     notes = [f"tile and wave quantization over {cal.quantization.sms} SMs (NVIDIA's matrix multiplication guide): "
