@@ -200,7 +200,7 @@ def test_cli_forecast_with_a_calibration_file(tmp_path, capsys):
 
 @pytest.mark.parametrize("change, words", [
     ({"device": "h100"}, "calibration is for device 'h100'"),
-    ({"schema": "roofline.calibration/9"}, "schema: expected 'roofline.calibration/1'"),
+    ({"schema": "roofline.calibration/9"}, "schema: expected 'roofline.calibration/2'"),
     ({"curves": [{"kind": "x"}]}, "curves[0]: missing field 'term'"),
 ])
 def test_cli_bad_calibration_file_is_one_line_and_nothing_written(tmp_path, capsys, change, words):

@@ -144,7 +144,7 @@ def test_llm_run_is_typed_and_checked_where_it_is_read_back():
 
     w = from_llm("llama-2-7b", phase="decode", batch=1, context=128)
     d = w.to_dict()
-    assert d["schema"] == "roofline.workload/2" and "llm" not in d["info"]
+    assert d["schema"] == "roofline.workload/3" and "llm" not in d["info"]
     back = Workload.from_dict(d)
     assert back.llm == w.llm and back.phases == w.phases
     assert back.phases["decode"].tokens == 1  # one decode step of batch 1 makes one token
@@ -202,8 +202,8 @@ def test_version_1_files_load_migrated():
     assert back.measured is not None and back.measured.timing == Timing(2.0, 1.9, 2.3, 5)
     assert back.measured.ops is not None and back.measured.ops.low[0] == 0.9 and np.isnan(back.measured.ops.low[1])
     assert Workload.from_dict(m.to_dict()).measured.sum_of_op_times == 1.0  # and /2 round-trips
-    with pytest.raises(RooflineError, match="schema: expected 'roofline.workload/2'"):
-        Workload.from_dict({**m.to_dict(), "schema": "roofline.workload/3"})
+    with pytest.raises(RooflineError, match="schema: expected 'roofline.workload/3'"):
+        Workload.from_dict({**m.to_dict(), "schema": "roofline.workload/4"})
 
 
 def test_csv_empty_cells_are_defaults_and_errors_name_the_line(tmp_path):

@@ -27,15 +27,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from roofline.calibration_curves import Quantization, TabulatedCurve, read_sources
 from roofline.errors import RooflineError
 from roofline.fileio import as_int, as_list, as_number, as_object, as_str, shown
 
-CALIBRATION_SCHEMA = "roofline.calibration/1"
+CALIBRATION_SCHEMA = "roofline.calibration/2"
+#: Versions that load: /1 (fitted curves only) migrates to /2 with no cited curves and no quantization term.
+CALIBRATION_SCHEMAS_READ = ("roofline.calibration/1", CALIBRATION_SCHEMA)
 TERMS = ("compute", "memory")
 #: Curve used for a (kind, term) the suite did not cover: every suite point of that term, pooled.
 POOLED = "*"
@@ -158,13 +161,15 @@ class SuitePoint:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Efficiency curves fitted on one machine from a fixed suite, with what they were fitted on.
+    """Efficiency curves fitted on one machine from a fixed suite, with what they were fitted on; or
+    (``roofline.calibration/2``) cited kernel-level curves and a quantization term shipped for a catalog device.
 
     ``device``/``machine``: the device name and machine fingerprint it was measured on (a calibration
     only applies to that device); ``framework``: whose ops ran (``torch-eager``); ``overhead``: the
     per-op overhead floor (seconds) the fit used; ``suite``: a description of the suite;
     ``points``: every suite op as measured (the fit's residuals); ``failed``: suite ops that failed
-    here, one line each.
+    here, one line each; ``tables``: cited curves (:class:`~roofline.calibration_curves.TabulatedCurve`);
+    ``quantization``: the SM count tile and wave quantization use; ``sources``: what cited points name.
     """
 
     device: str
@@ -176,12 +181,34 @@ class Calibration:
     curves: tuple[EfficiencyCurve, ...]
     points: tuple[SuitePoint, ...] = ()
     failed: tuple[str, ...] = ()
+    tables: tuple[TabulatedCurve, ...] = ()
+    quantization: Quantization | None = None
+    sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
-    def curve(self, kind: str, term: str) -> EfficiencyCurve | None:
-        """The curve of ``kind`` for ``term``, else the pooled curve of the term, else None."""
-        ranked = sorted((c for c in self.curves if c.term == term and c.kind in (kind, POOLED)),
-                        key=lambda c: c.kind != kind)
-        return ranked[0] if ranked else None
+    def curve(self, kind: str, term: str, precision: str = "") -> EfficiencyCurve | TabulatedCurve | None:
+        """The curve of ``kind`` for ``term``: the fitted one of that kind, else a cited one of that kind (of
+        ``precision`` first, else of every precision), else the pooled fitted curve of the term, else None."""
+        own = [c for c in self.curves if c.term == term and c.kind == kind]
+        if own:
+            return own[0]
+        cited = sorted((c for c in self.tables if c.term == term and c.kind == kind and c.precision in (precision, "")),
+                       key=lambda c: c.precision != precision)
+        if cited:
+            return cited[0]
+        pooled = [c for c in self.curves if c.term == term and c.kind == POOLED]
+        return pooled[0] if pooled else None
+
+    def over(self, cited: Calibration | None) -> Calibration:
+        """This (a user's) calibration over ``cited`` (the device's shipped one): its fitted curves replace the
+        cited ones kind by kind (:meth:`curve`); cited curves of other kinds, and the quantization term, stay."""
+        if cited is None:
+            return self
+        from dataclasses import replace
+
+        fitted = {(c.kind, c.term) for c in self.curves}
+        kept = tuple(t for t in cited.tables if (t.kind, t.term) not in fitted)
+        return replace(self, tables=(*self.tables, *kept), quantization=self.quantization or cited.quantization,
+                       sources={**(cited.sources or {}), **(self.sources or {})})
 
     @property
     def error(self) -> float:
@@ -190,25 +217,43 @@ class Calibration:
         return float(np.median(errors)) if errors else math.nan
 
     def describe(self) -> str:
+        if not self.curves:
+            return (f"cited calibration ({self.suite or 'published kernel measurements'}): {len(self.tables)} cited "
+                    f"curve(s)" + (f", {self.quantization.sms} SMs" if self.quantization else ""))
         return (f"calibrated on {self.date} ({self.framework}, overhead floor {self.overhead * 1e6:.3g} us): "
                 f"{len(self.curves)} curves from {len(self.points)} suite ops, median error {self.error:.1%}")
+
+    def curve_source(self, curve: EfficiencyCurve | TabulatedCurve) -> str:
+        """Where a curve comes from, for the forecast's notes: fitted to this machine's runs, or cited (sources)."""
+        if isinstance(curve, TabulatedCurve):
+            return "cited: " + "; ".join(f"{k} ({(self.sources or {}).get(k, {}).get('url') or 'no url'})"
+                                         for k in curve.sources())
+        return f"fitted to measured runs on {self.device}" + (f" ({self.date})" if self.date else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": CALIBRATION_SCHEMA, "device": self.device, "machine": self.machine,
                 "framework": self.framework, "date": self.date, "suite": self.suite, "overhead": self.overhead,
                 "curves": [c.to_dict() for c in self.curves], "points": [p.to_dict() for p in self.points],
-                "failed": list(self.failed)}
+                "failed": list(self.failed), "tables": [t.to_dict() for t in self.tables],
+                "quantization": None if self.quantization is None else self.quantization.to_dict(),
+                "sources": {k: dict(v) for k, v in (self.sources or {}).items()}}
 
     @classmethod
     def from_dict(cls, d: Any, where: str, f: str = "calibration") -> Calibration:
         as_object(d, f, where)
         schema = d.get("schema")
-        if schema != CALIBRATION_SCHEMA:
-            raise RooflineError(f"{f}.schema: expected {CALIBRATION_SCHEMA!r}, got {shown(schema)}", where=where)
+        if schema not in CALIBRATION_SCHEMAS_READ:
+            raise RooflineError(f"{f}.schema: expected {CALIBRATION_SCHEMA!r} (or the older "
+                                f"{CALIBRATION_SCHEMAS_READ[0]!r}), got {shown(schema)}", where=where)
         for key in ("device", "curves"):
             if key not in d:
                 raise RooflineError(f"{f}: missing field {key!r}", where=where)
         text = {k: as_str(d.get(k) or "", f"{f}.{k}", where) for k in ("machine", "framework", "date", "suite")}
+        sources = read_sources(d.get("sources"), f"{f}.sources", where)
+        tables = tuple(TabulatedCurve.from_dict(t, f"{f}.tables[{i}]", where, sources)
+                       for i, t in enumerate(as_list(d.get("tables") or [], f"{f}.tables", where)))
+        raw_q = d.get("quantization")
+        quant = None if raw_q is None else Quantization.from_dict(raw_q, f"{f}.quantization", where, sources)
         return cls(as_str(d["device"], f"{f}.device", where, empty=False), text["machine"],
                    text["framework"] or "torch-eager", text["date"], text["suite"],
                    as_number(d.get("overhead") or 0.0, f"{f}.overhead", where, minimum=0.0),
@@ -217,7 +262,8 @@ class Calibration:
                    tuple(SuitePoint.from_dict(p, f"{f}.points[{i}]", where)
                          for i, p in enumerate(as_list(d.get("points") or [], f"{f}.points", where))),
                    tuple(as_str(x, f"{f}.failed[{i}]", where)
-                         for i, x in enumerate(as_list(d.get("failed") or [], f"{f}.failed", where))))
+                         for i, x in enumerate(as_list(d.get("failed") or [], f"{f}.failed", where))),
+                   tables, quant, sources)
 
     def check_applies(self, name: str, machine: str, where: str) -> None:
         """One line when this calibration was measured on another device than (``name``, ``machine``)."""
@@ -308,16 +354,17 @@ def with_forecasts(points: Sequence[SuitePoint], curves: Sequence[EfficiencyCurv
     """The points with each one's fitted forecast filled in (its curve, or the pooled one)."""
     from dataclasses import replace
 
-    cal = Calibration("", "", "", "", "", overhead, tuple(curves))
-    return tuple(replace(p, forecast=float(forecast_seconds(cal.curve(p.kind, p.term), np.array([p.size]),
+    by_kind = {(c.kind, c.term): c for c in curves}
+    return tuple(replace(p, forecast=float(forecast_seconds(by_kind.get((p.kind, p.term), by_kind.get((POOLED, p.term))),
+                                                            np.array([p.size]),
                                                             np.array([p.roof_seconds]), np.array([p.bound_seconds]),
                                                             overhead)[0]))
                  for p in points)
 
 
 def load_calibration(raw: Mapping[str, Any], where: str) -> Calibration:
-    """A calibration from a standalone file (``roofline.calibration/1``) or from a device file's field."""
-    if isinstance(raw, Mapping) and raw.get("schema") != CALIBRATION_SCHEMA and "calibration" in raw:
+    """A calibration from a standalone file (``roofline.calibration/2``; /1 loads) or from a device file's field."""
+    if isinstance(raw, Mapping) and raw.get("schema") not in CALIBRATION_SCHEMAS_READ and "calibration" in raw:
         if raw.get("calibration") is None:
             raise RooflineError("the device file holds no calibration; run 'roofline calibrate'", where=where)
         return Calibration.from_dict(raw["calibration"], where)

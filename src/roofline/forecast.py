@@ -2,7 +2,7 @@
 
 Per op (one run)::
 
-    roof      = max(FLOPs / achievable peak, bytes / achievable bandwidth)
+    roof      = max(FLOPs / (achievable peak x q), bytes / achievable bandwidth)
     bound     = max(FLOPs / peak, bytes / bandwidth)               (the analysis' roofline time)
     work      = max(roof / efficiency(kind, term, size), bound)
     forecast  = overhead + work
@@ -11,10 +11,17 @@ Per op (one run)::
   ``achievable_memory``: stream bandwidth, best-shape GEMM, cited) where it has them, else
   its peak roofs; each op keeps the compute ceiling and memory level of its bound (the
   roof and time terms are the bound's, scaled from peak to achievable);
-- *term* is what binds ``roof``: compute, memory or interconnect; *size* is FLOPs for
-  compute-bound ops and bytes otherwise;
-- *efficiency* comes from the device's calibration (:mod:`roofline.calibration`), the
-  curve of the op's kind and term (else the pooled curve of the term); 1 without one;
+- *q* is tile and wave quantization (:mod:`roofline.gemm_shape`): the fraction of the matrix
+  roof a GEMM (or attention) of the op's ``m, n, k, batch`` can use over the device's SMs; 1 where
+  the SM count or the dimensions are not known, and for matrix-vector (skinny) products;
+- *term* is what binds ``roof``: compute, memory or interconnect; *size* is the curve's axis:
+  FLOPs for compute-bound ops and bytes otherwise (fitted curves), or a cited curve's own axis
+  (keys per query for attention, message bytes for collectives);
+- *efficiency* comes from the calibration (:func:`effective_calibration`): the user's own
+  (``roofline calibrate``) over the cited one shipped with a catalog device
+  (:mod:`roofline.catalog.calibrations`, published kernel-level figures, every point cited), the
+  curve of the op's kind and term (a user's curve first, then a cited one, then the user's pooled
+  curve); 1 without one.  The forecast's notes name each curve's source;
 - *overhead* is the device's overhead floor for the framework running the ops
   (``torch-eager``/``numpy`` on CPUs, ``cuda-launch``/``cuda-graph`` on GPUs); 0 without one.
 
@@ -34,12 +41,14 @@ overhead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.calibration import Calibration, EfficiencyCurve
+from roofline.calibration import E_MAX_CAP, Calibration
+from roofline.calibration_curves import TabulatedCurve
 from roofline.device import OverheadFloor
+from roofline.gemm_shape import op_quantization
 from roofline.units import format_seconds
 
 if TYPE_CHECKING:
@@ -127,6 +136,85 @@ def with_forecast(analysis: Analysis, calibration: Calibration | None = None, *,
     return replace(a, forecast=compute_forecast(a))
 
 
+def effective_calibration(dev: Any) -> Calibration | None:
+    """The calibration the forecast uses on ``dev``: the user's own (``calibrate``) over the device's shipped cited
+    one (:mod:`roofline.catalog.calibrations`), the user's curves replacing the cited ones kind by kind."""
+    from roofline.catalog.calibrations import cited_calibration
+
+    cited = cited_calibration(dev.name)
+    user = dev.calibration
+    return cited if user is None else user.over(cited)
+
+
+def _sizes(w: Any, term: np.ndarray, axis: str) -> np.ndarray:
+    """Each op's size along a curve's axis: FLOPs or bytes (by its term, as /1 curves), keys (``n``), bytes."""
+    if axis == "keys":
+        return np.asarray(w.columns["n"], dtype=float)
+    if axis in ("bytes", "message_bytes"):
+        return np.asarray(w.bytes, dtype=float)
+    if axis == "flops":
+        return np.asarray(w.columns["flops"], dtype=float)
+    return np.where(term == "compute", w.columns["flops"], w.bytes)
+
+
+def _efficiencies(a: Analysis, cal: Calibration, term: np.ndarray, roof: np.ndarray, peak_scale: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(efficiency, outside, notes) per op from ``cal``'s curves, one pass per (kind, term, precision)."""
+    w = a.workload
+    n = len(w)
+    efficiency, outside = np.ones(n), np.zeros(n, dtype=bool)
+    kinds, precs = w.column("kind"), w.column("precision")
+    pooled: set[str] = set()
+    missing: set[str] = set()
+    used: dict[str, str] = {}
+    live = roof > 0
+    for kind, t, prec in sorted({(str(k), str(x), str(p)) for k, x, p in zip(kinds[live], term[live], precs[live],
+                                                                              strict=True)}):
+        sel = live & (kinds == kind) & (term == t) & (precs == prec)
+        curve = cal.curve(kind, t, prec)
+        if curve is None:
+            missing.add(f"{kind} ({t})")
+            continue
+        if curve.kind != kind:
+            pooled.add(f"{kind} ({t})")
+        axis = curve.axis if isinstance(curve, TabulatedCurve) else ""
+        size = _sizes(w, term, axis)[sel]
+        known = np.isfinite(size)
+        e = np.ones(int(sel.sum()))
+        e[known] = curve.efficiency(size[known])
+        if isinstance(curve, TabulatedCurve) and curve.relative_to == "peak":
+            e = e * peak_scale[sel]  # a fraction of the peak roof, as a fraction of the achievable one
+        efficiency[sel] = np.minimum(e, E_MAX_CAP)
+        outside[sel] = np.where(known, curve.outside(np.where(known, size, 1.0)), False)
+        used[f"{kind} ({t}{', ' + prec if isinstance(curve, TabulatedCurve) and curve.precision else ''})"] = (
+            cal.curve_source(curve))
+    notes = [f"efficiency curve of {k}: {v}" for k, v in sorted(used.items())]
+    if pooled:
+        notes.append(f"no calibration curve of their own, the pooled curve used: {', '.join(sorted(pooled))}")
+    if missing:
+        notes.append(f"no calibration curve at all, efficiency 1 (the achievable roof): {', '.join(sorted(missing))}")
+    if outside.any():
+        notes.append(f"{int(outside.sum())} op(s) lie outside the calibrated size range of their curve "
+                     "(more than 2x beyond its smallest or largest point): the curve is extrapolated")
+    return efficiency, outside, notes
+
+
+def _quantized(a: Analysis, cal: Calibration | None, t_c: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The compute term divided by tile and wave quantization (:mod:`roofline.gemm_shape`) where the device's
+    SM count and the ops' GEMM dimensions are known."""
+    w = a.workload
+    c = w.columns
+    if cal is None or cal.quantization is None:
+        shaped = np.isin(w.column("kind"), ("matmul", "attention")) & np.isfinite(c["m"])
+        return t_c, (["no SM count for this device: GEMM shapes known, but no tile or wave quantization"]
+                     if shaped.any() else [])
+    q = op_quantization(w.column("kind"), c["m"], c["n"], c["batch"], cal.quantization.sms)
+    shaped = q < 1
+    notes = [f"tile and wave quantization over {cal.quantization.sms} SMs (NVIDIA's matrix multiplication guide): "
+             f"{int(shaped.sum())} op(s) below the full roof by their shape"] if shaped.any() else []
+    return t_c / q, notes
+
+
 def compute_forecast(analysis: Analysis, *, framework: str | None = None) -> Forecast:
     """The forecast of every op of ``analysis`` on its device (module docs give the formulas)."""
     a, dev = analysis, analysis.device
@@ -137,39 +225,21 @@ def compute_forecast(analysis: Analysis, *, framework: str | None = None) -> For
     # the bound's own terms, each scaled from its peak roof to the achievable one
     compute_scale = np.asarray([c.flops / dev.achievable_flops(c) for c in a.ceilings] or [1.0])[a.ceiling_index]
     level_scale = np.asarray([m.bandwidth / dev.achievable_bandwidth(m) for m in a.levels] + [1.0])[a.level_index]
-    t_c, t_m = a.compute_time * compute_scale, a.memory_time * level_scale
+    cal = effective_calibration(dev)
+    t_c, notes = _quantized(a, cal, a.compute_time * compute_scale)
+    t_m = a.memory_time * level_scale
     roof = np.maximum(t_c, t_m)
     term = np.where((t_c >= t_m) & (t_c > 0), "compute", np.where(a.level_index < 0, "interconnect", "memory"))
     efficiency = np.ones(len(w))
     outside = np.zeros(len(w), dtype=bool)
-    notes: list[str] = []
-    cal = dev.calibration
     if cal is not None:
-        size = np.where(term == "compute", w.columns["flops"], w.bytes)
-        key = w.columns["kind"].astype(np.int64) * 2 + (term == "compute")
-        pooled: set[str] = set()
-        missing: set[str] = set()
-        for k in np.unique(key[roof > 0]):  # one pass per (kind, term): a dozen at most
-            sel = (key == k) & (roof > 0)
-            kind, t = w.tables["kind"][k // 2], ("compute" if k % 2 else "memory")
-            curve: EfficiencyCurve | None = cal.curve(kind, t)
-            if curve is None:
-                missing.add(f"{kind} ({t})")
-                continue
-            if curve.kind != kind:
-                pooled.add(f"{kind} ({t})")
-            efficiency[sel] = curve.efficiency(size[sel])
-            outside[sel] = curve.outside(size[sel])
-        if pooled:
-            notes.append(f"no calibration curve of their own, the pooled curve used: {', '.join(sorted(pooled))}")
-        if missing:
-            notes.append(f"no calibration curve at all, efficiency 1 (the achievable roof): {', '.join(sorted(missing))}")
-        if outside.any():
-            notes.append(f"{int(outside.sum())} op(s) lie outside the calibrated size range of their curve "
-                         "(more than 2x beyond the suite's smallest or largest): the fitted shape is extrapolated")
+        peak_scale = np.where(term == "compute", compute_scale, level_scale)
+        efficiency, outside, more = _efficiencies(a, cal, term, roof, peak_scale)
+        notes += more
     else:
-        notes.append(f"device {dev.name!r} has no calibration ('roofline calibrate' measures one): efficiency 1, "
-                     "the forecast is the achievable roofs plus the overhead floor")
+        notes.append(f"device {dev.name!r} has no calibration and no cited kernel measurements: first principles "
+                     "only ('roofline calibrate' measures one): efficiency 1, the forecast is the achievable roofs "
+                     "plus the overhead floor")
     if floor is None:
         notes.append(f"device {dev.name!r} has no {framework} overhead floor: none counted")
     if not (dev.achievable_compute or dev.achievable_memory) and dev.bench is None:

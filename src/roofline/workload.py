@@ -36,6 +36,7 @@ from roofline.workload_columns import (
     _REQUIRED,
     _STRINGS,
     COLUMNS,
+    GEMM_DIMS,
     UNFUSED,
     Op,
     _check_numeric,
@@ -251,7 +252,7 @@ class Workload:
     # -- (de)serialisation -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         ops = {}
-        for c in COLUMNS:
+        for c in self._written_columns():
             if c in _NUMERIC:
                 ops[c] = [None if not math.isfinite(v) else float(v) for v in self.columns[c].tolist()]
             else:
@@ -265,9 +266,15 @@ class Workload:
                 "measured": None if self.measured is None else self.measured.to_dict(),
                 "trace": None if self.trace is None else self.trace.to_dict(), "ops": ops}
 
+    def _written_columns(self) -> tuple[str, ...]:
+        """The columns a file holds: every one but GEMM dimensions no op knows (files without matmuls stay as
+        they were)."""
+        unknown = {c for c in GEMM_DIMS if not np.isfinite(self.columns[c]).any()}
+        return tuple(c for c in COLUMNS if c not in unknown)
+
     @classmethod
     def from_dict(cls, d: Any, *, where: str = "workload") -> Workload:
-        """Validate a ``roofline.workload/2`` object (or an older version, migrated) field by field and build it.
+        """Validate a ``roofline.workload/3`` object (or an older version, migrated) field by field and build it.
 
         ``ops`` is a list of op objects or an object of columns (lists).  Required per op: name,
         flops, bytes_read and bytes_written (or ``bytes``, taken as reads); every other field is
@@ -281,7 +288,7 @@ class Workload:
         if schema not in WORKLOAD_SCHEMAS_READ:
             raise RooflineError(f"schema: expected {WORKLOAD_SCHEMA!r} (or an older {', '.join(WORKLOAD_SCHEMAS_READ[:-1])}"
                                 f"), got {shown(schema)}", where=where)
-        llm_field = "llm" if schema == WORKLOAD_SCHEMA else "info.llm"
+        llm_field = "info.llm" if schema == "roofline.workload/1" else "llm"
         d = migrate(d, where)
         if "ops" not in d:
             raise RooflineError("missing field 'ops'", where=where)
@@ -340,7 +347,7 @@ class Workload:
 
     @classmethod
     def load(cls, path: str | Path) -> Workload:
-        """A workload from JSON (``roofline.workload/2``; /1 is migrated) or CSV (by extension)."""
+        """A workload from JSON (``roofline.workload/3``; /1 and /2 are migrated) or CSV (by extension)."""
         from roofline.fileio import read_json
         from roofline.text import shown_path
 
@@ -354,10 +361,12 @@ class Workload:
         meta = {k: v for k, v in self.to_dict().items() if k != "ops"}
         buf.write("# " + json.dumps(meta) + "\n")
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(COLUMNS)
-        cols = [self.column(c).tolist() for c in COLUMNS]
+        written = self._written_columns()
+        w.writerow(written)
+        cols = [self.column(c).tolist() for c in written]
         for row in zip(*cols, strict=True):
-            w.writerow([repr(v) if isinstance(v, float) else v for v in row])
+            w.writerow(["" if isinstance(v, float) and math.isnan(v) and c in GEMM_DIMS
+                        else repr(v) if isinstance(v, float) else v for c, v in zip(written, row, strict=True)])
         return buf.getvalue()
 
     def save_csv(self, path: str | Path) -> None:

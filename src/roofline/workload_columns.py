@@ -28,11 +28,16 @@ UNFUSED = "unfused: compulsory traffic per op (every input read once, every outp
 
 #: Traffic at cache levels, on top of the op's main traffic (cache-aware / hierarchical roofline).
 CACHE_BYTES = {"bytes_l1": "L1", "bytes_l2": "L2", "bytes_l3": "L3"}
-_NUMERIC = ("flops", "bytes_read", "bytes_written", "weight_bytes", "count", "measured_seconds", *CACHE_BYTES)
+#: GEMM dimensions of a matmul-like op (C[batch, m, n] = A[batch, m, k] @ B[batch, k, n]; attention: batch =
+#: sequences x heads, m = queries, n = keys, k = head dim): optional integers >= 0, NaN where not known.
+#: They feed the forecast's tile and wave quantization (:mod:`roofline.gemm_shape`), never the bound.
+GEMM_DIMS = ("m", "n", "k", "batch")
+_NUMERIC = ("flops", "bytes_read", "bytes_written", "weight_bytes", "count", "measured_seconds", *CACHE_BYTES,
+            *GEMM_DIMS)
 _STRINGS = ("name", "group", "module_type")
 _ENUMS = {"kind": OP_KINDS, "precision": PRECISIONS, "unit": UNITS, "level": LEVELS}
 COLUMNS = ("name", "kind", "flops", "bytes_read", "bytes_written", "precision", "unit", "count",
-           "group", "module_type", "level", "weight_bytes", "measured_seconds", *CACHE_BYTES)
+           "group", "module_type", "level", "weight_bytes", "measured_seconds", *CACHE_BYTES, *GEMM_DIMS)
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class Op:
     give the traffic the op also causes at each cache level (cache-aware
     roofline: its time is then the max over every level's bytes / bandwidth).
     ``measured_seconds`` is the measured time of one run (NaN when not measured).
+    ``m, n, k, batch`` are a matmul-like op's GEMM dimensions (:data:`GEMM_DIMS`; NaN when not known).
     """
 
     name: str
@@ -63,6 +69,10 @@ class Op:
     bytes_l1: float = 0.0
     bytes_l2: float = 0.0
     bytes_l3: float = 0.0
+    m: float = math.nan
+    n: float = math.nan
+    k: float = math.nan
+    batch: float = math.nan
 
     @property
     def bytes(self) -> float:
@@ -76,6 +86,7 @@ _DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Op)}
 MAX_FIGURE = 1e30  # FLOPs or bytes of one run of one op
 MAX_COUNT = 1e15
 MIN_SECONDS, MAX_SECONDS = 1e-15, 1e9
+MAX_DIM = 2.0 ** 53  # a GEMM dimension: integers beyond this are not exact as floats
 
 
 def _encode(values: Sequence[str], seed: list[str]) -> tuple[list[str], np.ndarray]:
@@ -106,6 +117,9 @@ def _check_numeric(arr: np.ndarray, c: str, where: str, label: Callable[[str, in
     if c == "measured_seconds":
         bad = ~(np.isnan(arr) | ((arr >= MIN_SECONDS) & (arr <= MAX_SECONDS)))
         rule = f"a finite number > 0 from {MIN_SECONDS:g} to {MAX_SECONDS:g} (or empty when not measured)"
+    elif c in GEMM_DIMS:
+        bad = ~(np.isnan(arr) | ((arr >= 0) & (arr <= MAX_DIM) & (arr == np.floor(arr))))
+        rule = f"a whole number >= 0 and <= {MAX_DIM:g} (or empty when not known)"
     elif c == "count":
         bad = ~((arr > 0) & (arr <= MAX_COUNT))
         rule = f"a finite number > 0 and <= {MAX_COUNT:g}"

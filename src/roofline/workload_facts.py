@@ -16,9 +16,9 @@ from roofline.errors import RooflineError
 from roofline.stats import OpTimings, Timing
 from roofline.workload_columns import UNFUSED
 
-WORKLOAD_SCHEMA = "roofline.workload/2"
+WORKLOAD_SCHEMA = "roofline.workload/3"
 #: Older versions that still load (migrated on load, :func:`migrate`).
-WORKLOAD_SCHEMAS_READ = ("roofline.workload/1", WORKLOAD_SCHEMA)
+WORKLOAD_SCHEMAS_READ = ("roofline.workload/1", "roofline.workload/2", WORKLOAD_SCHEMA)
 
 
 
@@ -215,9 +215,14 @@ def migrate(d: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     /1 -> /2: the facts kept in ``info`` (``llm``, ``phases``, ``measured``) become top-level typed fields;
     /1 stored a measured run's 10th/90th percentiles, which become its spread (wider than the
     interquartile range /2 stores, so an op is flagged above its roof later rather than sooner).
+
+    /2 -> /3: ops gain the optional GEMM dimensions ``m, n, k, batch``; a /2 file has none (not known),
+    so only the schema tag changes.
     """
     if d.get("schema") == WORKLOAD_SCHEMA:
         return d
+    if d.get("schema") == "roofline.workload/2":
+        return {**d, "schema": WORKLOAD_SCHEMA}
     from roofline.fileio import as_object
 
     out = dict(d)

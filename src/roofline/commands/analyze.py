@@ -8,13 +8,13 @@ from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_outpu
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("analyze", help="analyse a workload file (roofline.workload/2 JSON or CSV) on a device",
+    p = sub.add_parser("analyze", help="analyse a workload file (roofline.workload/3 JSON or CSV) on a device",
                        formatter_class=EXAMPLE_HELP,
                        description="Place every op of a saved workload under a device's roofs: intensity, bound, "
                                    "attainable FLOP/s and roofline time per op, sorted by time.",
                        epilog="examples:\n  roofline analyze model.json --device h100 -o chart.png\n"
                               "  roofline analyze model.csv --device a100 --group-by kind --json analysis.json")
-    p.add_argument("workload", help="workload file: .json (roofline.workload/2, /1 loads too) or .csv")
+    p.add_argument("workload", help="workload file: .json (roofline.workload/3; /1 and /2 load too) or .csv")
     add_device_option(p)
     add_output_options(p, group_by=("module", "type", "kind", "name"))
     p.set_defaults(func=run)

@@ -19,7 +19,7 @@ examples:
   roofline compare llama-3-8b --devices h100,a100 --precision bf16,fp8 -o compare.png --html compare.html
   roofline compare model.json --devices h100,l4 --csv ranking.csv
 
-WORKLOAD_OR_MODEL: a workload file (.json roofline.workload/2 or .csv), a saved analysis
+WORKLOAD_OR_MODEL: a workload file (.json roofline.workload/3 or .csv), a saved analysis
 (.json roofline.analysis/2; its workload is used), an .onnx file, or a bundled LLM name
 (see 'roofline llm --list'). --precision re-runs the workload at each precision: LLMs are
 rebuilt with those weight/activation precisions; other workloads have their matrix-shaped

@@ -61,6 +61,7 @@ from roofline.frontends.torch_ops import (
     VIEW_OPS,
     Attrs,
 )
+from roofline.gemm_shape import dims_from_flops
 from roofline.precision import of_dtype
 from roofline.workload import UnsupportedOp, Workload, WorkloadBuilder
 
@@ -191,7 +192,7 @@ class _Recorder:
     def record(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> None:
         got = self.cost_of(func, args, kwargs, out)
         if got is not None:
-            self.add(*got)
+            self.add(*got, dims=_matmul_dims(got[1], getattr(out, "shape", None)))
 
     def cost_of(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
                 ) -> tuple[str, costs.Cost, str] | None:
@@ -239,15 +240,17 @@ class _Recorder:
             self.ops.add_unsupported(r.key, rd + wr)
         return r.name, costs.with_weights(c, formula or "", tin, tout, weights), self.precision(ins or outs)
 
-    def add(self, name: str, c: costs.Cost, precision: str) -> None:
+    def add(self, name: str, c: costs.Cost, precision: str, dims: dict[str, float] | None = None) -> None:
         group, mtype = self.where()
         if self.training and self.torch._C._current_graph_task_id() != -1:
             name += " (backward)"
         self.ops.row(name, kind=c.kind, flops=c.flops, bytes_read=c.bytes_read, bytes_written=c.bytes_written,
-                     precision=precision, unit=c.unit, group=group, module_type=mtype, weight_bytes=c.weight_bytes)
+                     precision=precision, unit=c.unit, group=group, module_type=mtype, weight_bytes=c.weight_bytes,
+                     **(dims or {}))
 
     def record_fused(self, name: str, formula: str, inputs: list[Any], outputs: list[Any], **attrs: Any) -> None:
-        self.add(*self.fused_cost(name, formula, inputs, outputs, **attrs))
+        got = self.fused_cost(name, formula, inputs, outputs, **attrs)
+        self.add(*got, dims=_attention_dims(inputs) if got[1].kind == "attention" else None)
 
     def fused_cost(self, name: str, formula: str, inputs: list[Any], outputs: list[Any], **attrs: Any
                    ) -> tuple[str, costs.Cost, str]:
@@ -272,6 +275,22 @@ class _Recorder:
 
 
 _UNSEEN = _Rule("", "", None, None, None, None, {}, None, False, False, False)  # Recorder.rule: not resolved yet
+
+
+def _matmul_dims(c: costs.Cost, shape: Any) -> dict[str, float] | None:
+    """m, n, k, batch of a matmul call from its output shape (``[..., m, n]``) and FLOPs; None for other ops."""
+    if c.kind != "matmul" or shape is None:
+        return None
+    return dims_from_flops(c.flops, tuple(shape))
+
+
+def _attention_dims(inputs: list[Any]) -> dict[str, float] | None:
+    """m (queries), n (keys), k (head dim), batch (everything before: sequences x heads) of a fused attention
+    call from its query and key tensors (``[..., s, d]`` and ``[..., S, d]``)."""
+    if len(inputs) < 2 or len(inputs[0].shape) < 2 or len(inputs[1].shape) < 2:
+        return None
+    q, k = tuple(inputs[0].shape), tuple(inputs[1].shape)
+    return {"m": float(q[-2]), "n": float(k[-2]), "k": float(q[-1]), "batch": float(math.prod(q[:-2]))}
 
 
 def _is_abstract(t: Any) -> bool:

@@ -15,7 +15,7 @@ import numpy as np
 from roofline.llm.basis import basis, evaluate
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, memory_bytes, param_counts, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions
-from roofline.llm.table import ATTN, GEMM, LINK, TOK, VEC, OpTable, build_table
+from roofline.llm.table import ATTN, ATTN_DIMS, GEMM, GEMM_DIMS, LINK, SEQ, TOK, VEC, OpTable, build_table
 from roofline.workload import Workload, WorkloadBuilder
 from roofline.workload_facts import PhaseTotals
 
@@ -80,6 +80,24 @@ def role_columns(roles: list[int], precisions: Precisions) -> dict[str, list[str
             "level": ["interconnect" if x == LINK else "" for x in roles]}
 
 
+def gemm_dims(table: OpTable, row: np.ndarray) -> dict[str, list[float]]:
+    """The ``m, n, k, batch`` columns of the table's ops at one basis row (NaN where an op has none).
+
+    A generate phase's decode averages the keys over its steps: the mean is rounded to a whole key count."""
+    nan = np.full(len(table), np.nan)
+    if table.dims is None:
+        return {c: nan.tolist() for c in ("m", "n", "k", "batch")}
+    mode, term, k, n, batch = table.dims.T
+    term_value = row[np.clip(term.astype(np.int64), 0, len(row) - 1)]
+    seqs = max(float(row[SEQ]), 1.0)
+    gemm, attn = mode == GEMM_DIMS, mode == ATTN_DIMS
+    m_col = np.where(gemm, term_value, np.where(attn, row[TOK] / seqs, np.nan))
+    n_col = np.where(gemm, n, np.where(attn, term_value / seqs, np.nan))
+    k_col = np.where(gemm | attn, k, np.nan)
+    b_col = np.where(gemm, batch, np.where(attn, batch * seqs, np.nan))
+    return {c: np.round(v).tolist() for c, v in (("m", m_col), ("n", n_col), ("k", k_col), ("batch", b_col))}
+
+
 def build_workload(spec: LLMSpec) -> Workload:
     """The per-op :class:`Workload` of ``spec`` (per device): the run in ``llm``, per-phase totals in ``phases``."""
     eb = spec.precisions.bytes()
@@ -92,7 +110,7 @@ def build_workload(spec: LLMSpec) -> Workload:
         ops.extend(name=table.names, group=table.names, kind=table.kinds, module_type=table.module_types,
                    **role_columns(roles, spec.precisions), flops=v["flops"][0].tolist(), bytes_read=v["bytes_read"][0].tolist(),
                    bytes_written=v["bytes_written"][0].tolist(), weight_bytes=v["weight_bytes"][0].tolist(),
-                   count=counts.tolist())
+                   count=counts.tolist(), **gemm_dims(table, B[0]))
         phases[table.phase] = PhaseTotals(
             flops=float(v["flops"][0] @ counts), bytes=float((v["bytes_read"][0] + v["bytes_written"][0]) @ counts),
             weight_bytes=float(v["weight_bytes"][0] @ counts), steps=mult, tokens=float(B[0, TOK] * mult))

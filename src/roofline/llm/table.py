@@ -62,6 +62,14 @@ GEMM, ATTN, VEC, LINK = range(len(ROLES))
 #: * ``xr``: bytes read as they are, not elements: the int64 token ids the embeddings gather with.
 QUANTITIES = ("flops", "wq", "wu", "ar", "aw", "kr", "kw", "xr")
 INDEX_BYTES = 8  # token ids are int64
+#: An op's GEMM dimensions, symbolically, one row ``(mode, term, k, n, batch)`` per op:
+#:
+#: * ``NO_DIMS``: none (norms, elementwise, collectives; grouped MoE expert GEMMs, whose per-expert rows are not known);
+#: * ``GEMM_DIMS``: ``m`` = the value of basis ``term`` (tokens, or sequences for lm_head; keys for MLA's
+#:   decompression), ``k``, ``n`` and ``batch`` as given;
+#: * ``ATTN_DIMS``: ``batch`` = sequences x ``batch`` (heads), ``m`` = tokens / sequences (queries per sequence),
+#:   ``n`` = basis ``term`` (keys) / sequences, ``k`` = the head dim.
+NO_DIMS, GEMM_DIMS, ATTN_DIMS = range(3)
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,8 @@ class OpTable:
     roles: np.ndarray  # (ops,) index into ROLES
     counts: np.ndarray  # (ops,) layers the op runs in
     coef: Mapping[str, np.ndarray]  # quantity -> (ops, terms)
+    #: (ops, 5) GEMM dimensions, symbolically (:data:`DIMS`): mode, term, k, n, batch per op
+    dims: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.names)
@@ -89,10 +99,14 @@ class _Rows:
         self.roles: list[int] = []
         self.counts: list[float] = []
         self.coef: dict[str, list[np.ndarray]] = {q: [] for q in QUANTITIES}
+        self.dims: list[tuple[float, float, float, float, float]] = []
 
-    def add(self, path: str, kind: str, role: int, count: float, **quantities: dict[int, float]) -> None:
+    def add(self, path: str, kind: str, role: int, count: float, *,
+            dims: tuple[float, float, float, float, float] = (NO_DIMS, 0, 0, 0, 0),
+            **quantities: dict[int, float]) -> None:
         if count <= 0:
             return
+        self.dims.append(dims)
         self.names.append(f"{self.phase}.{path}")
         self.kinds.append(kind)
         self.mtypes.append(path.split(".")[-1])
@@ -107,7 +121,7 @@ class _Rows:
     def table(self) -> OpTable:
         return OpTable(self.phase, tuple(self.names), tuple(self.kinds), tuple(self.mtypes),
                        np.asarray(self.roles, dtype=np.int64), np.asarray(self.counts),
-                       {q: np.vstack(v) for q, v in self.coef.items()})
+                       {q: np.vstack(v) for q, v in self.coef.items()}, np.asarray(self.dims, dtype=float))
 
 
 def kv_heads_per_device(arch: Arch, tp: int) -> int:
@@ -174,7 +188,7 @@ class _Layer(_Rows):
         if bias:  # biases stay unquantised
             wu[ONE] = wu.get(ONE, 0.0) + n_out
         self.add(path, "matmul", GEMM, count, flops={tokens: gemm_flops(1, k, n_out)}, wq=wq, wu=wu,
-                 ar={tokens: k}, aw={tokens: n_out})
+                 ar={tokens: k}, aw={tokens: n_out}, dims=(GEMM_DIMS, tokens, k, n_out, 1))
 
     def elementwise(self, path: str, count: float, op: str, reads: float, width: float, term: int = TOK) -> None:
         """``width`` outputs per ``term`` of ``op`` (a key of ``ELEMENTWISE_FLOPS``) reading ``reads`` inputs each."""
@@ -237,18 +251,18 @@ def _mla_attention(r: _Layer, flash: bool) -> None:
     if r.phase == "prefill":
         # naive MLA: decompress every key's latent into per-head K and V, then ordinary attention
         r.add("layers.attn.kv_b_proj", "matmul", GEMM, L, flops={KEY: gemm_flops(1, C, h * (N + dv))},
-              wq={ONE: C * h * (N + dv)}, kr={KEY: C}, aw={KEY: h * (N + dv)})
+              wq={ONE: C * h * (N + dv)}, kr={KEY: C}, aw={KEY: h * (N + dv)}, dims=(GEMM_DIMS, KEY, C, h * (N + dv), 1))
         _attention_core(r, L, "", h, N + R, dv, flash, KEY, PAIR,
                         k_read=("ar", h * (N + R)), v_read=("ar", h * dv))
     else:
         # absorbed MLA: W_uk folds into the query, W_uv into the output; attention runs over the latent cache
         # per token, h products (1 x N) @ (N x C), one per head: as many FLOPs as one (h x N) @ (N x C)
         r.add("layers.attn.q_absorb", "matmul", GEMM, L, flops={TOK: gemm_flops(h, N, C)}, wq={ONE: h * N * C},
-              ar={TOK: h * N}, aw={TOK: h * C})
+              ar={TOK: h * N}, aw={TOK: h * C}, dims=(GEMM_DIMS, TOK, N, C, h))
         _attention_core(r, L, "", h, C + R, C, flash, KEY, PAIR, k_read=("kr", C + R), v_read=("kr", C),
                         shared_kv=True)
         r.add("layers.attn.v_absorb", "matmul", GEMM, L, flops={TOK: gemm_flops(h, C, dv)}, wq={ONE: h * C * dv},
-              ar={TOK: h * C}, aw={TOK: h * dv})
+              ar={TOK: h * C}, aw={TOK: h * dv}, dims=(GEMM_DIMS, TOK, C, dv, h))
 
 
 def _attention_output(r: _Layer) -> None:
@@ -328,14 +342,14 @@ def _attention_core(r: _Layer, count: float, tag: str, h: float, dk: float, dv: 
         # MLA's V is the same latent already read as K: read once
         v_part = () if shared_kv else ((vq, keys, vn),)
         r.add(path + "sdpa", "attention", ATTN, count, flops={pairs: attention_flops(1, h, dk, dv)}, aw={TOK: h * dv},
-              **reads(("ar", TOK, h * dk), (kq, keys, kn), *v_part))
+              dims=(ATTN_DIMS, keys, dk, 0, h), **reads(("ar", TOK, h * dk), (kq, keys, kn), *v_part))
         r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h})  # in registers: no bytes
         return
     r.add(path + "qk", "attention", ATTN, count, flops={pairs: attention_flops(1, h, dk, 0)}, aw={FULL: h},
-          **reads(("ar", TOK, h * dk), (kq, keys, kn)))
+          dims=(ATTN_DIMS, keys, dk, 0, h), **reads(("ar", TOK, h * dk), (kq, keys, kn)))
     r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h}, ar={FULL: h}, aw={FULL: h})
     r.add(path + "pv", "attention", ATTN, count, flops={pairs: attention_flops(1, h, 0, dv)}, aw={TOK: h * dv},
-          **reads(("ar", FULL, h), (vq, keys, vn)))
+          dims=(ATTN_DIMS, keys, dv, 0, h), **reads(("ar", FULL, h), (vq, keys, vn)))
 
 
 def _mlp(r: _Layer, path: str, count: float, d: float, f: float, gated: bool, act: str, bias: bool) -> None:

@@ -19,6 +19,7 @@ from roofline.errors import RooflineError
 from roofline.frontends.onnx.fusion import Fused, plan_fusions
 from roofline.frontends.onnx.load import NO_FOLD, TensorInfo, as_t, big_generator, collect, limit
 from roofline.frontends.onnx.ops import DATA_INPUTS, INT8_OPS, MIN_RANK, Entry, NodeView, entry_for, node_cost, other
+from roofline.gemm_shape import dims_from_flops
 from roofline.precision import ONNX_ELEM, ONNX_NUMERIC
 from roofline.workload import Op, WorkloadBuilder
 
@@ -274,9 +275,12 @@ def _emit(ctx: Ctx, op: _NodeOp, tensors: Mapping[str, TensorInfo], consts: set[
     if op.entry is None:
         ctx.builder.add_unsupported(op.key, (c.bytes_read + c.bytes_written) * count)
     precision = "int8" if op.key in INT8_OPS else _precision([*op.inputs, *op.outputs], tensors)
+    dims: dict[str, float] = (dims_from_flops(c.flops, view.outs[0].shape) or {}) if c.kind == "matmul" and view.outs \
+        else {}
     ctx.builder.add_op(Op(op.name, kind=c.kind, flops=c.flops, bytes_read=c.bytes_read, bytes_written=c.bytes_written,
                           precision=precision, unit=c.unit, count=count, group=op.name, module_type=op.op_type,
-                          weight_bytes=c.weight_bytes))
+                          weight_bytes=c.weight_bytes, m=dims.get("m", math.nan), n=dims.get("n", math.nan),
+                          k=dims.get("k", math.nan), batch=dims.get("batch", math.nan)))
 
 
 def _graph_attr(ctx: Ctx, node: Any, name: str, key: str) -> Any:

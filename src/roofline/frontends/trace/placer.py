@@ -70,9 +70,12 @@ class _Walk:
         self.not_replayed: dict[str, str] = {}
         self.steps: list[float] = []
 
-    def place(self, i: int, got: tuple[str, costs.Cost, str]) -> None:
-        """Event ``i`` becomes the next row, named by its op (``(backward)`` inside autograd) and placed."""
-        op_name, c, precision = got
+    def place(self, i: int, got: tuple[Any, ...]) -> None:
+        """Event ``i`` becomes the next row, named by its op (``(backward)`` inside autograd) and placed.
+
+        ``got``: (op name, cost, precision) and optionally the op's GEMM dimensions ({m, n, k, batch} or None)."""
+        op_name, c, precision = got[:3]
+        dims = got[3] if len(got) > 3 and got[3] else {}
         group, module_type = self.places[self.backward[i] if self.backward[i] >= 0 else self.where[i]]
         if self.backward[i] >= 0:
             op_name += " (backward)"
@@ -80,7 +83,7 @@ class _Walk:
         self.placed.append(i)
         self.rows.row(op_name, kind=c.kind, flops=c.flops, bytes_read=c.bytes_read, bytes_written=c.bytes_written,
                       precision=precision, unit=c.unit, group=group, module_type=module_type,
-                      level="interconnect" if c.kind == "collective" else "")
+                      level="interconnect" if c.kind == "collective" else "", **dims)
 
 
 class Placer:

@@ -45,7 +45,8 @@ class NotReplayed(Exception):
     """A recorded call that cannot be rebuilt: the message says why (one short phrase)."""
 
 
-Costed = tuple[str, costs.Cost, str]  # (op name, cost, precision)
+#: (op name, cost, precision, GEMM dimensions {m, n, k, batch} or None where not known)
+Costed = tuple[str, costs.Cost, str, dict[str, float] | None]
 
 
 class Replayer:
@@ -126,15 +127,20 @@ class Replayer:
                 why = f"it does not run on meta tensors ({type(exc).__name__})"
                 continue
             if fused:
-                from roofline.frontends.torch import fused_call
+                from roofline.frontends.torch import _attention_dims, fused_call
 
                 fname, formula, ins, outs, attrs = fused_call(short, args, kwargs, out, self.torch.Tensor)
-                return self.rec.fused_cost(fname, formula, ins, outs, **attrs)
+                fc = self.rec.fused_cost(fname, formula, ins, outs, **attrs)
+                return (*fc, _attention_dims(ins) if fc[1].kind == "attention" else None)
             before = len(self.rec.ops.unsupported)
             got = self.rec.cost_of(op, tuple(args), kwargs, out)
             if len(self.rec.ops.unsupported) != before:
                 self.unsupported.add(str(op.overloadpacket))
-            return got
+            if got is None:
+                return None
+            from roofline.frontends.torch import _matmul_dims
+
+            return (*got, _matmul_dims(got[1], getattr(out, "shape", None)))
         raise NotReplayed(why)
 
     def _arguments(self, schema: Any, types: list[Any], dims: list[Any], strides: list[Any], concrete: list[Any]
