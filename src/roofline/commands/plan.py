@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.commands._common import EXAMPLE_HELP, write_all
 from roofline.errors import RooflineError
+from roofline.planner.forecast import STATED_ERROR, tied
 from roofline.units import format_bytes, format_count, format_seconds
 
 if TYPE_CHECKING:
@@ -61,10 +62,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--batch", type=int, default=64, metavar="SEQS", help="--serve: sequences per replica (64)")
     p.add_argument("--prompt", type=int, default=1024, metavar="TOKENS", help="--serve: prompt tokens (1024)")
     p.add_argument("--gen", type=int, default=256, metavar="TOKENS", help="--serve: generated tokens (256)")
-    p.add_argument("--overlap", type=float, default=0.0, metavar="F",
-                   help="share of communication hidden behind compute in the step time (default 0)")
+    p.add_argument("--overlap", type=float, default=None, metavar="F",
+                   help="--serve: share of communication hidden behind compute (default 0); --train: replaced by "
+                        "--overlap-dp/--overlap-tp/--overlap-pp (refused with a pointer)")
+    for rule, default, what in (("dp", "on", "gradient reduction bucketed behind backward, ZeRO-3 gathers prefetched"),
+                                ("tp", "off", "tp/cp/ep collectives hidden behind the micro-batch's compute"),
+                                ("pp", "on", "1F1B steady-state sends hidden (warm-up and cool-down exposed)")):
+        p.add_argument(f"--overlap-{rule}", choices=("on", "off"), default=default,
+                       help=f"--train forecast: {what} (default {default})")
     p.add_argument("--price", type=float, default=None, metavar="USD", help="price per device-hour")
-    p.add_argument("--layout", default=None, metavar="K=V,...", help="time this one layout instead of ranking")
+    p.add_argument("--layout", default=None, metavar="K=V,...",
+                   help="fix the keys named and search the rest; every key named (tp,pp,dp,cp,ep,zero,mb,recompute,"
+                        "interleave), or sp=/stages=: time that one layout")
     p.add_argument("--top", type=int, default=10, metavar="N", help="layouts shown (default 10)")
     p.add_argument("--json", metavar="FILE", help="also write the ranked layouts as JSON")
     p.add_argument("-o", "--output", metavar="CHART", help="write where each layout's time goes (.png, .svg, .pdf)")
@@ -86,11 +95,20 @@ def _parse_stages(part: str, value: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+#: the keys the search varies: naming all of them (or sp=/stages=, which it does not vary) times one layout
+SEARCHED = ("tp", "pp", "dp", "cp", "ep", "zero", "micro_batch", "recompute", "interleave")
+
+
 def parse_layout(text: str, overlap: float) -> Layout:
     """'tp=8,pp=2,dp=4,zero=1,recompute=full' -> Layout; a bad key or value, or two keys that conflict, is
     one line."""
     from roofline.planner import Layout
 
+    return Layout(**layout_keys(text, overlap))
+
+
+def layout_keys(text: str, overlap: float) -> dict[str, Any]:
+    """The Layout fields ``--layout`` names (with ``overlap``), checked (see :func:`parse_layout`)."""
     names = {"tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep", "zero": "zero", "mb": "micro_batch",
              "micro_batch": "micro_batch", "recompute": "recompute", "interleave": "interleave", "sp": "sp",
              "stages": "stages", "v": "interleave"}
@@ -123,7 +141,7 @@ def parse_layout(text: str, overlap: float) -> Layout:
             raise RooflineError(f"--layout: {given['pp']!r} and {given['stages']!r} conflict "
                                 f"({len(values['stages'])} stages)")
         values["pp"] = len(values["stages"])
-    return Layout(**values)
+    return values
 
 
 def run(args: argparse.Namespace) -> int:
@@ -141,8 +159,14 @@ def run(args: argparse.Namespace) -> int:
     ranked, header, tried = _ranked(args, run_, system, what, where)
     shape = (f"batch {run_.batch} per replica, prompt {run_.prompt}, gen {run_.gen}" if isinstance(run_, ServingRun)
              else f"global batch {run_.global_batch} x {run_.seq} tokens")
-    lines = [header, f"{shape}; overlap {args.overlap:.0%} of communication in the time (the bound hides all the "
-             "schedule allows)"]
+    if isinstance(run_, ServingRun):
+        lines = [header, f"{shape}; overlap {args.overlap or 0:.0%} of communication in the time (the bound hides all "
+                 "the schedule allows)"]
+    else:
+        from roofline.planner.overlap import describe
+
+        lines = [header, f"{shape}; ranked by the forecast step time (bound beside it); "
+                 + describe(ranked[0].layout), FLOP_NOTE]
     lines += [_does_not_fit(e) for e in ranked[:1] if args.layout and not e.fits]
     lines += _table(args, ranked)
     text = "\n".join(lines) + "\n"
@@ -152,9 +176,12 @@ def run(args: argparse.Namespace) -> int:
 
         outputs.append(("chart", args.output, plan_bytes(ranked, header.split(":")[0], args.output)))
     if args.json:
+        best = ranked[0].time
         doc = {"model": run_.arch.name, "mode": what, "system": system.name, "nodes": system.nodes,
-               "devices": system.devices, "shape": shape, "overlap": args.overlap, "tried": tried,
-               "layouts": [_row(e, args.price) for e in ranked]}
+               "devices": system.devices, "shape": shape, "tried": tried,
+               "ranked_by": "step seconds" if args.serve else "forecast step seconds",
+               **({"overlap": args.overlap or 0.0} if args.serve else {"overlap_rules": _rules(args)}),
+               "layouts": [_row(e, args.price, best) for e in ranked]}
         outputs.append(("json", args.json, (json.dumps(doc, indent=1) + "\n").encode()))
     sys.stdout.write(text)
     write_all(outputs)
@@ -173,8 +200,11 @@ def _check_args(args: argparse.Namespace) -> None:
         check_chart_path(args.output)
     if args.top < 1:
         raise RooflineError(f"--top must be >= 1, got {args.top}")
-    if not 0.0 <= args.overlap <= 1.0:
+    if args.overlap is not None and not 0.0 <= args.overlap <= 1.0:
         raise RooflineError(f"--overlap must be from 0 to 1, got {args.overlap}")
+    if args.train and args.overlap is not None:
+        raise RooflineError("--overlap is serving's; a training step overlaps by rule: use --overlap-dp, --overlap-tp, "
+                            "--overlap-pp on|off (defaults on, off, on)")
     from roofline.llm.training import TRAIN_PRECISIONS
 
     if args.precision not in TRAIN_PRECISIONS:
@@ -186,19 +216,30 @@ def _check_args(args: argparse.Namespace) -> None:
 def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
             where: str) -> tuple[list[Estimate | ServingEstimate], str, int]:
     """(the layouts ranked, the header line, how many were tried): the one ``--layout``, or the search's best."""
-    from roofline.planner import ServingRun, estimate, estimate_serving, plan
+    from roofline.planner import Layout, ServingRun, estimate, estimate_serving, plan
 
+    serving = isinstance(run_, ServingRun)
+    fixed: dict[str, Any] = {}
     if args.layout:
-        lay = parse_layout(args.layout, args.overlap)
-        one = estimate_serving(run_, lay, system) if isinstance(run_, ServingRun) else estimate(run_, lay, system)
-        return [one], f"{run_.arch.name} {what} on {where}: one layout", 1
-    p = plan(run_, system, top=args.top, overlap=args.overlap)
+        keys = layout_keys(args.layout, args.overlap or 0.0)
+        if not serving:
+            keys.update({f"overlap_{k}": v for k, v in _rules(args).items()})
+        fixed = {k: v for k, v in keys.items() if k in SEARCHED}
+        if serving or "sp" in keys or "stages" in keys or len(fixed) == len(SEARCHED):
+            lay = Layout(**keys)
+            one = estimate_serving(run_, lay, system) if serving else estimate(run_, lay, system)
+            return [one], f"{run_.arch.name} {what} on {where}: one layout", 1
+    p = plan(run_, system, top=args.top, overlap=args.overlap or 0.0, fixed=fixed,
+             overlaps=tuple(_rules(args).values()))  # type: ignore[arg-type]
+    if not p.ranked and fixed:  # none matches: the named layout's own constraint, in one line
+        estimate(run_, Layout(**keys), system)
     if not p.ranked:
         _none_ranked(p, run_, where)
     header = (f"{run_.arch.name} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
               f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} past memory"
               + (f", {p.uneven:,} splitting groups unevenly over nodes" if p.uneven else "")
-              + f", best {len(p.ranked)}")
+              + f", best {len(p.ranked)}"
+              + (f" with {', '.join(f'{k}={v}' for k, v in fixed.items())} fixed" if fixed else ""))
     return list(p.ranked), header, p.tried
 
 
@@ -228,22 +269,23 @@ def _none_ranked(p: Any, run_: Any, where: str) -> None:
                         "the sequences")
 
 
+#: how the table's model FLOPs are counted (:func:`roofline.llm.training.training_flops`)
+FLOP_NOTE = ("MFU and model TFLOP/s per device: model FLOPs = 3 x the forward's (6 N per token for the GEMMs, "
+             "lm_head included, plus attention counted causal: the query-key pairs at or below the diagonal, "
+             "4 d per pair forward), recomputation not counted, over the forecast step time and the dense matrix "
+             "peak at the GEMMs' precision; ~ marks a forecast within the planner's stated error "
+             f"({STATED_ERROR:.0%}) of the best: tied")
+
+
+def _rules(args: argparse.Namespace) -> dict[str, bool]:
+    return {k: getattr(args, f"overlap_{k}") == "on" for k in ("dp", "tp", "pp")}
+
+
 def _table(args: argparse.Namespace, ranked: list[Estimate | ServingEstimate]) -> list[str]:
     """The ranked layouts, one line each, and the best one's communication and memory."""
     from roofline.planner import ServingEstimate
 
-    step = "per token" if args.serve else "step"
-    head = (f"{'#':>3} {'layout':40} {step:>9} {'bound':>9} {'tokens/s':>11} "
-            + (f"{'ttft':>9}" if args.serve else f"{'bubble':>7}")
-            + f" {'exposed comm':>13} {'memory':>10} {'binding':18}" + (f" {'$/Mtok':>8}" if args.price else ""))
-    lines = [head]
-    for k, e in enumerate(ranked, 1):
-        fits = "" if e.fits else " (does not fit)"
-        extra = (f"{format_seconds(e.ttft):>9}" if isinstance(e, ServingEstimate) else f"{e.bubble_share:>7.1%}")
-        lines.append(f"{k:>3} {e.describe():40} {format_seconds(e.time):>9} {format_seconds(e.bound):>9} "
-                     f"{format_count(e.tokens_per_second):>11} {extra} "
-                     f"{format_seconds(e.exposed_comm):>13} {format_bytes(e.memory_total):>10} {e.binding[:18]:18}"
-                     + (f" {e.cost_per_token(args.price) * 1e6:>8.3g}" if args.price else "") + fits)
+    lines = _serving_rows(args, ranked) if args.serve else _training_rows(args, ranked)  # type: ignore[arg-type]
     best = ranked[0]
     lines.append(f"best: {best.describe()} — comms: " + ", ".join(
         f"{c.name} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
@@ -256,7 +298,35 @@ def _table(args: argparse.Namespace, ranked: list[Estimate | ServingEstimate]) -
     return lines
 
 
-def _row(e: Estimate | ServingEstimate, price: float | None) -> dict[str, Any]:
+def _serving_rows(args: argparse.Namespace, ranked: list[ServingEstimate]) -> list[str]:
+    lines = [f"{'#':>3} {'layout':40} {'per token':>9} {'bound':>9} {'tokens/s':>11} {'ttft':>9} {'exposed comm':>13} "
+             f"{'memory':>10} {'binding':18}" + (f" {'$/Mtok':>8}" if args.price else "") + "   (ranked by tokens/s)"]
+    for k, e in enumerate(ranked, 1):
+        fits = "" if e.fits else " (does not fit)"
+        lines.append(f"{k:>3} {e.describe():40} {format_seconds(e.time):>9} {format_seconds(e.bound):>9} "
+                     f"{format_count(e.tokens_per_second):>11} {format_seconds(e.ttft):>9} "
+                     f"{format_seconds(e.exposed_comm):>13} {format_bytes(e.memory_total):>10} {e.binding[:18]:18}"
+                     + (f" {e.cost_per_token(args.price) * 1e6:>8.3g}" if args.price else "") + fits)
+    return lines
+
+
+def _training_rows(args: argparse.Namespace, ranked: list[Estimate]) -> list[str]:
+    lines = [f"{'#':>3} {'layout':40} {'forecast':>9} {'bound':>9} {'MFU':>6} {'TFLOP/s':>8} {'tokens/s':>11} "
+             f"{'bubble':>7} {'exposed comm':>13} {'memory':>10} {'binding':18}"
+             + (f" {'$/Mtok':>8}" if args.price else "") + "   (ranked by forecast)"]
+    best = ranked[0].time
+    for k, e in enumerate(ranked, 1):
+        fits = "" if e.fits else " (does not fit)"
+        mark = "~" if k > 1 and tied(e.time, best) else " "
+        lines.append(f"{k:>3}{mark}{e.describe():40} {format_seconds(e.time):>9} {format_seconds(e.bound):>9} "
+                     f"{e.mfu:>6.1%} {e.model_tflops_per_device:>8.1f} {format_count(e.tokens_per_second):>11} "
+                     f"{e.bubble_share:>7.1%} {format_seconds(e.exposed_comm):>13} {format_bytes(e.memory_total):>10} "
+                     f"{e.binding[:18]:18}" + (f" {e.cost_per_token(args.price) * 1e6:>8.3g}" if args.price else "")
+                     + fits)
+    return lines
+
+
+def _row(e: Estimate | ServingEstimate, price: float | None, best: float) -> dict[str, Any]:
     from roofline.planner import ServingEstimate
 
     lay = e.layout
@@ -271,7 +341,9 @@ def _row(e: Estimate | ServingEstimate, price: float | None) -> dict[str, Any]:
         out.update(cp=lay.cp, ep=lay.ep, zero=lay.zero, micro_batch=lay.micro_batch, recompute=lay.recompute,
                    interleave=lay.interleave, micro_batches=e.micro_batches, bubble_share=e.bubble_share,
                    stage_layers=list(e.stage_layers), memory_stage=e.memory_stage, precision=e.run.precision,
-                   zero_note=e.zero, flops_per_device=e.flops)
+                   zero_note=e.zero, flops_per_device=e.flops, forecast_seconds=e.time, mfu=e.mfu,
+                   model_tflops_per_device=e.model_tflops_per_device, tied_with_best=tied(e.time, best),
+                   overlap_rules={"dp": lay.overlap_dp, "tp": lay.overlap_tp, "pp": lay.overlap_pp})
     if price:
         out["usd_per_million_tokens"] = e.cost_per_token(price) * 1e6
     return out

@@ -18,6 +18,7 @@ from roofline.llm.basis import basis, evaluate, experts_touched
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.spec import Precisions
 from roofline.llm.table import EXP, FULL, KEY, KEYW, LINK, PAIR, PAIRW, build_table
+from roofline.planner.forecast import ShardForecast, collective_efficiency, shard_forecast
 from roofline.llm.training import TrainingRun, _masks, _split_queries, forward_ops, stage_params, training_ceilings
 from roofline.system import System
 
@@ -61,6 +62,8 @@ class _Cache:
         self.times: dict[tuple[Any, ...], float] = {}
         self.memo: dict[tuple[Any, ...], Any] = {}  # per-layout parts many layouts share (keyed by run_key)
         self._runs: dict[int, Any] = {}
+        self.forecasts: dict[tuple[Any, ...], ShardForecast] = {}
+        self.efficiencies: dict[float, float] = {}
 
     def run_key(self, run: Any) -> int:
         """A cheap key for ``run`` (hashing a model's whole config per layout costs more than estimating it):
@@ -83,6 +86,22 @@ class _Cache:
         got = self.shards.get(key)
         if got is None:
             got = self.shards[key] = _shard_on(run, tp, cp, ep, micro_batch, self.system.device)
+        return got
+
+    def shard_forecast(self, run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int) -> ShardForecast:
+        """The forecast of one micro-batch on the shard (:func:`roofline.planner.forecast.shard_forecast`), once
+        per shard shape: every layout with the same tp, cp, ep and micro-batch shares it."""
+        key = (self.run_key(run), tp, cp, ep, micro_batch)
+        got = self.forecasts.get(key)
+        if got is None:
+            got = self.forecasts[key] = shard_forecast(run, tp, cp, ep, micro_batch, self.system.device)
+        return got
+
+    def collective_efficiency(self, message_bytes: float) -> float:
+        """The device's collective efficiency at ``message_bytes`` (:func:`roofline.planner.forecast.collective_efficiency`)."""
+        got = self.efficiencies.get(message_bytes)
+        if got is None:
+            got = self.efficiencies[message_bytes] = collective_efficiency(self.system.device, message_bytes)
         return got
 
     def serving_stage(self, run: ServingRun, tp: int, cp: int, ep: int, pp: int, micro_batch: int) -> float:

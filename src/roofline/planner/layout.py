@@ -30,8 +30,12 @@ class Layout:
     sp: bool = True  # sequence parallelism with tp
     recompute: str = "selective"
     interleave: int = 1  # virtual pipeline chunks per device
-    overlap: float = 0.0  # share of communication the exposed time hides behind compute
+    overlap: float = 0.0  # serving: share of communication hidden behind compute (training: the rules below)
     stages: tuple[int, ...] | None = None  # layers per pipeline stage (None: :func:`stage_layers`' split)
+    # the forecast's overlap rules (training; :mod:`roofline.planner.overlap`)
+    overlap_dp: bool = True
+    overlap_tp: bool = False
+    overlap_pp: bool = True
 
     @property
     def devices(self) -> int:
@@ -69,6 +73,7 @@ class Comm:
     overlappable_with: str  # 'micro-batch' or 'step'
     message_bytes: float = 0.0
     calls: float = 0.0
+    forecast: float = 0.0  # expected seconds per step: ``time`` over the device's collective efficiency
 
     @property
     def bytes_per_step(self) -> float:

@@ -34,9 +34,13 @@ class Plan:
 
 
 def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overlap: float = 0.0,
+         overlaps: tuple[bool, bool, bool] = (True, False, True), fixed: dict[str, Any] | None = None,
          **options: Any) -> Plan:
     """Every layout (:func:`layouts` for training, :func:`serving_layouts` for serving) estimated; those
-    that fit memory ranked by tokens per second (training: the step time, the global batch being fixed)."""
+    that fit memory ranked by tokens per second (training: the forecast step time, the global batch being
+    fixed).  ``overlap``: serving's hidden share; ``overlaps``: training's (dp, tp, pp) overlap rules
+    (:mod:`roofline.planner.overlap`).  ``fixed``: Layout fields (``{"tp": 8, "pp": 2}``) every layout tried
+    keeps; the rest are searched."""
     import time as clock
 
     t0 = clock.perf_counter()
@@ -46,8 +50,10 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
     cache = _Cache(system)
     serving = isinstance(run, ServingRun)
     candidates = (serving_layouts(run, system, overlap=overlap) if isinstance(run, ServingRun)
-                  else layouts(run, system, overlap=overlap, **options))
+                  else layouts(run, system, overlap=overlaps, **options))
     for lay in candidates:
+        if fixed and any(getattr(lay, k) != v for k, v in fixed.items()):
+            continue
         tried += 1
         try:
             e: Estimate | ServingEstimate = (estimate_serving(run, lay, system, cache) if isinstance(run, ServingRun)

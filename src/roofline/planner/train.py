@@ -30,8 +30,12 @@ from roofline.llm.training import (
     optimizer_bytes,
     optimizer_flops,
     recomputed,
+    training_ceilings,
+    training_flops,
 )
 from roofline.planner.cache import _Cache, _Shard
+from roofline.planner.forecast import ShardForecast
+from roofline.planner.overlap import exposed
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors, in_flight, stage_layers
 from roofline.system import System
 
@@ -53,6 +57,12 @@ class Estimate(_Facts):
     stage_layers: tuple[int, ...] = ()  # layers per pipeline stage
     memory_stage: int = 0  # the stage whose device ``memory`` is
     shard: _Shard | None = None  # one micro-batch on one device, all layers (what the stages split)
+    # the forecast (:mod:`roofline.planner.forecast`) of one micro-batch on the stage it busies most, and the
+    # optimizer's on achievable bandwidth
+    forecast_forward: float = 0.0
+    forecast_backward: float = 0.0
+    forecast_recompute: float = 0.0
+    forecast_optimizer: float = 0.0
 
     @property
     def stage_flops(self) -> tuple[float, ...]:
@@ -99,15 +109,52 @@ class Estimate(_Facts):
         return max(pipeline, self._comm("step")) + self.optimizer
 
     @property
+    def forecast_compute(self) -> float:
+        """The forecast of one micro-batch's forward + backward + recomputation on the busiest stage."""
+        return self.forecast_forward + self.forecast_backward + self.forecast_recompute
+
+    def exposed(self) -> dict[str, float]:
+        """Forecast seconds per step of each collective not hidden behind compute
+        (:func:`roofline.planner.overlap.exposed`, the layout's overlap switches)."""
+        out: dict[str, float] = {}
+        bwd = self.forecast_backward + self.forecast_recompute
+        for c in self.comms:
+            out[c.name] = out.get(c.name, 0.0) + exposed(c, self.layout, self.micro_batches, self.slots,
+                                                         self.forecast_forward, bwd)
+        return out
+
+    @property
     def exposed_comm(self) -> float:
-        """Communication not hidden when ``layout.overlap`` of it overlaps compute."""
-        per_mb = self._comm("micro-batch") / self.micro_batches
-        return (1 - self.layout.overlap) * (self.slots * per_mb + self._comm("step"))
+        """Forecast communication not hidden behind compute under the layout's overlap rules."""
+        return sum(self.exposed().values())
+
+    @property
+    def forecast_raw(self) -> float:
+        return self.slots * self.forecast_compute + self.exposed_comm + self.forecast_optimizer
 
     @property
     def time(self) -> float:
-        """Step time with only ``layout.overlap`` of the communication hidden (0: none)."""
-        return self.slots * self.compute + self.exposed_comm + self.optimizer
+        """The forecast step time (what the planner ranks by): the pipeline's slots of the busiest stage's
+        forecast micro-batch, the exposed communication, the optimizer; never below :attr:`bound`."""
+        return max(self.forecast_raw, self.bound)
+
+    @property
+    def model_flops(self) -> float:
+        """The step's model FLOPs (:func:`roofline.llm.training.training_flops`: 3 x the forward of every
+        token, i.e. 6 N tokens for the GEMMs plus causal attention, recomputation not counted)."""
+        return training_flops(self.run, "none")
+
+    @property
+    def model_tflops_per_device(self) -> float:
+        """Model TFLOP/s per device at the forecast step time."""
+        return self.model_flops / self.layout.devices / self.time / 1e12
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilization: model FLOP/s per device over the device's dense matrix peak at the GEMMs'
+        precision (bf16, or fp8 for an fp8 run)."""
+        peak = training_ceilings(self.system.device, self.run)["peak_gemm"]
+        return self.model_tflops_per_device * 1e12 / peak
 
     @property
     def tokens_per_second(self) -> float:
@@ -116,11 +163,11 @@ class Estimate(_Facts):
     def parts(self) -> dict[str, float]:
         """The step time split (seconds, summing to :attr:`time`): the ops' roofline time, the pipeline bubble,
         each collective's exposed time, the optimizer."""
-        parts = {"ops": self.micro_batches * self.compute, "bubble": (self.slots - self.micro_batches) * self.compute}
-        for c in self.comms:
-            share = c.time * (self.slots / self.micro_batches if c.overlappable_with == "micro-batch" else 1)
-            parts[c.name] = (1 - self.layout.overlap) * share
-        parts["optimizer"] = self.optimizer
+        c = self.forecast_compute
+        parts = {"ops": self.micro_batches * c, "bubble": (self.slots - self.micro_batches) * c, **self.exposed(),
+                 "optimizer": self.forecast_optimizer}
+        if self.bound > self.forecast_raw:  # pragma: no cover - the forecast's terms are each >= the bound's
+            parts["up to the bound"] = self.bound - self.forecast_raw
         return parts
 
 
@@ -162,6 +209,9 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     if lay.devices != system.devices:
         raise RooflineError(f"layout {lay.describe()} uses tp x cp x pp x dp = {lay.devices} devices; "
                             f"{system.name!r} has {system.devices}")
+    if lay.overlap:
+        raise RooflineError("overlap= is serving's share; a training step overlaps by rule: overlap_dp, overlap_tp, "
+                            "overlap_pp (roofline plan --overlap-dp/--overlap-tp/--overlap-pp on|off)")
     if lay.zero not in (0, 1, 2, 3):
         raise RooflineError(f"zero must be 0, 1, 2 or 3, got {lay.zero!r}")
     if lay.recompute not in RECOMPUTE:
@@ -234,15 +284,24 @@ class _Stage:
     dense: float
     expert: float
     gemm: float
+    forecast_forward: float = 0.0
+    forecast_backward: float = 0.0
+    forecast_recompute: float = 0.0
+
+    @property
+    def forecast_compute(self) -> float:
+        return self.forecast_forward + self.forecast_backward + self.forecast_recompute
 
     @property
     def compute(self) -> float:
         return (1 + BACKWARD) * self.forward + self.recompute
 
 
-def _stages(sh: _Shard, lay: Layout, split: tuple[int, ...], L: int, which: tuple[int, ...]) -> list[_Stage]:
+def _stages(sh: _Shard, lay: Layout, split: tuple[int, ...], L: int, which: tuple[int, ...],
+            fc: ShardForecast | None = None) -> list[_Stage]:
     """Stages ``which``' devices: their layers' share of the shard (every layer alike; an MoE model's routed
-    experts spread over the layers in proportion), the first stage's embedding and the last's lm_head."""
+    experts spread over the layers in proportion), the first stage's embedding and the last's lm_head; with
+    ``fc``, the forecast of each (never below its bound)."""
     out = []
     for k in which:
         n = split[k]
@@ -250,9 +309,14 @@ def _stages(sh: _Shard, lay: Layout, split: tuple[int, ...], L: int, which: tupl
         fwd = f * sh.layers_time + first * sh.first_time + last * sh.last_time
         flops = f * sh.layers_flops + first * sh.first_flops + last * sh.last_flops
         dense = f * (sh.layer_params - sh.expert_params) + first * sh.first_params + last * sh.last_params
-        out.append(_Stage(n, fwd, recomputed(lay.recompute, fwd, f * sh.attention_time), flops,
-                          recomputed(lay.recompute, flops, f * sh.attention_flops), dense, f * sh.expert_params,
-                          f * sh.gemm_params))
+        rec = recomputed(lay.recompute, fwd, f * sh.attention_time)
+        ff = fb = fr = 0.0
+        if fc is not None:
+            ff = max(fwd, f * fc.layers_forward + first * fc.first_forward + last * fc.last_forward)
+            fb = max(BACKWARD * fwd, f * fc.layers_backward + first * fc.first_backward + last * fc.last_backward)
+            fr = max(rec, recomputed(lay.recompute, ff, f * fc.attention_forward))
+        out.append(_Stage(n, fwd, rec, flops, recomputed(lay.recompute, flops, f * sh.attention_flops), dense,
+                          f * sh.expert_params, f * sh.gemm_params, ff, fb, fr))
     return out
 
 
@@ -285,14 +349,17 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     skey = (cache.run_key(run), lay.tp, lay.cp, lay.ep, lay.micro_batch, split, lay.recompute)
     got = cache.memo.get(skey)
     if got is None:  # the same for every ZeRO stage and data-parallel width
-        stages = _stages(sh, lay, split, L, which)
+        fc = cache.shard_forecast(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
+        stages = _stages(sh, lay, split, L, which, fc)
         # the busiest paces the pipeline; the one with the most parameters has the longest gradient sync
         got = cache.memo[skey] = (stages, max(stages, key=lambda st: st.compute),
-                                  max(stages, key=lambda st: st.dense + st.expert))
-    stages, busy, heavy = got
+                                  max(stages, key=lambda st: st.dense + st.expert),
+                                  max(stages, key=lambda st: st.forecast_compute))
+    stages, busy, heavy, fbusy = got
     held = _held(lay.zero, 1, heavy.dense, heavy.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)
-    opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"],
-              optimizer_bytes(held) / system.device.main_memory.bandwidth)
+    dev = system.device
+    opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], optimizer_bytes(held) / dev.main_memory.bandwidth)
+    opt_fc = max(opt, optimizer_bytes(held) / dev.achievable_bandwidth(dev.main_memory))
     key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, split)
     comms = cache.memo.get(key)
     if comms is None:  # the same for every recomputation and ZeRO stage
@@ -311,7 +378,8 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
                               per_layer=per_layer) for k, st in zip(which, stages, strict=True)]
     worst = max(range(len(mems)), key=lambda k: sum(mems[k].values()))
     return Estimate(run, lay, system, m, busy.forward, BACKWARD * busy.forward, busy.recompute, float(opt), comms,
-                    mems[worst], split, which[worst], sh)
+                    mems[worst], split, which[worst], sh, fbusy.forecast_forward, fbusy.forecast_backward,
+                    fbusy.forecast_recompute, float(opt_fc))
 
 
 def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
@@ -319,7 +387,8 @@ def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str) -> None:
         if ranks > 1 and times > 0:
             t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, devices_per_node))
-            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times))
+            fc = t * times / cache.collective_efficiency(float(nbytes))
+            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc))
     return add
 
 
@@ -384,7 +453,7 @@ def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride
 def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] | None = None,
             zeros: tuple[int, ...] = (0, 1, 2, 3), recomputes: tuple[str, ...] = RECOMPUTE,
             max_cp: int | None = None, interleaves: tuple[int, ...] | None = None,
-            overlap: float = 0.0) -> Iterator[Layout]:
+            overlap: tuple[bool, bool, bool] = (True, False, True)) -> Iterator[Layout]:
     """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
     divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
     load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``, and the
@@ -392,7 +461,8 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
     divisor up to the layers (uneven splits: :func:`~roofline.planner.layout.stage_layers`); ep dividing the
     experts and dp; micro-batches of every size dividing the per-replica batch (or ``micro_batches``);
     interleaving over every ``v`` dividing each stage's layers (or ``interleaves``) where the micro-batches
-    are a multiple of pp; each ZeRO stage and recomputation."""
+    are a multiple of pp; each ZeRO stage and recomputation.  ``overlap``: the forecast's (dp, tp, pp) overlap
+    switches (:mod:`roofline.planner.overlap`), the same for every layout."""
     a, n, d = run.arch, system.devices, system.devices_per_node
     for tp in divisors(d):
         try:
@@ -410,7 +480,7 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
 
 def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
-                overlap: float) -> Iterator[Layout]:
+                overlap: tuple[bool, bool, bool]) -> Iterator[Layout]:
     a = run.arch
     if run.global_batch % dp:
         return
@@ -428,4 +498,4 @@ def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batc
                     continue
                 for zero in zeros:
                     for rec in recomputes:
-                        yield Layout(tp, pp, dp, cp, ep, zero, mb, True, rec, v, overlap)
+                        yield Layout(tp, pp, dp, cp, ep, zero, mb, True, rec, v, 0.0, None, *overlap)

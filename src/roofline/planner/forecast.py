@@ -1,0 +1,119 @@
+"""The forecast of one device's shard of a training step, op by op, from the forecast machinery.
+
+A shard (heads and widths / tp, tokens / cp, experts / ep, one micro-batch) is a :class:`~roofline.Workload`
+of its forward ops with their GEMM shapes (``m, n, k, batch``: :func:`roofline.llm.model.gemm_dims`) and of
+their backward ops, analysed on the device with ``forecast=True`` (:mod:`roofline.forecast`: achievable roofs,
+tile and wave quantization over the device's SMs, the cited efficiency curves, the launch floor per kernel).
+So a GEMM cut 1/8 wide pays the quantization of its own shape, and every kernel its launch.
+
+Backward, per forward GEMM ``Y[m, n] = X[m, k] W[k, n]``: two GEMMs of its FLOPs each, the input gradient
+``dX[m, k] = dY[m, n] W^T`` (an ``m x k`` output over ``n``) and the weight gradient ``dW[k, n] = X^T dY``
+(a ``k x n`` output over ``m``); every other op (attention, norms, activations) runs backward as one op of
+twice its forward FLOPs and bytes at the forward's shape (FlashAttention's backward recomputes the scores
+and writes dQ, dK, dV).  This is the LLM model's ``backward = 2 x forward`` (:data:`~roofline.llm.training.BACKWARD`)
+with each GEMM's two backward shapes made explicit.
+
+Collectives: each call's bound time over the NCCL efficiency curve of the device's calibration at its message
+bytes (``collective``, ``interconnect``), where the device has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from roofline.llm.basis import basis
+from roofline.llm.model import gemm_dims
+from roofline.llm.table import EXP, GEMM_DIMS, LINK
+from roofline.llm.training import BACKWARD, TrainingRun, _masks, _role_columns, _split_queries, forward_ops
+from roofline.workload import WorkloadBuilder
+
+
+#: The planner's stated forecast error (relative, either way): the band of forecast / measured step time its
+#: training benchmark holds the median to (``benchmarks/bench_published.py``, training part: [0.9, 1.1]).
+#: Layouts whose forecasts differ by less than it are ties: the model cannot tell them apart.
+STATED_ERROR = 0.10
+
+
+def tied(forecast: float, best: float) -> bool:
+    """Whether a layout's forecast step time lies within :data:`STATED_ERROR` of the best one's."""
+    return forecast - best < STATED_ERROR * best
+
+
+@dataclass(frozen=True)
+class ShardForecast:
+    """Forecast seconds of one micro-batch on one device's shard: forward and backward of every layer's ops
+    (all layers), of the attention core (forward; what selective recomputation repeats), and of the first
+    and last stage's extra ops."""
+
+    layers_forward: float
+    layers_backward: float
+    attention_forward: float
+    first_forward: float
+    first_backward: float
+    last_forward: float
+    last_backward: float
+    notes: tuple[str, ...] = ()
+
+
+def _dims(table: Any, run: TrainingRun, cp: int, ep: int, micro_batch: int) -> dict[str, np.ndarray]:
+    B = _split_queries(basis(run.arch, micro_batch, run.seq, run.seq), cp)
+    B[:, EXP] /= ep
+    return {k: np.asarray(v, dtype=float) for k, v in gemm_dims(table, B[0]).items()}
+
+
+def shard_forecast(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> ShardForecast:
+    """The forecast of one micro-batch's forward and backward on one device's shard (module docs)."""
+    from roofline.analysis import analyze
+
+    table, v = forward_ops(run, tp, cp, ep, micro_batch)
+    layer, first, last, core = _masks(table)
+    idx = np.flatnonzero(table.roles != LINK)
+    dims = _dims(table, run, cp, ep, micro_batch)
+    gemm = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GEMM_DIMS
+    ops = WorkloadBuilder()
+    owner: list[np.ndarray] = []  # the forward op each row belongs to
+    backward: list[np.ndarray] = []
+
+    def rows(sel: np.ndarray, scale: float, m: np.ndarray, n: np.ndarray, k: np.ndarray, is_backward: bool) -> None:
+        roles = table.roles[sel].tolist()
+        ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],
+                   kind=[table.kinds[i] for i in sel], module_type=[table.module_types[i] for i in sel],
+                   **_role_columns(roles, run), flops=(scale * v["flops"][sel]).tolist(),
+                   bytes_read=(scale * v["bytes_read"][sel]).tolist(),
+                   bytes_written=(scale * v["bytes_written"][sel]).tolist(),
+                   weight_bytes=(scale * v["weight_bytes"][sel]).tolist(), count=table.counts[sel].tolist(),
+                   m=m[sel].tolist(), n=n[sel].tolist(), k=k[sel].tolist(), batch=dims["batch"][sel].tolist())
+        owner.append(sel)
+        backward.append(np.full(len(sel), is_backward))
+
+    m, n, k = dims["m"], dims["n"], dims["k"]
+    g, other = idx[gemm[idx]], idx[~gemm[idx]]
+    rows(idx, 1.0, m, n, k, False)
+    rows(g, 1.0, m, k, n, True)  # dX = dY W^T: m x k outputs, reduced over n
+    rows(g, 1.0, k, n, m, True)  # dW = X^T dY: k x n outputs, reduced over m
+    rows(other, float(BACKWARD), m, n, k, True)
+    a = analyze(ops.build(title="planner shard", source="roofline.planner"), device, forecast=True)
+    assert a.forecast is not None
+    t = a.forecast.time * a.forecast.counts
+    who, bwd = np.concatenate(owner), np.concatenate(backward)
+    fwd_t, bwd_t = np.zeros(len(table)), np.zeros(len(table))
+    np.add.at(fwd_t, who[~bwd], t[~bwd])
+    np.add.at(bwd_t, who[bwd], t[bwd])
+    return ShardForecast(float(fwd_t[layer].sum()), float(bwd_t[layer].sum()), float(fwd_t[core].sum()),
+                         float(fwd_t[first].sum()), float(bwd_t[first].sum()), float(fwd_t[last].sum()),
+                         float(bwd_t[last].sum()), a.forecast.notes)
+
+
+def collective_efficiency(device: Any, message_bytes: float) -> float:
+    """The share of the interconnect's rate a collective of ``message_bytes`` per device reaches: the device's
+    cited (or the user's) curve of ``collective`` ops bound by the interconnect, 1 without one."""
+    from roofline.forecast import effective_calibration
+
+    cal = effective_calibration(device)
+    curve = None if cal is None else cal.curve("collective", "interconnect", "bf16")
+    if curve is None or message_bytes <= 0:
+        return 1.0
+    return float(min(max(float(np.asarray(curve.efficiency(np.array([message_bytes])))[0]), 1e-3), 1.0))

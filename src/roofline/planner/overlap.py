@@ -1,0 +1,74 @@
+"""Which communication of a training step hides behind compute in the forecast, rule by rule, as the frameworks
+schedule it (each switchable: ``Layout.overlap_dp``, ``overlap_tp``, ``overlap_pp``; ``roofline plan
+--overlap-dp/--overlap-tp/--overlap-pp on|off``).
+
+Per micro-batch the busiest stage's device forecasts ``F`` seconds forward and ``B`` backward (recomputation
+included); a collective of ``T`` forecast seconds per step exposes:
+
+* **data parallel** (``overlap_dp``, default on): the gradients are reduced in buckets as the backward
+  produces them (Megatron-LM ``--overlap-grad-reduce``, PyTorch DDP's gradient buckets): a reduction once
+  per step (ZeRO 0 and 1, the gradients accumulating over the micro-batches) hides behind the last
+  micro-batch's backward, ``max(0, T - B)``; ZeRO 2's reduce-scatter of every micro-batch behind that
+  micro-batch's backward, ``m max(0, T/m - B)``.  The updated weights' all-gather (ZeRO 1, 2) behind the
+  next step's first forward (``--overlap-param-gather``), ``max(0, T - F)``.  ZeRO 3's weight all-gathers
+  are prefetched (FSDP's forward and backward prefetch): half behind each forward, half behind each
+  backward, ``m (max(0, T/2m - F) + max(0, T/2m - B))``, its gradient reduce-scatter as ZeRO 2's.
+  Off: all of ``T`` exposed.
+* **tensor, context and expert parallel** (``overlap_tp``, default off): the activations' all-reduces
+  (or reduce-scatter/all-gather pairs), the context-parallel K/V exchange and the expert all-to-alls sit
+  between the GEMMs that need their result, so they are exposed, ``T x slots / m`` (the bubble's slots
+  too: they are on the busiest stage's critical path), unless asked (``--tp-comm-overlap``, userbuffers),
+  then hidden behind the same micro-batch's compute, ``slots max(0, T/m - (F + B))``.
+* **pipeline** (``overlap_pp``, default on): in 1F1B's steady state each send overlaps the next
+  micro-batch's compute (Megatron-LM's batched isend/irecv, ``--overlap-p2p-communication``); the
+  warm-up's forward sends and the cool-down's backward sends are on the critical path: ``2 (pp - 1)``
+  calls of the ``T / calls`` each exposed.  Off: ``T x slots / m``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the switches and their defaults (what Megatron-LM's recommended training flags do)
+OVERLAP_DEFAULTS = {"dp": True, "tp": False, "pp": True}
+
+
+def rule_of(name: str) -> str:
+    """Which switch governs a collective named by the planner ('tp all-reduce', 'dp grad reduce-scatter', ...)."""
+    head = name.split(" ", 1)[0]
+    if head in ("tp", "cp", "ep"):
+        return "tp"
+    if head == "pp":
+        return "pp"
+    return "dp"
+
+
+def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: float, backward: float) -> float:
+    """Forecast seconds per step of ``comm`` (a :class:`~roofline.planner.layout.Comm` with ``forecast``
+    seconds per step) not hidden behind compute under ``layout``'s switches (module docs)."""
+    T, m = comm.forecast, micro_batches
+    rule = rule_of(comm.name)
+    if rule == "tp":
+        if layout.overlap_tp:
+            return slots * max(0.0, T / m - (forward + backward))
+        return T * slots / m
+    if rule == "pp":
+        if layout.overlap_pp:
+            return min(T * slots / m, T / comm.calls * 2 * (layout.pp - 1)) if comm.calls else 0.0
+        return T * slots / m
+    if not layout.overlap_dp:
+        return T
+    if comm.overlappable_with == "step":
+        return max(0.0, T - (backward if "grad" in comm.name else forward))
+    if "all-gather" in comm.name:  # ZeRO 3's prefetched weight gathers
+        return m * (max(0.0, T / (2 * m) - forward) + max(0.0, T / (2 * m) - backward))
+    return m * max(0.0, T / m - backward)
+
+
+def describe(layout: Any) -> str:
+    """One line: which rules are on."""
+    def on(flag: bool) -> str:
+        return "on" if flag else "off"
+    return (f"overlap: dp {on(layout.overlap_dp)} (gradient buckets behind backward, ZeRO-3 gathers prefetched), "
+            f"tp {on(layout.overlap_tp)} (tp/cp/ep collectives{' hidden' if layout.overlap_tp else ' exposed'}), "
+            f"pp {on(layout.overlap_pp)} (steady-state sends{' hidden' if layout.overlap_pp else ' exposed'})")
