@@ -114,7 +114,7 @@ def test_one_f_one_b_bubble():
     e2 = estimate(run, Layout(pp=4, dp=2, interleave=2), s)
     assert e2.bubble_share == pytest.approx(1.5 / 5.5)
     # the step: every slot runs one micro-batch's forward + backward (+ recomputation)
-    assert e.time == pytest.approx(e.slots * e.compute + e.exposed_comm + e.optimizer)
+    assert e.time == pytest.approx(e.slots * e.forecast_compute + e.exposed_comm + e.forecast_optimizer)
     assert e.backward == pytest.approx(2 * e.forward)
 
 
@@ -299,7 +299,7 @@ def test_plan_chart_parts_sum_to_the_time(tmp_path, capsys):
     """Each bar's parts are the step split: they add up to the step time; the chart is written with the JSON."""
     run = TrainingRun.of("llama-2-7b", seq=2048, global_batch=64)
     s = get_system("dgx-h100", nodes=2)
-    for lay in (Layout(tp=8, dp=2), Layout(tp=4, pp=2, dp=2, zero=3, overlap=0.5)):
+    for lay in (Layout(tp=8, dp=2), Layout(tp=4, pp=2, dp=2, zero=3, overlap_tp=True)):
         e = estimate(run, lay, s)
         assert sum(e.parts().values()) == pytest.approx(e.time)
     png = tmp_path / "plan.png"

@@ -389,15 +389,17 @@ def _device_levers(a: Analysis, w: Workload, candidates: Sequence[Device] | None
     for d in candidates:
         if d.name == a.device.name:
             continue
-        after = analyze(w, d)
+        after = analyze(w, d, forecast=a.forecast is not None)
         results.append((after.total_time, d, after))
-    results.sort(key=lambda r: r[0])
+    # ranked by the forecast where the analysis has one (the lever's before/after stay roofline seconds)
+    results.sort(key=lambda r: r[2].forecast.total_time if r[2].forecast is not None else r[0])
     levers = []
     for t, d, after in results[:n]:
         if _ratio(a.total_time, t) < MIN_GAIN:
             continue
         levers.append(Lever("device", f"on {d.name}: {format_seconds(a.total_time)} -> {format_seconds(t)} "
-                            f"({format_speedup(_ratio(a.total_time, t))})",
+                            f"({format_speedup(_ratio(a.total_time, t))}, roofline time; devices ranked by "
+                            f"{'forecast' if after.forecast is not None else 'roofline time'})",
                             a.total_time, t, after, {"time_x": _ratio(t, a.total_time)}))
     return levers
 

@@ -133,7 +133,8 @@ def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[
     A precision the device has no roof for is run at its fallback, and the row says so (:func:`runs_as`).
 
     ``precisions``: "as given", or precisions to re-run the workload at (:func:`at_precision`).
-    ``forecast``: each row also carries the forecast beside its bound (ranked by the bound still).
+    ``forecast``: each row also carries the forecast beside its bound, and the rows are ranked by it
+    (:func:`ranked_by` says which).
     An LLM workload (one with ``llm``) also gets tokens/s and whether it fits each device's memory.
 
     >>> from roofline import Op, Workload, get_device
@@ -149,7 +150,12 @@ def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[
             tps = tokens(w) / a.total_time if w.llm is not None and a.total_time > 0 else math.nan
             rows.append(CompareRow(d.name, prec, a.total_time, tps, binding_roof(a).describe(), a, memory_fit(w, d),
                                    runs_as(a, prec)))
-    rows.sort(key=lambda r: r.time)
+    rows.sort(key=lambda r: (r.forecast, r.time) if forecast else (r.time,))
     return rows
+
+
+def ranked_by(rows: Sequence[CompareRow]) -> str:
+    """What :func:`compare` ranked ``rows`` by: the forecast where they carry one, else the roofline time (bound)."""
+    return "forecast" if rows and not math.isnan(rows[0].forecast) else "roofline time (the bound)"
 
 

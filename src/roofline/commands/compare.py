@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from roofline.commands._common import EXAMPLE_HELP, add_phase_option
-from roofline.comparison import CompareRow, compare
+from roofline.comparison import CompareRow, compare, ranked_by
 from roofline.errors import RooflineError
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     llm.add_argument("--gen", type=int, default=None, metavar="TOKENS", help="decode steps for generate (default 256)")
     p.add_argument("--forecast", action="store_true",
                    help="also forecast each device's real time beside its bound (achievable roofs, overhead floor, "
-                        "calibration; ranked by the bound still)")
+                        "calibration) and rank by the forecast")
     p.add_argument("-o", "--output", metavar="CHART", help="chart with every device (.png, .svg or .pdf)")
     p.add_argument("--html", metavar="FILE", help="interactive report: the comparison chart, then each device")
     p.add_argument("--json", metavar="FILE", help="the ranking as JSON")
@@ -120,7 +120,7 @@ def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> 
     from roofline.units import format_count, format_seconds
 
     llm, best = workload.llm, rows[0].time
-    lines = [f"{display(workload.title)}: {len(workload)} ops, ranked by roofline time"]
+    lines = [f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}"]
     width = max(9, *(len(r.precision_label) for r in rows))
     head = f"{'#':>2}  {'device':<32} {'precision':<{width}} {'time':>10} {'vs best':>15}"
     if llm is not None:
@@ -157,7 +157,8 @@ def _outputs(args: argparse.Namespace, workload: Workload, rows: list[CompareRow
     if args.html:
         outputs.append(("html", args.html, _html_page(workload, rows, title)))
     if args.json:
-        doc = {"schema": "roofline.compare/1", "workload": workload.title, "rows": [r.to_dict(best) for r in rows]}
+        doc = {"schema": "roofline.compare/1", "workload": workload.title, "ranked_by": ranked_by(rows),
+               "rows": [r.to_dict(best) for r in rows]}
         outputs.append(("json", args.json, (json.dumps(doc, indent=2) + "\n").encode("utf-8", "backslashreplace")))
     if args.csv:
         outputs.append(("csv", args.csv, _csv_bytes(rows)))

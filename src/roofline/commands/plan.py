@@ -231,8 +231,10 @@ def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
             return [one], f"{run_.arch.name} {what} on {where}: one layout", 1
     p = plan(run_, system, top=args.top, overlap=args.overlap or 0.0, fixed=fixed,
              overlaps=tuple(_rules(args).values()))  # type: ignore[arg-type]
-    if not p.ranked and fixed:  # none matches: the named layout's own constraint, in one line
-        estimate(run_, Layout(**keys), system)
+    if not p.ranked and fixed:  # none fits (or none divides): the named layout, the rest at their defaults, timed
+        one = estimate(run_, Layout(**keys), system)  # or its constraint, in one line
+        return [one], (f"{run_.arch.name} {what} on {where}: one layout (none of the {p.tried:,} with "
+                       f"{', '.join(f'{k}={v}' for k, v in fixed.items())} fits; the rest at their defaults)"), 1
     if not p.ranked:
         _none_ranked(p, run_, where)
     header = (f"{run_.arch.name} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
