@@ -141,3 +141,23 @@ def test_compare_says_what_it_ranked_by(capsys, tmp_path):
     assert doc["ranked_by"] == "forecast"
     f = [r["forecast_s"] for r in doc["rows"]]
     assert f == sorted(f)
+
+
+def test_shard_forecasts_batched_equal_one_by_one_and_quantization_shows():
+    """The search forecasts every shard shape in one analyze call: the same figures as one shard at a time.  A
+    tp8 shard's GEMMs are 1/8 as wide: its forecast over its bound exceeds the unsharded one's (tile/wave
+    quantization and the launch floor weigh more on the smaller kernels)."""
+    from roofline.planner.forecast import shard_forecast, shard_forecasts
+
+    run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=64)
+    dev = get_system("dgx-h100").device
+    keys = [(1, 1, 1, 1), (8, 1, 1, 1), (2, 2, 1, 2)]
+    batch = shard_forecasts(run, keys, dev)
+    for k in keys:
+        one = shard_forecast(run, *k, dev)
+        assert batch[k].layers_forward == pytest.approx(one.layers_forward, rel=1e-12)
+        assert batch[k].layers_backward == pytest.approx(one.layers_backward, rel=1e-12)
+    from roofline.planner.cache import _shard_on
+
+    ratio = {tp: batch[(tp, 1, 1, 1)].layers_forward / _shard_on(run, tp, 1, 1, 1, dev).layers_time for tp in (1, 8)}
+    assert ratio[8] > ratio[1] >= 1.0

@@ -66,45 +66,55 @@ def _dims(table: Any, run: TrainingRun, cp: int, ep: int, micro_batch: int) -> d
 
 def shard_forecast(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> ShardForecast:
     """The forecast of one micro-batch's forward and backward on one device's shard (module docs)."""
-    from roofline.analysis import analyze
+    return shard_forecasts(run, [(tp, cp, ep, micro_batch)], device)[(tp, cp, ep, micro_batch)]
 
-    table, v = forward_ops(run, tp, cp, ep, micro_batch)
-    layer, first, last, core = _masks(table)
+
+def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, int]) -> tuple[Any, np.ndarray, np.ndarray]:
+    """One shard's forward and backward rows into ``ops``; (its table, each row's forward op, backward or not)."""
+    tp, cp, ep, mb = shard
+    table, v = forward_ops(run, tp, cp, ep, mb)
     idx = np.flatnonzero(table.roles != LINK)
-    dims = _dims(table, run, cp, ep, micro_batch)
+    d = _dims(table, run, cp, ep, mb)
     gemm = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GEMM_DIMS
-    ops = WorkloadBuilder()
-    owner: list[np.ndarray] = []  # the forward op each row belongs to
-    backward: list[np.ndarray] = []
-
-    def rows(sel: np.ndarray, scale: float, m: np.ndarray, n: np.ndarray, k: np.ndarray, is_backward: bool) -> None:
-        roles = table.roles[sel].tolist()
+    m, n, k = d["m"], d["n"], d["k"]
+    g, other = idx[gemm[idx]], idx[~gemm[idx]]
+    # forward; dX = dY W^T (m x k outputs, reduced over n); dW = X^T dY (k x n, over m); the rest 2x at its shape
+    parts = ((idx, 1.0, m, n, k), (g, 1.0, m, k, n), (g, 1.0, k, n, m), (other, float(BACKWARD), m, n, k))
+    for sel, scale, mm, nn, kk in parts:
         ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],
                    kind=[table.kinds[i] for i in sel], module_type=[table.module_types[i] for i in sel],
-                   **_role_columns(roles, run), flops=(scale * v["flops"][sel]).tolist(),
+                   **_role_columns(table.roles[sel].tolist(), run), flops=(scale * v["flops"][sel]).tolist(),
                    bytes_read=(scale * v["bytes_read"][sel]).tolist(),
                    bytes_written=(scale * v["bytes_written"][sel]).tolist(),
                    weight_bytes=(scale * v["weight_bytes"][sel]).tolist(), count=table.counts[sel].tolist(),
-                   m=m[sel].tolist(), n=n[sel].tolist(), k=k[sel].tolist(), batch=dims["batch"][sel].tolist())
-        owner.append(sel)
-        backward.append(np.full(len(sel), is_backward))
+                   m=mm[sel].tolist(), n=nn[sel].tolist(), k=kk[sel].tolist(), batch=d["batch"][sel].tolist())
+    owner = np.concatenate([p[0] for p in parts])
+    return table, owner, np.arange(len(owner)) >= len(idx)
 
-    m, n, k = dims["m"], dims["n"], dims["k"]
-    g, other = idx[gemm[idx]], idx[~gemm[idx]]
-    rows(idx, 1.0, m, n, k, False)
-    rows(g, 1.0, m, k, n, True)  # dX = dY W^T: m x k outputs, reduced over n
-    rows(g, 1.0, k, n, m, True)  # dW = X^T dY: k x n outputs, reduced over m
-    rows(other, float(BACKWARD), m, n, k, True)
-    a = analyze(ops.build(title="planner shard", source="roofline.planner"), device, forecast=True)
+
+def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any
+                    ) -> dict[tuple[int, int, int, int], ShardForecast]:
+    """The forecast of each shard ``(tp, cp, ep, micro_batch)``, every shard's ops analysed in one call (the
+    forecast is per op, so batching them changes nothing but the cost)."""
+    from roofline.analysis import analyze
+
+    ops = WorkloadBuilder()
+    made = [_rows(ops, run, sh) for sh in shards]
+    a = analyze(ops.build(title="planner shards", source="roofline.planner"), device, forecast=True)
     assert a.forecast is not None
     t = a.forecast.time * a.forecast.counts
-    who, bwd = np.concatenate(owner), np.concatenate(backward)
-    fwd_t, bwd_t = np.zeros(len(table)), np.zeros(len(table))
-    np.add.at(fwd_t, who[~bwd], t[~bwd])
-    np.add.at(bwd_t, who[bwd], t[bwd])
-    return ShardForecast(float(fwd_t[layer].sum()), float(bwd_t[layer].sum()), float(fwd_t[core].sum()),
-                         float(fwd_t[first].sum()), float(bwd_t[first].sum()), float(fwd_t[last].sum()),
-                         float(bwd_t[last].sum()), a.forecast.notes)
+    out, at = {}, 0
+    for sh, (table, owner, bwd) in zip(shards, made, strict=True):
+        here = t[at:at + len(owner)]
+        at += len(owner)
+        fwd_t, bwd_t = np.zeros(len(table)), np.zeros(len(table))
+        np.add.at(fwd_t, owner[~bwd], here[~bwd])
+        np.add.at(bwd_t, owner[bwd], here[bwd])
+        layer, first, last, core = _masks(table)
+        out[sh] = ShardForecast(float(fwd_t[layer].sum()), float(bwd_t[layer].sum()), float(fwd_t[core].sum()),
+                                float(fwd_t[first].sum()), float(bwd_t[first].sum()), float(fwd_t[last].sum()),
+                                float(bwd_t[last].sum()), a.forecast.notes)
+    return out
 
 
 def collective_efficiency(device: Any, message_bytes: float) -> float:

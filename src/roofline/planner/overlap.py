@@ -27,12 +27,14 @@ included); a collective of ``T`` forecast seconds per step exposes:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 #: the switches and their defaults (what Megatron-LM's recommended training flags do)
 OVERLAP_DEFAULTS = {"dp": True, "tp": False, "pp": True}
 
 
+@lru_cache(maxsize=256)
 def rule_of(name: str) -> str:
     """Which switch governs a collective named by the planner ('tp all-reduce', 'dp grad reduce-scatter', ...)."""
     head = name.split(" ", 1)[0]

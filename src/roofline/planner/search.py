@@ -51,6 +51,9 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
     serving = isinstance(run, ServingRun)
     candidates = (serving_layouts(run, system, overlap=overlap) if isinstance(run, ServingRun)
                   else layouts(run, system, overlap=overlaps, **options))
+    if isinstance(run, TrainingRun):  # every shard shape's forecast in one batch: layouts share them
+        candidates = [lay for lay in candidates if not fixed or all(getattr(lay, k) == v for k, v in fixed.items())]
+        cache.prefetch_forecasts(run, {(lay.tp, lay.cp, lay.ep, lay.micro_batch) for lay in candidates})
     for lay in candidates:
         if fixed and any(getattr(lay, k) != v for k, v in fixed.items()):
             continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from roofline.errors import RooflineError
@@ -123,7 +123,7 @@ class Estimate(_Facts):
                                                          self.forecast_forward, bwd)
         return out
 
-    @property
+    @cached_property
     def exposed_comm(self) -> float:
         """Forecast communication not hidden behind compute under the layout's overlap rules."""
         return sum(self.exposed().values())
@@ -132,7 +132,7 @@ class Estimate(_Facts):
     def forecast_raw(self) -> float:
         return self.slots * self.forecast_compute + self.exposed_comm + self.forecast_optimizer
 
-    @property
+    @cached_property
     def time(self) -> float:
         """The forecast step time (what the planner ranks by): the pipeline's slots of the busiest stage's
         forecast micro-batch, the exposed communication, the optimizer; never below :attr:`bound`."""
@@ -339,7 +339,9 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     """One training step of ``run`` with ``layout`` on ``system`` (per device): each pipeline stage's shard of
     the step (:mod:`roofline.llm.training`), the busiest one pacing the pipeline, its collectives, and the
     memory of the stage holding the most.  ``checked``: the layout comes from :func:`layouts`, which yields
-    only layouts :func:`check` passes (the search skips checking them again)."""
+    only layouts :func:`check` passes (the search skips checking them again) and the forecast of one that
+    does not fit memory is left at its bound (the search ranks only those that fit; the forecast of a shard
+    shape is the costly part)."""
     m = (run.global_batch // (layout.dp * layout.micro_batch) if checked else check(run, layout, system))
     lay, L = layout, run.arch.layers
     cache = cache if cache is not None and cache.system is system else _Cache(system)
@@ -349,17 +351,15 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     skey = (cache.run_key(run), lay.tp, lay.cp, lay.ep, lay.micro_batch, split, lay.recompute)
     got = cache.memo.get(skey)
     if got is None:  # the same for every ZeRO stage and data-parallel width
-        fc = cache.shard_forecast(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
-        stages = _stages(sh, lay, split, L, which, fc)
+        stages = _stages(sh, lay, split, L, which)
         # the busiest paces the pipeline; the one with the most parameters has the longest gradient sync
         got = cache.memo[skey] = (stages, max(stages, key=lambda st: st.compute),
-                                  max(stages, key=lambda st: st.dense + st.expert),
-                                  max(stages, key=lambda st: st.forecast_compute))
-    stages, busy, heavy, fbusy = got
+                                  max(stages, key=lambda st: st.dense + st.expert))
+    stages, busy, heavy = got
     held = _held(lay.zero, 1, heavy.dense, heavy.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)
     dev = system.device
     opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], optimizer_bytes(held) / dev.main_memory.bandwidth)
-    opt_fc = max(opt, optimizer_bytes(held) / dev.achievable_bandwidth(dev.main_memory))
+    opt_fc = max(opt, optimizer_bytes(held) / cache.achievable_bandwidth())
     key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, split)
     comms = cache.memo.get(key)
     if comms is None:  # the same for every recomputation and ZeRO stage
@@ -377,9 +377,24 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     mems = [memory_per_device(run, lay, st.dense, st.expert, m, layers=st.layers, stage=k, gemm=st.gemm,
                               per_layer=per_layer) for k, st in zip(which, stages, strict=True)]
     worst = max(range(len(mems)), key=lambda k: sum(mems[k].values()))
+    fits = sum(mems[worst].values()) <= (system.device.main_memory.capacity or math.inf)
+    fc = (_forecast_stage(run, lay, cache, skey, which) if not checked or fits
+          else _Stage(0, 0, 0, 0, 0, 0, 0, 0, busy.forward, BACKWARD * busy.forward, busy.recompute))
     return Estimate(run, lay, system, m, busy.forward, BACKWARD * busy.forward, busy.recompute, float(opt), comms,
-                    mems[worst], split, which[worst], sh, fbusy.forecast_forward, fbusy.forecast_backward,
-                    fbusy.forecast_recompute, float(opt_fc))
+                    mems[worst], split, which[worst], sh, fc.forecast_forward, fc.forecast_backward,
+                    fc.forecast_recompute, float(opt_fc))
+
+
+def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[Any, ...], which: tuple[int, ...]
+                    ) -> _Stage:
+    """The stage whose forecast micro-batch is the longest (its shard's forecast, once per shard shape)."""
+    got = cache.memo.get(("forecast", *skey))
+    if got is None:
+        sh = cache.shard(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
+        fc = cache.shard_forecast(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
+        stages = _stages(sh, lay, skey[5], run.arch.layers, which, fc)
+        got = cache.memo[("forecast", *skey)] = max(stages, key=lambda st: st.forecast_compute)
+    return got
 
 
 def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
