@@ -10,12 +10,21 @@ catalog facts and shipped cited calibration: nothing here is fitted to these row
 their all-reduces as bytes / link bandwidth plus whatever per-hop latency the collective bound carries
 (another change, issue 27 items 4-6): they are marked ``tp``.
 
-    python benchmarks/bench_published.py
+Training (:func:`training`): published, measured end-to-end training runs (Narayanan et al. 2021 Table 1,
+the Megatron-LM README's H100 table), each converted to a step time with the publisher's own FLOP formula
+(FLOPs per step / (teraFLOP/s per GPU x GPUs)).  Per row: measured, the planner's bound and forecast of the
+published layout (the keys the publisher states fixed: tp, pp, dp and what the paper says of ZeRO and
+recomputation; the rest, micro-batch and interleaving, the planner's best for them), forecast/measured, that
+layout's rank in the planner's full ranking, the planner's best over the published forecast, and whether it
+fits the memory model.  Nothing is fitted to these step times.
+
+    python benchmarks/bench_published.py [inference|training]
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
@@ -140,9 +149,137 @@ def report(results: list[tuple[Row, float, float]]) -> str:
     return "\n".join(lines)
 
 
+# -- training ---------------------------------------------------------------------------------------------
+NARAYANAN = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM', "
+             "arXiv 2104.04473, Table 1 (also NVIDIA/Megatron-LM images/cases_april2021.png, commit 50a4b5fa): GPT, "
+             "seq 2048, vocab 51200, A100 80GB (Selene), 'achieved teraFLOP/s per GPU' by their eq. 3")
+MEGATRON = ("NVIDIA/Megatron-LM README 'Performance Benchmarking' table (images/model_table.png, commit d98e8a64; "
+            "Megatron-Core r0.8.0): GPT, seq 4096, vocab 131072, H100 80GB, 'per-GPU teraFLOP/s' by "
+            "megatron/training/training.py num_floating_point_operations at tag core_r0.8.0")
+#: not taken, with the reason
+EXCLUDED = ("Korthikanti et al. 2022 (arXiv 2205.05198) Table 5, every row: the table could not be read from a "
+            "source in this session (only the abstract was); no figure is entered from memory",)
+
+
+@dataclass(frozen=True)
+class TrainRow:
+    label: str
+    hidden: int
+    layers: int
+    heads: int
+    tp: int
+    pp: int
+    gpus: int
+    batch: int
+    tflops_per_gpu: float  # the publisher's figure
+    source: str
+    seq: int
+    vocab: int
+    system: str
+    fixed: tuple[tuple[str, object], ...] = ()  # what else the publisher states of the layout
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // (self.tp * self.pp)
+
+    def publisher_flops(self) -> float:
+        """FLOPs per step by the publisher's own formula."""
+        B, s, L, h, V = self.batch, self.seq, self.layers, self.hidden, self.vocab
+        if self.source is NARAYANAN:  # eq. 3: with activation recomputation (4 forward passes' worth)
+            return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+        # Megatron-Core r0.8.0, MHA (groups = heads), ffn 4h, no SwiGLU: 12 B s L h^2 (2 + s/h + 4 + V/(2 L h))
+        return 12 * B * s * L * h * h * ((1 + 1 + s / h) + 4 + V / (2 * L * h))
+
+    @property
+    def measured(self) -> float:
+        return self.publisher_flops() / (self.tflops_per_gpu * 1e12 * self.gpus)
+
+
+def _training_rows() -> list[TrainRow]:
+    nar = [("1.7B", 2304, 24, 24, 1, 1, 32, 512, 137), ("3.6B", 3072, 30, 32, 2, 1, 64, 512, 138),
+           ("7.5B", 4096, 36, 32, 4, 1, 128, 512, 142), ("18B", 6144, 40, 48, 8, 1, 256, 1024, 135),
+           ("39B", 8192, 48, 64, 8, 2, 512, 1536, 138), ("76B", 10240, 60, 80, 8, 4, 1024, 1792, 140),
+           ("145B", 12288, 80, 96, 8, 8, 1536, 2304, 148), ("310B", 16384, 96, 128, 8, 16, 1920, 2160, 155),
+           ("530B", 20480, 105, 128, 8, 35, 2520, 2520, 163), ("1T", 25600, 128, 160, 8, 64, 3072, 3072, 163)]
+    meg = [("1.7B", 2048, 24, 16, 1, 1, 48, 192, 408.8), ("7.1B", 4096, 30, 32, 2, 1, 96, 192, 465.9),
+           ("16B", 6144, 32, 48, 4, 1, 192, 192, 489.1), ("32B", 7168, 48, 56, 8, 1, 384, 192, 459.6),
+           ("70B", 8192, 84, 64, 8, 2, 768, 384, 419.7), ("119B", 10240, 92, 80, 8, 4, 1536, 768, 420.5),
+           ("177B", 12288, 96, 96, 8, 6, 2304, 1152, 432.8), ("314B", 16384, 96, 128, 8, 8, 3072, 1536, 474.4),
+           ("462B", 18432, 112, 144, 8, 16, 6144, 3072, 459.9)]
+    # Narayanan et al.: activation recomputation on every run (section 5.1), no ZeRO; Megatron-Core: the
+    # distributed optimizer (--overlap-param-gather needs it: ZeRO 1), its overlap flags (DP, TP, PP)
+    return ([TrainRow(f"Narayanan {x[0]}", *x[1:], NARAYANAN, 2048, 51200, "dgx-a100",
+                      (("zero", 0), ("recompute", "full"))) for x in nar]
+            + [TrainRow(f"Megatron {x[0]}", *x[1:], MEGATRON, 4096, 131072, "dgx-h100", (("zero", 1),)) for x in meg])
+
+
+def _arch(r: TrainRow) -> dict:
+    return {"model_type": "gpt2", "n_embd": r.hidden, "n_layer": r.layers, "n_head": r.heads, "vocab_size": r.vocab,
+            "n_positions": r.seq, "_name": f"GPT {r.label.split()[-1]} ({r.hidden} x {r.layers})"}
+
+
+def evaluate_training(r: TrainRow) -> dict:
+    """The planner on one published run: the published layout (its stated keys fixed, the rest the planner's
+    best for them), its rank in the full ranking, the planner's best."""
+    from roofline.catalog import get_system
+    from roofline.planner import Layout, TrainingRun, estimate, plan
+
+    run = TrainingRun.of(_arch(r), seq=r.seq, global_batch=r.batch)
+    system = get_system(r.system, nodes=r.gpus // 8)
+    tp_overlap = r.source is MEGATRON  # --tp-comm-overlap in the Megatron-Core runs
+    over = (True, tp_overlap, True)
+    fixed = {"tp": r.tp, "pp": r.pp, "dp": r.dp, "cp": 1, "ep": 1, **dict(r.fixed)}
+    t0 = time.process_time()
+    full = plan(run, system, top=10**7, overlaps=over)
+    cpu = time.process_time() - t0
+    mine = [e for e in full.ranked if all(getattr(e.layout, k) == v for k, v in fixed.items())]
+    if mine:
+        pub, fits = mine[0], True
+        rank = full.ranked.index(pub) + 1
+    else:  # not fitting: the stated keys, the rest at their defaults
+        pub = estimate(run, Layout(**fixed, overlap_tp=tp_overlap), system)  # type: ignore[arg-type]
+        fits, rank = pub.fits, 0
+    best = full.ranked[0] if full.ranked else pub
+    return {"row": r, "measured": r.measured, "bound": pub.bound, "forecast": pub.time, "rank": rank,
+            "of": len(full.ranked), "best": best.time, "best_layout": best.describe(), "pub_layout": pub.describe(),
+            "fits": fits, "rate": full.tried / max(cpu, 1e-9)}
+
+
+def training() -> list[dict]:
+    return [evaluate_training(r) for r in _training_rows()]
+
+
+def training_report(results: list[dict]) -> str:
+    lines = [f"{'row':<16} {'layout (published keys; rest: planner)':<44} {'measured':>9} {'bound':>9} {'forecast':>9} "
+             f"{'fc/meas':>7} {'rank':>11} {'best/pub':>8} {'fits':>4}  flags"]
+    for x in results:
+        r = x["row"]
+        ratio, bp = x["forecast"] / x["measured"], x["best"] / x["forecast"]
+        flags = ("" if x["bound"] <= x["measured"] else " BOUND>MEASURED") + (
+            "" if 0.75 <= ratio <= 1.3 else " fc/meas-outside-[0.75,1.3]") + ("" if bp >= 0.9 else " best<0.9x")
+        lines.append(f"{r.label:<16} {x['pub_layout'][:44]:<44} {x['measured']:>8.2f}s {x['bound']:>8.2f}s "
+                     f"{x['forecast']:>8.2f}s {ratio:>7.2f} {x['rank']:>5}/{x['of']:<5} {bp:>8.2f} "
+                     f"{'yes' if x['fits'] else 'NO':>4} {flags}")
+    ratios = [x["forecast"] / x["measured"] for x in results]
+    lines += ["", f"rows {len(results)}: bound <= measured {sum(x['bound'] <= x['measured'] for x in results)}/"
+              f"{len(results)}; forecast/measured median {median(ratios):.2f} (target [0.9, 1.1]), range "
+              f"{min(ratios):.2f}..{max(ratios):.2f} (every row [0.75, 1.3]: "
+              f"{sum(0.75 <= q <= 1.3 for q in ratios)}/{len(ratios)}); best/published >= 0.9: "
+              f"{sum(x['best'] / x['forecast'] >= 0.9 for x in results)}/{len(results)}; fits "
+              f"{sum(x['fits'] for x in results)}/{len(results)}; search median "
+              f"{median(x['rate'] for x in results):,.0f} layouts/s CPU (target >= 10,000)",
+              "excluded:", *(f"  {e}" for e in EXCLUDED), "sources:", f"  {NARAYANAN}", f"  {MEGATRON}"]
+    return "\n".join(lines)
+
+
 def main() -> int:
-    print("inference")
-    print(report(inference()))
+    part = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if part in ("all", "inference"):
+        print("inference")
+        print(report(inference()))
+    if part in ("all", "training"):
+        print("training")
+        print(training_report(training()))
     return 0
 
 

@@ -18,8 +18,8 @@ from roofline.llm.basis import basis, evaluate, experts_touched
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.spec import Precisions
 from roofline.llm.table import EXP, FULL, KEY, KEYW, LINK, PAIR, PAIRW, build_table
-from roofline.planner.forecast import ShardForecast, collective_efficiency, shard_forecast, shard_forecasts
 from roofline.llm.training import TrainingRun, _masks, _split_queries, forward_ops, stage_params, training_ceilings
+from roofline.planner.forecast import ShardForecast, collective_efficiency, shard_forecast, shard_forecasts
 from roofline.system import System
 
 if TYPE_CHECKING:
@@ -108,11 +108,11 @@ class _Cache:
     def prefetch_forecasts(self, run: TrainingRun, shards: set[tuple[int, int, int, int]]) -> None:
         """The forecasts of every shard ``(tp, cp, ep, micro_batch)`` a search will meet, in one batch."""
         k = self.run_key(run)
-        todo = sorted(sh for sh in shards if (k, *sh) not in self.forecasts)
+        todo = sorted(sh for sh in shards if (k,) + tuple(sh) not in self.forecasts)
         for start in range(0, len(todo), 256):
             chunk = todo[start:start + 256]
             for sh, f in shard_forecasts(run, chunk, self.system.device).items():
-                self.forecasts[(k, *sh)] = f
+                self.forecasts[(k,) + tuple(sh)] = f
 
     def collective_efficiency(self, message_bytes: float) -> float:
         """The device's collective efficiency at ``message_bytes`` (:func:`roofline.planner.forecast.collective_efficiency`)."""

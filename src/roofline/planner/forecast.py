@@ -30,7 +30,6 @@ from roofline.llm.table import EXP, GEMM_DIMS, LINK
 from roofline.llm.training import BACKWARD, TrainingRun, _masks, _role_columns, _split_queries, forward_ops
 from roofline.workload import WorkloadBuilder
 
-
 #: The planner's stated forecast error (relative, either way): the band of forecast / measured step time its
 #: training benchmark holds the median to (``benchmarks/bench_published.py``, training part: [0.9, 1.1]).
 #: Layouts whose forecasts differ by less than it are ties: the model cannot tell them apart.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +50,8 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
     tried = too_big = uneven = 0
     cache = _Cache(system)
     serving = isinstance(run, ServingRun)
-    candidates = (serving_layouts(run, system, overlap=overlap) if isinstance(run, ServingRun)
-                  else layouts(run, system, overlap=overlaps, **options))
+    candidates: Iterable[Layout] = (serving_layouts(run, system, overlap=overlap) if isinstance(run, ServingRun)
+                                    else layouts(run, system, overlap=overlaps, **options))
     if isinstance(run, TrainingRun):  # every shard shape's forecast in one batch: layouts share them
         candidates = [lay for lay in candidates if not fixed or all(getattr(lay, k) == v for k, v in fixed.items())]
         cache.prefetch_forecasts(run, {(lay.tp, lay.cp, lay.ep, lay.micro_batch) for lay in candidates})

@@ -35,8 +35,8 @@ from roofline.llm.training import (
 )
 from roofline.planner.cache import _Cache, _Shard
 from roofline.planner.forecast import ShardForecast
-from roofline.planner.overlap import exposed
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors, in_flight, stage_layers
+from roofline.planner.overlap import exposed
 from roofline.system import System
 
 
@@ -388,12 +388,12 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
 def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[Any, ...], which: tuple[int, ...]
                     ) -> _Stage:
     """The stage whose forecast micro-batch is the longest (its shard's forecast, once per shard shape)."""
-    got = cache.memo.get(("forecast", *skey))
+    got = cache.memo.get(("forecast",) + tuple(skey))
     if got is None:
         sh = cache.shard(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
         fc = cache.shard_forecast(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
         stages = _stages(sh, lay, skey[5], run.arch.layers, which, fc)
-        got = cache.memo[("forecast", *skey)] = max(stages, key=lambda st: st.forecast_compute)
+        got = cache.memo[("forecast",) + tuple(skey)] = max(stages, key=lambda st: st.forecast_compute)
     return got
 
 
