@@ -260,6 +260,7 @@ def training_report(results: list[dict]) -> str:
         lines.append(f"{r.label:<16} {x['pub_layout'][:44]:<44} {x['measured']:>8.2f}s {x['bound']:>8.2f}s "
                      f"{x['forecast']:>8.2f}s {ratio:>7.2f} {x['rank']:>5}/{x['of']:<5} {bp:>8.2f} "
                      f"{'yes' if x['fits'] else 'NO':>4} {flags}")
+        lines.append(f"{'':<16} best: {x['best_layout']}")
     ratios = [x["forecast"] / x["measured"] for x in results]
     lines += ["", f"rows {len(results)}: bound <= measured {sum(x['bound'] <= x['measured'] for x in results)}/"
               f"{len(results)}; forecast/measured median {median(ratios):.2f} (target [0.9, 1.1]), range "

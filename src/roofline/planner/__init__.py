@@ -43,8 +43,13 @@ device and per micro-batch of ``micro_batch`` sequences of ``seq`` tokens:
   (:func:`~roofline.planner.layout.in_flight`); the last stage's fp32 logits.  A layout that does not fit
   the device's memory says so.
 * **Step time**: the *bound* overlaps communication fully where the schedule allows it (per micro-batch
-  the max of compute and its collectives; the gradient sync with the whole pipeline); the *exposed*
-  time overlaps only the given fraction (default none), the rest added as its own term.
+  the max of compute and its collectives; the gradient sync with the whole pipeline).  The *forecast*
+  (what the search ranks by; :attr:`Estimate.time`) times each shard shape's forward and backward ops with
+  the forecast machinery (:mod:`~roofline.planner.forecast`: tile and wave quantization, cited efficiency
+  curves, launch floors; once per shard shape, shared by every layout with it), the collectives over the
+  device's collective efficiency, and overlaps communication by the frameworks' rules
+  (:mod:`~roofline.planner.overlap`: dp on, tp off, pp on by default); MFU and model TFLOP/s per device
+  are read off it (:attr:`Estimate.mfu`).
 
 Serving (:func:`~roofline.planner.serve.estimate_serving`): a replica of tp x cp x pp devices decodes ``batch`` sequences, pp
 micro-batches in flight (one per stage); dp replicas, an MoE model's routed experts split over ep of

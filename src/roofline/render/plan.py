@@ -34,7 +34,8 @@ def plan_figure(estimates: list[Any], title: str) -> Any:
         ax.text(total, y, f"  {format_seconds(total)}, {format_count(e.tokens_per_second)} tok/s", va="center",
                 fontsize=8)
     ax.set_yticks(ys, labels, fontsize=8)
-    ax.set_xlabel("time [s]" + (" per output token" if hasattr(estimates[0], "ttft") else " per step"))
+    ax.set_xlabel("time [s] per output token" if hasattr(estimates[0], "ttft")
+                  else "forecast [s] per step (what the layouts are ranked by; exposed communication by the overlap rules)")
     ax.set_xlim(0, max(left) * 1.35)
     ax.set_title(for_chart(title), fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, framealpha=0.9)
