@@ -3,7 +3,7 @@
     python benchmarks/bench_plan.py [ROUNDS]
 
 Two searches, each ROUNDS times (default 3), every layout of roofline.planner.layouts fully estimated
-(time and memory; none pruned) and the fitting ones ranked:
+(forecast, bound and memory; none pruned) and the fitting ones ranked by the forecast:
 
 * Llama-3-70B, global batch 1024 x 4096 tokens, on 64 nodes of DGX H100 (512 GPUs);
 * Llama-3.1-405B at 128k context on 2,048 nodes of DGX H100 (16,384 GPUs), global batch 128 x 131,072
@@ -58,7 +58,7 @@ def main() -> int:
         print(f"  {p.too_big:,} past memory; slowest round {max(walls):.2f} s wall, cold (first) round "
               f"{walls[0]:.2f} s wall")
         for e in p.ranked:
-            print(f"  {e.describe():44} step {e.time:.3f} s (bound {e.bound:.3f} s), {e.tokens_per_second:,.0f} "
+            print(f"  {e.describe():44} forecast {e.time:.3f} s (bound {e.bound:.3f} s), {e.tokens_per_second:,.0f} "
                   f"tokens/s, bubble {e.bubble_share:.1%}, {e.memory_total / 1e9:.1f} GB")
     return 0 if ok else 1
 
