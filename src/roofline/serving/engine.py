@@ -24,6 +24,14 @@ from roofline.serving.steps import StepModel
 USAGE_SAMPLES = 1024
 
 
+def bytes_per_request() -> int:
+    """Bytes kept per request for the whole run: the caller's arrival, input and output columns (float64,
+    int32, int32), the engine's copy of the arrivals, first and last token times (float64) and four int32
+    counters (prefilled, prefill target, generated, KV blocks)."""
+    f8, i4 = np.dtype(np.float64).itemsize, np.dtype(np.int32).itemsize
+    return 4 * f8 + 6 * i4
+
+
 class UsageTrace:
     """KV blocks in use over time, downsampled to at most :data:`USAGE_SAMPLES` points (constant memory)."""
 

@@ -40,10 +40,10 @@ class Lengths:
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         if self.law == "fixed":
-            return np.full(n, int(self.a), dtype=np.int64)
+            return np.full(n, int(self.a), dtype=np.int32)
         if self.law == "uniform":
-            return rng.integers(int(self.a), int(self.b) + 1, size=n)
-        return np.maximum(np.rint(rng.lognormal(math.log(self.a), self.b, size=n)), 1).astype(np.int64)
+            return rng.integers(int(self.a), int(self.b) + 1, size=n).astype(np.int32)
+        return np.clip(np.rint(rng.lognormal(math.log(self.a), self.b, size=n)), 1, 2**31 - 1).astype(np.int32)
 
     @property
     def top(self) -> int:
@@ -124,7 +124,7 @@ def read_trace(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             raise RooflineError(f"trace {path!r} line {line}: arrival {cols[0, j]:g} is before the previous "
                                 f"request's {prev:g} (arrivals must be in order)")
         prev = cols[0, j]
-    return cols[0], cols[1].astype(np.int64), cols[2].astype(np.int64)
+    return cols[0], cols[1].astype(np.int32), cols[2].astype(np.int32)
 
 
 def _field(rec: dict[str, object], name: str, path: str, line: int) -> float:
