@@ -206,6 +206,7 @@ def _replicas(steps: StepModel, sched: Scheduler, reqs: Requests, replicas: int,
         idx = np.arange(k, len(reqs.isl), replicas)
         if not len(idx):
             continue
+        steps.prefetch_windows(reqs.isl[idx])
         conc = None
         if reqs.concurrency is not None:
             conc = max(reqs.concurrency // replicas + (1 if k < reqs.concurrency % replicas else 0), 1)

@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 GRID_RATIO = 1.25
 #: Integers per block of the exact token and sequence tables.
 BLOCK = 512
+#: Widest run of consecutive prompts whose prefill attention is computed ahead (:meth:`StepModel.prefetch_windows`).
+WINDOW = 8
+#: The basis terms attention ops read: an exact attention time is kept by these values (integers and halves,
+#: exact in floating point, so any route to the same iteration finds it).
+_ATTN_KEY = [TOK, KEY, PAIR, FULL, KEYW, PAIRW, SEQ]
 
 
 def geometric_grid(top: int, ratio: float = GRID_RATIO, *, zero: bool = False) -> np.ndarray:
@@ -82,7 +87,7 @@ class StepModel:
         self._seq: dict[int, np.ndarray] = {}
         self._memo: dict[tuple[float, ...], float] = {}
         self._attn: dict[tuple[float, ...], float] = {}
-        self._grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._grid: tuple[list[float], list[float], list[float], np.ndarray] | None = None
         self.evaluations = 0  # analyze calls made
 
     # -- the forecast of op subsets at basis rows ---------------------------------------------
@@ -120,7 +125,7 @@ class StepModel:
 
     def exact_time(self, r: np.ndarray) -> float:
         """The whole table at row ``r`` (kept by row)."""
-        key = tuple(np.round(r, 6))
+        key = tuple(r.tolist())
         t = self._memo.get(key)
         if t is None:
             t = self._memo[key] = float(self.times(r)[0])
@@ -153,14 +158,14 @@ class StepModel:
     def build_attention_table(self, max_prefill: int, max_batch: int, max_context: int) -> None:
         """The attention table over (P, B, K/B) grids up to these sizes (decode-bearing iterations)."""
         a = self.spec.arch
-        gp = geometric_grid(max(max_prefill, 1), zero=True)
+        gp = geometric_grid(max(max_prefill, 1), zero=True)  # two nodes at least on every axis
         gb = geometric_grid(max(max_batch, 1), zero=True)
-        gm = geometric_grid(max(max_context, 1))
+        gm = geometric_grid(max(max_context, 2))
         P, Bt, M = (x.ravel().astype(float) for x in np.meshgrid(gp, gb, gm, indexing="ij"))
         rows = basis(a, Bt, 1, M) * (Bt > 0)[:, None] + basis(a, 1, np.maximum(P, 1), np.maximum(P, 1)) * (P > 0)[:, None]
         rows[:, ONE] = 1.0
         vals = self.times(rows, self.attn_ops) if len(self.attn_ops) else np.zeros(len(rows))
-        self._grid = (gp.astype(float), gb.astype(float), gm.astype(float),
+        self._grid = (gp.astype(float).tolist(), gb.astype(float).tolist(), gm.astype(float).tolist(),
                       vals.reshape(len(gp), len(gb), len(gm)))
 
     def attention_time(self, decode_batch: int, kv_tokens: float, chunks: list[tuple[int, int]]) -> float:
@@ -196,21 +201,46 @@ class StepModel:
         """The attention ops at row ``r``, exactly (kept by row)."""
         if len(self.attn_ops) == 0:
             return 0.0
-        key = tuple(np.round(r[[TOK, KEY, PAIR, FULL, KEYW, PAIRW, SEQ]], 6))
+        key = tuple(r[_ATTN_KEY].tolist())
         t = self._attn.get(key)
         if t is None:
             t = self._attn[key] = float(self.times(r, self.attn_ops)[0])
         return t
+
+    def prefetch_windows(self, lengths: np.ndarray, widths: int = WINDOW) -> None:
+        """Exact attention times, in one call, of prefill-only iterations of fresh prompts taken in arrival
+        order: every run of 1 .. ``widths`` consecutive prompts of ``lengths`` (what a FIFO prefill-first
+        scheduler batches when nothing is preempted).  Other prefill-only iterations are computed when met."""
+        if self.exact or not len(self.attn_ops) or self.spec.arch.window_layers:
+            return
+        c = np.asarray(lengths, dtype=float)
+        cum = {name: np.concatenate([[0.0], np.cumsum(x)]) for name, x in
+               (("tok", c), ("pairs", c * (c + 1) / 2), ("full", c * c))}
+        rows = []
+        for k in range(1, min(widths, len(c)) + 1):
+            r = np.zeros((len(c) - k + 1, len(TERMS)))
+            tok = cum["tok"][k:] - cum["tok"][:-k]
+            pairs = cum["pairs"][k:] - cum["pairs"][:-k]
+            r[:, ONE], r[:, SEQ], r[:, TOK], r[:, KEY], r[:, KEYW] = 1.0, k, tok, tok, tok
+            r[:, PAIR], r[:, PAIRW], r[:, FULL] = pairs, pairs, cum["full"][k:] - cum["full"][:-k]
+            rows.append(r)
+        allrows = np.unique(np.vstack(rows), axis=0)
+        keys = [tuple(r[_ATTN_KEY].tolist()) for r in allrows]
+        fresh = [i for i, key in enumerate(keys) if key not in self._attn]
+        if fresh:
+            vals = self.times(allrows[fresh], self.attn_ops)
+            for i, v in zip(fresh, vals, strict=True):
+                self._attn[keys[i]] = float(v)
 
     def prefetch_prompts(self, lengths: np.ndarray) -> None:
         """Exact times of single fresh prompts of these lengths, in one call (prefill-only iterations)."""
         a = self.spec.arch
         todo = [int(x) for x in np.unique(lengths)]
         rows = basis(a, 1, np.asarray(todo, dtype=float), np.asarray(todo, dtype=float))
-        keys = [tuple(np.round(self.row(0, 0, [(x, 0)]), 6)) for x in todo]
+        keys = [tuple(self.row(0, 0, [(x, 0)]).tolist()) for x in todo]
         store, ops = (self._memo, None) if self.exact else (self._attn, self.attn_ops)
         if not self.exact:
-            keys = [tuple(np.round(r[[TOK, KEY, PAIR, FULL, KEYW, PAIRW, SEQ]], 6)) for r in rows]
+            keys = [tuple(r[_ATTN_KEY].tolist()) for r in rows]
         fresh = [i for i, k in enumerate(keys) if k not in store]
         if fresh and (ops is None or len(ops)):
             vals = self.times(rows[fresh], ops)
@@ -218,29 +248,23 @@ class StepModel:
                 store[keys[i]] = float(v)
 
 
-def _axis(grid: np.ndarray, x: float) -> tuple[int, float]:
-    """Left node index and weight of ``x`` on ``grid`` (clamped to its ends)."""
-    g = grid
+def _axis(g: list[float], x: float) -> tuple[int, float]:
+    """Left node index and weight of ``x`` on the sorted nodes ``g`` (two at least; clamped to the ends)."""
     if x <= g[0]:
         return 0, 0.0
-    i = min(bisect.bisect_right(g, x) - 1, len(g) - 2)  # type: ignore[call-overload]
-    if i < 0:
-        return 0, 0.0
+    i = min(bisect.bisect_right(g, x) - 1, len(g) - 2)
     return i, min((x - g[i]) / (g[i + 1] - g[i]), 1.0)
 
 
-def _trilinear(g: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], p: float, b: float, m: float) -> float:
+def _trilinear(g: tuple[list[float], list[float], list[float], np.ndarray], p: float, b: float, m: float) -> float:
     gp, gb, gm, v = g
-    if len(gp) == 1:
-        i, u = 0, 0.0
-        v = np.concatenate([v, v])
-    else:
-        i, u = _axis(gp, p)
+    i, u = _axis(gp, p)
     j, s = _axis(gb, b)
-    k, t = _axis(gm, m) if len(gm) > 1 else (0, 0.0)
-    if len(gm) == 1:
-        v = np.concatenate([v, v], axis=2)
-    c = v[i:i + 2, j:j + 2, k:k + 2]
-    cp = c[0] * (1 - u) + c[1] * u
-    cb = cp[0] * (1 - s) + cp[1] * s
-    return float(cb[0] * (1 - t) + cb[1] * t)
+    k, t = _axis(gm, m)
+    c = v[i:i + 2, j:j + 2, k:k + 2].tolist()  # 2 x 2 x 2 corners as floats
+    out = 0.0
+    for a, wa in ((0, 1 - u), (1, u)):
+        for bb, wb in ((0, 1 - s), (1, s)):
+            lo, hi = c[a][bb]
+            out += wa * wb * (lo * (1 - t) + hi * t)
+    return out
