@@ -179,7 +179,8 @@ def _sweep(args: argparse.Namespace, tps: tuple[int, ...], slo: Any, kw: dict[st
             lines.append(f"tp{c.tp}: no rate swept meets {slo.describe()}")
         else:
             full = c.kv_full_from()
-            lines.append(f"tp{c.tp}: {best.headline()}" + (f"; KV cache full from {full:.3g} req/s" if full else "")
+            lines.append(f"tp{c.tp}: highest rate meeting {slo.describe()}: {c.best_rate:.3g} req/s offered; "
+                         f"{best.headline()}" + (f"; KV cache full from {full:.3g} req/s" if full else "")
                          + (f"; ${d['usd_per_mtok']:.3g}/Mtok" if "usd_per_mtok" in d else ""))
         lines.append(f"  {'rate/s':>8} {'tokens/s':>10} {'TTFT p99':>10} {'TPOT p99':>10} {'preempt':>8}  SLO")
         for p in d["points"]:

@@ -131,10 +131,11 @@ def rows_workload(spec: LLMSpec, table: OpTable, rows: np.ndarray, ops: np.ndarr
     k = len(rows)
     names = [table.names[i] for i in sel] * k
     roles = [int(table.roles[i]) for i in sel] * k
-    return Workload.from_columns(
+    cols: dict[str, Any] = dict(
         name=names, group=names, kind=[table.kinds[i] for i in sel] * k,
         module_type=[table.module_types[i] for i in sel] * k, **role_columns(roles, spec.precisions),
         flops=v["flops"].ravel(), bytes_read=v["bytes_read"].ravel(),
         bytes_written=v["bytes_written"].ravel(), weight_bytes=v["weight_bytes"].ravel(),
         count=np.tile(table.counts[sel], k), title=f"{spec.arch.name}: {k} step(s)",
         source=f"roofline.llm ({spec.arch.source})")
+    return Workload.from_columns(**cols)

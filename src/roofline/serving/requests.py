@@ -100,10 +100,10 @@ def read_trace(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     text = p.read_text(encoding="utf-8", errors="replace")
     records: list[tuple[int, dict[str, object]]] = []
     if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        for i, line in enumerate(text.splitlines(), 1):
-            if line.strip():
+        for i, raw in enumerate(text.splitlines(), 1):
+            if raw.strip():
                 try:
-                    obj = json.loads(line)
+                    obj = json.loads(raw)
                 except json.JSONDecodeError as e:
                     raise RooflineError(f"trace {path!r} line {i}: not JSON ({e.msg})") from None
                 if not isinstance(obj, dict):

@@ -169,7 +169,7 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     steps.prefetch_prompts(reqs.isl)
     if not exact:
         top_batch = min(max_batch or blocks, blocks, len(reqs.isl))
-        steps.build_attention_table(sched.token_budget if sched.chunked else 0, top_batch, longest)
+        steps.build_attention_table((sched.token_budget or 0) if sched.chunked else 0, top_batch, longest)
     results = _replicas(steps, sched, reqs, replicas, blocks, block_size, overhead)
     slo_ = parse_slo(slo) if isinstance(slo, str) else slo
     figs = figures(results, tp * replicas, slo_)

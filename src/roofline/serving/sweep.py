@@ -49,37 +49,39 @@ def sweep_rate(model: Any, *, tps: tuple[int, ...], slo: Slo, start: float = 1.0
     """A :class:`RateCurve` per tp size (``kwargs`` go to :func:`roofline.serve`; ``rate`` is swept)."""
     if slo.ttft is None and slo.tpot is None:
         raise RooflineError("--sweep-rate needs --slo (e.g. ttft=2s,tpot=200ms)")
-    curves = []
-    for tp in tps:
-        runs: dict[float, ServeResult] = {}
+    return [_curve(model, tp, slo, start, kwargs) for tp in tps]
 
-        def run(rate: float, tp: int = tp) -> bool:
-            runs[rate] = r = serve(model, tp=tp, rate=rate, slo=slo, **kwargs)
-            return bool(r.figures["meets_slo"])
 
-        lo, hi, rate = None, None, start
+def _curve(model: Any, tp: int, slo: Slo, start: float, kwargs: dict[str, Any]) -> RateCurve:
+    runs: dict[float, ServeResult] = {}
+
+    def meets(rate: float) -> bool:
+        runs[rate] = r = serve(model, tp=tp, rate=rate, slo=slo, **kwargs)
+        return bool(r.figures["meets_slo"])
+
+    lo: float | None = None
+    hi: float | None = None
+    rate = start
+    for _ in range(DOUBLINGS):
+        if not meets(rate):
+            hi = rate
+            break
+        lo, rate = rate, rate * 2
+    if lo is None:  # even the start misses: search below it
         for _ in range(DOUBLINGS):
-            if run(rate):
-                lo, rate = rate, rate * 2
-            else:
-                hi = rate
+            rate /= 2
+            if meets(rate):
+                lo = rate
                 break
-        if lo is None and hi is not None:  # even the start misses: search below it
-            for _ in range(DOUBLINGS):
-                rate /= 2
-                if run(rate):
-                    lo = rate
-                    break
-                hi = rate
-        if lo is not None and hi is not None:
-            for _ in range(BISECTIONS):
-                mid = math.sqrt(lo * hi)
-                if run(mid):
-                    lo = mid
-                else:
-                    hi = mid
-        curves.append(RateCurve(tp, tuple(sorted(runs.items())), lo))
-    return curves
+            hi = rate
+    if lo is not None and hi is not None:
+        for _ in range(BISECTIONS):
+            mid = math.sqrt(lo * hi)
+            if meets(mid):
+                lo = mid
+            else:
+                hi = mid
+    return RateCurve(tp, tuple(sorted(runs.items())), lo)
 
 
 def price_per_mtok(price_per_device_hour: float, devices: int, output_tokens_per_s: float) -> float:
