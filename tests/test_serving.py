@@ -187,3 +187,25 @@ def test_api_errors():
         roofline.serve("llama-2-7b", H100)  # neither --rate nor --concurrency
     with pytest.raises(RooflineError, match="LO:HI:uniform"):
         roofline.serve("llama-2-7b", H100, isl="9:3:uniform", rate=1.0)
+
+
+def test_sweep_rate_finds_the_edge_of_the_slo(tmp_path, capsys):
+    from roofline.serving.figures import Slo
+    from roofline.serving.sweep import sweep_rate
+
+    slo = Slo(ttft=1.0, tpot=0.012)
+    (curve,) = sweep_rate("llama-2-7b", tps=(1,), slo=slo, start=4.0, device=H100, isl=512, osl=64, requests=120)
+    rates = [rate for rate, _ in curve.points]
+    met = [rate for rate, r in curve.points if r.figures["meets_slo"]]
+    assert curve.best_rate == max(met)
+    # the best rate meets the SLO and the next rate simulated above it misses it
+    above = [rate for rate in rates if rate > curve.best_rate]
+    assert above and not dict(curve.points)[min(above)].figures["meets_slo"]
+    html, chart, js = tmp_path / "s.html", tmp_path / "s.svg", tmp_path / "s.json"
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--isl", "512", "--osl", "64", "--requests", "60",
+                 "--sweep-rate", "--rate", "8", "--slo", "ttft=1s,tpot=12ms", "--html", str(html), "-o", str(chart),
+                 "--json", str(js)])
+    out = capsys.readouterr().out
+    assert code == 0 and "highest rate meeting" in out
+    assert html.read_text().startswith("<!doctype html>") and chart.read_text().lstrip().startswith("<?xml")
+    assert json.loads(js.read_text())["curves"][0]["tp"] == 1
