@@ -224,9 +224,10 @@ class StepModel:
             r[:, ONE], r[:, SEQ], r[:, TOK], r[:, KEY], r[:, KEYW] = 1.0, k, tok, tok, tok
             r[:, PAIR], r[:, PAIRW], r[:, FULL] = pairs, pairs, cum["full"][k:] - cum["full"][:-k]
             rows.append(r)
-        allrows = np.unique(np.vstack(rows), axis=0)
-        keys = [tuple(r[_ATTN_KEY].tolist()) for r in allrows]
-        fresh = [i for i, key in enumerate(keys) if key not in self._attn]
+        allrows = np.vstack(rows)
+        keys = list(map(tuple, allrows[:, _ATTN_KEY].tolist()))
+        first = {key: i for i, key in reversed(list(enumerate(keys)))}  # one row per distinct key
+        fresh = [i for key, i in first.items() if key not in self._attn]
         if fresh:
             vals = self.times(allrows[fresh], self.attn_ops)
             for i, v in zip(fresh, vals, strict=True):
