@@ -209,3 +209,16 @@ def test_sweep_rate_finds_the_edge_of_the_slo(tmp_path, capsys):
     assert code == 0 and "highest rate meeting" in out
     assert html.read_text().startswith("<!doctype html>") and chart.read_text().lstrip().startswith("<?xml")
     assert json.loads(js.read_text())["curves"][0]["tp"] == 1
+
+
+def test_trace_file_drives_the_arrivals(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"arrival": 0.5, "input": 1000, "output": 1}\n{"arrival": 100, "input": 1000, "output": 3}\n')
+    r = roofline.serve("llama-2-7b", H100, trace=str(path))
+    f = r.figures
+    # two requests far apart: each TTFT is the lone prefill of 1000 tokens; the last token at 100 s + e2e
+    assert f["ttft_p50_s"] == pytest.approx(llm_forecast("llama-2-7b", "prefill", prompt=1000), rel=1e-12)
+    prefill = llm_forecast("llama-2-7b", "prefill", prompt=1000)
+    second = prefill + sum(llm_forecast("llama-2-7b", "decode", context=1000 + j) for j in (1, 2))  # 3 tokens
+    assert f["makespan_s"] == pytest.approx(100 + second - 0.5, rel=1e-6)  # from the first arrival
+    assert f["requests"] == 2 and f["output_tokens_per_s"] == pytest.approx(4 / f["makespan_s"])
