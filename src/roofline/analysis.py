@@ -455,19 +455,10 @@ def analyze(workload: Workload, device: Device, *,
     ceilings, ceiling_index, fallbacks = _compute_roofs(w, device, tf32_mask)
     peak = np.asarray([c.flops for c in ceilings])[ceiling_index]
 
-    # memory roof per distinct level
     warnings: list[str] = []
-    levels, level_of_code, level_bw = _level_roofs(w, device, warnings)
-    level_index = level_of_code[w.columns["level"]]
-    bandwidth = level_bw[w.columns["level"]]
-
-    flops = w.columns["flops"]
-    nbytes = w.bytes
-    cache_time = _cache_time(w, device, levels, warnings)
-    compute_time, memory_time, time = roofline_times(flops, nbytes, peak, bandwidth, cache_time)
-    latency_time = collective_times(w, device, level_index, memory_time, warnings)
-    if latency_time is not None:
-        time = np.maximum(compute_time, memory_time)
+    levels, level_index, bandwidth, cache_time, compute_time, memory_time, time, latency_time = _times(
+        w, device, peak, warnings)
+    flops, nbytes = w.columns["flops"], w.bytes
     judged_level_index, judged_time = _judge(w, device, levels, level_index, nbytes, peak, cache_time, time)
     tolerance = _tolerance_of(above_roof_tolerance, n)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -488,6 +479,21 @@ def analyze(workload: Workload, device: Device, *,
         a = replace(a, forecast=compute_forecast(a))
     assert n == len(time)
     return a
+
+
+def _times(w: Workload, device: Device, peak: np.ndarray, warnings: list[str]) -> tuple[Any, ...]:
+    """(levels, each op's level index, its bandwidth, its cache term or None, compute, memory and roofline time,
+    and the per-hop latency part of each collective's memory time or None): the roofline of every op, its
+    collectives timed by :func:`roofline.collectives.collective_times`."""
+    levels, level_of_code, level_bw = _level_roofs(w, device, warnings)  # memory roof per distinct level
+    level_index = level_of_code[w.columns["level"]]
+    bandwidth = level_bw[w.columns["level"]]
+    cache_time = _cache_time(w, device, levels, warnings)
+    compute_time, memory_time, time = roofline_times(w.columns["flops"], w.bytes, peak, bandwidth, cache_time)
+    latency_time = collective_times(w, device, level_index, memory_time, warnings)
+    if latency_time is not None:
+        time = np.maximum(compute_time, memory_time)
+    return levels, level_index, bandwidth, cache_time, compute_time, memory_time, time, latency_time
 
 
 def _tf32_ops(w: Workload, device: Device, tf32: str) -> tuple[int, np.ndarray | None]:
