@@ -118,7 +118,7 @@ def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: fl
     """KV blocks per device and the memory split (bytes); a model that does not fit at all is one line."""
     if not (0 < utilization <= 1):
         raise RooflineError(f"--gpu-memory-utilization must be in (0, 1], got {utilization!r}")
-    cap = device.main_memory.capacity
+    cap = device.main_memory.capacity  # vLLM: --gpu-memory-utilization of the total the GPU reports
     if not cap:
         raise RooflineError(f"device {device.name!r} states no memory capacity: the KV cache cannot be sized")
     weights = weight_bytes_resident(spec)
