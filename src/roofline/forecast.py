@@ -21,7 +21,11 @@ Per op (one run)::
   (``roofline calibrate``) over the cited one shipped with a catalog device
   (:mod:`roofline.catalog.calibrations`, published kernel-level figures, every point cited), the
   curve of the op's kind and term (a user's curve first, then a cited one, then the user's pooled
-  curve); 1 without one.  The forecast's notes name each curve's source;
+  curve); 1 without one.  A cited curve may be for one precision: weight-only quantized matmuls look theirs
+  up as ``int8-weights`` / ``int4-weights`` (:func:`curve_precisions`: the dequantizing GEMV's cost).  The
+  catalog GPUs' cited ``memory`` tables of matmul and attention are DRAM-streaming kernels' ``a + V/b``
+  (per-kernel fixed time beyond the floor, then bandwidth); activation-sized ops (norms, elementwise) have none
+  and run at the achievable bandwidth.  The forecast's notes name each curve's source;
 - *overhead* is the device's overhead floor for the framework running the ops
   (``torch-eager``/``numpy`` on CPUs, ``cuda-launch``/``cuda-graph`` on GPUs); 0 without one.
 
