@@ -112,3 +112,25 @@ def test_other_gpus_tables_are_the_formula(device, fixed, bandwidth, roof):
     t = _table(device, "matmul")
     xs = np.array([p.x for p in t.points])
     assert np.allclose([p.efficiency for p in t.points], streaming_efficiency(xs, fixed, bandwidth, roof), atol=6e-5)
+
+
+def test_h100_fp8_gemm_tables_from_deepgemm_by_hand():
+    # DeepGEMM README (H800 SXM5, FP8): 4096x4096x7168 at 1410 TFLOPS. q by hand: 256x128 -> 16 x 32 = 512 tiles,
+    # 4 waves of 132 -> 4096*4096 / (4*132*32768) = 0.9697 (the smaller tiles tie); roof = 2*4096*4096*7168 /
+    # (1402.6e12 x 0.9697) = 177.3 us, measured 240.5e9 / 1410e12 = 170.6 us -> 1.0367. 4096x24576x1536 at 1212: 64x64
+    # -> 64 x 384 = 24576 tiles, 187 waves (24684 slots) -> q = 0.9956; roof / measured = 0.8680. The next-larger-FLOPs
+    # row is lower, so the monotone fit pools the two: (1.0367 + 0.8680) / 2 = 0.9523
+    t = [t for t in cited_calibration("NVIDIA H100 SXM5 80GB").tables
+         if (t.kind, t.term, t.precision) == ("matmul", "compute", "fp8")][0]
+    fl = 2 * 4096 * 4096 * 7168
+    e1 = (fl / (1402.6e12 * 4096 * 4096 / (4 * 132 * 32768))) / (fl / 1410e12)
+    fl2 = 2 * 4096 * 24576 * 1536
+    e2 = (fl2 / (1402.6e12 * 4096 * 24576 / (187 * 132 * 4096))) / (fl2 / 1212e12)
+    assert e1 == pytest.approx(1.0367, abs=1e-3) and e2 == pytest.approx(0.8680, abs=1e-3)
+    assert t.efficiency(float(fl)) == pytest.approx((e1 + e2) / 2, abs=2e-4)
+    # memory-bound 128x4096x7168: V = 128*7168 + 7168*4096 + 2*128*4096 = 31.26 MB at 2221 GB/s -> 2221/2903 = 0.765,
+    # pooled with 64x4096x7168 (30.3 MB, 2320 GB/s -> 0.799): (0.7992 + 0.7651) / 2 = 0.782
+    m = [t for t in cited_calibration("NVIDIA H100 SXM5 80GB").tables
+         if (t.kind, t.term, t.precision) == ("matmul", "memory", "fp8")][0]
+    v = 128 * 7168 + 7168 * 4096 + 2 * 128 * 4096
+    assert m.efficiency(float(v)) == pytest.approx((2320 / 2903 + 2221 / 2903) / 2, abs=2e-3)
