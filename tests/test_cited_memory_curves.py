@@ -107,6 +107,10 @@ def test_tiny_activation_ops_pay_the_floor_only():
     ("NVIDIA H200 SXM 141GB", 0.50 * US, 3.416e12, 4.8e12),
     ("NVIDIA H100 SXM5 80GB", 0.50 * US, 2.903e12, 2.903e12),
     ("NVIDIA L40S", 3.24 * US, 0.769e12, 0.864e12),
+    # no file of their own: the same die's fixed part, the device's own (peak = achievable) bandwidth
+    ("NVIDIA A100 SXM4 40GB", 1.98 * US, 1.555e12, 1.555e12),
+    ("NVIDIA A100 PCIe 80GB", 1.98 * US, 1.935e12, 1.935e12),
+    ("NVIDIA H100 PCIe 80GB", 0.50 * US, 2.0e12, 2.0e12),
 ])
 def test_other_gpus_tables_are_the_formula(device, fixed, bandwidth, roof):
     t = _table(device, "matmul")
