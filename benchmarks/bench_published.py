@@ -127,7 +127,7 @@ def report(results: list[tuple[Row, float, float]]) -> str:
     lines = [f"{'kind':<10} {'row':<28} {'device':<6} {'measured':>10} {'bound':>10} {'forecast':>10} "
              f"{'bound/meas':>10} {'fcst/meas':>10}  note"]
     for r, b, f in results:
-        note = "tp>1: needs per-hop latency (items 4-6)" if r.tp > 1 else ""
+        note = f"tp{r.tp}: collectives with per-hop latency" if r.tp > 1 else ""
         flags = ("" if b <= r.measured else " BOUND>MEASURED") + ("" if 0.5 <= f / r.measured <= 2 else " >2x")
         lines.append(f"{r.kind:<10} {r.label:<28} {r.device:<6} {r.measured * 1e3:>8.2f}ms {b * 1e3:>8.2f}ms "
                      f"{f * 1e3:>8.2f}ms {b / r.measured:>10.2f} {f / r.measured:>10.2f}  {note}{flags}")

@@ -78,7 +78,10 @@ def test_pinned_a100_sxm4_80gb():
     assert a100 is get_device("a100-80gb") is get_device("A100-SXM4-80GB")
     assert _tf("a100", "matrix", "bf16") == pytest.approx(312e12)
     assert a100.memory_level("HBM").bandwidth == pytest.approx(2.039e12)
-    assert a100.memory_level("HBM").capacity == pytest.approx(80e9)
+    # nvidia-smi reports 81920 MiB for the A100 80GB (modal-labs/modal-client#2797): 81920 x 2^20 B = 80 GiB
+    assert a100.memory_level("HBM").capacity == 81920 * 2**20
+    # less the stated 512 MiB reserve (the CUDA context): 81408 MiB = 79.5 GiB
+    assert a100.memory_capacity == (81920 - 512) * 2**20
 
 
 def test_pinned_mi300x():

@@ -52,6 +52,13 @@ CITED_OVERHEAD: dict[tuple[str, str], float] = {
     **{(name, "cuda-launch"): 3.0 * US for name in NVIDIA_GPUS},
     # ahrefs/ocannl issue #488: CUDA graph replay "~15 us fixed plus ~0.58 us per node" (RTX 5070 Ti Laptop)
     **{(name, "cuda-graph"): 0.58 * US for name in NVIDIA_GPUS},
+    # RRZE-HPC/gpu-benches gpu-small-kernels, graph mode: intercept of T = a + V/b over the L2-resident points <= 2 MB
+    # (a100_80_graph.txt 1.35 us; h200_graph.txt 1.27 us, also the H100 SXM5's: same GH100 die; l40_graph.txt
+    # 0.96 us, the L40S's: same AD102 die): the per-kernel floor measured on (or nearest to) the GPU itself
+    ("NVIDIA A100 SXM4 80GB", "cuda-graph"): 1.35 * US,
+    ("NVIDIA H200 SXM 141GB", "cuda-graph"): 1.27 * US,
+    ("NVIDIA H100 SXM5 80GB", "cuda-graph"): 1.27 * US,
+    ("NVIDIA L40S", "cuda-graph"): 0.96 * US,
     # pytorch/pytorch issue #41383, maintainer: "x*x with requires_grad=False is approx 2 us" (CPU eager)
     **{(name, "torch-eager"): 2.0 * US for name in CPUS},
     # Quansight-Labs/uarray issue #156, rgommers: "the overhead of ... a numpy ufunc 400 ns"

@@ -112,8 +112,10 @@ def test_llm_rows_say_whether_the_model_fits(tmp_path, capsys):
     assert main(["compare", "llama-3-70b", "--devices", "h100,mi300x", "--phase", "decode", "--json", str(out)]) == 0
     rows = {r["device"]: r for r in json.loads(out.read_text())["rows"]}
     # 70.55 B params x 2 B = 141.1 GB + KV 80 layers x 8 heads x 128 x 2 (K, V) x 2 B x 1024 tokens = 0.34 GB
-    assert rows["NVIDIA H100 SXM5 80GB"]["memory"] == "DOES NOT FIT (141.4 > 80 GB)"
-    assert rows["AMD Instinct MI300X"]["memory"].startswith("fits (141.4 of 192 GB")
+    # in GiB, as the capacity (Device.memory_capacity) is printed: 141.4e9 B / 2^30 = 131.7 GiB; the H100 holds
+    # (81559 MiB reported - 512 MiB reserve) / 1024 = 79.15 GiB; the MI300X 206141652992 B / 2^30 = 191.98 GiB
+    assert rows["NVIDIA H100 SXM5 80GB"]["memory"] == "DOES NOT FIT (131.7 > 79.15 GiB)"
+    assert rows["AMD Instinct MI300X"]["memory"].startswith("fits (131.7 of 192 GiB")
     assert "DOES NOT FIT" in capsys.readouterr().out
 
 

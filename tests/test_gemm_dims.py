@@ -12,7 +12,7 @@ import pytest
 import roofline
 from roofline import Op, Workload
 from roofline.errors import RooflineError
-from roofline.gemm_shape import TILES, attention_quantization, dims_from_flops, quantization, tile_reuse
+from roofline.gemm_shape import TILES, attention_quantization, dims_from_flops, quantization
 
 
 def _dims(w: Workload, name: str) -> tuple[float, float, float, float]:
@@ -132,13 +132,19 @@ def test_guide_wave_example_by_hand():
 
 def test_guide_tile_quantization_by_hand():
     # tile quantization: n = 257 with 128-wide tiles needs 3 tiles where 2 would cover 256; a 1-wave problem
-    # (m = 128, batch 1, 108 SMs) computes 3 tiles of 128x128 for 128 x 257 outputs. Best tile by hand:
-    # 128x128: 3 tiles, q = 128*257/(108*16384) * 0.75 = 0.01394; 128x64: 5 tiles, 128*257/(108*8192) * 0.5 = 0.01859;
-    # 64x64: 2 x 5 = 10 tiles, 128*257/(108*4096) * 0.375 = 0.02789; 64x128: 2 x 3 = 6, 128*257/(108*8192) * 0.5
-    # = 0.01859; 64x256: 2 x 2 = 4, /(108*16384) * 0.6 = 0.01115. 64x64 wins: small GEMMs want small tiles.
+    # (m = 128, batch 1, 108 SMs) computes whole tiles for 128 x 257 outputs. Best tile by hand (no reuse factor):
+    # 128x128: 3 tiles, q = 128*257/(108*16384) = 0.01859; 128x64: 5 tiles, 128*257/(108*8192) = 0.03718;
+    # 64x64: 2 x 5 = 10 tiles, 128*257/(108*4096) = 0.07437; 64x128: 2 x 3 = 6, 0.03718; 64x256: 2 x 2 = 4,
+    # 128*257/(108*16384) = 0.01859. In one wave the smallest tile wastes least: 64x64 wins.
     q, tile = quantization(np.array([128.0]), np.array([257.0]), np.array([1.0]), 108)
-    assert TILES[int(tile[0])] == (64, 64) and q[0] == pytest.approx(128 * 257 / (108 * 4096) * 0.375)
-    assert tile_reuse((128, 128)) == pytest.approx(64 / (256 * 128 / 384))
+    assert TILES[int(tile[0])] == (64, 64) and q[0] == pytest.approx(128 * 257 / (108 * 4096))
+
+
+def test_ties_keep_the_larger_tile():
+    # 2048 x 2048 on 128 SMs: 256x128 -> 8 x 16 = 128 tiles, one full wave, q = 1; 64x64 -> 1024 tiles, 8 full
+    # waves, q = 1 too: the tie keeps the guide's most efficient (first) tile
+    q, tile = quantization(np.array([2048.0]), np.array([2048.0]), np.array([1.0]), 128)
+    assert q[0] == pytest.approx(1.0) and TILES[int(tile[0])] == (256, 128)
 
 
 def test_quantization_is_one_for_whole_waves_and_bounded():

@@ -312,7 +312,8 @@ def test_plan_chart_parts_sum_to_the_time(tmp_path, capsys):
 
 def test_llm_on_a_system_uses_the_node_tier(capsys):
     """roofline llm --system: the tensor-parallel all-reduces run under the node tier (450 GB/s NVLink per GPU
-    on DGX H100), so their time is their bytes over it; --tp past a node is refused."""
+    on DGX H100, 0.6 us per hop, in-switch reduction), timed as the planner times them; --tp past a node is
+    refused."""
     from roofline.analysis import analyze
     from roofline.frontends.llm import from_llm
 
@@ -321,7 +322,10 @@ def test_llm_on_a_system_uses_the_node_tier(capsys):
     assert dev.interconnect.bandwidth == 450e9 and "NVLink 4" in dev.interconnect.name
     a = analyze(from_llm("llama-2-7b", phase="decode", batch=8, context=1024, tp=8), dev)
     i = [a.workload.strings("name", k) for k in range(len(a.workload))].index("decode.layers.attn.all_reduce")
-    assert a.bound[i] == "interconnect" and a.time[i] == pytest.approx(a.workload.bytes[i] / 450e9)
+    # the node tier's in-switch reduction (NVLS) and per-hop latency: 8 x 4096 x 2 B = 65536 B per all-reduce,
+    # 2 x 0.6 us + 65536 B / 450 GB/s = 1.3456 us, the hops the larger part (collectives.on_tier, as the planner)
+    assert dev.interconnect.latency == 0.6e-6 and dev.interconnect.in_switch_reduction
+    assert a.bound[i] == "latency" and a.time[i] == pytest.approx(1.2e-6 + 65536 / 450e9)
     from roofline.render.chart import interconnect_roof
 
     link = interconnect_roof(dev, a)  # the chart draws the tier's slope, the all-reduces on it

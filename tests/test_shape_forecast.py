@@ -16,6 +16,7 @@ from roofline.calibration import Calibration, EfficiencyCurve, load_calibration
 from roofline.catalog import devices
 from roofline.catalog.calibrations import cited_calibration, devices_with_cited_calibration
 from roofline.errors import RooflineError
+from roofline.gemm_shape import TILES, quantization
 
 H100 = "NVIDIA H100 SXM5 80GB"
 GEMM = 2 * 128 * 4096 * 4096  # FLOPs of a 128 x 4096 x 4096 product
@@ -28,22 +29,33 @@ def _gemm(name: str = "g", **kw: float) -> Op:
 
 
 def test_quantized_gemm_forecast_by_hand():
-    # H100 SXM5, 132 SMs (cited file). m = 128, n = 4096: q per tile (guide's set; reuse = Tm*Tn/(Tm+Tn) / 85.33):
-    #   256x128: 32 tiles, 1 wave -> 128*4096 / (132*32768) = 0.1212;  128x128: 32 tiles -> /(132*16384) * 0.75 = 0.1818
-    #   128x64 / 64x128: 64 tiles -> /(132*8192) * 0.5 = 0.2424;  64x64: 128 tiles, 1 wave -> /(132*4096) * 0.375 = 0.3636
-    q = 128 * 4096 / (132 * 4096) * 0.375
-    compute = GEMM / (q * 794.5e12)  # the MAMF bf16 sustained figure (catalog achievable)
-    memory = GEMM_BYTES / 2.903e12  # the catalog's sustained HBM copy figure
-    assert compute > memory  # 14.9 us vs 12.3 us: the shape makes it compute-bound
-    a = analyze(Workload.from_ops([_gemm(m=128, n=4096, k=4096, batch=1)]), get_device("h100"), forecast=True)
-    f = a.forecast
+    # H100 SXM5, 132 SMs (cited file). m = 1024, n = 4096: q per tile of the guide's set (one tile per SM per wave):
+    #   256x128: 4 x 32 = 128 tiles, 1 wave -> 1024*4096 / (132*32768) = 0.9697 (128x256 and 128x128, 2 waves, tie;
+    #   the tie keeps 256x128);  64x64: 16 x 64 = 1024 tiles, 8 waves -> 1024*4096 / (8*132*4096) = 0.9697 too
+    m = 1024
+    flops = 2 * m * 4096 * 4096
+    q = m * 4096 / (132 * 32768)
+    compute = flops / (q * 794.5e12)  # the MAMF bf16 sustained figure (catalog achievable): 44.6 us
+    memory = 2 * (2 * m * 4096 + 4096 * 4096) / 2.903e12  # the catalog's sustained HBM copy figure: 17.3 us
+    assert compute > memory
+    op = Op("g", kind="matmul", flops=flops, bytes_read=2 * (m * 4096 + 4096 * 4096), bytes_written=2 * m * 4096,
+            precision="bf16", unit="matrix", m=m, n=4096, k=4096, batch=1)
+    f = analyze(Workload.from_ops([op]), get_device("h100"), forecast=True).forecast
     assert f.roof_time[0] == pytest.approx(compute, rel=1e-9)
-    assert f.time[0] == pytest.approx(compute + 3e-6, rel=1e-9)  # no matmul curve (efficiency 1) + cuda-launch 3 us
+    assert f.time[0] == pytest.approx(compute + 3e-6, rel=1e-9)  # no matmul compute curve (efficiency 1) + launch 3 us
     assert str(f.term[0]) == "compute"
     # without the dimensions the op is not quantized: the same op forecasts at its plain achievable roofs
-    plain = analyze(Workload.from_ops([_gemm()]), get_device("h100"), forecast=True).forecast
-    assert plain.roof_time[0] == pytest.approx(max(GEMM / 794.5e12, memory))
+    plain = analyze(Workload.from_ops([replace(op, m=math.nan, n=math.nan, k=math.nan, batch=math.nan)]),
+                    get_device("h100"), forecast=True).forecast
+    assert plain.roof_time[0] == pytest.approx(flops / 794.5e12)
     assert any("tile and wave quantization over 132 SMs" in n for n in f.notes)
+
+
+def test_small_tiles_lose_nothing_beyond_quantization():
+    # m = 128, n = 4096 on 132 SMs: 64x64 gives 2 x 64 = 128 tiles in one wave, q = 128*4096/(132*4096) = 0.9697
+    # (no operand-reuse factor: the guide gives none); 256x128 would give 32 tiles, q = 0.1212
+    got, tile = quantization(np.array([128.0]), np.array([4096.0]), np.array([1.0]), 132)
+    assert got[0] == pytest.approx(128 / 132) and TILES[int(tile[0])] == (64, 64)
 
 
 def test_skinny_products_are_not_quantized():

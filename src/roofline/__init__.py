@@ -61,6 +61,7 @@ _LAZY = {
     "compare": "roofline.comparison",
     "summarize": "roofline.summary",
     "headline": "roofline.summary",
+    "serve": "roofline.serving.run",
 }
 
 __all__ = [

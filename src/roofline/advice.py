@@ -441,7 +441,7 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
     spec = w.llm
     if spec is not None and f.parts()["overhead"] / before >= 0.05:
         wb = llm_workload(spec, batch=spec.batch * 2)
-        cap = a.device.main_memory.capacity
+        cap = a.device.memory_capacity
         from roofline.llm.sizes import memory_bytes
 
         if not (cap and memory_bytes(wb.llm) > cap):
@@ -489,7 +489,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
         ai0 = _ratio(a.total_flops, a.total_bytes)
         best = None
         b = spec.batch
-        cap = dev.main_memory.capacity
+        cap = dev.memory_capacity
         while b < 256:  # double until the step reaches the ridge, 256 sequences, or memory is full
             wb = llm_workload(spec, batch=b * 2)
             if cap and memory_bytes(wb.llm) > cap:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from roofline.collectives import collective_times
 from roofline.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.errors import RooflineError
 from roofline.formatters import FORMATTERS
@@ -51,6 +52,20 @@ ANALYSIS_SCHEMA = "roofline.analysis/2"
 #: Older versions that still load: /1 holds a /1 device and workload, each migrated on load.
 ANALYSIS_SCHEMAS_READ = ("roofline.analysis/1", ANALYSIS_SCHEMA)
 ABOVE_ROOF = "above roof: check units, FLOP counting or the chosen ceiling"
+#: ``analyze(..., tf32=)``: which fp32 matrix-unit ops a GPU with a tf32 matrix roof runs on it.  'default' is
+#: PyTorch's: ``torch.backends.cudnn.allow_tf32 = True`` (convolutions) and
+#: ``torch.backends.cuda.matmul.allow_tf32 = False`` (matmuls), per the CUDA semantics notes
+#: (https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices).
+TF32_KINDS = {"default": ("conv",), "on": ("conv", "matmul", "attention"), "off": ()}
+TF32_NOTES = {
+    "default": "TF32 (PyTorch's defaults, --tf32 default): fp32 convolutions on the tf32 matrix roof "
+               "(torch.backends.cudnn.allow_tf32 = True), fp32 matmuls and attention on fp32 "
+               "(torch.backends.cuda.matmul.allow_tf32 = False)",
+    "on": "TF32 on (--tf32 on): fp32 convolutions, matmuls and attention on the tf32 matrix roof "
+          "(cudnn.allow_tf32 and cuda.matmul.allow_tf32 both True)",
+    "off": "TF32 off (--tf32 off): fp32 convolutions, matmuls and attention on fp32 "
+           "(cudnn.allow_tf32 and cuda.matmul.allow_tf32 both False)",
+}
 
 
 @dataclass(frozen=True)
@@ -104,6 +119,16 @@ class Analysis:
     warnings: tuple[str, ...] = ()
     above_roof_tolerance: float | np.ndarray = 0.0  # one number, or one per op
     forecast: Forecast | None = None  # beside the bound, never in its place (analyze(..., forecast=True))
+    #: per single run: the per-hop latency part of each collective op's memory time (steps x alpha,
+    #: :func:`roofline.collectives.on_link`); None when no op pays one
+    latency_time: np.ndarray | None = None
+    tf32: str = "default"  # the TF32 rule it ran under (TF32_KINDS)
+    tf32_ops: int = 0  # fp32 matrix-unit ops of the kinds the rule covers, on a GPU with a tf32 matrix roof
+
+    @property
+    def assumptions(self) -> list[str]:
+        """The workload's modelling choices, then the analysis's own: the TF32 rule, when it decided an op."""
+        return [*self.workload.assumptions, *([TF32_NOTES[self.tf32]] if self.tf32_ops else [])]
 
     # -- per-op derived ----------------------------------------------------
     @cached_property
@@ -119,8 +144,12 @@ class Analysis:
 
     @cached_property
     def bound(self) -> np.ndarray:
-        """'compute', 'memory' or 'interconnect' per op (ties go to compute)."""
+        """'compute', 'memory', 'interconnect' or 'latency' per op (ties go to compute): a collective whose
+        per-hop latency (steps x alpha) outweighs its bytes over the link is 'latency'."""
         memory_kind = np.where(self.level_index < 0, "interconnect", "memory")
+        if self.latency_time is not None:
+            lat = self.latency_time
+            memory_kind = np.where((self.level_index < 0) & (lat > self.memory_time - lat), "latency", memory_kind)
         return np.where((self.compute_time >= self.memory_time) & (self.compute_time > 0), "compute", memory_kind)
 
     @cached_property
@@ -204,7 +233,7 @@ class Analysis:
 
     def time_share_by_bound(self) -> dict[str, float]:
         out: dict[str, float] = {}
-        for b in ("memory", "compute", "interconnect"):
+        for b in ("memory", "compute", "interconnect", "latency"):
             t = float(self.total_op_time[self.bound == b].sum())
             if t > 0:
                 out[b] = t / self.total_time
@@ -256,6 +285,12 @@ class Analysis:
             text = f"compute-bound on {self.ceiling_label(i)} (AI {ai:.3g} >= ridge {ridge:.3g})"
         elif b == "interconnect":
             text = "interconnect-bound (device-to-device transfer)"
+        elif b == "latency":
+            from roofline.units import format_seconds
+
+            lat = float(self.latency_time[i]) if self.latency_time is not None else 0.0
+            text = (f"latency-bound (steps x per-hop latency: {format_seconds(lat)} of "
+                    f"{format_seconds(float(self.memory_time[i]))})")
         elif self.workload.columns["flops"][i] == 0:
             text = f"data movement only ({self.level_label(i)})"
         else:
@@ -281,7 +316,8 @@ class Analysis:
             "device": self.device.to_dict(),
             "workload": self.workload.to_dict(),
             "options": {"above_roof_tolerance": self.above_roof_tolerance if np.ndim(self.above_roof_tolerance) == 0
-                        else clean(self.above_roof_tolerance), "forecast": self.forecast is not None},
+                        else clean(self.above_roof_tolerance), "forecast": self.forecast is not None,
+                        "tf32": self.tf32},
             "totals": {"time": self.total_time, "flops": self.total_flops, "bytes": self.total_bytes,
                        "measured_seconds": None if math.isnan(self.total_measured_seconds) else self.total_measured_seconds,
                        "time_share_by_bound": self.time_share_by_bound()},
@@ -359,13 +395,18 @@ def _options_from_json(raw: Any, n: int, where: str) -> dict[str, Any]:
     if raw is None:
         return {}
     options = as_object(raw, "options", where)
-    unknown = [k for k in options if k not in ("above_roof_tolerance", "forecast")]
+    unknown = [k for k in options if k not in ("above_roof_tolerance", "forecast", "tf32")]
     if unknown:
-        raise RooflineError(f"options: unknown field {shown(unknown[0])}; known: above_roof_tolerance, forecast",
-                            where=where)
+        raise RooflineError(f"options: unknown field {shown(unknown[0])}; known: above_roof_tolerance, forecast, "
+                            "tf32", where=where)
     out: dict[str, Any] = {}
     if options.get("forecast") is not None:
         out["forecast"] = as_bool(options["forecast"], "options.forecast", where)
+    if options.get("tf32") is not None:
+        if options["tf32"] not in TF32_KINDS:
+            raise RooflineError(f"options.tf32: {shown(options['tf32'])} is not one of {', '.join(TF32_KINDS)}",
+                                where=where)
+        out["tf32"] = options["tf32"]
     tol = options.get("above_roof_tolerance")
     if tol is None:
         return out
@@ -381,7 +422,8 @@ def _options_from_json(raw: Any, n: int, where: str) -> dict[str, Any]:
 
 
 def analyze(workload: Workload, device: Device, *,
-            above_roof_tolerance: float | Sequence[float] | np.ndarray = 0.0, forecast: bool = False) -> Analysis:
+            above_roof_tolerance: float | Sequence[float] | np.ndarray = 0.0, forecast: bool = False,
+            tf32: str = "default") -> Analysis:
     """Place every op of ``workload`` under the roofs of ``device``.
 
     ``above_roof_tolerance``: a measured op is flagged above the roof when its
@@ -392,6 +434,10 @@ def analyze(workload: Workload, device: Device, *,
     Measured ops are judged cache-aware (see the module docs): efficiency and
     the above-roof flag use the roof of the fastest level whose capacity holds
     the op's working set; ``time`` and ``bound`` do not change.
+
+    ``tf32`` ('default', 'on', 'off'): on a GPU with a tf32 matrix roof, which fp32 matrix-unit ops run on
+    it (:data:`TF32_KINDS`; 'default' is PyTorch's: convolutions yes, matmuls no); an assumption line
+    (``analysis.assumptions``) states the rule whenever it decided an op.
 
     ``forecast=True`` adds ``analysis.forecast`` (:mod:`roofline.forecast`): a second time per
     op from achievable roofs, the device's calibration and its overhead floor.  The bound is
@@ -405,19 +451,14 @@ def analyze(workload: Workload, device: Device, *,
     """
     w = workload
     n = len(w)
-    ceilings, ceiling_index, fallbacks = _compute_roofs(w, device)
+    tf32_covered, tf32_mask = _tf32_ops(w, device, tf32)
+    ceilings, ceiling_index, fallbacks = _compute_roofs(w, device, tf32_mask)
     peak = np.asarray([c.flops for c in ceilings])[ceiling_index]
 
-    # memory roof per distinct level
     warnings: list[str] = []
-    levels, level_of_code, level_bw = _level_roofs(w, device, warnings)
-    level_index = level_of_code[w.columns["level"]]
-    bandwidth = level_bw[w.columns["level"]]
-
-    flops = w.columns["flops"]
-    nbytes = w.bytes
-    cache_time = _cache_time(w, device, levels, warnings)
-    compute_time, memory_time, time = roofline_times(flops, nbytes, peak, bandwidth, cache_time)
+    levels, level_index, bandwidth, cache_time, compute_time, memory_time, time, latency_time = _times(
+        w, device, peak, warnings)
+    flops, nbytes = w.columns["flops"], w.bytes
     judged_level_index, judged_time = _judge(w, device, levels, level_index, nbytes, peak, cache_time, time)
     tolerance = _tolerance_of(above_roof_tolerance, n)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -427,7 +468,8 @@ def analyze(workload: Workload, device: Device, *,
         warnings.append(f"device {device.name!r} lacks a ceiling; fell back {f}")
     a = Analysis(w, device, ceilings, ceiling_index, fallbacks, levels, level_index, peak, bandwidth,
                  intensity, compute_time, memory_time, time, time * w.columns["count"], judged_level_index,
-                 judged_time, tuple(warnings), tolerance)
+                 judged_time, tuple(warnings), tolerance, latency_time=latency_time, tf32=tf32,
+                 tf32_ops=tf32_covered)
     k = int(a.above_roof.sum()) if w.has_measurements else 0
     if k:
         a = replace(a, warnings=(*a.warnings, f"{k} measured op(s) {ABOVE_ROOF}"))
@@ -439,15 +481,56 @@ def analyze(workload: Workload, device: Device, *,
     return a
 
 
-def _compute_roofs(w: Workload, device: Device) -> tuple[list[ComputeCeiling], np.ndarray, list[str]]:
+def _times(w: Workload, device: Device, peak: np.ndarray, warnings: list[str]) -> tuple[Any, ...]:
+    """(levels, each op's level index, its bandwidth, its cache term or None, compute, memory and roofline time,
+    and the per-hop latency part of each collective's memory time or None): the roofline of every op, its
+    collectives timed by :func:`roofline.collectives.collective_times`."""
+    levels, level_of_code, level_bw = _level_roofs(w, device, warnings)  # memory roof per distinct level
+    level_index = level_of_code[w.columns["level"]]
+    bandwidth = level_bw[w.columns["level"]]
+    cache_time = _cache_time(w, device, levels, warnings)
+    compute_time, memory_time, time = roofline_times(w.columns["flops"], w.bytes, peak, bandwidth, cache_time)
+    latency_time = collective_times(w, device, level_index, memory_time, warnings)
+    if latency_time is not None:
+        time = np.maximum(compute_time, memory_time)
+    return levels, level_index, bandwidth, cache_time, compute_time, memory_time, time, latency_time
+
+
+def _tf32_ops(w: Workload, device: Device, tf32: str) -> tuple[int, np.ndarray | None]:
+    """(how many ops the TF32 rule decides: fp32 convolutions, matmuls and attention on the matrix unit of a
+    GPU with a tf32 matrix roof; the mask of those ``tf32`` puts on that roof, :data:`TF32_KINDS`, or None)."""
+    if tf32 not in TF32_KINDS:
+        from roofline.fileio import shown
+
+        raise RooflineError(f"tf32: {shown(tf32)} is not one of {', '.join(TF32_KINDS)}")
+    t = w.tables
+    if device.kind != "gpu" or device.ceiling("matrix", "tf32") is None or "fp32" not in t["precision"] \
+            or "matrix" not in t["unit"]:
+        return 0, None
+    fp32 = (w.columns["precision"] == t["precision"].index("fp32")) & (w.columns["unit"] == t["unit"].index("matrix"))
+    covered = fp32 & np.isin(w.columns["kind"], [t["kind"].index(k) for k in TF32_KINDS["on"] if k in t["kind"]])
+    promoted = covered & np.isin(w.columns["kind"], [t["kind"].index(k) for k in TF32_KINDS[tf32] if k in t["kind"]])
+    return int(covered.sum()), promoted if promoted.any() else None
+
+
+_TF32_CODE = 999  # a precision code no table reaches (there are 8 precisions): 'fp32 op on the tf32 roof'
+
+
+def _compute_roofs(w: Workload, device: Device,
+                   tf32_mask: np.ndarray | None = None) -> tuple[list[ComputeCeiling], np.ndarray, list[str]]:
     """(the compute roof of each distinct (unit, precision) pair, each op's index into them, each pair's
-    fallback: '' when the device has the roof asked for)."""
-    pair_codes = w.columns["unit"].astype(np.int64) * 1000 + w.columns["precision"]
+    fallback: '' when the device has the roof asked for).  Ops in ``tf32_mask`` (fp32 ops the TF32 rule puts
+    on the tf32 matrix roof, :func:`_tf32_ops`) ask for tf32."""
+    precision_codes = w.columns["precision"].astype(np.int64)
+    if tf32_mask is not None and tf32_mask.any():
+        precision_codes = np.where(tf32_mask, _TF32_CODE, precision_codes)
+    pair_codes = w.columns["unit"].astype(np.int64) * 1000 + precision_codes
     pairs, inverse = np.unique(pair_codes, return_inverse=True)
     ceilings: list[ComputeCeiling] = []
     fallbacks: list[str] = []
     for code in pairs:
-        unit, precision = w.tables["unit"][code // 1000], w.tables["precision"][code % 1000]
+        unit = w.tables["unit"][code // 1000]
+        precision = "tf32" if code % 1000 == _TF32_CODE else w.tables["precision"][code % 1000]
         choice = device.choose_compute(unit, precision)
         ceilings.append(choice.ceiling)
         fallbacks.append(choice.fallback)

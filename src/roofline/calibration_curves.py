@@ -119,6 +119,25 @@ class TabulatedCurve:
                    as_str(d.get("precision") or "", f"{f}.precision", where), relative)
 
 
+def streaming_efficiency(size: np.ndarray | float, fixed_seconds: float, bandwidth: float, roof: float) -> np.ndarray:
+    """Fraction of the bandwidth ``roof`` (bytes/s) that a streaming kernel moving ``size`` bytes reaches when it
+    takes ``fixed_seconds + size / bandwidth`` beyond the per-kernel overhead floor: the latency-bandwidth model
+    ``T(V) = a + V / b`` that RRZE-HPC's gpu-small-kernels benchmark fits to repeated STREAM-scale kernels, with
+    ``fixed_seconds = a - floor`` (the floor is the forecast's overhead term, counted apart)::
+
+        efficiency(V) = (V / roof) / (fixed_seconds + V / bandwidth)
+
+    The shipped cited ``memory`` tables of the catalog GPUs are this formula at sizes 2^16..2^30 bytes.
+
+    >>> round(float(streaming_efficiency(1e9, 0.0, 1.0e12, 2.0e12)), 3)   # no fixed cost: b / roof
+    0.5
+    >>> round(float(streaming_efficiency(2e6, 1e-6, 2.0e12, 2.0e12)), 3)  # 1 us of 2 us: half the roof
+    0.5
+    """
+    v = np.asarray(size, dtype=float)
+    return (v / roof) / (fixed_seconds + v / bandwidth)
+
+
 def _number(v: Any, f: str, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
         raise RooflineError(f"{f} must be a finite number, got {shown(v)}", where=where)

@@ -152,21 +152,32 @@ class ComputeCeiling:
 
 @dataclass(frozen=True)
 class MemoryCeiling:
-    """A memory roof: ``bandwidth`` B/s from ``level``, holding ``capacity`` B."""
+    """A memory roof: ``bandwidth`` B/s from ``level``, holding ``capacity`` B.
+
+    ``capacity`` is the total the device reports (``nvidia-smi``'s ``memory.total``: an 80 GB H100 shows
+    81559 MiB); ``reserve`` the bytes of it a process cannot have (the CUDA context, the driver's own),
+    so what a workload may hold is ``capacity - reserve`` (:attr:`roofline.device.Device.memory_capacity`).
+    """
 
     level: str
     bandwidth: float
     capacity: float | None = None
     provenance: Provenance = field(default_factory=Provenance)
+    reserve: float = 0.0  # bytes of ``capacity`` held back per device (CUDA context); its reason in the provenance
 
 
 @dataclass(frozen=True)
 class Interconnect:
-    """Device-to-device link; ``bandwidth`` B/s per direction."""
+    """Device-to-device link; ``bandwidth`` B/s per direction, ``latency`` seconds per hop (the alpha of
+    :mod:`roofline.collectives`: a ring all-reduce over n devices pays 2(n-1) of them), and whether its
+    switch reduces in the network (NVLink SHARP / NVLS: an all-reduce in two hops).  The link of a node:
+    what ``--device h100 --tp 8`` times its collectives on."""
 
     name: str
     bandwidth: float
     provenance: Provenance = field(default_factory=Provenance)
+    latency: float = 0.0
+    in_switch_reduction: bool = False
 
 
 #: Per-op overhead floors a device may carry: framework dispatch of a tiny op (CPU) and kernel launch (GPU).

@@ -40,13 +40,29 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from roofline.ceilings import Interconnect
 from roofline.costs import BUS_FACTORS
+from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.system import NetworkTier, System
+from roofline.workload import Workload
 
 #: Collectives this model times (torch.distributed's spellings as the profiler records them map onto these).
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv", "broadcast")
 ALGORITHMS = ("ring", "tree")
+#: torch.distributed's collective names (:data:`roofline.costs.BUS_FACTORS`' keys, as op names end) -> the
+#: collective this model times; a name not here (gather, scatter, reduce) is timed as a broadcast.
+CANONICAL = {
+    **dict.fromkeys(("allreduce", "all_reduce", "allreduce_coalesced", "all_reduce_coalesced"), "all_reduce"),
+    **dict.fromkeys(("allgather", "all_gather", "_allgather_base", "allgather_into_tensor_coalesced",
+                     "all_gather_into_tensor"), "all_gather"),
+    **dict.fromkeys(("reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
+                     "reduce_scatter_tensor_coalesced"), "reduce_scatter"),
+    **dict.fromkeys(("alltoall", "all_to_all", "alltoall_base", "all_to_all_single"), "all_to_all"),
+    **dict.fromkeys(("send", "recv", "recvAnySource", "send_recv"), "send_recv"),
+}
 
 
 @dataclass(frozen=True)
@@ -168,6 +184,39 @@ def _torus_dims(dims: tuple[int, ...], ranks: int) -> list[int]:
     return out
 
 
+def canonical(name: str) -> str:
+    """The collective an op named ``name`` runs: its last dotted part (``layers.attn.all_reduce``,
+    ``nccl:all_reduce``) through :data:`CANONICAL`; anything else is timed as a broadcast (one hop, the
+    message once)."""
+    tail = name.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
+    return CANONICAL.get(tail, "broadcast")
+
+
+def link_tier(link: Interconnect) -> NetworkTier:
+    """A device's interconnect as the node tier it stands for (a switch: every device one hop from every
+    other, at the link's bandwidth per direction, its per-hop latency, its in-switch reduction)."""
+    return NetworkTier(link.name or "interconnect", "node", link.bandwidth, link.latency, "switch",
+                       in_switch_reduction=link.in_switch_reduction, provenance=link.provenance)
+
+
+def on_link(collective: str, link_bytes: float, ranks: int, link: Interconnect) -> Part:
+    """One collective of an op of the per-op view (:func:`roofline.analysis.analyze`) over ``ranks`` devices
+    joined by ``link``: ``link_bytes`` are the op's bytes, the message x its bus factor (what
+    :func:`roofline.costs.collective` and the LLM model count), so the message is ``link_bytes / factor``.
+    The same :func:`on_tier` the planner's :func:`cost` uses: steps x latency + bus bytes / bandwidth.
+
+    >>> from roofline.ceilings import Interconnect
+    >>> p = on_link("all_reduce", 2 * 7 / 8 * 8192, 8, Interconnect("NVLink", 300e9, latency=0.6e-6))
+    >>> p.steps, round(p.latency * 1e6, 2), round(p.transfer * 1e9, 1)   # 2(8-1) hops x 0.6 us; 14336 B / 300 GB/s
+    (14, 8.4, 47.8)
+    """
+    if ranks <= 1:
+        return Part(collective, "node", ranks, 0, 0.0, link_bytes, link_bytes / link.bandwidth)
+    factor = _factor(collective, ranks)
+    message = link_bytes / factor if factor > 0 else link_bytes
+    return on_tier(collective, message, ranks, link_tier(link), ranks)
+
+
 def cost(collective: str, message_bytes: float, system: System, *, ranks: int, per_node: int | None = None,
          algorithm: str = "ring") -> CollectiveCost:
     """One collective over a group of ``ranks`` devices, ``per_node`` of them in each node (default: as many
@@ -213,4 +262,43 @@ def cost(collective: str, message_bytes: float, system: System, *, ranks: int, p
     return CollectiveCost(collective, message_bytes, ranks, parts)
 
 
-__all__ = ["ALGORITHMS", "COLLECTIVES", "CollectiveCost", "Part", "cost", "on_tier", "steps"]
+def collective_group(w: Workload) -> int | None:
+    """How many devices a workload's collectives run over: the LLM run's tp, else ``info["collective_ranks"]``
+    (a whole number >= 1); None when neither says."""
+    if w.llm is not None:
+        return int(w.llm.tp)
+    ranks = w.info.get("collective_ranks")
+    return int(ranks) if isinstance(ranks, (int, float)) and not isinstance(ranks, bool) and ranks >= 1 else None
+
+
+def collective_times(w: Workload, device: Device, level_index: np.ndarray, memory_time: np.ndarray,
+                      warnings: list[str]) -> np.ndarray | None:
+    """Each collective op of the per-op view (:func:`roofline.analysis.analyze`) timed as :func:`on_link` times it (steps x per-hop
+    latency + bus bytes / bandwidth, the planner's formula): its memory time set in place, its latency part
+    returned (None when no op pays one: no collective, no link latency, or no known group size)."""
+    link = device.interconnect
+    kinds = w.tables["kind"]
+    if link is None or link.latency <= 0 or "collective" not in kinds:
+        return None
+    on = np.flatnonzero((w.columns["kind"] == kinds.index("collective")) & (level_index < 0))
+    if not len(on):
+        return None
+    ranks = collective_group(w)
+    if ranks is None:
+        warnings.append(f"{len(on)} collective op(s): the group size is unknown (no LLM tp, no "
+                        "info['collective_ranks']), so their bound is bytes / bandwidth without per-hop latency")
+        return None
+    latency = np.zeros(len(memory_time))
+    names, nbytes = w.columns["name"][on], w.bytes[on]
+    seen: dict[tuple[int, float], tuple[float, float]] = {}
+    for i, code, b in zip(on.tolist(), names.tolist(), nbytes.tolist(), strict=True):
+        got = seen.get((code, b))
+        if got is None:
+            part = on_link(canonical(w.tables["name"][code]), b, ranks, link)
+            got = seen[(code, b)] = (part.latency, part.time)
+        latency[i], memory_time[i] = got
+    return latency
+
+
+__all__ = ["ALGORITHMS", "CANONICAL", "COLLECTIVES", "CollectiveCost", "Part", "canonical", "collective_group",
+           "collective_times", "cost", "link_tier", "on_link", "on_tier", "steps"]

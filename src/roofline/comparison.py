@@ -113,21 +113,25 @@ def at_precision(workload: Workload, precision: str) -> Workload:
 
 
 def memory_fit(workload: Workload, device: Device) -> str:
-    """LLMs: 'fits (16.6 of 80 GB)' or 'DOES NOT FIT (141.2 > 80 GB)' per device; '' otherwise.
+    """LLMs: 'fits (15.5 of 79.15 GiB)' or 'DOES NOT FIT (131.5 > 79.15 GiB)' per device; '' otherwise.
+    The capacity is :attr:`Device.memory_capacity <roofline.device.Device.memory_capacity>` (the reported
+    total less the reserve), in GiB as ``nvidia-smi`` counts.
 
     A ranking by roofline time alone would put a model that cannot be loaded first."""
+    from roofline.units import format_gib
+
     spec = workload.llm
-    cap = device.main_memory.capacity
+    cap = device.memory_capacity
     if spec is None or not cap:
         return ""
     need = footprint(spec).total
     if need <= cap:
-        return f"fits ({need / 1e9:.1f} of {cap / 1e9:.0f} GB)"
-    return f"DOES NOT FIT ({need / 1e9:.1f} > {cap / 1e9:.0f} GB)"
+        return f"fits ({need / 2**30:.1f} of {format_gib(cap)})"
+    return f"DOES NOT FIT ({need / 2**30:.1f} > {format_gib(cap)})"
 
 
 def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[str] = ("as given",), *,
-            forecast: bool = False) -> list[CompareRow]:
+            forecast: bool = False, tf32: str = "default") -> list[CompareRow]:
     """Every (device, precision) analysed, fastest first, each with its binding roof.
 
     A precision the device has no roof for is run at its fallback, and the row says so (:func:`runs_as`).
@@ -146,7 +150,7 @@ def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[
     for prec in precisions:
         w = workload if prec == "as given" else at_precision(workload, prec)
         for d in devices:
-            a = analyze(w, d, forecast=forecast)
+            a = analyze(w, d, forecast=forecast, tf32=tf32)
             tps = tokens(w) / a.total_time if w.llm is not None and a.total_time > 0 else math.nan
             rows.append(CompareRow(d.name, prec, a.total_time, tps, binding_roof(a).describe(), a, memory_fit(w, d),
                                    runs_as(a, prec)))

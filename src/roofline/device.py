@@ -224,6 +224,19 @@ class Device:
                 return m
         return max(self.memory, key=lambda m: (m.capacity or 0.0, -m.bandwidth))
 
+    @property
+    def memory_capacity(self) -> float | None:
+        """Bytes a workload may hold on one device: main memory's reported total less its stated reserve
+        (:class:`~roofline.ceilings.MemoryCeiling`); None when the device states no capacity.  The one figure
+        every fit (``llm``, ``compare``, ``plan``, advice) is checked against.
+
+        >>> from roofline.catalog import get_device
+        >>> round(get_device("h100").memory_capacity / 2**30, 2)  # (81559 - 512) MiB / 1024
+        79.15
+        """
+        m = self.main_memory
+        return None if m.capacity is None else m.capacity - m.reserve
+
     def judging_caches(self) -> list[MemoryCeiling]:
         """Levels a working set may be judged at instead of main memory, slowest first.
 

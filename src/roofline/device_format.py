@@ -4,8 +4,8 @@ A device object::
 
     {"schema": "roofline.device/3", "name": ..., "vendor": ..., "kind": "gpu", "aliases": [...],
      "compute": [{"unit", "precision", "flops", "provenance"}, ...],
-     "memory": [{"level", "bandwidth", "capacity", "provenance"}, ...],
-     "interconnect": {"name", "bandwidth", "provenance"} or null,
+     "memory": [{"level", "bandwidth", "capacity", "reserve", "provenance"}, ...],
+     "interconnect": {"name", "bandwidth", "latency", "in_switch_reduction", "provenance"} or null,
      "achievable": {"compute": [...], "memory": [...]}, "overhead": [{"framework", "seconds", "provenance"}],
      "metadata": {...}, "bench": {...} (:mod:`roofline.bench_facts`), "calibration": {...}}
 
@@ -29,6 +29,7 @@ from roofline.bench_facts import BenchFacts
 from roofline.ceilings import ComputeCeiling, Interconnect, MemoryCeiling, OverheadFloor, Provenance, check_positive
 from roofline.errors import RooflineError
 from roofline.fileio import (
+    as_bool,
     as_number,
     as_object,
     as_objects,
@@ -117,10 +118,11 @@ def _memory(raw: Any, name: str, where: str, sources: Sources | None, *, capacit
         f = f"{name}[{i}]"
         need_fields(m, ("level", "bandwidth"), f, where)
         cap = m.get("capacity") if capacity else None
+        size = None if cap is None else quantity(cap, "bytes", f"{f}.capacity", where)
+        reserve = _reserve(m.get("reserve") if capacity else None, size, f, where)
         out.append(MemoryCeiling(as_str(m["level"], f"{f}.level", where),
                                  quantity(m["bandwidth"], "bandwidth", f"{f}.bandwidth", where),
-                                 None if cap is None else quantity(cap, "bytes", f"{f}.capacity", where),
-                                 _provenance(m.get("provenance"), f, where, sources)))
+                                 size, _provenance(m.get("provenance"), f, where, sources), reserve))
     return tuple(out)
 
 
@@ -131,7 +133,38 @@ def _interconnect(ic: Any, where: str, sources: Sources | None) -> Interconnect 
     need_fields(ic, ("bandwidth",), "interconnect", where)
     return Interconnect(as_str(optional(ic, "name", ""), "interconnect.name", where),
                         quantity(ic["bandwidth"], "bandwidth", "interconnect.bandwidth", where),
-                        _provenance(ic.get("provenance"), "interconnect", where, sources))
+                        _provenance(ic.get("provenance"), "interconnect", where, sources),
+                        _seconds(optional(ic, "latency", 0.0), "interconnect.latency", where),
+                        as_bool(optional(ic, "in_switch_reduction", False), "interconnect.in_switch_reduction", where))
+
+
+def _seconds(raw: Any, field_name: str, where: str) -> float:
+    """A latency from a file ('0.6 us' or seconds): finite, from 0 to 1 s."""
+    import math
+
+    try:
+        value = parse_quantity(raw, "seconds", field=field_name)
+    except RooflineError as exc:
+        raise RooflineError(str(exc), where=where) from None
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        raise RooflineError(f"{field_name} must be a time from 0 to 1 s, got {shown(raw)}", where=where)
+    return value
+
+
+def _reserve(raw: Any, capacity: float | None, f: str, where: str) -> float:
+    """The bytes of a level's capacity held back per device: 0 to below the capacity (needs one)."""
+    if raw is None:
+        return 0.0
+    if capacity is None:
+        raise RooflineError(f"{f}.reserve: a reserve needs a capacity to come out of", where=where)
+    try:
+        value = parse_quantity(raw, "bytes", field=f"{f}.reserve")
+    except RooflineError as exc:
+        raise RooflineError(str(exc), where=where) from None
+    if not 0 <= value < capacity:
+        raise RooflineError(f"{f}.reserve must be from 0 to below the capacity ({capacity:.6g} B), got {shown(raw)}",
+                            where=where)
+    return value
 
 
 def _overhead(raw: Any, where: str, sources: Sources | None) -> tuple[OverheadFloor, ...]:
@@ -171,10 +204,12 @@ def to_dict(device: Device) -> dict[str, Any]:
                        "provenance": c.provenance.to_dict()} for c in device.compute]
     out["memory"] = [{"level": m.level, "bandwidth": float(m.bandwidth),
                       "capacity": None if m.capacity is None else float(m.capacity),
+                      **({"reserve": float(m.reserve)} if m.reserve else {}),
                       "provenance": m.provenance.to_dict()} for m in device.memory]
-    out["interconnect"] = None if device.interconnect is None else {
-        "name": device.interconnect.name, "bandwidth": float(device.interconnect.bandwidth),
-        "provenance": device.interconnect.provenance.to_dict()}
+    ic = device.interconnect
+    out["interconnect"] = None if ic is None else {
+        "name": ic.name, "bandwidth": float(ic.bandwidth), "latency": float(ic.latency),
+        **({"in_switch_reduction": True} if ic.in_switch_reduction else {}), "provenance": ic.provenance.to_dict()}
     if device.achievable_compute or device.achievable_memory:
         out["achievable"] = {
             "compute": [{"unit": c.unit, "precision": c.precision, "flops": float(c.flops),

@@ -21,7 +21,11 @@ Per op (one run)::
   (``roofline calibrate``) over the cited one shipped with a catalog device
   (:mod:`roofline.catalog.calibrations`, published kernel-level figures, every point cited), the
   curve of the op's kind and term (a user's curve first, then a cited one, then the user's pooled
-  curve); 1 without one.  The forecast's notes name each curve's source;
+  curve); 1 without one.  A cited curve may be for one precision: weight-only quantized matmuls look theirs
+  up as ``int8-weights`` / ``int4-weights`` (:func:`curve_precisions`: the dequantizing GEMV's cost).  The
+  catalog GPUs' cited ``memory`` tables of matmul and attention are DRAM-streaming kernels' ``a + V/b``
+  (per-kernel fixed time beyond the floor, then bandwidth); activation-sized ops (norms, elementwise) have none
+  and run at the achievable bandwidth.  The forecast's notes name each curve's source;
 - *overhead* is the device's overhead floor for the framework running the ops
   (``torch-eager``/``numpy`` on CPUs, ``cuda-launch``/``cuda-graph`` on GPUs); 0 without one.
 
@@ -157,13 +161,42 @@ def _sizes(w: Any, term: np.ndarray, axis: str) -> np.ndarray:
     return np.where(term == "compute", w.columns["flops"], w.bytes)
 
 
+#: Weight-only quantized matmuls (16-bit activations, fewer bits per stored weight, scales included) look their curves
+#: up under these precision keys, most bits first: the kernel dequantizes each weight as it streams it, which cited
+#: GEMV measurements show costs bandwidth (the ``matmul (memory, int8-weights)`` tables of the shipped calibrations).
+WEIGHT_ONLY_KEYS = (("int8-weights", 10.0), ("int4-weights", 6.0))
+
+
+def curve_precisions(w: Any) -> np.ndarray:
+    """The precision each op's efficiency curve is looked up by: the op's own, except for a ``matmul`` with bf16/fp16
+    activations whose weights take at most 10 (or 6) bits per element (``8 x weight_bytes / (n x k)``): then
+    ``int8-weights`` (``int4-weights``).
+
+    >>> from roofline import Op, Workload
+    >>> w = Workload.from_ops([Op("q", kind="matmul", flops=2 * 64 * 64, bytes_read=64 * 64, weight_bytes=64 * 64,
+    ...                           precision="bf16", m=1, n=64, k=64, batch=1)])
+    >>> str(curve_precisions(w)[0])   # 1 byte per weight
+    'int8-weights'
+    """
+    c = w.columns
+    prec = np.asarray(w.column("precision")).astype(object)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bits = 8.0 * np.asarray(c["weight_bytes"], dtype=float) / (np.asarray(c["n"], dtype=float) * c["k"])
+    weight_only = ((w.column("kind") == "matmul") & np.isin(prec, ("bf16", "fp16")) & np.isfinite(bits)
+                   & (bits > 0))
+    out = prec.copy()
+    for key, most in WEIGHT_ONLY_KEYS:  # fewest bits last, so each op ends with its tightest class
+        out[weight_only & (bits <= most)] = key
+    return out.astype(str)
+
+
 def _efficiencies(a: Analysis, cal: Calibration, term: np.ndarray, roof: np.ndarray, peak_scale: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(efficiency, outside, notes) per op from ``cal``'s curves, one pass per (kind, term, precision)."""
     w = a.workload
     n = len(w)
     efficiency, outside = np.ones(n), np.zeros(n, dtype=bool)
-    kinds, precs = w.column("kind"), w.column("precision")
+    kinds, precs = w.column("kind"), curve_precisions(w)
     pooled: set[str] = set()
     missing: set[str] = set()
     used: dict[str, str] = {}

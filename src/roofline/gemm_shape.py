@@ -11,15 +11,17 @@ follow from the shape alone:
 * **wave quantization**: ``ceil(tiles / SMs)`` waves run, the last one possibly part-empty.
 
 The guide names the tile sizes cuBLAS picks from, most to least efficient: 256x128 and 128x256, 128x128,
-256x64 and 64x256, 128x64 and 64x128, 64x64 (:data:`TILES`).  A larger tile re-uses each operand element it
-loads over more outputs; this module scores that reuse from first principles, as the tile's output elements
-per operand element loaded per k step, ``Tm*Tn / (Tm + Tn)``, relative to the most efficient tile's
-(:func:`tile_reuse`).  The fraction of the matrix roof a shape can use is then, for the best tile
-(:func:`quantization`)::
+256x64 and 64x256, 128x64 and 64x128, 64x64 (:data:`TILES`).  The fraction of the matrix roof a shape can use
+is then, for the best tile (:func:`quantization`)::
 
     useful   = batch * m * n                                   (output elements wanted)
     computed = waves * SMs * Tm * Tn                           (tile slots the waves occupy)
-    q(tile)  = useful / computed * reuse(tile)                 q = max over the guide's tiles
+    q(tile)  = useful / computed                               q = max over the guide's tiles (ties: the larger tile)
+
+The guide says larger tiles re-use each operand element over more outputs and so run more efficiently, but gives
+no figure for it; no factor for it is applied here (an earlier version scored it as ``Tm*Tn / (Tm + Tn)``
+relative to 256x128, an uncited choice): what a small tile loses below the roof belongs to the cited
+efficiency curves.
 
 ``q`` scales the achievable compute roof before any efficiency curve; it is 1 for a GEMM whose sides are
 multiples of 256 x 128 filling whole waves.  Attention (FlashAttention-style kernels) splits the queries
@@ -56,16 +58,6 @@ ATTENTION_BLOCK = 128
 SKINNY = 64
 
 
-def tile_reuse(tile: tuple[int, int]) -> float:
-    """Operand reuse of a ``Tm x Tn`` tile, ``Tm*Tn / (Tm + Tn)``, relative to the guide's most efficient tile.
-
-    >>> tile_reuse((256, 128)), tile_reuse((128, 128)), tile_reuse((64, 64))   # 85.3, 64, 32 of 85.3
-    (1.0, 0.75, 0.375)
-    """
-    best = TILES[0]
-    return (tile[0] * tile[1] / (tile[0] + tile[1])) / (best[0] * best[1] / (best[0] + best[1]))
-
-
 def waves(tiles: np.ndarray, sms: int) -> np.ndarray:
     """Waves of ``sms`` tiles each that ``tiles`` tiles take (the last one possibly part-empty)."""
     return np.ceil(np.asarray(tiles, dtype=float) / sms)
@@ -88,8 +80,8 @@ def quantization(m: np.ndarray, n: np.ndarray, batch: np.ndarray, sms: int) -> t
         tiles = batch * np.ceil(m / tm) * np.ceil(n / tn)
         computed = waves(tiles, sms) * sms * tm * tn
         with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.where(computed > 0, useful / computed, 0.0) * tile_reuse((tm, tn))
-        better = q > best + 1e-12  # ties keep the earlier (more efficient) tile
+            q = np.where(computed > 0, useful / computed, 0.0)
+        better = q > best + 1e-12  # ties keep the earlier (larger, more efficient) tile
         best = np.where(better, q, best)
         which = np.where(better, i, which)
     return np.where(useful > 0, best, 1.0), which

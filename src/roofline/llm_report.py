@@ -95,9 +95,10 @@ def _findings(spec: LLMSpec, device: str, fp: Footprint, mb: int | None, rb: int
     the interconnect's share, which side of the ridge batch the decode GEMMs are."""
     findings = []
     if fp.fits is False and fp.capacity is not None:
-        findings.append(f"does not fit: needs {fp.total / 1e9:.2f} GB per device (weights {fp.weights / 1e9:.2f} + "
-                        f"KV cache {fp.kv_cache / 1e9:.2f} + activations {fp.activations / 1e9:.2f}) but "
-                        f"{device} has {fp.capacity / 1e9:.1f} GB" + ("" if mb else "; no batch fits"))
+        g = 2**30  # GiB, as the capacity (Device.memory_capacity) is printed
+        findings.append(f"does not fit: needs {fp.total / g:.2f} GiB per device (weights {fp.weights / g:.2f} + "
+                        f"KV cache {fp.kv_cache / g:.2f} + activations {fp.activations / g:.2f}) but "
+                        f"{device} has {fp.capacity / g:.2f} GiB" + ("" if mb else "; no batch fits"))
     if mb and spec.batch > mb:
         findings.append(f"batch {spec.batch} exceeds the largest batch that fits ({mb})")
     if link > 0 and total_time > 0:

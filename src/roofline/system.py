@@ -216,7 +216,7 @@ class System:
         t = self.tier(scope)
         return replace(self.device, interconnect=Interconnect(f"{t.name} ({scope} tier of {self.name})",
                                                               t.per_device_bandwidth(self.devices_per_node),
-                                                              t.provenance))
+                                                              t.provenance, t.latency, t.in_switch_reduction))
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SYSTEM_SCHEMA, "name": self.name, "device": self.device.to_dict(),

@@ -166,6 +166,16 @@ def format_bytes(value: float, digits: int = 4) -> str:
     return _si(value, "B", digits)
 
 
+def format_gib(value: float, digits: int = 4) -> str:
+    """Binary bytes, how memory capacities are printed (what ``nvidia-smi`` counts in: MiB):
+    85520809984 -> '79.65 GiB'.
+
+    >>> format_gib(81559 * 2**20), format_gib((81559 - 512) * 2**20)
+    ('79.65 GiB', '79.15 GiB')
+    """
+    return f"{value / 2**30:.{digits}g} GiB"
+
+
 def format_seconds(value: float, digits: int = 3) -> str:
     """1.5e-3 -> '1.5 ms'; past 100 s in minutes, past an hour in hours and minutes.
 

@@ -23,10 +23,11 @@ from roofline.commands import (
     plan,
     plot,
     report,
+    serve,
     torch,
     trace,
 )
 
 #: every subcommand module, in ``roofline --help`` order
-COMMANDS: tuple[ModuleType, ...] = (demo, devices, device, plot, analyze, llm, plan, torch, hf, onnx, trace, ops,
+COMMANDS: tuple[ModuleType, ...] = (demo, devices, device, plot, analyze, llm, plan, serve, torch, hf, onnx, trace, ops,
                                     bench, calibrate, compare, report)

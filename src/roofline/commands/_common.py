@@ -46,6 +46,15 @@ def add_output_options(p: argparse.ArgumentParser, group_by: tuple[str, ...] = (
         p.add_argument("--depth", type=int, default=None, metavar="N", help="with --group-by module: module path depth")
 
 
+def add_tf32_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--tf32 on|off|default``: which fp32 matrix-unit ops a GPU with TF32 runs on its tf32 roof
+    (:data:`roofline.analysis.TF32_KINDS`)."""
+    p.add_argument("--tf32", choices=("default", "on", "off"), default="default",
+                   help="fp32 convolutions/matmuls on a GPU with TF32: default = PyTorch's (convolutions on the "
+                        "tf32 roof, cudnn.allow_tf32=True; matmuls on fp32, cuda.matmul.allow_tf32=False), "
+                        "on = both on tf32, off = both on fp32")
+
+
 def llm_phase_default() -> str:
     """The LLM phase a command runs when ``--phase`` is not given: the library's own default
     (:class:`roofline.llm.spec.LLMSpec`), so ``llm`` and ``compare`` cannot drift apart."""

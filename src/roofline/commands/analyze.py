@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_output_options, check_outputs, emit
+from roofline.commands._common import (
+    EXAMPLE_HELP,
+    add_device_option,
+    add_output_options,
+    add_tf32_option,
+    check_outputs,
+    emit,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("workload", help="workload file: .json (roofline.workload/3; /1 and /2 load too) or .csv")
     add_device_option(p)
     add_output_options(p, group_by=("module", "type", "kind", "name"))
+    add_tf32_option(p)
     p.set_defaults(func=run)
 
 
@@ -28,5 +36,5 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args)
     workload = Workload.load(args.workload)
     device = resolve(args.device)
-    emit(analyze(workload, device), args, title=f"{workload.title} on {device.name}")
+    emit(analyze(workload, device, tf32=args.tf32), args, title=f"{workload.title} on {device.name}")
     return 0

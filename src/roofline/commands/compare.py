@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline.commands._common import EXAMPLE_HELP, add_phase_option
+from roofline.commands._common import EXAMPLE_HELP, add_phase_option, add_tf32_option
 from roofline.comparison import CompareRow, compare, ranked_by
 from roofline.errors import RooflineError
 
@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     llm.add_argument("--context", type=int, default=None, metavar="TOKENS",
                      help="decode: tokens attended to, KV cache length (default: --prompt)")
     llm.add_argument("--gen", type=int, default=None, metavar="TOKENS", help="decode steps for generate (default 256)")
+    llm.add_argument("--tp", type=int, default=1, metavar="N",
+                     help="tensor-parallel devices (per-device figures; collectives on each device's interconnect)")
+    add_tf32_option(p)
     p.add_argument("--forecast", action="store_true",
                    help="also forecast each device's real time beside its bound (achievable roofs, overhead floor, "
                         "calibration) and rank by the forecast")
@@ -76,7 +79,8 @@ def load_workload(spec: str, args: argparse.Namespace) -> Workload:
         return Workload.from_dict(data, where=spec)
     from roofline.frontends.llm import from_llm
 
-    return from_llm(spec, phase=args.phase, batch=args.batch, prompt=args.prompt, context=args.context, gen=args.gen)
+    return from_llm(spec, phase=args.phase, batch=args.batch, prompt=args.prompt, context=args.context, gen=args.gen,
+                    tp=args.tp)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     devices = [resolve_device(n) for n in names]
     precisions = [p.strip().lower() for p in args.precision.split(",")] if args.precision else ["as given"]
     workload = load_workload(args.workload, args)
-    rows = compare(workload, devices, precisions, forecast=args.forecast)
+    rows = compare(workload, devices, precisions, forecast=args.forecast, tf32=args.tf32)
     lines = _table_lines(workload, rows, args.forecast)
     # every output rendered first, then all written together: a failure leaves no file half-made
     outputs = _outputs(args, workload, rows)

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from roofline.bench.resolve import resolve_device
-    from roofline.units import format_bandwidth, format_bytes, format_flops
+    from roofline.units import format_bandwidth, format_flops, format_gib, format_seconds
 
     if args.output:
         from roofline.render import check_chart_path
@@ -51,12 +51,16 @@ def run(args: argparse.Namespace) -> int:
     for col in ("level", "bandwidth", "capacity", "source"):
         t.add_column(col, overflow="fold")
     for m in d.memory:
-        t.add_row(for_terminal(m.level), format_bandwidth(m.bandwidth), format_bytes(m.capacity) if m.capacity else "-",
+        cap = (format_gib(m.capacity) + (f" less {format_gib(m.reserve)} reserve" if m.reserve else "")
+               if m.capacity else "-")
+        t.add_row(for_terminal(m.level), format_bandwidth(m.bandwidth), cap,
                   for_terminal(m.provenance.describe()))
     con.print(t)
     if d.interconnect:
         ic = d.interconnect
-        con.print(f"interconnect: {display(ic.name)} {format_bandwidth(ic.bandwidth)} per direction — "
+        hop = f", {format_seconds(ic.latency)} per hop" if ic.latency else ""
+        nvls = ", in-switch reduction" if ic.in_switch_reduction else ""
+        con.print(f"interconnect: {display(ic.name)} {format_bandwidth(ic.bandwidth)} per direction{hop}{nvls} — "
                   f"{display(ic.provenance.describe())}", markup=False)
     for k, v in d.metadata.items():
         con.print(display(f"{k}: {v}", 2000), markup=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from roofline.commands._common import EXAMPLE_HELP
 
@@ -21,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from roofline.catalog import devices
-    from roofline.units import format_bandwidth, format_bytes, format_flops
+    from roofline.units import format_bandwidth, format_flops
 
     devs = devices()
     if args.json:
@@ -35,7 +36,15 @@ def run(args: argparse.Namespace) -> int:
         top = max(d.compute, key=lambda c: c.flops)
         mm = d.main_memory
         t.add_row(d.name, d.kind, ", ".join(d.aliases[:3]), f"{format_flops(top.flops)} {top.precision}",
-                  f"{mm.level} {format_bandwidth(mm.bandwidth)}", format_bytes(mm.capacity) if mm.capacity else "-",
+                  f"{mm.level} {format_bandwidth(mm.bandwidth)}", _capacity(d),
                   f"{top.flops / mm.bandwidth:.3g} FLOP/B")
     Console(width=180).print(t)
     return 0
+
+
+def _capacity(d: Any) -> str:
+    """What a workload may hold (Device.memory_capacity), in GiB as nvidia-smi counts; '-' when not stated."""
+    from roofline.units import format_gib
+
+    cap = d.memory_capacity
+    return "-" if cap is None else format_gib(cap)

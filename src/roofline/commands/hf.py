@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_output_options, check_outputs, emit, resolve
+from roofline.commands._common import (
+    EXAMPLE_HELP,
+    add_device_option,
+    add_output_options,
+    add_tf32_option,
+    check_outputs,
+    emit,
+    resolve,
+)
 
 EPILOG = """\
 examples:
@@ -32,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", default="bf16", help="bf16 (default), fp16 or fp32")
     add_device_option(p)
     add_output_options(p, group_by=("module", "type", "kind"))
+    add_tf32_option(p)
     p.set_defaults(func=run, group_by="module")
 
 
@@ -44,6 +53,6 @@ def run(args: argparse.Namespace) -> int:
     kv_len = args.kv_len if args.kv_len is not None else (1024 if args.phase == "decode" else 0)
     workload = from_hf_config(args.config, phase=args.phase, batch=args.batch, seq_len=args.seq_len,
                               kv_len=kv_len, dtype=args.dtype)
-    analysis = analyze(workload, device)
+    analysis = analyze(workload, device, tf32=args.tf32)
     emit(analysis, args, title=f"{workload.title} on {device.name}")
     return 0

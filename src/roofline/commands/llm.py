@@ -11,6 +11,7 @@ from roofline.commands._common import (
     add_device_option,
     add_output_options,
     add_phase_option,
+    add_tf32_option,
     check_outputs,
     emit,
 )
@@ -74,6 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sweep", metavar="batch=1..256", help="batch sweep: throughput vs per-token latency")
     p.add_argument("--sweep-plot", metavar="PLOT", help="write the sweep plot here (.png, .svg or .pdf)")
     add_output_options(p, group_by=("module", "type", "kind", "name"))
+    add_tf32_option(p)
     p.set_defaults(func=run)
 
 
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     device = device_of(args)
     if batch_max:
         spec = spec.replace(batch=llm.fitting_batch(spec, device))
-    analysis = analyze(llm.build_workload(spec), device)
+    analysis = analyze(llm.build_workload(spec), device, tf32=args.tf32)
     title = f"{spec.arch.name} {spec.phase} on {device.name}"
     emit(analysis, args, title=title)
     if args.sweep:
@@ -138,7 +140,7 @@ def train(args: argparse.Namespace) -> int:
     """``--train``: one training step on one of ``--tp`` devices, op by op (forward, backward, recomputed, Adam)."""
     from roofline.analysis import analyze
     from roofline.llm.training import TrainingRun, training_workload
-    from roofline.units import format_bytes
+    from roofline.units import format_gib
 
     if args.sweep or str(args.batch).strip().lower() == "max":
         raise RooflineError("--train times one step: drop --sweep and --batch max")
@@ -147,14 +149,14 @@ def train(args: argparse.Namespace) -> int:
     run = TrainingRun.of(args.model, seq=args.prompt or 4096, global_batch=int(args.batch))
     device = device_of(args)
     workload = training_workload(run, tp=args.tp, recompute=args.recompute)
-    analysis = analyze(workload, device)
+    analysis = analyze(workload, device, tf32=args.tf32)
     emit(analysis, args, title=f"{workload.title} on {device.name}")
     info = workload.info
-    cap = device.main_memory.capacity
-    print(f"memory per device: {format_bytes(info['memory_bytes'])} (weights {format_bytes(info['memory_weights'])}, "
-          f"gradients {format_bytes(info['memory_gradients'])}, optimizer {format_bytes(info['memory_optimizer'])}, "
-          f"activations {format_bytes(info['memory_activations'])})"
-          + (f" of {format_bytes(cap)}: {'fits' if info['memory_bytes'] <= cap else 'does NOT fit'}" if cap else ""))
+    cap = device.memory_capacity
+    print(f"memory per device: {format_gib(info['memory_bytes'])} (weights {format_gib(info['memory_weights'])}, "
+          f"gradients {format_gib(info['memory_gradients'])}, optimizer {format_gib(info['memory_optimizer'])}, "
+          f"activations {format_gib(info['memory_activations'])})"
+          + (f" of {format_gib(cap)}: {'fits' if info['memory_bytes'] <= cap else 'does NOT fit'}" if cap else ""))
     return 0
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_output_options, check_outputs, emit, resolve
+from roofline.commands._common import (
+    EXAMPLE_HELP,
+    add_device_option,
+    add_output_options,
+    add_tf32_option,
+    check_outputs,
+    emit,
+    resolve,
+)
 from roofline.errors import RooflineError
 
 EPILOG = """\
@@ -34,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="one op per node: do not fuse MatMul+bias, erf-GELU and attention patterns")
     add_device_option(p)
     add_output_options(p, group_by=("op", "node"))
+    add_tf32_option(p)
     p.set_defaults(func=run)
 
 
@@ -59,6 +68,6 @@ def run(args: argparse.Namespace) -> int:
     device = resolve(args.device)
     shapes = parse_inputs(args.input)
     workload = from_onnx(args.model, shapes, fuse=not args.no_fuse)
-    analysis = analyze(workload, device)
+    analysis = analyze(workload, device, tf32=args.tf32)
     emit(analysis, args, title=f"{workload.title} on {device.name}")
     return 0

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from roofline.commands._common import EXAMPLE_HELP, write_all
 from roofline.errors import RooflineError
 from roofline.planner.forecast import STATED_ERROR, tied
-from roofline.units import format_bytes, format_count, format_seconds
+from roofline.units import format_bytes, format_count, format_gib, format_seconds
 
 if TYPE_CHECKING:
     from roofline.planner import Estimate, Layout, ServingEstimate
@@ -291,8 +291,8 @@ def _table(args: argparse.Namespace, ranked: list[Estimate | ServingEstimate]) -
     best = ranked[0]
     lines.append(f"best: {best.describe()} — comms: " + ", ".join(
         f"{c.name} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
-        f"{k} {format_bytes(v)}" for k, v in best.memory.items())
-        + (f" of {format_bytes(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)"))
+        f"{k} {format_gib(v)}" for k, v in best.memory.items())
+        + (f" of {format_gib(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)"))
     if not isinstance(best, ServingEstimate):
         lay = best.layout
         lines.append(f"  {best.zero}; {best.run.precision}"

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_output_options, check_outputs, emit, resolve
+from roofline.commands._common import (
+    EXAMPLE_HELP,
+    add_device_option,
+    add_output_options,
+    add_tf32_option,
+    check_outputs,
+    emit,
+    resolve,
+)
 from roofline.errors import RooflineError, require
 from roofline.frontends.target import call_target, parse_input, user_code
 
@@ -44,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "op with torch.profiler: measured points next to the predicted ones (--device defaults to local)")
     p.add_argument("--repeats", type=int, default=10, metavar="N", help="with --measure: timed runs (default 10)")
     add_output_options(p, group_by=("module", "type", "kind"))
+    add_tf32_option(p)
     p.set_defaults(func=run, group_by="module")
 
 
@@ -82,6 +91,6 @@ def run(args: argparse.Namespace) -> int:
     model, inputs = build(args.target, args.input)
     with user_code(args.target, "raised while tracing its forward:"):
         workload = from_torch(model, *inputs, mode="training" if args.training else "inference")
-    analysis = analyze(workload, device)
+    analysis = analyze(workload, device, tf32=args.tf32)
     emit(analysis, args, title=f"{workload.title} on {device.name}")
     return 0

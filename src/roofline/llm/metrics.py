@@ -186,7 +186,7 @@ class Footprint:
 
 
 def footprint(spec: LLMSpec, device: Device | None = None) -> Footprint:
-    cap = device.main_memory.capacity if device is not None else None
+    cap = device.memory_capacity if device is not None else None
     return Footprint(weight_bytes_resident(spec), float(kv_cache_bytes(spec)), float(activation_bytes(spec)), cap)
 
 
@@ -205,7 +205,7 @@ def max_batch(spec: LLMSpec, capacity: float) -> int:
 
 def fitting_batch(spec: LLMSpec, device: Device) -> int:
     """The largest batch that fits ``device``; an error when none does (the user asked for one)."""
-    cap = device.main_memory.capacity
+    cap = device.memory_capacity
     if cap is None:
         raise RooflineError(f"device {device.name!r} lists no memory capacity; give --batch explicitly")
     b = max_batch(spec, cap)
@@ -373,7 +373,7 @@ def batch_sweep(spec: LLMSpec, device: Device, batches: Iterable[int] | None = N
     ``batches`` = [lo, -1] means lo .. the largest fitting batch (an error when none fits); [lo, -1, step]
     the same with a step code of :func:`expand_range`.  Evaluated in chunks of ``SWEEP_CHUNK`` batches.
     """
-    cap = device.main_memory.capacity
+    cap = device.memory_capacity
     mb = max_batch(spec, cap) if cap is not None else None
     blist = None if batches is None else list(batches)
     if blist is None or (len(blist) in (2, 3) and blist[1] == -1):

@@ -134,3 +134,30 @@ def run_info(spec: LLMSpec) -> dict[str, Any]:
             "all_logits": spec.all_logits, "moe_routing": spec.moe_routing, "precisions": spec.precisions.to_dict(),
             "params": total, "active_params": active, "weight_bytes": weights, "kv_cache_bytes": kv,
             "activation_bytes": act, "memory_bytes": memory_bytes(spec)}
+
+
+def rows_workload(spec: LLMSpec, table: OpTable, rows: np.ndarray, ops: np.ndarray | None = None) -> Workload:
+    """One workload holding ``table``'s ops (or the subset ``ops``, indices) at every basis row of ``rows``
+    (configs, terms), config after config: a batch of steps forecast in one :func:`~roofline.analysis.analyze`
+    call (the serving simulator's step tables).  The op columns are those :func:`build_workload` writes."""
+    import dataclasses
+
+    sel = np.arange(len(table)) if ops is None else np.asarray(ops, dtype=np.int64)
+    rows = np.atleast_2d(np.asarray(rows, dtype=float))
+    sub = dataclasses.replace(table, names=tuple(table.names[i] for i in sel),
+                              coef={q: c[sel] for q, c in table.coef.items()},
+                              dims=None if table.dims is None else table.dims[sel])
+    v = evaluate(sub, rows, spec.precisions.bytes())
+    k = len(rows)
+    per_row = [gemm_dims(sub, r) for r in rows]
+    dims = {c: [x for d in per_row for x in d[c]] for c in ("m", "n", "k", "batch")}
+    names = [table.names[i] for i in sel] * k
+    roles = [int(table.roles[i]) for i in sel] * k
+    cols: dict[str, Any] = dict(
+        name=names, group=names, kind=[table.kinds[i] for i in sel] * k,
+        module_type=[table.module_types[i] for i in sel] * k, **role_columns(roles, spec.precisions),
+        flops=v["flops"].ravel(), bytes_read=v["bytes_read"].ravel(),
+        bytes_written=v["bytes_written"].ravel(), weight_bytes=v["weight_bytes"].ravel(),
+        count=np.tile(table.counts[sel], k), **dims, title=f"{spec.arch.name}: {k} step(s)",
+        source=f"roofline.llm ({spec.arch.source})")
+    return Workload.from_columns(**cols)

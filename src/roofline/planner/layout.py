@@ -142,7 +142,7 @@ class _Facts:
 
     @property
     def capacity(self) -> float:
-        c = self.system.device.main_memory.capacity
+        c = self.system.device.memory_capacity
         return float(c) if c else math.inf
 
     @property

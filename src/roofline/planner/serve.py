@@ -2,6 +2,8 @@
 
 A replica of tp x cp x pp devices decodes ``batch`` sequences, pp micro-batches in flight (one per stage);
 dp replicas, an MoE model's routed experts split over ep of them (see :mod:`roofline.planner`).
+Requests arriving over time, queueing, prefill/decode sharing iterations, the KV-cache limit and latency
+percentiles are :mod:`roofline.serving`'s (``roofline serve``), which simulates a scheduler over them.
 """
 
 from __future__ import annotations

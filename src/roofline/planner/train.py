@@ -377,7 +377,7 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     mems = [memory_per_device(run, lay, st.dense, st.expert, m, layers=st.layers, stage=k, gemm=st.gemm,
                               per_layer=per_layer) for k, st in zip(which, stages, strict=True)]
     worst = max(range(len(mems)), key=lambda k: sum(mems[k].values()))
-    fits = sum(mems[worst].values()) <= (system.device.main_memory.capacity or math.inf)
+    fits = sum(mems[worst].values()) <= (system.device.memory_capacity or math.inf)
     fc = (_forecast_stage(run, lay, cache, skey, which) if not checked or fits
           else _Stage(0, 0, 0, 0, 0, 0, 0, 0, busy.forward, BACKWARD * busy.forward, busy.recompute))
     return Estimate(run, lay, system, m, busy.forward, BACKWARD * busy.forward, busy.recompute, float(opt), comms,

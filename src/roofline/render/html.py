@@ -125,7 +125,7 @@ def _section_html(s: Section, facts: Summary, k: int, charts: list[tuple[str, di
               details("By kind", groups_table(a, "kind", "kind")),
               details("Device and provenance", provenance_html(a)),
               details("Workload: bytes model, assumptions, warnings",
-                       f"<p>bytes model: {esc(w.bytes_model)}</p>" + bullets("Assumptions", w.assumptions)
+                       f"<p>bytes model: {esc(w.bytes_model)}</p>" + bullets("Assumptions", a.assumptions)
                        + bullets("Warnings", [*w.warnings, *a.warnings])
                        + (bullets("Unsupported ops (no FLOP formula)", unsupported) or "<p>unsupported ops: none</p>")),
               "</section>"]

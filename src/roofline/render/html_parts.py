@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from roofline.text import LIMIT, display, for_html
-from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds, format_share
+from roofline.units import (
+    format_bandwidth,
+    format_bytes,
+    format_flop,
+    format_flops,
+    format_gib,
+    format_seconds,
+    format_share,
+)
 
 if TYPE_CHECKING:
     from roofline.advice import Advice
@@ -138,7 +146,8 @@ def provenance_html(a: Analysis) -> str:
     for c in sorted(d.compute, key=lambda c: -c.flops):
         rows.append(f"<tr>{_txt('compute ' + c.label)}{_txt(format_flops(c.flops))}{_txt(c.provenance.describe())}</tr>")
     for m in d.memory:
-        cap = f", {format_bytes(m.capacity)}" if m.capacity else ""
+        cap = (f", {format_gib(m.capacity)}" + (f" (reserve {format_gib(m.reserve)})" if m.reserve else "")
+               if m.capacity else "")
         rows.append(f"<tr>{_txt('memory ' + m.level)}{_txt(format_bandwidth(m.bandwidth) + cap)}"
                     f"{_txt(m.provenance.describe())}</tr>")
     if d.interconnect is not None:

@@ -30,6 +30,7 @@ from roofline.units import (
     format_count,
     format_flop,
     format_flops,
+    format_gib,
     format_seconds,
     format_share,
 )
@@ -246,6 +247,8 @@ def _notes(con: Console, a: Analysis, verbose: bool) -> None:
     elif notes:
         con.print(f"assumptions: {len(notes)} modelling choices (--verbose lists them, so does the HTML report)",
                   markup=False)
+    for note in a.assumptions[len(notes):]:  # the analysis's own (the TF32 rule): always in full
+        con.print(f"assumption: {display(note, 1024)}", markup=False)
     for note in [*a.workload.warnings, *a.warnings]:
         con.print(f"warning: {display(note, 1024)}", markup=False, style="yellow")
 
@@ -352,10 +355,10 @@ def llm_text(r: LLMReport) -> str:
     if r.interconnect_time > 0:
         lines.append(f"  interconnect        {format_seconds(r.interconnect_time)} of all-reduce/all-gather")
     fp = r.footprint
-    mem = (f"  memory per device   {format_bytes(fp.weights)} weights + {format_bytes(fp.kv_cache)} KV cache + "
-           f"{format_bytes(fp.activations)} activations = {format_bytes(fp.total)}")
-    if fp.capacity is not None:
-        mem += f" of {format_bytes(fp.capacity)} ({'fits' if fp.fits else 'DOES NOT FIT'})"
+    mem = (f"  memory per device   {format_gib(fp.weights)} weights + {format_gib(fp.kv_cache)} KV cache + "
+           f"{format_gib(fp.activations)} activations = {format_gib(fp.total)}")
+    if fp.capacity is not None:  # capacities in GiB, as nvidia-smi counts (Device.memory_capacity)
+        mem += f" of {format_gib(fp.capacity)} ({'fits' if fp.fits else 'DOES NOT FIT'})"
     lines.append(mem)
     if r.max_batch is not None:
         lines.append(f"  largest batch       {r.max_batch} (at {s.max_context} tokens of KV cache per sequence)"

@@ -1,0 +1,227 @@
+"""roofline serve MODEL --device D --tp N: throughput at a latency target, simulated iteration by iteration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from roofline.commands._common import EXAMPLE_HELP, add_device_option
+from roofline.errors import RooflineError
+
+EPILOG = """examples:
+  roofline serve llama-3-70b --device h100 --tp 8 --rate 10 --isl 512:2048:uniform --osl 128:512:uniform
+  roofline serve llama-2-70b --device h100 --tp 8 --concurrency 64 --isl 1024 --osl 256 --json out.json
+  roofline serve llama-3-70b --system dgx-h100 --tp 2,4,8 --sweep-rate --slo ttft=2s,tpot=200ms --price 2.5
+  roofline serve llama-2-7b --device a100 --trace requests.csv --chunked-prefill
+
+Iteration times are the forecast of each iteration's op table (--bound: the roofline bound).  The scheduler is
+vLLM-style continuous batching: prefill-first, or --chunked-prefill (Sarathi-Serve) under --max-tokens (default
+2048); a paged KV cache of --block-size tokens (16) in --gpu-memory-utilization (0.9) of memory after weights and
+activations; preemption by recomputation.  --max-batch and --max-tokens are off unless given.  Not modelled:
+prefix caching, disaggregated prefill/decode, speculative decoding.  --requests at most ROOFLINE_MAX_REQUESTS
+(default 1,000,000).  'roofline plan --serve' ranks layouts by one decode step instead (no arrivals)."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serving simulation: TTFT/TPOT percentiles and throughput at a request rate",
+                       formatter_class=EXAMPLE_HELP, epilog=EPILOG,
+                       description="Simulate an LLM serving engine's scheduler over arriving requests, each "
+                                   "iteration timed by the forecast: TTFT, TPOT and latency percentiles, "
+                                   "throughput, goodput under an SLO, KV-cache use and preemptions.")
+    p.add_argument("model", help="bundled model name or Hugging Face id (see 'roofline llm --list'), or a config.json")
+    add_device_option(p, required=False)
+    p.add_argument("--system", help="instead of --device: a catalog system; devices / tp replicas, round robin")
+    p.add_argument("--tp", default="1", metavar="N[,N...]", help="tensor-parallel devices per replica (several: "
+                   "one curve each with --sweep-rate)")
+    for name, what in (("wbits", "weight"), ("abits", "activation"), ("kvbits", "KV-cache")):
+        p.add_argument(f"--{name}", default="16", metavar="BITS", help=f"{what} precision (default 16 = bf16)")
+    p.add_argument("--isl", default="1024", metavar="N|LO:HI:uniform", help="input tokens (default 1024)")
+    p.add_argument("--osl", default="256", metavar="N|LO:HI:uniform", help="output tokens (default 256)")
+    p.add_argument("--trace", metavar="FILE", help="CSV or JSONL of arrival (s), input, output per request")
+    p.add_argument("--rate", type=float, metavar="R", help="Poisson arrivals, requests/s")
+    p.add_argument("--concurrency", type=int, metavar="C", help="closed loop of C clients")
+    p.add_argument("--requests", type=int, default=1000, metavar="N", help="requests simulated (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of lengths and arrivals (default 0)")
+    p.add_argument("--chunked-prefill", action="store_true", help="mix prefill chunks with decodes (Sarathi-Serve)")
+    p.add_argument("--max-batch", type=int, metavar="N", help="most running sequences (default: off)")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="token budget per iteration (default: off; 2048 "
+                   "with --chunked-prefill)")
+    p.add_argument("--block-size", type=int, default=16, metavar="TOKENS", help="KV block (default 16, vLLM's)")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="F",
+                   help="share of device memory used (default 0.9, vLLM's)")
+    p.add_argument("--iteration-overhead", type=float, default=0.0, metavar="SECONDS",
+                   help="CPU time added to each iteration (default 0: none counted)")
+    p.add_argument("--slo", metavar="ttft=2s,tpot=200ms", help="latency limits on the p99s (units required)")
+    p.add_argument("--sweep-rate", action="store_true", help="find the highest rate meeting --slo, per tp")
+    p.add_argument("--price", type=float, metavar="USD", help="price per device-hour: $/Mtok")
+    p.add_argument("--bound", action="store_true", help="iteration times from the roofline bound, not the forecast")
+    p.add_argument("--unfused", action="store_true", help="unfused attention (default fused, as serving engines)")
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    p.add_argument("--html", metavar="FILE", help="write an HTML report")
+    p.add_argument("-o", "--output", metavar="CHART", help="with --sweep-rate: latency vs throughput (.png/.svg/.pdf)")
+    p.set_defaults(func=run)
+
+
+def _tps(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(x) for x in str(text).split(","))
+    except ValueError:
+        out = ()
+    if not out or min(out) < 1:
+        raise RooflineError(f"--tp {text!r}: give integers >= 1, comma-separated (8 or 2,4,8)")
+    return out
+
+
+def _check(args: argparse.Namespace) -> None:
+    from roofline.fileio import check_writable
+
+    if not args.device and not args.system:
+        raise RooflineError("--device (or --system) is required (see 'roofline devices')")
+    if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
+        raise RooflineError(f"--rate must be a number of requests/s > 0, got {args.rate:g}")
+    if args.price is not None and not args.price > 0:
+        raise RooflineError(f"--price must be above 0, got {args.price}")
+    if args.iteration_overhead < 0:
+        raise RooflineError(f"--iteration-overhead must be >= 0 seconds, got {args.iteration_overhead}")
+    for attr, ext in (("json", (".json",)), ("html", (".html", ".htm"))):
+        path = getattr(args, attr)
+        if path:
+            if not path.lower().endswith(ext):
+                raise RooflineError(f"--{attr} expects a {ext[0]} file, got {path!r}")
+            check_writable(path)
+    if args.output:
+        from roofline.render import check_chart_path
+
+        if not args.sweep_rate:
+            raise RooflineError("-o draws the --sweep-rate curves: add --sweep-rate")
+        check_chart_path(args.output)
+
+
+def run(args: argparse.Namespace) -> int:
+    from roofline.serving.figures import parse_slo
+    from roofline.serving.run import serve
+
+    _check(args)
+    tps = _tps(args.tp)
+    slo = parse_slo(args.slo) if args.slo else None
+    kw: dict[str, Any] = dict(device=args.device, system=args.system, isl=args.isl, osl=args.osl,
+                              requests=args.requests, seed=args.seed, wbits=args.wbits, abits=args.abits,
+                              kvbits=args.kvbits, chunked=args.chunked_prefill, max_batch=args.max_batch,
+                              max_tokens=args.max_tokens, block_size=args.block_size,
+                              gpu_memory_utilization=args.gpu_memory_utilization, bound=args.bound,
+                              flash=not args.unfused, overhead=args.iteration_overhead)
+    if args.sweep_rate:
+        return _sweep(args, tps, slo, kw)
+    if len(tps) > 1:
+        raise RooflineError("several --tp sizes are compared by --sweep-rate: add it, or give one")
+    r = serve(args.model, tp=tps[0], trace=args.trace, rate=args.rate, concurrency=args.concurrency, slo=slo, **kw)
+    doc = r.to_dict()
+    if args.price:
+        from roofline.serving.sweep import price_per_mtok
+
+        doc["usd_per_mtok"] = price_per_mtok(args.price, r.devices, r.figures["output_tokens_per_s"])
+    text = result_text(r, doc.get("usd_per_mtok"))
+    outputs = _outputs(args, doc, [r], None)
+    sys.stdout.write(text)
+    _write(outputs)
+    return 0
+
+
+def result_text(r: Any, usd: float | None = None) -> str:
+    from roofline.units import format_bytes
+
+    f, m = r.figures, r.memory
+    lines = [r.headline() + ".",
+             f"{r.model} on {r.devices}x {r.device}: {r.requests}; {r.scheduler}",
+             f"memory per device: weights {format_bytes(m['weights'])}, activations {format_bytes(m['activations'])}, "
+             f"KV cache {format_bytes(m['kv_cache'])} ({f['kv_cache_blocks']:,} blocks) of {format_bytes(m['usable'])}",
+             f"  {'':6} {'p50':>10} {'p90':>10} {'p99':>10} {'mean':>10}"]
+    for name in ("ttft", "tpot", "e2e"):
+        lines.append(f"  {name:6} " + " ".join(f"{_sec(f[f'{name}_{k}_s']):>10}" for k in ("p50", "p90", "p99", "mean")))
+    lines.append(f"throughput {f['output_tokens_per_s']:,.0f} output tokens/s ({f['per_device']['output_tokens_per_s']:,.0f}"
+                 f" per device), {f['requests_per_s']:.3g} req/s over {f['makespan_s']:.3g} s; {f['iterations']:,} "
+                 f"iterations, at most {f['max_running']} running, {f['preemptions']} preemption(s)")
+    if "meets_slo" in f:
+        lines.append(f"SLO (p99 TTFT {_sec(f['slo']['ttft_p99_s'])}, TPOT {_sec(f['slo']['tpot_p99_s'])}): "
+                     f"{'met' if f['meets_slo'] else 'missed'}; goodput {f['goodput_tokens_per_s']:,.0f} tokens/s; "
+                     f"{f['slo_attainment']:.1%} of requests within both")
+    if usd is not None:
+        lines.append(f"cost ${usd:.3g} per million output tokens at this rate")
+    lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _sec(x: Any) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
+
+
+def _sweep(args: argparse.Namespace, tps: tuple[int, ...], slo: Any, kw: dict[str, Any]) -> int:
+    from roofline.serving.sweep import price_per_mtok, sweep_rate
+
+    if args.trace or args.concurrency:
+        raise RooflineError("--sweep-rate sweeps Poisson rates: drop --trace and --concurrency")
+    if slo is None:
+        raise RooflineError("--sweep-rate needs --slo (e.g. ttft=2s,tpot=200ms)")
+    curves = sweep_rate(args.model, tps=tps, slo=slo, start=args.rate or 1.0, **kw)
+    lines, doc = [], {"schema": "roofline.serve-sweep/1", "model": args.model, "slo": slo.describe(), "curves": []}
+    for c in curves:
+        d = c.to_dict()
+        best = c.best
+        if best is not None and args.price:
+            d["usd_per_mtok"] = price_per_mtok(args.price, best.devices, best.figures["output_tokens_per_s"])
+        doc["curves"].append(d)
+        if best is None:
+            lines.append(f"tp{c.tp}: no rate swept meets {slo.describe()}")
+        else:
+            full = c.kv_full_from()
+            lines.append(f"tp{c.tp}: highest rate meeting {slo.describe()}: {c.best_rate:.3g} req/s offered; "
+                         f"{best.headline()}" + (f"; KV cache full from {full:.3g} req/s" if full else "")
+                         + (f"; ${d['usd_per_mtok']:.3g}/Mtok" if "usd_per_mtok" in d else ""))
+        lines.append(f"  {'rate/s':>8} {'tokens/s':>10} {'TTFT p99':>10} {'TPOT p99':>10} {'preempt':>8}  SLO")
+        for p in d["points"]:
+            lines.append(f"  {p['rate_per_s']:>8.3g} {p['output_tokens_per_s']:>10,.0f} {_sec(p['ttft_p99_s']):>10} "
+                         f"{_sec(p['tpot_p99_s']):>10} {p['preemptions']:>8}  {'met' if p['meets_slo'] else 'missed'}")
+    outputs = _outputs(args, doc, [b for b in (c.best for c in curves) if b is not None], curves)
+    sys.stdout.write("\n".join(lines) + "\n")
+    _write(outputs)
+    return 0
+
+
+def _outputs(args: argparse.Namespace, doc: dict[str, Any], results: list[Any], curves: Any) -> list[tuple[str, str, bytes]]:
+    out: list[tuple[str, str, bytes]] = []
+    if args.json:
+        out.append(("json", args.json, (json.dumps(_finite(doc), indent=1, default=_jsonable) + "\n").encode()))
+    if args.html or args.output:
+        from roofline.render.serve import serve_chart_bytes, serve_html
+
+        if args.html:
+            out.append(("html", args.html, serve_html(doc, results, curves).encode()))
+        if args.output:
+            out.append(("chart", args.output, serve_chart_bytes(doc, args.output)))
+    return out
+
+
+def _finite(x: Any) -> Any:
+    """NaN and infinities as null (JSON has none)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def _jsonable(x: Any) -> Any:
+    return float(x) if hasattr(x, "__float__") else str(x)
+
+
+def _write(outputs: list[tuple[str, str, bytes]]) -> None:
+    from roofline.commands._common import write_all
+
+    write_all(outputs)

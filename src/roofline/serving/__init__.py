@@ -1,0 +1,20 @@
+"""Serving simulation: throughput at a latency target, iteration by iteration on the forecast.
+
+``requests``   the requests: lengths fixed or drawn, Poisson or closed-loop arrivals, or a trace file.
+``steps``      an iteration's time: the forecast (or bound) of its op table, tables built once.
+``scheduler``  continuous batching, prefill-first or chunked, paged KV cache, preemption (subclass it).
+``engine``     one replica simulated from arrivals to the last token.
+``figures``    TTFT, TPOT, end-to-end percentiles, throughput, goodput under an SLO.
+``run``        :func:`serve`: the run set up (devices, replicas, KV cache sized) and simulated.
+``sweep``      rates swept for the highest meeting an SLO, one curve per tp.
+
+How it differs from ``roofline plan --serve`` (:mod:`roofline.planner.serve`): the planner ranks layouts
+(tp x cp x pp x dp, ep) of a system by one decode step at a fixed batch and one prompt's TTFT, with no
+arrivals, queueing, prefill/decode interference, KV-cache limit or percentiles; this package simulates a
+scheduler over requests arriving in time, tensor parallelism and data-parallel replicas only.
+"""
+
+from roofline.serving.run import ServeResult, serve
+from roofline.serving.scheduler import Plan, Scheduler, State
+
+__all__ = ["Plan", "Scheduler", "ServeResult", "State", "serve"]

@@ -1,0 +1,144 @@
+"""The requests a simulation serves: lengths fixed or drawn, Poisson or closed-loop arrivals, or a trace file.
+
+``--isl 1024`` is fixed; ``--isl 512:2048:uniform`` draws integers uniformly from 512..2048 (both included);
+``--isl 1024:0.5:lognormal`` a log-normal of median 1024 and sigma 0.5 (rounded, at least 1).  Arrivals:
+``rate`` requests/s as a Poisson process (exponential gaps), or a closed loop.  Every draw comes from one
+``numpy.random.default_rng(seed)``: the same seed, the same requests.
+
+A trace (CSV with a header, or JSON Lines) holds ``arrival`` (seconds, non-decreasing), ``input`` and
+``output`` (integer tokens > 0) per request, checked field by field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from roofline.errors import RooflineError, env_limit
+
+#: Default most requests one simulation takes (``ROOFLINE_MAX_REQUESTS`` overrides it).
+MAX_REQUESTS = 1_000_000
+DISTRIBUTIONS = ("uniform", "lognormal")
+
+
+def max_requests() -> int:
+    return env_limit("ROOFLINE_MAX_REQUESTS", MAX_REQUESTS)
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A token-length law: fixed ``a``, uniform integers ``a..b``, or log-normal (median ``a``, sigma ``b``)."""
+
+    law: str
+    a: float
+    b: float = 0.0
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.law == "fixed":
+            return np.full(n, int(self.a), dtype=np.int32)
+        if self.law == "uniform":
+            return rng.integers(int(self.a), int(self.b) + 1, size=n).astype(np.int32)
+        return np.clip(np.rint(rng.lognormal(math.log(self.a), self.b, size=n)), 1, 2**31 - 1).astype(np.int32)
+
+    @property
+    def top(self) -> int:
+        """Largest length drawn in practice (log-normal: its 1 - 1e-7 quantile)."""
+        if self.law == "lognormal":
+            return int(math.ceil(self.a * math.exp(5.3 * self.b)))
+        return int(max(self.a, self.b))
+
+
+def parse_lengths(text: str | int, option: str) -> Lengths:
+    """'1024', '512:2048:uniform' or '1024:0.5:lognormal' -> :class:`Lengths`; anything else one line."""
+    raw = str(text).strip()
+    parts = raw.split(":")
+    try:
+        if len(parts) == 1:
+            a = int(parts[0])
+            if a > 0:
+                return Lengths("fixed", a)
+        elif len(parts) == 3 and parts[2] == "uniform":
+            a, b = int(parts[0]), int(parts[1])
+            if 0 < a <= b:
+                return Lengths("uniform", a, b)
+        elif len(parts) == 3 and parts[2] == "lognormal":
+            med, sigma = float(parts[0]), float(parts[1])
+            if med >= 1 and 0 < sigma <= 3:
+                return Lengths("lognormal", med, sigma)
+    except ValueError:
+        pass
+    raise RooflineError(f"{option} {raw!r}: give tokens > 0 (1024), LO:HI:uniform with 0 < LO <= HI, or "
+                        "MEDIAN:SIGMA:lognormal with 0 < SIGMA <= 3")
+
+
+def check_count(n: int, option: str = "--requests") -> int:
+    top = max_requests()
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise RooflineError(f"{option} must be an integer >= 1, got {n!r}")
+    if n > top:
+        raise RooflineError(f"{option} {n:,} exceeds the limit of {top:,} (set ROOFLINE_MAX_REQUESTS to raise it)")
+    return int(n)
+
+
+def poisson_arrivals(rng: np.random.Generator, rate: float, n: int) -> np.ndarray:
+    """Arrival times (s) of a Poisson process of ``rate`` requests/s, the first at its first gap."""
+    if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
+        raise RooflineError(f"--rate must be a number of requests/s > 0, got {rate!r}")
+    return np.cumsum(rng.exponential(1.0 / rate, size=n))
+
+
+def read_trace(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(arrival, input, output) columns of a CSV or JSONL trace, checked field by field (one line each)."""
+    p = Path(path)
+    if not p.is_file():
+        raise RooflineError(f"trace {path!r}: no such file")
+    text = p.read_text(encoding="utf-8", errors="replace")
+    records: list[tuple[int, dict[str, object]]] = []
+    if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+        for i, raw in enumerate(text.splitlines(), 1):
+            if raw.strip():
+                try:
+                    obj = json.loads(raw)
+                except json.JSONDecodeError as e:
+                    raise RooflineError(f"trace {path!r} line {i}: not JSON ({e.msg})") from None
+                if not isinstance(obj, dict):
+                    raise RooflineError(f"trace {path!r} line {i}: expected an object with arrival, input, output")
+                records.append((i, obj))
+    else:
+        reader = csv.DictReader(text.splitlines())
+        records = [(i, dict(row)) for i, row in enumerate(reader, 2)]
+    if not records:
+        raise RooflineError(f"trace {path!r}: no requests")
+    check_count(len(records), f"trace {path!r}: requests")
+    cols = np.zeros((3, len(records)))
+    prev = -math.inf
+    for j, (line, rec) in enumerate(records):
+        for k, name in enumerate(("arrival", "input", "output")):
+            cols[k, j] = _field(rec, name, path, line)
+        if cols[0, j] < prev:
+            raise RooflineError(f"trace {path!r} line {line}: arrival {cols[0, j]:g} is before the previous "
+                                f"request's {prev:g} (arrivals must be in order)")
+        prev = cols[0, j]
+    return cols[0], cols[1].astype(np.int32), cols[2].astype(np.int32)
+
+
+def _field(rec: dict[str, object], name: str, path: str, line: int) -> float:
+    if name not in rec or rec[name] in (None, ""):
+        raise RooflineError(f"trace {path!r} line {line}: missing field {name!r}")
+    raw = rec[name]
+    try:
+        v = float(raw) if not isinstance(raw, bool) else math.nan  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        v = math.nan
+    if name == "arrival":
+        if not (math.isfinite(v) and v >= 0):
+            raise RooflineError(f"trace {path!r} line {line}: arrival {raw!r} is not a time in seconds >= 0")
+        return v
+    if not (math.isfinite(v) and v.is_integer() and v >= 1 and v <= 2**31 - 1):
+        raise RooflineError(f"trace {path!r} line {line}: {name} {raw!r} is not an integer token count >= 1")
+    return v

@@ -1,0 +1,215 @@
+"""``roofline.serve``: a serving run set up (model, devices, KV cache, requests) and simulated.
+
+``device`` with ``tp`` N is one replica of N devices over the device's interconnect.  A ``system`` runs
+``system.devices // tp`` replicas (tp inside a node, over its node tier); a dispatcher sends request i to
+replica i mod R (round robin: the replicas are identical), and a closed loop gives each replica C / R
+clients.
+
+The KV cache of each device holds what ``gpu_memory_utilization`` of its memory leaves after the resident
+weights and the activations of the largest prefill step (one sequence of the token budget, or of the longest
+prompt, at least 2048 tokens as vLLM profiles), in blocks of ``block_size`` tokens (vLLM's defaults: 0.9, 16).
+
+>>> r = serve("llama-2-7b", "h100", isl=128, osl=16, requests=4, concurrency=2)
+>>> r.figures["requests"], r.figures["preemptions"]
+(4, 0)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from roofline.device import Device
+from roofline.errors import RooflineError
+from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
+from roofline.llm.spec import LLMSpec, make_spec
+from roofline.serving.engine import ReplicaResult, simulate
+from roofline.serving.figures import Slo, figures, parse_slo
+from roofline.serving.requests import Lengths, check_count, parse_lengths, poisson_arrivals, read_trace
+from roofline.serving.scheduler import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, Scheduler
+from roofline.serving.steps import StepModel
+from roofline.units import format_bytes
+
+#: Activations are sized for at least this many tokens (vLLM profiles a step of max_num_batched_tokens,
+#: at least 2048 by default).
+PROFILE_TOKENS = 2048
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    """A serving run: its setup in words and numbers, and its :mod:`figures <roofline.serving.figures>`."""
+
+    model: str
+    device: str
+    tp: int
+    replicas: int
+    scheduler: str
+    ranked_by: str  # 'forecast' or 'bound'
+    figures: dict[str, Any]
+    memory: dict[str, float]
+    requests: str
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def devices(self) -> int:
+        return self.tp * self.replicas
+
+    def headline(self) -> str:
+        f = self.figures
+        where = f"{self.devices}x {self.device} tp{self.tp}" + (f" ({self.replicas} replicas)" if self.replicas > 1 else "")
+        text = (f"serves {f['requests_per_s']:.3g} req/s ({f['output_tokens_per_s']:,.0f} output tokens/s) at p99 "
+                f"TTFT {_s(f['ttft_p99_s'])} and TPOT {_s(f['tpot_p99_s'])} on {where} ({self.ranked_by})")
+        if f.get("kv_cache_full_at_s") is not None:
+            text += f"; KV cache full at {f['kv_cache_full_at_s']:.3g} s, {f['preemptions']} preemption(s)"
+        if "meets_slo" in f:
+            text += "; meets the SLO" if f["meets_slo"] else "; misses the SLO"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": "roofline.serve/1", "model": self.model, "device": self.device, "tp": self.tp,
+                "replicas": self.replicas, "devices": self.devices, "scheduler": self.scheduler,
+                "ranked_by": self.ranked_by, "requests_model": self.requests, "memory_per_device": self.memory,
+                "headline": self.headline(), **self.figures, "notes": list(self.notes)}
+
+
+def _s(x: float) -> str:
+    if not math.isfinite(x):
+        return "n/a"
+    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
+
+
+@dataclass(frozen=True)
+class Requests:
+    arrival: np.ndarray
+    isl: np.ndarray
+    osl: np.ndarray
+    concurrency: int | None
+    text: str
+
+
+def make_requests(*, isl: str | int = 1024, osl: str | int = 256, trace: str | None = None,
+                  rate: float | None = None, concurrency: int | None = None, requests: int = 1000,
+                  seed: int = 0) -> Requests:
+    """The requests: a trace, or ``requests`` drawn lengths with Poisson ``rate`` or a closed loop."""
+    if trace is not None:
+        if rate is not None or concurrency is not None:
+            raise RooflineError("--trace holds the arrivals: drop --rate and --concurrency")
+        a, i, o = read_trace(trace)
+        return Requests(a, i, o, None, f"trace {trace} ({len(i)} requests)")
+    n = check_count(requests)
+    if (rate is None) == (concurrency is None):
+        raise RooflineError("give --rate R (Poisson arrivals) or --concurrency C (closed loop), or --trace FILE")
+    li, lo = (x if isinstance(x, Lengths) else parse_lengths(x, opt) for x, opt in ((isl, "--isl"), (osl, "--osl")))
+    rng = np.random.default_rng(seed)
+    i, o = li.draw(rng, n), lo.draw(rng, n)
+    if concurrency is not None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, (int, np.integer)) or concurrency < 1:
+            raise RooflineError(f"--concurrency must be an integer >= 1, got {concurrency!r}")
+        return Requests(np.zeros(n), i, o, int(concurrency), f"{n} requests, closed loop of {concurrency}")
+    arrival = poisson_arrivals(rng, rate, n)  # type: ignore[arg-type]
+    return Requests(arrival, i, o, None, f"{n} requests, Poisson {rate:g} req/s (seed {seed})")
+
+
+def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: float, act_tokens: int
+              ) -> tuple[int, dict[str, float]]:
+    """KV blocks per device and the memory split (bytes); a model that does not fit at all is one line."""
+    if not (0 < utilization <= 1):
+        raise RooflineError(f"--gpu-memory-utilization must be in (0, 1], got {utilization!r}")
+    cap = device.main_memory.capacity  # vLLM: --gpu-memory-utilization of the total the GPU reports
+    if not cap:
+        raise RooflineError(f"device {device.name!r} states no memory capacity: the KV cache cannot be sized")
+    weights = weight_bytes_resident(spec)
+    act = float(activation_bytes(spec.replace(phase="prefill", prompt=max(act_tokens, 1), batch=1)))
+    usable = utilization * cap
+    per_token = float(kv_cache_bytes(spec, 1, 1))
+    free = usable - weights - act
+    if free < block_size * per_token:
+        raise RooflineError(f"{spec.arch.name} does not fit on {device.name} (tp {spec.tp}): weights "
+                            f"{format_bytes(weights)} + activations {format_bytes(act)} per device leave "
+                            f"{format_bytes(max(free, 0.0))} of {format_bytes(usable)} ({utilization:g} x "
+                            f"{format_bytes(cap)}) for the KV cache, less than one block of {block_size} tokens "
+                            f"({format_bytes(block_size * per_token)})")
+    blocks = int(free // (block_size * per_token))
+    return blocks, {"capacity": float(cap), "usable": usable, "weights": weights, "activations": act,
+                    "kv_cache": blocks * block_size * per_token, "kv_bytes_per_token": per_token}
+
+
+def serve(model: Any, device: str | Device | None = None, *, system: str | None = None, tp: int = 1,
+          isl: str | int = 1024, osl: str | int = 256, trace: str | None = None, rate: float | None = None,
+          concurrency: int | None = None, requests: int = 1000, seed: int = 0, wbits: int | str = 16,
+          abits: int | str = 16, kvbits: int | str = 16, scheduler: Scheduler | None = None,
+          chunked: bool = False, max_batch: int | None = None, max_tokens: int | None = None,
+          block_size: int = BLOCK_SIZE, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+          slo: str | Slo | None = None, bound: bool = False, exact: bool = False, flash: bool = True,
+          overhead: float = 0.0) -> ServeResult:
+    """Simulate serving ``model`` on ``device`` (``tp`` devices per replica) or ``system`` (module docs).
+
+    ``bound``: iteration times from the roofline bound instead of the forecast; ``exact``: every iteration's
+    whole table evaluated (slow); ``overhead``: CPU seconds added to each iteration (0: none counted).
+    """
+    dev, replicas, name = _devices(device, system, tp)
+    spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash)
+    reqs = make_requests(isl=isl, osl=osl, trace=trace, rate=rate, concurrency=concurrency, requests=requests,
+                         seed=seed)
+    sched = scheduler or Scheduler(chunked=chunked, token_budget=max_tokens, max_batch=max_batch)
+    for v, opt in ((max_batch, "--max-batch"), (max_tokens, "--max-tokens"), (block_size, "--block-size")):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise RooflineError(f"{opt} must be an integer >= 1, got {v!r}")
+    act_tokens = max(int(reqs.isl.max() + reqs.osl.max()), sched.token_budget or 0, PROFILE_TOKENS)
+    blocks, memory = kv_blocks(spec, dev, block_size=block_size, utilization=gpu_memory_utilization,
+                               act_tokens=act_tokens)
+    longest = int((reqs.isl + reqs.osl).max())
+    if longest > blocks * block_size:
+        raise RooflineError(f"a request of {longest} tokens needs more KV cache than the {blocks * block_size:,} "
+                            f"tokens ({format_bytes(memory['kv_cache'])} per device) left on {dev.name} (tp {tp})")
+    steps = StepModel(spec, dev, bound=bound, exact=exact)
+    steps.prefetch_prompts(reqs.isl)
+    if not exact:
+        top_batch = min(max_batch or blocks, blocks, len(reqs.isl))
+        steps.build_attention_table((sched.token_budget or 0) if sched.chunked else 0, top_batch, longest)
+    results = _replicas(steps, sched, reqs, replicas, blocks, block_size, overhead)
+    slo_ = parse_slo(slo) if isinstance(slo, str) else slo
+    figs = figures(results, tp * replicas, slo_)
+    notes = ["prefix caching, disaggregated prefill/decode and speculative decoding are not modelled"]
+    if overhead == 0:
+        notes.append("no per-iteration CPU overhead counted (scheduling, sampling, detokenization)")
+    return ServeResult(spec.arch.name, name, tp, replicas, sched.describe(), "bound" if bound else "forecast",
+                       figs, memory, reqs.text, tuple(notes))
+
+
+def _devices(device: str | Device | None, system: str | None, tp: int) -> tuple[Device, int, str]:
+    if (device is None) == (system is None):
+        raise RooflineError("give --device or --system (one of them)")
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise RooflineError(f"--tp must be an integer >= 1, got {tp!r}")
+    if system is None:
+        from roofline.bench.resolve import resolve_device
+
+        dev = device if isinstance(device, Device) else resolve_device(str(device))
+        return dev, 1, dev.name
+    from roofline.catalog import resolve_system
+
+    s = resolve_system(system)
+    if tp > s.devices_per_node or s.devices % tp:
+        raise RooflineError(f"--tp {tp} must divide the {s.devices} devices of {s.name!r} and fit in a node of "
+                            f"{s.devices_per_node}")
+    return (s.device_on("node") if tp > 1 else s.device), s.devices // tp, s.device.name
+
+
+def _replicas(steps: StepModel, sched: Scheduler, reqs: Requests, replicas: int, blocks: int, block_size: int,
+              overhead: float) -> list[ReplicaResult]:
+    out = []
+    for k in range(replicas):
+        idx = np.arange(k, len(reqs.isl), replicas)
+        if not len(idx):
+            continue
+        steps.prefetch_windows(reqs.isl[idx])
+        conc = None
+        if reqs.concurrency is not None:
+            conc = max(reqs.concurrency // replicas + (1 if k < reqs.concurrency % replicas else 0), 1)
+        out.append(simulate(steps, sched, reqs.arrival[idx], reqs.isl[idx], reqs.osl[idx], blocks=blocks,
+                            block_size=block_size, concurrency=conc, overhead=overhead))
+    return out
