@@ -176,6 +176,7 @@ class Calibration:
     curves: tuple[EfficiencyCurve, ...]
     points: tuple[SuitePoint, ...] = ()
     failed: tuple[str, ...] = ()
+    quality: tuple[str, ...] = ()  # why this fit is noisy, one cause each (roofline.bench.calibrate); () when clean
 
     def curve(self, kind: str, term: str) -> EfficiencyCurve | None:
         """The curve of ``kind`` for ``term``, else the pooled curve of the term, else None."""
@@ -197,7 +198,7 @@ class Calibration:
         return {"schema": CALIBRATION_SCHEMA, "device": self.device, "machine": self.machine,
                 "framework": self.framework, "date": self.date, "suite": self.suite, "overhead": self.overhead,
                 "curves": [c.to_dict() for c in self.curves], "points": [p.to_dict() for p in self.points],
-                "failed": list(self.failed)}
+                "failed": list(self.failed), **({"quality": list(self.quality)} if self.quality else {})}
 
     @classmethod
     def from_dict(cls, d: Any, where: str, f: str = "calibration") -> Calibration:
@@ -217,7 +218,9 @@ class Calibration:
                    tuple(SuitePoint.from_dict(p, f"{f}.points[{i}]", where)
                          for i, p in enumerate(as_list(d.get("points") or [], f"{f}.points", where))),
                    tuple(as_str(x, f"{f}.failed[{i}]", where)
-                         for i, x in enumerate(as_list(d.get("failed") or [], f"{f}.failed", where))))
+                         for i, x in enumerate(as_list(d.get("failed") or [], f"{f}.failed", where))),
+                   tuple(as_str(x, f"{f}.quality[{i}]", where)
+                         for i, x in enumerate(as_list(d.get("quality") or [], f"{f}.quality", where))))
 
     def check_applies(self, name: str, machine: str, where: str) -> None:
         """One line when this calibration was measured on another device than (``name``, ``machine``)."""
