@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from roofline import cli
 from roofline.bench import consistency, contention, quality, sampling, spec
 from roofline.calibration import Calibration, SuitePoint
 from roofline.device import Device
@@ -79,8 +78,9 @@ def test_quantised_timings_are_found_and_ordinary_ones_are_not() -> None:
 
 
 def test_cpu_time_far_below_wall_is_disturbed() -> None:
-    assert contention.sample_disturbed(wall=0.010, cpu=0.0195, threads=2)  is False  # 97.5 % of 2 cores
-    assert contention.sample_disturbed(wall=0.010, cpu=0.0100, threads=2)  # 50 % < 70 %
+    assert contention.sample_disturbed(wall=0.010, cpu=0.0195, threads=2) is False  # 97.5 % of 2 cores
+    assert contention.sample_disturbed(wall=0.010, cpu=0.0080, threads=2)  # 40 % < 50 %
+    assert not contention.sample_disturbed(wall=0.010, cpu=0.0110, threads=2)  # 55 %
     assert contention.sample_disturbed(wall=0.010, cpu=0.0010, threads=1)  # 10 %
     assert not contention.sample_disturbed(wall=0.010, cpu=0.0, threads=0)  # unchecked
 
@@ -335,3 +335,49 @@ def test_a_noisy_calibration_is_named_in_the_forecast_headline() -> None:
     assert headline(summarize(a)).startswith("NOISY calibration (2026-12-01), the forecast uses it: torch runs 2")
     again = Calibration.from_dict(cal.to_dict(), "x")
     assert again.quality == cal.quality and "quality" not in _calibration([0.1]).to_dict()
+
+
+def _synthetic_cpu(fp64: float, fp32: float, l2: float = 100e9, l3: float = 50e9) -> Device:
+    return Device.from_dict({"schema": "roofline.device/3", "name": "synthetic", "kind": "cpu",
+                             "compute": [{"unit": "vector", "precision": "fp64", "flops": fp64},
+                                         {"unit": "vector", "precision": "fp32", "flops": fp32}],
+                             "memory": [{"level": "L2", "bandwidth": l2, "capacity": 1 << 20},
+                                        {"level": "L3", "bandwidth": l3, "capacity": 1 << 25},
+                                        {"level": "DRAM", "bandwidth": 20e9}]})
+
+
+def test_a_run_breaking_the_isa_ratios_is_recorded_inconsistent() -> None:
+    from roofline.bench import cpu
+
+    warnings: list[str] = []
+    meta = cpu._quality(_synthetic_cpu(266.6e9, 335.7e9), (), {"avx2", "fma"}, 1, contention.snapshot(), warnings)
+    q = meta["quality"]
+    assert "inconsistent" in q["flags"] and any(c.startswith("inconsistent: fp64 vector") for c in q["causes"])
+    meta = cpu._quality(_synthetic_cpu(100e9, 200e9), (), {"avx2", "fma"}, 1, contention.snapshot(), warnings)
+    assert "inconsistent" not in meta["quality"]["flags"]
+
+
+def test_a_flagged_run_is_measured_again_within_the_budget(monkeypatch) -> None:
+    from dataclasses import replace
+
+    import roofline.bench
+    from roofline.bench import _worker, overhead
+
+    flagged = quality.assess(["steal 9% of CPU time"], [], [])
+    runs = [flagged, quality.assess([], [], []), flagged]
+    made: list[int] = []
+
+    def child(cfg, progress):
+        made.append(1)
+        return replace(_synthetic_cpu(100e9, 200e9), metadata={"quality": runs[len(made) - 1]})
+
+    monkeypatch.setattr(_worker, "run_in_child", child)
+    monkeypatch.setattr(overhead, "measure_cpu", lambda: ())
+    dev = roofline.bench.run_bench(quick=True, threads=1)
+    assert len(made) == 2 and dev.metadata["quality"]["flags"] == [] and dev.metadata["quality"]["attempts"] == 2
+    assert len(dev.metadata["run"]["id"]) == 12
+    made.clear()
+    runs[:] = [flagged, flagged, flagged]
+    dev = roofline.bench.run_bench(quick=True, threads=1, retries=1)  # 1 retry: 2 attempts, still flagged
+    assert len(made) == 2 and dev.metadata["quality"]["flags"] == ["disturbed"]
+    assert (dev.metadata["quality"]["attempts"], dev.metadata["quality"]["budget"]) == (2, 1)

@@ -81,7 +81,9 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
     cfg = replace(cfg, threads=check_threads(threads if threads is not None else cfg.threads or None))
     budget = RETRIES[cfg.mode] if retries is None else max(0, retries)
     best: Device | None = None
-    for attempt in range(budget + 1):
+    attempts = 0
+    while attempts <= budget:
+        attempts += 1
         dev = run_in_child(cfg, progress)
         record = dict(dev.metadata.get("quality") or quality.assess([], [], []))
         if best is None or quality.badness(record) < quality.badness(best.metadata.get("quality") or {}):
@@ -89,5 +91,5 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
         if not record.get("flags"):
             break
     assert best is not None
-    record = {**(best.metadata.get("quality") or {}), "attempts": attempt + 1, "budget": budget}
+    record = {**(best.metadata.get("quality") or {}), "attempts": attempts, "budget": budget}
     return replace(best, overhead=overhead.measure_cpu(), metadata={**best.metadata, "quality": record, "run": run})
