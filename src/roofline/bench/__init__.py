@@ -73,13 +73,24 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
         if messages:
             dev = replace(dev, metadata={**dev.metadata, "warnings": [*dev.metadata.get("warnings", []), *messages]})
         return replace(dev, overhead=overhead.measure_cuda(torch), metadata={**dev.metadata, "run": run})
-    from roofline.bench._worker import run_in_child
     from roofline.bench.sampling import BenchConfig, check_threads
 
     cfg = BenchConfig.full(**overrides) if full else BenchConfig.quick(**overrides)
     # checked here, before a process starts: bad input is one line and nothing runs
     cfg = replace(cfg, threads=check_threads(threads if threads is not None else cfg.threads or None))
     budget = RETRIES[cfg.mode] if retries is None else max(0, retries)
+    best = _measure_within_budget(cfg, progress, budget)
+    return replace(best, overhead=overhead.measure_cpu(), metadata={**best.metadata, "run": run})
+
+
+def _measure_within_budget(cfg: Any, progress: Progress | None, budget: int) -> Device:
+    """The CPU run measured again while flagged, up to ``budget`` more times; the least bad attempt, its quality
+    record saying how many attempts ran (:func:`roofline.bench.quality.badness`)."""
+    from dataclasses import replace
+
+    from roofline.bench import quality
+    from roofline.bench._worker import run_in_child
+
     best: Device | None = None
     attempts = 0
     while attempts <= budget:
@@ -92,4 +103,4 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
             break
     assert best is not None
     record = {**(best.metadata.get("quality") or {}), "attempts": attempts, "budget": budget}
-    return replace(best, overhead=overhead.measure_cpu(), metadata={**best.metadata, "quality": record, "run": run})
+    return replace(best, metadata={**best.metadata, "quality": record})

@@ -204,15 +204,18 @@ CAL_RETRIES = 1  # how many times a noisy or refused suite is measured again
 
 
 def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, ops: Sequence[SuiteOp] | None = None,
-                    progress: Progress | None = None, retries: int = CAL_RETRIES) -> tuple[Calibration, Device]:
+                    progress: Progress | None = None, retries: int = CAL_RETRIES,
+                    error_limit: float | None = HELD_IN_ERROR_LIMIT) -> tuple[Calibration, Device]:
     """Measure the suite on ``device`` (this machine) and fit; returns (the calibration, the device
     carrying it and the overhead floors it used).  ``ops`` replaces the suite (tests).
 
     The suite is watched for contention (:func:`noise_causes`); a noisy or refused fit is measured again, up
     to ``retries`` times, and the best kept.  Its causes go to ``Calibration.quality``; a fit whose held-in
-    error stays above :data:`HELD_IN_ERROR_LIMIT` is refused (:func:`check_fit`, a RooflineError naming the
-    ops and the causes) and nothing is returned to store."""
+    error stays above ``error_limit`` (:data:`HELD_IN_ERROR_LIMIT`; None: no limit, for a suite run against
+    a device that is not this machine's) is refused (:func:`check_fit`, a RooflineError naming the ops and
+    the causes) and nothing is returned to store."""
     torch = require("torch", "torch")
+    limit = math.inf if error_limit is None else error_limit
     best: Calibration | None = None
     bare = device
     for _ in range(max(0, retries) + 1):
@@ -220,19 +223,19 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
         cal, bare = _measure_suite(device, quick, cuda, ops, progress, torch)
         causes = noise_causes(cal, before, contention.snapshot(), _torch_threads(torch, cuda))
         cal = replace(cal, quality=tuple(causes))
-        if best is None or _worse(best, cal):
+        if best is None or _worse(best, cal, limit):
             best = cal
-        if not causes and not cal.error > HELD_IN_ERROR_LIMIT:
+        if not causes and not cal.error > limit:
             break
     assert best is not None
-    check_fit(best)
+    check_fit(best, limit)
     return best, replace(bare, calibration=best)
 
 
-def _worse(a: Calibration, b: Calibration) -> bool:
+def _worse(a: Calibration, b: Calibration, limit: float) -> bool:
     """Whether ``a`` is a worse fit to keep than ``b``: refused before kept, then more causes, then more error."""
     def key(c: Calibration) -> tuple[bool, int, float]:
-        return (c.error > HELD_IN_ERROR_LIMIT, len(c.quality), c.error if math.isfinite(c.error) else math.inf)
+        return (c.error > limit, len(c.quality), c.error if math.isfinite(c.error) else math.inf)
 
     return key(a) > key(b)
 

@@ -191,7 +191,12 @@ def judge_spec(measured: dict[str, float], spec: tuple[SpecRoof, ...],
             warnings.append(f"{r.precision} vector roof {format_flops(got)} is {ratio:.0%} of the spec roof "
                             f"{format_flops(r.flops)} (expected {SPEC_LOW:.0%}..{SPEC_HIGH:.0%}): the machine was "
                             "busy, throttled, or the kernel is not at peak on this ISA")
-        if ratio <= SPEC_HIGH or used is None:
+        if ratio <= SPEC_HIGH:
+            continue
+        if used is None:  # no clock stated to explain it with
+            warnings.append(f"{r.precision} vector roof {format_flops(got)} is {ratio:.0%} of the spec roof "
+                            f"{format_flops(r.flops)} (expected {SPEC_LOW:.0%}..{SPEC_HIGH:.0%}): the clock or the "
+                            "microarchitecture table is wrong for this CPU")
             continue
         per_hz = r.flops / used[1]
         explained = [(k, hz, lab) for k, hz, lab in clocks if abs(got / (per_hz * hz) - 1) <= EXPLAIN_WITHIN]
