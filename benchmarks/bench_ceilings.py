@@ -373,6 +373,14 @@ def loaded_table(quiet: dict[str, float], results: list[dict[str, Any]], cal: li
               f"({'yes' if not verdict.startswith('clean') else 'NO'}: target refused or flagged)")
 
 
+def progress(r: dict[str, Any], k: int) -> dict[str, Any]:
+    """One line per finished round (a long run on a shared machine shows where it is)."""
+    print(f"round {k} done: DRAM {r['dram'] / 1e9:.1f} GB/s, best C {r['ys_mem_best'] / 1e9:.1f}, v64 "
+          f"{r['vector64'] / 1e9:.1f}, v32 {r['vector32'] / 1e9:.1f}, wall {r['wall']:.0f} s, load {r['load']:.2f}, "
+          f"flags {r['flags']}", flush=True)
+    return r
+
+
 def busy(n: int) -> list[subprocess.Popen[bytes]]:
     """One spinning Python process per core."""
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
@@ -394,15 +402,16 @@ def main() -> int:
         print(f"yardstick built ({', '.join(f'{k}: {v} packed FMAs in its loop' for k, v in fmas.items())}); "
               f"DRAM working set {ws / 2**20:.0f} MiB (triad: 3 arrays), {threads} threads, {args.rounds} rounds",
               flush=True)
-        results = [one_round(exe, ws, tmpdir, k) for k in range(args.rounds)]
+        results = [progress(one_round(exe, ws, tmpdir, k), k) for k in range(args.rounds)]
         cal = calibrate_runs(tmpdir, args.rounds - 1, args.calibrate)
+        print(f"calibrate: {cal}", flush=True)
         print(f"\nQUIET table. machine: {machine.cpu_model()}, {threads} threads, flags {' '.join(flags)}")
         quiet = quiet_table(results, cal)
         if not args.under_load:
             return 0
         spinners = busy(threads)
         try:
-            loaded = [one_round(exe, ws, tmpdir, 100 + k) for k in range(args.loaded_rounds)]
+            loaded = [progress(one_round(exe, ws, tmpdir, 100 + k), 100 + k) for k in range(args.loaded_rounds)]
             lcal = calibrate_runs(tmpdir, 100, 1)
         finally:
             for p in spinners:

@@ -381,3 +381,19 @@ def test_a_flagged_run_is_measured_again_within_the_budget(monkeypatch) -> None:
     dev = roofline.bench.run_bench(quick=True, threads=1, retries=1)  # 1 retry: 2 attempts, still flagged
     assert len(made) == 2 and dev.metadata["quality"]["flags"] == ["disturbed"]
     assert (dev.metadata["quality"]["attempts"], dev.metadata["quality"]["budget"]) == (2, 1)
+
+
+def test_the_terminal_report_names_the_device_file_and_run() -> None:
+    from dataclasses import replace
+
+    from roofline import Op, Workload, analyze
+    from roofline.render.terminal import summary_lines
+    from roofline.summary import summarize
+
+    run = {"id": "abc123def456", "started": "2026-12-01T23:00:00+00:00", "pid": 42, "host": "vm"}
+    dev = replace(Device.simple("seed", "100 GFLOP/s", "10 GB/s"),
+                  metadata={"run": run, "device_file": "/cache/local-device.json"})
+    lines = summary_lines(summarize(analyze(Workload.from_ops([Op("app", flops=1e9, bytes_read=1e9)]), dev)))
+    device_line = next(line for line in lines if line.startswith("device: seed"))
+    assert device_line.endswith("(device file /cache/local-device.json, run abc123def456 (started "
+                                "2026-12-01T23:00:00+00:00, pid 42 on vm))")
