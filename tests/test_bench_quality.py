@@ -206,7 +206,7 @@ def test_the_warning_leads_the_headline_caption_and_html() -> None:
 def _fake_bench_script(cache: Path, name: str, seconds: float, flagged: bool, args: list[str]) -> str:
     """A child that runs `roofline bench ARGS` with run_bench replaced by a fake measurement of ``seconds``."""
     return textwrap.dedent(f"""
-        import sys, time
+        import os, sys, time
         sys.path.insert(0, {str(ROOT / 'src')!r})
         import roofline.bench
         from dataclasses import replace
@@ -216,7 +216,10 @@ def _fake_bench_script(cache: Path, name: str, seconds: float, flagged: bool, ar
 
         def fake(**kw):
             print("measuring", flush=True)
-            time.sleep({seconds})
+            release = {str(cache / (name + '.release'))!r}
+            t0 = time.monotonic()  # measure until the test releases this run (a loaded machine starts a child slowly)
+            while {seconds} and not os.path.exists(release) and time.monotonic() - t0 < {seconds}:
+                time.sleep(0.05)
             d = Device.simple({name!r}, "1 GFLOP/s", "1 GB/s")
             q = quality.assess(["steal 9% of CPU time"] if {flagged} else [], [], [])
             return replace(d, metadata={{"quality": q, "run": {{"id": {name!r} + "-run"}}}})
@@ -242,11 +245,12 @@ def _wait_for(proc: subprocess.Popen, word: str) -> None:
 
 @pytest.mark.skipif(os.name != "posix", reason="fcntl.flock")
 def test_a_second_bench_fails_in_one_line_and_the_cache_is_the_firsts(tmp_path: Path) -> None:
-    first = _start(tmp_path, "first", 3.0, [])
-    _wait_for(first, "measuring")  # the first holds the lock while it measures
+    first = _start(tmp_path, "first", 120.0, [])
+    _wait_for(first, "measuring")  # the first holds the lock while it measures, until released below
     second = _start(tmp_path, "second", 0.0, [])
-    out2, err2 = second.communicate(timeout=60)
-    out1, err1 = first.communicate(timeout=60)
+    out2, err2 = second.communicate(timeout=120)
+    (tmp_path / "first.release").touch()
+    out1, err1 = first.communicate(timeout=120)
     assert first.returncode == 0 and "cached:" in out1 and "run first-run" in out1
     assert second.returncode == 2 and "measuring" not in out2
     lines = err2.strip().splitlines()
@@ -261,9 +265,9 @@ def test_a_second_bench_fails_in_one_line_and_the_cache_is_the_firsts(tmp_path: 
 def test_a_second_bench_with_wait_runs_after_the_first(tmp_path: Path) -> None:
     first = _start(tmp_path, "first", 2.0, [])
     _wait_for(first, "measuring")
-    second = _start(tmp_path, "second", 0.0, ["--wait", "60"])
-    out1, _ = first.communicate(timeout=60)
-    out2, err2 = second.communicate(timeout=60)
+    second = _start(tmp_path, "second", 0.0, ["--wait", "120"])
+    out1, _ = first.communicate(timeout=120)
+    out2, err2 = second.communicate(timeout=120)
     assert first.returncode == 0 and second.returncode == 0, err2
     cached = json.loads((tmp_path / "cache" / "local-device.json").read_text())
     assert cached["name"] == "second" and cached["metadata"]["run"]["id"] == "second-run"
