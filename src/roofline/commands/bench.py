@@ -60,6 +60,8 @@ def register(subparsers: Any) -> None:
                    help="refuse a run that stays disturbed or inconsistent: print 'refused', write nothing, exit 2")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="wait this long for another bench or calibrate writing the cache (default: fail at once)")
+    p.add_argument("--retries", type=int, default=None, metavar="N",
+                   help="measure a disturbed or inconsistent CPU run again up to N times (default: 1, --full: 2)")
     p.set_defaults(func=run)
 
 
@@ -121,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             require("numba", "bench")  # the one-line 'pip install roofline[bench]' before anything else
         with _progress() as progress:
             device = bench.run_bench(quick=not args.full, full=bool(args.full), threads=args.threads, gpu=args.gpu,
-                                     progress=progress)
+                                     progress=progress, retries=args.retries)
         sys.stdout.write(render_table(device))
         if args.strict and _refused(device):
             return 2
