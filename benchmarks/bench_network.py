@@ -4,10 +4,11 @@
 
 Runs ``torchrun --nproc-per-node NPROC -m roofline.commands.bench_network --quick`` (``--full``: the full sizes, 8 B
 to 1 GiB; gloo over loopback here, NCCL where CUDA is) twice, one after the other, and checks issue 18's figures: each collective's fit from
-run 1 has R^2 >= 0.95 on log time, and predicts run 2's median time within 25% at every size; the
---quick wall time with 2 processes is at most 60 s.  Prints each collective's worst size, and beside it
-the machine's own reproducibility: how far run 2's medians are from run 1's at the same sizes, no fit
-involved (no model predicts a run better than the machine repeats it).  With 2 processes it then times
+run 1 has R^2 >= 0.95 on log time, and predicts run 2's median time at every size within the larger of
+25% and that size's own run-to-run spread (|run 2's median / run 1's - 1|, measured in this script, no
+fit involved: no model predicts a run better than the machine repeats it; issue 32); the --quick wall time
+with 2 processes is at most 60 s.  Prints, per collective, the size nearest to failing with its fit error,
+its own spread and the allowance, and the worst spread at any size.  With 2 processes it then times
 the tests' 2-rank tensor-parallel MLP (tests/tp_mlp.py) and sets its all-reduce beside run 1's prediction.
 """
 
@@ -23,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from roofline.bench.network import cross_run_check
 from roofline.system import System
 
 
@@ -52,16 +54,18 @@ def main() -> int:
     a, b = System.load(tmp / "one.json").tiers[0], System.load(tmp / "two.json").tiers[0]
     print(f"{nproc} ranks, gloo, {'--quick' if quick else 'full (8 B .. 1 GiB)'}; "
           f"load average (1 min) {os.getloadavg()[0]:.2f}")
-    print(f"{'collective':16} {'R^2 run 1':>10} {'fit 1 vs run 2: worst':>22} {'at':>12} "
-          f"{'run 1 vs run 2: worst':>22} {'at':>12}  targets: R^2 >= 0.95, fit <= 25%")
+    print(f"{'collective':16} {'R^2 run 1':>9} {'fit 1 vs run 2':>14} {'its spread':>10} {'allowed':>8} {'at':>12} "
+          f"{'worst spread':>12} {'at':>12}  targets: R^2 >= 0.95, fit <= max(25%, spread) at every size")
     ok = True
     for name, m in a.measured.items():
-        worst, at = max((abs(m.time(s) / med - 1), s) for s, med, _, _ in b.measured[name].points)
-        again, where = max((abs(med2 / med1 - 1), s) for (s, med1, _, _), (_, med2, _, _)
-                           in zip(m.points, b.measured[name].points, strict=True))
-        ok &= m.r2 >= 0.95 and worst <= 0.25
-        print(f"{name:16} {m.r2:>10.3f} {worst:>22.0%} {int(at):>10,d} B {again:>22.0%} {int(where):>10,d} B  "
-              f"{'yes' if m.r2 >= 0.95 and worst <= .25 else 'NO'}")
+        rows = cross_run_check(m.time, [(s, med) for s, med, _, _ in m.points],
+                               [(s, med) for s, med, _, _ in b.measured[name].points])
+        size, err, spread, allowed, _ = max(rows, key=lambda r: r[1] / r[3])  # nearest to failing
+        worst_spread = max(rows, key=lambda r: r[2])
+        good = m.r2 >= 0.95 and all(r[4] for r in rows)
+        ok &= good
+        print(f"{name:16} {m.r2:>9.3f} {err:>14.0%} {spread:>10.0%} {allowed:>8.0%} {int(size):>10,d} B "
+              f"{worst_spread[2]:>12.0%} {int(worst_spread[0]):>10,d} B  {'yes' if good else 'NO'}")
     limit = 60 if quick else math.inf  # the wall target is --quick's
     print(f"{'--quick' if quick else 'full'} wall (torchrun included): {walls[0]:.1f} s and {walls[1]:.1f} s"
           + (f" (target <= 60 s): {'yes' if max(walls) <= limit else 'NO'}" if quick else ""))

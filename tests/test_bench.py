@@ -528,7 +528,9 @@ def test_ctrl_c_leaves_no_partial_file_and_the_cache_intact(who, tmp_path, monke
     assert len(children) == 1 and children[0].poll() is not None  # the child is gone, not left running
     assert not out.exists() and not (tmp_path / "plots" / "roofline.png").exists()
     assert bench_cache.local_device_path().read_text() == before
-    assert [p.name for p in bench_cache.local_device_path().parent.iterdir()] == ["local-device.json"]
+    # nothing half-written beside the cache; the writers' lock file (empty once released) may stay
+    names = sorted(p.name for p in bench_cache.local_device_path().parent.iterdir())
+    assert names == ["local-device.json", "local-device.lock"] and bench_cache.lock_path().read_text() == ""
 
 
 def test_bad_input_found_in_the_child_is_the_same_one_line_error(monkeypatch) -> None:
@@ -564,7 +566,11 @@ def test_show_and_device_local(tiny_device: Device, monkeypatch, capsys, cache) 
     assert cli.main(["bench", "--show"]) == 0
     out = capsys.readouterr().out
     assert "fp64 vector" in out and "DRAM" in out and "IQR/median" in out
-    assert resolve_device("local").to_dict() == tiny_device.to_dict()
+    # the device as measured, plus the file it was read from (which reports name beside its run)
+    local = resolve_device("local").to_dict()
+    assert local["metadata"].pop("device_file") == str(bench_cache.local_device_path())
+    assert local == tiny_device.to_dict()
+    assert f"run {tiny_device.metadata['run']['id']}" in out
 
 
 def test_cache_dir_override_and_xdg(monkeypatch, tmp_path) -> None:

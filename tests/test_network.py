@@ -251,3 +251,22 @@ def test_the_planner_predicts_from_the_measured_fits(two_ranks):
     tp = next(c for c in e.comms if c.name == "tp all-reduce")
     assert tp.tiers == ("node",)
     assert tp.time == pytest.approx(fitted.time(msg) * (4 * 32 + 2) * e.micro_batches)
+
+
+def test_cross_run_criterion_allows_the_sizes_own_spread():
+    from roofline.bench.network import cross_run_check
+
+    # run 1 and run 2 at 3 sizes; the fit predicts 1.0 ms everywhere
+    run1 = [(8.0, 1.0e-3), (1024.0, 1.0e-3), (1 << 20, 1.0e-3)]
+    run2 = [(8.0, 1.8e-3), (1024.0, 1.3e-3), (1 << 20, 1.1e-3)]
+    rows = cross_run_check(lambda s: 1.0e-3, run1, run2)
+    # 8 B: fit error |1.0 / 1.8 - 1| = 44 %, spread |1.8 / 1.0 - 1| = 80 %: allowed 80 %, ok
+    # 1 KiB: error |1.0 / 1.3 - 1| = 23 % <= 25 % (spread 30 %): ok
+    # 1 MiB: error 9 %, spread 10 %, allowed 25 %: ok
+    assert [r[4] for r in rows] == [True, True, True]
+    assert rows[0][1] == pytest.approx(0.8 / 1.8) and rows[0][3] == pytest.approx(0.8)
+    # a fit 50 % off at a size the machine repeats within 5 %: refused
+    bad = cross_run_check(lambda s: 1.5e-3, [(8.0, 1.0e-3)], [(8.0, 1.05e-3)])
+    assert bad[0][4] is False and bad[0][3] == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="different sizes"):
+        cross_run_check(lambda s: 1.0, [(8.0, 1.0)], [(16.0, 1.0)])

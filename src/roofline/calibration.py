@@ -184,6 +184,7 @@ class Calibration:
     tables: tuple[TabulatedCurve, ...] = ()
     quantization: Quantization | None = None
     sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    quality: tuple[str, ...] = ()  # why this fit is noisy, one cause each (roofline.bench.calibrate); () when clean
 
     def curve(self, kind: str, term: str, precision: str = "") -> EfficiencyCurve | TabulatedCurve | None:
         """The curve of ``kind`` for ``term``: the fitted one of that kind, else a cited one of that kind (of
@@ -236,7 +237,8 @@ class Calibration:
                 "curves": [c.to_dict() for c in self.curves], "points": [p.to_dict() for p in self.points],
                 "failed": list(self.failed), "tables": [t.to_dict() for t in self.tables],
                 "quantization": None if self.quantization is None else self.quantization.to_dict(),
-                "sources": {k: dict(v) for k, v in (self.sources or {}).items()}}
+                "sources": {k: dict(v) for k, v in (self.sources or {}).items()},
+                **({"quality": list(self.quality)} if self.quality else {})}
 
     @classmethod
     def from_dict(cls, d: Any, where: str, f: str = "calibration") -> Calibration:
@@ -263,7 +265,9 @@ class Calibration:
                          for i, p in enumerate(as_list(d.get("points") or [], f"{f}.points", where))),
                    tuple(as_str(x, f"{f}.failed[{i}]", where)
                          for i, x in enumerate(as_list(d.get("failed") or [], f"{f}.failed", where))),
-                   tables, quant, sources)
+                   tables, quant, sources,
+                   tuple(as_str(x, f"{f}.quality[{i}]", where)
+                         for i, x in enumerate(as_list(d.get("quality") or [], f"{f}.quality", where))))
 
     def check_applies(self, name: str, machine: str, where: str) -> None:
         """One line when this calibration was measured on another device than (``name``, ``machine``)."""

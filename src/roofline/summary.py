@@ -241,6 +241,7 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     """
     a = s.analysis
     b = s.binding
+    lead = measurement_warning(s)
     time = f"{format_seconds(a.total_time)} (roofline bound)"
     rate = f"attainable {format_flops(s.attainable_flops)}" if a.total_time > 0 else ""
     r = s.llm
@@ -266,7 +267,21 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     lever = best_lever(s)
     if lever is not None:
         text += f"; best lever here: {lever.name} ({format_speedup(lever.speedup)})"
-    return text + "."
+    return (f"{shown(lead)}. " if lead else "") + text + "."
+
+
+def measurement_warning(s: Summary) -> str | None:
+    """The warning that leads every output of ``s`` (headline, chart caption, HTML top), or None: the device's
+    measurement was disturbed or inconsistent (:func:`roofline.bench.quality.warning`), or the forecast ran on a
+    calibration flagged as noisy (``Calibration.quality``)."""
+    from roofline.bench.quality import warning
+
+    dev = s.analysis.device
+    parts = [w] if (w := warning(dev.metadata)) else []
+    cal = s.analysis.forecast.calibration if s.analysis.forecast is not None else None
+    if cal is not None and cal.quality:
+        parts.append(f"NOISY calibration ({cal.date}), the forecast uses it: {'; '.join(cal.quality)}")
+    return " | ".join(parts) or None
 
 
 def best_lever(s: Summary) -> Lever | None:

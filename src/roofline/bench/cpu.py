@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline.bench import fma, machine, spec
+from roofline.bench import contention, fma, machine, spec
 from roofline.bench.gemm import blas_limiter, time_gemms, torch_threads
 from roofline.bench.sampling import (
     ROOF_STATISTIC,
@@ -124,6 +124,8 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     cfg = replace(cfg, threads=threads)
     report = progress or (lambda frac, what: None)
     wall0 = time.perf_counter()
+    contention.TALLY.reset()
+    before = contention.snapshot()
     warnings: list[str] = []
     caches, max_bytes, shortage = _working_sets(cfg, threads, warnings)
     spec_roofs, flags = spec.this_cpu_spec(threads)
@@ -150,7 +152,7 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     numba.set_num_threads(threads)
     compute = _compute_ceilings(peaks, (ert_stats, ert.working_set_bytes), gemms, threads, cfg, date, warnings)
     ert = _ert_against_roofs(ert, compute, memory, warnings)
-    warnings += _precision_warnings(compute, spec_roofs, native)
+    warnings += _precision_warnings(native)
     meta = _metadata(cfg, threads, numba, compile_seconds, level_info, shortage)
     facts = BenchFacts(version=BENCH_VERSION, machine=machine.fingerprint(), isa=tuple(meta["isa"]),
                        native=native, spec=spec_roofs, threads=threads, sweep=sweep_facts(sizes, curves), ert=ert,
@@ -163,6 +165,7 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
         device, messages = audit_device(device, threads, full=cfg.mode == "full",
                                         progress=lambda f, what: stage.at("audit", f, what))
         warnings += messages
+    meta.update(_quality(device, spec_roofs, flags, threads, before, warnings))
     meta["warnings"] = warnings
     meta["wall_seconds"] = round(time.perf_counter() - wall0, 2)
     report(1.0, "done")
@@ -195,16 +198,33 @@ def _ert_against_roofs(ert: ErtCurve, compute: list[ComputeCeiling], memory: lis
     return ert
 
 
-def _precision_warnings(compute: list[ComputeCeiling], spec_roofs: tuple[SpecRoof, ...],
-                        native: tuple[str, ...]) -> list[str]:
-    """Vector roofs that disagree with the spec sheet, and the 16-bit precisions this CPU lacks."""
-    warnings = spec.check_against_spec({c.precision: c.flops for c in compute if c.unit == "vector"}, spec_roofs)
+def _precision_warnings(native: tuple[str, ...]) -> list[str]:
+    """The 16-bit precisions this CPU lacks (the spec check is :func:`_quality`'s)."""
+    warnings: list[str] = []
     missing = [p for p in ("bf16", "fp16") if p not in native]
     if missing:
         warnings.append(f"no native {'/'.join(missing)} arithmetic on this CPU (its flags lack "
                         f"{', '.join(n for p in missing for n in spec.NATIVE_FLAGS[p])}): no {'/'.join(missing)} "
                         "roof is published, so such ops fall back to the fp32 roofs (recorded on each op)")
     return warnings
+
+
+def _quality(device: Device, spec_roofs: tuple[SpecRoof, ...], flags: set[str], threads: int,
+             before: contention.Snapshot, warnings: list[str]) -> dict[str, Any]:
+    """The run's quality record (:mod:`roofline.bench.quality`) and spec clock, from the finished roofs:
+    contention over the whole run, the ISA rules, the spec check (its warnings go to ``warnings``)."""
+    from roofline.bench import consistency, quality
+
+    cores = os.cpu_count() or 1
+    disturbed = contention.window_causes(before, contention.snapshot(), threads, cores) + contention.TALLY.causes()
+    inconsistent = consistency.device_findings(device, flags)
+    vector = {c.precision: c.flops for c in device.compute if c.unit == "vector"}
+    spec_warnings, spec_causes, clock = spec.judge_spec(vector, spec_roofs, spec.this_cpu_clocks())
+    warnings += spec_warnings
+    notes = [w for w in spec_warnings if "unverified" in w]
+    return {"quality": quality.assess(disturbed, inconsistent + spec_causes, notes,
+                                      samples=contention.TALLY.to_dict()),
+            "spec_clock": clock}
 
 
 def _metadata(cfg: BenchConfig, threads: int, numba: ModuleType, compile_seconds: float, level_info: dict[str, Any],
@@ -251,7 +271,7 @@ def _fma_peak(prec: str, threads: int, cfg: BenchConfig) -> Stat:
     # more samples than elsewhere: each is short, and a ceiling must not hang on one busy moment
     stat, _ = measure_rate(lambda reps: Timed(fma.run_fma_peak(prec, reps * iters, threads)),
                            float(shape.flops_per_iteration * iters * threads), max(15, 2 * cfg.repeats),
-                           cfg.fma_sample_seconds)
+                           cfg.fma_sample_seconds, threads, f"{prec} FMA")
     return stat
 
 

@@ -121,6 +121,31 @@ def fit(sizes: list[float], times: list[float], spread: list[tuple[float, float]
     return replace(best[1], r2=r2)
 
 
+#: a fit predicts another run at a size within the larger of this and that size's own run-to-run spread
+CROSS_RUN_TOLERANCE = 0.25
+
+
+def cross_run_check(predict: Any, run1: list[tuple[float, float]], run2: list[tuple[float, float]]
+                    ) -> list[tuple[float, float, float, float, bool]]:
+    """Run 1's fit (``predict(bytes) -> seconds``) against run 2, size by size: ``(bytes, fit error, run-to-run
+    spread, allowed, ok)``, where fit error = |predict / run 2's median - 1|, spread = |run 2's median / run 1's
+    median - 1| (the machine repeating itself, no fit involved) and allowed = max(:data:`CROSS_RUN_TOLERANCE`,
+    spread): no model predicts a run better than the machine repeats it.  ``run1``/``run2``: (bytes, median s).
+
+    >>> rows = cross_run_check(lambda s: 1e-5, [(8, 1e-5), (64, 1e-5)], [(8, 2e-5), (64, 1.1e-5)])
+    >>> [(r[0], round(r[1], 3), round(r[2], 3), r[4]) for r in rows]
+    [(8, 0.5, 1.0, True), (64, 0.091, 0.1, True)]
+    """
+    out = []
+    for (s1, med1), (s2, med2) in zip(run1, run2, strict=True):
+        if s1 != s2:
+            raise ValueError(f"the runs measured different sizes: {s1} and {s2}")
+        err, spread = abs(predict(s2) / med2 - 1), abs(med2 / med1 - 1)
+        allowed = max(CROSS_RUN_TOLERANCE, spread)
+        out.append((s2, err, spread, allowed, err <= allowed))
+    return out
+
+
 def _message(collective: str, nbytes: int, ranks: int) -> int:
     """The buffer size actually used: float32 elements, divisible by the ranks for gather/scatter/all-to-all."""
     step = 4 * (ranks if collective in ("all_gather", "reduce_scatter", "all_to_all") else 1)

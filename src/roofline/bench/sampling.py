@@ -110,11 +110,15 @@ def timeit(fn: Callable[[], Any]) -> float:
     return float(result) if isinstance(result, Timed) else time.perf_counter() - t0
 
 
-def measure_rate(call: Callable[[int], Any], work_per_rep: float, repeats: int, min_seconds: float) -> tuple[Stat, int]:
+def measure_rate(call: Callable[[int], Any], work_per_rep: float, repeats: int, min_seconds: float,
+                 threads: int = 0, what: str = "") -> tuple[Stat, int]:
     """Rates (work per second) of ``call(reps)``; reps chosen so one sample takes >= ``min_seconds``.
 
     The first call warms up (page faults, caches, lazy compilation); then reps grow until a call
-    lasts ``min_seconds``.
+    lasts ``min_seconds``.  With ``threads``, each sample's process CPU time is checked against
+    threads x its wall time (:func:`roofline.bench.contention.sample_disturbed`): a disturbed sample
+    is measured again, up to :data:`~roofline.bench.contention.RESAMPLE_BUDGET` x ``repeats`` extra
+    samples; what stays disturbed is counted in :data:`roofline.bench.contention.TALLY` (``what``).
     """
     call(1)
     reps = 1
@@ -123,8 +127,36 @@ def measure_rate(call: Callable[[int], Any], work_per_rep: float, repeats: int, 
         if t >= min_seconds:
             break
         reps = max(reps * 2, math.ceil(reps * 1.2 * min_seconds / max(t, 1e-9)))
-    rates = [work_per_rep * reps / max(timeit(lambda: call(reps)), 1e-9) for _ in range(repeats)]
+    rates = _samples(lambda: timeit(lambda: call(reps)), work_per_rep * reps, repeats, threads, what)
     return Stat.of(rates), reps
+
+
+def _samples(sample: Callable[[], float], work: float, repeats: int, threads: int, what: str) -> list[float]:
+    """``repeats`` rates of ``sample()``; with ``threads``, disturbed ones replaced within the budget."""
+    from roofline.bench import contention
+
+    if not threads:
+        return [work / max(sample(), 1e-9) for _ in range(repeats)]
+    clean: list[float] = []
+    disturbed: list[float] = []
+    budget = math.ceil(contention.RESAMPLE_BUDGET * repeats)
+    tally = contention.TALLY
+    while len(clean) < repeats and len(clean) + len(disturbed) < repeats + budget:
+        c0, w0 = time.process_time(), time.perf_counter()
+        seconds = sample()
+        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        tally.checked += 1
+        rate = work / max(seconds, 1e-9)
+        if contention.sample_disturbed(wall, cpu, threads):
+            tally.disturbed += 1
+            disturbed.append(rate)
+        else:
+            clean.append(rate)
+    kept = disturbed[: repeats - len(clean)] if len(clean) < repeats else []
+    if kept:
+        tally.kept_disturbed += len(kept)
+        tally.where[what or "unnamed"] = tally.where.get(what or "unnamed", 0) + len(kept)
+    return clean + kept
 
 
 class Stages:

@@ -9,8 +9,13 @@ in every derivation:
   vCPUs), counted once per physical core where the OS reports SMT siblings
   (two hyper-threads share one core's FMA pipes);
 - *clock*: the highest clock the OS reports (cpufreq's maximum, a
-  single-core turbo that all cores together may not hold), else the model
-  name's ``@ X GHz``, else ``cpu MHz`` from /proc/cpuinfo; which one is said.
+  single-core turbo that all cores together may not hold), else the boost
+  clock of a model the microarchitecture table knows (a VM's /proc/cpuinfo
+  shows only the nominal clock), else the model name's ``@ X GHz``, else
+  ``cpu MHz`` from /proc/cpuinfo; which one is said (:func:`clock_sources`).
+  A roof above 110 % of spec is explained by a stated clock within 5 %, or,
+  with only /proc/cpuinfo's clock, the clock is *inferred* from it and that
+  roof marked unverified, or flagged (:func:`judge_spec`).
 
 It is drawn dashed as "theoretical" beside the measured roofs, never in
 their place; the bench warns when a measured roof is under 50 % or over 110 %
@@ -73,18 +78,44 @@ def physical_cores(cpus: list[int]) -> int:
     return len(seen) or len(cpus)
 
 
-def spec_clock(info: dict[str, Any]) -> tuple[float, str] | None:
-    """(Hz, where it came from): cpufreq maximum, else the model name's '@ X GHz', else 'cpu MHz'."""
+#: labels of the clock sources, in the order :func:`spec_clock` prefers them
+CLOCK_LABELS = {
+    "cpufreq": "cpufreq maximum (a turbo clock; all cores together may run lower)",
+    "table": "the boost clock of this model in the microarchitecture table",
+    "model name": "the model name's nominal clock (all-core turbo unknown here)",
+    "cpuinfo": "the clock /proc/cpuinfo shows (on a VM: the nominal clock, not the turbo)",
+    "inferred": "inferred from the FMA measurement (unverified: the roof it came from set it)",
+}
+EXPLAIN_WITHIN = 0.05  # a stated clock explains a roof above spec when its spec reproduces the roof within 5 %
+
+
+def clock_sources(info: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """Every clock this machine states: (kind, Hz, label), in :data:`CLOCK_LABELS` order (no 'inferred').
+
+    >>> [k for k, _, _ in clock_sources({"model_name": "AMD EPYC 7763 64-Core Processor", "mhz": 2445.4})]
+    ['table', 'cpuinfo']
+    """
+    out: list[tuple[str, float, str]] = []
     max_mhz = info.get("max_mhz")
     if isinstance(max_mhz, (int, float)) and max_mhz > 0:
-        return float(max_mhz) * 1e6, "cpufreq maximum (a turbo clock; all cores together may run lower)"
+        out.append(("cpufreq", float(max_mhz) * 1e6, CLOCK_LABELS["cpufreq"]))
+    boost = _uarch.boost_clock(str(info.get("model_name", "")))
+    if boost is not None:
+        out.append(("table", boost[0], f"{CLOCK_LABELS['table']}: {boost[1]}"))
     m = re.search(r"@\s*([\d.]+)\s*GHz", str(info.get("model_name", "")))
     if m:
-        return float(m.group(1)) * 1e9, "the model name's nominal clock (all-core turbo unknown here)"
+        out.append(("model name", float(m.group(1)) * 1e9, CLOCK_LABELS["model name"]))
     mhz = info.get("mhz")
     if isinstance(mhz, (int, float)) and mhz > 0:
-        return float(mhz) * 1e6, "the current clock in /proc/cpuinfo (all-core turbo unknown here)"
-    return None
+        out.append(("cpuinfo", float(mhz) * 1e6, CLOCK_LABELS["cpuinfo"]))
+    return out
+
+
+def spec_clock(info: dict[str, Any]) -> tuple[float, str] | None:
+    """(Hz, where it came from): the first of :func:`clock_sources` (cpufreq maximum, the table's boost
+    clock of a known model, the model name's '@ X GHz', the 'cpu MHz' of /proc/cpuinfo)."""
+    sources = clock_sources(info)
+    return (sources[0][1], sources[0][2]) if sources else None
 
 
 def spec_roofs(info: dict[str, Any], cores: int, clock: tuple[float, str] | None) -> tuple[SpecRoof, ...]:
@@ -124,17 +155,68 @@ def this_cpu_spec(threads: int) -> tuple[tuple[SpecRoof, ...], set[str]]:
     return spec_roofs(info, cores, spec_clock(info)), flags
 
 
-def check_against_spec(measured: dict[str, float], spec: tuple[SpecRoof, ...]) -> list[str]:
-    """Warnings for measured vector roofs under 50 % or over 110 % of the spec roof."""
-    out = []
+def this_cpu_clocks() -> list[tuple[str, float, str]]:
+    """:func:`clock_sources` of this machine (the first is the one its spec roofs use)."""
+    return clock_sources(cpuinfo())
+
+
+def check_against_spec(measured: dict[str, float], spec: tuple[SpecRoof, ...],
+                       clocks: list[tuple[str, float, str]] | None = None) -> list[str]:
+    """Warnings for measured vector roofs under 50 % or over 110 % of the spec roof (:func:`judge_spec`'s)."""
+    return judge_spec(measured, spec, clocks)[0]
+
+
+def judge_spec(measured: dict[str, float], spec: tuple[SpecRoof, ...],
+               clocks: list[tuple[str, float, str]] | None = None) -> tuple[list[str], list[str], dict[str, Any]]:
+    """(warnings, causes of inconsistency, the clock record) for measured vector roofs against the spec.
+
+    The spec roofs were derived at the first of ``clocks`` (:func:`clock_sources`).  A roof over
+    110 % of spec is explained when some stated clock's spec reproduces it within :data:`EXPLAIN_WITHIN`
+    (said, not flagged).  Otherwise: where the only stated clock is /proc/cpuinfo's (a VM's nominal
+    clock), the clock is *inferred* from the roof (labelled so) and the roof marked unverified; where a
+    cpufreq, table or model-name clock was stated, the roof is a cause of inconsistency.
+    """
+    warnings: list[str] = []
+    causes: list[str] = []
+    clocks = clocks or []
+    used = clocks[0] if clocks else None
+    record: dict[str, Any] = {"kind": used[0], "hz": used[1], "label": used[2]} if used else {}
+    unverified: list[str] = []
     for r in spec:
         got = measured.get(r.precision)
         if got is None:
             continue
         ratio = got / r.flops
-        if not SPEC_LOW <= ratio <= SPEC_HIGH:
-            out.append(f"{r.precision} vector roof {format_flops(got)} is {ratio:.0%} of the spec roof "
-                       f"{format_flops(r.flops)} (expected {SPEC_LOW:.0%}..{SPEC_HIGH:.0%}): "
-                       + ("the machine was busy, throttled, or the kernel is not at peak on this ISA" if ratio < SPEC_LOW
-                          else "the clock or the microarchitecture table is wrong for this CPU"))
-    return out
+        if ratio < SPEC_LOW:
+            warnings.append(f"{r.precision} vector roof {format_flops(got)} is {ratio:.0%} of the spec roof "
+                            f"{format_flops(r.flops)} (expected {SPEC_LOW:.0%}..{SPEC_HIGH:.0%}): the machine was "
+                            "busy, throttled, or the kernel is not at peak on this ISA")
+        if ratio <= SPEC_HIGH:
+            continue
+        if used is None:  # no clock stated to explain it with
+            warnings.append(f"{r.precision} vector roof {format_flops(got)} is {ratio:.0%} of the spec roof "
+                            f"{format_flops(r.flops)} (expected {SPEC_LOW:.0%}..{SPEC_HIGH:.0%}): the clock or the "
+                            "microarchitecture table is wrong for this CPU")
+            continue
+        per_hz = r.flops / used[1]
+        explained = [(k, hz, lab) for k, hz, lab in clocks if abs(got / (per_hz * hz) - 1) <= EXPLAIN_WITHIN]
+        if explained:
+            k, hz, lab = explained[0]
+            warnings.append(f"{r.precision} vector roof {format_flops(got)} is {ratio:.0%} of the spec roof at "
+                            f"{used[1] / 1e9:.3g} GHz; explained by {lab} ({hz / 1e9:.3g} GHz: spec "
+                            f"{format_flops(per_hz * hz)}, {got / (per_hz * hz):.0%} of it)")
+        elif all(k == "cpuinfo" for k, _, _ in clocks):
+            hz = got / per_hz
+            unverified.append(r.precision)
+            record.setdefault("inferred_hz", hz)
+            warnings.append(f"{r.precision} vector roof {format_flops(got)} is {ratio:.0%} of the spec roof at the "
+                            f"{used[1] / 1e9:.3g} GHz /proc/cpuinfo shows; clock {hz / 1e9:.3g} GHz "
+                            f"{CLOCK_LABELS['inferred']}: the {r.precision} vector roof is unverified")
+        else:
+            causes.append(f"{r.precision} vector roof {format_flops(got)} is {ratio:.0%} of the spec roof "
+                          f"{format_flops(r.flops)} and no stated clock ({', '.join(k for k, _, _ in clocks)}) "
+                          f"reproduces it within {EXPLAIN_WITHIN:.0%}: the clock or the microarchitecture table "
+                          "is wrong for this CPU, or the measurement is")
+    if unverified:
+        record["unverified"] = unverified
+    return warnings, causes, record

@@ -104,7 +104,7 @@ def run_sweep(numba: ModuleType, k: ModuleType, sizes: list[int], thread_counts:
             for kind, (name, (bpe, narrays)) in enumerate(KERNELS.items()):
                 n, a, b, c = arrays(ws, narrays)
                 stat, _ = measure_rate(stream_call(k, kind, a, b, c, 1, t, out),
-                                       float(bpe * n), cfg.repeats, cfg.min_sample_seconds)
+                                       float(bpe * n), cfg.repeats, cfg.min_sample_seconds, t, f"sweep {name}")
                 curves[t][name].append(stat)
             step += 1
             stage.at("sweep", step / total_steps,
@@ -117,7 +117,8 @@ def run_sweep(numba: ModuleType, k: ModuleType, sizes: list[int], thread_counts:
         bpe, narrays = (ERT_BYTES_PER_ELEMENT, 1) if name == IN_PLACE else KERNELS[name]
         n, a, b, c = arrays(sizes[-1], narrays)
         long_runs[name], _ = measure_rate(stream_call(k, kind, a, b, c, 1, threads, out),
-                                          float(bpe * n), max(7, cfg.repeats), max(0.05, cfg.min_sample_seconds))
+                                          float(bpe * n), max(7, cfg.repeats), max(0.05, cfg.min_sample_seconds),
+                                          threads, f"DRAM {name}")
     stage.done("sweep")
     return curves, long_runs
 
@@ -300,7 +301,7 @@ def ert_curve(k: ModuleType, ws: int, threads: int, cfg: BenchConfig, rng: np.ra
         flops = float(n * (1 if f == 1 else 2 * m))
         # alpha = beta = 0.5: x -> 0.5x + 0.5 stays in [0.5, 1.5] (no overflow, no denormals)
         stat, _ = measure_rate(stream_call(k, kind, x, x, x, m, threads, out),
-                               flops, max(3, cfg.repeats // 2), cfg.min_sample_seconds)
+                               flops, max(3, cfg.repeats // 2), cfg.min_sample_seconds, threads, "ERT curve")
         rates.append(stat)
     ai = [(1 if f == 1 else 2 * (f // 2)) / ERT_BYTES_PER_ELEMENT for f in flops_per_elem]
     curve = ErtCurve(tuple(float(f) for f in flops_per_elem), tuple(ai), tuple(s.median for s in rates),

@@ -347,3 +347,65 @@ def identify_cpuinfo(text: str) -> Uarch | None:
         return None
     return identify(info["vendor_id"], info.get("family", -1), info.get("model", -1), info.get("flags", set()),
                     info.get("cpu_part", ""))
+
+
+#: Boost (maximum single-core) clocks of CPU models a VM's /proc/cpuinfo names, in GHz, for the spec roof's
+#: clock where cpufreq is absent (a VM shows the nominal clock as 'cpu MHz'). Keyed by the model name
+#: /proc/cpuinfo prints. (base GHz, boost GHz, source key).
+BOOST_CLOCKS: dict[str, tuple[float, float, str]] = {
+    "AMD EPYC 7763 64-Core Processor": (2.45, 3.5, "amd-epyc-7003"),
+    "AMD EPYC 7713 64-Core Processor": (2.0, 3.675, "amd-epyc-7003"),
+    "AMD EPYC 7543 32-Core Processor": (2.8, 3.7, "amd-epyc-7003"),
+    "AMD EPYC 7513 32-Core Processor": (2.6, 3.65, "amd-epyc-7003"),
+    "AMD EPYC 75F3 32-Core Processor": (2.95, 4.0, "amd-epyc-7003"),
+}
+
+SOURCES["amd-epyc-7003"] = {
+    "title": "AMD EPYC 7003 series product pages (e.g. amd.com/en/products/cpu/amd-epyc-7763); "
+             "figures as tabulated in Techgage's Milan launch article",
+    "url": "https://www.amd.com/en/products/processors/server/epyc/7003-series.html",
+    "where": "Techgage 'AMD EPYC Milan launch' table, Clock (Peak): 7763 2.45 GHz (3.5), 7713 2.0 GHz (3.675), "
+             "7543 2.8 GHz (3.7), 7513 2.6 GHz (3.65); anandtech.com/show/16529 page 2: 75F3 2950/4000 MHz. "
+             "The amd.com pages themselves are NOT confirmed in a stored copy.",
+}
+
+SOURCES["bf16-dot"] = {
+    "title": "Intel Intrinsics Guide, _mm512_dpbf16_ps (VDPBF16PS); Arm A64 BFDOT; Intel AMX overview",
+    "url": "https://www.intel.com/content/www/us/en/docs/intrinsics-guide/index.html",
+    "where": "VDPBF16PS / BFDOT: each fp32 lane accumulates the products of 2 bf16 pairs (2 FMAs per lane per "
+             "instruction, twice an fp32 FMA's FLOPs at the same width). AMX-BF16: 1024 bf16 ops per cycle per "
+             "core against 64 fp32 FLOPs per cycle of two 512-bit FMA units (16x): the per-instruction ratio is "
+             "the ISA's; equal instruction throughput and the AMX figure are NOT confirmed in a stored copy.",
+}
+
+
+def boost_clock(model_name: str) -> tuple[float, str] | None:
+    """(boost clock in Hz, its source text) for a model name in :data:`BOOST_CLOCKS`, else None.
+
+    >>> boost_clock("AMD EPYC 7763 64-Core Processor")[0]
+    3500000000.0
+    >>> boost_clock("AMD EPYC") is None
+    True
+    """
+    entry = BOOST_CLOCKS.get(model_name.strip())
+    if entry is None:
+        return None
+    _, boost, key = entry
+    return boost * 1e9, SOURCES[key]["title"]
+
+
+def bf16_dot_ratio(flags: set[str]) -> tuple[float, str] | None:
+    """The ISA's bf16 dot-product FLOPs per fp32 FMA FLOP at the same width (:data:`SOURCES` 'bf16-dot'), and
+    the instruction it comes from; None without native bf16 arithmetic (bf16 then runs as fp32).
+
+    >>> bf16_dot_ratio({"avx512f", "avx512_bf16"})[0], bf16_dot_ratio({"amx_bf16"})[0], bf16_dot_ratio({"avx2"})
+    (2.0, 16.0, None)
+    """
+    f = {x.lower() for x in flags}
+    if "amx_bf16" in f:
+        return 16.0, "AMX-BF16 tiles (TDPBF16PS)"
+    if "avx512_bf16" in f:
+        return 2.0, "AVX512-BF16 VDPBF16PS"
+    if "bf16" in f:
+        return 2.0, "Arm BFDOT"
+    return None

@@ -56,6 +56,12 @@ def register(subparsers: Any) -> None:
                    help="print the torchrun line that measures the network (roofline.commands.bench_network) and exit")
     p.add_argument("--audit", action="store_true",
                    help="time the audit kernels against the cached roofs (raising any roof a kernel beats)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a run that stays disturbed or inconsistent: print 'refused', write nothing, exit 2")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for another bench or calibrate writing the cache (default: fail at once)")
+    p.add_argument("--retries", type=int, default=None, metavar="N",
+                   help="measure a disturbed or inconsistent CPU run again up to N times (default: 1, --full: 2)")
     p.set_defaults(func=run)
 
 
@@ -91,32 +97,49 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out)
     if plot_dir is not None:
         _check_plot_dir(plot_dir)
-    if args.show or args.audit:
+    if args.show:
         device = bench.load_local_device()
         print(f"cached: {bench.local_device_path()}")
-        messages: list[str] = []
+        sys.stdout.write(render_table(device))
+        _write(device, args, plot_dir, cache=False)
+        return 0
+    with bench.writer_lock("roofline bench", args.wait):
         if args.audit:
+            device = bench.load_local_device()
             from roofline.bench.cpu import audit_device
 
             if device.kind != "cpu":
                 raise RooflineError("--audit times CPU kernels; the cached measurement is of a GPU")
             device, messages = audit_device(device, int((device.bench.threads if device.bench else 0) or os.cpu_count() or 1),
                                             full=bool(args.full))
-        sys.stdout.write(render_table(device))
-        for m in messages:
-            print(f"  audit: {m}")
-        _write(device, args, plot_dir, cache=bool(args.audit))
-        return 0
-    if not args.gpu:
-        from roofline.errors import require
+            sys.stdout.write(render_table(device))
+            for m in messages:
+                print(f"  audit: {m}")
+            _write(device, args, plot_dir, cache=True)
+            return 0
+        if not args.gpu:
+            from roofline.errors import require
 
-        require("numba", "bench")  # the one-line 'pip install roofline[bench]' before anything else
-    with _progress() as progress:
-        device = bench.run_bench(quick=not args.full, full=bool(args.full), threads=args.threads, gpu=args.gpu,
-                                 progress=progress)
-    sys.stdout.write(render_table(device))
-    _write(device, args, plot_dir, cache=True)
+            require("numba", "bench")  # the one-line 'pip install roofline[bench]' before anything else
+        with _progress() as progress:
+            device = bench.run_bench(quick=not args.full, full=bool(args.full), threads=args.threads, gpu=args.gpu,
+                                     progress=progress, retries=args.retries)
+        sys.stdout.write(render_table(device))
+        if args.strict and _refused(device):
+            return 2
+        _write(device, args, plot_dir, cache=True)
     return 0
+
+
+def _refused(device: Device) -> bool:
+    """--strict: a flagged run is refused (one line on stderr, nothing written)."""
+    from roofline.bench.quality import warning
+
+    text = warning(device.metadata)
+    if text is None:
+        return False
+    print(f"roofline: refused (--strict): {text}; nothing written", file=sys.stderr)
+    return True
 
 
 def _write(device: Device, args: argparse.Namespace, plot_dir: Path | None, *, cache: bool) -> None:
@@ -127,7 +150,8 @@ def _write(device: Device, args: argparse.Namespace, plot_dir: Path | None, *, c
         device.save(args.out)
         print(f"saved: {args.out}")
     if cache:
-        print(f"cached: {bench.save_local_device(device)}  (use --device local)")
+        run = device.metadata.get("run") or {}
+        print(f"cached: {bench.save_local_device(device)}  (run {run.get('id', '?')}; use --device local)")
     if plot_dir is not None:
         from roofline.render.bench import plot_bandwidth, plot_roofline
 
@@ -185,9 +209,15 @@ def _best_method(prov: Provenance) -> str:
 
 def render_table(device: Device) -> str:
     """The ceilings with their spread (interquartile range), one per line, then ERT and warnings."""
+    from roofline.bench.quality import run_line, warning
+
     meta = device.metadata
-    lines = [f"{device.name}", f"  measured {meta.get('date', '?')}, mode {meta.get('mode', '?')}, "
-             f"{device.bench.threads if device.bench else '?'} thread(s), {meta.get('wall_seconds', '?')} s"]
+    lead = warning(meta)
+    lines = [f"WARNING: {lead}"] if lead else []
+    lines += [f"{device.name}", f"  measured {meta.get('date', '?')}, mode {meta.get('mode', '?')}, "
+              f"{device.bench.threads if device.bench else '?'} thread(s), {meta.get('wall_seconds', '?')} s"]
+    if (used := run_line(meta, str(meta.get("device_file", "")))):
+        lines.append(f"  {used}")
     rows, flagged = _ceiling_rows(device)
     head = ("ceiling", "value", "IQR/median", "threads", "best method / working set")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]

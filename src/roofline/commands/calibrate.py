@@ -46,6 +46,10 @@ def register(subparsers: Any) -> None:
                    "instead of running the suite here")
     p.add_argument("--device", "-d", help="with --from-trace: the device the trace was recorded on (catalog name, "
                    "device JSON, or 'local', the default)")
+    p.add_argument("--strict", action="store_true", help="refuse a fit measured under contention too (its causes "
+                   "printed, nothing written, exit 2); a fit above the held-in error limit is always refused")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for another bench or calibrate writing the cache (default: fail at once)")
     p.set_defaults(func=run)
 
 
@@ -55,17 +59,26 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         check_writable(args.out)
     if args.from_trace:
-        return from_trace(args)
+        with bench.writer_lock("roofline calibrate --from-trace", args.wait):
+            return from_trace(args)
     if args.device:
         raise RooflineError("--device is read with --from-trace; the suite runs on the local device")
-    device = bench.load_local_device()  # one line with the fix when there is none
     if args.show:
+        device = bench.load_local_device()  # one line with the fix when there is none
         if device.calibration is None:
             raise RooflineError(f"the cached device {device.name!r} has no calibration; run 'roofline calibrate'")
         sys.stdout.write(render(device.calibration))
         return 0
+    with bench.writer_lock("roofline calibrate", args.wait):
+        return _calibrate(args)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    """The suite on the cached device, read and written while holding the writers' lock."""
+    from roofline import bench
     from roofline.bench.calibrate import run_calibration, suite
 
+    device = bench.load_local_device()  # one line with the fix when there is none
     total = len(suite(args.quick))
     done = [0]
 
@@ -78,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
         raise RooflineError(f"calibration interrupted after {done[0]} of {total} suite ops; nothing written") from None
     text = render(cal)
     sys.stdout.write(text)
+    if args.strict and cal.quality:
+        raise RooflineError(f"refused (--strict): the calibration was measured under contention: "
+                            f"{'; '.join(cal.quality)}; nothing written")
     # every output only once measuring is over (an interrupted run leaves every file as it was)
     if args.out:
         from roofline.fileio import write_text_atomic
@@ -135,7 +151,8 @@ def _json(cal: Calibration) -> str:
 
 def render(cal: Calibration) -> str:
     """The curves, then every suite op with its measured and fitted time, then what failed."""
-    lines = [f"calibration of {cal.device}", f"  {cal.describe()}", f"  suite: {cal.suite}", "  curves:"]
+    lines = [f"WARNING: NOISY calibration: {'; '.join(cal.quality)}"] if cal.quality else []
+    lines += [f"calibration of {cal.device}", f"  {cal.describe()}", f"  suite: {cal.suite}", "  curves:"]
     lines += [f"    {c.describe()}" for c in cal.curves]
     lines.append(f"  {'suite op':44} {'term':8} {'measured':>10} {'forecast':>10} {'error':>7}")
     for p in cal.points:

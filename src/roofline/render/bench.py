@@ -62,7 +62,7 @@ def plot_bandwidth(device: Device, path: str | Path) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v, 3)))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7.5, ncol=2, loc="lower left")
-    ax.set_title(f"{for_chart(device.name)}: bandwidth vs working set", fontsize=11)
+    ax.set_title(_lead(device) + f"{for_chart(device.name)}: bandwidth vs working set", fontsize=11)
     fig.tight_layout()
     _save(fig, path)
 
@@ -72,7 +72,7 @@ def plot_roofline(device: Device, path: str | Path) -> None:
     from roofline.render.chart import Point, save_chart
 
     ert = device.bench.ert if device.bench is not None else None
-    title = f"{device.name}: measured roofline"
+    title = _lead(device) + f"{device.name}: measured roofline"
     points = []
     if ert is not None:
         points = [Point(f"ERT {f:g} FLOP/elem", ai, flops, kind="other", measured=True, weight=0.02)
@@ -81,6 +81,14 @@ def plot_roofline(device: Device, path: str | Path) -> None:
             title += (f" (ERT points; largest deviation {ert.deviation[ert.worst]:+.0%} at "
                       f"{ert.intensity[ert.worst]:.3g} FLOP/B)")
     save_chart(device, path, title=title, points=points)
+
+
+def _lead(device: Device) -> str:
+    """The measurement's warning as the chart title's first line ('' for a clean run): it leads every output."""
+    from roofline.bench.quality import warning
+
+    text = warning(device.metadata)
+    return "" if text is None else for_chart(text if len(text) <= 110 else text[:107] + "...") + "\n"
 
 
 def _save(fig: Figure, path: str | Path) -> None:

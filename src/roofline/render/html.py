@@ -45,7 +45,7 @@ from roofline.render.html_parts import (
     provenance_html,
     summary_items,
 )
-from roofline.summary import Summary, headline, summarize
+from roofline.summary import Summary, headline, measurement_warning, summarize
 from roofline.text import display
 from roofline.units import format_bandwidth, format_bytes, format_flops
 
@@ -72,10 +72,12 @@ class Section:
 
 
 def caption(s: Summary) -> str:
-    """What to look at in the chart of ``s`` (plain text)."""
+    """What to look at in the chart of ``s`` (plain text), after the measurement's warning when it has one."""
     a = s.analysis
     main = a.device.main_memory
-    return (f"Each point is an op: across, its arithmetic intensity (FLOP per byte moved); up, the FLOP/s its roofs "
+    lead = measurement_warning(s)
+    return (f"{lead}. " if lead else "") + (
+            f"Each point is an op: across, its arithmetic intensity (FLOP per byte moved); up, the FLOP/s its roofs "
             f"allow (bigger points take more of the time). Left of the ridge ({s.ridge:.3g} "
             f"FLOP/B for {s.dominant.label} over {main.level}) an op is memory-bound, right of it compute-bound. "
             f"Here the binding roof is {s.binding.label}."

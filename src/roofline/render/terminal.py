@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from roofline.analysis import Analysis
+    from roofline.device import Device
     from roofline.llm_report import LLMReport
 
 GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "module_type": "module_type",
@@ -70,7 +71,7 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
     mems = ", ".join(f"{display(m.level)} {format_bandwidth(m.bandwidth)}" for m in a.levels)
     lines = [
         headline(s, display),
-        f"device: {display(d.name)} — roofs used: {roofs or '-'}; {mems}",
+        f"device: {display(d.name)} — roofs used: {roofs or '-'}; {mems}" + _measured_by(d),
         f"workload: {display(a.workload.title)} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
         f"{format_bytes(a.total_bytes)} moved, intensity {_ai(a.total_flops / a.total_bytes if a.total_bytes else math.inf)} FLOP/B",
         f"roofline time: {format_seconds(a.total_time)}"
@@ -92,6 +93,14 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
         lines += forecast_lines(s.forecast, verbose=verbose)
     lines.append(f"bytes model: {display(a.workload.bytes_model, 1024)}")
     return lines
+
+
+def _measured_by(d: Device) -> str:
+    """' (device file F, run R (started ...))' for a device measured by roofline bench, else ''."""
+    from roofline.bench.quality import run_line
+
+    text = run_line(d.metadata, str(d.metadata.get("device_file", "")))
+    return f" ({display(text, 512)})" if text else ""
 
 
 def analysis_repr(a: Analysis) -> str:
