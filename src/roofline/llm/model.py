@@ -84,18 +84,23 @@ def gemm_dims(table: OpTable, row: np.ndarray) -> dict[str, list[float]]:
     """The ``m, n, k, batch`` columns of the table's ops at one basis row (NaN where an op has none).
 
     A generate phase's decode averages the keys over its steps: the mean is rounded to a whole key count."""
-    nan = np.full(len(table), np.nan)
+    return {c: v[0].tolist() for c, v in gemm_dims_rows(table, np.atleast_2d(row)).items()}
+
+
+def gemm_dims_rows(table: OpTable, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`gemm_dims` at every basis row of ``rows`` at once: arrays of shape (rows, ops)."""
+    shape = (len(rows), len(table))
     if table.dims is None:
-        return {c: nan.tolist() for c in ("m", "n", "k", "batch")}
+        return {c: np.full(shape, np.nan) for c in ("m", "n", "k", "batch")}
     mode, term, k, n, batch = table.dims.T
-    term_value = row[np.clip(term.astype(np.int64), 0, len(row) - 1)]
-    seqs = max(float(row[SEQ]), 1.0)
+    term_value = rows[:, np.clip(term.astype(np.int64), 0, rows.shape[1] - 1)]
+    seqs = np.maximum(rows[:, SEQ], 1.0)[:, None]
     gemm, attn = mode == GEMM_DIMS, mode == ATTN_DIMS
-    m_col = np.where(gemm, term_value, np.where(attn, row[TOK] / seqs, np.nan))
+    m_col = np.where(gemm, term_value, np.where(attn, rows[:, TOK][:, None] / seqs, np.nan))
     n_col = np.where(gemm, n, np.where(attn, term_value / seqs, np.nan))
-    k_col = np.where(gemm | attn, k, np.nan)
+    k_col = np.broadcast_to(np.where(gemm | attn, k, np.nan), shape)
     b_col = np.where(gemm, batch, np.where(attn, batch * seqs, np.nan))
-    return {c: np.round(v).tolist() for c, v in (("m", m_col), ("n", n_col), ("k", k_col), ("batch", b_col))}
+    return {c: np.round(v) for c, v in (("m", m_col), ("n", n_col), ("k", k_col), ("batch", b_col))}
 
 
 def build_workload(spec: LLMSpec) -> Workload:
@@ -149,8 +154,7 @@ def rows_workload(spec: LLMSpec, table: OpTable, rows: np.ndarray, ops: np.ndarr
                               dims=None if table.dims is None else table.dims[sel])
     v = evaluate(sub, rows, spec.precisions.bytes())
     k = len(rows)
-    per_row = [gemm_dims(sub, r) for r in rows]
-    dims = {c: [x for d in per_row for x in d[c]] for c in ("m", "n", "k", "batch")}
+    dims = {c: v.ravel() for c, v in gemm_dims_rows(sub, rows).items()}
     names = [table.names[i] for i in sel] * k
     roles = [int(table.roles[i]) for i in sel] * k
     cols: dict[str, Any] = dict(
