@@ -391,16 +391,20 @@ def wrong(field: str, rule: str, value: Any, where: str, why: str = "") -> Roofl
     return RooflineError(f"{field} must be {rule}, got {got}" + (f" ({why})" if why else ""), where=where)
 
 
-def as_number(value: Any, field: str, where: str, *, minimum: float | None = None, above: bool = False) -> float:
-    """A finite JSON number (not true/false, not a string) >= ``minimum`` (> it when ``above``)."""
+def as_number(value: Any, field: str, where: str, *, minimum: float | None = None, above: bool = False,
+              maximum: float | None = None) -> float:
+    """A finite JSON number (not true/false, not a string) >= ``minimum`` (> it when ``above``), <= ``maximum``."""
     rule = "a finite number" if minimum is None else f"a finite number {'>' if above else '>='} {minimum:g}"
+    if maximum is not None:
+        rule += f" {'and ' if minimum is not None else ''}<= {maximum:g}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise wrong(field, rule, value, where)
     try:
         x = float(value)
     except OverflowError:
         raise wrong(field, rule, value, where, "too large") from None
-    if not math.isfinite(x) or (minimum is not None and (x <= minimum if above else x < minimum)):
+    if not math.isfinite(x) or (minimum is not None and (x <= minimum if above else x < minimum)) or (
+            maximum is not None and x > maximum):
         raise wrong(field, rule, value, where)
     return x
 

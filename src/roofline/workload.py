@@ -91,9 +91,13 @@ class Workload:
     # -- construction ------------------------------------------------------
     @classmethod
     def from_ops(cls, ops: Iterable[Op], **meta: Any) -> Workload:
+        from roofline import arguments as arg
+
+        if isinstance(ops, (str, bytes, Mapping)) or not hasattr(ops, "__iter__"):
+            raise arg.type_error("Workload.from_ops", "ops", "an iterable of Op", ops)
         b = WorkloadBuilder()
-        for op in ops:
-            b.add_op(op)
+        for i, op in enumerate(ops):
+            b.add_op(arg.need(op, Op, "Workload.from_ops", f"ops[{i}]", "an Op"))
         return b.build(**meta)
 
     @classmethod
@@ -416,6 +420,9 @@ class Workload:
                 # an empty cell is the field's default; "nan"/"None" also mean 'not measured'
                 empty = ("", "nan", "None", "NaN") if h == "measured_seconds" else ("",)
                 cells = [None if v.strip() in empty else v for v in cells]
+                if h == "count" and None in cells:  # a count column with a hole is a fault, not a count of 1
+                    raise RooflineError(f"line {lines[cells.index(None)]}: count is empty (give a whole number, or "
+                                        "drop the column for a count of 1)", where=where)
             if h in _NUMERIC or h == "bytes":
                 cells = _csv_numbers(cells, h, where, lines)
             cols[h] = cells

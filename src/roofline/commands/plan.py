@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.commands._common import EXAMPLE_HELP, write_all
 from roofline.errors import RooflineError
+from roofline.text import display, visible
 from roofline.units import format_bytes, format_count, format_seconds
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                                       if args.serve else
                                       TrainingRun.of(args.model, seq=args.seq, global_batch=args.global_batch))
     what = "serving" if args.serve else "training"
-    where = f"{system.name} x {system.nodes} ({system.devices} devices)"
+    where = f"{display(system.name)} x {system.nodes} ({system.devices} devices)"  # names from files are data
     ranked, header, tried = _ranked(args, run_, system, what, where)
     shape = (f"batch {run_.batch} per replica, prompt {run_.prompt}, gen {run_.gen}" if isinstance(run_, ServingRun)
              else f"global batch {run_.global_batch} x {run_.seq} tokens")
@@ -119,9 +120,14 @@ def run(args: argparse.Namespace) -> int:
                "devices": system.devices, "shape": shape, "overlap": args.overlap, "tried": tried,
                "layouts": [_row(e, args.price) for e in ranked]}
         outputs.append(("json", args.json, (json.dumps(doc, indent=1) + "\n").encode()))
-    sys.stdout.write(text)
+    sys.stdout.write(visible(text))
     write_all(outputs)
     return 0
+
+
+#: the largest --price taken (USD per device-hour): far above any rental, small enough that a cost per
+#: token stays a finite number
+MAX_PRICE = 1e6
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -138,8 +144,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise RooflineError(f"--top must be >= 1, got {args.top}")
     if not 0.0 <= args.overlap <= 1.0:
         raise RooflineError(f"--overlap must be from 0 to 1, got {args.overlap}")
-    if args.price is not None and not args.price > 0:
-        raise RooflineError(f"--price must be above 0, got {args.price}")
+    if args.price is not None and not 0 < args.price <= MAX_PRICE:  # inf and nan fail too
+        raise RooflineError(f"--price must be above 0 and at most {MAX_PRICE:g} USD per device-hour, got {args.price}")
 
 
 def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
@@ -150,15 +156,15 @@ def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
     if args.layout:
         lay = parse_layout(args.layout, args.overlap)
         one = estimate_serving(run_, lay, system) if isinstance(run_, ServingRun) else estimate(run_, lay, system)
-        return [one], f"{run_.arch.name} {what} on {where}: one layout", 1
+        return [one], f"{display(run_.arch.name)} {what} on {where}: one layout", 1
     p = plan(run_, system, top=args.top, overlap=args.overlap)
     if not p.ranked:
         if p.tried == p.uneven:
-            raise RooflineError(f"no layout of {run_.arch.name} divides {where} (the batch, the layers and the "
+            raise RooflineError(f"no layout of {display(run_.arch.name)} divides {where} (the batch, the layers and the "
                                 "nodes into whole groups); change --nodes or the batch")
-        raise RooflineError(f"no layout of {run_.arch.name} fits {where}: {p.tried - p.uneven} tried, all past the "
+        raise RooflineError(f"no layout of {display(run_.arch.name)} fits {where}: {p.tried - p.uneven} tried, all past the "
                             "device's memory; add nodes, or shorten the sequences or the batch")
-    header = (f"{run_.arch.name} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
+    header = (f"{display(run_.arch.name)} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
               f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} past memory"
               + (f", {p.uneven:,} splitting groups unevenly over nodes" if p.uneven else "")
               + f", best {len(p.ranked)}")
@@ -183,7 +189,7 @@ def _table(args: argparse.Namespace, ranked: list[Estimate | ServingEstimate]) -
                      + (f" {e.cost_per_token(args.price) * 1e6:>8.3g}" if args.price else "") + fits)
     best = ranked[0]
     lines.append(f"best: {best.describe()} — comms: " + ", ".join(
-        f"{c.name} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
+        f"{display(c.name)} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
         f"{k} {format_bytes(v)}" for k, v in best.memory.items())
         + (f" of {format_bytes(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)"))
     return lines

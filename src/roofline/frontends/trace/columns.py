@@ -42,13 +42,13 @@ def bad_number(where: str, index: int, field: str, value: Any, rule: str) -> Roo
 def check_times(where: str, index: int, ts: Any, dur: Any) -> tuple[float, float]:
     """An event's ts and dur as floats, each finite and within :data:`~roofline.limits.MAX_TRACE_MICROSECONDS`."""
     out = []
-    for field, v in (("ts", ts), ("dur", dur)):
+    for name, v in (("ts", ts), ("dur", dur)):
         try:
             x = float(v)
         except OverflowError:
             x = math.inf
         if not -MAX_TRACE_MICROSECONDS <= x <= MAX_TRACE_MICROSECONDS:  # NaN fails too
-            raise bad_number(where, index, field, v, f"a finite number of microseconds within "
+            raise bad_number(where, index, name, v, f"a finite number of microseconds within "
                              f"+-{MAX_TRACE_MICROSECONDS:.0e}")
         out.append(x)
     return out[0], out[1]
