@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import collections
 import importlib
+import os
 import pkgutil
 from pathlib import Path
 
 import pytest
-
-import os
 
 from hostile.harness import Case, needs_root, problems, run_case
 
