@@ -129,7 +129,7 @@ def choice(value: Any, allowed: Sequence[str], func: str, param: str) -> str:
 def function(value: Any, func: str, param: str) -> Callable[..., Any]:
     if not callable(value):
         raise type_error(func, param, "a callable", value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def path(value: Any, func: str, param: str) -> str | os.PathLike[str]:

@@ -77,7 +77,7 @@ class _Capped(io.RawIOBase):
             super().close()
 
 
-def open_input(path: str | Path, *, decompress: bool = False, limit: int | None = None) -> io.BufferedReader:
+def open_input(path: str | os.PathLike[str], *, decompress: bool = False, limit: int | None = None) -> io.BufferedReader:
     """A user's input file opened for reading, the one way every reader opens one.
 
     Refused at once, in one line naming the file: a missing file or any OS error, and anything but a
@@ -122,7 +122,7 @@ def open_input(path: str | Path, *, decompress: bool = False, limit: int | None 
         raise
 
 
-def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
+def read_bytes(path: str | os.PathLike[str], *, limit: int | None = None) -> bytes:
     """The bytes of a user file (:func:`open_input`: regular files only, at most :func:`max_input_bytes`);
     any OS error (missing, a folder, a fifo, a device, permissions, a name too long) is one line."""
     from roofline.text import shown_path
