@@ -198,7 +198,7 @@ def output_kind(path: str | Path) -> str:
     p = os.fspath(path)
     try:
         st = os.lstat(p)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a new file (a folder above it that is a file: said later)
         return "file"
     if stat.S_ISLNK(st.st_mode):
         try:

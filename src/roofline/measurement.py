@@ -349,6 +349,17 @@ def _time_model(torch: Any, model: Any, call: Callable[[], Any], repeats: int, w
         model.train(was_training)
 
 
+def _check_model_run(torch: Any, model: Any, repeats: Any, warmup: Any, profile_runs: Any) -> None:
+    """The API boundary of :func:`measure` (:mod:`roofline.arguments`)."""
+    from roofline import arguments as arg
+
+    if not isinstance(model, torch.nn.Module):
+        raise arg.type_error("measure", "model", "a torch.nn.Module", model)
+    arg.positive_int(repeats, "measure", "repeats")
+    arg.positive_int(warmup, "measure", "warmup", minimum=0)
+    arg.positive_int(profile_runs, "measure", "profile_runs")
+
+
 def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeats: int = 10, warmup: int = 2,
             profile_runs: int = 3, kwargs: Mapping[str, Any] | None = None, title: str | None = None) -> Analysis:
     """Run ``model(*inputs)`` for real and return its Analysis with measured per-op times.
@@ -369,14 +380,9 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
     True
     """
     torch = require("torch", "torch")
-    from roofline import arguments as arg
     from roofline.frontends.torch import from_torch
 
-    if not isinstance(model, torch.nn.Module):
-        raise arg.type_error("measure", "model", "a torch.nn.Module", model)
-    arg.positive_int(repeats, "measure", "repeats")
-    arg.positive_int(warmup, "measure", "warmup", minimum=0)
-    arg.positive_int(profile_runs, "measure", "profile_runs")
+    _check_model_run(torch, model, repeats, warmup, profile_runs)
     kw = dict(kwargs or {})
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
     if any(t.device.type == "meta" for t in tensors):
