@@ -3,8 +3,11 @@
 A trace is one JSON object whose ``traceEvents`` array holds every event
 (``export_chrome_trace`` / ``tensorboard_trace_handler``, ``.json`` or
 ``.json.gz``).  The array is decoded one event at a time, so memory grows with
-the events kept (about 60 bytes each, and one entry per distinct argument
-list), not with the file: a 1 GB trace never becomes a 10 GB tree of dicts.
+the events kept (about 60 bytes each, and one entry per distinct name and
+argument list, a few hundred bytes each), not with the file: a 1 GB trace never
+becomes a 10 GB tree of dicts.  Both are capped (:func:`roofline.limits.max_trace_events`,
+:func:`roofline.limits.max_trace_names`), and so is the input after decompression
+(:func:`roofline.fileio.open_input`).
 
 Kept (``ph == "X"``, complete events), by ``cat``:
 
