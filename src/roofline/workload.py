@@ -64,6 +64,14 @@ if TYPE_CHECKING:
 
 
 
+def _no_empty_count(body: list[tuple[int, list[str]]], j: int, lines: list[int], where: str) -> None:
+    """A count cell written empty is a fault, not a count of 1 (a short row's missing cells are defaults)."""
+    hole = next((k for k, (_, r) in enumerate(body) if j < len(r) and not r[j].strip()), None)
+    if hole is not None:
+        raise RooflineError(f"line {lines[hole]}: count is empty (give a whole number, or drop the column for a "
+                            "count of 1)", where=where)
+
+
 @dataclass
 class Workload:
     """Ops stored column-wise, plus what produced them.
@@ -420,12 +428,8 @@ class Workload:
                 # an empty cell is the field's default; "nan"/"None" also mean 'not measured'
                 empty = ("", "nan", "None", "NaN") if h == "measured_seconds" else ("",)
                 cells = [None if v.strip() in empty else v for v in cells]
-                # a count cell written empty is a fault, not a count of 1 (a short row's missing cells are defaults)
-                hole = next((k for k, (_, r) in enumerate(body) if h == "count" and j < len(r) and not r[j].strip()),
-                            None)
-                if hole is not None:
-                    raise RooflineError(f"line {lines[hole]}: count is empty (give a whole number, or drop the column "
-                                        "for a count of 1)", where=where)
+                if h == "count":
+                    _no_empty_count(body, j, lines, where)
             if h in _NUMERIC or h == "bytes":
                 cells = _csv_numbers(cells, h, where, lines)
             cols[h] = cells
