@@ -31,6 +31,7 @@ for case in corpus():
     r = harness.run_case(case)
     bad = harness.problems(case, r)
     rows.append({"name": case.name, "cls": case.cls, "expect": case.expect, "code": r.code, "seconds": r.seconds,
+                 "cpu": getattr(r, "cpu_seconds", r.seconds),
                  "rss": r.peak_rss, "timed_out": r.timed_out, "problems": bad, "wrote": r.new_files})
 print(json.dumps(rows))
 """
@@ -47,6 +48,7 @@ def tally(rows: list[dict]) -> dict[str, object]:
         return any(p.startswith(word) for p in r["problems"])
 
     slowest = max(rows, key=lambda r: r["seconds"])
+    busiest = max(rows, key=lambda r: r.get("cpu", 0.0))
     largest = max(rows, key=lambda r: r["rss"])
     return {
         "cases": len(rows),
@@ -60,7 +62,8 @@ def tally(rows: list[dict]) -> dict[str, object]:
             "names-markup", "names-mathtext", "control-chars", "csv-injection", "plotly-names")) for r in rows),
         "other failures": sum(bool(r["problems"]) and not any(
             has(r, w) for w in ("traceback", "hang", "blow-up", "wrote", "raw control", "check failed")) for r in rows),
-        "slowest": f"{slowest['name']} {slowest['seconds']:.1f} s",
+        "slowest (wall)": f"{slowest['name']} {slowest['seconds']:.1f} s",
+        "most CPU": f"{busiest['name']} {busiest.get('cpu', 0.0):.1f} s",
         "largest": f"{largest['name']} {largest['rss'] / 2**20:.0f} MiB",
     }
 
@@ -75,7 +78,8 @@ def main() -> int:
                        capture_output=True)
         trees.insert(0, (f"base {sys.argv[1]}", base / "src"))
     try:
-        results = {label: tally(run_tree(src)) for label, src in trees}
+        rows = {label: run_tree(src) for label, src in trees}
+        results = {label: tally(r) for label, r in rows.items()}
     finally:
         if tmp is not None:
             subprocess.run(["git", "worktree", "remove", "--force", str(Path(tmp.name) / "base")], cwd=ROOT,
@@ -85,6 +89,17 @@ def main() -> int:
     print(f"{'':36s}" + "".join(f"{lb:>48s}" for lb in labels))
     for key in results[labels[0]]:
         print(f"{key:36s}" + "".join(f"{str(results[lb][key]):>48s}" for lb in labels))
+    print()
+    print(f"{'failures by class (of cases)':36s}" + "".join(f"{lb:>48s}" for lb in labels))
+    for cls in sorted({r["cls"] for r in rows[labels[-1]]}):
+        cells = []
+        for lb in labels:
+            mine = [r for r in rows[lb] if r["cls"] == cls]
+            cells.append(f"{sum(bool(r['problems']) for r in mine)} of {len(mine)}")
+        print(f"{cls:36s}" + "".join(f"{c:>48s}" for c in cells))
+    failing = [r for r in rows[labels[-1]] if r["problems"]]
+    for r in failing:
+        print(f"  failing: {r['name']}: {'; '.join(r['problems'])[:200]}")
     return 0
 
 

@@ -244,7 +244,7 @@ def test_per_op_tolerance_array(seed):
 
     with pytest.raises(RooflineError, match=r"expected one number or 2 \(one per op\)"):
         analyze(w, seed, above_roof_tolerance=[0.1, 0.1, 0.1])
-    with pytest.raises(RooflineError, match="must be numbers >= 0"):
+    with pytest.raises(RooflineError, match="analyze: above_roof_tolerance must be finite numbers >= 0"):
         analyze(w, seed, above_roof_tolerance=[0.1, float("nan")])
 
 

@@ -462,7 +462,8 @@ def test_sizes_must_be_positive(knob):
 
 
 def test_bad_phase():
-    with pytest.raises(RooflineError, match="phase 'finetune' is not one of prefill, decode, generate, train"):
+    with pytest.raises(RooflineError,
+                       match="from_llm: phase must be one of 'prefill', 'decode', 'generate', 'train', got str 'finetune'"):
         from_llm("llama-2-7b", phase="finetune")
 
 

@@ -475,7 +475,8 @@ def test_missing_external_data_still_analyses(tmp_path):
 def test_model_argument_type_and_missing_file(tmp_path):
     with pytest.raises(RooflineError, match="no such file"):
         from_onnx(tmp_path / "absent.onnx")
-    with pytest.raises(RooflineError, match="expected a path to an .onnx file or an onnx.ModelProto"):
+    # the API boundary rule: a TypeError that is also a RooflineError, naming the function and the parameter
+    with pytest.raises(TypeError, match="from_onnx: model must be a path to an .onnx file or an onnx.ModelProto"):
         from_onnx(42)
 
 

@@ -209,10 +209,12 @@ def test_version_1_files_load_migrated():
 def test_csv_empty_cells_are_defaults_and_errors_name_the_line(tmp_path):
     p = tmp_path / "w.csv"
     p.write_text("name,flops,bytes_read,bytes_written,count,measured_seconds,kind\n"
-                 "a,1,2,3,,,\nb,1,2,3,4,1e-3,matmul\n", encoding="utf-8")
+                 "a,1,2,3,1,,\nb,1,2,3,4,1e-3,matmul\n", encoding="utf-8")
     w = Workload.load(p)
     assert w.columns["count"].tolist() == [1.0, 4.0] and w.strings("kind", 0) == "other"
-    for body, message in [("a,x,2,3,1,,other\n", "line 2: flops must be a number, got 'x'"),
+    # an empty count cell is a fault (issue 33), not a count of 1: a count column must give every op's count
+    for body, message in [("a,1,2,3,,,other\n", "line 2: count is empty"),
+                          ("a,x,2,3,1,,other\n", "line 2: flops must be a number, got 'x'"),
                           ("a,1,2,3,1,,other\nb,1,2,3,1,,other,extra\n", "line 3: 8 cells, the header has 7"),
                           ("a,1,2,3,1e400,,other\n", "line 2: count must be a finite number"),
                           ('"' + "x" * 200_000 + '",1,2,3,1,,other\n', "line 2: not valid CSV")]:
@@ -244,7 +246,7 @@ def test_unreadable_paths_are_one_line_with_the_path_shortened(tmp_path):
     with pytest.raises(RooflineError, match="File name too long") as e:
         Workload.load(tmp_path / ("w" * 5000 + ".json"))
     assert len(str(e.value)) < 400 and "characters" in str(e.value)
-    with pytest.raises(RooflineError, match="Is a directory"):
+    with pytest.raises(RooflineError, match="cannot read: a directory, not a regular file"):
         Workload.load(tmp_path)
     with pytest.raises(RooflineError, match="no such file"):
         Workload.load(tmp_path / "missing.csv")

@@ -26,7 +26,7 @@ from typing import Any
 from roofline import render as _render  # noqa: F401  (registers how an Analysis shows itself: repr, print, HTML)
 from roofline.analysis import Analysis, GroupRow, analyze
 from roofline.catalog import devices as catalog_devices
-from roofline.catalog import get_device
+from roofline.catalog import get_device, get_system
 from roofline.device import ComputeCeiling, Device, Interconnect, MemoryCeiling, Provenance
 from roofline.errors import RooflineError
 from roofline.version import __version__ as __version__
@@ -67,7 +67,7 @@ _LAZY = {
 __all__ = [
     "Analysis", "ComputeCeiling", "Device", "GroupRow", "Interconnect", "MemoryCeiling", "Op",
     "Provenance", "RooflineError", "UnsupportedOp", "Workload", "WorkloadBuilder", "analyze",
-    "catalog_devices", "device", "get_device", *_LAZY,
+    "catalog_devices", "device", "get_device", "get_system", *_LAZY,
 ]
 
 
@@ -87,9 +87,22 @@ def device(name: str | Device) -> Device:
     >>> device("h100") is get_device("H100-SXM5-80GB")
     True
     """
+    from roofline import arguments as arg
     from roofline.bench.resolve import resolve_device  # not at import: 'import roofline' loads no bench module
 
+    if not isinstance(name, Device):
+        arg.text(arg.need(name, str, "device", "name", "a device name (str) or a Device"), "device", "name")
     return resolve_device(name)
+
+
+def _register_device_by_name() -> None:
+    """``analyze(workload, "h100")`` takes a name as ``device()`` does (analysis sits below the catalog)."""
+    from roofline import analysis
+
+    analysis.DEVICE_BY_NAME[:] = [device]
+
+
+_register_device_by_name()
 
 
 def __getattr__(name: str) -> Any:

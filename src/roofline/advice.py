@@ -589,7 +589,15 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
     >>> advise(a, devices=False).levers
     []
     """
-    a = analysis
+    from roofline import arguments as arg
+
+    a = arg.need(analysis, Analysis, "advise", "analysis", "an Analysis")
+    arg.positive_int(top, "advise", "top")
+    if not isinstance(devices, bool):
+        if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence):
+            raise arg.type_error("advise", "devices", "True, False or a list of Devices", devices)
+        for i, d in enumerate(devices):
+            arg.need(d, Device, "advise", f"devices[{i}]", "a Device")
     w = _predicted(a.workload)
     n = len(w)
     everything = np.arange(n)

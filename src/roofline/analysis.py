@@ -421,7 +421,36 @@ def _options_from_json(raw: Any, n: int, where: str) -> dict[str, Any]:
     return {**out, "above_roof_tolerance": as_number(tol, field, where, minimum=0.0)}
 
 
-def analyze(workload: Workload, device: Device, *,
+#: how a device name becomes a Device (``roofline.device``, registered by the package: the catalog, a file or
+#: 'local'); analysis sits below the bench and catalog layers, so the package hands the function down
+DEVICE_BY_NAME: list[Any] = []
+
+
+def _arguments(workload: Any, device: Any, tolerance: Any, forecast: Any) -> tuple[Workload, Device]:
+    """The API boundary (:mod:`roofline.arguments`): a Workload, a Device or a device name, a tolerance of
+    finite numbers >= 0, forecast True/False."""
+    from roofline import arguments as arg
+
+    arg.need(workload, Workload, "analyze", "workload", "a Workload")
+    if isinstance(device, str) and DEVICE_BY_NAME:
+        device = DEVICE_BY_NAME[0](device)
+    arg.need(device, Device, "analyze", "device", "a Device or a device name (str)")
+    if isinstance(tolerance, (str, bytes)) or tolerance is None:
+        raise arg.type_error("analyze", "above_roof_tolerance", "a finite number >= 0, or one per op", tolerance)
+    if np.ndim(tolerance) == 0:
+        arg.number(tolerance, "analyze", "above_roof_tolerance")
+    else:
+        try:
+            t = np.asarray(tolerance, dtype=float)
+        except (TypeError, ValueError):
+            raise arg.type_error("analyze", "above_roof_tolerance", "finite numbers >= 0", tolerance) from None
+        if not (np.isfinite(t).all() and (t >= 0).all()):
+            raise arg.value_error("analyze", "above_roof_tolerance", "finite numbers >= 0", tolerance)
+    arg.boolean(forecast, "analyze", "forecast")
+    return workload, device
+
+
+def analyze(workload: Workload, device: Device | str, *,
             above_roof_tolerance: float | Sequence[float] | np.ndarray = 0.0, forecast: bool = False,
             tf32: str = "default") -> Analysis:
     """Place every op of ``workload`` under the roofs of ``device``.
@@ -449,7 +478,7 @@ def analyze(workload: Workload, device: Device, *,
     >>> float(a.time[0])  # max(0.8e9 / 1e11, 4e9 / 1e10) seconds
     0.4
     """
-    w = workload
+    w, device = _arguments(workload, device, above_roof_tolerance, forecast)
     n = len(w)
     tf32_covered, tf32_mask = _tf32_ops(w, device, tf32)
     ceilings, ceiling_index, fallbacks = _compute_roofs(w, device, tf32_mask)

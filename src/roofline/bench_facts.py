@@ -77,6 +77,10 @@ class AuditResult:
         return relative_spread(self.spread[0], self.spread[1], self.seconds) if self.seconds > 0 else 0.0
 
 
+#: largest size (bytes) a bench fact may state: a cache, a working set (1e30 B, as a workload's largest figure;
+#: a chart's axis spans the sizes, so 1e308 would draw an axis of 300 decades)
+MAX_SIZE = 1e30
+
 #: Version of what ``roofline bench`` measures; a cached device from an older bench is re-measured.
 BENCH_VERSION = 3  # 3: a CPU's fp64/fp32 matrix roof is at least its FMA peak
 
@@ -107,7 +111,8 @@ class Sweep:
     @classmethod
     def from_dict(cls, d: Any, f: str, where: str) -> Sweep:
         as_object(d, f, where)
-        sizes = tuple(as_numbers(d.get("working_set_bytes"), f"{f}.working_set_bytes", where))
+        sizes = tuple(as_number(x, f"{f}.working_set_bytes[{i}]", where, minimum=1.0, maximum=MAX_SIZE)
+                      for i, x in enumerate(as_list(d.get("working_set_bytes"), f"{f}.working_set_bytes", where)))
         curves = []
         for i, c in enumerate(as_objects(d.get("curves", []), f"{f}.curves", where)):
             g = f"{f}.curves[{i}]"
@@ -162,7 +167,7 @@ class ErtCurve:
                    intensity, tuple(as_numbers(d["flops"], f"{f}.flops", where, n)),
                    tuple(p for j, q in enumerate(as_list(optional(d, "spread", []), f"{f}.spread", where))
                          if (p := as_pair(q, f"{f}.spread[{j}]", where)) is not None),
-                   as_number(d["working_set_bytes"], f"{f}.working_set_bytes", where),
+                   as_number(d["working_set_bytes"], f"{f}.working_set_bytes", where, minimum=0.0, maximum=MAX_SIZE),
                    as_int(optional(d, "threads", 1), f"{f}.threads", where, minimum=1),
                    tuple(as_numbers(model, f"{f}.model_flops", where, n)) if model else (),
                    as_str(optional(d, "note", ""), f"{f}.note", where))
@@ -242,9 +247,10 @@ class BenchFacts:
         for i, c in enumerate(as_objects(optional(d, "caches", []), "bench.caches", where)):
             f = f"bench.caches[{i}]"
             need_fields(c, ("level", "size", "capacity"), f, where)
-            caches.append(CacheInfo(as_str(c["level"], f"{f}.level", where), as_number(c["size"], f"{f}.size", where),
+            caches.append(CacheInfo(as_str(c["level"], f"{f}.level", where),
+                                    as_number(c["size"], f"{f}.size", where, minimum=0.0, maximum=MAX_SIZE),
                                     as_int(optional(c, "instances", 1), f"{f}.instances", where, minimum=1),
-                                    as_number(c["capacity"], f"{f}.capacity", where)))
+                                    as_number(c["capacity"], f"{f}.capacity", where, minimum=0.0, maximum=MAX_SIZE)))
         return cls(version=version, machine=as_str(optional(d, "machine", ""), "bench.machine", where),
                    isa=tuple(as_str_list(optional(d, "isa", []), "bench.isa", where)),
                    native=tuple(as_str_list(optional(d, "native", []), "bench.native", where)),

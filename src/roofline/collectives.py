@@ -128,8 +128,20 @@ def _check(collective: str, message_bytes: float, algorithm: str) -> None:
         raise RooflineError(f"collective {collective!r} is not one of {', '.join(COLLECTIVES)}")
     if algorithm not in ALGORITHMS:
         raise RooflineError(f"algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+    if isinstance(message_bytes, bool) or not isinstance(message_bytes, (int, float)):
+        from roofline import arguments as arg
+
+        raise arg.type_error("collectives", "message_bytes", "a finite number >= 0", message_bytes)
     if not (message_bytes >= 0 and math.isfinite(message_bytes)):
         raise RooflineError(f"message bytes must be a finite number >= 0, got {message_bytes!r}")
+
+
+def _check_group(ranks: object, per_node: object) -> None:
+    """The API boundary (:mod:`roofline.arguments`): ``ranks`` a whole number >= 1, ``per_node`` one or None."""
+    from roofline import arguments as arg
+
+    arg.positive_int(ranks, "collectives.cost", "ranks")
+    arg.optional_int(per_node, "collectives.cost", "per_node")
 
 
 def _factor(collective: str, n: int) -> float:
@@ -224,6 +236,7 @@ def cost(collective: str, message_bytes: float, system: System, *, ranks: int, p
     cluster tier when it has one device per node, hierarchical across both otherwise.
     """
     _check(collective, message_bytes, algorithm)
+    _check_group(ranks, per_node)
     d = system.devices_per_node
     per = min(ranks, d) if per_node is None else per_node
     if ranks < 1 or per < 1 or per > d or ranks % per or ranks // per > system.nodes:

@@ -61,7 +61,9 @@ class CompareRow:
     def to_dict(self, best: float) -> dict[str, Any]:
         return {"device": self.device, "precision": self.precision, "time_s": self.time,
                 "tokens_per_s": None if math.isnan(self.tokens_per_s) else self.tokens_per_s,
-                "x_best": self.time / best, "binding_roof": self.binding, "memory": self.memory or None,
+                # an all-zero workload takes 0 s everywhere: every device is as fast as the best
+                "x_best": self.time / best if best > 0 else (1.0 if self.time == best else None),
+                "binding_roof": self.binding, "memory": self.memory or None,
                 "runs_as": self.runs_as or None, "note": self.note or None,
                 "forecast_s": None if math.isnan(self.forecast) else self.forecast}
 
@@ -130,7 +132,34 @@ def memory_fit(workload: Workload, device: Device) -> str:
     return f"DOES NOT FIT ({need / 2**30:.1f} > {format_gib(cap)})"
 
 
-def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[str] = ("as given",), *,
+def _arguments(workload: Any, devices: Any, precisions: Any, forecast: Any) -> tuple[list[Device], list[str]]:
+    """The API boundary (:mod:`roofline.arguments`): a Workload; a non-empty list of Devices or device names
+    (one name or Device alone is a list of one); precisions a list of names (one name alone too)."""
+    from roofline import arguments as arg
+    from roofline.bench.resolve import resolve_device
+
+    arg.need(workload, Workload, "compare", "workload", "a Workload")
+    accepts = "a non-empty list of Devices or device names (str)"
+    if isinstance(devices, (str, Device)):
+        devices = [devices]
+    if not isinstance(devices, Sequence) and not (hasattr(devices, "__iter__") and not isinstance(devices, dict)):
+        raise arg.type_error("compare", "devices", accepts, devices)
+    devs = list(devices)
+    if not devs:
+        raise arg.value_error("compare", "devices", accepts, devices)
+    for i, d in enumerate(devs):
+        arg.need(d, (str, Device), "compare", f"devices[{i}]", "a Device or a device name (str)")
+    if isinstance(precisions, str):
+        precisions = [precisions]
+    if not isinstance(precisions, Sequence) or not precisions:
+        raise arg.type_error("compare", "precisions", "a non-empty list of precision names (str)", precisions)
+    for i, p in enumerate(precisions):
+        arg.text(p, "compare", f"precisions[{i}]")
+    arg.boolean(forecast, "compare", "forecast")
+    return [resolve_device(d) if isinstance(d, str) else d for d in devs], list(precisions)
+
+
+def compare(workload: Workload, devices: Sequence[Device | str], precisions: Sequence[str] = ("as given",), *,
             forecast: bool = False, tf32: str = "default") -> list[CompareRow]:
     """Every (device, precision) analysed, fastest first, each with its binding roof.
 
@@ -146,6 +175,7 @@ def compare(workload: Workload, devices: Sequence[Device], precisions: Sequence[
     >>> [(r.device, r.binding) for r in compare(w, [get_device("h100")])]
     [('NVIDIA H100 SXM5 80GB', 'HBM 3.35 TB/s (memory, 100% of the time)')]
     """
+    devices, precisions = _arguments(workload, devices, precisions, forecast)
     rows = []
     for prec in precisions:
         w = workload if prec == "as given" else at_precision(workload, prec)

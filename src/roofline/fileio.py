@@ -6,17 +6,22 @@ bad UTF-8, bad JSON, nesting too deep, an integer too long for ``int()``) is one
 ``as_str``, ... validate one field at a time (type, finiteness, range, integer size) and name the
 field and value in the message ("w.json: ops[3].count must be a number, got 'x'").
 
-Outputs are written to a temporary file beside the target and renamed into
-place, so a failure never leaves a half-written file.
+Reading goes through :func:`open_input` (regular files only, the size limit counted while streaming,
+after decompression for a gzip trace).  Outputs are written to a temporary file beside the target and
+renamed into place, so a failure never leaves a half-written file; a character device, a fifo or
+/dev/stdout is written in place instead, never replaced (:func:`output_kind`).
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import math
 import os
 import stat
 import tempfile
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,48 +38,100 @@ def max_input_bytes() -> int:
     return env_limit("ROOFLINE_MAX_INPUT_BYTES", MAX_INPUT_BYTES)
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The bytes of a user file; any OS error (missing, a folder, permissions, a name too long) is one line.
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, for a message."""
+    for test, name in ((stat.S_ISFIFO, "a fifo (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
-    Only regular files and pipes are read (a device such as /dev/zero never ends), and at most
-    :func:`max_input_bytes` of them.
+
+class _Capped(io.RawIOBase):
+    """A binary stream that fails with one line once more than ``limit`` bytes came out of it (after
+    decompression, when it wraps a gzip stream); read errors of the stream underneath are one line too."""
+
+    def __init__(self, f: Any, limit: int, where: str, what: str) -> None:
+        super().__init__()
+        self.f, self.limit, self.where, self.what, self.count = f, limit, where, what, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        try:
+            n = self.f.readinto(b)
+        except (OSError, EOFError, zlib.error) as exc:  # gzip: BadGzipFile is an OSError, a cut file EOFError
+            raise RooflineError(f"cannot read: {getattr(exc, 'strerror', None) or str(exc) or type(exc).__name__}",
+                                where=self.where) from None
+        self.count += n or 0
+        if self.count > self.limit:
+            raise RooflineError(f"cannot read: more than the {self.limit}-byte limit{self.what} "
+                                "(ROOFLINE_MAX_INPUT_BYTES)", where=self.where)
+        return n or 0
+
+    def close(self) -> None:
+        try:
+            self.f.close()
+        finally:
+            super().close()
+
+
+def open_input(path: str | os.PathLike[str], *, decompress: bool = False, limit: int | None = None) -> io.BufferedReader:
+    """A user's input file opened for reading, the one way every reader opens one.
+
+    Refused at once, in one line naming the file: a missing file or any OS error, and anything but a
+    regular file (a fifo would block, a device never ends, a folder has no bytes); the fifo is opened
+    without blocking, so refusing it never waits for a writer.  At most ``limit`` bytes
+    (:func:`max_input_bytes`) come out of the stream, counted while streaming; with ``decompress``, a
+    gzip file (by its magic bytes) is decompressed and the limit applies to what it decompresses to.
     """
     from roofline.text import shown_path
 
-    limit = max_input_bytes()
+    where = shown_path(path)
+    top = max_input_bytes() if limit is None else limit
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-                raise RooflineError("cannot read: not a regular file", where=shown_path(path))
-            if st.st_size > limit:
-                raise RooflineError(f"cannot read: {st.st_size} bytes, more than the {limit}-byte limit "
-                                    "(ROOFLINE_MAX_INPUT_BYTES)", where=shown_path(path))
-            data = f.read() if stat.S_ISREG(st.st_mode) else _read_pipe(f, limit)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise RooflineError("no such file", where=shown_path(path)) from None
+        raise RooflineError("no such file", where=where) from None
     except OSError as exc:
-        raise RooflineError(f"cannot read: {exc.strerror or exc.__class__.__name__}", where=shown_path(path)) from None
-    except ValueError as exc:  # e.g. an embedded NUL byte in the name
-        if isinstance(exc, RooflineError):
-            raise
-        raise RooflineError(f"cannot read: {exc}", where=shown_path(path)) from None
-    if len(data) > limit:
-        raise RooflineError(f"cannot read: more than the {limit}-byte limit (ROOFLINE_MAX_INPUT_BYTES)",
-                            where=shown_path(path))
-    return data
+        raise RooflineError(f"cannot read: {exc.strerror or exc.__class__.__name__}", where=where) from None
+    except (ValueError, TypeError) as exc:  # an embedded NUL byte in the name
+        raise RooflineError(f"cannot read: {exc}", where=where) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise RooflineError(f"cannot read: {_kind(st.st_mode)}, not a regular file", where=where)
+    raw = os.fdopen(fd, "rb", buffering=0)
+    try:
+        if st.st_size > top and not decompress:
+            raise RooflineError(f"cannot read: {st.st_size} bytes, more than the {top}-byte limit "
+                                "(ROOFLINE_MAX_INPUT_BYTES)", where=where)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        f: Any = raw
+        what = ""
+        if decompress and raw.read(2) == b"\x1f\x8b":
+            raw.seek(0)
+            f, what = gzip.GzipFile(fileobj=raw, mode="rb"), " after decompression"
+        else:
+            raw.seek(0)
+        return io.BufferedReader(_Capped(f, top, where, what), buffer_size=1 << 16)
+    except BaseException:
+        raw.close()
+        raise
 
 
-def _read_pipe(f: Any, limit: int) -> bytes:
-    """A pipe's bytes up to ``limit`` + 1, in chunks (a read of ``limit`` would reserve it all at once)."""
-    chunks, size = [], 0
-    while size <= limit:
-        chunk = f.read(min(1 << 20, limit + 1 - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+def read_bytes(path: str | os.PathLike[str], *, limit: int | None = None) -> bytes:
+    """The bytes of a user file (:func:`open_input`: regular files only, at most :func:`max_input_bytes`);
+    any OS error (missing, a folder, a fifo, a device, permissions, a name too long) is one line."""
+    from roofline.text import shown_path
+
+    with open_input(path, limit=limit) as f:
+        try:
+            return f.read()
+        except OSError as exc:
+            raise RooflineError(f"cannot read: {exc.strerror or exc}", where=shown_path(path)) from None
 
 
 def read_text(path: str | Path) -> str:
@@ -114,17 +171,68 @@ def read_json(path: str | Path) -> Any:
     return parse_json(read_text(path), shown_path(path))
 
 
+#: output paths that name a descriptor this process already has: written to that descriptor, never reopened
+#: (reopening /dev/stdout redirected to a file would truncate it) and never replaced
+_STD = {"/dev/stdout": 1, "/dev/stderr": 2}
+_FD_DIRS = ("/dev/fd/", "/proc/self/fd/")
+
+
+def std_descriptor(path: str | Path) -> int | None:
+    """The descriptor an output path names (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), else None."""
+    text = os.fspath(path)
+    if text in _STD:
+        return _STD[text]
+    for d in _FD_DIRS:
+        if text.startswith(d) and text[len(d):].isdigit():
+            return int(text[len(d):])
+    return None
+
+
+def output_kind(path: str | Path) -> str:
+    """How an output path is written: ``"fd"`` (a descriptor by name), ``"direct"`` (a character device or a
+    fifo, or a symlink to one: opened and written in place, never replaced), ``"file"`` (a regular file, new
+    or existing, or a symlink to one: a temporary file renamed over the link's target).  Anything else (a
+    folder, a block device, a socket, a symlink to nothing or to a folder) is one line."""
+    if std_descriptor(path) is not None:
+        return "fd"
+    p = os.fspath(path)
+    try:
+        st = os.lstat(p)
+    except (FileNotFoundError, NotADirectoryError):  # a new file (a folder above it that is a file: said later)
+        return "file"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            raise RooflineError("cannot write: a symbolic link to a missing file (not followed)", where=p) from None
+    if stat.S_ISREG(st.st_mode):
+        return "file"
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        return "direct"
+    raise RooflineError(f"cannot write: {_kind(st.st_mode)}, expected a file path", where=p)
+
+
 def check_writable(path: str | Path) -> Path:
     """Fail early (before any work) when ``path`` cannot be written.
 
-    Checks the nearest existing folder above ``path``: it must be a folder and
-    writable (missing folders below it are created when writing).
+    A descriptor by name, a character device or a fifo must be writable; otherwise the nearest existing
+    folder above ``path`` (or above a symlink's target) must be a folder and writable (missing folders
+    below it are created when writing).
     """
     try:
-        return _check_writable(Path(path))
+        kind = output_kind(path)
+        if kind == "fd":
+            return Path(path)
+        if kind == "direct":
+            if not os.access(path, os.W_OK):
+                raise RooflineError("cannot write: not writable", where=str(path))
+            return Path(path)
+        return _check_writable(Path(os.path.realpath(path)) if os.path.islink(path) else Path(path))
     except OSError as exc:  # ENAMETOOLONG, ELOOP...: the path itself is unusable
         raise RooflineError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
     except ValueError as exc:  # a NUL byte in the path
+        if isinstance(exc, RooflineError):
+            raise
         raise RooflineError(f"cannot write: {exc}", where=repr(str(path))) from None
 
 
@@ -149,24 +257,25 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
 
 
 def write_files_atomic(files: Sequence[tuple[str | Path, bytes]]) -> None:
-    """Write every (path, bytes) all-or-nothing: each to a temporary file beside its target, then rename
-    them all into place.  On any failure the temporary files go and existing files stay untouched."""
+    """Write every (path, bytes) all-or-nothing: each regular file to a temporary file beside its target,
+    then renamed into place once every output is written.  On any failure the temporary files go and
+    existing files stay untouched.  A character device, a fifo or a descriptor by name (/dev/stdout) is
+    written in place instead (:func:`output_kind`), after every temporary file is ready and before any
+    rename: it is never replaced, and a failure there (a full device, a fifo nobody reads) renames nothing.
+    A symlink to a regular file keeps the link: its target is replaced."""
     temps: list[tuple[str, Path]] = []
+    direct: list[tuple[str | Path, str, bytes]] = []
     try:
         for path, data in files:
-            p = check_writable(path)
-            try:
-                p.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-            except OSError as exc:
-                raise RooflineError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
-            temps.append((tmp, p))
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
-            except OSError as exc:
-                raise RooflineError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
+            kind = output_kind(path)
+            check_writable(path)
+            if kind != "file":
+                direct.append((path, kind, data))
+                continue
+            p = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+            temps.append(_temp_copy(p, data, path))
+        for path, kind, data in direct:
+            _write_in_place(path, kind, data)
         for tmp, p in temps:
             os.replace(tmp, p)
     except BaseException:
@@ -176,6 +285,55 @@ def write_files_atomic(files: Sequence[tuple[str | Path, bytes]]) -> None:
             except OSError:
                 pass
         raise
+
+
+def _temp_copy(p: Path, data: bytes, shown_as: str | Path) -> tuple[str, Path]:
+    """``data`` in a new temporary file beside ``p`` (with the usual permissions); (its path, p)."""
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise RooflineError(f"cannot write: {exc.strerror or exc}", where=str(shown_as)) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise RooflineError(f"cannot write: {exc.strerror or exc}", where=str(shown_as)) from None
+        raise
+    return tmp, p
+
+
+def _write_in_place(path: str | Path, kind: str, data: bytes) -> None:
+    """``data`` written to a descriptor by name, a character device or a fifo: no temporary file, no rename."""
+    import sys
+
+    fd = std_descriptor(path) if kind == "fd" else None
+    opened = False
+    try:
+        if fd is not None:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+        else:  # non-blocking open: a fifo that no process reads fails at once (ENXIO) instead of waiting
+            fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+            opened = True
+            os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        import errno
+
+        why = "no process is reading the fifo" if exc.errno == errno.ENXIO else (exc.strerror or str(exc))
+        raise RooflineError(f"cannot write: {why}", where=str(path)) from None
+    finally:
+        if opened and fd is not None:
+            os.close(fd)
 
 
 def _umask() -> int:
@@ -233,16 +391,20 @@ def wrong(field: str, rule: str, value: Any, where: str, why: str = "") -> Roofl
     return RooflineError(f"{field} must be {rule}, got {got}" + (f" ({why})" if why else ""), where=where)
 
 
-def as_number(value: Any, field: str, where: str, *, minimum: float | None = None, above: bool = False) -> float:
-    """A finite JSON number (not true/false, not a string) >= ``minimum`` (> it when ``above``)."""
+def as_number(value: Any, field: str, where: str, *, minimum: float | None = None, above: bool = False,
+              maximum: float | None = None) -> float:
+    """A finite JSON number (not true/false, not a string) >= ``minimum`` (> it when ``above``), <= ``maximum``."""
     rule = "a finite number" if minimum is None else f"a finite number {'>' if above else '>='} {minimum:g}"
+    if maximum is not None:
+        rule += f" {'and ' if minimum is not None else ''}<= {maximum:g}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise wrong(field, rule, value, where)
     try:
         x = float(value)
     except OverflowError:
         raise wrong(field, rule, value, where, "too large") from None
-    if not math.isfinite(x) or (minimum is not None and (x <= minimum if above else x < minimum)):
+    if not math.isfinite(x) or (minimum is not None and (x <= minimum if above else x < minimum)) or (
+            maximum is not None and x > maximum):
         raise wrong(field, rule, value, where)
     return x
 

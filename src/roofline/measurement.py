@@ -122,6 +122,12 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
     >>> float(a.intensity[0])   # 1e6 FLOPs / 16e6 bytes
     0.0625
     """
+    _check_kernel("measure_callable", flops, bytes, name, kind, unit)
+    from roofline import arguments as arg
+
+    arg.function(fn, "measure_callable", "fn")
+    arg.positive_int(repeats, "measure_callable", "repeats")
+    arg.positive_int(warmup, "measure_callable", "warmup", minimum=0)
     kw = dict(kwargs or {})
     f = float(flops(*args) if callable(flops) else flops)
     b = float(bytes(*args) if callable(bytes) else bytes)
@@ -144,6 +150,20 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
         assumptions=["FLOPs and bytes as given by the caller; bytes counted as reads"],
         info={"frontend": "callable"}, measured=MeasuredRun(timing, method="perf_counter around the callable"))
     return analyze(work, dev, above_roof_tolerance=timing.tolerance(), forecast=True)
+
+
+def _check_kernel(func: str, flops: Any, nbytes: Any, name: Any, kind: Any, unit: Any) -> None:
+    """The API boundary (:mod:`roofline.arguments`): FLOPs and bytes finite numbers >= 0 or callables, a
+    known op kind and unit, a name (str) or None."""
+    from roofline import arguments as arg
+    from roofline.workload_columns import OP_KINDS
+
+    arg.number_or_callable(flops, func, "flops")
+    arg.number_or_callable(nbytes, func, "bytes")
+    if name is not None:
+        arg.text(name, func, "name")
+    arg.choice(kind, OP_KINDS, func, "kind")
+    arg.choice(unit, ("vector", "matrix"), func, "unit")
 
 
 class Kernel:
@@ -184,8 +204,13 @@ def kernel(flops: float | Callable[..., float], bytes: float | Callable[..., flo
     ('double', [2.0, 2.0], 'double')
     """
 
+    _check_kernel("kernel", flops, bytes, name, kind, unit)
+
     def wrap(fn: Callable[..., Any]) -> Kernel:
-        return Kernel(fn, flops, bytes, name, kind, precision, unit)
+        from roofline import arguments as arg
+
+        return Kernel(arg.function(fn, "kernel", "the decorated function"), flops, bytes, name, kind, precision,
+                      unit)
 
     return wrap
 
@@ -324,6 +349,17 @@ def _time_model(torch: Any, model: Any, call: Callable[[], Any], repeats: int, w
         model.train(was_training)
 
 
+def _check_model_run(torch: Any, model: Any, repeats: Any, warmup: Any, profile_runs: Any) -> None:
+    """The API boundary of :func:`measure` (:mod:`roofline.arguments`)."""
+    from roofline import arguments as arg
+
+    if not isinstance(model, torch.nn.Module):
+        raise arg.type_error("measure", "model", "a torch.nn.Module", model)
+    arg.positive_int(repeats, "measure", "repeats")
+    arg.positive_int(warmup, "measure", "warmup", minimum=0)
+    arg.positive_int(profile_runs, "measure", "profile_runs")
+
+
 def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeats: int = 10, warmup: int = 2,
             profile_runs: int = 3, kwargs: Mapping[str, Any] | None = None, title: str | None = None) -> Analysis:
     """Run ``model(*inputs)`` for real and return its Analysis with measured per-op times.
@@ -346,8 +382,7 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
     torch = require("torch", "torch")
     from roofline.frontends.torch import from_torch
 
-    if not isinstance(model, torch.nn.Module):
-        raise RooflineError(f"measure: expected a torch.nn.Module, got {type(model).__name__}")
+    _check_model_run(torch, model, repeats, warmup, profile_runs)
     kw = dict(kwargs or {})
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
     if any(t.device.type == "meta" for t in tensors):

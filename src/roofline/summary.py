@@ -239,6 +239,10 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     >>> headline(summarize(analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9)], title="app"), dev)))
     'app on seed: 400 ms (roofline bound), memory-bound on DRAM 10 GB/s (100% of the time); attainable 2 GFLOP/s.'
     """
+    from roofline import arguments as arg
+
+    arg.need(s, Summary, "headline", "s", "a Summary (roofline.summarize(analysis))")
+    arg.function(shown, "headline", "shown")
     a = s.analysis
     b = s.binding
     lead = measurement_warning(s)
@@ -365,6 +369,11 @@ def llm_report(a: Analysis) -> LLMReport | None:
 
 def summarize(a: Analysis, *, advice: Advice | None = None) -> Summary:
     """All the facts of ``a`` (``advice``, when the caller computed it, travels with them)."""
+    from roofline import arguments as arg
+
+    arg.need(a, Analysis, "summarize", "a", "an Analysis")
+    if advice is not None and not hasattr(advice, "levers"):  # (advice sits above this layer: by its shape)
+        raise arg.type_error("summarize", "advice", "an Advice (roofline.advise(analysis)) or None", advice)
     t = ceiling_times(a)
     used = tuple((a.ceilings[j], float(t[j])) for j in np.argsort(-t, kind="stable") if t[j] > 0)
     counts = np.bincount(a.ceiling_index, minlength=len(a.ceilings))

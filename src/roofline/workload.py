@@ -65,6 +65,14 @@ if TYPE_CHECKING:
 
 
 
+def _no_empty_count(body: list[tuple[int, list[str]]], j: int, lines: list[int], where: str) -> None:
+    """A count cell written empty is a fault, not a count of 1 (a short row's missing cells are defaults)."""
+    hole = next((k for k, (_, r) in enumerate(body) if j < len(r) and not r[j].strip()), None)
+    if hole is not None:
+        raise RooflineError(f"line {lines[hole]}: count is empty (give a whole number, or drop the column for a "
+                            "count of 1)", where=where)
+
+
 @dataclass
 class Workload:
     """Ops stored column-wise, plus what produced them.
@@ -92,9 +100,13 @@ class Workload:
     # -- construction ------------------------------------------------------
     @classmethod
     def from_ops(cls, ops: Iterable[Op], **meta: Any) -> Workload:
+        from roofline import arguments as arg
+
+        if isinstance(ops, (str, bytes, Mapping)) or not hasattr(ops, "__iter__"):
+            raise arg.type_error("Workload.from_ops", "ops", "an iterable of Op", ops)
         b = WorkloadBuilder()
-        for op in ops:
-            b.add_op(op)
+        for i, op in enumerate(ops):
+            b.add_op(arg.need(op, Op, "Workload.from_ops", f"ops[{i}]", "an Op"))
         return b.build(**meta)
 
     @classmethod
@@ -425,6 +437,8 @@ class Workload:
                 # an empty cell is the field's default; "nan"/"None" also mean 'not measured'
                 empty = ("", "nan", "None", "NaN") if h == "measured_seconds" else ("",)
                 cells = [None if v.strip() in empty else v for v in cells]
+                if h == "count":
+                    _no_empty_count(body, j, lines, where)
             if h in _NUMERIC or h == "bytes":
                 cells = _csv_numbers(cells, h, where, lines)
             cols[h] = cells

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,11 @@ _STRINGS = ("name", "group", "module_type")
 _ENUMS = {"kind": OP_KINDS, "precision": PRECISIONS, "unit": UNITS, "level": LEVELS}
 COLUMNS = ("name", "kind", "flops", "bytes_read", "bytes_written", "precision", "unit", "count",
            "group", "module_type", "level", "weight_bytes", "measured_seconds", *CACHE_BYTES, *GEMM_DIMS)
+
+
+_OP_NUMBERS = ("flops", "bytes_read", "bytes_written", "count", "weight_bytes", "measured_seconds", "bytes_l1",
+               "bytes_l2", "bytes_l3")
+_OP_TEXT = ("name", "kind", "precision", "unit", "group", "module_type", "level")
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,21 @@ class Op:
     n: float = math.nan
     k: float = math.nan
     batch: float = math.nan
+
+    def __post_init__(self) -> None:
+        """The API boundary (:mod:`roofline.arguments`): text fields strings, figures real numbers (their
+        ranges are checked where the op joins a workload, with the op named)."""
+        for f in _OP_NUMBERS:
+            v = getattr(self, f)
+            if type(v) is not float and type(v) is not int and (isinstance(v, bool) or not isinstance(v, Real)):
+                from roofline.arguments import type_error
+
+                raise type_error("Op", f, "a real number", v)
+        for f in _OP_TEXT:
+            if type(getattr(self, f)) is not str:
+                from roofline.arguments import type_error
+
+                raise type_error("Op", f, "a string", getattr(self, f))
 
     @property
     def bytes(self) -> float:

@@ -306,10 +306,10 @@ LEGAL = [
             expect="ok"),
     analyze("legal/csv-empty-optional-cells", "legal-input",
             {"w.csv": "name,kind,flops,bytes_read,bytes_written,count,measured_seconds,precision\n"
-                      "a,matmul,1e9,1e6,1e6,,,\nb,,1e6,1e6,1e6,2,1e-3,bf16\n"}, "", expect="ok",
+                      "a,matmul,1e9,1e6,1e6,1,,\nb,,1e6,1e6,1e6,2,1e-3,bf16\n"}, "", expect="ok",
             argv=("analyze", "w.csv", "--device", "h100")),
     analyze("legal/csv-quoted-newline-name", "legal-input",
-            {"w.csv": CSV_HEAD + '"two\nlines",matmul,1,1,1,1\nb,matmul,1,1,1,\n'}, "", expect="ok",
+            {"w.csv": CSV_HEAD + '"two\nlines",matmul,1,1,1,1\nb,matmul,1,1,1,1\n'}, "", expect="ok",
             argv=("analyze", "w.csv", "--device", "h100")),
     device("legal/device-optional-fields-absent", "legal-input",
            dev(compute=comp(provenance=None) + [{"unit": "matrix", "precision": "bf16", "flops": "2 TFLOP/s"}],

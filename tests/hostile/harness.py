@@ -31,10 +31,37 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TIMEOUT = 30.0  # seconds per case
-MEMORY_HEADROOM = 1 << 30  # bytes of address space a case may add
+#: the budget of one case: ``BUDGET_SECONDS`` of CPU time (RLIMIT_CPU: killed past it) and ``MEMORY_HEADROOM``
+#: bytes of address space above the process it forks from (RLIMIT_AS).  A case that waits without computing
+#: (a hang: a fifo, a lock) is killed after ``TIMEOUT`` wall-clock seconds, a multiple of the budget because
+#: these machines are shared (six engineers on two cores: a case's wall time is not its cost).
+#: ``ROOFLINE_HOSTILE_SECONDS``, ``ROOFLINE_HOSTILE_WALL_FACTOR`` and ``ROOFLINE_HOSTILE_MEMORY`` (bytes) override.
+BUDGET_SECONDS = float(os.environ.get("ROOFLINE_HOSTILE_SECONDS", "4"))
+TIMEOUT = BUDGET_SECONDS * float(os.environ.get("ROOFLINE_HOSTILE_WALL_FACTOR", "3"))
+MEMORY_HEADROOM = int(os.environ.get("ROOFLINE_HOSTILE_MEMORY", str(512 << 20)))
+#: heavy optional modules imported once in the process that forks the cases (when installed), so a case's
+#: budget is its own work: the address space torch maps at import (about 1 GB of VmSize) and its ~2 s import
+#: are the same for every case and are not what a hostile input costs
+PRELOAD = ("torch", "onnx", "msgspec", "matplotlib.figure", "matplotlib.backends.backend_agg")
 #: control characters that must never reach a terminal raw (C0 but \t \n, DEL, C1)
 RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+
+
+@dataclass(frozen=True)
+class Special:
+    """A file that is not a regular file, made in the case's folder: ``fifo``, ``dir``, ``chr`` (a character
+    device node with ``major``/``minor``: 1/3 is a null device, 1/5 zero, 1/7 full; needs root, see
+    :func:`needs_root`), or ``symlink`` to ``target`` ({tmp} expanded)."""
+
+    kind: str
+    major: int = 0
+    minor: int = 0
+    target: str = ""
+
+
+def needs_root(case: Case) -> bool:
+    """Whether the case makes a device node (os.mknod: root only; the test skips it otherwise)."""
+    return any(isinstance(c, Special) and c.kind == "chr" for c in case.files.values())
 
 
 @dataclass(frozen=True)
@@ -44,7 +71,7 @@ class Case:
     command: str  # the CLI command (analyze, llm, ...) or "api"
     argv: tuple[str, ...] = ()  # CLI arguments after "roofline"
     code: str = ""  # or Python API code (run with roofline imported)
-    files: dict[str, str | bytes] = field(default_factory=dict)  # relative path -> content ({tmp} expanded in str)
+    files: dict[str, str | bytes | Special] = field(default_factory=dict)  # relative path -> content ({tmp} expanded)
     expect: str = "error"  # "error" or "ok"
     names: str = ""  # what the error line must contain (the file, field or option at fault)
     outputs: tuple[str, ...] = ()  # output paths (relative) that must not exist after an error
@@ -60,7 +87,8 @@ class Result:
     peak_rss: int  # bytes (ru_maxrss of the child)
     timed_out: bool
     new_files: list[str]
-    check_ok: bool | None = None  # the case's `check` expression, evaluated before the folder goes
+    check_ok: bool | None = None
+    cpu_seconds: float = 0.0  # user + system CPU time of the child  # the case's `check` expression, evaluated before the folder goes
 
 
 def _expand(text: str, tmp: Path) -> str:
@@ -71,11 +99,28 @@ def _prepare(case: Case, tmp: Path) -> set[str]:
     for rel, content in case.files.items():
         p = tmp / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, str):
+        if isinstance(content, Special):
+            _make_special(p, content, tmp)
+        elif isinstance(content, str):
             p.write_text(_expand(content, tmp), encoding="utf-8", errors="surrogateescape")
         else:
             p.write_bytes(content)
     return {str(p.relative_to(tmp)) for p in tmp.rglob("*")}
+
+
+def _make_special(p: Path, s: Special, tmp: Path) -> None:
+    if s.kind == "fifo":
+        os.mkfifo(p)
+    elif s.kind == "dir":
+        p.mkdir()
+    elif s.kind == "chr":
+        import stat
+
+        os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(s.major, s.minor))
+    elif s.kind == "symlink":
+        p.symlink_to(_expand(s.target, tmp))
+    else:
+        raise ValueError(f"unknown special file kind {s.kind!r}")
 
 
 def _vm_size() -> int:
@@ -104,8 +149,20 @@ def _child_main(case: Case, tmp: Path) -> int:
     return 0
 
 
+def preload() -> None:
+    """Import :data:`PRELOAD` (each when installed) before the first fork."""
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # not installed (or broken): the case imports it itself, inside its budget
+            pass
+
+
 def run_case(case: Case) -> Result:
     """Fork, limit the child's address space and time, run the case, collect what it printed."""
+    preload()
     with tempfile.TemporaryDirectory(prefix="hostile-") as d:
         tmp = Path(d)
         before = _prepare(case, tmp)
@@ -129,6 +186,8 @@ def run_case(case: Case) -> Result:
                 os.chdir(tmp)
                 if limit > MEMORY_HEADROOM:
                     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+                cpu = max(1, int(BUDGET_SECONDS + 0.999))
+                resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU past the budget: killed
                 code = _child_main(case, tmp)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
@@ -161,7 +220,8 @@ def run_case(case: Case) -> Result:
         err = err_f.read_text(encoding="utf-8", errors="replace")
         after = {str(p.relative_to(tmp)) for p in tmp.rglob("*")}
         new = sorted(p for p in after - before if not Path(p).name.startswith(".hostile"))
-        result = Result(code, out, err, seconds, usage.ru_maxrss * 1024, timed_out, new)
+        result = Result(code, out, err, seconds, usage.ru_maxrss * 1024, timed_out, new,
+                        cpu_seconds=usage.ru_utime + usage.ru_stime)
         if case.check and code in (0, 2):
             try:
                 result.check_ok = bool(eval(case.check, {"out": out, "err": err, "tmp": tmp, "Path": Path}))
@@ -174,9 +234,10 @@ def problems(case: Case, r: Result) -> list[str]:
     """What is wrong with ``r`` for ``case`` (empty: the case passes)."""
     bad = []
     if r.timed_out:
-        bad.append(f"hang: still running after {TIMEOUT:.0f} s")
+        bad.append(f"hang: still running after {TIMEOUT:g} s")
     elif r.code is None:
-        bad.append("blow-up: killed (address-space limit or signal)")
+        bad.append(f"blow-up: killed (past {MEMORY_HEADROOM >> 20} MiB of address space, {BUDGET_SECONDS:g} s of "
+                   "CPU, or a signal)")
     if "Traceback (most recent call last)" in r.err or "Traceback (most recent call last)" in r.out:
         bad.append("traceback: " + r.err.strip().splitlines()[-1][:200] if r.err.strip() else "traceback")
     raw = RAW_CONTROL.search(r.out + r.err)

@@ -58,10 +58,16 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
     """
     from dataclasses import replace
 
+    from roofline import arguments as arg
     from roofline.bench import overhead, quality
 
     run = quality.new_run()
 
+    for flag, value in (("quick", quick), ("full", full), ("gpu", gpu)):
+        arg.boolean(value, "run_bench", flag)
+    arg.optional_int(threads, "run_bench", "threads")
+    if progress is not None:
+        arg.function(progress, "run_bench", "progress")
     if gpu:
         import torch
 

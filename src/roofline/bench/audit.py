@@ -226,8 +226,11 @@ def format_audit(results: tuple[AuditResult, ...] | list[AuditResult]) -> str:
     """The audit as a table: kernel, judged by, efficiency (before raising), own spread, verdict."""
     if not results:
         return ""
-    rows = [(r.kernel, f"{r.roof}, {r.level}", f"{r.binding}", f"{r.efficiency:.2f}", f"{r.noise:.0%}",
-             f"raised {r.raised}" if r.raised else ("above roof" if r.above_roof else "ok")) for r in results]
+    from roofline.text import display  # kernel, roof and level names come from a cache file: data
+
+    rows = [(display(r.kernel), display(f"{r.roof}, {r.level}"), display(r.binding), f"{r.efficiency:.2f}",
+             f"{r.noise:.0%}", f"raised {display(r.raised)}" if r.raised else ("above roof" if r.above_roof else "ok"))
+            for r in results]
     head = ("audit kernel", "judged by", "bound", "efficiency", "spread", "verdict")
     widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
     fmt = "  " + "  ".join(f"{{:{'>' if i in (3, 4) else '<'}{w}}}" for i, w in enumerate(widths))

@@ -52,6 +52,53 @@ QUICK_SIZES = tuple(8 * 8**k for k in range(8))  # 8 B .. 16 MiB (x8)
 BATCH_SECONDS = 0.02
 
 
+#: the variables torchrun sets that the bench reads (checked before anything starts: :func:`launch_env`)
+LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _env_int(env: Any, name: str, minimum: int) -> int | None:
+    text = env.get(name)
+    if text is None:
+        return None
+    t = text.strip()
+    if not (t.isascii() and t.isdigit()) or len(t) > 18 or int(t) < minimum:
+        from roofline.fileio import shown
+
+        raise RooflineError(f"environment variable {name}={shown(text, 40)} must be a whole number from {minimum} "
+                            "(torchrun sets it)")
+    return int(t)
+
+
+def launch_env(env: Any = None) -> dict[str, Any]:
+    """torchrun's variables (:data:`LAUNCH_VARIABLES`) read and checked, each fault one line naming the
+    variable: ranks and sizes whole numbers (``RANK`` below ``WORLD_SIZE``, ``LOCAL_RANK`` below
+    ``LOCAL_WORLD_SIZE``, which divides ``WORLD_SIZE``), ``MASTER_PORT`` from 1 to 65535, ``MASTER_ADDR`` a
+    host name without blanks or control characters.  Absent ones are None.
+
+    >>> launch_env({"RANK": "1", "WORLD_SIZE": "2"})["RANK"]
+    1
+    """
+    from roofline.fileio import shown
+
+    env = os.environ if env is None else env
+    got: dict[str, Any] = {k: _env_int(env, k, 1 if k.endswith("SIZE") else 0)
+                           for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
+    for rank, size in (("RANK", "WORLD_SIZE"), ("LOCAL_RANK", "LOCAL_WORLD_SIZE")):
+        if got[rank] is not None and got[size] is not None and got[rank] >= got[size]:
+            raise RooflineError(f"environment variable {rank}={got[rank]} must be below {size}={got[size]}")
+    if got["WORLD_SIZE"] and got["LOCAL_WORLD_SIZE"] and got["WORLD_SIZE"] % got["LOCAL_WORLD_SIZE"]:
+        raise RooflineError(f"environment variable LOCAL_WORLD_SIZE={got['LOCAL_WORLD_SIZE']} must divide "
+                            f"WORLD_SIZE={got['WORLD_SIZE']} (whole nodes)")
+    port = _env_int(env, "MASTER_PORT", 1)
+    if port is not None and port > 65535:
+        raise RooflineError(f"environment variable MASTER_PORT={port} must be a port from 1 to 65535")
+    addr = env.get("MASTER_ADDR")
+    if addr is not None and (not addr.strip() or not addr.isprintable() or any(c.isspace() for c in addr)):
+        raise RooflineError(f"environment variable MASTER_ADDR={shown(addr, 40)} must be a host name or address")
+    got.update(MASTER_PORT=port, MASTER_ADDR=addr)
+    return got
+
+
 @dataclass(frozen=True)
 class Fit:
     """``t = alpha + message_bytes / bandwidth`` for one collective on one tier, from measured points; a
@@ -256,11 +303,12 @@ def measure_tiers(dist: Any, torch: Any, device: Any, backend: str, wanted: tupl
     Returns (the measured System, each (scope, collective, MeasuredCollective) in order, facts for the
     report: rank, world, local, nodes, sizes, wall seconds).  Every rank has finished when it returns."""
     rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    launch = launch_env()
+    local = launch["LOCAL_WORLD_SIZE"] or world
     nodes = world // local
     if world % local:
         raise RooflineError(f"{world} ranks are not whole nodes of {local}")
-    on = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if backend == "nccl" else torch.device("cpu")
+    on = torch.device("cuda", launch["LOCAL_RANK"] or 0) if backend == "nccl" else torch.device("cpu")
     if on.type == "cuda":
         torch.cuda.set_device(on)
     sizes = QUICK_SIZES if quick else (*FULL_SIZES, 1 << 30)
@@ -330,3 +378,16 @@ def build_system(results: dict[str, dict[str, Any]], device: Any, local: int, no
                                  local if scope == "cluster" else 0, (), False, prov, dict(by)))
     return System(f"measured ({backend}, {nodes} x {local})", device, local, nodes, tuple(tiers))
 
+
+
+if __name__ == "__main__":  # not the entry point: say which one is, in one line (torchrun's variables first)
+    import sys
+
+    try:
+        launch_env()
+        raise RooflineError("roofline.bench.network measures; run the bench as 'torchrun --nproc-per-node N -m "
+                            "roofline.commands.bench_network " + " ".join(sys.argv[1:]) + "' ('roofline bench "
+                            "--network' prints the line)")
+    except RooflineError as exc:
+        print(f"roofline: error: network bench: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -21,6 +21,10 @@ def resolve_device(spec: str | Device) -> Device:
     """A Device from a catalog name, a device JSON file, or 'local' (the cached bench result)."""
     if isinstance(spec, Device):
         return spec
+    from roofline import arguments as arg
+
+    arg.text(arg.need(spec, str, "resolve_device", "spec", "a device name, a device JSON path (str) or a Device"),
+             "resolve_device", "spec")
     if spec.lower() == "local":
         return load_local_device()
     return catalog.resolve_device(spec)

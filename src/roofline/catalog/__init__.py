@@ -75,7 +75,9 @@ def closest(name: str, n: int = 3) -> list[str]:
 
 def get_device(name: str) -> Device:
     """A catalog device by name or alias; unknown names fail with the three closest."""
-    dev = _index().get(normalize(name))
+    from roofline import arguments as arg
+
+    dev = _index().get(normalize(arg.text(name, "get_device", "name")))
     if dev is None:
         from roofline.fileio import shown
 
@@ -139,8 +141,11 @@ def get_system(name: str, *, nodes: int | None = None) -> System:
     >>> s.devices, s.tier("node").bandwidth / 1e9, s.tier("cluster").per_device_bandwidth(8) / 1e9
     (128, 450.0, 50.0)
     """
+    from roofline import arguments as arg
     from roofline.fileio import shown
 
+    arg.text(name, "get_system", "name")
+    arg.optional_int(nodes, "get_system", "nodes")
     index = {normalize(k): s for aliases, s in _systems() for k in (s.name, *aliases)}
     found = index.get(normalize(name))
     if found is None:

@@ -14,6 +14,7 @@ from roofline.device import Device, Provenance
 from roofline.errors import RooflineError
 from roofline.fileio import check_writable
 from roofline.stats import SPREAD_WARN, relative_spread
+from roofline.text import display, visible
 from roofline.units import format_bandwidth, format_bytes, format_flops
 
 if TYPE_CHECKING:
@@ -213,11 +214,11 @@ def render_table(device: Device) -> str:
 
     meta = device.metadata
     lead = warning(meta)
-    lines = [f"WARNING: {lead}"] if lead else []
-    lines += [f"{device.name}", f"  measured {meta.get('date', '?')}, mode {meta.get('mode', '?')}, "
+    lines = [f"WARNING: {display(lead, 2000)}"] if lead else []
+    lines += [f"{display(device.name)}", f"  measured {meta.get('date', '?')}, mode {meta.get('mode', '?')}, "
               f"{device.bench.threads if device.bench else '?'} thread(s), {meta.get('wall_seconds', '?')} s"]
     if (used := run_line(meta, str(meta.get("device_file", "")))):
-        lines.append(f"  {used}")
+        lines.append(f"  {display(used, 2000)}")
     rows, flagged = _ceiling_rows(device)
     head = ("ceiling", "value", "IQR/median", "threads", "best method / working set")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
@@ -227,7 +228,7 @@ def render_table(device: Device) -> str:
     lines += _bench_notes(device)
     if flagged:
         lines.append("  ! spread above 10% of the median")
-    return "\n".join(lines) + "\n"
+    return visible("\n".join(lines) + "\n")  # names from the cache (a file anyone can drop in place) are data
 
 
 def _spread_text(value: float, spread: tuple[float, float] | None) -> str:
@@ -243,18 +244,19 @@ def _ceiling_rows(device: Device) -> tuple[list[tuple[str, str, str, str, str]],
     rows: list[tuple[str, str, str, str, str]] = []
     for c in sorted(device.compute, key=lambda c: (c.unit, -c.flops)):
         d = c.provenance.details
-        rows.append((f"{c.precision} {c.unit}", format_flops(c.flops), _spread_text(c.flops, c.provenance.spread),
-                     str(d.get("threads", "")), _best_method(c.provenance)))
+        rows.append((display(f"{c.precision} {c.unit}"), format_flops(c.flops), _spread_text(c.flops, c.provenance.spread),
+                     display(d.get("threads", "")), display(_best_method(c.provenance))))
     for r in device.bench.spec if device.bench else ():
-        rows.append((f"{r.precision} {r.unit} (spec)", format_flops(r.flops), "", "", "theoretical: see the derivation"))
+        rows.append((display(f"{r.precision} {r.unit}") + " (spec)", format_flops(r.flops), "", "",
+                     "theoretical: see the derivation"))
     for m in device.memory:
         d = m.provenance.details
         ws = d.get("working_set_bytes")
         where = f"{format_bytes(ws[0])} .. {format_bytes(ws[1])}" if isinstance(ws, list) and len(ws) == 2 else (
             format_bytes(ws) if isinstance(ws, (int, float)) else "")
         cap = f", capacity {format_bytes(m.capacity)}" if m.capacity else ""
-        rows.append((m.level, format_bandwidth(m.bandwidth), _spread_text(m.bandwidth, m.provenance.spread),
-                     str(d.get("threads", "")), f"{where}{cap}; {_best_method(m.provenance)}"))
+        rows.append((display(m.level), format_bandwidth(m.bandwidth), _spread_text(m.bandwidth, m.provenance.spread),
+                     display(d.get("threads", "")), f"{where}{cap}; {display(_best_method(m.provenance))}"))
     return rows, any(r[2].endswith(" !") for r in rows)
 
 
@@ -267,10 +269,10 @@ def _bench_notes(device: Device) -> list[str]:
                      f"largest deviation from min(peak, AI x DRAM) {ert.deviation[ert.worst]:+.1%} "
                      f"at {ert.intensity[ert.worst]:.3g} FLOP/B")
     if device.bench is not None:
-        lines.append(f"  native precisions: {', '.join(device.bench.native) or '?'}; each roof is the best of its "
+        lines.append(f"  native precisions: {display(', '.join(device.bench.native)) or '?'}; each roof is the best of its "
                      "methods (every figure: roofline device local --json)")
         for r in device.bench.spec:
-            lines.append(f"  spec {r.precision}: {r.derivation}")
+            lines.append(f"  spec {display(r.precision)}: {display(r.derivation)}")
         if device.bench.audit:
             from roofline.bench.audit import format_audit
 
@@ -278,7 +280,7 @@ def _bench_notes(device: Device) -> list[str]:
             lines.append(format_audit(device.bench.audit).rstrip("\n"))
     for note in meta.get("levels", {}).get("notes", []):
         if note not in meta.get("warnings", []):
-            lines.append(f"  note: {note}")
+            lines.append(f"  note: {display(note)}")
     for w in meta.get("warnings", []):
-        lines.append(f"  warning: {w}")
+        lines.append(f"  warning: {display(w)}")
     return lines

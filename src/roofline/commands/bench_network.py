@@ -15,7 +15,7 @@ import math
 import os
 import sys
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from roofline.bench.network import COLLECTIVES, measure_tiers
 from roofline.errors import RooflineError, first_line
@@ -24,8 +24,25 @@ if TYPE_CHECKING:
     from roofline.system import System
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one ``roofline: error:`` line and exit code 2, as every roofline command's."""
+
+    def error(self, message: str) -> NoReturn:
+        from roofline.text import one_line
+
+        print(one_line(f"roofline: error: network bench: {message} (see '{self.prog} --help')"), file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m roofline.commands.bench_network",
+    from roofline.bench.network import launch_env
+
+    try:
+        rank = launch_env()["RANK"] or 0  # torchrun's variables first: a bad one is one line on every rank
+    except RooflineError as exc:
+        print(f"roofline: error: network bench: {exc}; nothing written", file=sys.stderr)
+        return 2
+    p = _Parser(prog="python -m roofline.commands.bench_network",
                                 description="Measure collectives under torchrun; fit alpha-beta per collective and "
                                             "tier; write a system file (see 'roofline bench --network').")
     p.add_argument("--quick", action="store_true", help="8 B .. 16 MiB, fewer samples")
@@ -40,7 +57,6 @@ def main(argv: list[str] | None = None) -> int:
                    "that the backend's code path runs on a one-GPU machine): the tables are printed, no network "
                    "is measured and nothing is written")
     args = p.parse_args(argv)
-    rank = int(os.environ.get("RANK", "0"))
     try:
         return _run(args)
     except KeyboardInterrupt:

@@ -151,13 +151,16 @@ def _json(cal: Calibration) -> str:
 
 def render(cal: Calibration) -> str:
     """The curves, then every suite op with its measured and fitted time, then what failed."""
-    lines = [f"WARNING: NOISY calibration: {'; '.join(cal.quality)}"] if cal.quality else []
-    lines += [f"calibration of {cal.device}", f"  {cal.describe()}", f"  suite: {cal.suite}", "  curves:"]
-    lines += [f"    {c.describe()}" for c in cal.curves]
+    from roofline.text import display, visible  # every name here comes from a cache or calibration file: data
+
+    lines = [f"WARNING: NOISY calibration: {display('; '.join(cal.quality), 512)}"] if cal.quality else []
+    lines += [f"calibration of {display(cal.device)}", f"  {display(cal.describe())}", f"  suite: {display(cal.suite)}",
+              "  curves:"]
+    lines += [f"    {display(c.describe(), 512)}" for c in cal.curves]
     lines.append(f"  {'suite op':44} {'term':8} {'measured':>10} {'forecast':>10} {'error':>7}")
     for p in cal.points:
-        lines.append(f"  {p.name[:44]:44} {p.term:8} {format_seconds(p.measured):>10} "
+        lines.append(f"  {display(p.name, 44)[:44]:44} {display(p.term, 8):8} {format_seconds(p.measured):>10} "
                      f"{format_seconds(p.forecast):>10} {p.error:>+7.0%}")
     for f in cal.failed:
-        lines.append(f"  failed: {f}")
-    return "\n".join(lines) + "\n"
+        lines.append(f"  failed: {display(f)}")
+    return visible("\n".join(lines) + "\n")

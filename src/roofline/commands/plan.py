@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from roofline.commands._common import EXAMPLE_HELP, write_all
 from roofline.errors import RooflineError
 from roofline.planner.forecast import STATED_ERROR, tied
+from roofline.text import display, visible
 from roofline.units import format_bytes, format_count, format_gib, format_seconds
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                                       TrainingRun.of(args.model, seq=args.seq, global_batch=args.global_batch,
                                                      precision=args.precision))
     what = "serving" if args.serve else "training"
-    where = f"{system.name} x {system.nodes} ({system.devices} devices)"
+    where = f"{display(system.name)} x {system.nodes} ({system.devices} devices)"  # names from files are data
     ranked, header, tried = _ranked(args, run_, system, what, where)
     shape = (f"batch {run_.batch} per replica, prompt {run_.prompt}, gen {run_.gen}" if isinstance(run_, ServingRun)
              else f"global batch {run_.global_batch} x {run_.seq} tokens")
@@ -183,9 +184,14 @@ def run(args: argparse.Namespace) -> int:
                **({"overlap": args.overlap or 0.0} if args.serve else {"overlap_rules": _rules(args)}),
                "layouts": [_row(e, args.price, best) for e in ranked]}
         outputs.append(("json", args.json, (json.dumps(doc, indent=1) + "\n").encode()))
-    sys.stdout.write(text)
+    sys.stdout.write(visible(text))
     write_all(outputs)
     return 0
+
+
+#: the largest --price taken (USD per device-hour): far above any rental, small enough that a cost per
+#: token stays a finite number
+MAX_PRICE = 1e6
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -209,8 +215,8 @@ def _check_args(args: argparse.Namespace) -> None:
 
     if args.precision not in TRAIN_PRECISIONS:
         raise RooflineError(f"--precision {args.precision!r} is not one of {', '.join(TRAIN_PRECISIONS)}")
-    if args.price is not None and not args.price > 0:
-        raise RooflineError(f"--price must be above 0, got {args.price}")
+    if args.price is not None and not 0 < args.price <= MAX_PRICE:  # inf and nan fail too
+        raise RooflineError(f"--price must be above 0 and at most {MAX_PRICE:g} USD per device-hour, got {args.price}")
 
 
 def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
@@ -228,16 +234,16 @@ def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
         if serving or "sp" in keys or "stages" in keys or len(fixed) == len(SEARCHED):
             lay = Layout(**keys)
             one = estimate_serving(run_, lay, system) if serving else estimate(run_, lay, system)
-            return [one], f"{run_.arch.name} {what} on {where}: one layout", 1
+            return [one], f"{display(run_.arch.name)} {what} on {where}: one layout", 1
     p = plan(run_, system, top=args.top, overlap=args.overlap or 0.0, fixed=fixed,
              overlaps=tuple(_rules(args).values()))  # type: ignore[arg-type]
     if not p.ranked and fixed:  # none fits (or none divides): the named layout, the rest at their defaults, timed
         one = estimate(run_, Layout(**keys), system)  # or its constraint, in one line
-        return [one], (f"{run_.arch.name} {what} on {where}: one layout (none of the {p.tried:,} with "
+        return [one], (f"{display(run_.arch.name)} {what} on {where}: one layout (none of the {p.tried:,} with "
                        f"{', '.join(f'{k}={v}' for k, v in fixed.items())} fits; the rest at their defaults)"), 1
     if not p.ranked:
         _none_ranked(p, run_, where)
-    header = (f"{run_.arch.name} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
+    header = (f"{display(run_.arch.name)} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
               f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} past memory"
               + (f", {p.uneven:,} splitting groups unevenly over nodes" if p.uneven else "")
               + f", best {len(p.ranked)}"
@@ -259,7 +265,7 @@ def _none_ranked(p: Any, run_: Any, where: str) -> None:
     from roofline.planner import TrainingRun
     from roofline.planner.search import no_layout_divides
 
-    name = run_.arch.name
+    name = display(run_.arch.name)
     if p.tried == 0 and isinstance(run_, TrainingRun):
         raise RooflineError(f"no layout of {name} divides {where}: {no_layout_divides(run_, p.system)}")
     if p.tried == p.uneven:
@@ -290,7 +296,7 @@ def _table(args: argparse.Namespace, ranked: list[Estimate | ServingEstimate]) -
     lines = _serving_rows(args, ranked) if args.serve else _training_rows(args, ranked)  # type: ignore[arg-type]
     best = ranked[0]
     lines.append(f"best: {best.describe()} — comms: " + ", ".join(
-        f"{c.name} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
+        f"{display(c.name)} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms) + "; memory: " + ", ".join(
         f"{k} {format_gib(v)}" for k, v in best.memory.items())
         + (f" of {format_gib(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)"))
     if not isinstance(best, ServingEstimate):

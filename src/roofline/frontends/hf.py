@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -122,8 +123,13 @@ def from_hf_config(config: str | Path | Mapping[str, Any], phase: str = "prefill
     >>> w.info["phase"], w.info["tokens"]
     ('prefill', 16)
     """
+    from roofline import arguments as arg
     from roofline.frontends.torch import from_torch
 
+    if isinstance(config, bytes) or not isinstance(config, (str, os.PathLike, Mapping)):
+        raise arg.type_error("from_hf_config", "config", "a config.json path (str or os.PathLike) or a config dict",
+                             config)
+    arg.choice(phase, ("prefill", "decode"), "from_hf_config", "phase")
     model, kwargs, info = prepare(config, phase, batch, seq_len, kv_len, dtype)
     w = from_torch(model, kwargs=kwargs, mode=mode, title=title or info.pop("title"))
     info.pop("title", None)

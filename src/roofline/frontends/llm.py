@@ -40,10 +40,10 @@ True
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
-from roofline.errors import RooflineError
 from roofline.llm.config import Arch, list_models, load_arch
 from roofline.llm.metrics import (
     BatchSweep,
@@ -102,8 +102,12 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     >>> w.op(int(list(w.tables["name"]).index("decode.layers.attn.q_proj"))).precision
     'bf16'
     """
-    if phase not in (*PHASES, "train"):
-        raise RooflineError(f"phase {phase!r} is not one of {', '.join((*PHASES, 'train'))}")
+    from roofline import arguments as arg
+
+    if not isinstance(name_or_config, (str, os.PathLike, Mapping, Arch)):
+        raise arg.type_error("from_llm", "name_or_config", "a model name, a config.json path, a config dict or an "
+                             "Arch", name_or_config)
+    arg.choice(phase, (*PHASES, "train"), "from_llm", "phase")
     if phase == "train":  # one device's training step: 'batch' sequences of 'prompt' tokens, micro-batches of 1
         arch = name_or_config if isinstance(name_or_config, Arch) else load_arch(name_or_config)
         run = TrainingRun.of(arch, seq=prompt or 4096, global_batch=batch)

@@ -425,7 +425,9 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
     if mode not in ("inference", "training"):
         raise RooflineError(f"mode must be 'inference' or 'training', got {mode!r}")
     if not isinstance(model, torch.nn.Module):
-        raise RooflineError(f"expected a torch.nn.Module, got {type(model).__name__}")
+        from roofline import arguments as arg
+
+        raise arg.type_error("from_torch", "model", "a torch.nn.Module", model)
     kwargs = dict(kwargs or {})
     root = type(model).__name__
     rec = _Recorder(torch, _weight_storages(model), _module_names(model, root))

@@ -242,8 +242,13 @@ def closest(name: str, n: int = 3) -> list[str]:
 def _config_path(spec: str) -> Path | None:
     """The config.json ``spec`` names (a file, or a folder holding one), or None for a model name."""
     p = Path(spec)
-    if spec.endswith(".json") or p.is_file() or (p.is_dir() and (p / "config.json").is_file()):
-        return p / "config.json" if p.is_dir() else p
+    if spec.endswith(".json"):
+        return p
+    try:
+        if p.is_file() or (p.is_dir() and (p / "config.json").is_file()):
+            return p / "config.json" if p.is_dir() else p
+    except (OSError, ValueError):  # a name the OS cannot take as a path (too long, a NUL byte): a model name
+        pass
     return None
 
 
@@ -259,7 +264,9 @@ def find_config(spec: str) -> tuple[dict[str, Any], str]:
         return data, str(path)
     name = _index().get(normalize(spec))
     if name is None:
-        raise RooflineError(f"unknown model {spec!r}; closest: {', '.join(closest(spec))}"
+        from roofline.fileio import shown
+
+        raise RooflineError(f"unknown model {shown(spec)}; closest: {', '.join(closest(spec[:100]))}"
                             " (see 'roofline llm --list', or give a config.json path)")
     return bundled()[name], name
 
@@ -405,6 +412,11 @@ def _llama_like(f: _Fields) -> dict[str, Any]:
 def _moe(f: _Fields, intermediate: int, layers: int) -> dict[str, Any]:
     """Routed experts, Mixtral style (every layer, expert width = intermediate) or DeepSeek style."""
     cfg = f.cfg
+    top = cfg.get("num_experts_per_tok")
+    for key in ("num_local_experts", "n_routed_experts"):
+        if key in cfg and not cfg[key] and top:  # 0 experts routed to top-k: not a dense model either
+            raise RooflineError(f"{key} is {cfg[key]!r} but num_experts_per_tok is {top!r}: a mixture of experts "
+                                "needs experts (a dense model gives neither)", where=f.where)
     if cfg.get("num_local_experts"):
         return dict(experts=f.pos_int("num_local_experts", cfg["num_local_experts"]),
                     top_k=f.need_int("num_experts_per_tok"), moe_intermediate=intermediate)

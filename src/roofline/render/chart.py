@@ -293,6 +293,13 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
 
     The Figure is built without pyplot (no backend is switched); in a notebook it shows itself.
     """
+    from roofline import arguments as arg
+
+    if not isinstance(subject, Device) and not (hasattr(subject, "workload") and hasattr(subject, "device")):
+        raise arg.type_error("plot", "subject", "an Analysis or a Device", subject)  # (renderers import no Analysis)
+    arg.positive_int(max_labels, "plot", "max_labels", minimum=0)
+    if title is not None:
+        arg.text(title, "plot", "title", empty=True)
     if isinstance(subject, Device):
         device, analysis, pts = subject, None, list(points)
     else:

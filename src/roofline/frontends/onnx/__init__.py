@@ -115,6 +115,37 @@ def _report(ctx: Ctx, builder: WorkloadBuilder, where: str) -> None:
                             f"constant(s), {len(ctx.unknown_nodes)} with unknown shapes", where=where)
 
 
+def _arguments(model: Any, input_shapes: Any, default_dim: Any, fuse: Any, title: Any) -> None:
+    """The API boundary (:mod:`roofline.arguments`), before the file is read: a path or a ModelProto;
+    shapes a mapping of names to a shape (a list/tuple of whole numbers, or '1x3x224x224') or a
+    symbol's whole number; default_dim a whole number >= 1."""
+    from roofline import arguments as arg
+
+    if isinstance(model, (str, bytes, os.PathLike)):
+        arg.path(model, "from_onnx", "model")
+    elif type(model).__name__ != "ModelProto":
+        raise arg.type_error("from_onnx", "model", "a path to an .onnx file or an onnx.ModelProto", model)
+    if input_shapes is not None:
+        arg.mapping(input_shapes, "from_onnx", "input_shapes", "a mapping of input names to shapes")
+        for k, v in input_shapes.items():
+            f = f"input_shapes[{k!r}]"
+            arg.need(k, str, "from_onnx", f"a key of input_shapes ({k!r})", "an input or symbol name (str)")
+            if isinstance(v, str):
+                continue
+            if isinstance(v, int) and not isinstance(v, bool):
+                arg.positive_int(v, "from_onnx", f)
+                continue
+            if not isinstance(v, (list, tuple)):
+                raise arg.type_error("from_onnx", f, "a shape (a tuple of whole numbers or '1x3x224x224') or a "
+                                     "whole number", v)
+            for i, d in enumerate(v):
+                arg.positive_int(d, "from_onnx", f"{f}[{i}]")
+    arg.positive_int(default_dim, "from_onnx", "default_dim")
+    arg.boolean(fuse, "from_onnx", "fuse")
+    if title is not None:
+        arg.text(title, "from_onnx", "title", empty=True)
+
+
 def from_onnx(model: str | os.PathLike[str] | Any, input_shapes: Mapping[str, Any] | None = None, *,
               default_dim: int = DEFAULT_DIM, fuse: bool = True, title: str | None = None) -> Workload:
     """Per-node FLOPs and bytes of an ONNX model, from its graph alone.
@@ -136,12 +167,11 @@ def from_onnx(model: str | os.PathLike[str] | Any, input_shapes: Mapping[str, An
     >>> w.total_flops  # 2 * 128 * 64 * 32
     524288.0
     """
+    _arguments(model, input_shapes, default_dim, fuse, title)
     onnx = require("onnx", "onnx")
     require("onnx.shape_inference", "onnx")
     require("onnx.numpy_helper", "onnx")
     proto, where, base = _proto(onnx, model)
-    if default_dim < 1:
-        raise RooflineError(f"default_dim must be >= 1, got {default_dim}")
     opset = check_versions(proto, where)
     builder = WorkloadBuilder()
     check_external_data(proto, base, builder, where)

@@ -42,13 +42,13 @@ NO_FOLD = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "Rando
 def load_model(path: str | os.PathLike[str]) -> Any:
     """Parse an .onnx file without reading external weight data; one-line errors for bad files."""
     onnx = require("onnx", "onnx")
-    where = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise RooflineError("no such file", where=where) from None
-    except OSError as exc:
-        raise RooflineError(f"cannot read: {exc.strerror or exc.__class__.__name__}", where=where) from None
+    from roofline.fileio import max_input_bytes, read_bytes
+    from roofline.text import shown_path
+
+    where = shown_path(path)
+    # the one input reader (regular files only); up to protobuf's 2 GiB even under a smaller input limit,
+    # so a model past 2 GiB gets the message that says what to do
+    data = read_bytes(path, limit=max(max_input_bytes(), 2**31))
     if len(data) >= 2**31:
         raise RooflineError(f"{len(data) / 2**30:.1f} GiB: protobuf cannot parse a single file over 2 GiB; save "
                             "the model with external data (onnx.save_model(..., save_as_external_data=True))",
@@ -96,14 +96,24 @@ def check_external_data(model: Any, base: Path | None, builder: WorkloadBuilder,
             continue
         external += 1
         location = next((e.value for e in init.external_data if e.key == "location"), "")
-        if base is not None and location and not (base / location).is_file():
+        if base is not None and location and not _is_file(base, location):
             missing[location] = missing.get(location, 0) + 1
     if external:
         builder.assume(f"{external} initializer(s) hold external data: sizes come from their declared "
                        "dims and dtype; the weight files are never read")
+    from roofline.text import shorten
+
     for location, n in missing.items():
-        builder.warn(f"{where}: external data file {location!r} ({n} initializer(s)) not found beside the "
-                     "model; the analysis does not need the weights and continues from their shapes")
+        builder.warn(f"{where}: external data file {shorten(location, 120)!r} ({n} initializer(s)) not found "
+                     "beside the model; the analysis does not need the weights and continues from their shapes")
+
+
+def _is_file(base: Path, location: str) -> bool:
+    """Whether the external data file exists; a name the OS refuses (too long, a NUL byte) does not."""
+    try:
+        return (base / location).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _parse_shape(value: Any, name: str) -> tuple[int, ...]:

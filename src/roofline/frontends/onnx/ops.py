@@ -136,7 +136,10 @@ def _gemm(n: NodeView) -> Cost:
 
 def _matmul_nbits(n: NodeView) -> Cost:
     # com.microsoft MatMulNBits: B is packed (N, blocks, blob); K is an attribute
-    return cost("matmul", n.data(), n.outs, k=int(n.attrs["K"]))
+    k = n.attrs.get("K")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"attribute K (the inner dimension, a whole number >= 1) is {'missing' if k is None else k}")
+    return cost("matmul", n.data(), n.outs, k=k)
 
 
 def _einsum(n: NodeView) -> Cost:

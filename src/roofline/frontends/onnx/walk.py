@@ -271,7 +271,17 @@ def _emit(ctx: Ctx, op: _NodeOp, tensors: Mapping[str, TensorInfo], consts: set[
         ctx.unknown_nodes.append(op.name)
         ctx.builder.add_unsupported(f"{op.key} (shape unknown)")
         return
-    c = node_cost(op.entry or other, view)
+    try:
+        c = node_cost(op.entry or other, view)
+    except RooflineError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, ZeroDivisionError, OverflowError) as exc:
+        # a node whose attributes or shapes its formula cannot take (MatMulNBits without K, a 2-D Attention):
+        # one line naming it, never a traceback
+        from roofline.errors import first_line
+
+        raise RooflineError(f"node {op.name!r} ({op.op_type}): cannot be costed: {type(exc).__name__}: "
+                            f"{first_line(exc)}", where=ctx.where) from None
     if op.entry is None:
         ctx.builder.add_unsupported(op.key, (c.bytes_read + c.bytes_written) * count)
     precision = "int8" if op.key in INT8_OPS else _precision([*op.inputs, *op.outputs], tensors)

@@ -43,7 +43,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from roofline.errors import RooflineError
 from roofline.frontends.trace.crossrank import MultiRankTrace
 from roofline.frontends.trace.events import read_events
 from roofline.frontends.trace.placer import HOW_TO_RECORD, Placer
@@ -70,6 +69,11 @@ def read_trace(path: str | os.PathLike[str], *, title: str | None = None) -> Wor
     >>> [w.strings("name", i) for i in range(len(w))], w.total_flops  # 2*8*64*64 + 8*64
     (['addmm', 'relu'], 66048.0)
     """
+    from roofline import arguments as arg
+
+    arg.path(path, "read_trace", "path")
+    if title is not None:
+        arg.text(title, "read_trace", "title", empty=True)
     ev = read_events(path)
     return Placer(ev).workload(title)
 
@@ -84,12 +88,14 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 
     >>> # a = from_trace("trace.json", "h100-sxm")   # see read_trace for recording one
     """
+    from roofline import arguments as arg
     from roofline.bench.resolve import resolve_device
+    from roofline.device import Device
 
-    dev = resolve_device(device) if not hasattr(device, "compute") else device
-    files = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    if not files:
-        raise RooflineError("from_trace: no trace files given")
+    files = arg.paths(paths, "from_trace", "paths")
+    arg.need(device, (str, Device), "from_trace", "device", "a Device or a device name (str)")
+    arg.boolean(forecast, "from_trace", "forecast")
+    dev = resolve_device(device)
     if len(files) == 1 and not any(c in os.fspath(files[0]) for c in "*?["):
         work = read_trace(files[0], title=title)
     else:

@@ -40,17 +40,21 @@ from roofline.frontends.trace.columns import (
     CATEGORY_OF,
     COMMS_KEYS,
     CPU_OP,
+    INT64,
     MAX_EVENT_CHARS,
     MODULE,
     SHAPE_KEYS,
     Columns,
+    check_id,
+    check_times,
 )
+from roofline.limits import MAX_TRACE_MICROSECONDS as MAX_US
 
 REGION = 1 << 19  # bytes decoded at once (the peak: about 12x this, whatever the file size)
 MAX_CUTS = 4  # cuts tried per region before the reference scanner takes the file
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _CUT = re.compile(rb"\s*[,\]]")
-_WS = b" \t\r\n"
+_NON_WS = re.compile(rb"[^ \t\r\n]")
 #: a whole ``python_function`` event that is not an ``nn.Module: `` scope, with the ``,`` after it, as kineto and
 #: ``json.dumps`` write one (``ph``, ``cat``, ``name`` first, in that order; no other ``ph``/``cat``/``name`` key, no
 #: brace or escape in its name, one flat ``args`` object).  Only events the reader skips match; any other spelling is
@@ -58,6 +62,21 @@ _WS = b" \t\r\n"
 PREFILTER = re.compile(
     rb'\{\s*"ph"\s*:\s*"X"\s*,\s*"cat"\s*:\s*"python_function"\s*,\s*"name"\s*:\s*"(?!nn\.Module: )[^"\\{}]*"'
     rb'(?:(?!"(?:ph|cat|name|args)")[^{}])*"args"\s*:\s*\{(?:(?!"(?:ph|cat|name)")[^{}])*\}\s*\}\s*,')
+
+
+def too_much_space(where: str, run: int) -> Exception:
+    """The error for a run of ``run`` whitespace characters (beyond :data:`MAX_EVENT_CHARS`)."""
+    from roofline.errors import RooflineError
+
+    return RooflineError(f"not a profiler trace: more than {MAX_EVENT_CHARS >> 20} MB of whitespace in a row "
+                         f"({run:,} characters)", where=where)
+
+
+def _AT_END(acc: bytearray, seen: int) -> bool:
+    return False  # read to the end of the file
+
+
+OVERLAP = 4096  # bytes searched again after each read (a key split across reads; a longer gap falls back)
 
 
 class Fallback(Exception):
@@ -97,8 +116,8 @@ class _Typed:
     def region(self, data: bytes) -> None:
         try:
             events = self.decoder.decode(b"[" + data + b"]")
-        except self.msgspec.ValidationError:  # valid JSON, other types than a profiler writes: the exact rules
-            _Plain(self.cols, prefilter=False).region(data)
+        except (self.msgspec.ValidationError, OverflowError):  # valid JSON, other types than a profiler writes
+            _Plain(self.cols, prefilter=False).region(data)  # (or a number beyond int64 or float): the exact rules
             return
         except self.msgspec.DecodeError:
             raise BadRegion from None
@@ -138,7 +157,7 @@ class _Typed:
             cols.ts.append, cols.dur.append
         a_call, a_corr, a_seq = cols.call.append, cols.correlation.append, cols.sequence.append
         get_cat = CATEGORY_OF.get
-        for e in events:
+        for k, e in enumerate(events):
             name = e.name
             if e.ph != "X" or name is None:
                 continue
@@ -154,6 +173,8 @@ class _Typed:
             ts, dur = e.ts, e.dur
             if ts is None or dur is None:
                 continue
+            if not (-MAX_US <= ts <= MAX_US and -MAX_US <= dur <= MAX_US):  # inf, NaN, 1e308: one line
+                check_times(cols.where, cols.seen - len(events) + k, ts, dur)
             a = e.args
             call = -1
             if a is None:
@@ -163,6 +184,9 @@ class _Typed:
                     call, dims = self._call(a)
                     cols.shapes = cols.shapes or (dims and call >= 0)
                 corr, seq = a.correlation, a.sequence
+                if not (-INT64 <= corr < INT64 and -INT64 <= seq < INT64):
+                    check_id(cols.where, cols.seen - len(events) + k, "correlation", corr)
+                    check_id(cols.where, cols.seen - len(events) + k, "Sequence number", seq)
             where = (e.pid, e.tid)
             thread = threads.get(where)
             if thread is None:
@@ -177,6 +201,7 @@ class _Typed:
             a_call(call)
             a_corr(corr)
             a_seq(seq)
+        cols.check_caps()
 
 
 class _Plain:
@@ -197,15 +222,16 @@ class _Plain:
         add = self.cols.add
         for e in events:
             add(e)
+        self.cols.check_caps()
 
 
 class Reader:
     """Splits a binary stream into header, event regions and trailer (see the module docstring)."""
 
-    def __init__(self, f: Any, decoder: str) -> None:
-        self.f = f
+    def __init__(self, f: Any, decoder: str, where: str = "trace") -> None:
+        self.f, self.where = f, where
         self.buf, self.pos, self.eof = b"", 0, False
-        self.cols = Columns()
+        self.cols = Columns(where=where)
         self.sink: _Typed | _Plain = _Typed(self.cols) if decoder == "msgspec" else _Plain(self.cols)
 
     def fill(self) -> bool:
@@ -223,21 +249,28 @@ class Reader:
         return True
 
     def next_char(self) -> int:
-        """The next non-space byte (-1 at the end of the file), not consumed."""
+        """The next non-space byte (-1 at the end of the file), not consumed.  A run of whitespace longer
+        than :data:`MAX_EVENT_CHARS` is not a profiler's (one line: a file padded to exhaust the reader)."""
+        run = 0
         while True:
-            buf, n = self.buf, len(self.buf)
-            while self.pos < n and buf[self.pos] in _WS:
-                self.pos += 1
-            if self.pos < n:
-                return buf[self.pos]
+            m = _NON_WS.search(self.buf, self.pos)
+            if m is not None:
+                self.pos = m.start()
+                return self.buf[self.pos]
+            run += len(self.buf) - self.pos
+            self.pos = len(self.buf)
+            if run > MAX_EVENT_CHARS:
+                raise too_much_space(self.where, run)
             if not self.fill():
                 return -1
 
     def header(self) -> dict[str, Any]:
         """The top-level keys before ``traceEvents`` (decoded as one object); leaves pos inside the array."""
-        while (m := _EVENTS_KEY.search(self.buf, self.pos)) is None:
-            if len(self.buf) > MAX_EVENT_CHARS or not self.fill():
-                raise Fallback
+        if self.next_char() != ord("{"):
+            raise Fallback
+        self.buf, self.pos = self._grow(lambda acc, seen: _EVENTS_KEY.search(acc, max(0, seen - OVERLAP))), 0
+        m = _EVENTS_KEY.search(self.buf)
+        assert m is not None
         head = self.buf[:m.start()].strip()
         if head.count(b'"schemaVersion"') > 1 or not head.startswith(b"{"):
             raise Fallback
@@ -290,12 +323,31 @@ class Reader:
             return j + 1
         raise Fallback  # no cut in reach (an event longer than the buffer, or not events), or not JSON
 
+    def _grow(self, found: Any) -> bytes:
+        """The buffer from pos, read on (in place, never copied whole per read) until ``found(acc, seen)``
+        (``seen``: the length already searched) or the end of the file; :class:`Fallback` past
+        :data:`MAX_EVENT_CHARS` (a header or trailer no profiler writes: the reference scanner says why)."""
+        acc = bytearray(self.buf[self.pos:])
+        seen = 0
+        while not found(acc, seen):
+            if len(acc) > MAX_EVENT_CHARS:
+                raise Fallback
+            seen = len(acc)
+            try:
+                more = self.f.read(REGION)
+            except (OSError, EOFError):
+                raise Fallback from None
+            if not more:
+                self.eof = True
+                if found is _AT_END:
+                    break
+                raise Fallback
+            acc += more
+        return bytes(acc)
+
     def trailer(self) -> dict[str, Any]:
         """The top-level keys after the array, up to the closing ``}`` and the end of the file."""
-        while self.fill():
-            if len(self.buf) - self.pos > MAX_EVENT_CHARS:
-                raise Fallback
-        rest = self.buf[self.pos:].strip()
+        rest = self._grow(_AT_END).strip()
         if rest == b"}":
             return {}
         if not rest.startswith(b","):

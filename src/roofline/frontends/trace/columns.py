@@ -9,11 +9,15 @@ finished, read-only result.
 
 from __future__ import annotations
 
+import math
 from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from roofline.errors import RooflineError
+from roofline.limits import MAX_TRACE_MICROSECONDS, max_trace_events, max_trace_names
 
 #: Event categories kept, by code (the ``cat`` column).
 CATEGORIES = ("cpu_op", "user_annotation", "module", "runtime", "kernel")
@@ -25,6 +29,36 @@ CATEGORY_OF = {"cpu_op": CPU_OP, "user_annotation": ANNOTATION, "cuda_runtime": 
 SHAPE_KEYS = ("Input type", "Input Dims", "Input Strides", "Concrete Inputs")
 COMMS_KEYS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype")
 MAX_EVENT_CHARS = 64 << 20  # one event larger than this is not a profiler event
+INT64 = 2**63
+
+
+def bad_number(where: str, index: int, field: str, value: Any, rule: str) -> RooflineError:
+    """'<file>: event <i>: <field> <value> is not <rule>' (a number from the trace out of range)."""
+    from roofline.fileio import shown
+
+    return RooflineError(f"event {index:,}: {field} {shown(value, 40)} is not {rule}", where=where)
+
+
+def check_times(where: str, index: int, ts: Any, dur: Any) -> tuple[float, float]:
+    """An event's ts and dur as floats, each finite and within :data:`~roofline.limits.MAX_TRACE_MICROSECONDS`."""
+    out = []
+    for name, v in (("ts", ts), ("dur", dur)):
+        try:
+            x = float(v)
+        except OverflowError:
+            x = math.inf
+        if not -MAX_TRACE_MICROSECONDS <= x <= MAX_TRACE_MICROSECONDS:  # NaN fails too
+            raise bad_number(where, index, name, v, f"a finite number of microseconds within "
+                             f"+-{MAX_TRACE_MICROSECONDS:.0e}")
+        out.append(x)
+    return out[0], out[1]
+
+
+def check_id(where: str, index: int, field: str, v: int) -> int:
+    """An integer id (correlation, sequence number) within int64."""
+    if not -INT64 <= v < INT64:
+        raise bad_number(where, index, field, v, "an integer within int64")
+    return v
 
 
 @dataclass
@@ -69,6 +103,19 @@ class Columns:
     sequence: array = field(default_factory=lambda: array("q"))
     seen: int = 0
     shapes: bool = False
+    where: str = "trace"
+    max_events: int = field(default_factory=max_trace_events)
+    max_names: int = field(default_factory=max_trace_names)
+
+    def check_caps(self) -> None:
+        """One line once the events kept or the distinct names interned pass their stated limits."""
+        if len(self.cat) > self.max_events:
+            raise RooflineError(f"more than {self.max_events:,} events kept (the limit; set "
+                                "ROOFLINE_MAX_TRACE_EVENTS to raise it)", where=self.where)
+        if len(self.names) > self.max_names or len(self.call_list) > self.max_names:
+            what = "event names" if len(self.names) > self.max_names else "argument lists"
+            raise RooflineError(f"more than {self.max_names:,} distinct {what} (the limit; set "
+                                "ROOFLINE_MAX_TRACE_NAMES to raise it)", where=self.where)
 
     def add(self, e: Any) -> None:
         self.seen += 1
@@ -101,6 +148,8 @@ class Columns:
                 if call < 0:
                     call = self.calls[key] = len(self.call_list)
                     self.call_list.append(kept)
+                    if len(self.call_list) > self.max_names:
+                        self.check_caps()
         corr = args.get("correlation", -1)
         seq = args.get("Sequence number", -1)
         where = (e.get("pid"), e.get("tid"))
@@ -110,12 +159,19 @@ class Columns:
             if not all(isinstance(x, (int, str)) for x in where):
                 return
             thread = self.threads[where] = len(self.threads)
+        t, d = check_times(self.where, self.seen - 1, ts, dur)
+        corr = check_id(self.where, self.seen - 1, "correlation", corr) if isinstance(corr, int) and not isinstance(
+            corr, bool) else -1
+        seq = check_id(self.where, self.seen - 1, "Sequence number", seq) if isinstance(seq, int) and not isinstance(
+            seq, bool) else -1
         self.cat.append(code)
         self.name.append(self.names.setdefault(name, len(self.names)))
         self.thread.append(thread)
-        self.ts.append(float(ts))
-        self.dur.append(float(dur))
+        self.ts.append(t)
+        self.dur.append(d)
         self.call.append(call)
-        self.correlation.append(corr if isinstance(corr, int) and not isinstance(corr, bool) else -1)
-        self.sequence.append(seq if isinstance(seq, int) and not isinstance(seq, bool) else -1)
+        self.correlation.append(corr)
+        self.sequence.append(seq)
+        if len(self.names) > self.max_names or len(self.cat) > self.max_events:
+            self.check_caps()
 

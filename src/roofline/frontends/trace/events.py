@@ -3,8 +3,11 @@
 A trace is one JSON object whose ``traceEvents`` array holds every event
 (``export_chrome_trace`` / ``tensorboard_trace_handler``, ``.json`` or
 ``.json.gz``).  The array is decoded one event at a time, so memory grows with
-the events kept (about 60 bytes each, and one entry per distinct argument
-list), not with the file: a 1 GB trace never becomes a 10 GB tree of dicts.
+the events kept (about 60 bytes each, and one entry per distinct name and
+argument list, a few hundred bytes each), not with the file: a 1 GB trace never
+becomes a 10 GB tree of dicts.  Both are capped (:func:`roofline.limits.max_trace_events`,
+:func:`roofline.limits.max_trace_names`), and so is the input after decompression
+(:func:`roofline.fileio.open_input`).
 
 Kept (``ph == "X"``, complete events), by ``cat``:
 
@@ -25,10 +28,10 @@ Supported: ``schemaVersion`` 1 (what kineto writes since torch 1.13, torch >= 2.
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
+import re
 from array import array
 from pathlib import Path
 from typing import Any
@@ -36,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.frontends.trace.chunked import Fallback, Reader
+from roofline.frontends.trace.chunked import Fallback, Reader, too_much_space
 from roofline.frontends.trace.columns import (
     ANNOTATION,
     CATEGORIES,
@@ -54,6 +57,7 @@ from roofline.text import shown_path
 
 #: ``schemaVersion`` values this reader understands.
 SCHEMA_VERSIONS = (1,)
+_NON_WS = re.compile(r"[^ \t\r\n]")
 CHUNK = 1 << 18  # characters per read: the buffer, not the file, is what stays in memory
 #: ways to decode a trace (``read_events(path, parser=...)``; ``auto``: msgspec when installed, else stdlib).
 PARSERS = ("auto", "msgspec", "stdlib", "reference")
@@ -83,13 +87,18 @@ class _Scanner:
         return True
 
     def peek(self) -> str:
-        """The next non-space character ('' at the end of the file)."""
+        """The next non-space character ('' at the end of the file); a longer run of whitespace than
+        :data:`MAX_EVENT_CHARS` is one line (:func:`~.chunked.too_much_space`)."""
+        run = 0
         while True:
-            n = len(self.buf)
-            while self.pos < n and self.buf[self.pos] in " \t\r\n":
-                self.pos += 1
-            if self.pos < n:
+            m = _NON_WS.search(self.buf, self.pos)
+            if m is not None:
+                self.pos = m.start()
                 return self.buf[self.pos]
+            run += len(self.buf) - self.pos
+            self.pos = len(self.buf)
+            if run > MAX_EVENT_CHARS:
+                raise too_much_space(self.where, run)
             if not self.fill():
                 return ""
 
@@ -128,15 +137,16 @@ class _Scanner:
                              + (f", found {got!r}" if got else ""))
 
 
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as raw:
-        return raw.read(2) == b"\x1f\x8b"
+def _open_binary(path: Path) -> Any:
+    """The trace's bytes, decompressed when gzip, through the one input reader (regular files only, the
+    input limit counted after decompression: :func:`roofline.fileio.open_input`)."""
+    from roofline.fileio import open_input
+
+    return open_input(path, decompress=True)
 
 
 def _open(path: Path) -> Any:
-    if _is_gzip(path):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+    return io.TextIOWrapper(_open_binary(path), encoding="utf-8")
 
 
 def fast_parser() -> str:
@@ -161,8 +171,7 @@ def read_events(path: str | os.PathLike[str], parser: str = "auto") -> TraceEven
         raise RooflineError(f"trace parser {parser!r}: not one of {', '.join(PARSERS)}")
     p = Path(path)
     where = shown_path(p)
-    if not p.is_file():
-        raise RooflineError(f"{where}: no such trace file" if not p.exists() else f"{where}: not a file")
+    _open_binary(p).close()  # missing, a fifo, a device, a folder: one line before any parsing
     if parser != "reference":
         try:
             return _read_chunked(p, where, fast_parser() if parser == "auto" else parser)
@@ -173,17 +182,14 @@ def read_events(path: str | os.PathLike[str], parser: str = "auto") -> TraceEven
 
 def _read_chunked(p: Path, where: str, decoder: str) -> TraceEvents:
     """The chunked route (:mod:`.chunked`); :class:`~.chunked.Fallback` when it cannot vouch for the file."""
-    try:
-        f = gzip.open(p, "rb") if _is_gzip(p) else open(p, "rb")
-    except OSError as exc:
-        raise RooflineError(f"{where}: cannot read the trace: {exc.strerror or exc}") from None
+    f = _open_binary(p)
     import gc
 
     collecting = gc.isenabled()
     gc.disable()  # a region's events are a few MB of fresh objects, freed by reference counts: no cycles to find
     try:
         with f:
-            r = Reader(f, decoder)
+            r = Reader(f, decoder, where)
             meta = r.header()
             if "schemaVersion" in meta:
                 _check_version(meta, where)
@@ -200,12 +206,9 @@ def _read_chunked(p: Path, where: str, decoder: str) -> TraceEvents:
 
 def _read_reference(p: Path, where: str) -> TraceEvents:
     """The reference scanner: one JSON value at a time from a text stream (the reader before :mod:`.chunked`)."""
-    cols = Columns()
+    cols = Columns(where=where)
     meta: dict[str, Any] = {}
-    try:
-        f = _open(p)
-    except OSError as exc:
-        raise RooflineError(f"{where}: cannot read the trace: {exc.strerror or exc}") from None
+    f = _open(p)
     with f:
         found = _scan_object(_Scanner(f, where), cols, meta, where)
     return _finish(p, meta, found, cols, where)

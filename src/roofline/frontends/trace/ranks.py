@@ -161,9 +161,10 @@ def read_traces(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
     >>> # t = read_traces("run/rank*.json", jobs=4); t.stragglers[0].line()
     """
+    from roofline import arguments as arg
     from roofline.frontends.trace.crossrank import cross_rank
 
-    files = expand([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))
+    files = expand(arg.paths(paths, "read_traces", "paths"))
     if not files:
         raise RooflineError("read_traces: no trace files given")
     state: dict[str, Any] = {}

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from roofline import costs
-from roofline.errors import require
+from roofline.errors import RooflineError, require
 
 #: c10 type names the profiler writes -> torch dtype attribute names.
 DTYPES = {"float": "float32", "double": "float64", "c10::Half": "float16", "c10::BFloat16": "bfloat16",
@@ -133,7 +133,7 @@ class Replayer:
                 fc = self.rec.fused_cost(fname, formula, ins, outs, **attrs)
                 return (*fc, _attention_dims(ins) if fc[1].kind == "attention" else None)
             before = len(self.rec.ops.unsupported)
-            got = self.rec.cost_of(op, tuple(args), kwargs, out)
+            got = self._costed(op, args, kwargs, out)
             if len(self.rec.ops.unsupported) != before:
                 self.unsupported.add(str(op.overloadpacket))
             if got is None:
@@ -142,6 +142,19 @@ class Replayer:
 
             return (*got, _matmul_dims(got[1], getattr(out, "shape", None)))
         raise NotReplayed(why)
+
+    def _costed(self, op: Any, args: list[Any], kwargs: dict[str, Any], out: Any) -> Any:
+        """The recorder's cost of one replayed call; a user's cost formula that raises is one line naming the op
+        (as ``from_torch`` names it), never a traceback."""
+        from roofline.errors import first_line
+
+        try:
+            return self.rec.cost_of(op, tuple(args), kwargs, out)
+        except RooflineError:
+            raise
+        except Exception as exc:
+            raise RooflineError(f"the cost of op {op.overloadpacket} failed: {type(exc).__name__}: "
+                                f"{first_line(exc)} (a cost formula given with roofline.costs.register_op?)") from exc
 
     def _arguments(self, schema: Any, types: list[Any], dims: list[Any], strides: list[Any], concrete: list[Any]
                    ) -> tuple[list[Any], dict[str, Any]]:
