@@ -344,7 +344,7 @@ def test_shape_mismatch_names_op_and_module():
 
 
 def test_not_a_module():
-    with pytest.raises(RooflineError, match="expected a torch.nn.Module"):
+    with pytest.raises(RooflineError, match="must be a torch.nn.Module"):
         from_torch(lambda x: x, meta(2))
     with pytest.raises(RooflineError, match="mode must be"):
         from_torch(nn.ReLU(), meta(2), mode="train")

@@ -39,5 +39,8 @@ CASES = [
          names="topology", outputs=("out.json",)),
     Case("plan/a-million-nodes", "bounded-work", "plan",
          ("plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", str(2**20), "--train", "--global-batch",
-          str(2**23)), expect="ok", check="'layouts tried' in out"),
+          str(2**23)), expect="ok", check="'layouts tried' in out",
+         # bounded by the layouts, not the nodes: 65,472 layouts fully estimated and forecast (issue 29) at the
+         # planner's >= 10,000 layouts/s target take up to 6.5 s of CPU, above the 4 s budget of other cases
+         cpu=8.0),
 ]

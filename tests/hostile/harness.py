@@ -76,6 +76,7 @@ class Case:
     names: str = ""  # what the error line must contain (the file, field or option at fault)
     outputs: tuple[str, ...] = ()  # output paths (relative) that must not exist after an error
     check: str = ""  # optional Python expression over `out` (stdout), `err`, `tmp` (Path) that must be true
+    cpu: float = 0.0  # this case's CPU budget in seconds where its stated work needs more than BUDGET_SECONDS
 
 
 @dataclass
@@ -186,7 +187,7 @@ def run_case(case: Case) -> Result:
                 os.chdir(tmp)
                 if limit > MEMORY_HEADROOM:
                     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-                cpu = max(1, int(BUDGET_SECONDS + 0.999))
+                cpu = max(1, int(max(BUDGET_SECONDS, case.cpu) + 0.999))
                 resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU past the budget: killed
                 code = _child_main(case, tmp)
             except SystemExit as exc:
@@ -206,7 +207,7 @@ def run_case(case: Case) -> Result:
             done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
                 break
-            if time.perf_counter() - t0 > TIMEOUT:
+            if time.perf_counter() - t0 > TIMEOUT * max(1.0, case.cpu / BUDGET_SECONDS):
                 os.kill(pid, signal.SIGKILL)
                 _, status, usage = os.wait4(pid, 0)
                 timed_out = True

@@ -228,7 +228,8 @@ def run_calibration(device: Device, *, quick: bool = False, cuda: bool = False, 
         if not causes and not cal.error > limit:
             break
     assert best is not None
-    check_fit(best, limit)
+    if not (cuda and not best.quality):  # GPU suites are timed by CUDA events: with no contention seen, a poor
+        check_fit(best, limit)           # fit is the curve model's miss (describe() states it), not noise
     return best, replace(bare, calibration=best)
 
 

@@ -163,5 +163,6 @@ def rows_workload(spec: LLMSpec, table: OpTable, rows: np.ndarray, ops: np.ndarr
         flops=v["flops"].ravel(), bytes_read=v["bytes_read"].ravel(),
         bytes_written=v["bytes_written"].ravel(), weight_bytes=v["weight_bytes"].ravel(),
         count=np.tile(table.counts[sel], k), **dims, title=f"{spec.arch.name}: {k} step(s)",
+        info={"collective_ranks": spec.tp},  # the tp group its collectives run over (their per-hop latency)
         source=f"roofline.llm ({spec.arch.source})")
     return Workload.from_columns(**cols)

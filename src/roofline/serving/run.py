@@ -137,6 +137,31 @@ def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: fl
                     "kv_cache": blocks * block_size * per_token, "kv_bytes_per_token": per_token}
 
 
+def _arguments(model: Any, device: Any, system: Any, tp: Any, rate: Any, concurrency: Any, requests: Any,
+               seed: Any, overhead: Any, flags: dict[str, Any]) -> None:
+    """The API boundary (:mod:`roofline.arguments`) of :func:`serve`: types and ranges before any work."""
+    from collections.abc import Mapping
+
+    from roofline import arguments as arg
+    from roofline.device import Device
+    from roofline.llm.config import Arch
+
+    arg.need(model, (str, Mapping, Arch), "serve", "model", "a model name or config path (str), a config (dict) or an Arch")
+    if device is not None:
+        arg.need(device, (str, Device), "serve", "device", "a Device or a device name (str)")
+    if system is not None:
+        arg.text(system, "serve", "system")
+    arg.positive_int(tp, "serve", "tp")
+    if rate is not None and not arg.number(rate, "serve", "rate") > 0:
+        raise arg.value_error("serve", "rate", "a finite number of requests per second > 0", rate)
+    arg.optional_int(concurrency, "serve", "concurrency")
+    arg.positive_int(requests, "serve", "requests")
+    arg.positive_int(seed, "serve", "seed", minimum=0)
+    arg.number(overhead, "serve", "overhead")
+    for k, v in flags.items():
+        arg.boolean(v, "serve", k)
+
+
 def serve(model: Any, device: str | Device | None = None, *, system: str | None = None, tp: int = 1,
           isl: str | int = 1024, osl: str | int = 256, trace: str | None = None, rate: float | None = None,
           concurrency: int | None = None, requests: int = 1000, seed: int = 0, wbits: int | str = 16,
@@ -150,6 +175,8 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     ``bound``: iteration times from the roofline bound instead of the forecast; ``exact``: every iteration's
     whole table evaluated (slow); ``overhead``: CPU seconds added to each iteration (0: none counted).
     """
+    _arguments(model, device, system, tp, rate, concurrency, requests, seed, overhead,
+               dict(chunked=chunked, bound=bound, exact=exact, flash=flash))
     dev, replicas, name = _devices(device, system, tp)
     spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash)
     reqs = make_requests(isl=isl, osl=osl, trace=trace, rate=rate, concurrency=concurrency, requests=requests,
