@@ -48,6 +48,13 @@ MIN_POINTS = 3
 E_MAX_CAP = 1.5
 
 
+#: the largest value a fitted curve's parameters may take (e_max an efficiency, half a size in FLOPs or bytes,
+#: slope a logistic exponent): a calibration file beyond them is refused in one line (hostile input)
+CURVE_MAXIMA = {"e_max": 10.0, "half": 1e30, "slope": 64.0}
+#: the lowest efficiency a fitted curve gives (far below its knee): a forecast at most 1e12 x its roof, finite
+EFFICIENCY_FLOOR = 1e-12
+
+
 @dataclass(frozen=True)
 class EfficiencyCurve:
     """Achieved fraction of the achievable roof vs op size for ops of ``kind`` bound by ``term``.
@@ -68,7 +75,8 @@ class EfficiencyCurve:
 
     def efficiency(self, size: np.ndarray | float) -> np.ndarray:
         s = np.maximum(np.asarray(size, dtype=float), 1e-30)
-        return self.e_max / (1.0 + (self.half / s) ** self.slope)
+        with np.errstate(over="ignore"):  # far below the knee (half / s)^slope is inf: the floor, as the limit
+            return np.maximum(self.e_max / (1.0 + (self.half / s) ** self.slope), EFFICIENCY_FLOOR)
 
     def outside(self, size: np.ndarray) -> np.ndarray:
         """True where ``size`` lies outside the fitted range (beyond a 2x margin)."""
@@ -103,6 +111,9 @@ class EfficiencyCurve:
         values = {k: as_number(d[k], f"{f}.{k}", where, minimum=0.0) for k in ("e_max", "half", "slope")}
         if min(values.values()) <= 0:
             raise RooflineError(f"{f}: e_max, half and slope must be > 0, got {shown(values)}", where=where)
+        for k, top in CURVE_MAXIMA.items():  # past these the curve is not a fit but an overflow
+            if values[k] > top:
+                raise RooflineError(f"{f}.{k}: {values[k]:g} is above {top:g}", where=where)
         error = d.get("error")
         return cls(as_str(d["kind"], f"{f}.kind", where), term, values["e_max"], values["half"], values["slope"],
                    (lo, hi), as_int(d.get("points") or 0, f"{f}.points", where, minimum=0),
