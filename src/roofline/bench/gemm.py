@@ -27,8 +27,8 @@ def gemm_plan(native: tuple[str, ...], torch_gemm: bool, torch_available: bool) 
 
     >>> [p for p, lib, _ in gemm_plan(("fp64", "fp32", "bf16"), True, True) if lib == "torch"]
     ['fp32', 'bf16', 'bf16']
-    >>> {p for p, _, _ in gemm_plan(("fp64", "fp32", "bf16"), False, True)}  # torch GEMMs off: no bf16 roof
-    {'fp64', 'fp32'}
+    >>> sorted({p for p, _, _ in gemm_plan(("fp64", "fp32", "bf16"), False, True)})  # torch GEMMs off: no bf16 roof
+    ['fp32', 'fp64']
     """
     jobs = [(p, "numpy", layout) for p in ("fp64", "fp32") for layout in ("A@B", "x@W.T")]
     if torch_gemm and torch_available:
