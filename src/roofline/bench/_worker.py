@@ -19,7 +19,13 @@ its stderr, which is the caller's):
 
 SIGINT (Ctrl-C reaches both processes) ends the child at once with exit code
 130, and the parent raises KeyboardInterrupt; a parent interrupted on its own
-stops the child before it re-raises.  Nothing is written by either.
+stops the child before it re-raises.  SIGTERM to the parent (``kill``, a job
+scheduler's timeout) stops the child the same way, then the parent exits with
+143 (128 + 15, as the shell reports a process ended by SIGTERM).  A parent that
+dies without running any code (SIGKILL, the OOM killer) takes the child with it
+on Linux: the child asks the kernel for SIGTERM when its parent goes
+(``prctl(PR_SET_PDEATHSIG)``, prctl(2)) before anything else, and ends at once
+if the parent is already gone.  Nothing is written by either.
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 from roofline.device import Device
@@ -40,6 +48,18 @@ from roofline.errors import MissingExtraError, RooflineError
 Progress = Callable[[float, str], None]
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 STOP_SECONDS = 5.0  # how long a child gets to stop on SIGINT before it is killed
+TERMINATED = 128 + signal.SIGTERM  # the parent's exit code after SIGTERM: 143, as the shell reports it
+#: The child's first line on Linux: SIGTERM when the parent dies (PR_SET_PDEATHSIG = 1, prctl(2)), then
+#: exit at once if the parent died before that call (the child was re-parented: its parent id moved off
+#: the one the parent passed in the environment).  Anywhere else (or without libc) it does nothing.
+DIE_WITH_PARENT = ("import os, signal, sys\n"
+                   "if sys.platform.startswith('linux'):\n"
+                   "    try:\n"
+                   "        import ctypes; ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)\n"
+                   "    except (OSError, AttributeError):\n"
+                   "        pass\n"
+                   "    if os.getppid() != int(os.environ.get('ROOFLINE_BENCH_PARENT', os.getppid())):\n"
+                   "        os._exit(1)\n")
 #: The child's program: SIGINT ends it at once (from its first line, imports included, no traceback);
 #: then the parent's import path (as multiprocessing's spawn passes it), then :func:`main`.
 BOOT = (f"import os, signal; signal.signal(signal.SIGINT, lambda signum, frame: os._exit({INTERRUPTED})); "
@@ -55,8 +75,36 @@ def run_in_child(config: Any, progress: Progress | None = None) -> Device:
     Errors come back as they were raised: a :class:`RooflineError` as the same one-line error,
     anything else as a RuntimeError carrying the child's traceback.
     """
-    proc = subprocess.Popen([sys.executable, "-c", BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            encoding="utf-8")
+    env = {**os.environ, "ROOFLINE_BENCH_PARENT": str(os.getpid())}
+    with _sigterm_as_exit():
+        proc = subprocess.Popen([sys.executable, "-c", DIE_WITH_PARENT + BOOT], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, encoding="utf-8", env=env)
+        return _talk(proc, config, progress)
+
+
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """While the child runs, SIGTERM raises SystemExit(143) in the parent, so the child is stopped first.
+
+    Python's default for SIGTERM ends the process without running any code, which left the child
+    measuring on its own.  Only the main thread can set a handler; elsewhere the default stays.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(TERMINATED)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _talk(proc: subprocess.Popen[str], config: Any, progress: Progress | None) -> Device:
+    """Send the config, pass progress on, and return the child's device; stop the child on any exit."""
     try:
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -66,7 +114,7 @@ def run_in_child(config: Any, progress: Progress | None = None) -> Device:
             pass  # the child is gone already: its exit code below says so
         result = _read(proc.stdout, progress)
         code = proc.wait()
-    except BaseException:  # Ctrl-C in the parent, or a progress callback that failed
+    except BaseException:  # Ctrl-C or SIGTERM (SystemExit) in the parent, or a progress callback that failed
         _stop(proc)
         raise
     finally:
