@@ -190,3 +190,19 @@ def test_l40s_quantization_and_flat_gemm_compute_tables_by_hand():
     f = analyze(Workload.from_ops([op]), get_device("l40s"), forecast=True).forecast
     q = 2048 / 2130
     assert f.time[0] == pytest.approx(fl / (733e12 * q * 269.15 / 362.05) + 3e-6, rel=2e-4)
+
+
+@pytest.mark.parametrize("precision, m", [("bf16", 4096), ("bf16", 512), ("fp8", 4096), ("fp8", 128)])
+def test_h200_runs_compute_bound_gemms_as_the_h100_does(precision, m):
+    # the H200's tables are the H100's times achievable / peak (794.5 / 989.4 for BF16, 1402.6 / 1978.9 for FP8), relative
+    # to its peak (it has no achievable compute figure): the same die, SMs and clocks give the same GEMM time (to the
+    # tables' 4-decimal rounding), whatever its faster memory does to memory-bound ones
+    item = 2 if precision == "bf16" else 1
+    fl = 2 * m * 4096 * 4096
+    op = Op("g", kind="matmul", flops=fl, bytes_read=item * (m * 4096 + 4096 * 4096), bytes_written=2 * m * 4096,
+            precision=precision, unit="matrix", m=m, n=4096, k=4096, batch=1)
+    t = {d: analyze(Workload.from_ops([op]), get_device(d), forecast=True).forecast for d in ("h100", "h200")}
+    if str(t["h100"].term[0]) == "compute":
+        assert t["h200"].time[0] == pytest.approx(t["h100"].time[0], rel=1e-3)
+    else:  # memory-bound on the H100 (fp8, m = 128): the H200's 4.8 TB/s makes it no slower
+        assert t["h200"].time[0] <= t["h100"].time[0]
