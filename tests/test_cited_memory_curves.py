@@ -118,23 +118,91 @@ def test_other_gpus_tables_are_the_formula(device, fixed, bandwidth, roof):
     assert np.allclose([p.efficiency for p in t.points], streaming_efficiency(xs, fixed, bandwidth, roof), atol=6e-5)
 
 
-def test_h100_fp8_gemm_tables_from_deepgemm_by_hand():
-    # DeepGEMM README (H800 SXM5, FP8): 4096x4096x7168 at 1410 TFLOPS. q by hand: 256x128 -> 16 x 32 = 512 tiles,
-    # 4 waves of 132 -> 4096*4096 / (4*132*32768) = 0.9697 (the smaller tiles tie); roof = 2*4096*4096*7168 /
-    # (1402.6e12 x 0.9697) = 177.3 us, measured 240.5e9 / 1410e12 = 170.6 us -> 1.0367. 4096x24576x1536 at 1212: 64x64
-    # -> 64 x 384 = 24576 tiles, 187 waves (24684 slots) -> q = 0.9956; roof / measured = 0.8680. The next-larger-FLOPs
-    # row is lower, so the monotone fit pools the two: (1.0367 + 0.8680) / 2 = 0.9523
-    t = [t for t in cited_calibration("NVIDIA H100 SXM5 80GB").tables
-         if (t.kind, t.term, t.precision) == ("matmul", "compute", "fp8")][0]
-    fl = 2 * 4096 * 4096 * 7168
-    e1 = (fl / (1402.6e12 * 4096 * 4096 / (4 * 132 * 32768))) / (fl / 1410e12)
-    fl2 = 2 * 4096 * 24576 * 1536
-    e2 = (fl2 / (1402.6e12 * 4096 * 24576 / (187 * 132 * 4096))) / (fl2 / 1212e12)
-    assert e1 == pytest.approx(1.0367, abs=1e-3) and e2 == pytest.approx(0.8680, abs=1e-3)
-    assert t.efficiency(float(fl)) == pytest.approx((e1 + e2) / 2, abs=2e-4)
-    # memory-bound 128x4096x7168: V = 128*7168 + 7168*4096 + 2*128*4096 = 31.26 MB at 2221 GB/s -> 2221/2903 = 0.765,
-    # pooled with 64x4096x7168 (30.3 MB, 2320 GB/s -> 0.799): (0.7992 + 0.7651) / 2 = 0.782
-    m = [t for t in cited_calibration("NVIDIA H100 SXM5 80GB").tables
-         if (t.kind, t.term, t.precision) == ("matmul", "memory", "fp8")][0]
+def _h100(kind: str, term: str, precision: str):
+    (t,) = [t for t in cited_calibration("NVIDIA H100 SXM5 80GB").tables
+            if (t.kind, t.term, t.precision) == (kind, term, precision)]
+    return t
+
+
+def test_h100_fp8_gemm_tables_are_the_cutlass_kernel_of_deepgemm_by_hand():
+    # DeepGEMM README (327ec92, H800 SXM5, FP8): 4096x4096x7168 at 1410 TFLOPS, speedup 1.3 over its CUTLASS 3.6
+    # implementation -> the library kernel ran 1410 / 1.3 = 1084.6 TFLOPS. q by hand: 256x128 -> 16 x 32 = 512 tiles,
+    # 4 waves of 132 -> 4096*4096 / (4*132*32768) = 0.9697 (the smaller tiles tie); roof = FLOPs / (1402.6e12 x 0.9697),
+    # measured = FLOPs / 1084.6e12 -> 1084.6 / (1402.6 x 0.9697) = 0.7975. 4096x24576x1536 at 1212 / 1.2 = 1010.0: 64x64
+    # -> 64 x 384 = 24576 tiles, 187 waves (24684 slots) -> q = 0.9956 -> 1010.0 / (1402.6 x 0.9956) = 0.7233. The
+    # larger-FLOPs row is lower, so the monotone fit pools the two: (0.7975 + 0.7233) / 2 = 0.7604
+    t = _h100("matmul", "compute", "fp8")
+    e1 = (1410e12 / 1.3) / (1402.6e12 * 4096 * 4096 / (4 * 132 * 32768))
+    e2 = (1212e12 / 1.2) / (1402.6e12 * 4096 * 24576 / (187 * 132 * 4096))
+    assert e1 == pytest.approx(0.7975, abs=1e-3) and e2 == pytest.approx(0.7233, abs=1e-3)
+    assert t.efficiency(float(2 * 4096 * 4096 * 7168)) == pytest.approx((e1 + e2) / 2, abs=2e-4)
+    # memory-bound 128x4096x7168: V = 128*7168 + 7168*4096 + 2*128*4096 = 31.33 MB at 2221 / 2.0 = 1110.5 GB/s of
+    # 2903 -> 0.3825; the monotone fit pools it with 128x32768x512 (2103 / 1.5 = 1402 GB/s -> 0.4830) and 64x4096x7168
+    # (2320 / 1.4 = 1657 GB/s -> 0.5709): (0.4830 + 0.5709 + 0.3825) / 3 = 0.4788
+    m = _h100("matmul", "memory", "fp8")
     v = 128 * 7168 + 7168 * 4096 + 2 * 128 * 4096
-    assert m.efficiency(float(v)) == pytest.approx((2320 / 2903 + 2221 / 2903) / 2, abs=2e-3)
+    pooled = (2103 / 1.5 + 2320 / 1.4 + 2221 / 2.0) / 3 / 2903
+    assert m.efficiency(float(v)) == pytest.approx(pooled, abs=2e-3)
+
+
+@pytest.mark.parametrize("kind, term, precision", [("matmul", "compute", "fp8"), ("matmul", "memory", "fp8"),
+                                                   ("matmul", "compute", "bf16"), ("matmul", "compute", "fp16")])
+def test_h100_gemm_tables_are_monotone(kind, term, precision):
+    t = _h100(kind, term, precision)
+    xs = np.array([p.x for p in t.points])
+    es = t.efficiency(np.logspace(np.log10(xs[0]) - 1, np.log10(xs[-1]) + 1, 200))
+    assert np.all(np.diff(xs) > 0) and np.all(np.diff(es) >= 0)
+
+
+def test_h100_bf16_gemm_table_from_xla_by_hand():
+    # XLA matmul_interpolator_data.h, key sm_90, bf16xbf16->bf16, b = 1. 4096x4096x4096: 780193877565849 FLOP/s; q by
+    # hand: 256x128 tiles -> 16 x 32 = 512 tiles in 4 waves of 132 -> 4096^2 / (4 x 132 x 32768) = 0.9697; efficiency =
+    # 780.19 / (794.5 x 0.9697) = 1.0127, the table's largest point (alone at its FLOPs, above every smaller one)
+    t = _h100("matmul", "compute", "bf16")
+    q = 4096 * 4096 / (4 * 132 * 256 * 128)
+    assert q == pytest.approx(0.9697, abs=1e-4)
+    assert t.efficiency(2.0 * 4096**3) == pytest.approx(780193877565849 / (794.5e12 * q), abs=2e-4)
+    # the smallest row, 256x256x256: 6721641025641 FLOP/s; the best tile is 64x64 -> 16 tiles, one wave of 132 ->
+    # q = 65536 / (132 x 4096) = 0.1212; efficiency = 6.7216 / (794.5 x 0.1212) = 0.0698 (alone at its FLOPs, below the rest)
+    small = 65536 / (132 * 4096)
+    assert t.efficiency(2.0 * 256**3) == pytest.approx(6721641025641 / (794.5e12 * small), abs=2e-4)
+    # measured as bf16; fp16 shares the table (the same tensor-core rate)
+    assert [p.efficiency for p in t.points] == [p.efficiency for p in _h100("matmul", "compute", "fp16").points]
+
+
+def test_l40s_quantization_and_flat_gemm_compute_tables_by_hand():
+    # gpu-specs L40S: 568 tensor cores at 4 per SM -> 142 SMs; torch-performance-test-data #43: BF16 269.15, FP16 264.02
+    # of the 362.05 TFLOP/s dense peak -> 0.7434 and 0.7292; FP8 takes the BF16 fraction (derived, flagged in its note)
+    cal = cited_calibration("NVIDIA L40S")
+    assert cal is not None and cal.quantization is not None and cal.quantization.sms == 568 // 4
+    got = {t.precision: t for t in cal.tables if (t.kind, t.term) == ("matmul", "compute")}
+    assert got["bf16"].efficiency(1e9) == pytest.approx(269.15 / 362.05, abs=1e-4)
+    assert got["fp16"].efficiency(1e13) == pytest.approx(264.02 / 362.05, abs=1e-4)
+    assert got["fp8"].efficiency(1e11) == pytest.approx(269.15 / 362.05, abs=1e-4)
+    assert "DERIVED" in got["fp8"].points[0].note and all(t.relative_to == "peak" for t in got.values())
+    # a 2048x4096x4096 fp8 GEMM over 142 SMs, q by hand: 256x128 -> 8 x 32 = 256 tiles, 2 waves (284 slots) -> 0.9014;
+    # 128x128, 128x64, 64x128, 64x256 also 0.9014; 64x64 -> 32 x 64 = 2048 tiles, 15 waves (2130 slots) -> 0.9615, the
+    # best. L40S has no achievable FP8 figure, so the roof is the 733 TFLOP/s peak: forecast = FLOPs / (733e12 x 0.9615 x
+    # 0.7434) + launch 3 us
+    fl = 2 * 2048 * 4096 * 4096
+    op = Op("g", kind="matmul", flops=fl, bytes_read=2048 * 4096 + 4096 * 4096, bytes_written=2 * 2048 * 4096,
+            precision="fp8", unit="matrix", m=2048, n=4096, k=4096, batch=1)
+    f = analyze(Workload.from_ops([op]), get_device("l40s"), forecast=True).forecast
+    q = 2048 / 2130
+    assert f.time[0] == pytest.approx(fl / (733e12 * q * 269.15 / 362.05) + 3e-6, rel=2e-4)
+
+
+@pytest.mark.parametrize("precision, m", [("bf16", 4096), ("bf16", 512), ("fp8", 4096), ("fp8", 128)])
+def test_h200_runs_compute_bound_gemms_as_the_h100_does(precision, m):
+    # the H200's tables are the H100's times achievable / peak (794.5 / 989.4 for BF16, 1402.6 / 1978.9 for FP8), relative
+    # to its peak (it has no achievable compute figure): the same die, SMs and clocks give the same GEMM time (to the
+    # tables' 4-decimal rounding), whatever its faster memory does to memory-bound ones
+    item = 2 if precision == "bf16" else 1
+    fl = 2 * m * 4096 * 4096
+    op = Op("g", kind="matmul", flops=fl, bytes_read=item * (m * 4096 + 4096 * 4096), bytes_written=2 * m * 4096,
+            precision=precision, unit="matrix", m=m, n=4096, k=4096, batch=1)
+    t = {d: analyze(Workload.from_ops([op]), get_device(d), forecast=True).forecast for d in ("h100", "h200")}
+    if str(t["h100"].term[0]) == "compute":
+        assert t["h200"].time[0] == pytest.approx(t["h100"].time[0], rel=1e-3)
+    else:  # memory-bound on the H100 (fp8, m = 128): the H200's 4.8 TB/s makes it no slower
+        assert t["h200"].time[0] <= t["h100"].time[0]

@@ -673,3 +673,20 @@ def test_batch_sweep_in_chunks_agrees_with_one_evaluation():
     whole = sweep_times(spec, batch=np.asarray(batches, dtype=float), ceilings=device_ceilings(dev, spec.precisions))
     np.testing.assert_allclose(sw.latency, whole["decode"], rtol=1e-12)
     assert list(batch_sweep(spec, dev, [1, -1, -2]).batch[:4]) == [1, 2, 4, 8]
+
+
+def test_tp_sweeps_carry_the_collectives_per_hop_latency():
+    # Llama-2-7B decode at tp 8 on the catalog A100 (NVLink 3, 0.6 us per hop): 65 all-reduces (the embedding's and
+    # two per layer) of 2(8-1) = 14 hops and the logits' all-gather of 7: (65 x 14 + 7) x 0.6 us = 550.2 us per step
+    from roofline.catalog import get_device
+    from roofline.llm.metrics import collective_latency
+
+    dev = get_device("a100")
+    spec = make_spec("llama-2-7b", phase="decode", context=105, tp=8)
+    assert collective_latency(spec, dev, "decode") == pytest.approx((65 * 14 + 7) * 0.6e-6)
+    sw = batch_sweep(spec, dev, [1, 4, 32])
+    g = grid_sweep(spec, batches=[1, 4, 32], contexts=[105], devices=[dev], precisions=[(16, 16, 16)])
+    for i, b in enumerate((1, 4, 32)):  # the per-op analysis (which charges the hops) is the second route
+        full = analyze(build_workload(spec.replace(batch=b)), dev).total_time
+        assert sw.latency[i] == pytest.approx(full, rel=1e-9) and g.time[i, 0, 0, 0] == pytest.approx(full, rel=1e-9)
+    assert collective_latency(spec.replace(tp=1), dev, "decode") == 0.0

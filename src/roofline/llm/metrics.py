@@ -44,6 +44,27 @@ def device_ceilings(device: Device, precisions: Precisions) -> dict[str, float]:
     }
 
 
+def collective_latency(spec: LLMSpec, device: Device, phase: str) -> float:
+    """Seconds of per-hop latency in one ``phase`` step's collectives over the tp group: per collective op, steps x the
+    link's latency (:func:`roofline.collectives.on_link`, the formula the per-op bound adds to bus bytes / bandwidth),
+    times its count; 0 without a link latency or at tp 1.  A sweep adds it, so it agrees with ``llm --tp`` at its point.
+
+    >>> from roofline.catalog import get_device
+    >>> from roofline.frontends.llm import make_spec
+    >>> spec = make_spec("llama-2-7b", phase="decode", tp=8)
+    >>> round(collective_latency(spec, get_device("a100"), "decode") * 1e6, 1)  # (1 + 2 x 32) x 14 x 0.6 + 7 x 0.6 us
+    550.2
+    """
+    link = device.interconnect
+    if link is None or link.latency <= 0 or spec.tp <= 1:
+        return 0.0
+    from roofline.collectives import canonical, on_link
+
+    table = build_table(spec.arch, phase, spec.tp, spec.flash, spec.all_logits)
+    return float(sum(on_link(canonical(name), 1.0, spec.tp, link).latency * float(count)
+                     for name, role, count in zip(table.names, table.roles, table.counts, strict=True) if role == LINK))
+
+
 def _roofs(c: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """(peaks (N, roles), bandwidths (N, 2)) from broadcastable ceiling arrays."""
     arrs = np.broadcast_arrays(*(np.atleast_1d(np.asarray(c[k], dtype=float)) for k in
@@ -162,8 +183,20 @@ def grid_sweep(spec: LLMSpec, *, batches: Sequence[int], contexts: Sequence[int]
                         prompt=None if is_decode else c, ceilings=arrays)
         for k in out:
             out[k][..., j] = t[k]
+        _add_latency(out, spec, devices, j)
     return GridSweep(np.asarray(batches), np.asarray(contexts), [d.name for d in devices], precs,
                      out["prefill"], out["decode"], out["total"])
+
+
+def _add_latency(out: dict[str, np.ndarray], spec: LLMSpec, devices: Sequence[Device], j: int) -> None:
+    """Each device's collective latency (:func:`collective_latency`) on the grid's phase times of precision ``j``."""
+    for d, dev in enumerate(devices):
+        pre = collective_latency(spec, dev, "prefill") if spec.phase in ("prefill", "generate") else 0.0
+        dec = collective_latency(spec, dev, "decode") if spec.phase in ("decode", "generate") else 0.0
+        steps = float(spec.gen) if spec.phase == "generate" else 1.0
+        out["prefill"][:, :, d, j] += pre
+        out["decode"][:, :, d, j] += dec
+        out["total"][:, :, d, j] += pre + dec * steps
 
 
 # -- memory ----------------------------------------------------------------------------
@@ -387,7 +420,7 @@ def batch_sweep(spec: LLMSpec, device: Device, batches: Iterable[int] | None = N
     ceilings = device_ceilings(device, spec.precisions)
     key = "prefill" if spec.phase == "prefill" else "decode"
     latency = np.concatenate([sweep_times(spec, batch=b[i:i + SWEEP_CHUNK], ceilings=ceilings)[key]
-                              for i in range(0, len(b), SWEEP_CHUNK)])
+                              for i in range(0, len(b), SWEEP_CHUNK)]) + collective_latency(spec, device, key)
     tps = b * spec.prompt / latency if spec.phase == "prefill" else b / latency
     fp = weight_bytes_resident(spec) + kv_cache_bytes(spec, batch=b) + activation_bytes(spec, batch=b)
     fits = fp <= cap if cap is not None else np.ones(len(b), dtype=bool)
