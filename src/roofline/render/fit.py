@@ -23,6 +23,8 @@ comes from one place, :func:`terminal_width`.
   name                          time
   decode.layer…lp.gate_proj  1.12 ms
   not shown at 36 columns: kind
+  … marks a name or text shortened
+    to fit
 """
 
 from __future__ import annotations
@@ -142,8 +144,7 @@ def fit(columns: Sequence[Column], rows: Sequence[dict[str, str]], width: int, *
 
 
 def _spread(cols: Sequence[Column], natural: list[int], floors: list[int], room: int) -> list[int]:
-    """Widths: every column at its floor, then names and text grow towards their natural width (names
-    first); when even the floors do not fit, names and text shrink towards :data:`NAME_FLOOR`."""
+    """Widths: every column at its floor, then names and text grow alike towards their natural width; when even the floors do not fit, names and text shrink towards :data:`NAME_FLOOR`."""
     widths = list(floors)
     spare = room - sum(widths)
     flexible = [i for i, c in enumerate(cols) if c.kind in ("name", "text")]
@@ -153,8 +154,7 @@ def _spread(cols: Sequence[Column], natural: list[int], floors: list[int], room:
             widths[i] -= take
             spare += take
         return widths
-    for kind in ("name", "text"):
-        grow = [i for i in flexible if cols[i].kind == kind]
+    for grow in ([i for i in flexible if natural[i] > widths[i]],):  # names and text grow alike
         while spare > 0 and grow:
             share = max(spare // len(grow), 1)
             for i in list(grow):
@@ -189,8 +189,13 @@ def table_lines(columns: Sequence[Column], rows: Sequence[dict[str, str]], width
     lines = wrap_line(title, width) if title else []
     lines.append(line([shorten_end(h, w) for h, w in zip(lay.headers, lay.widths, strict=True)]))
     lines += [line([col[i] for col in cells]) for i in range(len(rows))]
+    shortened = any(a != b for c, k, col in zip(lay.columns, lay.cells, cells, strict=True)
+                    for a, b in zip(col, (r.get(k, "") for r in rows), strict=True))
     lines += [x for n in notes for x in wrap_line(n, width, pad, pad + "  ")]
-    lines += [x for n in footnotes(lay, width, more) for x in wrap_line(n, width, pad, pad + "  ")]
+    extra = footnotes(lay, width, more)
+    if shortened:
+        extra.append(f"{ELLIPSIS} marks a name or text shortened to fit" + (f" ({more})" if more and not lay.dropped else ""))
+    lines += [x for n in extra for x in wrap_line(n, width, pad, pad + "  ")]
     return lines
 
 
@@ -286,16 +291,25 @@ def _candidates(name: str, rivals: list[str], width: int) -> Iterable[str]:
               for r in rivals), default=0)
     heads = sorted(range(room + 1), key=lambda h: (abs(h - middle), -h))
     near, far = heads[: max(room // 2, 1)], heads[max(room // 2, 1):]
-    for head in ([at + 1] if at + 1 <= room else []) + near:
+    if at + 1 <= room * 2 // 3:  # the head up to where they differ, a third of the room left for the tail
+        yield _cut(name, at + 1) + ELLIPSIS + _cut(name, room - at - 1, from_end=True)
+    elif width >= 7:
+        yield _window(name, at, width)
+    for head in near:
         yield _cut(name, head) + ELLIPSIS + _cut(name, room - head, from_end=True)
     if width >= 7:
-        keep = width - 2
-        head = tail = max(keep // 4, 1)
-        mid = keep - head - tail
-        start = min(max(at - mid // 2, head), max(len(name) - tail - mid, head))
-        yield _cut(name, head) + ELLIPSIS + _cut(name[start:], mid) + ELLIPSIS + _cut(name, tail, from_end=True)
+        yield _window(name, at, width)
     for head in far:
         yield _cut(name, head) + ELLIPSIS + _cut(name, room - head, from_end=True)
+
+
+def _window(name: str, at: int, width: int) -> str:
+    """head…the part around position ``at``…tail, ``width`` cells in all."""
+    keep = width - 2
+    head = tail = max(keep // 4, 1)
+    mid = keep - head - tail
+    start = min(max(at - mid // 2, head), max(len(name) - tail - mid, head))
+    return _cut(name, head) + ELLIPSIS + _cut(name[start:], mid) + ELLIPSIS + _cut(name, tail, from_end=True)
 
 
 #: a token that ends a number ('43.9', '(16', 'x2') followed by its unit ('ms', 'GB/s,', '%')

@@ -252,7 +252,7 @@ def op_columns(measured: bool, forecast: bool) -> list[Column]:
                *((Column("fc/meas", priority=7, requires=("forecast", "measured")),) if measured else ()),
                Column("fc verdict", kind="label", priority=3.5, requires=("forecast",)))  # type: ignore[arg-type]
               if forecast else ()),
-            Column("verdict", kind="text", keep=True, min_width=18)]
+            Column("verdict", kind="text", keep=True, min_width=40)]
 
 
 def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray, notes: dict[str, int]) -> dict[str, str]:
