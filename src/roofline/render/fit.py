@@ -203,7 +203,8 @@ def footnotes(lay: Layout, width: int, more: str = "") -> list[str]:
     """What the reader must know about the layout: the columns dropped, the ones shown in another form."""
     out = []
     if lay.dropped:
-        out.append(f"not shown at {width} columns: " + ", ".join(c.title for c in lay.dropped)
+        gone = {c.key for c in lay.dropped}
+        out.append(f"not shown at {width} columns: " + ", ".join(_resolve(c, gone)[1] for c in lay.dropped)
                    + (f" ({more})" if more else ""))
     by_cause: dict[str, list[tuple[Column, str]]] = {}
     for c, header in lay.switched:
