@@ -329,7 +329,7 @@ def _training_rows(args: argparse.Namespace, ranked: list[Estimate]) -> list[str
     from roofline.render.fit import Column, table_lines
 
     best = ranked[0].time
-    rows = [{"#": f"{k}{'~' if k > 1 and tied(e.time, best) else ''}",
+    rows = [{"#": f"{k}{'~' if k > 1 and tied(e.time, best) else ' '}",  # '~' after the rank: tied with the best
              "layout": e.describe() + ("" if e.fits else " (does not fit)"),
              "forecast": format_seconds(e.time), "bound": format_seconds(e.bound), "MFU": f"{e.mfu:.1%}",
              "TFLOP/s": f"{e.model_tflops_per_device:.1f}", "tokens/s": format_count(e.tokens_per_second),
