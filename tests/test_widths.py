@@ -64,7 +64,7 @@ def here(tmp_path, monkeypatch):
 @pytest.fixture
 def tables(monkeypatch):
     """Every table laid out while the test runs: (its columns, the layout, the lines table_lines returned)."""
-    seen: list[tuple[list[fit.Column], fit.Layout, list[str]]] = []
+    seen: list[tuple[list[fit.Column], fit.Layout, list[str], list[dict[str, str]]]] = []
     real_fit, real_lines = fit.fit, fit.table_lines
     layouts: list[tuple[list[fit.Column], fit.Layout]] = []
 
@@ -76,7 +76,7 @@ def tables(monkeypatch):
     def spy_lines(columns, rows, width=None, **kw):
         lines = real_lines(columns, rows, width, **kw)
         cols, lay = layouts[-1]
-        seen.append((cols, lay, list(lines)))  # a copy: callers append to the list they get
+        seen.append((cols, lay, list(lines), list(rows)))  # a copy: callers append to the list they get
         return lines
 
     monkeypatch.setattr(fit, "fit", spy_fit)
@@ -105,7 +105,7 @@ def test_every_command_fits_every_width(name, width, here, tables, monkeypatch, 
         assert not (re.search(r"\d$", prev) and _UNIT.match(line)), (prev, line)
     assert tables, "no table went through roofline.render.fit"
     printed = set(out.splitlines())
-    for columns, lay, table in tables:
+    for columns, lay, table, rows in tables:
         shown = {c.key for c in lay.columns}
         dropped = {c.key for c in lay.dropped}
         assert shown | dropped == {c.key for c in columns} and not shown & dropped
@@ -118,10 +118,15 @@ def test_every_command_fits_every_width(name, width, here, tables, monkeypatch, 
             gone = {c.key for c in lay.dropped}
             titles = [c.instead[2] if c.instead and c.instead[0] in gone else c.title for c in lay.dropped]
             assert all(t in note for t in titles), (note, titles)
-        if width >= 80:  # a name keeps at least 24 columns (or all of it)
-            for c, w, k in zip(lay.columns, lay.widths, lay.cells, strict=True):
-                if c.kind == "name" and (c.min_width or fit.NAME_MIN) >= fit.NAME_MIN:
-                    assert w >= fit.NAME_MIN or w >= max(cell_len(c.title), 1), (c.key, w)
+        for c, w, k in zip(lay.columns, lay.widths, lay.cells, strict=True):
+            whole = max([cell_len(c.title), *(cell_len(r.get(k, "")) for r in rows)])
+            if c.kind in ("number", "label"):  # numbers and labels are never cut
+                assert w >= whole, (c.key, w, whole)
+            elif c.kind == "name" and width >= 80 and not c.min_width:  # 24 columns of name at least (or all of it)
+                assert w >= min(fit.NAME_MIN, whole), (c.key, w)
+            shown_names = [x for x in fit.shorten_names([r.get(k, "") for r in rows], w)] if c.kind == "name" else []
+            if shown_names:  # distinct names stay distinct
+                assert len(set(shown_names)) == len({r.get(k, "") for r in rows})
 
 
 def test_flops_and_bytes_are_totals_when_count_goes(monkeypatch, capsys) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import math
-import shutil
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -23,7 +22,7 @@ from roofline.summary import (
     summarize,
     trace_lines,
 )
-from roofline.text import display, for_terminal, one_line, visible
+from roofline.text import display, one_line, visible
 from roofline.units import (
     format_bandwidth,
     format_bytes,
@@ -39,9 +38,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from roofline.analysis import Analysis
-    from roofline.render.fit import Column
     from roofline.device import Device
     from roofline.llm_report import LLMReport
+    from roofline.render.fit import Column
 
 GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "module_type": "module_type",
               "kind": "kind", "op": "module_type", "node": "name", "name": "name", "precision": "precision"}
