@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from rich.cells import cell_len, get_character_cell_size
 
@@ -65,7 +67,7 @@ class Column:
     key: str
     header: str = ""
     kind: str = "number"
-    priority: int = 0
+    priority: float = 0
     keep: bool = False
     requires: tuple[str, ...] = ()
     instead: tuple[str, str, str] | None = None
@@ -362,6 +364,11 @@ def wrap_line(text: str, width: int | None = None, indent: str = "", subsequent:
     if current.strip():
         lines.append(current.rstrip())
     return lines
+
+
+def warn(text: str, stream: TextIO | None = None) -> None:
+    """A warning or progress note on stderr, wrapped to the terminal's width (a number keeps its unit)."""
+    print(wrap(text), file=stream or sys.stderr, flush=True)
 
 
 def wrap(text: str, width: int | None = None) -> str:

@@ -249,7 +249,7 @@ def op_columns(measured: bool, forecast: bool) -> list[Column]:
               if measured else ()),
             *((Column("forecast", priority=11),
                *((Column("fc/meas", priority=7, requires=("forecast", "measured")),) if measured else ()),
-               Column("fc verdict", kind="label", priority=3.5, requires=("forecast",)))  # type: ignore[arg-type]
+               Column("fc verdict", kind="label", priority=3.5, requires=("forecast",)))
               if forecast else ()),
             Column("verdict", kind="text", keep=True, min_width=40)]
 
