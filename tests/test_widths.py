@@ -42,6 +42,8 @@ COMMANDS = {
     "serve": ["serve", "llama-2-7b", "--device", "h100", "--rate", "4", "--requests", "20", "--isl", "128",
               "--osl", "16"],
     "llm": ["llm", "llama-3-8b", "--device", "h100", "--phase", "decode", "--top", "8", "--forecast"],
+    "llm-list": ["llm", "--list"],
+    "llm-sweep": ["llm", "llama-2-7b", "--device", "h100", "--phase", "decode", "--top", "3", "--sweep", "batch=1..64"],
     "analyze": ["analyze", "w.json", "--device", "h100"],
     "analyze-group": ["analyze", "w.json", "--device", "h100", "--group-by", "kind"],
     "trace-ranks": ["trace", "rank0.json", "rank1.json", "--device", "xeon-8480"],

@@ -146,7 +146,8 @@ def fit(columns: Sequence[Column], rows: Sequence[dict[str, str]], width: int, *
 
 
 def _spread(cols: Sequence[Column], natural: list[int], floors: list[int], room: int) -> list[int]:
-    """Widths: every column at its floor, then names and text grow alike towards their natural width; when even the floors do not fit, names and text shrink towards :data:`NAME_FLOOR`."""
+    """Widths: every column at its floor, then names and text grow towards their natural width (the columns
+    kept longest first); when even the floors do not fit, names and text shrink towards :data:`NAME_FLOOR`."""
     widths = list(floors)
     spare = room - sum(widths)
     flexible = [i for i, c in enumerate(cols) if c.kind in ("name", "text")]
@@ -156,7 +157,9 @@ def _spread(cols: Sequence[Column], natural: list[int], floors: list[int], room:
             widths[i] -= take
             spare += take
         return widths
-    for grow in ([i for i in flexible if natural[i] > widths[i]],):  # names and text grow alike
+    ranks = sorted({(cols[i].keep, cols[i].priority) for i in flexible}, reverse=True)
+    for rank in ranks:  # the columns kept longest grow first; columns of one rank grow alike
+        grow = [i for i in flexible if (cols[i].keep, cols[i].priority) == rank and natural[i] > widths[i]]
         while spare > 0 and grow:
             share = max(spare // len(grow), 1)
             for i in list(grow):
