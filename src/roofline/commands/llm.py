@@ -180,7 +180,6 @@ def sweep_plot_path(args: argparse.Namespace) -> str | None:
 def list_text() -> str:
     from roofline.llm.config import list_models, load_arch
     from roofline.llm.sizes import param_counts
-
     from roofline.render.fit import Column, table_lines
 
     rows = []
