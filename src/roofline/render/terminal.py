@@ -157,8 +157,9 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
            verbose: bool = False) -> str:
     """The full terminal report as a string (``summary``: the facts, when the caller has them).
 
-    The assumptions are one line unless ``verbose``.  Tables fit the terminal: numbers never wrap (the op
-    name and verdict columns fold instead)."""
+    The assumptions are one line unless ``verbose``.  Everything fits the terminal (:mod:`roofline.render.fit`):
+    table columns are shown whole or dropped and named under the table, names are shortened in the middle,
+    prose wraps at spaces with every number beside its unit."""
     if color is None:
         color = sys.stdout.isatty()
     con = _console(color)
