@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -164,7 +165,7 @@ def test_precision_without_a_roof_says_what_it_runs_as(tmp_path, capsys):
     # H100 has an fp8 matrix roof: native, no note (its softmax on the fp16 vector roof is no fp8 shortfall)
     assert h100["runs_as"] is None and h100["note"] is None
     text = capsys.readouterr().out
-    assert "NVIDIA A100 SXM4 80GB            fp8->fp16/fp32" in text
+    assert re.search(r"NVIDIA A100 SXM4 80GB +fp8->fp16/fp32", text)
     assert "note: fp8 runs as fp16/fp32 on NVIDIA A100 SXM4 80GB (no fp8 roof)" in text
     page = html.read_text()
     assert "NVIDIA A100 SXM4 80GB (fp8-&gt;fp16/fp32)" in page

@@ -36,10 +36,13 @@ def test_the_op_table_keeps_its_figures_whole_and_drops_columns_before_wrapping(
     narrow = render(a, top=5, color=False)
     monkeypatch.setenv("COLUMNS", "200")
     wide = render(a, top=5, color=False)
+    count = a.workload.columns["count"]
     for i in a.order()[:5]:
-        # time and FLOPs of every listed op appear whole in both
-        for text in (format_seconds(a.total_op_time[i]), format_flop(a.workload.columns["flops"][i])):
-            assert text in narrow and text in wide
+        # time and FLOPs of every listed op appear whole in both: per instance beside the count (wide), in
+        # total over the count once count is dropped (narrow), as the time is
+        flops = a.workload.columns["flops"][i]
+        assert format_seconds(a.total_op_time[i]) in narrow and format_seconds(a.total_op_time[i]) in wide
+        assert format_flop(flops) in wide and format_flop(flops * count[i]) in narrow
     header = [line for line in narrow.splitlines() if line.strip().startswith("op ")][0]
     wide_header = [line for line in wide.splitlines() if line.strip().startswith("op ")][0]
     # count, kind, then attainable go first on a narrow terminal; op, time, share and verdict stay

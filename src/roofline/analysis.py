@@ -295,14 +295,31 @@ class Analysis:
             text = f"data movement only ({self.level_label(i)})"
         else:
             text = f"memory-bound on {self.level_label(i)} (AI {ai:.3g} < ridge {ridge:.3g})"
-        fb = self.fallback(i)
-        if fb:
-            text += f" [ceiling fallback {fb}]"
+        return text + "".join(f" [{flag}]" for flag in self.verdict_flags(i))
+
+    def verdict_flags(self, i: int) -> list[str]:
+        """What the reader of op ``i``'s verdict must also know: a ceiling fallback, a measured point judged
+        against a cache level, a point above the roof."""
+        flags = []
+        if (fb := self.fallback(i)):
+            flags.append(f"ceiling fallback {fb}")
         if self.judged_at_cache[i]:
-            text += f" [measured point judged vs {self.judged_label(i)}: its working set fits]"
+            flags.append(f"measured point judged vs {self.judged_label(i)}: its working set fits")
         if self.above_roof[i]:
-            text += f" [{ABOVE_ROOF}]"
-        return text
+            flags.append(ABOVE_ROOF)
+        return flags
+
+    def short_verdict(self, i: int) -> str:
+        """Op ``i``'s verdict as one short phrase for a table ('memory-bound, HBM'); its flags are
+        :meth:`verdict_flags`, the ridge comparison is the table's FLOP/B column."""
+        b = self.bound[i]
+        if b == "compute":
+            return f"compute-bound, {self.ceiling_label(i)}"
+        if b in ("interconnect", "latency"):
+            return f"{b}-bound"
+        if self.workload.columns["flops"][i] == 0:
+            return f"data movement, {self.level_label(i)}"
+        return f"memory-bound, {self.level_label(i)}"
 
     # -- (de)serialisation -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

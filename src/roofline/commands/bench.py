@@ -100,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
         _check_plot_dir(plot_dir)
     if args.show:
         device = bench.load_local_device()
-        print(f"cached: {bench.local_device_path()}")
+        from roofline.render.fit import wrap
+
+        print(wrap(f"cached: {bench.local_device_path()}"))
         sys.stdout.write(render_table(device))
         _write(device, args, plot_dir, cache=False)
         return 0
@@ -219,13 +221,18 @@ def render_table(device: Device) -> str:
               f"{device.bench.threads if device.bench else '?'} thread(s), {meta.get('wall_seconds', '?')} s"]
     if (used := run_line(meta, str(meta.get("device_file", "")))):
         lines.append(f"  {display(used, 2000)}")
+    from roofline.render.fit import Column, table_lines, terminal_width, wrap
+
     rows, flagged = _ceiling_rows(device)
     head = ("ceiling", "value", "IQR/median", "threads", "best method / working set")
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
-    fmt = "  " + "  ".join(f"{{:{'<' if i in (0, 4) else '>'}{w}}}" for i, w in enumerate(widths))
-    lines.append(fmt.format(*head))
-    lines += [fmt.format(*r) for r in rows]
-    lines += _bench_notes(device)
+    columns = [Column("ceiling", kind="name", keep=True, min_width=16), Column("value", keep=True),
+               Column("IQR/median", priority=3), Column("threads", priority=2),
+               Column("best method / working set", kind="text", priority=1, min_width=24)]
+    width = terminal_width()
+    lines = [wrap(line, width) for line in lines]
+    lines += table_lines(columns, [dict(zip(head, r, strict=True)) for r in rows], width,
+                         more="roofline device local --json has every figure")
+    lines += [wrap(line, width) for line in _bench_notes(device)]
     if flagged:
         lines.append("  ! spread above 10% of the median")
     return visible("\n".join(lines) + "\n")  # names from the cache (a file anyone can drop in place) are data

@@ -157,10 +157,15 @@ def render(cal: Calibration) -> str:
     lines += [f"calibration of {display(cal.device)}", f"  {display(cal.describe())}", f"  suite: {display(cal.suite)}",
               "  curves:"]
     lines += [f"    {display(c.describe(), 512)}" for c in cal.curves]
-    lines.append(f"  {'suite op':44} {'term':8} {'measured':>10} {'forecast':>10} {'error':>7}")
-    for p in cal.points:
-        lines.append(f"  {display(p.name, 44)[:44]:44} {display(p.term, 8):8} {format_seconds(p.measured):>10} "
-                     f"{format_seconds(p.forecast):>10} {p.error:>+7.0%}")
-    for f in cal.failed:
-        lines.append(f"  failed: {display(f)}")
+    from roofline.render.fit import Column, table_lines, terminal_width, wrap
+
+    width = terminal_width()
+    lines = [wrap(line, width) for line in lines]
+    rows = [{"suite op": display(p.name), "term": display(p.term, 24), "measured": format_seconds(p.measured),
+             "forecast": format_seconds(p.forecast), "error": f"{p.error:+.0%}"} for p in cal.points]
+    columns = [Column("suite op", kind="name", keep=True), Column("term", kind="label", priority=1),
+               Column("measured", keep=True), Column("forecast", keep=True),
+               Column("error", keep=True, requires=("measured", "forecast"))]
+    lines += table_lines(columns, rows, width, more="--json has every figure")
+    lines += [wrap(f"  failed: {display(f)}", width) for f in cal.failed]
     return visible("\n".join(lines) + "\n")

@@ -119,29 +119,31 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> list[str]:
-    """The ranking as the terminal shows it, with each fallback's note under it."""
+    """The ranking as the terminal shows it (:mod:`roofline.render.fit`: as wide as the terminal), with each
+    fallback's note under it."""
+    from roofline.render.fit import Column, table_lines, terminal_width, wrap_line
     from roofline.text import display
     from roofline.units import format_count, format_seconds
 
     llm, best = workload.llm, rows[0].time
-    lines = [f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}"]
-    width = max(9, *(len(r.precision_label) for r in rows))
-    head = f"{'#':>2}  {'device':<32} {'precision':<{width}} {'time':>10} {'vs best':>15}"
-    if llm is not None:
-        head += f" {'tokens/s':>12}"
-    if forecast:
-        head += f" {'forecast':>10}"
-    lines.append(head + "  binding roof")
-    for k, r in enumerate(rows, 1):
-        line = (f"{k:>2}  {display(r.device, 32):<32} {r.precision_label:<{width}} {format_seconds(r.time):>10} "
-                f"{_vs_best(r.time, best):>15}")
-        if llm is not None:
-            line += f" {format_count(r.tokens_per_s):>12}"
-        if forecast:
-            line += f" {format_seconds(r.forecast):>10}"
-        lines.append(line + f"  {display(r.binding)}" + (f"; {r.memory}" if r.memory else ""))
+    width = terminal_width()
+    lines = wrap_line(f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}", width)
+    cells = [{"#": str(k), "device": display(r.device), "precision": r.precision_label, "time": format_seconds(r.time),
+              "vs best": _vs_best(r.time, best), "tokens/s": format_count(r.tokens_per_s),
+              "forecast": format_seconds(r.forecast), "binding roof": display(r.binding),
+              "memory": display(r.memory) or "-"} for k, r in enumerate(rows, 1)]
+    columns = [Column("#", keep=True), Column("device", kind="name", keep=True),
+               Column("precision", kind="label", priority=3), Column("time", keep=True),
+               Column("vs best", kind="label", priority=4, requires=("time",)),
+               *((Column("tokens/s", priority=6),) if llm is not None else ()),
+               *((Column("forecast", keep=True),) if forecast else ()),  # what the rows are ranked by
+               Column("binding roof", kind="text", keep=True, min_width=28),
+               # a device the model does not fit keeps the memory column: it decides the row
+               *((Column("memory", kind="text", priority=7, min_width=24,
+                         keep=any("not fit" in r.memory.lower() for r in rows)),) if any(r.memory for r in rows) else ())]
+    lines += table_lines(columns, cells, width, indent=0, more="--csv has every column")
     # a precision a device has no roof for ran at its fallback: say so under the ranking
-    lines += [f"note: {display(n)}" for n in dict.fromkeys(r.note for r in rows if r.note)]
+    lines += [x for n in dict.fromkeys(r.note for r in rows if r.note) for x in wrap_line(f"note: {display(n)}", width)]
     return lines
 
 

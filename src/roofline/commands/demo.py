@@ -30,14 +30,16 @@ def run(args: argparse.Namespace) -> int:
 
     prepare_outdir(args.out)
 
+    from roofline.render.fit import warn, wrap
+
     def progress(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
+        warn(text, sys.stderr)  # as wide as the terminal
 
     result = run_demo(args.out, quick=not args.full, tiny=args.tiny, progress=progress)
     for key, s in result.summaries.items():
-        print(visible(f"== {result.titles[key]}\n  {headline(s)}"))
+        print(wrap(visible(f"== {result.titles[key]}\n  {headline(s)}")))
     for note in result.notes:
-        print(note)
+        print(wrap(note))
     print(f"done in {result.seconds['total']:.0f} s; wrote:")
     for f in result.files:
         print(f"  {f}")

@@ -20,9 +20,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
     from roofline.bench.resolve import resolve_device
     from roofline.units import format_bandwidth, format_flops, format_gib, format_seconds
 
@@ -34,36 +31,44 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(d.to_json())
         return 0
-    from roofline.text import display, for_terminal
+    from roofline.render.fit import Column, table_lines, terminal_width, wrap_line
+    from roofline.text import display
 
-    con = Console(width=200)
-    # names from a device file are data: escaped for rich, control characters made visible
-    con.print(f"[bold]{for_terminal(d.name)}[/bold] ({for_terminal(d.vendor)} {d.kind}); aliases: "
-              f"{for_terminal(', '.join(d.aliases)) or '-'}")
-    t = Table(title="compute ceilings (dense)", title_justify="left")
-    for col in ("unit", "precision", "peak", *(f"ridge vs {for_terminal(m.level)}" for m in d.memory), "source"):
-        t.add_column(col, overflow="fold")
-    for c in sorted(d.compute, key=lambda c: -c.flops):
-        t.add_row(c.unit, c.precision, format_flops(c.flops), *(f"{c.flops / m.bandwidth:.3g} FLOP/B" for m in d.memory),
-                  for_terminal(c.provenance.describe()))
-    con.print(t)
-    t = Table(title="memory ceilings", title_justify="left")
-    for col in ("level", "bandwidth", "capacity", "source"):
-        t.add_column(col, overflow="fold")
-    for m in d.memory:
-        cap = (format_gib(m.capacity) + (f" less {format_gib(m.reserve)} reserve" if m.reserve else "")
-               if m.capacity else "-")
-        t.add_row(for_terminal(m.level), format_bandwidth(m.bandwidth), cap,
-                  for_terminal(m.provenance.describe()))
-    con.print(t)
+    width = terminal_width()
+    out: list[str] = []
+    # names from a device file are data: control characters made visible, long ones cut
+    out += wrap_line(f"{display(d.name)} ({display(d.vendor)} {d.kind}); aliases: {display(', '.join(d.aliases)) or '-'}",
+                     width)
+    sources: dict[str, int] = {}  # provenance in full under each table, numbered: a table row stays one line
+
+    def cite(text: str) -> str:
+        return f"[{sources.setdefault(text, len(sources) + 1)}]"
+
+    ridges = {f"ridge vs {display(m.level, 24)}": m for m in d.memory}
+    rows = [{"unit": display(c.unit), "precision": display(c.precision), "peak": format_flops(c.flops),
+             **{k: f"{c.flops / m.bandwidth:.3g} FLOP/B" for k, m in ridges.items()},
+             "source": cite(display(c.provenance.describe(), 2000))} for c in sorted(d.compute, key=lambda c: -c.flops)]
+    columns = [Column("unit", kind="label", keep=True), Column("precision", kind="label", keep=True),
+               Column("peak", keep=True), *(Column(k, priority=2 - i / 100) for i, k in enumerate(ridges)),
+               Column("source", kind="label", keep=True)]
+    out += table_lines(columns, rows, width, title="compute ceilings (dense)")
+    mem_rows = [{"level": display(m.level), "bandwidth": format_bandwidth(m.bandwidth),
+                 "capacity": (format_gib(m.capacity) + (f" less {format_gib(m.reserve)} reserve" if m.reserve else "")
+                              if m.capacity else "-"),
+                 "source": cite(display(m.provenance.describe(), 2000))} for m in d.memory]
+    columns = [Column("level", kind="name", keep=True, min_width=8), Column("bandwidth", keep=True),
+               Column("capacity", kind="label", priority=1), Column("source", kind="label", keep=True)]
+    out += table_lines(columns, mem_rows, width, title="memory ceilings")
+    out += [x for text, k in sources.items() for x in wrap_line(f"  [{k}] {text}", width, subsequent="      ")]
     if d.interconnect:
         ic = d.interconnect
         hop = f", {format_seconds(ic.latency)} per hop" if ic.latency else ""
         nvls = ", in-switch reduction" if ic.in_switch_reduction else ""
-        con.print(f"interconnect: {display(ic.name)} {format_bandwidth(ic.bandwidth)} per direction{hop}{nvls} — "
-                  f"{display(ic.provenance.describe())}", markup=False)
+        out += wrap_line(f"interconnect: {display(ic.name)} {format_bandwidth(ic.bandwidth)} per direction{hop}{nvls} — "
+                         f"{display(ic.provenance.describe())}", width)
     for k, v in d.metadata.items():
-        con.print(display(f"{k}: {v}", 2000), markup=False)
+        out += wrap_line(display(f"{k}: {v}", 2000), width)
+    print("\n".join(out))
     if args.output:
         from roofline.render.chart import save_chart
 

@@ -18,27 +18,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
     from roofline.catalog import devices
+    from roofline.render.fit import Column, table_lines
+    from roofline.text import display
     from roofline.units import format_bandwidth, format_flops
 
     devs = devices()
     if args.json:
         print(json.dumps([d.to_dict() for d in devs], indent=2))
         return 0
-    t = Table(title=f"{len(devs)} catalog devices (dense datasheet figures; 'roofline device NAME' for provenance)",
-              title_justify="left")
-    for col in ("name", "kind", "aliases", "fastest roof", "main memory", "capacity", "ridge"):
-        t.add_column(col, justify="right" if col in ("fastest roof", "main memory", "capacity", "ridge") else "left")
+    rows = []
     for d in devs:
         top = max(d.compute, key=lambda c: c.flops)
         mm = d.main_memory
-        t.add_row(d.name, d.kind, ", ".join(d.aliases[:3]), f"{format_flops(top.flops)} {top.precision}",
-                  f"{mm.level} {format_bandwidth(mm.bandwidth)}", _capacity(d),
-                  f"{top.flops / mm.bandwidth:.3g} FLOP/B")
-    Console(width=180).print(t)
+        rows.append({"name": display(d.name), "kind": d.kind, "aliases": display(", ".join(d.aliases[:3])),
+                     "fastest roof": f"{format_flops(top.flops)} {top.precision}",
+                     "main memory": f"{display(mm.level, 24)} {format_bandwidth(mm.bandwidth)}",
+                     "capacity": _capacity(d), "ridge": f"{top.flops / mm.bandwidth:.3g} FLOP/B"})
+    columns = [Column("name", kind="name", keep=True), Column("kind", kind="label", priority=2),
+               Column("aliases", kind="text", priority=1, min_width=12), Column("fastest roof", keep=True),
+               Column("main memory", keep=True), Column("capacity", priority=4), Column("ridge", priority=3)]
+    title = f"{len(devs)} catalog devices (dense datasheet figures; 'roofline device NAME' for provenance)"
+    print("\n".join(table_lines(columns, rows, title=title, more="roofline devices --json has every field")))
     return 0
 
 

@@ -153,10 +153,12 @@ def train(args: argparse.Namespace) -> int:
     emit(analysis, args, title=f"{workload.title} on {device.name}")
     info = workload.info
     cap = device.memory_capacity
-    print(f"memory per device: {format_gib(info['memory_bytes'])} (weights {format_gib(info['memory_weights'])}, "
+    from roofline.render.fit import wrap
+
+    print(wrap(f"memory per device: {format_gib(info['memory_bytes'])} (weights {format_gib(info['memory_weights'])}, "
           f"gradients {format_gib(info['memory_gradients'])}, optimizer {format_gib(info['memory_optimizer'])}, "
           f"activations {format_gib(info['memory_activations'])})"
-          + (f" of {format_gib(cap)}: {'fits' if info['memory_bytes'] <= cap else 'does NOT fit'}" if cap else ""))
+          + (f" of {format_gib(cap)}: {'fits' if info['memory_bytes'] <= cap else 'does NOT fit'}" if cap else "")))
     return 0
 
 
@@ -178,14 +180,18 @@ def sweep_plot_path(args: argparse.Namespace) -> str | None:
 def list_text() -> str:
     from roofline.llm.config import list_models, load_arch
     from roofline.llm.sizes import param_counts
+    from roofline.render.fit import Column, table_lines
 
-    rows = [("model", "Hugging Face id", "type", "params", "source")]
+    rows = []
     for m in list_models():
         total, active = param_counts(load_arch(m["name"]))
         params = f"{total / 1e9:.2f} B" + (f" ({active / 1e9:.1f} B active)" if active != total else "")
-        rows.append((m["name"], m["hf_id"], m["model_type"], params, m["source"]))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows)
+        rows.append({"model": m["name"], "Hugging Face id": m["hf_id"], "type": m["model_type"], "params": params,
+                     "source": m["source"]})
+    columns = [Column("model", kind="label", keep=True), Column("Hugging Face id", kind="label", priority=3),
+               Column("type", kind="label", priority=1), Column("params", kind="label", keep=True),
+               Column("source", kind="text", priority=1, min_width=40)]
+    return "\n".join(table_lines(columns, rows, indent=0, more="the model configs name their sources"))
 
 
 def sweep_text(sw: BatchSweep) -> str:
@@ -194,11 +200,14 @@ def sweep_text(sw: BatchSweep) -> str:
 
     lat = "TTFT" if sw.phase == "prefill" else "time/token"
     tps = "prompt tok/s" if sw.phase == "prefill" else "tokens/s"
-    lines = [f"batch sweep ({len(sw.batch)} batches, {sw.batch[0]}..{sw.batch[-1]}):",
-             f"  {'batch':>6}  {lat:>11}  {tps:>14}  {'memory':>10}  fits"]
-    for i, b in enumerate(sw.batch):
-        if (b & (b - 1)) == 0 or i == len(sw.batch) - 1 or b == sw.ridge_batch:
-            mark = "  <- ridge" if b == sw.ridge_batch else ""
-            lines.append(f"  {b:>6}  {format_seconds(sw.latency[i]):>11}  {sw.tokens_per_s[i]:>14,.0f}  "
-                         f"{format_bytes(sw.footprint[i]):>10}  {'yes' if sw.fits[i] else 'NO'}{mark}")
-    return "\n".join(lines)
+    from roofline.render.fit import Column, table_lines
+
+    rows = [{"batch": str(b), lat: format_seconds(sw.latency[i]), tps: f"{sw.tokens_per_s[i]:,.0f}",
+             "memory": format_bytes(sw.footprint[i]),
+             "fits": ("yes" if sw.fits[i] else "NO") + ("  <- ridge" if b == sw.ridge_batch else "")}
+            for i, b in enumerate(sw.batch)
+            if (b & (b - 1)) == 0 or i == len(sw.batch) - 1 or b == sw.ridge_batch]
+    columns = [Column("batch", keep=True), Column(lat, keep=True), Column(tps, keep=True),
+               Column("memory", priority=1), Column("fits", kind="label", keep=True)]
+    return "\n".join(table_lines(columns, rows, title=f"batch sweep ({len(sw.batch)} batches, "
+                                                      f"{sw.batch[0]}..{sw.batch[-1]}):"))

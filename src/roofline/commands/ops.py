@@ -119,18 +119,16 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([{"frontend": r.frontend, "op": r.op, "formula": r.formula, "counts": r.counts,
                            "user": r.user} for r in found], indent=1))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from roofline.render.fit import Column, table_lines
+    from roofline.text import display
 
-    from roofline.text import for_terminal
-
-    t = Table(title=f"{len(found)} ops with a cost formula ('(user)': registered with roofline.costs.register_op)",
-              title_justify="left")
-    for col in ("frontend", "op", "formula", "counts"):
-        t.add_column(col, overflow="fold")
-    for r in found:
-        # user formulas' names and docstrings are data: escaped for rich, control characters made visible
-        t.add_row(r.frontend, for_terminal(r.op), for_terminal(r.formula) + (" (user)" if r.user else ""),
-                  for_terminal(r.counts))
-    Console(width=200).print(t)
+    # user formulas' names and docstrings are data: control characters made visible
+    cells = [{"frontend": r.frontend, "op": display(r.op), "formula": display(r.formula) + (" (user)" if r.user else ""),
+              "counts": display(r.counts)} for r in found]
+    columns = [Column("frontend", kind="label", priority=1), Column("op", kind="name", keep=True),
+               Column("formula", kind="name", priority=2, min_width=16), Column("counts", kind="text", keep=True,
+                                                                               min_width=40)]
+    title = f"{len(found)} ops with a cost formula ('(user)': registered with roofline.costs.register_op)"
+    print("\n".join(table_lines(columns, cells, title=title, indent=0,
+                                 more="roofline ops --json has every row whole")))
     return 0

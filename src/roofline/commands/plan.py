@@ -170,7 +170,9 @@ def run(args: argparse.Namespace) -> int:
                  + describe(ranked[0].layout), FLOP_NOTE]
     lines += [_does_not_fit(e) for e in ranked[:1] if args.layout and not e.fits]
     lines += _table(args, ranked)
-    text = "\n".join(lines) + "\n"
+    from roofline.render.fit import wrap
+
+    text = wrap("\n".join(lines) + "\n")
     outputs: list[tuple[str, str, bytes]] = []
     if args.output:
         from roofline.render.plan import plan_bytes
@@ -307,31 +309,40 @@ def _table(args: argparse.Namespace, ranked: list[Estimate | ServingEstimate]) -
 
 
 def _serving_rows(args: argparse.Namespace, ranked: list[ServingEstimate]) -> list[str]:
-    lines = [f"{'#':>3} {'layout':40} {'per token':>9} {'bound':>9} {'tokens/s':>11} {'ttft':>9} {'exposed comm':>13} "
-             f"{'memory':>10} {'binding':18}" + (f" {'$/Mtok':>8}" if args.price else "") + "   (ranked by tokens/s)"]
-    for k, e in enumerate(ranked, 1):
-        fits = "" if e.fits else " (does not fit)"
-        lines.append(f"{k:>3} {e.describe():40} {format_seconds(e.time):>9} {format_seconds(e.bound):>9} "
-                     f"{format_count(e.tokens_per_second):>11} {format_seconds(e.ttft):>9} "
-                     f"{format_seconds(e.exposed_comm):>13} {format_bytes(e.memory_total):>10} {e.binding[:18]:18}"
-                     + (f" {e.cost_per_token(args.price) * 1e6:>8.3g}" if args.price else "") + fits)
-    return lines
+    from roofline.render.fit import Column, table_lines
+
+    rows = [{"#": str(k), "layout": e.describe() + ("" if e.fits else " (does not fit)"),
+             "per token": format_seconds(e.time), "bound": format_seconds(e.bound),
+             "tokens/s": format_count(e.tokens_per_second), "ttft": format_seconds(e.ttft),
+             "exposed comm": format_seconds(e.exposed_comm), "memory": format_bytes(e.memory_total),
+             "binding": display(e.binding), "$/Mtok": f"{e.cost_per_token(args.price) * 1e6:.3g}" if args.price else ""}
+            for k, e in enumerate(ranked, 1)]
+    columns = [Column("#", keep=True), Column("layout", kind="name", keep=True), Column("per token", keep=True),
+               Column("bound", priority=3), Column("tokens/s", keep=True), Column("ttft", priority=5),
+               Column("exposed comm", priority=2), Column("memory", priority=4),
+               Column("binding", kind="text", keep=True, min_width=12),
+               *((Column("$/Mtok", priority=6),) if args.price else ())]
+    return table_lines(columns, rows, title="ranked by tokens/s", indent=0, more="--json has every figure")
 
 
 def _training_rows(args: argparse.Namespace, ranked: list[Estimate]) -> list[str]:
-    lines = [f"{'#':>3} {'layout':40} {'forecast':>9} {'bound':>9} {'MFU':>6} {'TFLOP/s':>8} {'tokens/s':>11} "
-             f"{'bubble':>7} {'exposed comm':>13} {'memory':>10} {'binding':18}"
-             + (f" {'$/Mtok':>8}" if args.price else "") + "   (ranked by forecast)"]
+    from roofline.render.fit import Column, table_lines
+
     best = ranked[0].time
-    for k, e in enumerate(ranked, 1):
-        fits = "" if e.fits else " (does not fit)"
-        mark = "~" if k > 1 and tied(e.time, best) else " "
-        lines.append(f"{k:>3}{mark}{e.describe():40} {format_seconds(e.time):>9} {format_seconds(e.bound):>9} "
-                     f"{e.mfu:>6.1%} {e.model_tflops_per_device:>8.1f} {format_count(e.tokens_per_second):>11} "
-                     f"{e.bubble_share:>7.1%} {format_seconds(e.exposed_comm):>13} {format_bytes(e.memory_total):>10} "
-                     f"{e.binding[:18]:18}" + (f" {e.cost_per_token(args.price) * 1e6:>8.3g}" if args.price else "")
-                     + fits)
-    return lines
+    rows = [{"#": f"{k}{'~' if k > 1 and tied(e.time, best) else ' '}",  # '~' after the rank: tied with the best
+             "layout": e.describe() + ("" if e.fits else " (does not fit)"),
+             "forecast": format_seconds(e.time), "bound": format_seconds(e.bound), "MFU": f"{e.mfu:.1%}",
+             "TFLOP/s": f"{e.model_tflops_per_device:.1f}", "tokens/s": format_count(e.tokens_per_second),
+             "bubble": f"{e.bubble_share:.1%}", "exposed comm": format_seconds(e.exposed_comm),
+             "memory": format_bytes(e.memory_total), "binding": display(e.binding),
+             "$/Mtok": f"{e.cost_per_token(args.price) * 1e6:.3g}" if args.price else ""}
+            for k, e in enumerate(ranked, 1)]
+    columns = [Column("#", keep=True), Column("layout", kind="name", keep=True), Column("forecast", keep=True),
+               Column("bound", priority=3), Column("MFU", priority=7), Column("TFLOP/s", priority=2),
+               Column("tokens/s", priority=6), Column("bubble", priority=4), Column("exposed comm", priority=5),
+               Column("memory", priority=1), Column("binding", kind="text", keep=True, min_width=12),
+               *((Column("$/Mtok", priority=8),) if args.price else ())]
+    return table_lines(columns, rows, title="ranked by forecast", indent=0, more="--json has every figure")
 
 
 def _row(e: Estimate | ServingEstimate, price: float | None, best: float) -> dict[str, Any]:

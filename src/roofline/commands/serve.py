@@ -123,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
         from roofline.serving.sweep import price_per_mtok
 
         doc["usd_per_mtok"] = price_per_mtok(args.price, r.devices, r.figures["output_tokens_per_s"])
-    text = result_text(r, doc.get("usd_per_mtok"))
+    from roofline.render.fit import wrap
+
+    text = wrap(result_text(r, doc.get("usd_per_mtok")))
     outputs = _outputs(args, doc, [r], None)
     sys.stdout.write(text)
     _write(outputs)
@@ -137,10 +139,13 @@ def result_text(r: Any, usd: float | None = None) -> str:
     lines = [r.headline() + ".",
              f"{r.model} on {r.devices}x {r.device}: {r.requests}; {r.scheduler}",
              f"memory per device: weights {format_bytes(m['weights'])}, activations {format_bytes(m['activations'])}, "
-             f"KV cache {format_bytes(m['kv_cache'])} ({f['kv_cache_blocks']:,} blocks) of {format_bytes(m['usable'])}",
-             f"  {'':6} {'p50':>10} {'p90':>10} {'p99':>10} {'mean':>10}"]
-    for name in ("ttft", "tpot", "e2e"):
-        lines.append(f"  {name:6} " + " ".join(f"{_sec(f[f'{name}_{k}_s']):>10}" for k in ("p50", "p90", "p99", "mean")))
+             f"KV cache {format_bytes(m['kv_cache'])} ({f['kv_cache_blocks']:,} blocks) of {format_bytes(m['usable'])}"]
+    from roofline.render.fit import Column, table_lines
+
+    rows = [{"": name, **{k: _sec(f[f"{name}_{k}_s"]) for k in ("p50", "p90", "p99", "mean")}}
+            for name in ("ttft", "tpot", "e2e")]
+    lines += table_lines([Column("", kind="label", keep=True), *(Column(k, keep=True) for k in ("p50", "p90", "p99")),
+                          Column("mean", priority=1)], rows)
     lines.append(f"throughput {f['output_tokens_per_s']:,.0f} output tokens/s ({f['per_device']['output_tokens_per_s']:,.0f}"
                  f" per device), {f['requests_per_s']:.3g} req/s over {f['makespan_s']:.3g} s; {f['iterations']:,} "
                  f"iterations, at most {f['max_running']} running, {f['preemptions']} preemption(s)")
@@ -182,12 +187,18 @@ def _sweep(args: argparse.Namespace, tps: tuple[int, ...], slo: Any, kw: dict[st
             lines.append(f"tp{c.tp}: highest rate meeting {slo.describe()}: {c.best_rate:.3g} req/s offered; "
                          f"{best.headline()}" + (f"; KV cache full from {full:.3g} req/s" if full else "")
                          + (f"; ${d['usd_per_mtok']:.3g}/Mtok" if "usd_per_mtok" in d else ""))
-        lines.append(f"  {'rate/s':>8} {'tokens/s':>10} {'TTFT p99':>10} {'TPOT p99':>10} {'preempt':>8}  SLO")
-        for p in d["points"]:
-            lines.append(f"  {p['rate_per_s']:>8.3g} {p['output_tokens_per_s']:>10,.0f} {_sec(p['ttft_p99_s']):>10} "
-                         f"{_sec(p['tpot_p99_s']):>10} {p['preemptions']:>8}  {'met' if p['meets_slo'] else 'missed'}")
+        from roofline.render.fit import Column, table_lines
+
+        rows = [{"rate/s": f"{p['rate_per_s']:.3g}", "tokens/s": f"{p['output_tokens_per_s']:,.0f}",
+                 "TTFT p99": _sec(p["ttft_p99_s"]), "TPOT p99": _sec(p["tpot_p99_s"]), "preempt": str(p["preemptions"]),
+                 "SLO": "met" if p["meets_slo"] else "missed"} for p in d["points"]]
+        lines += table_lines([Column("rate/s", keep=True), Column("tokens/s", keep=True), Column("TTFT p99", keep=True),
+                              Column("TPOT p99", keep=True), Column("preempt", priority=1),
+                              Column("SLO", kind="label", keep=True)], rows)
     outputs = _outputs(args, doc, [b for b in (c.best for c in curves) if b is not None], curves)
-    sys.stdout.write("\n".join(lines) + "\n")
+    from roofline.render.fit import wrap
+
+    sys.stdout.write(wrap("\n".join(lines) + "\n"))
     _write(outputs)
     return 0
 

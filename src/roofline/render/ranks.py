@@ -22,19 +22,27 @@ if TYPE_CHECKING:
 MS = 1e3  # seconds -> milliseconds, for display
 
 
-def view_lines(view: MultiRankTrace, top: int = 5) -> list[str]:
-    """The cross-rank view as plain text: headline, per rank, the ``top`` longest waits, the stragglers."""
-    lines = [view.headline()]
-    lines += [f"  skipped: {s}" for s in view.skipped]
-    lines.append("  rank    step ms  compute  exposed comm  overlapped  memcpy     idle   (sums over the common steps)")
-    for t in view.totals:
-        lines.append(f"  {t.rank:>4} {t.seconds * MS:10.3f} {t.compute * MS:8.3f} {t.comm_exposed * MS:13.3f} "
-                     f"{t.comm_overlapped * MS:11.3f} {t.memcpy * MS:7.3f} {t.idle * MS:8.3f}")
-    for c in (view.collectives[k] for k in view.longest_waits[:top]):
-        lines.append(f"  collective #{c.index} {c.name} (step {c.step}): longest wait {c.longest_wait * MS:.3f} ms; "
-                     f"rank {c.last_rank} arrived last")
-    lines += [f"  {s.line()}" for s in view.stragglers] or ["  no straggler (every rank's own time within "
+def view_lines(view: MultiRankTrace, top: int = 5, width: int | None = None) -> list[str]:
+    """The cross-rank view as plain text, as wide as the terminal (:mod:`roofline.render.fit`): headline,
+    per rank, the ``top`` longest waits, the stragglers."""
+    from roofline.render.fit import Column, table_lines, terminal_width, wrap_line
+
+    width = width or terminal_width()
+    prose = [view.headline(), *(f"  skipped: {s}" for s in view.skipped)]
+    rows = [{"rank": str(t.rank), "step ms": f"{t.seconds * MS:.3f}", "compute": f"{t.compute * MS:.3f}",
+             "exposed comm": f"{t.comm_exposed * MS:.3f}", "overlapped": f"{t.comm_overlapped * MS:.3f}",
+             "memcpy": f"{t.memcpy * MS:.3f}", "idle": f"{t.idle * MS:.3f}"} for t in view.totals]
+    columns = [Column("rank", keep=True), Column("step ms", keep=True), Column("compute", priority=4),
+               Column("exposed comm", priority=5), Column("overlapped", priority=2), Column("memcpy", priority=1),
+               Column("idle", priority=3)]
+    table = table_lines(columns, rows, width, title="  per rank, ms (sums over the common steps)",
+                        more="--ranks FILE.csv has every figure")
+    after = [f"  collective #{c.index} {c.name} (step {c.step}): longest wait {c.longest_wait * MS:.3f} ms; "
+             f"rank {c.last_rank} arrived last" for c in (view.collectives[k] for k in view.longest_waits[:top])]
+    after += [f"  {s.line()}" for s in view.stragglers] or ["  no straggler (every rank's own time within "
                                                             f"{view.straggler_share:.0%} of the median rank's work)"]
+    lines = ([x for p in prose for x in wrap_line(visible(p), width)] + table
+             + [x for p in after for x in wrap_line(visible(p), width)])
     return [visible(line) for line in lines]  # names from the traces: control characters shown, never applied
 
 
@@ -82,7 +90,7 @@ def _figures(view: MultiRankTrace) -> list[Any]:
 def render_html(view: MultiRankTrace) -> str:
     """One self-contained page (plotly.js inline, as the analysis report): the text view, then the figures."""
     body = "".join(f.to_html(full_html=False, include_plotlyjs=i == 0) for i, f in enumerate(_figures(view)))
-    text = "<br>".join(for_html(line, None) for line in view_lines(view))
+    text = "<br>".join(for_html(line, None) for line in view_lines(view, width=160))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>roofline: ranks</title></head><body>"
             f"<pre>{text}</pre>{body}</body></html>\n")
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import math
-import shutil
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -23,7 +22,7 @@ from roofline.summary import (
     summarize,
     trace_lines,
 )
-from roofline.text import display, for_terminal, one_line, shorten, visible
+from roofline.text import display, one_line, visible
 from roofline.units import (
     format_bandwidth,
     format_bytes,
@@ -41,14 +40,25 @@ if TYPE_CHECKING:
     from roofline.analysis import Analysis
     from roofline.device import Device
     from roofline.llm_report import LLMReport
+    from roofline.render.fit import Column
 
 GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "module_type": "module_type",
               "kind": "kind", "op": "module_type", "node": "name", "name": "name", "precision": "precision"}
 
 
 def _width() -> int:
-    """The terminal's width: COLUMNS, else the tty's, else 120 (at least 60)."""
-    return max(shutil.get_terminal_size((120, 40)).columns, 60)
+    """The terminal's width (:func:`roofline.render.fit.terminal_width`: COLUMNS, else the tty's, else 120)."""
+    from roofline.render.fit import terminal_width
+
+    return terminal_width()
+
+
+def _say(con: Console, line: str, style: str | None = None) -> None:
+    """One line of prose, wrapped at the console's width (a number keeps its unit), printed as is."""
+    from roofline.render.fit import wrap_line
+
+    for piece in wrap_line(line, con.width):
+        con.print(piece, markup=False, highlight=False, style=style)
 
 
 def _console(color: bool) -> Console:
@@ -147,21 +157,22 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
            verbose: bool = False) -> str:
     """The full terminal report as a string (``summary``: the facts, when the caller has them).
 
-    The assumptions are one line unless ``verbose``.  Tables fit the terminal: numbers never wrap (the op
-    name and verdict columns fold instead)."""
+    The assumptions are one line unless ``verbose``.  Everything fits the terminal (:mod:`roofline.render.fit`):
+    table columns are shown whole or dropped and named under the table, names are shortened in the middle,
+    prose wraps at spaces with every number beside its unit."""
     if color is None:
         color = sys.stdout.isatty()
     con = _console(color)
     if title:
-        con.print(f"[bold]{for_terminal(title)}[/bold]")
+        _say(con, display(title), style="bold")
     for line in summary_lines(summary or summarize(a), verbose=verbose):
-        con.print(line, markup=False)
+        _say(con, line)
     if group_by:
         hidden = _group_table(con, a, group_by, depth, top)
     else:
         hidden = _op_table(con, a, top)
     if hidden > 0:
-        con.print(f"... and {hidden} more (use --top N)", markup=False)
+        _say(con, f"... and {hidden} more (use --top N)")
     _notes(con, a, verbose)
     text = con.export_text(styles=color)
     # plain text: no control character at all survives (with colour, only the product's own styles)
@@ -170,66 +181,94 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
 
 def _group_table(con: Console, a: Analysis, group_by: str, depth: int | None, top: int) -> int:
     """Print the top ``top`` groups by roofline time; returns how many more there are."""
-    from rich import box
-    from rich.table import Table
+    from roofline.render.fit import table_lines
 
     measured = a.workload.has_measurements
     key = GROUP_KEYS.get(group_by, group_by)
     groups = a.by(key, depth)
-    t = Table(title=f"by {group_by}" + (f" (depth {depth})" if depth else ""), title_justify="left",
-              box=box.SIMPLE_HEAD)
-    for col in (group_by, "ops", "FLOPs", "bytes", "FLOP/B", "bound", "attainable", "time", "share",
-                *(("measured", "efficiency") if measured else ())):
-        t.add_column(col, justify="left" if col in (group_by, "bound") else "right", overflow="fold",
-                     no_wrap=col not in (group_by, "bound"))
+    rows = []
     for r in groups[:top]:
-        cells = [r.name, str(r.ops), format_flop(r.flops), format_bytes(r.bytes), _ai(r.intensity), r.bound,
-                 format_flops(r.attainable_flops), format_seconds(r.time), f"{r.share:.1%}"]
+        row = {group_by: r.name, "ops": str(r.ops), "FLOPs": format_flop(r.flops), "bytes": format_bytes(r.bytes),
+               "FLOP/B": _ai(r.intensity), "bound": r.bound, "attainable": format_flops(r.attainable_flops),
+               "time": format_seconds(r.time), "share": f"{r.share:.1%}"}
         if measured:
             eff = r.time / r.measured_seconds if r.measured_seconds == r.measured_seconds and r.measured_seconds > 0 else math.nan
-            cells += [_opt(r.measured_seconds, format_seconds), _opt(eff, format_share)]
-        t.add_row(*map(for_terminal, cells))
-    con.print(t)
+            row.update(measured=_opt(r.measured_seconds, format_seconds), efficiency=_opt(eff, format_share))
+        rows.append({k: display(v) for k, v in row.items()})  # names from files: control characters visible
+    title = f"by {group_by}" + (f" (depth {depth})" if depth else "")
+    for line in table_lines(_group_columns(group_by, measured), rows, con.width, title=title, more="--csv has every column"):
+        con.print(line, markup=False, highlight=False)
     return len(groups) - top
+
+
+def _group_columns(group_by: str, measured: bool) -> list[Column]:
+    """The group table's columns, lowest priority dropped first (the group, its time and bound stay)."""
+    from roofline.render.fit import Column
+
+    return [Column(group_by, kind="name", keep=True), Column("ops", priority=2), Column("FLOPs", priority=5),
+            Column("bytes", priority=5), Column("FLOP/B", priority=4), Column("bound", kind="label", keep=True),
+            Column("attainable", priority=3), Column("time", keep=True), Column("share", priority=9),
+            *((Column("measured", priority=8), Column("efficiency", priority=7, requires=("measured",)))
+              if measured else ())]
 
 
 def _op_table(con: Console, a: Analysis, top: int) -> int:
     """Print the top ``top`` ops by roofline time (above-roof ones in red), with the columns that fit the
-    console; returns how many more ops there are."""
-    from rich import box
-    from rich.table import Table
+    console (:mod:`roofline.render.fit`); the verdicts' notes numbered under the table.  Returns how many
+    more ops there are."""
+    from roofline.render.fit import table_lines
 
     order = a.order()
     measured = a.workload.has_measurements
     fc = a.forecast
     fc_ratio = fc.over_measured(a.workload.columns["measured_seconds"]) if fc is not None else np.array([])
-    rows = [(_op_row(a, i, measured, fc_ratio), bool(a.above_roof[i])) for i in order[:top]]
-    cols, op_width = _fitting_columns([r for r, _ in rows], con.width, measured, a.forecast is not None)
-    t = Table(title="ops by roofline time", title_justify="left", box=box.SIMPLE_HEAD)
-    for col in cols:
-        t.add_column(col, justify="left" if col in ("op", "kind", "fc verdict", "verdict") else "right",
-                     overflow="fold", max_width=op_width if col == "op" else None,
-                     no_wrap=col not in ("op", "verdict"))
-    for row, above in rows:
-        row["op"] = _fit(row["op"], 2 * op_width)  # at most two lines; a cut name keeps its marker whole
-        # escaped and shortened: names come from files (a 10 MB name would make rich's folding quadratic),
-        # and a verdict's [bracketed notes] would read as rich markup
-        t.add_row(*(for_terminal(row[c]) for c in cols), style="red" if above else None)
-    con.print(t)
+    notes: dict[str, int] = {}
+    rows = [_op_row(a, int(i), measured, fc_ratio, notes) for i in order[:top]]
+    above = [bool(a.above_roof[i]) for i in order[:top]]
+    footnotes = [f"[{k}] {display(text, 1024)}" for text, k in notes.items()]
+    lines = table_lines(op_columns(measured, fc is not None), rows, con.width, title="ops by roofline time",
+                        more="--csv has every column", notes=footnotes)
+    for k, line in enumerate(lines):
+        row = k - 2  # the title and the header come first
+        con.print(line, markup=False, highlight=False, style="red" if 0 <= row < len(rows) and above[row] else None)
     return len(order) - top
 
 
-def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray) -> dict[str, str]:
+def op_columns(measured: bool, forecast: bool) -> list[Column]:
+    """The op table's columns.  Dropped first on a narrow terminal: count (FLOPs and bytes then shown as
+    totals over the op's instances, as time is), kind, attainable, then the bound's details; with
+    ``--forecast`` the forecast's columns go last.  The op, its time and its verdict stay."""
+    from roofline.render.fit import Column
+
+    return [Column("op", kind="name", keep=True), Column("kind", kind="label", priority=2),
+            Column("count", priority=1),
+            Column("FLOPs each", priority=6, instead=("count", "FLOPs", "FLOPs total")),
+            Column("bytes each", priority=5, instead=("count", "bytes", "bytes total")),
+            Column("FLOP/B", priority=4), Column("attainable", priority=3), Column("time", keep=True),
+            Column("share", priority=12),
+            *((Column("measured", priority=9), Column("efficiency", priority=8, requires=("measured",)))
+              if measured else ()),
+            *((Column("forecast", priority=11),
+               *((Column("fc/meas", priority=7, requires=("forecast", "measured")),) if measured else ()),
+               Column("fc verdict", kind="label", priority=3.5, requires=("forecast",)))
+              if forecast else ()),
+            Column("verdict", kind="text", keep=True, min_width=40)]
+
+
+def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray, notes: dict[str, int]) -> dict[str, str]:
     """One op's cells by column: the bound's, the measured ones, the forecast's beside the bound
-    (``fc_ratio``: forecast / measured per op)."""
+    (``fc_ratio``: forecast / measured per op); FLOPs and bytes per instance and in total; the verdict's
+    notes numbered in ``notes``."""
     w = a.workload
     name = w.strings("name", i)
     group = w.strings("group", i)
+    count = float(w.columns["count"][i])
+    flops, nbytes = float(w.columns["flops"][i]), float(w.bytes[i])
     row = {"op": f"{group}:{name}" if group and group != name else name, "kind": w.strings("kind", i),
-           "count": f"{w.columns['count'][i]:g}", "FLOPs": format_flop(w.columns["flops"][i]),
-           "bytes": format_bytes(w.bytes[i]), "FLOP/B": _ai(a.intensity[i]),
-           "attainable": format_flops(a.attainable_flops[i]), "time": format_seconds(a.total_op_time[i]),
-           "share": f"{a.share[i]:.1%}"}
+           "count": f"{count:g}", "FLOPs each": format_flop(flops), "bytes each": format_bytes(nbytes),
+           "FLOPs": format_flop(flops * count), "bytes": format_bytes(nbytes * count),
+           "FLOP/B": _ai(a.intensity[i]), "attainable": format_flops(a.attainable_flops[i]),
+           "time": format_seconds(a.total_op_time[i]), "share": f"{a.share[i]:.1%}"}
     if measured:
         row["measured"] = _opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds)
         row["efficiency"] = _opt(a.efficiency[i], format_share)
@@ -239,7 +278,9 @@ def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray) -> dict[s
         row["fc verdict"] = str(fc.verdict[i])
         if measured:
             row["fc/meas"] = _opt(fc_ratio[i], _ratio)
-    row["verdict"] = a.verdict(i)
+    marks = "".join(f"[{notes.setdefault(f, len(notes) + 1)}]" for f in a.verdict_flags(i))
+    row = {k: display(v) for k, v in row.items()}  # names from files: control characters visible, long ones cut
+    row["verdict"] = display(a.short_verdict(i), 48) + (f" {marks}" if marks else "")
     return row
 
 
@@ -247,68 +288,25 @@ def _notes(con: Console, a: Analysis, verbose: bool) -> None:
     """Print the unsupported ops, the assumptions (one line unless ``verbose``) and the warnings."""
     unsupported = a.workload.unsupported
     if unsupported:
-        con.print("unsupported ops (no FLOP formula; counted with 0 FLOPs and their bytes): "
-                  + ", ".join(f"{display(u.name)} x{u.count}" for u in unsupported), markup=False)
+        _say(con, "unsupported ops (no FLOP formula; counted with 0 FLOPs and their bytes): "
+                  + ", ".join(f"{display(u.name)} x{u.count}" for u in unsupported))
     notes = a.workload.assumptions
     if verbose or len(notes) == 1:
         for note in notes:
-            con.print(f"assumption: {display(note, 1024)}", markup=False)
+            _say(con, f"assumption: {display(note, 1024)}")
     elif notes:
-        con.print(f"assumptions: {len(notes)} modelling choices (--verbose lists them, so does the HTML report)",
-                  markup=False)
+        _say(con, f"assumptions: {len(notes)} modelling choices (--verbose lists them, so does the HTML report)")
     for note in a.assumptions[len(notes):]:  # the analysis's own (the TF32 rule): always in full
-        con.print(f"assumption: {display(note, 1024)}", markup=False)
+        _say(con, f"assumption: {display(note, 1024)}")
     for note in [*a.workload.warnings, *a.warnings]:
-        con.print(f"warning: {display(note, 1024)}", markup=False, style="yellow")
-
-
-#: Columns of the op table, the ones dropped first on a narrow terminal first (op, time, share, verdict stay).
-_OPTIONAL = ("count", "kind", "attainable", "FLOP/B", "bytes", "FLOPs")
-#: With --forecast the user asked for the forecast's columns: the bound's details go first, the forecast last.
-_OPTIONAL_FORECAST = ("count", "kind", "attainable", "fc verdict", "FLOP/B", "bytes", "FLOPs", "fc/meas", "forecast")
-
-
-def _fitting_columns(rows: list[dict[str, str]], width: int, measured: bool,
-                     forecast: bool = False) -> tuple[list[str], int]:
-    """The op table's columns that fit ``width`` with their numbers on one line, and the op column's width:
-    optional columns are dropped in :data:`_OPTIONAL` order until the rest fits beside 20 characters of op
-    name and verdict each; the op column then takes half of what is left (20 to 48 characters)."""
-    cols = ["op", "kind", "count", "FLOPs", "bytes", "FLOP/B", "attainable", "time", "share",
-            *(("measured", "efficiency") if measured else ()),
-            *(("forecast", *(("fc/meas",) if measured else ()), "fc verdict") if forecast else ()), "verdict"]
-
-    def need(c: str) -> int:  # widest cell or header, plus rich's padding
-        return max(len(c), *(len(r[c]) for r in rows)) + 3 if rows else len(c) + 3
-
-    room = width - 2 * 20 - 6
-    for drop in _OPTIONAL_FORECAST if forecast else _OPTIONAL:
-        if sum(need(c) for c in cols if c not in ("op", "verdict")) <= room:
-            break
-        if drop in cols:
-            cols.remove(drop)
-    left = width - 6 - sum(need(c) for c in cols if c not in ("op", "verdict"))
-    return cols, max(20, min(48, left // 2))
-
-
-def _fit(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters in all, its ``...[+N chars]`` marker included."""
-    if len(text) <= width:
-        return text
-    marker = len(f"...[+{len(text)} chars]")
-    return shorten(text, max(1, width - marker))
+        _say(con, f"warning: {display(note, 1024)}", style="yellow")
 
 
 def fit_width(text: str) -> str:
-    """Prose lines wrapped at the terminal's width (at spaces: a number is never split), indentation kept."""
-    import textwrap
+    """Prose lines wrapped at the terminal's width (at spaces: a number keeps its unit), indentation kept."""
+    from roofline.render.fit import wrap
 
-    width = _width()
-    out = []
-    for line in text.splitlines():
-        indent = line[: len(line) - len(line.lstrip())]
-        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_long_words=False,
-                             break_on_hyphens=False) or [""]
-    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+    return wrap(text, _width())
 
 
 def _ai(x: float) -> str:
