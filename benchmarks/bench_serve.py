@@ -30,6 +30,13 @@ more) and outputs uniform on 1..2m-1 where m is the row's own tokens per sample 
 per replica (all queued at once, as Offline issues them).  Server: Poisson arrivals at the row's scheduled
 rate; the constraint is TTFT 2 s / TPOT 200 ms at p99 (the logs' ttft_latency / tpot_latency).
 
+Why a Server TPOT can miss while the throughputs match: with every iteration compute-bound, an iteration of
+``a`` seconds of fixed cost (weights read, launches) and ``c`` seconds per token carries the decodes plus the
+prefill tokens that arrived during it, so at a compute load rho = rate x c x (input + output) its length
+settles at about a / (1 - rho).  MLPerf Server rows run at 88-96% of their own Offline throughput, where a few
+percent of capacity error moves the TPOT by a factor; the 'same load' column (the Server rate scaled by the
+simulated over the published Offline throughput; a diagnostic, not in the verdict) shows how much remains.
+
 Table 2, every row of NVIDIA's TensorRT-LLM H200 launch table (TensorRT-LLM v0.5.0, FP8, H200; "max
 throughput": a static batch of the stated size, every sequence the stated input and output lengths):
 https://github.com/NVIDIA/TensorRT-LLM/blob/release/0.5.0/docs/source/blogs/H200launch.md
@@ -119,8 +126,9 @@ def speed() -> None:
               f"{'met' if w <= 5 else 'MISSED'} (x{w / 5:.2f})")
 
 
-def mlperf_row(row: tuple[Any, ...]) -> tuple[float, float | None, dict[str, Any]]:
-    """(simulated output tokens/s of the 8 GPUs, simulated p99 TPOT or None, figures) of one MLPerf row."""
+def mlperf_row(row: tuple[Any, ...], load: float = 1.0) -> tuple[float, float | None, dict[str, Any]]:
+    """(simulated output tokens/s of the 8 GPUs, simulated p99 TPOT or None, figures) of one MLPerf row;
+    ``load`` scales a Server row's rate (1: the published rate)."""
     _, device, tp, scenario, batch, tokens, samples, scheduled, _ = row
     replicas = 8 // tp
     m = tokens / samples  # the row's own output tokens per sample
@@ -130,34 +138,47 @@ def mlperf_row(row: tuple[Any, ...]) -> tuple[float, float | None, dict[str, Any
         n = OFFLINE_BATCHES * batch
         r = roofline.serve("llama-2-70b", device, requests=n, concurrency=n, **common)
     else:
-        rate = scheduled / replicas
+        rate = scheduled / replicas * load
         r = roofline.serve("llama-2-70b", device, requests=int(rate * SERVER_SECONDS), rate=rate, **common)
     f = r.figures
     return f["output_tokens_per_s"] * replicas, (f["tpot_p99_s"] if scenario == "Server" else None), f
 
 
-def accuracy_mlperf() -> list[float]:
+def accuracy_mlperf() -> tuple[list[float], list[float]]:
+    """Throughput and TPOT ratios (simulated / published) of every MLPerf row, printed as a table.
+
+    Diagnostic column 'same load': the Server row simulated at the published Server rate scaled by the
+    simulated over the published Offline throughput of the same system, i.e. at the load fraction the real
+    system ran at; it separates the capacity error from the latency model and is not in the verdict."""
     print(f"\nAccuracy 1: {MLPERF}; output tokens/s of 8 GPUs and p99 TPOT (Server), forecast")
     print(f"  {'round':5} {'system':8} {'tp':>2} {'scenario':8} {'batch':>5} {'published':>9} {'forecast':>9} "
-          f"{'ratio':>6} {'TPOT pub':>8} {'TPOT sim':>8} {'ratio':>6} {'p99 TTFT':>8} {'preempt':>7}")
-    ratios: list[float] = []
+          f"{'ratio':>6} {'TPOT pub':>8} {'TPOT sim':>8} {'ratio':>6} {'p99 TTFT':>8} {'preempt':>7} "
+          f"{'same load':>9}")
+    thr_r: list[float] = []
+    tpot_r: list[float] = []
+    offline: tuple[float, float] = (1.0, 1.0)
     for row in MLPERF_ROWS:
         rnd, device, tp, scenario, batch, tokens, _, _, tpot = row
         thr, sim_tpot, f = mlperf_row(row)
-        ratios.append(thr / tokens)
-        tp_txt = f"{tpot * 1e3:>6.0f}ms {sim_tpot * 1e3:>6.0f}ms {sim_tpot / tpot:>6.2f}" if tpot and sim_tpot \
-            else f"{'':8} {'':8} {'':6}"
-        if tpot and sim_tpot:
-            ratios.append(sim_tpot / tpot)
-        ttft = f"{f['ttft_p99_s']:>7.2f}s" if scenario == "Server" else f"{'':8}"
+        thr_r.append(thr / tokens)
+        cols, diag = f"{'':8} {'':8} {'':6} {'':8}", ""
+        if scenario == "Offline":
+            offline = (thr, tokens)
+        elif tpot and sim_tpot:
+            tpot_r.append(sim_tpot / tpot)
+            cols = f"{tpot * 1e3:>6.0f}ms {sim_tpot * 1e3:>6.0f}ms {sim_tpot / tpot:>6.2f} {f['ttft_p99_s']:>7.2f}s"
+            _, same, _ = mlperf_row(row, load=offline[0] / offline[1])
+            diag = f"{same * 1e3:>7.0f}ms" if same else ""
         print(f"  {rnd:5} {'8x ' + device:8} {tp:>2} {scenario:8} {batch:>5} {tokens:>9,.0f} {thr:>9,.0f} "
-              f"{thr / tokens:>6.2f} {tp_txt} {ttft} {f['preemptions']:>7,}")
-    return ratios
+              f"{thr / tokens:>6.2f} {cols} {f['preemptions']:>7,} {diag:>9}")
+    return thr_r, tpot_r
 
 
 def accuracy() -> None:
-    ratios = accuracy_mlperf()
-    _verdict("MLPerf (throughput and TPOT ratios)", ratios)
+    thr, tpot = accuracy_mlperf()
+    _verdict("MLPerf throughput", thr)
+    _verdict("MLPerf p99 TPOT (Server)", tpot)
+    _verdict("MLPerf throughput and TPOT together", thr + tpot)
     print(f"\nAccuracy 2: output tokens/s against {SOURCE}")
     print(f"  {'model':12} {'batch':>5} {'tp':>2} {'in/out':>9} {'published':>9} {'forecast':>9} {'ratio':>6} "
           f"{'bound':>9} {'ratio':>6}")

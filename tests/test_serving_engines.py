@@ -1,5 +1,6 @@
 """roofline serve: the engine mechanisms of roofline.serving.engines, each against values derived by hand."""
 
+import json
 from collections import deque
 
 import numpy as np
@@ -85,3 +86,32 @@ def test_engine_settings_are_copies_and_unknown_names_are_one_line():
     assert ENGINES["vllm-v0"]["max_batch"] == 256  # vLLM SchedulerConfig's max_num_seqs default
     with pytest.raises(RooflineError, match="unknown engine 'sglang'; known: trtllm-mlperf-v4, vllm-v0"):
         engine_settings("sglang")
+
+
+def test_cli_engine_and_flags_that_win(tmp_path, capsys):
+    from roofline.cli import main
+
+    out = tmp_path / "s.json"
+    # the engine's whole-prompt batching and 4096-token budget; --max-batch given on top of it
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--engine", "trtllm-mlperf-v4", "--max-batch", "24",
+                 "--concurrency", "64", "--requests", "64", "--isl", "200", "--osl", "20", "--json", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert "inflight batching of whole prompts, 4096 tokens per iteration" in doc["scheduler"]
+    assert doc["max_running"] == 24
+    # vllm-v0: max_num_seqs 256 holds all 64 clients at once
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--engine", "vllm-v0", "--concurrency", "64",
+                 "--requests", "64", "--isl", "200", "--osl", "20", "--json", str(out)])
+    assert code == 0 and json.loads(out.read_text())["max_running"] == 64
+    capsys.readouterr()
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--engine", "nope", "--rate", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "unknown engine 'nope'" in err[0]
+
+
+def test_hostile_engine_names_are_one_short_line():
+    for name in ("x" * 100_000, "\x1b[31mred", 7, None):
+        with pytest.raises(RooflineError) as e:
+            engine_settings(name)  # type: ignore[arg-type]
+        msg = str(e.value)
+        assert "\n" not in msg and "\x1b" not in msg and len(msg) < 160

@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.fileio import shown
 
 #: Cited settings per engine (module docs): keyword arguments of :func:`roofline.serve`.
 ENGINES: dict[str, dict[str, Any]] = {
@@ -45,7 +46,6 @@ ENGINES: dict[str, dict[str, Any]] = {
 
 def engine_settings(name: str) -> dict[str, Any]:
     """The keyword arguments of engine ``name`` (a copy); an unknown name is one line naming the known ones."""
-    try:
-        return dict(ENGINES[name])
-    except KeyError:
-        raise RooflineError(f"unknown engine {name!r}; known: {', '.join(sorted(ENGINES))}") from None
+    if not isinstance(name, str) or name not in ENGINES:
+        raise RooflineError(f"unknown engine {shown(name)}; known: {', '.join(sorted(ENGINES))}")
+    return dict(ENGINES[name])
