@@ -115,3 +115,10 @@ def test_hostile_engine_names_are_one_short_line():
             engine_settings(name)  # type: ignore[arg-type]
         msg = str(e.value)
         assert "\n" not in msg and "\x1b" not in msg and len(msg) < 160
+
+
+def test_kv_of_free_does_not_fit_is_one_line():
+    # 70B in bf16 is ~138 GB of weights: more than an 80 GB H100, in either reading of the fraction
+    spec = make_spec("llama-2-70b", phase="prefill", flash=True)
+    with pytest.raises(RooflineError, match=r"does not fit .* 0\.9 x what they leave of"):
+        kv_blocks(spec, H100, block_size=16, utilization=0.9, act_tokens=2048, of_free=True)

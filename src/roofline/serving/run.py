@@ -131,12 +131,15 @@ def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: fl
     usable = utilization * cap
     per_token = float(kv_cache_bytes(spec, 1, 1))
     free = utilization * (cap - weights - act) if of_free else usable - weights - act
+    share = (f"{utilization:g} x what they leave of {format_bytes(cap)}" if of_free
+             else f"of {format_bytes(usable)} ({utilization:g} x {format_bytes(cap)})")
     if free < block_size * per_token:
         raise RooflineError(f"{spec.arch.name} does not fit on {device.name} (tp {spec.tp}): weights "
                             f"{format_bytes(weights)} + activations {format_bytes(act)} per device leave "
-                            f"{format_bytes(max(free, 0.0))} of {format_bytes(usable)} ({utilization:g} x "
-                            f"{format_bytes(cap)}) for the KV cache, less than one block of {block_size} tokens "
-                            f"({format_bytes(block_size * per_token)})")
+                            f"{format_bytes(max(free, 0.0))} {share} for the KV cache, less than one block of "
+                            f"{block_size} tokens ({format_bytes(block_size * per_token)})")
+    if of_free:
+        usable = weights + act + free  # the memory the engine holds: all but (1 - fraction) of the free
     blocks = int(free // (block_size * per_token))
     return blocks, {"capacity": float(cap), "usable": usable, "weights": weights, "activations": act,
                     "kv_cache": blocks * block_size * per_token, "kv_bytes_per_token": per_token}
