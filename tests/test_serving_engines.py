@@ -122,3 +122,32 @@ def test_kv_of_free_does_not_fit_is_one_line():
     spec = make_spec("llama-2-70b", phase="prefill", flash=True)
     with pytest.raises(RooflineError, match=r"does not fit .* 0\.9 x what they leave of"):
         kv_blocks(spec, H100, block_size=16, utilization=0.9, act_tokens=2048, of_free=True)
+
+
+def test_cuda_graphs_trade_the_launch_floor_for_the_graph_floor():
+    # forecast = overhead + work per kernel: replaying a graph changes only the overhead, from the H100's
+    # cuda-launch floor (3.0 us, tritonbench #1017) to its cuda-graph floor (1.27 us, the catalog's cited
+    # H100 figure), so one request's TTFT (its prefill iteration) drops by (3.0 - 1.27) us x its kernels
+    from roofline.llm.model import build_workload
+
+    n = 512
+    kernels = float(build_workload(make_spec("llama-2-7b", phase="prefill", prompt=n, flash=True)).columns["count"].sum())
+    launch, graph = H100.overhead_floor("cuda-launch").seconds, H100.overhead_floor("cuda-graph").seconds
+    assert (launch, graph) == (3e-06, 1.27e-06)
+    eager = roofline.serve("llama-2-7b", H100, isl=n, osl=1, requests=1, concurrency=1, exact=True)
+    graphs = roofline.serve("llama-2-7b", H100, isl=n, osl=1, requests=1, concurrency=1, exact=True,
+                            cuda_graphs=True)
+    drop = eager.figures["ttft_p50_s"] - graphs.figures["ttft_p50_s"]
+    assert drop == pytest.approx((launch - graph) * kernels, rel=1e-9)
+
+
+def test_cli_cuda_graphs_lowers_the_one_request_ttft(tmp_path):
+    from roofline.cli import main
+
+    out = {}
+    for flag in ((), ("--cuda-graphs",)):
+        path = tmp_path / f"s{len(flag)}.json"
+        assert main(["serve", "llama-2-7b", "--device", "h100", "--isl", "512", "--osl", "1", "--requests", "1",
+                     "--concurrency", "1", "--json", str(path), *flag]) == 0
+        out[flag] = json.loads(path.read_text())["ttft_p50_s"]
+    assert out[("--cuda-graphs",)] < out[()]  # the same table, a lower floor per kernel (the test above)

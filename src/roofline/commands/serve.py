@@ -52,6 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--block-size", type=int, metavar="TOKENS", help="KV block (default 16, vLLM's)")
     p.add_argument("--gpu-memory-utilization", type=float, metavar="F",
                    help="share of device memory used (default 0.9, vLLM's)")
+    p.add_argument("--cuda-graphs", action="store_true", help="every iteration replays a CUDA graph (the "
+                   "device's cuda-graph overhead floor per kernel, not its launch floor)")
     p.add_argument("--engine", metavar="NAME", help="an engine's cited batching and KV-cache settings "
                    "(roofline.serving.engines: trtllm-mlperf-v4, vllm-v0); the flags you give win")
     p.add_argument("--iteration-overhead", type=float, default=0.0, metavar="SECONDS",
@@ -124,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     kw: dict[str, Any] = dict(device=args.device, system=args.system, isl=args.isl, osl=args.osl,
                               requests=args.requests, seed=args.seed, wbits=args.wbits, abits=args.abits,
                               kvbits=args.kvbits, bound=args.bound, flash=not args.unfused,
-                              overhead=args.iteration_overhead, **_engine_kw(args))
+                              overhead=args.iteration_overhead, cuda_graphs=args.cuda_graphs, **_engine_kw(args))
     if args.sweep_rate:
         return _sweep(args, tps, slo, kw)
     if len(tps) > 1:

@@ -20,6 +20,8 @@ latency figure.  ``roofline.serve(model, device, **engine_settings("trtllm-mlper
 
 ``vllm-v0``: vLLM's defaults before V1 (vllm/config.py ``SchedulerConfig`` and ``CacheConfig``): prefill-first,
 ``max_num_seqs = 256`` running sequences, blocks of 16 tokens, ``gpu_memory_utilization = 0.9`` of the total.
+vLLM replays CUDA graphs for decode batches but runs prefills eager; ``cuda_graphs`` here switches every
+iteration at once, so the profile leaves it off (the launch floor, an upper bound on decode iterations).
 
 Not modelled, and why (each would need a figure these sources do not give): the CPU time of scheduling,
 sampling and detokenization per iteration (vLLM's v0.6.0 post measured it only as shares of one 8B model's

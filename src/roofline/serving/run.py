@@ -177,19 +177,21 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
           chunked: bool = False, max_batch: int | None = None, max_tokens: int | None = None,
           block_size: int = BLOCK_SIZE, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
           slo: str | Slo | None = None, bound: bool = False, exact: bool = False, flash: bool = True,
-          overhead: float = 0.0, whole_prompts: bool = False, kv_of_free: bool = False) -> ServeResult:
+          overhead: float = 0.0, whole_prompts: bool = False, kv_of_free: bool = False,
+          cuda_graphs: bool = False) -> ServeResult:
     """Simulate serving ``model`` on ``device`` (``tp`` devices per replica) or ``system`` (module docs).
 
     ``bound``: iteration times from the roofline bound instead of the forecast; ``exact``: every iteration's
     whole table evaluated (slow); ``overhead``: CPU seconds added to each iteration (0: none counted);
     ``whole_prompts``: inflight batching of whole prompts under the token budget (TensorRT-LLM's IFB,
     :mod:`~roofline.serving.scheduler`); ``kv_of_free``: ``gpu_memory_utilization`` is a fraction of the
-    memory left after weights and activations (TensorRT-LLM) rather than of the total (vLLM).
+    memory left after weights and activations (TensorRT-LLM) rather than of the total (vLLM);
+    ``cuda_graphs``: every iteration replays a CUDA graph (the ``cuda-graph`` overhead floor per kernel).
     :mod:`roofline.serving.engines` holds cited settings of the engines people run.
     """
     _arguments(model, device, system, tp, rate, concurrency, requests, seed, overhead,
                dict(chunked=chunked, bound=bound, exact=exact, flash=flash, whole_prompts=whole_prompts,
-                    kv_of_free=kv_of_free))
+                    kv_of_free=kv_of_free, cuda_graphs=cuda_graphs))
     dev, replicas, name = _devices(device, system, tp)
     spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash)
     reqs = make_requests(isl=isl, osl=osl, trace=trace, rate=rate, concurrency=concurrency, requests=requests,
@@ -206,7 +208,7 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     if longest > blocks * block_size:
         raise RooflineError(f"a request of {longest} tokens needs more KV cache than the {blocks * block_size:,} "
                             f"tokens ({format_bytes(memory['kv_cache'])} per device) left on {dev.name} (tp {tp})")
-    steps = StepModel(spec, dev, bound=bound, exact=exact)
+    steps = StepModel(spec, dev, bound=bound, exact=exact, cuda_graphs=cuda_graphs)
     steps.prefetch_prompts(reqs.isl)
     if not exact:
         top_batch = min(max_batch or blocks, blocks, len(reqs.isl))
