@@ -49,9 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-batch", type=int, metavar="N", help="most running sequences (default: off)")
     p.add_argument("--max-tokens", type=int, metavar="N", help="token budget per iteration (default: off; 2048 "
                    "with --chunked-prefill)")
-    p.add_argument("--block-size", type=int, default=16, metavar="TOKENS", help="KV block (default 16, vLLM's)")
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="F",
+    p.add_argument("--block-size", type=int, metavar="TOKENS", help="KV block (default 16, vLLM's)")
+    p.add_argument("--gpu-memory-utilization", type=float, metavar="F",
                    help="share of device memory used (default 0.9, vLLM's)")
+    p.add_argument("--cuda-graphs", action="store_true", help="every iteration replays a CUDA graph (the "
+                   "device's cuda-graph overhead floor per kernel, not its launch floor)")
+    p.add_argument("--engine", metavar="NAME", help="an engine's cited batching and KV-cache settings "
+                   "(roofline.serving.engines: trtllm-mlperf-v4, vllm-v0); the flags you give win")
     p.add_argument("--iteration-overhead", type=float, default=0.0, metavar="SECONDS",
                    help="CPU time added to each iteration (default 0: none counted)")
     p.add_argument("--slo", metavar="ttft=2s,tpot=200ms", help="latency limits on the p99s (units required)")
@@ -100,6 +104,18 @@ def _check(args: argparse.Namespace) -> None:
         check_chart_path(args.output)
 
 
+def _engine_kw(args: argparse.Namespace) -> dict[str, Any]:
+    """Batching and KV-cache keywords: the flags given, else ``--engine``'s settings, else vLLM's defaults."""
+    from roofline.serving.engines import engine_settings
+
+    eng = engine_settings(args.engine) if args.engine else {}
+    given = dict(max_batch=args.max_batch, max_tokens=args.max_tokens, block_size=args.block_size,
+                 gpu_memory_utilization=args.gpu_memory_utilization)
+    out = {**eng, **{k: v for k, v in given.items() if v is not None}}
+    out["chunked"] = args.chunked_prefill or bool(eng.get("chunked", False))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from roofline.serving.figures import parse_slo
     from roofline.serving.run import serve
@@ -109,10 +125,8 @@ def run(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
     kw: dict[str, Any] = dict(device=args.device, system=args.system, isl=args.isl, osl=args.osl,
                               requests=args.requests, seed=args.seed, wbits=args.wbits, abits=args.abits,
-                              kvbits=args.kvbits, chunked=args.chunked_prefill, max_batch=args.max_batch,
-                              max_tokens=args.max_tokens, block_size=args.block_size,
-                              gpu_memory_utilization=args.gpu_memory_utilization, bound=args.bound,
-                              flash=not args.unfused, overhead=args.iteration_overhead)
+                              kvbits=args.kvbits, bound=args.bound, flash=not args.unfused,
+                              overhead=args.iteration_overhead, cuda_graphs=args.cuda_graphs, **_engine_kw(args))
     if args.sweep_rate:
         return _sweep(args, tps, slo, kw)
     if len(tps) > 1:

@@ -7,6 +7,7 @@
 ``figures``    TTFT, TPOT, end-to-end percentiles, throughput, goodput under an SLO.
 ``run``        :func:`serve`: the run set up (devices, replicas, KV cache sized) and simulated.
 ``sweep``      rates swept for the highest meeting an SLO, one curve per tp.
+``engines``    cited batching and KV-cache settings of the engines people run (TensorRT-LLM MLPerf, vLLM).
 
 How it differs from ``roofline plan --serve`` (:mod:`roofline.planner.serve`): the planner ranks layouts
 (tp x cp x pp x dp, ep) of a system by one decode step at a fixed batch and one prompt's TTFT, with no

@@ -113,9 +113,14 @@ def make_requests(*, isl: str | int = 1024, osl: str | int = 256, trace: str | N
     return Requests(arrival, i, o, None, f"{n} requests, Poisson {rate:g} req/s (seed {seed})")
 
 
-def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: float, act_tokens: int
-              ) -> tuple[int, dict[str, float]]:
-    """KV blocks per device and the memory split (bytes); a model that does not fit at all is one line."""
+def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: float, act_tokens: int,
+              of_free: bool = False) -> tuple[int, dict[str, float]]:
+    """KV blocks per device and the memory split (bytes); a model that does not fit at all is one line.
+
+    ``of_free=False`` (vLLM's ``--gpu-memory-utilization``): the KV cache is what ``utilization`` x capacity
+    leaves after weights and activations.  ``of_free=True`` (TensorRT-LLM's ``kvcache_free_gpu_mem_frac``,
+    ``KvCacheConfig.freeGpuMemoryFraction``): it is ``utilization`` x the memory left after them.
+    """
     if not (0 < utilization <= 1):
         raise RooflineError(f"--gpu-memory-utilization must be in (0, 1], got {utilization!r}")
     cap = device.main_memory.capacity  # vLLM: --gpu-memory-utilization of the total the GPU reports
@@ -125,13 +130,16 @@ def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: fl
     act = float(activation_bytes(spec.replace(phase="prefill", prompt=max(act_tokens, 1), batch=1)))
     usable = utilization * cap
     per_token = float(kv_cache_bytes(spec, 1, 1))
-    free = usable - weights - act
+    free = utilization * (cap - weights - act) if of_free else usable - weights - act
+    share = (f"{utilization:g} x what they leave of {format_bytes(cap)}" if of_free
+             else f"of {format_bytes(usable)} ({utilization:g} x {format_bytes(cap)})")
     if free < block_size * per_token:
         raise RooflineError(f"{spec.arch.name} does not fit on {device.name} (tp {spec.tp}): weights "
                             f"{format_bytes(weights)} + activations {format_bytes(act)} per device leave "
-                            f"{format_bytes(max(free, 0.0))} of {format_bytes(usable)} ({utilization:g} x "
-                            f"{format_bytes(cap)}) for the KV cache, less than one block of {block_size} tokens "
-                            f"({format_bytes(block_size * per_token)})")
+                            f"{format_bytes(max(free, 0.0))} {share} for the KV cache, less than one block of "
+                            f"{block_size} tokens ({format_bytes(block_size * per_token)})")
+    if of_free:
+        usable = weights + act + free  # the memory the engine holds: all but (1 - fraction) of the free
     blocks = int(free // (block_size * per_token))
     return blocks, {"capacity": float(cap), "usable": usable, "weights": weights, "activations": act,
                     "kv_cache": blocks * block_size * per_token, "kv_bytes_per_token": per_token}
@@ -169,30 +177,38 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
           chunked: bool = False, max_batch: int | None = None, max_tokens: int | None = None,
           block_size: int = BLOCK_SIZE, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
           slo: str | Slo | None = None, bound: bool = False, exact: bool = False, flash: bool = True,
-          overhead: float = 0.0) -> ServeResult:
+          overhead: float = 0.0, whole_prompts: bool = False, kv_of_free: bool = False,
+          cuda_graphs: bool = False) -> ServeResult:
     """Simulate serving ``model`` on ``device`` (``tp`` devices per replica) or ``system`` (module docs).
 
     ``bound``: iteration times from the roofline bound instead of the forecast; ``exact``: every iteration's
-    whole table evaluated (slow); ``overhead``: CPU seconds added to each iteration (0: none counted).
+    whole table evaluated (slow); ``overhead``: CPU seconds added to each iteration (0: none counted);
+    ``whole_prompts``: inflight batching of whole prompts under the token budget (TensorRT-LLM's IFB,
+    :mod:`~roofline.serving.scheduler`); ``kv_of_free``: ``gpu_memory_utilization`` is a fraction of the
+    memory left after weights and activations (TensorRT-LLM) rather than of the total (vLLM);
+    ``cuda_graphs``: every iteration replays a CUDA graph (the ``cuda-graph`` overhead floor per kernel).
+    :mod:`roofline.serving.engines` holds cited settings of the engines people run.
     """
     _arguments(model, device, system, tp, rate, concurrency, requests, seed, overhead,
-               dict(chunked=chunked, bound=bound, exact=exact, flash=flash))
+               dict(chunked=chunked, bound=bound, exact=exact, flash=flash, whole_prompts=whole_prompts,
+                    kv_of_free=kv_of_free, cuda_graphs=cuda_graphs))
     dev, replicas, name = _devices(device, system, tp)
     spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash)
     reqs = make_requests(isl=isl, osl=osl, trace=trace, rate=rate, concurrency=concurrency, requests=requests,
                          seed=seed)
-    sched = scheduler or Scheduler(chunked=chunked, token_budget=max_tokens, max_batch=max_batch)
+    sched = scheduler or Scheduler(chunked=chunked, token_budget=max_tokens, max_batch=max_batch,
+                                   whole_prompts=whole_prompts)
     for v, opt in ((max_batch, "--max-batch"), (max_tokens, "--max-tokens"), (block_size, "--block-size")):
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise RooflineError(f"{opt} must be an integer >= 1, got {v!r}")
     act_tokens = max(int(reqs.isl.max() + reqs.osl.max()), sched.token_budget or 0, PROFILE_TOKENS)
     blocks, memory = kv_blocks(spec, dev, block_size=block_size, utilization=gpu_memory_utilization,
-                               act_tokens=act_tokens)
+                               act_tokens=act_tokens, of_free=kv_of_free)
     longest = int((reqs.isl + reqs.osl).max())
     if longest > blocks * block_size:
         raise RooflineError(f"a request of {longest} tokens needs more KV cache than the {blocks * block_size:,} "
                             f"tokens ({format_bytes(memory['kv_cache'])} per device) left on {dev.name} (tp {tp})")
-    steps = StepModel(spec, dev, bound=bound, exact=exact)
+    steps = StepModel(spec, dev, bound=bound, exact=exact, cuda_graphs=cuda_graphs)
     steps.prefetch_prompts(reqs.isl)
     if not exact:
         top_batch = min(max_batch or blocks, blocks, len(reqs.isl))

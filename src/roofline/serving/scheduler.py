@@ -15,6 +15,10 @@ Choices, as the engines people run make them:
 * **preemption by recomputation** (vLLM's default): when a decode finds no free block, the most recently
   admitted running sequence is evicted, its blocks freed, and it returns to the head of the queue, to
   prefill its prompt and the tokens it had generated again;
+* **inflight batching of whole prompts** (TensorRT-LLM's in-flight fused batching, as NVIDIA's MLPerf
+  Inference v4.x harness runs it: ``trtllm_batching_mode=IFB``, context chunking not enabled): chunked mode
+  with ``whole_prompts=True``: every running sequence decodes and waiting prompts join whole while the
+  iteration's tokens stay within the budget (``max_num_tokens``);
 * ``max_batch`` (running sequences) and ``token_budget`` (tokens per prefill-first iteration) are off unless
   given: by default only the KV cache limits the batch.
 
@@ -79,13 +83,16 @@ class Scheduler:
     """vLLM-style continuous batching: prefill-first, or chunked prefill under a token budget (module docs)."""
 
     def __init__(self, *, chunked: bool = False, token_budget: int | None = None,
-                 max_batch: int | None = None) -> None:
-        self.chunked = chunked
-        self.token_budget = token_budget if token_budget is not None else (CHUNK_TOKENS if chunked else None)
+                 max_batch: int | None = None, whole_prompts: bool = False) -> None:
+        self.chunked = chunked or whole_prompts
+        self.whole_prompts = whole_prompts
+        self.token_budget = token_budget if token_budget is not None else (CHUNK_TOKENS if self.chunked else None)
         self.max_batch = max_batch
 
     def describe(self) -> str:
         mode = f"chunked prefill, {self.token_budget} tokens per iteration" if self.chunked else "prefill-first"
+        if self.whole_prompts:
+            mode = f"inflight batching of whole prompts, {self.token_budget} tokens per iteration"
         limits = [f"max batch {self.max_batch}"] if self.max_batch else []
         if not self.chunked and self.token_budget:
             limits.append(f"max {self.token_budget} prefill tokens per iteration")
@@ -112,9 +119,12 @@ class Scheduler:
             need = s.blocks_for(s.target[r])
             if need > s.free_blocks or (self.max_batch and len(s.running) >= self.max_batch):
                 break
-            left = s.target[r] - s.done[r]
-            take = left if budget is None or not self.chunked else min(left, budget - used)
-            if take <= 0 or (not self.chunked and budget is not None and used + left > budget and out):
+            left = int(s.target[r] - s.done[r])
+            whole = not self.chunked or self.whole_prompts  # a prompt joins whole or waits
+            take = left if budget is None or whole else min(left, budget - used)
+            # whole prompts: one that overflows the budget waits, unless it could never fit (it then runs)
+            over = budget is not None and used + left > budget
+            if take <= 0 or (whole and over and (out or (self.chunked and left <= (self.token_budget or 0)))):
                 break
             s.waiting.popleft()
             s.running.append(r)

@@ -22,7 +22,10 @@ groups of ops, each a function of fewer numbers (a test checks the sum against t
   same visible pairs, its remaining keys added to ``K`` (FLOPs and KV bytes exact; the chunk's query and
   output bytes those of ``P'`` tokens).
 
-``exact=True`` evaluates every iteration's whole table (slow; for tests and checks).
+``exact=True`` evaluates every iteration's whole table (slow; for tests and checks).  ``cuda_graphs=True``:
+every iteration replays a CUDA graph, so each kernel pays the device's ``cuda-graph`` overhead floor instead of
+its ``cuda-launch`` one (:func:`roofline.forecast.compute_forecast` with that framework; the forecast's default
+is the launch).  TensorRT-LLM's MLPerf harness runs eager (``use_graphs = False``).
 """
 
 from __future__ import annotations
@@ -68,11 +71,13 @@ def geometric_grid(top: int, ratio: float = GRID_RATIO, *, zero: bool = False) -
 class StepModel:
     """Times of serving iterations of ``spec``'s model (per device, ``spec.tp``) on ``device``."""
 
-    def __init__(self, spec: LLMSpec, device: Device, *, bound: bool = False, exact: bool = False) -> None:
+    def __init__(self, spec: LLMSpec, device: Device, *, bound: bool = False, exact: bool = False,
+                 cuda_graphs: bool = False) -> None:
         if spec.arch.mla:
             raise RooflineError(f"{spec.arch.name}: multi-head latent attention runs different prefill and "
                                 "decode tables; 'roofline serve' does not batch them together yet")
         self.spec, self.device, self.bound, self.exact = spec, device, bound, exact
+        self.framework = "cuda-graph" if cuda_graphs else None  # None: the forecast's own choice (launch)
         self.table = build_table(spec.arch, "prefill", spec.tp, spec.flash, spec.all_logits)
         c = self.table.coef
         terms = np.zeros((len(self.table), len(TERMS)), dtype=bool)
@@ -94,12 +99,14 @@ class StepModel:
     def times(self, rows: np.ndarray, ops: np.ndarray | None = None) -> np.ndarray:
         """Seconds per config of ``rows`` (configs, terms): the ops ``ops`` (all by default), forecast or bound."""
         from roofline.analysis import analyze
+        from roofline.forecast import compute_forecast
 
         rows = np.atleast_2d(rows)
         w = rows_workload(self.spec, self.table, rows, ops)
-        a = analyze(w, self.device, forecast=not self.bound)
+        a = analyze(w, self.device)
         self.evaluations += 1
-        per_op = (a.time if self.bound or a.forecast is None else a.forecast.time) * w.columns["count"]
+        t = a.time if self.bound else compute_forecast(a, framework=self.framework).time
+        per_op = t * w.columns["count"]
         return per_op.reshape(len(rows), -1).sum(axis=1)
 
     def row(self, decode_batch: int, kv_tokens: float, chunks: list[tuple[int, int]]) -> np.ndarray:

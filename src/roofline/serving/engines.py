@@ -1,0 +1,53 @@
+"""Settings of the serving engines people run, each value cited: keyword arguments of :func:`roofline.serve`.
+
+A profile states how an engine forms its batches and sizes its KV cache; it is not fitted to any throughput or
+latency figure.  ``roofline.serve(model, device, **engine_settings("trtllm-mlperf-v4"), max_batch=806, ...)``.
+
+``trtllm-mlperf-v4``: NVIDIA's MLPerf Inference v4.0/v4.1 Llama-2-70B harness (TensorRT-LLM):
+
+* in-flight fused batching (``--trtllm_batching_mode`` default ``IFB``) with context chunking not enabled
+  ("we can add context chunking policy later if needed"): whole prompts join the running decodes
+  (closed/NVIDIA/code/harness/harness_llm/main_llm.cc and llm_core.cc in mlcommons/inference_results_v4.1);
+* ``max_num_tokens = 4096`` tokens per iteration (closed/NVIDIA/configs/llama2-70b/__init__.py, GPUBaseConfig);
+* ``kvcache_free_gpu_mem_frac = 0.90`` of the memory left after the engine
+  (configs/llama2-70b/Offline/__init__.py and Server/__init__.py, OfflineGPUBaseConfig / ServerGPUBaseConfig);
+* scheduler policy ``max_util`` (``--trtllm_batch_sched_policy`` default, main_llm.cc): requests are admitted
+  while blocks are free and paused when they run out, as this simulator's preemption does;
+* ``use_graphs = False`` (GPUBaseConfig): every kernel is launched, the device's ``cuda-launch`` floor, which
+  the forecast applies by default;
+* the running-batch limit ``gpu_batch_size`` is per system (806 / 896 on H200, 896 / 1024 on H100 TP2,
+  Offline / Server): give it as ``max_batch``.
+
+``vllm-v0``: vLLM's defaults before V1 (vllm/config.py ``SchedulerConfig`` and ``CacheConfig``): prefill-first,
+``max_num_seqs = 256`` running sequences, blocks of 16 tokens, ``gpu_memory_utilization = 0.9`` of the total.
+vLLM replays CUDA graphs for decode batches but runs prefills eager; ``cuda_graphs`` here switches every
+iteration at once, so the profile leaves it off (the launch floor, an upper bound on decode iterations).
+
+Not modelled, and why (each would need a figure these sources do not give): the CPU time of scheduling,
+sampling and detokenization per iteration (vLLM's v0.6.0 post measured it only as shares of one 8B model's
+run on one H100, not as seconds that carry to other models and engines); MLPerf's harness returns token ids,
+so no detokenization is timed there, and its greedy sampling (``top_k = 1``, generation_config.json) is the
+lm_head and an argmax, already in the op table.  Prefix reuse is off in both profiles (TensorRT-LLM's KV
+block reuse and vLLM's prefix caching are not enabled in these configurations).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.errors import RooflineError
+from roofline.fileio import shown
+
+#: Cited settings per engine (module docs): keyword arguments of :func:`roofline.serve`.
+ENGINES: dict[str, dict[str, Any]] = {
+    "trtllm-mlperf-v4": {"whole_prompts": True, "max_tokens": 4096, "gpu_memory_utilization": 0.90,
+                         "kv_of_free": True},
+    "vllm-v0": {"chunked": False, "max_batch": 256, "block_size": 16, "gpu_memory_utilization": 0.9},
+}
+
+
+def engine_settings(name: str) -> dict[str, Any]:
+    """The keyword arguments of engine ``name`` (a copy); an unknown name is one line naming the known ones."""
+    if not isinstance(name, str) or name not in ENGINES:
+        raise RooflineError(f"unknown engine {shown(name)}; known: {', '.join(sorted(ENGINES))}")
+    return dict(ENGINES[name])

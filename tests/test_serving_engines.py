@@ -1,0 +1,153 @@
+"""roofline serve: the engine mechanisms of roofline.serving.engines, each against values derived by hand."""
+
+import json
+from collections import deque
+
+import numpy as np
+import pytest
+
+import roofline
+from roofline.errors import RooflineError
+from roofline.llm.spec import make_spec
+from roofline.serving.engines import ENGINES, engine_settings
+from roofline.serving.run import kv_blocks
+from roofline.serving.scheduler import Scheduler, State
+
+H100 = roofline.device("h100")
+
+
+def _state(isl, running=(), gen=0, free_blocks=1000, block_size=16):
+    """Requests of prompt lengths ``isl``; the ids in ``running`` admitted and prefilled (``gen`` generated)."""
+    n = len(isl)
+    i32 = np.int32
+    isl_ = np.asarray(isl, dtype=i32)
+    s = State(isl_, np.full(n, 100, i32), np.zeros(n, i32), isl_.copy(), np.zeros(n, i32), np.zeros(n, i32),
+              block_size, free_blocks)
+    for r in running:
+        s.done[r] = s.target[r]
+        s.gen[r] = gen
+        s.blocks[r] = -(-(isl_[r] + gen) // block_size)
+        s.free_blocks -= int(s.blocks[r])
+        s.running.append(r)
+    s.waiting = deque(r for r in range(n) if r not in running)
+    return s
+
+
+def test_whole_prompts_join_the_decodes_under_the_token_budget():
+    # budget 10: 3 decodes leave 7; the 5-token prompt joins (3 + 5 = 8 <= 10), the 4-token one would make
+    # 12 > 10 and waits whole (chunked prefill would have taken 2 of its tokens)
+    s = _state([16, 16, 16, 5, 4], running=(0, 1, 2), gen=1)
+    plan = Scheduler(whole_prompts=True, token_budget=10).plan(s)
+    assert sorted(plan.decode.tolist()) == [0, 1, 2]
+    assert plan.chunks == ((3, 5),)
+    assert list(s.waiting) == [4]
+    chunked = Scheduler(chunked=True, token_budget=10).plan(_state([16, 16, 16, 5, 4], running=(0, 1, 2), gen=1))
+    assert chunked.chunks == ((3, 5), (4, 2))  # the contrast: 10 - 3 - 5 = 2 tokens of the next prompt
+
+
+def test_a_prompt_over_the_whole_budget_still_runs():
+    # a 12-token prompt can never fit a 10-token budget: alone in its iteration it runs whole, never starves
+    s = _state([12, 3])
+    plan = Scheduler(whole_prompts=True, token_budget=10).plan(s)
+    assert plan.chunks == ((0, 12),)  # the 3-token prompt would make 15 > 10: it waits for the next iteration
+    assert list(s.waiting) == [1]
+
+
+def test_whole_prompts_describe_themselves():
+    assert "inflight batching of whole prompts, 4096 tokens" in Scheduler(whole_prompts=True,
+                                                                          token_budget=4096).describe()
+
+
+def test_kv_of_free_memory_by_hand():
+    # vLLM: KV = u x capacity - weights - activations; TensorRT-LLM: KV = u x (capacity - weights - activations).
+    # The two differ by (1 - u) x (weights + activations), less than one block each for the rounding.
+    spec = make_spec("llama-2-7b", phase="prefill", flash=True)
+    u, bs = 0.9, 16
+    total, m1 = kv_blocks(spec, H100, block_size=bs, utilization=u, act_tokens=2048)
+    free, m2 = kv_blocks(spec, H100, block_size=bs, utilization=u, act_tokens=2048, of_free=True)
+    cap, w, a, block = m1["capacity"], m1["weights"], m1["activations"], bs * m1["kv_bytes_per_token"]
+    assert free == int(u * (cap - w - a) // block)
+    assert total == int((u * cap - w - a) // block)
+    assert (free - total) * block == pytest.approx((1 - u) * (w + a), abs=block)
+
+
+def test_engine_profile_runs_and_limits_the_batch():
+    kw = engine_settings("trtllm-mlperf-v4")
+    r = roofline.serve("llama-2-7b", H100, isl=200, osl=20, requests=64, concurrency=64, max_batch=24, **kw)
+    assert r.figures["max_running"] == 24  # gpu_batch_size caps the running batch
+    assert "inflight batching of whole prompts, 4096 tokens" in r.scheduler
+    # 64 requests x 20 tokens each, all completed
+    assert r.figures["requests"] == 64
+
+
+def test_engine_settings_are_copies_and_unknown_names_are_one_line():
+    a = engine_settings("vllm-v0")
+    a["max_batch"] = 1
+    assert ENGINES["vllm-v0"]["max_batch"] == 256  # vLLM SchedulerConfig's max_num_seqs default
+    with pytest.raises(RooflineError, match="unknown engine 'sglang'; known: trtllm-mlperf-v4, vllm-v0"):
+        engine_settings("sglang")
+
+
+def test_cli_engine_and_flags_that_win(tmp_path, capsys):
+    from roofline.cli import main
+
+    out = tmp_path / "s.json"
+    # the engine's whole-prompt batching and 4096-token budget; --max-batch given on top of it
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--engine", "trtllm-mlperf-v4", "--max-batch", "24",
+                 "--concurrency", "64", "--requests", "64", "--isl", "200", "--osl", "20", "--json", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert "inflight batching of whole prompts, 4096 tokens per iteration" in doc["scheduler"]
+    assert doc["max_running"] == 24
+    # vllm-v0: max_num_seqs 256 holds all 64 clients at once
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--engine", "vllm-v0", "--concurrency", "64",
+                 "--requests", "64", "--isl", "200", "--osl", "20", "--json", str(out)])
+    assert code == 0 and json.loads(out.read_text())["max_running"] == 64
+    capsys.readouterr()
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--engine", "nope", "--rate", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "unknown engine 'nope'" in err[0]
+
+
+def test_hostile_engine_names_are_one_short_line():
+    for name in ("x" * 100_000, "\x1b[31mred", 7, None):
+        with pytest.raises(RooflineError) as e:
+            engine_settings(name)  # type: ignore[arg-type]
+        msg = str(e.value)
+        assert "\n" not in msg and "\x1b" not in msg and len(msg) < 160
+
+
+def test_kv_of_free_does_not_fit_is_one_line():
+    # 70B in bf16 is ~138 GB of weights: more than an 80 GB H100, in either reading of the fraction
+    spec = make_spec("llama-2-70b", phase="prefill", flash=True)
+    with pytest.raises(RooflineError, match=r"does not fit .* 0\.9 x what they leave of"):
+        kv_blocks(spec, H100, block_size=16, utilization=0.9, act_tokens=2048, of_free=True)
+
+
+def test_cuda_graphs_trade_the_launch_floor_for_the_graph_floor():
+    # forecast = overhead + work per kernel: replaying a graph changes only the overhead, from the H100's
+    # cuda-launch floor (3.0 us, tritonbench #1017) to its cuda-graph floor (1.27 us, the catalog's cited
+    # H100 figure), so one request's TTFT (its prefill iteration) drops by (3.0 - 1.27) us x its kernels
+    from roofline.llm.model import build_workload
+
+    n = 512
+    kernels = float(build_workload(make_spec("llama-2-7b", phase="prefill", prompt=n, flash=True)).columns["count"].sum())
+    launch, graph = H100.overhead_floor("cuda-launch").seconds, H100.overhead_floor("cuda-graph").seconds
+    assert (launch, graph) == (3e-06, 1.27e-06)
+    eager = roofline.serve("llama-2-7b", H100, isl=n, osl=1, requests=1, concurrency=1, exact=True)
+    graphs = roofline.serve("llama-2-7b", H100, isl=n, osl=1, requests=1, concurrency=1, exact=True,
+                            cuda_graphs=True)
+    drop = eager.figures["ttft_p50_s"] - graphs.figures["ttft_p50_s"]
+    assert drop == pytest.approx((launch - graph) * kernels, rel=1e-9)
+
+
+def test_cli_cuda_graphs_lowers_the_one_request_ttft(tmp_path):
+    from roofline.cli import main
+
+    out = {}
+    for flag in ((), ("--cuda-graphs",)):
+        path = tmp_path / f"s{len(flag)}.json"
+        assert main(["serve", "llama-2-7b", "--device", "h100", "--isl", "512", "--osl", "1", "--requests", "1",
+                     "--concurrency", "1", "--json", str(path), *flag]) == 0
+        out[flag] = json.loads(path.read_text())["ttft_p50_s"]
+    assert out[("--cuda-graphs",)] < out[()]  # the same table, a lower floor per kernel (the test above)
