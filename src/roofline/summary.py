@@ -36,7 +36,7 @@ from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, MemoryCeiling
 from roofline.llm_report import report
 from roofline.text import shorten
-from roofline.units import format_bandwidth, format_count, format_flops, format_seconds, format_share, format_speedup
+from roofline.units import format_bandwidth, format_count, format_flops, format_ratio, format_seconds, format_share, format_speedup
 from roofline.workload import TraceRecord
 
 if TYPE_CHECKING:
@@ -91,7 +91,8 @@ class Ratio:
     high: float
 
     def describe(self) -> str:
-        return f"{self.value:.2f} ({self.low:.2f}..{self.high:.2f})"
+        """'0.42 (0.40..0.44)'; a small ratio keeps two significant digits: '0.0012 (0.0011..0.0013)'."""
+        return f"{format_ratio(self.value)} ({format_ratio(self.low)}..{format_ratio(self.high)})"
 
 
 @dataclass(frozen=True)

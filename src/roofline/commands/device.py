@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     con = Console(width=200)
     # names from a device file are data: escaped for rich, control characters made visible
-    con.print(f"[bold]{for_terminal(d.name)}[/bold] ({for_terminal(d.vendor)} {d.kind}); aliases: "
+    con.print(f"[bold]{for_terminal(d.name)}[/bold] ({for_terminal(d.vendor_kind())}); aliases: "
               f"{for_terminal(', '.join(d.aliases)) or '-'}")
     t = Table(title="compute ceilings (dense)", title_justify="left")
     for col in ("unit", "precision", "peak", *(f"ridge vs {for_terminal(m.level)}" for m in d.memory), "source"):
