@@ -81,12 +81,14 @@ def bench_figure(device: Device, tmp_path, monkeypatch):
 # -- what the data says must be on the chart ----------------------------------------------------------------
 
 def drawn_ceilings(device: Device, analysis=None) -> list[ComputeCeiling]:
-    """The compute roofs a chart draws: every one of a bare device; the ops' ones and the fastest otherwise."""
+    """The compute roofs a chart draws: every one of a bare device; otherwise the ops' ones and the fastest
+    in the precisions the ops use (no roof in a precision no op uses)."""
     if analysis is None:
         return list(device.compute)
     used = {analysis.ceilings[j].key: analysis.ceilings[j] for j in np.unique(analysis.ceiling_index)}
-    fastest = max(device.compute, key=lambda c: c.flops)
-    used[fastest.key] = fastest
+    precisions = {c.precision for c in used.values()}
+    fastest = max((c for c in device.compute if c.precision in precisions), key=lambda c: c.flops)
+    used.setdefault(fastest.key, fastest)
     return list(used.values())
 
 
@@ -206,11 +208,37 @@ def check_chart(fig, device: Device, analysis=None, *, expect_ops: int = TOP) ->
         assert any(all(w in text for w in words) for text in named), f"roof {words} not labelled: {named}"
     assert len(lines["roof"]) == len(expected)
     assert any(text.startswith("ridge ") for text in named)
-    # the top ops by time are labelled
+    # the top ops by time are named: a label of their own on the chart, else in the caption (under the x axis)
+    caption = ax.get_xlabel()
     if analysis is not None:
         for name in top_ops(analysis, expect_ops):
-            assert any(text == name for text in named), f"top op {name!r} not labelled: {named}"
+            assert any(text == name for text in named) or f"{name} (" in caption, f"top op {name!r} not named"
+    # the legend names kinds, measured/predicted and roofs, never an op
+    if legend is not None:
+        ops = {analysis.workload.strings("name", i) for i in range(len(analysis.workload))} if analysis else set()
+        entries = [t.get_text() for t in legend.get_texts()]
+        assert not any(e in ops or e in top_ops(analysis, 50) for e in entries if analysis is not None), entries
+        # inside the axes it covers no marker and no roof, slope, ridge or measured-to-predicted line
+        box = legend.get_window_extent(renderer)
+        if box.x1 <= frame.x1 + 0.5:
+            for gid, seg in segments:
+                assert not segment_crosses_box(seg, box), f"the legend covers a {gid} line"
+            for x, y, r in markers(ax, analysis, fig):
+                assert not (box.x0 < x + r and x - r < box.x1 and box.y0 < y + r and y - r < box.y1), "legend on a point"
     return {"chart": len(chart_labels), "legend": sum(kind == "legend" for kind, _, _ in texts)}
+
+
+def markers(ax, analysis, fig):
+    """Every drawn point's centre and marker radius in pixels (from the scatter collections)."""
+    out = []
+    for coll in ax.collections:
+        offsets = coll.get_offset_transform().transform(coll.get_offsets())
+        sizes = coll.get_sizes()
+        for k, (x, y) in enumerate(offsets):
+            if np.isfinite(x) and np.isfinite(y):
+                size = sizes[k % len(sizes)] if len(sizes) else 36.0
+                out.append((x, y, np.sqrt(size) / 2 * fig.dpi / 72))
+    return out
 
 
 # -- the four charts -----------------------------------------------------------------------------------------

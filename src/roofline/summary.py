@@ -309,6 +309,18 @@ def roofs_of_ops(a: Analysis) -> tuple[list[ComputeCeiling], list[MemoryCeiling]
     return ceilings, levels
 
 
+def drawn_ceilings(a: Analysis) -> list[ComputeCeiling]:
+    """The compute roofs every chart of ``a`` draws (one rule for the PNG, the HTML and the notebook chart):
+    each ceiling an op is bounded by, plus the fastest of the device's ceilings in the precisions the ops
+    use, fastest first.  A roof in a precision no op uses is not drawn (no fp8 roof over a bf16 workload)."""
+    used = {c.key: c for c in roofs_of_ops(a)[0]}
+    precisions = {c.precision for c in used.values()}
+    same = [c for c in a.device.compute if c.precision in precisions] or list(a.device.compute)
+    fastest = max(same, key=lambda c: c.flops)
+    used.setdefault(fastest.key, fastest)
+    return sorted(used.values(), key=lambda c: -c.flops)
+
+
 def ceiling_times(a: Analysis) -> np.ndarray:
     """Roofline seconds (x count) per entry of ``a.ceilings``, every op counted at its compute ceiling."""
     return np.bincount(a.ceiling_index, weights=a.total_op_time, minlength=len(a.ceilings))
