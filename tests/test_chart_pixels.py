@@ -337,3 +337,142 @@ def test_every_chart_the_demo_writes(tmp_path):
         assert (r.outdir / f"{key}.png").is_file()
         drawn = int((a.workload.columns["flops"] > 0).sum())  # 0-FLOP ops are not drawn
         check_chart(plot(a, title=r.titles[key]), a.device, a, expect_ops=min(TOP, drawn))
+
+
+# -- issue 31: charts by kind --------------------------------------------------------------------------------
+
+def test_decode_matmuls_pile_into_one_group_label_and_the_caption_names_the_top_ops():
+    """At batch 1 every decode GEMM reads each bf16 weight (2 B) once for 2 FLOPs: ~1 FLOP/B at the same
+    attainable rate, so the matmul markers overlap: one label '<n> matmuls' (n = the distinct matmul names),
+    the top ops named in the caption, none of them in the legend.  Llama-3-8B's grouped-query attention
+    (32 query heads on 8 KV heads) reuses each KV element 4 times: ~4 FLOP/B, a separate point."""
+    from roofline import from_llm
+    from roofline.render.chart import plot
+
+    dev = get_device("h100")
+    a = analyze(from_llm("llama-3-8b", phase="decode"), dev)
+    fig = plot(a)
+    check_chart(fig, dev, a)
+    w = a.workload
+    matmuls = {w.strings("name", i) for i in range(len(w)) if w.strings("kind", i) == "matmul"
+               and w.columns["flops"][i] > 0}
+    intensity = {round(float(a.intensity[i]), 1) for i in range(len(w)) if w.strings("name", i) in matmuls}
+    assert intensity == {1.0}  # the hand estimate above: 2 FLOP / 2 B, the activations negligible at batch 1
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.texts]
+    assert f"{len(matmuls)} matmuls" in labels, labels
+    assert not matmuls & set(labels)  # no single matmul name piled onto the point
+    caption = ax.get_xlabel()
+    assert "top ops by time:" in caption and all(f"{n} (" in caption for n in top_ops(a))
+
+
+def test_roofs_only_in_the_precisions_the_workload_uses():
+    """An fp32 workload on H100: fp32 roofs only (H100 also lists fp8, int8, bf16, fp16 and tf32 ones)."""
+    from roofline.render.chart import plot
+
+    dev = get_device("h100")
+    ops = [Op("gemm", kind="matmul", flops=2e12, bytes_read=3e9, precision="fp32", unit="matrix"),
+           Op("add", kind="elementwise", flops=1e8, bytes_read=1.2e9, precision="fp32", unit="vector")]
+    a = analyze(Workload.from_ops(ops), dev)
+    fig = plot(a)
+    check_chart(fig, dev, a)
+    assert {c.precision for c in dev.compute} > {"fp32"}  # the device has other precisions to leave out
+    roofs = [t.get_text() for t in fig.axes[0].texts if "FLOP/s" in t.get_text()]
+    legend = fig.axes[0].get_legend()
+    roofs += [t.get_text() for t in legend.get_texts() if "FLOP/s" in t.get_text()] if legend else []
+    assert roofs and all("fp32" in r for r in roofs), roofs
+    # the HTML chart shows the same roofs by default (the others only in its legend, to toggle)
+    from roofline.render.html_chart import figure
+
+    shown = {t["name"].rsplit(" ", 2)[0] for t in figure(a)["data"] if t.get("legendgroup") == "compute"
+             and t.get("visible") is True}
+    assert shown and all(s.startswith("fp32") for s in shown), shown
+
+
+def test_plan_chart_draws_communication_as_a_readable_share():
+    """`plan -o`: a second panel with each part but the ops as a share of the step, labelled in percent; the
+    legend lists no part that is 0 s in every layout."""
+    from roofline.render.plan import drawn_parts, plan_figure
+
+    class Est:  # the two methods the chart reads of an Estimate
+        def __init__(self, name, parts):
+            self.name, self._parts, self.tokens_per_second = name, parts, 1000.0
+
+        def parts(self):
+            return self._parts
+
+        def describe(self):
+            return self.name
+
+    ests = [Est("tp1", {"ops": 9.7, "bubble": 0.0, "dp grad reduce-scatter": 0.3, "tp all-reduce": 0.0}),
+            Est("tp2", {"ops": 9.0, "bubble": 0.5, "dp grad reduce-scatter": 0.0, "tp all-reduce": 0.5})]
+    assert drawn_parts(ests) == ["ops", "bubble", "dp grad reduce-scatter", "tp all-reduce"]
+    ests[1]._parts["tp all-reduce"] = 0.0
+    ests[1]._parts["ops"] = 9.5
+    assert drawn_parts(ests) == ["ops", "bubble", "dp grad reduce-scatter"]  # 0 s everywhere: not listed
+    fig = plot_figure = plan_figure(ests, "t")
+    fig.canvas.draw() if fig.canvas is not None else None
+    _, share_ax = plot_figure.axes[:2]
+    entries = [t.get_text() for t in share_ax.get_legend().get_texts()]
+    assert entries == ["ops", "bubble", "dp grad reduce-scatter (exposed)"]
+    # percent labels: tp1 0.3 s of 10 s = 3%, tp2 0.5 s of 10 s = 5%
+    assert sorted(t.get_text() for t in share_ax.texts) == ["3%", "5%"]
+
+
+def test_sweep_chart_batch_labels_do_not_overlap():
+    """The batch sweep on a log throughput axis: batch 1, 2 and 4 all labelled, no two labels overlapping."""
+    from roofline.catalog import get_device as dev_of
+    from roofline.frontends import llm
+    from roofline.render import chart
+    from roofline.render.sweep import plot_sweep
+
+    caught = []
+    spec = llm.make_spec("llama-3-8b", phase="decode", batch=1)
+    sweep = llm.batch_sweep(spec, dev_of("h100"), list(range(1, 257)))
+    original = chart.new_figure
+
+    def catch(*args, **kw):
+        caught.append(original(*args, **kw))
+        return caught[-1]
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chart, "new_figure", catch)
+        plot_sweep(sweep, f"{d}/s.png")
+    (fig,) = caught
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in fig.axes[0].texts if t.get_gid() == "batch-label"]
+    assert {"1", "2", "4"} <= {t.get_text() for t in labels}
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            assert not boxes_overlap(boxes[i], boxes[j]), (labels[i].get_text(), labels[j].get_text())
+
+
+def test_serve_chart_draws_the_slo_and_names_its_throughput_basis():
+    import io
+
+    from matplotlib.image import imread
+
+    from roofline.render import serve
+
+    doc = {"model": "m", "slo": "p99 TTFT 2000 ms, TPOT 50 ms", "slo_limits": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+           "curves": [{"tp": 1, "devices": 8, "points": [
+               {"output_tokens_per_s": x, "tpot_p99_s": t, "ttft_p99_s": 10 * t} for x, t in ((100, 0.01), (900, 0.02))]}]}
+    figs = []
+    original = serve.figure_bytes
+
+    def catch(fig, fmt="png"):
+        figs.append(fig)
+        return original(fig, fmt)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(serve, "figure_bytes", catch)
+        png = serve.serve_chart_bytes(doc, "c.png")
+    assert imread(io.BytesIO(png)).shape[0] > 100
+    tpot, ttft = figs[0].axes
+    for ax, limit in ((tpot, 0.05), (ttft, 2.0)):
+        slo = [ln for ln in ax.get_lines() if ln.get_label().startswith("SLO")]
+        assert len(slo) == 1 and set(slo[0].get_ydata()) == {limit}
+        assert ax.get_xlabel() == "output tokens/s, total over all 8 devices (not per device)"

@@ -240,7 +240,7 @@ def _line_labels(ax: Axes, labels: list[tuple[str, str, Any, dict[str, Any]]], r
     return todo
 
 
-#: a pile's label: "6 matmuls" (kinds not in here: "3 <kind> ops"; mixed kinds: "7 ops")
+#: a pile's label: "6 matmuls" (kinds not in here: "3 <kind> ops"; two kinds joined by " + "; more: "7 ops")
 PLURALS = {"matmul": "matmuls", "conv": "convs", "norm": "norms", "softmax": "softmaxes", "reduction": "reductions",
            "embedding": "embeddings", "collective": "collectives"}
 
@@ -255,16 +255,24 @@ class Pile:
     points: list[Point]
 
     def text(self) -> str:
-        """The op's name for one point; '6 matmuls' (or '7 ops' for mixed kinds) for a pile."""
+        """The op's name for one point; '6 matmuls' for a pile, '8 matmuls + 2 attention ops' for two kinds,
+        '7 ops' for more."""
         if len(self.points) == 1:
             label = self.points[0].label
             return for_chart(label if len(label) <= 28 else label[:26] + "…")
-        kinds = {p.kind for p in self.points}
-        n = len(self.points)
-        if len(kinds) > 1:
-            return f"{n} ops"
-        (kind,) = kinds
-        return f"{n} {PLURALS.get(kind, for_chart(kind) + ' ops')}"
+        counts: dict[str, int] = {}
+        for p in self.points:
+            counts[p.kind] = counts.get(p.kind, 0) + 1
+        if len(counts) > 2:
+            return f"{len(self.points)} ops"
+        return " + ".join(f"{n} {_plural(kind, n)}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _plural(kind: str, n: int) -> str:
+    """'matmuls', 'attention ops' (one: 'matmul', 'attention op')."""
+    if n == 1:
+        return for_chart(kind) if kind in PLURALS else f"{for_chart(kind)} op"
+    return PLURALS.get(kind, f"{for_chart(kind)} ops")
 
 
 def piles(ax: Axes, f: Frame, pts: Sequence[Point], px_per_pt: float) -> list[Pile]:
