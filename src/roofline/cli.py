@@ -35,7 +35,7 @@ class Parser(argparse.ArgumentParser):
             note(f"{arg_string.split('=', 1)[0]!r} taken as {found[1]!r} (the one option it starts)")
         return found
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         # argparse's "unrecognized arguments: --quik" -> the command's closest option(s), by the one matcher
         ns, extras = self.parse_known_args(args, namespace)
         if extras:

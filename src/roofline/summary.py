@@ -36,7 +36,15 @@ from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, MemoryCeiling
 from roofline.llm_report import report
 from roofline.text import shorten
-from roofline.units import format_bandwidth, format_count, format_flops, format_ratio, format_seconds, format_share, format_speedup
+from roofline.units import (
+    format_bandwidth,
+    format_count,
+    format_flops,
+    format_ratio,
+    format_seconds,
+    format_share,
+    format_speedup,
+)
 from roofline.workload import TraceRecord
 
 if TYPE_CHECKING:

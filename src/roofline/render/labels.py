@@ -368,7 +368,7 @@ def _place_beside_legend(ax: Axes, frame: Box, markers: list[Box], segments: np.
 
 
 #: where the legend may go inside the axes, tried in this order; beside the axes when it covers something in all
-LEGEND_PLACES = ("lower right", "upper left", "lower left", "center right", "upper right")
+LEGEND_PLACES: tuple[Any, ...] = ("lower right", "upper left", "lower left", "center right", "upper right")
 
 
 def _legend(ax: Axes, space: _Space, handles: list[Any], names: list[str], by_kind: bool,
@@ -376,7 +376,8 @@ def _legend(ax: Axes, space: _Space, handles: list[Any], names: list[str], by_ki
     """The legend in the first of :data:`LEGEND_PLACES` where it covers no marker and no line (roof, slope,
     ridge, connector) and fits the axes, its box then kept clear of labels; else beside the axes (upper
     right, outside), where it covers nothing."""
-    style = {"fontsize": 8, "framealpha": 1.0, "title": "op kind" if by_kind else None, "title_fontsize": 8}
+    style: dict[str, Any] = {"fontsize": 8, "framealpha": 1.0, "title": "op kind" if by_kind else None,
+                             "title_fontsize": 8}
     for loc in LEGEND_PLACES:
         legend = ax.legend(handles, names, loc=loc, **style)
         b = legend.get_window_extent(renderer)
