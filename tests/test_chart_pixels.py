@@ -476,3 +476,15 @@ def test_serve_chart_draws_the_slo_and_names_its_throughput_basis():
         slo = [ln for ln in ax.get_lines() if ln.get_label().startswith("SLO")]
         assert len(slo) == 1 and set(slo[0].get_ydata()) == {limit}
         assert ax.get_xlabel() == "output tokens/s, total over all 8 devices (not per device)"
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_the_notebook_chart_keeps_its_legend_off_labels_points_and_lines(phase):
+    """The chart a notebook shows (render.html._notebook_chart: 8 x 5.2 in, 10 labels): check_chart's rules,
+    the legend (inside the axes) on no point, no line and no label."""
+    from roofline import from_llm
+    from roofline.render.chart import plot
+
+    dev = get_device("h100")
+    a = analyze(from_llm("llama-2-7b", phase=phase), dev)
+    check_chart(plot(a, max_labels=10, figsize=(8, 5.2)), dev, a)

@@ -16,9 +16,11 @@ or around its point) whose box stays inside the axes, overlaps no placed label,
 marker or the legend, and is crossed by no roof, slope, ridge,
 measured-to-predicted or leader line; a leader line crosses no label.  A roof,
 slope or ridge with no free position is named in the legend instead (in a
-colour of its own when its line would look like another's), as is one of the
-top ``TOP_OPS`` ops; other ops without room stay unlabelled (``max_labels`` at
-most are tried).
+colour of its own when its line would look like another's).  Ops whose markers
+overlap share one label ("8 matmuls"); the legend never names an op, and the
+caption lists the top ``TOP_OPS`` ops when one has no label of its own
+(``max_labels`` labels at most are tried).  Compute roofs: the precisions the
+ops use only (:func:`roofline.summary.drawn_ceilings`).
 
 Figures are built without pyplot (:func:`new_figure`): no backend is switched,
 and in a notebook a chart shows itself (``_repr_png_``).

@@ -4,8 +4,12 @@ Roofs (roofs at one height share a label), the ridge, slopes, the region names, 
 label takes the first of its candidate positions (beside its line, or around its point) whose box stays
 inside the axes, overlaps no placed label, marker or the legend, and is crossed by no roof, slope, ridge,
 measured-to-predicted or leader line; a leader line crosses no label.  A roof, slope or ridge with no free
-position is named in the legend instead (in a colour of its own when its line would look like another's),
-as is one of the top ``TOP_OPS`` ops; other ops without room stay unlabelled.
+position is named in the legend instead (in a colour of its own when its line would look like another's).
+
+Ops whose markers overlap form a pile labelled once ("8 matmuls", "8 matmuls + 2 attention ops"), with a
+leader line; an op label with no room is dropped.  The legend names op kinds, measured/predicted and roofs,
+never an op: when one of the top ``TOP_OPS`` ops has no label of its own, the caption (under the x axis)
+lists them.  The legend goes where it covers no marker and no line, else beside the axes.
 """
 
 from __future__ import annotations
@@ -357,7 +361,7 @@ def _place_beside_legend(ax: Axes, frame: Box, markers: list[Box], segments: np.
             space.add_box(m, label=False)
         space.add_segments(segments)
         if handles or extra_h:
-            legend = _legend(ax, space, handles + extra_h, names + extra_n, by_kind, renderer)
+            legend = _legend(ax, space, handles + extra_h, names + extra_n, len(handles) if by_kind else 0, renderer)
         failed = _greedy(space, [lb for lb in todo if lb not in moved])
         new = [lb for lb in failed if lb.handle is not None and lb not in moved]
         if not new:
@@ -371,13 +375,14 @@ def _place_beside_legend(ax: Axes, frame: Box, markers: list[Box], segments: np.
 LEGEND_PLACES: tuple[Any, ...] = ("lower right", "upper left", "lower left", "center right", "upper right")
 
 
-def _legend(ax: Axes, space: _Space, handles: list[Any], names: list[str], by_kind: bool,
+def _legend(ax: Axes, space: _Space, handles: list[Any], names: list[str], kinds: int,
             renderer: RendererBase) -> Any:
     """The legend in the first of :data:`LEGEND_PLACES` where it covers no marker and no line (roof, slope,
     ridge, connector) and fits the axes, its box then kept clear of labels; else beside the axes (upper
     right, outside), where it covers nothing."""
-    style: dict[str, Any] = {"fontsize": 8, "framealpha": 1.0, "title": "op kind" if by_kind else None,
-                             "title_fontsize": 8}
+    # titled by what it lists: the first ``kinds`` entries are op kinds (and measured/predicted markers)
+    title = ("op kind" if len(handles) == kinds else "op kind, roofs") if kinds else None
+    style: dict[str, Any] = {"fontsize": 8, "framealpha": 1.0, "title": title, "title_fontsize": 8}
     for loc in LEGEND_PLACES:
         legend = ax.legend(handles, names, loc=loc, **style)
         b = legend.get_window_extent(renderer)
