@@ -142,3 +142,10 @@ def test_an_output_into_a_missing_folder_is_one_line_and_creates_nothing(capsys,
     err = one_line_error(capsys, ["device", "h100", "-o", str(missing / "c.png")])
     assert f"cannot write: folder '{missing}' does not exist (create it first)" in err
     assert not (tmp_path / "nonexistent").exists()
+
+
+def test_plan_says_what_the_layouts_left_out_are(capsys):
+    """'N past memory' read as a size; the line now says what N counts."""
+    assert main(["plan", "llama-3-70b", "--system", "dgx-h100", "--serve"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "of them left out as they do not fit in device memory" in first and "past memory" not in first

@@ -64,7 +64,9 @@ def plan_figure(estimates: list[Any], title: str) -> Any:
     ax.set_xlim(0, max(left) * 1.35)
     share_ax.set_xlim(0, top * 1.25)
     share_ax.xaxis.set_major_formatter(_percent)
-    share_ax.set_xlabel("share of that time: communication, bubble, optimizer (everything but the ops)", fontsize=8)
+    what = (["communication"] if any(n not in COLORS for n in names) else []) + [
+        n for n in ("bubble", "optimizer") if n in names]
+    share_ax.set_xlabel(f"share of that time: {', '.join(what) or 'nothing'} (everything but the ops)", fontsize=8)
     share_ax.grid(True, axis="x", alpha=0.3)
     fig.suptitle(for_chart(title), fontsize=10)
     handles, texts = ax.get_legend_handles_labels()
