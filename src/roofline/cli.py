@@ -74,18 +74,18 @@ def unknown_command(typed: str, commands: list[str]) -> str:
 
 
 def unrecognized(extras: list[str], options: list[str]) -> str:
-    """"unrecognized argument '--quik'; did you mean '--quick'?": the closest options to the first unknown one
+    """"unrecognized arguments: --quik; did you mean '--quick'?": the closest options to the first unknown one
     (:func:`roofline.names.closest`, names this similar only).
 
     >>> unrecognized(["--quik"], ["--quick", "--show", "--out", "-h", "--help"])
-    "unrecognized argument '--quik'; did you mean '--quick'?"
+    "unrecognized arguments: --quik; did you mean '--quick'?"
     >>> unrecognized(["stray"], ["--quick"])
-    "unrecognized argument 'stray'"
+    'unrecognized arguments: stray'
     """
     from roofline.names import TYPO_CUTOFF, closest, normalize
 
     typed = extras[0].split("=", 1)[0]
-    text = f"unrecognized argument{'s' if len(extras) > 1 else ''} " + " ".join(repr(e) for e in extras[:5])
+    text = "unrecognized arguments: " + " ".join(extras[:5])  # argparse's own wording, then the suggestion
     long = [o for o in options if o.startswith("--")]
     if not typed.startswith("--") or not normalize(typed) or not long:
         return text
