@@ -344,7 +344,7 @@ def top_ops_caption(pts: Sequence[Point], shown: set[str], chars: int) -> str:
 def _place_beside_legend(ax: Axes, frame: Box, markers: list[Box], segments: np.ndarray, todo: list[_Label],
                          legend_entries: tuple[list[Any], list[str]], by_kind: bool,
                          renderer: RendererBase) -> list[_Label]:
-    """Place ``todo`` around the legend (lower right; beside the axes when taller or wider than they are).
+    """Place ``todo`` around the legend (where :func:`_legend` puts it: covering nothing, else beside the axes).
     Labels that find no place join the legend, which then changes size: place again until none joins.
     Returns the labels moved to the legend."""
     handles, names = legend_entries
