@@ -72,9 +72,10 @@ def test_labels_do_not_overlap_and_are_capped(n, max_labels):
     for i in range(len(boxes)):
         for j in range(i + 1, len(boxes)):
             assert not boxes[i].overlaps(boxes[j]), (labels[i].get_text(), labels[j].get_text())
-    # the longest op is labelled
+    # the longest op is named: on a label of its own, or (in a pile of overlapping markers, labelled "3 ops")
+    # in the caption under the x axis
     top = a.workload.strings("name", a.order()[0])
-    assert top in [t.get_text() for t in labels]
+    assert top in [t.get_text() for t in labels] or f"{top} (" in ax.get_xlabel()
 
 
 def test_device_only_chart_draws_every_ceiling():

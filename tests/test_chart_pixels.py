@@ -81,12 +81,14 @@ def bench_figure(device: Device, tmp_path, monkeypatch):
 # -- what the data says must be on the chart ----------------------------------------------------------------
 
 def drawn_ceilings(device: Device, analysis=None) -> list[ComputeCeiling]:
-    """The compute roofs a chart draws: every one of a bare device; the ops' ones and the fastest otherwise."""
+    """The compute roofs a chart draws: every one of a bare device; otherwise the ops' ones and the fastest
+    in the precisions the ops use (no roof in a precision no op uses)."""
     if analysis is None:
         return list(device.compute)
     used = {analysis.ceilings[j].key: analysis.ceilings[j] for j in np.unique(analysis.ceiling_index)}
-    fastest = max(device.compute, key=lambda c: c.flops)
-    used[fastest.key] = fastest
+    precisions = {c.precision for c in used.values()}
+    fastest = max((c for c in device.compute if c.precision in precisions), key=lambda c: c.flops)
+    used.setdefault(fastest.key, fastest)
     return list(used.values())
 
 
@@ -206,11 +208,37 @@ def check_chart(fig, device: Device, analysis=None, *, expect_ops: int = TOP) ->
         assert any(all(w in text for w in words) for text in named), f"roof {words} not labelled: {named}"
     assert len(lines["roof"]) == len(expected)
     assert any(text.startswith("ridge ") for text in named)
-    # the top ops by time are labelled
+    # the top ops by time are named: a label of their own on the chart, else in the caption (under the x axis)
+    caption = ax.get_xlabel()
     if analysis is not None:
         for name in top_ops(analysis, expect_ops):
-            assert any(text == name for text in named), f"top op {name!r} not labelled: {named}"
+            assert any(text == name for text in named) or f"{name} (" in caption, f"top op {name!r} not named"
+    # the legend names kinds, measured/predicted and roofs, never an op
+    if legend is not None:
+        ops = {analysis.workload.strings("name", i) for i in range(len(analysis.workload))} if analysis else set()
+        entries = [t.get_text() for t in legend.get_texts()]
+        assert not any(e in ops or e in top_ops(analysis, 50) for e in entries if analysis is not None), entries
+        # inside the axes it covers no marker and no roof, slope, ridge or measured-to-predicted line
+        box = legend.get_window_extent(renderer)
+        if box.x1 <= frame.x1 + 0.5:
+            for gid, seg in segments:
+                assert not segment_crosses_box(seg, box), f"the legend covers a {gid} line"
+            for x, y, r in markers(ax, analysis, fig):
+                assert not (box.x0 < x + r and x - r < box.x1 and box.y0 < y + r and y - r < box.y1), "legend on a point"
     return {"chart": len(chart_labels), "legend": sum(kind == "legend" for kind, _, _ in texts)}
+
+
+def markers(ax, analysis, fig):
+    """Every drawn point's centre and marker radius in pixels (from the scatter collections)."""
+    out = []
+    for coll in ax.collections:
+        offsets = coll.get_offset_transform().transform(coll.get_offsets())
+        sizes = coll.get_sizes()
+        for k, (x, y) in enumerate(offsets):
+            if np.isfinite(x) and np.isfinite(y):
+                size = sizes[k % len(sizes)] if len(sizes) else 36.0
+                out.append((x, y, np.sqrt(size) / 2 * fig.dpi / 72))
+    return out
 
 
 # -- the four charts -----------------------------------------------------------------------------------------
@@ -309,3 +337,155 @@ def test_every_chart_the_demo_writes(tmp_path):
         assert (r.outdir / f"{key}.png").is_file()
         drawn = int((a.workload.columns["flops"] > 0).sum())  # 0-FLOP ops are not drawn
         check_chart(plot(a, title=r.titles[key]), a.device, a, expect_ops=min(TOP, drawn))
+
+
+# -- issue 31: charts by kind --------------------------------------------------------------------------------
+
+def test_decode_matmuls_pile_into_one_group_label_and_the_caption_names_the_top_ops():
+    """At batch 1 every decode GEMM reads each bf16 weight (2 B) once for 2 FLOPs: ~1 FLOP/B at the same
+    attainable rate, so the matmul markers overlap: one label '<n> matmuls' (n = the distinct matmul names),
+    the top ops named in the caption, none of them in the legend.  Llama-3-8B's grouped-query attention
+    (32 query heads on 8 KV heads) reuses each KV element 4 times: ~4 FLOP/B, a separate point."""
+    from roofline import from_llm
+    from roofline.render.chart import plot
+
+    dev = get_device("h100")
+    a = analyze(from_llm("llama-3-8b", phase="decode"), dev)
+    fig = plot(a)
+    check_chart(fig, dev, a)
+    w = a.workload
+    matmuls = {w.strings("name", i) for i in range(len(w)) if w.strings("kind", i) == "matmul"
+               and w.columns["flops"][i] > 0}
+    intensity = {round(float(a.intensity[i]), 1) for i in range(len(w)) if w.strings("name", i) in matmuls}
+    assert intensity == {1.0}  # the hand estimate above: 2 FLOP / 2 B, the activations negligible at batch 1
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.texts]
+    assert f"{len(matmuls)} matmuls" in labels, labels
+    assert not matmuls & set(labels)  # no single matmul name piled onto the point
+    caption = ax.get_xlabel()
+    assert "top ops by time:" in caption and all(f"{n} (" in caption for n in top_ops(a))
+
+
+def test_roofs_only_in_the_precisions_the_workload_uses():
+    """An fp32 workload on H100: fp32 roofs only (H100 also lists fp8, int8, bf16, fp16 and tf32 ones)."""
+    from roofline.render.chart import plot
+
+    dev = get_device("h100")
+    ops = [Op("gemm", kind="matmul", flops=2e12, bytes_read=3e9, precision="fp32", unit="matrix"),
+           Op("add", kind="elementwise", flops=1e8, bytes_read=1.2e9, precision="fp32", unit="vector")]
+    a = analyze(Workload.from_ops(ops), dev)
+    fig = plot(a)
+    check_chart(fig, dev, a)
+    assert {c.precision for c in dev.compute} > {"fp32"}  # the device has other precisions to leave out
+    roofs = [t.get_text() for t in fig.axes[0].texts if "FLOP/s" in t.get_text()]
+    legend = fig.axes[0].get_legend()
+    roofs += [t.get_text() for t in legend.get_texts() if "FLOP/s" in t.get_text()] if legend else []
+    assert roofs and all("fp32" in r for r in roofs), roofs
+    # the HTML chart shows the same roofs by default (the others only in its legend, to toggle)
+    from roofline.render.html_chart import figure
+
+    shown = {t["name"].rsplit(" ", 2)[0] for t in figure(a)["data"] if t.get("legendgroup") == "compute"
+             and t.get("visible") is True}
+    assert shown and all(s.startswith("fp32") for s in shown), shown
+
+
+def test_plan_chart_draws_communication_as_a_readable_share():
+    """`plan -o`: a second panel with each part but the ops as a share of the step, labelled in percent; the
+    legend lists no part that is 0 s in every layout."""
+    from roofline.render.plan import drawn_parts, plan_figure
+
+    class Est:  # the two methods the chart reads of an Estimate
+        def __init__(self, name, parts):
+            self.name, self._parts, self.tokens_per_second = name, parts, 1000.0
+
+        def parts(self):
+            return self._parts
+
+        def describe(self):
+            return self.name
+
+    ests = [Est("tp1", {"ops": 9.7, "bubble": 0.0, "dp grad reduce-scatter": 0.3, "tp all-reduce": 0.0}),
+            Est("tp2", {"ops": 9.0, "bubble": 0.5, "dp grad reduce-scatter": 0.0, "tp all-reduce": 0.5})]
+    assert drawn_parts(ests) == ["ops", "bubble", "dp grad reduce-scatter", "tp all-reduce"]
+    ests[1]._parts["tp all-reduce"] = 0.0
+    ests[1]._parts["ops"] = 9.5
+    assert drawn_parts(ests) == ["ops", "bubble", "dp grad reduce-scatter"]  # 0 s everywhere: not listed
+    fig = plot_figure = plan_figure(ests, "t")
+    fig.canvas.draw() if fig.canvas is not None else None
+    _, share_ax = plot_figure.axes[:2]
+    entries = [t.get_text() for t in share_ax.get_legend().get_texts()]
+    assert entries == ["ops", "bubble", "dp grad reduce-scatter (exposed)"]
+    assert share_ax.get_xlabel() == "share of that time: communication, bubble (everything but the ops)"
+    # percent labels: tp1 0.3 s of 10 s = 3%, tp2 0.5 s of 10 s = 5%
+    assert sorted(t.get_text() for t in share_ax.texts) == ["3%", "5%"]
+
+
+def test_sweep_chart_batch_labels_do_not_overlap():
+    """The batch sweep on a log throughput axis: batch 1, 2 and 4 all labelled, no two labels overlapping."""
+    from roofline.catalog import get_device as dev_of
+    from roofline.frontends import llm
+    from roofline.render import chart
+    from roofline.render.sweep import plot_sweep
+
+    caught = []
+    spec = llm.make_spec("llama-3-8b", phase="decode", batch=1)
+    sweep = llm.batch_sweep(spec, dev_of("h100"), list(range(1, 257)))
+    original = chart.new_figure
+
+    def catch(*args, **kw):
+        caught.append(original(*args, **kw))
+        return caught[-1]
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chart, "new_figure", catch)
+        plot_sweep(sweep, f"{d}/s.png")
+    (fig,) = caught
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in fig.axes[0].texts if t.get_gid() == "batch-label"]
+    assert {"1", "2", "4"} <= {t.get_text() for t in labels}
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            assert not boxes_overlap(boxes[i], boxes[j]), (labels[i].get_text(), labels[j].get_text())
+
+
+def test_serve_chart_draws_the_slo_and_names_its_throughput_basis():
+    import io
+
+    from matplotlib.image import imread
+
+    from roofline.render import serve
+
+    doc = {"model": "m", "slo": "p99 TTFT 2000 ms, TPOT 50 ms", "slo_limits": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+           "curves": [{"tp": 1, "devices": 8, "points": [
+               {"output_tokens_per_s": x, "tpot_p99_s": t, "ttft_p99_s": 10 * t} for x, t in ((100, 0.01), (900, 0.02))]}]}
+    figs = []
+    original = serve.figure_bytes
+
+    def catch(fig, fmt="png"):
+        figs.append(fig)
+        return original(fig, fmt)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(serve, "figure_bytes", catch)
+        png = serve.serve_chart_bytes(doc, "c.png")
+    assert imread(io.BytesIO(png)).shape[0] > 100
+    tpot, ttft = figs[0].axes
+    for ax, limit in ((tpot, 0.05), (ttft, 2.0)):
+        slo = [ln for ln in ax.get_lines() if ln.get_label().startswith("SLO")]
+        assert len(slo) == 1 and set(slo[0].get_ydata()) == {limit}
+        assert ax.get_xlabel() == "output tokens/s, total over all 8 devices (not per device)"
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_the_notebook_chart_keeps_its_legend_off_labels_points_and_lines(phase):
+    """The chart a notebook shows (render.html._notebook_chart: 8 x 5.2 in, 10 labels): check_chart's rules,
+    the legend (inside the axes) on no point, no line and no label."""
+    from roofline import from_llm
+    from roofline.render.chart import plot
+
+    dev = get_device("h100")
+    a = analyze(from_llm("llama-2-7b", phase=phase), dev)
+    check_chart(plot(a, max_labels=10, figsize=(8, 5.2)), dev, a)

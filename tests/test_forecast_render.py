@@ -253,7 +253,11 @@ def test_chart_with_close_achievable_roofs_keeps_labels_clear():
         for seg in np.hstack([xy[:-1], xy[1:]]):
             for text, box in boxes:
                 assert not segment_crosses_box(seg, box), f"an achievable line crosses {text!r}"
-    drawn = {c.key for c in a.ceilings} | {max(dev.compute, key=lambda c: c.flops).key}
+    # drawn: the ops' roofs and the fastest in their precisions (bf16 and fp32: bf16 matrix), never fp8
+    used = {c.precision for c in a.ceilings}
+    drawn = {c.key for c in a.ceilings} | {max((c for c in dev.compute if c.precision in used),
+                                               key=lambda c: c.flops).key}
+    assert "fp8" not in used and not any("fp8" in t for t in chart_texts(fig))
     compute, memory = achievable_roofs(dev, [c for c in dev.compute if c.key in drawn], list(dev.memory))
     texts = chart_texts(fig)
     for _, c in compute:

@@ -419,8 +419,32 @@ LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "nu
 
 
 def test_unknown_model_names_the_closest_three():
-    with pytest.raises(RooflineError, match=r"unknown model 'llama-2-7'; closest: llama-2-7b, llama-2-70b, llama-2-13b"):
+    # a typo: difflib ratios of 'lama27b' against 'llama27b' 2*7/15 = 0.93, 'llama270b' 2*7/16 = 0.875,
+    # 'llama213b' 2*6/16 = 0.75: all over the 0.6 cutoff, best first
+    with pytest.raises(RooflineError, match=r"unknown model 'lama-2-7b'; closest: llama-2-7b, llama-2-70b, llama-2-13b"):
+        from_llm("lama-2-7b")
+
+
+def test_a_model_prefix_resolves_when_unique_and_lists_its_matches_when_not():
+    import warnings
+
+    from roofline.names import NameResolved
+
+    # 'llama-2-7' starts llama-2-7b and llama-2-70b (their normalised names 'llama27b', 'llama270b'): refused
+    with pytest.raises(RooflineError, match=r"ambiguous model 'llama-2-7': it starts 2 names \(llama-2-70b, llama-2-7b\)"):
         from_llm("llama-2-7")
+    # 'gpt' starts only gpt2 (of the bundled names, HF ids and aliases): taken, and said
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        w = from_llm("gpt", phase="decode")
+    assert "gpt2" in w.title.lower()
+    assert [str(x.message) for x in seen if x.category is NameResolved] == [
+        "'gpt' taken as gpt2 (the one model it starts)"]
+    # an exact spelling (case and punctuation ignored) is no prefix: silent
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        from_llm("Llama3-8B", phase="decode")
+    assert not [x for x in seen if x.category is NameResolved]
 
 
 def test_missing_field_is_named():
@@ -515,8 +539,10 @@ def test_cli_sweep_writes_the_plot(capsys, device_file, tmp_path):
 
 
 def test_cli_errors_are_one_line(capsys, device_file):
-    assert main(["llm", "llama-2-7", "--device", device_file]) == 2
+    assert main(["llm", "lama-2-7", "--device", device_file]) == 2
     assert "roofline: error: unknown model" in capsys.readouterr().err
+    assert main(["llm", "llama-2-7", "--device", device_file]) == 2
+    assert "roofline: error: ambiguous model 'llama-2-7'" in capsys.readouterr().err
     assert main(["llm", "llama-2-70b", "--device", device_file, "--batch", "max"]) == 2
     err = capsys.readouterr().err
     assert "does not fit" in err and err.count("\n") == 1

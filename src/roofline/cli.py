@@ -27,6 +27,25 @@ class Parser(argparse.ArgumentParser):
         print(one_line(f"roofline: error: {where}{message} (see '{self.prog} --help')"), file=sys.stderr)
         raise SystemExit(2)
 
+    def _parse_optional(self, arg_string: str) -> Any:
+        # an option by a unique prefix ('--quic' for '--quick') is taken, and said on stderr: the one rule of
+        # roofline.names for every name a user types (argparse lists an ambiguous prefix's matches itself)
+        found = super()._parse_optional(arg_string)
+        if found and found[0] is not None and found[1] != arg_string.split("=", 1)[0]:
+            note(f"{arg_string.split('=', 1)[0]!r} taken as {found[1]!r} (the one option it starts)")
+        return found
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # argparse's "unrecognized arguments: --quik" -> the command's closest option(s), by the one matcher
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser: argparse.ArgumentParser = self
+            for action in self._actions:
+                if isinstance(action, argparse._SubParsersAction) and getattr(ns, action.dest, None) in action.choices:
+                    parser = action.choices[getattr(ns, action.dest)]
+            parser.error(unrecognized(extras, [o for a in parser._actions for o in a.option_strings]))
+        return ns
+
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         # argparse's "argument COMMAND: invalid choice: ... (choose from <every command>)" -> the closest command(s)
         if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
@@ -54,6 +73,45 @@ def unknown_command(typed: str, commands: list[str]) -> str:
     return f"unknown command {typed!r}; did you mean " + " or ".join(repr(c) for c in picks) + "?"
 
 
+def unrecognized(extras: list[str], options: list[str]) -> str:
+    """"unrecognized arguments: --quik; did you mean '--quick'?": the closest options to the first unknown one
+    (:func:`roofline.names.closest`, names this similar only).
+
+    >>> unrecognized(["--quik"], ["--quick", "--show", "--out", "-h", "--help"])
+    "unrecognized arguments: --quik; did you mean '--quick'?"
+    >>> unrecognized(["stray"], ["--quick"])
+    'unrecognized arguments: stray'
+    """
+    from roofline.names import TYPO_CUTOFF, closest, normalize
+
+    typed = extras[0].split("=", 1)[0]
+    text = "unrecognized arguments: " + " ".join(extras[:5])  # argparse's own wording, then the suggestion
+    long = [o for o in options if o.startswith("--")]
+    if not typed.startswith("--") or not normalize(typed) or not long:
+        return text
+    near = closest(typed, {normalize(o): o for o in long}, 2, TYPO_CUTOFF)
+    near = [o for o in near if _similar(typed, o)]  # none below the cutoff: no far-fetched guess
+    return text + "; did you mean " + " or ".join(repr(o) for o in near) + "?" if near else text
+
+
+def _similar(a: str, b: str) -> bool:
+    import difflib
+
+    from roofline.names import TYPO_CUTOFF, normalize
+
+    return difflib.SequenceMatcher(None, normalize(a), normalize(b)).ratio() >= TYPO_CUTOFF
+
+
+_NOTED: set[str] = set()
+
+
+def note(text: str) -> None:
+    """'roofline: note: ...' on stderr, each text once per run."""
+    if text not in _NOTED:
+        _NOTED.add(text)
+        print(one_line(f"roofline: note: {text}"), file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from roofline.commands import COMMANDS
     from roofline.version import __version__
@@ -72,6 +130,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    from roofline.names import NameResolved
+
+    _NOTED.clear()
+    with warnings.catch_warnings():
+        # a name taken as another (a unique prefix: 'mi300' is MI300X) is said on stderr, once
+        warnings.simplefilter("always", NameResolved)
+        shown = warnings.showwarning
+
+        def show(message: Any, category: Any, *rest: Any, **kw: Any) -> None:
+            if issubclass(category, NameResolved):
+                note(str(message))
+            else:
+                shown(message, category, *rest, **kw)
+
+        warnings.showwarning = show
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -282,6 +282,11 @@ class Device:
         return replace(self, name=name)
 
     # -- display -----------------------------------------------------------
+    def vendor_kind(self) -> str:
+        """'NVIDIA gpu', or the kind alone for a device without a vendor ('cpu'): one placeholder rule for
+        every output (never '(-, cpu)' or '( cpu)')."""
+        return f"{self.vendor.strip()} {self.kind}" if self.vendor.strip() else self.kind
+
     def _headline_roof(self) -> ComputeCeiling:
         """The roof a one-line repr names: the fastest at 16 bits or wider (the precisions most work runs at;
         the first listed wins a tie), else the fastest of all."""
@@ -321,8 +326,8 @@ class Device:
         c = self._headline_roof()
         rows.append(row("ridge", f"{c.flops / self.main_memory.bandwidth:.3g} FLOP/B ({for_html(c.label)} on "
                                  f"{for_html(self.main_memory.level, 40)})"))
-        kind = f"{for_html(self.vendor, 40)} {self.kind}" if self.vendor else self.kind
-        return (f"<table><caption>Device {for_html(self.name, 80)} ({kind}, dense figures)</caption>"
+        return (f"<table><caption>Device {for_html(self.name, 80)} ({for_html(self.vendor_kind(), 60)}, dense "
+                f"figures)</caption>"
                 f"{''.join(rows)}</table>")
 
     # -- (de)serialisation: roofline.device_format ---------------------------

@@ -212,12 +212,13 @@ def output_kind(path: str | Path) -> str:
     raise RooflineError(f"cannot write: {_kind(st.st_mode)}, expected a file path", where=p)
 
 
-def check_writable(path: str | Path) -> Path:
+def check_writable(path: str | Path, *, create_folders: bool = False) -> Path:
     """Fail early (before any work) when ``path`` cannot be written.
 
-    A descriptor by name, a character device or a fifo must be writable; otherwise the nearest existing
-    folder above ``path`` (or above a symlink's target) must be a folder and writable (missing folders
-    below it are created when writing).
+    A descriptor by name, a character device or a fifo must be writable; otherwise ``path``'s folder must
+    exist, be a folder and be writable: a missing folder is one line naming it, never created behind the
+    user's back ("-o /nonexistent/dir/c.png").  ``create_folders`` (the project's own caches): the nearest
+    existing folder above must be writable instead, and the missing ones are created when writing.
     """
     try:
         kind = output_kind(path)
@@ -227,7 +228,7 @@ def check_writable(path: str | Path) -> Path:
             if not os.access(path, os.W_OK):
                 raise RooflineError("cannot write: not writable", where=str(path))
             return Path(path)
-        return _check_writable(Path(os.path.realpath(path)) if os.path.islink(path) else Path(path))
+        return _check_writable(Path(os.path.realpath(path)) if os.path.islink(path) else Path(path), create_folders)
     except OSError as exc:  # ENAMETOOLONG, ELOOP...: the path itself is unusable
         raise RooflineError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
     except ValueError as exc:  # a NUL byte in the path
@@ -236,13 +237,15 @@ def check_writable(path: str | Path) -> Path:
         raise RooflineError(f"cannot write: {exc}", where=repr(str(path))) from None
 
 
-def _check_writable(p: Path) -> Path:
+def _check_writable(p: Path, create_folders: bool) -> Path:
     path = str(p)
     if p.is_dir():
         raise RooflineError("is a directory, expected a file path", where=str(path))
     if p.exists() and not os.access(p, os.W_OK):
         raise RooflineError("cannot write: file is not writable", where=str(path))
     parent = p.absolute().parent
+    if not create_folders and not parent.exists() and not parent.is_symlink():
+        raise RooflineError(f"cannot write: folder {str(p.parent)!r} does not exist (create it first)", where=path)
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
@@ -268,7 +271,7 @@ def write_files_atomic(files: Sequence[tuple[str | Path, bytes]]) -> None:
     try:
         for path, data in files:
             kind = output_kind(path)
-            check_writable(path)
+            check_writable(path, create_folders=True)  # a user's path was checked strictly before any work
             if kind != "file":
                 direct.append((path, kind, data))
                 continue

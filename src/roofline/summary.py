@@ -36,7 +36,15 @@ from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, MemoryCeiling
 from roofline.llm_report import report
 from roofline.text import shorten
-from roofline.units import format_bandwidth, format_count, format_flops, format_seconds, format_share, format_speedup
+from roofline.units import (
+    format_bandwidth,
+    format_count,
+    format_flops,
+    format_ratio,
+    format_seconds,
+    format_share,
+    format_speedup,
+)
 from roofline.workload import TraceRecord
 
 if TYPE_CHECKING:
@@ -91,7 +99,8 @@ class Ratio:
     high: float
 
     def describe(self) -> str:
-        return f"{self.value:.2f} ({self.low:.2f}..{self.high:.2f})"
+        """'0.42 (0.40..0.44)'; a small ratio keeps two significant digits: '0.0012 (0.0011..0.0013)'."""
+        return f"{format_ratio(self.value)} ({format_ratio(self.low)}..{format_ratio(self.high)})"
 
 
 @dataclass(frozen=True)
@@ -306,6 +315,18 @@ def roofs_of_ops(a: Analysis) -> tuple[list[ComputeCeiling], list[MemoryCeiling]
     used = np.unique(np.concatenate([a.level_index, a.judged_level_index]))
     levels = sorted({id(m): m for m in (a.levels[j] for j in used if j >= 0)}.values(), key=lambda m: m.bandwidth)
     return ceilings, levels
+
+
+def drawn_ceilings(a: Analysis) -> list[ComputeCeiling]:
+    """The compute roofs every chart of ``a`` draws (one rule for the PNG, the HTML and the notebook chart):
+    each ceiling an op is bounded by, plus the fastest of the device's ceilings in the precisions the ops
+    use, fastest first.  A roof in a precision no op uses is not drawn (no fp8 roof over a bf16 workload)."""
+    used = {c.key: c for c in roofs_of_ops(a)[0]}
+    precisions = {c.precision for c in used.values()}
+    same = [c for c in a.device.compute if c.precision in precisions] or list(a.device.compute)
+    fastest = max(same, key=lambda c: c.flops)
+    used.setdefault(fastest.key, fastest)
+    return sorted(used.values(), key=lambda c: -c.flops)
 
 
 def ceiling_times(a: Analysis) -> np.ndarray:

@@ -204,6 +204,20 @@ def format_count(value: float, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def format_ratio(value: float) -> str:
+    """A ratio such as bound/measured: two decimals from 0.1 up, two significant digits below (never '0.00'
+    for a non-zero ratio).
+
+    >>> format_ratio(0.4213), format_ratio(12.345), format_ratio(0.0012), format_ratio(0.000987), format_ratio(0)
+    ('0.42', '12.35', '0.0012', '0.00099', '0.00')
+    """
+    if value is None or not math.isfinite(value):
+        return str(value)
+    if value == 0 or abs(value) >= 0.1:
+        return f"{value:.2f}"
+    return f"{value:.2g}"
+
+
 def format_share(value: float) -> str:
     """A fraction as a percentage: whole percents from 1%, two significant digits below (never '0%').
 

@@ -69,21 +69,18 @@ def _index() -> dict[str, Device]:
 
 
 def closest(name: str, n: int = 3) -> list[str]:
-    """The ``n`` catalog device names closest to ``name``."""
-    return names.closest(name, {alias: dev.name for alias, dev in _index().items()}, n)
+    """The (up to) ``n`` catalog device names closest to ``name`` (:func:`roofline.names.closest`)."""
+    return names.closest(name, {alias: dev.name for alias, dev in _index().items()}, n, names.TYPO_CUTOFF)
 
 
 def get_device(name: str) -> Device:
-    """A catalog device by name or alias; unknown names fail with the three closest."""
+    """A catalog device by name or alias, or a unique prefix of one (said in a
+    :class:`~roofline.names.NameResolved` warning: 'mi300' is AMD Instinct MI300X); an ambiguous prefix
+    fails listing its matches, an unknown name with the closest (:func:`roofline.names.resolve`)."""
     from roofline import arguments as arg
 
-    dev = _index().get(normalize(arg.text(name, "get_device", "name")))
-    if dev is None:
-        from roofline.fileio import shown
-
-        raise RooflineError(f"unknown device {shown(name)}; closest: {', '.join(closest(name[:100]))}"
-                            " (see 'roofline devices')")
-    return dev
+    arg.text(name, "get_device", "name")
+    return names.resolve(name, _index(), "device", shown=lambda d: d.name, hint=" (see 'roofline devices')")
 
 
 name_devices_with(get_device)  # a system file names its device as the catalog does
@@ -135,22 +132,18 @@ def systems() -> tuple[System, ...]:
 
 def get_system(name: str, *, nodes: int | None = None) -> System:
     """A catalog system by name or alias, with ``nodes`` nodes (default: its one node; :func:`with_nodes`);
-    unknown names fail with the closest ones.
+    names resolve by the rule of :func:`roofline.names.resolve` (a unique prefix taken, and said).
 
     >>> s = get_system("dgx-h100", nodes=16)
     >>> s.devices, s.tier("node").bandwidth / 1e9, s.tier("cluster").per_device_bandwidth(8) / 1e9
     (128, 450.0, 50.0)
     """
     from roofline import arguments as arg
-    from roofline.fileio import shown
 
     arg.text(name, "get_system", "name")
     arg.optional_int(nodes, "get_system", "nodes")
     index = {normalize(k): s for aliases, s in _systems() for k in (s.name, *aliases)}
-    found = index.get(normalize(name))
-    if found is None:
-        options = {k: s.name for aliases, s in _systems() for k in (s.name, *aliases)}
-        raise RooflineError(f"unknown system {shown(name)}; closest: {', '.join(names.closest(name[:100], options, 3))}")
+    found = names.resolve(name, index, "system", shown=lambda s: s.name)
     return found if nodes is None else with_nodes(found, nodes)
 
 

@@ -8,6 +8,7 @@ validates every output path before any work starts (nothing half-written);
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,28 @@ from roofline.fileio import check_writable
 from roofline.summary import Summary
 
 EXAMPLE_HELP = argparse.RawDescriptionHelpFormatter
+
+
+def count_arg(text: str) -> int:
+    """An argparse type for counts such as ``--batch``: a whole number >= 1, with one wording for '0', '-3'
+    and 'x' ("argument --batch: must be a whole number >= 1, got '0'").
+
+    >>> count_arg("16")
+    16
+    """
+    if re.fullmatch(r"\s*[0-9]+\s*", str(text)) and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+
+
+def count_or_max_arg(text: str) -> int | str:
+    """:func:`count_arg`, or 'max' (the largest batch that fits), in the same wording."""
+    if str(text).strip().lower() == "max":
+        return "max"
+    try:
+        return count_arg(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 or 'max', got {text!r}") from None
 
 
 def add_device_option(p: argparse.ArgumentParser, required: bool = True, default: str | None = None) -> None:
@@ -93,7 +116,6 @@ def cli_quantity(text: str, kind: str, option: str) -> float:
     Traceback (most recent call last):
     roofline.errors.RooflineError: --bandwidth '10': give a unit, e.g. '10 GB/s' (a bare number would be 10 B/s)
     """
-    import re
 
     from roofline.units import IEC, SI, format_bandwidth, format_flops, parse_quantity
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline.commands._common import EXAMPLE_HELP, add_phase_option, add_tf32_option
+from roofline.commands._common import EXAMPLE_HELP, add_phase_option, add_tf32_option, count_arg
 from roofline.comparison import CompareRow, compare, ranked_by
 from roofline.errors import RooflineError
 
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--precision", default=None, help="comma-separated precisions, e.g. bf16,fp8 (default: as given)")
     llm = p.add_argument_group("LLM options (when WORKLOAD_OR_MODEL is a model name)")
     add_phase_option(llm)  # one definition with 'roofline llm': the same choices and default
-    llm.add_argument("--batch", type=int, default=1, help="sequences per step (default 1)")
+    llm.add_argument("--batch", type=count_arg, default=1, help="sequences per step (default 1)")
     llm.add_argument("--prompt", type=int, default=None, metavar="TOKENS", help="prompt length (default 1024)")
     llm.add_argument("--context", type=int, default=None, metavar="TOKENS",
                      help="decode: tokens attended to, KV cache length (default: --prompt)")

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     width = terminal_width()
     out: list[str] = []
     # names from a device file are data: control characters made visible, long ones cut
-    out += wrap_line(f"{display(d.name)} ({display(d.vendor)} {d.kind}); aliases: {display(', '.join(d.aliases)) or '-'}",
+    out += wrap_line(f"{display(d.name)} ({display(d.vendor_kind())}); aliases: {display(', '.join(d.aliases)) or '-'}",
                      width)
     sources: dict[str, int] = {}  # provenance in full under each table, numbered: a table row stays one line
 

@@ -10,6 +10,7 @@ from roofline.commands._common import (
     add_output_options,
     add_tf32_option,
     check_outputs,
+    count_arg,
     emit,
     resolve,
 )
@@ -33,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               epilog=EPILOG, formatter_class=EXAMPLE_HELP)
     p.add_argument("config", metavar="CONFIG.json", help="a config.json (or the folder holding it)")
     p.add_argument("--phase", choices=("prefill", "decode"), default="prefill", help="default prefill")
-    p.add_argument("--batch", type=int, default=1, help="sequences (default 1)")
+    p.add_argument("--batch", type=count_arg, default=1, help="sequences (default 1)")
     p.add_argument("--seq-len", type=int, default=512, help="prefill: prompt tokens per sequence (default 512)")
     p.add_argument("--kv-len", type=int, default=None,
                    help="decode: tokens already in the KV cache (default 1024); prefill: a cached prefix (default 0)")

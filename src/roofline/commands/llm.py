@@ -13,6 +13,7 @@ from roofline.commands._common import (
     add_phase_option,
     add_tf32_option,
     check_outputs,
+    count_or_max_arg,
     emit,
 )
 from roofline.errors import RooflineError
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--system", help="instead of --device: a catalog system (dgx-h100, ...) or system file; --tp "
                    "devices inside one node, the tensor-parallel collectives under its node tier")
     add_phase_option(p)
-    p.add_argument("--batch", default="1", metavar="N|max", help="sequences per step, or 'max': the largest that fits")
+    p.add_argument("--batch", type=count_or_max_arg, default=1, metavar="N|max", help="sequences per step, or 'max': the largest that fits")
     p.add_argument("--prompt", type=int, default=None, metavar="TOKENS", help="prompt length (default 1024)")
     p.add_argument("--gen", type=int, default=None, metavar="TOKENS", help="decode steps for generate (default 256)")
     p.add_argument("--context", type=int, default=None, metavar="TOKENS",
@@ -97,9 +98,7 @@ def run(args: argparse.Namespace) -> int:
         return train(args)
     sweep_plot = sweep_plot_path(args)
     sweep_batches = llm.parse_range(args.sweep)[1] if args.sweep else None
-    batch_max = str(args.batch).strip().lower() == "max"
-    if not batch_max and not str(args.batch).strip().isdigit():
-        raise RooflineError(f"--batch must be an integer > 0 or 'max', got {args.batch!r}")
+    batch_max = args.batch == "max"  # else a whole number >= 1 (count_or_max_arg)
     spec = llm.make_spec(args.model, phase=args.phase, batch=1 if batch_max else int(args.batch), prompt=args.prompt,
                          context=args.context, gen=args.gen, wbits=args.wbits, abits=args.abits, kvbits=args.kvbits,
                          tp=args.tp, flash=args.flash, group_size=args.group_size, all_logits=args.all_logits,
@@ -142,10 +141,8 @@ def train(args: argparse.Namespace) -> int:
     from roofline.llm.training import TrainingRun, training_workload
     from roofline.units import format_gib
 
-    if args.sweep or str(args.batch).strip().lower() == "max":
+    if args.sweep or args.batch == "max":
         raise RooflineError("--train times one step: drop --sweep and --batch max")
-    if not str(args.batch).strip().isdigit():
-        raise RooflineError(f"--batch must be an integer > 0, got {args.batch!r}")
     run = TrainingRun.of(args.model, seq=args.prompt or 4096, global_batch=int(args.batch))
     device = device_of(args)
     workload = training_workload(run, tp=args.tp, recompute=args.recompute)

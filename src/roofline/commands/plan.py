@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from roofline.commands._common import EXAMPLE_HELP, write_all
+from roofline.commands._common import EXAMPLE_HELP, count_arg, write_all
 from roofline.errors import RooflineError
 from roofline.planner.forecast import STATED_ERROR, tied
 from roofline.text import display, visible
@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seq", type=int, default=4096, metavar="TOKENS", help="--train: tokens per sequence (4096)")
     p.add_argument("--precision", default="bf16", metavar="P",
                    help="--train: the GEMMs' precision, bf16 or fp8 (Transformer Engine; default bf16)")
-    p.add_argument("--batch", type=int, default=64, metavar="SEQS", help="--serve: sequences per replica (64)")
+    p.add_argument("--batch", type=count_arg, default=64, metavar="SEQS", help="--serve: sequences per replica (64)")
     p.add_argument("--prompt", type=int, default=1024, metavar="TOKENS", help="--serve: prompt tokens (1024)")
     p.add_argument("--gen", type=int, default=256, metavar="TOKENS", help="--serve: generated tokens (256)")
     p.add_argument("--overlap", type=float, default=None, metavar="F",
@@ -246,7 +246,7 @@ def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
     if not p.ranked:
         _none_ranked(p, run_, where)
     header = (f"{display(run_.arch.name)} {what} on {where}: {p.tried:,} layouts tried in {p.seconds:.2f} s "
-              f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} past memory"
+              f"({p.tried / max(p.seconds, 1e-9):,.0f}/s), {p.too_big:,} of them left out as they do not fit in device memory"
               + (f", {p.uneven:,} splitting groups unevenly over nodes" if p.uneven else "")
               + f", best {len(p.ranked)}"
               + (f" with {', '.join(f'{k}={v}' for k, v in fixed.items())} fixed" if fixed else ""))

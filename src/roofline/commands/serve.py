@@ -187,7 +187,8 @@ def _sweep(args: argparse.Namespace, tps: tuple[int, ...], slo: Any, kw: dict[st
     if slo is None:
         raise RooflineError("--sweep-rate needs --slo (e.g. ttft=2s,tpot=200ms)")
     curves = sweep_rate(args.model, tps=tps, slo=slo, start=args.rate or 1.0, **kw)
-    lines, doc = [], {"schema": "roofline.serve-sweep/1", "model": args.model, "slo": slo.describe(), "curves": []}
+    lines, doc = [], {"schema": "roofline.serve-sweep/1", "model": args.model, "slo": slo.describe(),
+                      "slo_limits": {"ttft_p99_s": slo.ttft, "tpot_p99_s": slo.tpot}, "curves": []}
     for c in curves:
         d = c.to_dict()
         best = c.best

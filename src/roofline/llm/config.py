@@ -235,8 +235,8 @@ def list_models() -> list[dict[str, str]]:
 
 
 def closest(name: str, n: int = 3) -> list[str]:
-    """The ``n`` bundled model names closest to ``name``."""
-    return names.closest(name, _index(), n)
+    """The (up to) ``n`` bundled model names closest to ``name`` (:func:`roofline.names.closest`)."""
+    return names.closest(name, _index(), n, names.TYPO_CUTOFF)
 
 
 def _config_path(spec: str) -> Path | None:
@@ -262,12 +262,7 @@ def find_config(spec: str) -> tuple[dict[str, Any], str]:
         if not isinstance(data, dict):
             raise RooflineError(f"expected a JSON object, got {type(data).__name__}", where=str(path))
         return data, str(path)
-    name = _index().get(normalize(spec))
-    if name is None:
-        from roofline.fileio import shown
-
-        raise RooflineError(f"unknown model {shown(spec)}; closest: {', '.join(closest(spec[:100]))}"
-                            " (see 'roofline llm --list', or give a config.json path)")
+    name = names.resolve(spec, _index(), "model", hint=" (see 'roofline llm --list', or give a config.json path)")
     return bundled()[name], name
 
 

@@ -16,9 +16,11 @@ or around its point) whose box stays inside the axes, overlaps no placed label,
 marker or the legend, and is crossed by no roof, slope, ridge,
 measured-to-predicted or leader line; a leader line crosses no label.  A roof,
 slope or ridge with no free position is named in the legend instead (in a
-colour of its own when its line would look like another's), as is one of the
-top ``TOP_OPS`` ops; other ops without room stay unlabelled (``max_labels`` at
-most are tried).
+colour of its own when its line would look like another's).  Ops whose markers
+overlap share one label ("8 matmuls"); the legend never names an op, and the
+caption lists the top ``TOP_OPS`` ops when one has no label of its own
+(``max_labels`` labels at most are tried).  Compute roofs: the precisions the
+ops use only (:func:`roofline.summary.drawn_ceilings`).
 
 Figures are built without pyplot (:func:`new_figure`): no backend is switched,
 and in a notebook a chart shows itself (``_repr_png_``).
@@ -58,7 +60,7 @@ from roofline.render.style import (
     SPEC_COLOR,
     point_size,
 )
-from roofline.summary import Summary, summarize
+from roofline.summary import Summary, drawn_ceilings, summarize
 from roofline.text import for_chart
 from roofline.units import format_bandwidth, format_flops, scale_for
 
@@ -178,11 +180,8 @@ def interconnect_roof(device: Device, analysis: Analysis | None) -> MemoryCeilin
 def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analysis: Analysis | None,
            ceilings: Sequence[ComputeCeiling] | None, levels: Sequence[str] | None) -> Frame:
     if ceilings is None:
-        if analysis is not None:
-            used = {analysis.ceilings[j].key: analysis.ceilings[j] for j in np.unique(analysis.ceiling_index)}
-            fastest = max(device.compute, key=lambda c: c.flops)
-            used[fastest.key] = fastest
-            ceilings = sorted(used.values(), key=lambda c: -c.flops)
+        if analysis is not None:  # the ops' roofs and the fastest in their precisions (summary.drawn_ceilings)
+            ceilings = drawn_ceilings(analysis)
         else:
             ceilings = sorted(device.compute, key=lambda c: -c.flops)
     mems = sorted((m for m in device.memory if levels is None or m.level in levels), key=lambda m: m.bandwidth)
@@ -285,7 +284,8 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     """Draw the roofline of a device (and an analysis's points) and return the Figure.
 
     ``ceilings``: which compute roofs to draw (default: the ones the ops use plus
-    the device's fastest; every ceiling for a bare device).  ``levels``: which
+    the fastest in the precisions they use, :func:`roofline.summary.drawn_ceilings`;
+    every ceiling for a bare device).  ``levels``: which
     memory levels (default: all the device has).  ``summary``: the analysis's facts
     (:func:`roofline.summary.summarize`; computed when not given): the ridge marked is
     the dominant ceiling's, and the title names the binding roof.  Labels are placed in

@@ -19,7 +19,7 @@ import numpy as np
 from roofline.render.chart import achievable_roofs
 from roofline.render.html_parts import esc, intensity_text, name, pct
 from roofline.render.style import ACHIEVABLE_COLOR
-from roofline.summary import Summary, dominant_ceiling, roofs_of_ops, summarize
+from roofline.summary import Summary, dominant_ceiling, drawn_ceilings, roofs_of_ops, summarize
 from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 
 if TYPE_CHECKING:
@@ -84,10 +84,10 @@ def _clip_decade(e: int) -> int:
 
 
 def _shown_ceilings(a: Analysis) -> tuple[list[Any], set[tuple[str, str]]]:
-    """All the device's compute ceilings (fastest first) and the keys shown by default (used + fastest)."""
-    used = {c.key for c in roofs_of_ops(a)[0]}
-    used.add(max(a.device.compute, key=lambda c: c.flops).key)
-    return sorted(a.device.compute, key=lambda c: -c.flops), used
+    """All the device's compute ceilings (fastest first) and the keys shown by default: the roofs every chart
+    draws (:func:`roofline.summary.drawn_ceilings`: the ops' ones and the fastest in their precisions); the
+    others are in the legend only, for the 'all precision ceilings' button."""
+    return sorted(a.device.compute, key=lambda c: -c.flops), {c.key for c in drawn_ceilings(a)}
 
 
 def _point_traces(a: Analysis, *, color: str | None = None, prefix: str = "", group: str | None = None,

@@ -155,7 +155,7 @@ def provenance_html(a: Analysis) -> str:
         rows.append(f"<tr>{_txt('interconnect ' + ic.name)}{_txt(format_bandwidth(ic.bandwidth))}"
                     f"{_txt(ic.provenance.describe())}</tr>")
     meta = "".join(f"<li>{esc(k)}: {esc(_brief(v))}</li>" for k, v in dict(d.metadata).items())
-    return (f"<p>{esc(d.name)} ({esc(d.vendor or '-')}, {esc(d.kind)})</p>"
+    return (f"<p>{esc(d.name)} ({esc(d.vendor_kind())})</p>"
             + _table(["ceiling", "value", "provenance"], rows, "provenance")
             + bench_html(d) + details("Machine and settings", f"<ul>{meta}</ul>" if meta else ""))
 

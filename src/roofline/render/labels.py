@@ -4,8 +4,12 @@ Roofs (roofs at one height share a label), the ridge, slopes, the region names, 
 label takes the first of its candidate positions (beside its line, or around its point) whose box stays
 inside the axes, overlaps no placed label, marker or the legend, and is crossed by no roof, slope, ridge,
 measured-to-predicted or leader line; a leader line crosses no label.  A roof, slope or ridge with no free
-position is named in the legend instead (in a colour of its own when its line would look like another's),
-as is one of the top ``TOP_OPS`` ops; other ops without room stay unlabelled.
+position is named in the legend instead (in a colour of its own when its line would look like another's).
+
+Ops whose markers overlap form a pile labelled once ("8 matmuls", "8 matmuls + 2 attention ops"), with a
+leader line; an op label with no room is dropped.  The legend names op kinds, measured/predicted and roofs,
+never an op: when one of the top ``TOP_OPS`` ops has no label of its own, the caption (under the x axis)
+lists them.  The legend goes where it covers no marker and no line, else beside the axes.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import numpy as np
 from roofline.render.style import (
     GAP,
     JUDGED_MARKERS,
-    KIND_COLORS,
     LEGEND_ROOF_COLORS,
     PAD,
     ROOF_COLOR,
@@ -29,6 +32,7 @@ from roofline.render.style import (
     point_size,
 )
 from roofline.text import for_chart
+from roofline.units import format_share
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -185,6 +189,10 @@ def place_labels(ax: Axes, fig: Figure, f: Frame, pts: Sequence[Point],
             lb.text.remove()
             continue
         _put(ax, lb)
+    shown = {lb.text.get_text() for lb in todo if lb.role == "op" and lb.box is not None}
+    caption = top_ops_caption(pts, shown, int(fig.get_figwidth() * 12))
+    if caption:  # under the axis title and its notes, where no line or label can cross it
+        ax.set_xlabel(f"{ax.get_xlabel()}\n{caption}")
 
 
 def _obstacles(ax: Axes, fig: Figure, f: Frame, pts: Sequence[Point]) -> tuple[np.ndarray, list[Box]]:
@@ -236,18 +244,47 @@ def _line_labels(ax: Axes, labels: list[tuple[str, str, Any, dict[str, Any]]], r
     return todo
 
 
-def _op_labels(ax: Axes, fig: Figure, f: Frame, pts: Sequence[Point], renderer: RendererBase,
-               max_labels: int) -> list[_Label]:
-    """The labels of the top ops by time (predicted points), each name once, at most ``max_labels``; the top
-    ``TOP_OPS`` reach further from their point and go to the legend when they find no place."""
-    from matplotlib.lines import Line2D
+#: a pile's label: "6 matmuls" (kinds not in here: "3 <kind> ops"; two kinds joined by " + "; more: "7 ops")
+PLURALS = {"matmul": "matmuls", "conv": "convs", "norm": "norms", "softmax": "softmaxes", "reduction": "reductions",
+           "embedding": "embeddings", "collective": "collectives"}
 
-    px_per_pt = fig.dpi / 72.0
+
+@dataclass
+class Pile:
+    """Predicted points whose markers overlap (in pixels), the longest first: labelled as one."""
+
+    x: float
+    y: float
+    radius: float
+    points: list[Point]
+
+    def text(self) -> str:
+        """The op's name for one point; '6 matmuls' for a pile, '8 matmuls + 2 attention ops' for two kinds,
+        '7 ops' for more."""
+        if len(self.points) == 1:
+            label = self.points[0].label
+            return for_chart(label if len(label) <= 28 else label[:26] + "…")
+        counts: dict[str, int] = {}
+        for p in self.points:
+            counts[p.kind] = counts.get(p.kind, 0) + 1
+        if len(counts) > 2:
+            return f"{len(self.points)} ops"
+        return " + ".join(f"{n} {_plural(kind, n)}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _plural(kind: str, n: int) -> str:
+    """'matmuls', 'attention ops' (one: 'matmul', 'attention op')."""
+    if n == 1:
+        return for_chart(kind) if kind in PLURALS else f"{for_chart(kind)} op"
+    return PLURALS.get(kind, f"{for_chart(kind)} ops")
+
+
+def piles(ax: Axes, f: Frame, pts: Sequence[Point], px_per_pt: float) -> list[Pile]:
+    """The predicted points (each name once, longest first) grouped where their markers overlap the marker of
+    a longer op already placed: five matmuls on one decode point are one pile, labelled once."""
     seen: set[str] = set()
-    ops: list[_Label] = []
+    out: list[Pile] = []
     for p in pts:
-        if len(ops) >= max_labels:
-            break
         if p.measured or p.label in seen:
             continue
         seen.add(p.label)
@@ -255,22 +292,59 @@ def _op_labels(ax: Axes, fig: Figure, f: Frame, pts: Sequence[Point], renderer: 
             x, y = ax.transData.transform((p.intensity, p.flops / f.scale))
         if not (math.isfinite(x) and math.isfinite(y)):
             continue
-        text = for_chart(p.label if len(p.label) <= 28 else p.label[:26] + "…")
-        t = ax.text(0, 0, text, fontsize=7.5, zorder=9, ha="left", va="bottom", gid="op-label",
+        r = marker_points(point_size(p)) * px_per_pt
+        home = next((g for g in out if math.hypot(g.x - x, g.y - y) < g.radius + r), None)
+        if home is None:
+            out.append(Pile(float(x), float(y), r, [p]))
+        else:
+            home.points.append(p)
+    return out
+
+
+def _op_labels(ax: Axes, fig: Figure, f: Frame, pts: Sequence[Point], renderer: RendererBase,
+               max_labels: int) -> list[_Label]:
+    """The labels of the top ops by time (predicted points), one per pile of overlapping markers ('6 matmuls'),
+    at most ``max_labels``; the top ``TOP_OPS`` reach further from their point.  An op label that finds no
+    place is dropped (never put in the legend: the legend names kinds and roofs; the caption lists the top
+    ops)."""
+    px_per_pt = fig.dpi / 72.0
+    ops: list[_Label] = []
+    for g in piles(ax, f, pts, px_per_pt)[:max_labels]:
+        t = ax.text(0, 0, g.text(), fontsize=7.5, zorder=9, ha="left", va="bottom", gid="op-label",
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
         w, h = _extent(t, renderer)
-        r = marker_points(point_size(p)) * px_per_pt
-        top = len(ops) < TOP_OPS
-        handle = (Line2D([], [], marker="o", ls="", color=KIND_COLORS.get(p.kind, "#555555")) if top else None)
-        ops.append(_Label(t, "op", _op_candidates(x, y, r, w, h, far=top), handle, anchor=(x, y),
-                          radius=r))
+        far = len(ops) < TOP_OPS or len(g.points) > 1
+        ops.append(_Label(t, "op", _op_candidates(g.x, g.y, g.radius, w, h, far=far), None, anchor=(g.x, g.y),
+                          radius=g.radius))
     return ops
+
+
+def top_ops_caption(pts: Sequence[Point], shown: set[str], chars: int) -> str:
+    """'top ops by time: a (24%), b (24%), ...' when one of the top ``TOP_OPS`` ops is not named by a label of
+    its own on the chart (it is in a pile, or found no place); '' when every one is.  Wrapped at ``chars``."""
+    top: list[Point] = []
+    for p in pts:
+        if not p.measured and p.label not in {q.label for q in top}:
+            top.append(p)
+        if len(top) == TOP_OPS:
+            break
+    if all(for_chart(p.label if len(p.label) <= 28 else p.label[:26] + "…") in shown for p in top):
+        return ""
+    items = [f"{for_chart(p.label)} ({format_share(p.weight)})" for p in top]
+    lines, line = [], "top ops by time:"
+    for item in items:
+        if len(line) + len(item) + 2 > chars and line != "top ops by time:":
+            lines.append(line + ",")
+            line = "  " + item
+        else:
+            line += ("," if not line.endswith(":") else "") + " " + item
+    return "\n".join([*lines, line])
 
 
 def _place_beside_legend(ax: Axes, frame: Box, markers: list[Box], segments: np.ndarray, todo: list[_Label],
                          legend_entries: tuple[list[Any], list[str]], by_kind: bool,
                          renderer: RendererBase) -> list[_Label]:
-    """Place ``todo`` around the legend (lower right; beside the axes when taller or wider than they are).
+    """Place ``todo`` around the legend (where :func:`_legend` puts it: covering nothing, else beside the axes).
     Labels that find no place join the legend, which then changes size: place again until none joins.
     Returns the labels moved to the legend."""
     handles, names = legend_entries
@@ -287,17 +361,7 @@ def _place_beside_legend(ax: Axes, frame: Box, markers: list[Box], segments: np.
             space.add_box(m, label=False)
         space.add_segments(segments)
         if handles or extra_h:
-            style = {"fontsize": 8, "framealpha": 1.0, "title": "op kind" if by_kind else None,
-                     "title_fontsize": 8}
-            legend = ax.legend(handles + extra_h, names + extra_n, loc="lower right", **style)
-            lb_box = legend.get_window_extent(renderer)
-            if lb_box.y1 > frame[3] or lb_box.x0 < frame[0]:  # taller (wider) than the axes: beside them
-                legend.remove()
-                legend = ax.legend(handles + extra_h, names + extra_n, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                                   borderaxespad=0.0, **style)
-            else:
-                space.add_box((lb_box.x0 - 2, lb_box.y0 - 2, lb_box.x1 + 2, lb_box.y1 + 2))
-            legend.set_zorder(10)
+            legend = _legend(ax, space, handles + extra_h, names + extra_n, len(handles) if by_kind else 0, renderer)
         failed = _greedy(space, [lb for lb in todo if lb not in moved])
         new = [lb for lb in failed if lb.handle is not None and lb not in moved]
         if not new:
@@ -305,6 +369,32 @@ def _place_beside_legend(ax: Axes, frame: Box, markers: list[Box], segments: np.
         moved += new
         _recolor(moved, todo)
     return moved
+
+
+#: where the legend may go inside the axes, tried in this order; beside the axes when it covers something in all
+LEGEND_PLACES: tuple[Any, ...] = ("lower right", "upper left", "lower left", "center right", "upper right")
+
+
+def _legend(ax: Axes, space: _Space, handles: list[Any], names: list[str], kinds: int,
+            renderer: RendererBase) -> Any:
+    """The legend in the first of :data:`LEGEND_PLACES` where it covers no marker and no line (roof, slope,
+    ridge, connector) and fits the axes, its box then kept clear of labels; else beside the axes (upper
+    right, outside), where it covers nothing."""
+    # titled by what it lists: the first ``kinds`` entries are op kinds (and measured/predicted markers)
+    title = ("op kind" if len(handles) == kinds else "op kind, roofs") if kinds else None
+    style: dict[str, Any] = {"fontsize": 8, "framealpha": 1.0, "title": title, "title_fontsize": 8}
+    for loc in LEGEND_PLACES:
+        legend = ax.legend(handles, names, loc=loc, **style)
+        b = legend.get_window_extent(renderer)
+        box = (b.x0 - 2, b.y0 - 2, b.x1 + 2, b.y1 + 2)
+        if space.free(box):
+            space.add_box(box)
+            legend.set_zorder(10)
+            return legend
+        legend.remove()
+    legend = ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **style)
+    legend.set_zorder(10)
+    return legend
 
 
 def _recolor(moved: Sequence[_Label], todo: Sequence[_Label]) -> None:

@@ -62,20 +62,31 @@ def serve_html(doc: dict[str, Any], results: list[Any], curves: Any) -> str:
 
 
 def serve_chart_bytes(doc: dict[str, Any], path: str) -> bytes:
-    """p99 TPOT and TTFT against output tokens/s, one curve per tp size (a rate sweep's document)."""
+    """p99 TPOT and TTFT against output tokens/s, one curve per tp size (a rate sweep's document), each panel
+    with its SLO limit drawn; x is the whole run's throughput, all devices together (the axis says so)."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    fig = Figure(figsize=(10, 4.2), dpi=110)
+    fig = Figure(figsize=(10, 4.4), dpi=110)
     axes = fig.subplots(1, 2)
+    devices = sorted({int(c.get("devices") or 0) for c in doc.get("curves", [])} - {0})
     for c in doc.get("curves", []):
         pts = c["points"]
         x = [p["output_tokens_per_s"] for p in pts]
         for ax, key in zip(axes, ("tpot_p99_s", "ttft_p99_s"), strict=True):
             ax.plot(x, [p[key] for p in pts], marker="o", label=f"tp{c['tp']}")
-    for ax, label in zip(axes, ("p99 TPOT [s]", "p99 TTFT [s]"), strict=True):
-        ax.set_xlabel("output tokens/s")
+    limits = doc.get("slo_limits") or {}
+    on = ", ".join(str(d) for d in devices) or "all"
+    for ax, key, label in zip(axes, ("tpot_p99_s", "ttft_p99_s"), ("p99 TPOT", "p99 TTFT"), strict=True):
+        limit = limits.get(key)
+        if isinstance(limit, (int, float)) and limit > 0:
+            ax.axhline(limit, color="#a00000", ls="--", lw=1.2, label=f"SLO: {label} <= {_sec(limit)}")
+        ax.set_xlabel(f"output tokens/s, total over all {on} devices (not per device)", fontsize=8)
         ax.set_ylabel(label)
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))  # 1-2-5 ticks: several per decade
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, pos: _sec(v)))  # '10 ms', one style per axis
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.legend(fontsize=8)
     fig.suptitle(for_chart(f"{doc.get('model', '')}: latency vs throughput ({doc.get('slo', '')})"), fontsize=10)
     fig.tight_layout()

@@ -37,7 +37,8 @@ class RateCurve:
         return next((rate for rate, r in self.points if r.figures.get("kv_cache_full_at_s") is not None), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tp": self.tp, "best_rate_per_s": self.best_rate, "kv_cache_full_from_rate_per_s": self.kv_full_from(),
+        return {"tp": self.tp, "devices": self.points[0][1].devices if self.points else 0,
+                "best_rate_per_s": self.best_rate, "kv_cache_full_from_rate_per_s": self.kv_full_from(),
                 "points": [{"rate_per_s": rate, **{k: r.figures[k] for k in _KEYS}} for rate, r in self.points]}
 
 
