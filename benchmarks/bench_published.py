@@ -213,6 +213,30 @@ def _training_rows() -> list[TrainRow]:
             + [TrainRow(f"Megatron {x[0]}", *x[1:], MEGATRON, 4096, 131072, "dgx-h100", (("zero", 1),)) for x in meg])
 
 
+#: What each publisher's framework did, as the planner models it (:class:`roofline.planner.TrainingRun`), each
+#: read from the code at the cited commit, never from the step times:
+#: * Megatron-LM at 50a4b5fa (April 2021, Narayanan et al.): attention unfused (``megatron/model/transformer.py``:
+#:   ``torch.baddbmm``, ``FusedScaleMaskSoftmax``, ``nn.Dropout``, ``torch.bmm``; FlashAttention came in 2022);
+#:   dropout 0.1 (``megatron/arguments.py`` defaults); fp16 (``examples/pretrain_gpt3_175B.sh``: ``--fp16``), so
+#:   16-bit gradient buffers (fp32 accumulation is forced only under bf16, ``arguments.py`` l. 136-145),
+#:   accumulated per micro-batch by a hook pass (``megatron/model/distributed.py``: ``main_grad.add_(grad)``);
+#:   overlap: none -- the data-parallel all-reduce runs after the whole forward-backward (``megatron/training.py``
+#:   ``train_step``: ``forward_backward_func(...)`` then ``model_module.allreduce_gradients()``), the pipeline's
+#:   p2p waits on each transfer (``megatron/p2p_communication.py``: ``req.wait()`` then
+#:   ``torch.cuda.synchronize()``), tensor-parallel all-reduces sit between the GEMMs;
+#: * Megatron-Core r0.8.0 (the README's H100 table): Transformer Engine (``--transformer-impl`` default), its fused
+#:   attention; dropout 0.1 (``megatron/training/arguments.py`` defaults); bf16 with fp32 main gradients
+#:   (``arguments.py``: forced under bf16), accumulated inside the weight-gradient GEMM
+#:   (``--gradient-accumulation-fusion`` on by default); overlap of DP, TP and PP (the README's benchmark
+#:   configuration: ``--overlap-grad-reduce``, ``--overlap-param-gather``, ``--tp-comm-overlap``, PP by default).
+FRAMEWORK = {
+    NARAYANAN: ({"flash": False, "dropout": True, "main_grad_bytes": 2, "grad_accumulation_fusion": False},
+                (False, False, False)),
+    MEGATRON: ({"flash": True, "dropout": True, "main_grad_bytes": 4, "grad_accumulation_fusion": True},
+               (True, True, True)),
+}
+
+
 def _arch(r: TrainRow) -> dict:
     return {"model_type": "gpt2", "n_embd": r.hidden, "n_layer": r.layers, "n_head": r.heads, "vocab_size": r.vocab,
             "n_positions": r.seq, "_name": f"GPT {r.label.split()[-1]} ({r.hidden} x {r.layers})"}
@@ -224,10 +248,10 @@ def evaluate_training(r: TrainRow) -> dict:
     from roofline.catalog import get_system
     from roofline.planner import Layout, TrainingRun, estimate, plan
 
-    run = TrainingRun.of(_arch(r), seq=r.seq, global_batch=r.batch)
+    framework, over = FRAMEWORK[r.source]
+    run = TrainingRun.of(_arch(r), seq=r.seq, global_batch=r.batch, **framework)
     system = get_system(r.system, nodes=r.gpus // 8)
-    tp_overlap = r.source is MEGATRON  # --tp-comm-overlap in the Megatron-Core runs
-    over = (True, tp_overlap, True)
+    dp_overlap, tp_overlap, pp_overlap = over
     fixed = {"tp": r.tp, "pp": r.pp, "dp": r.dp, "cp": 1, "ep": 1, **dict(r.fixed)}
     t0 = time.process_time()
     full = plan(run, system, top=10**7, overlaps=over)
@@ -237,7 +261,8 @@ def evaluate_training(r: TrainRow) -> dict:
         pub, fits = mine[0], True
         rank = full.ranked.index(pub) + 1
     else:  # not fitting: the stated keys, the rest at their defaults
-        pub = estimate(run, Layout(**fixed, overlap_tp=tp_overlap), system)  # type: ignore[arg-type]
+        pub = estimate(run, Layout(**fixed, overlap_dp=dp_overlap, overlap_tp=tp_overlap,  # type: ignore[arg-type]
+                                   overlap_pp=pp_overlap), system)
         fits, rank = pub.fits, 0
     best = full.ranked[0] if full.ranked else pub
     return {"row": r, "measured": r.measured, "bound": pub.bound, "forecast": pub.time, "rank": rank,

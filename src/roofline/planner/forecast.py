@@ -26,8 +26,18 @@ import numpy as np
 
 from roofline.llm.basis import basis
 from roofline.llm.model import gemm_dims
-from roofline.llm.table import EXP, GEMM_DIMS, LINK
-from roofline.llm.training import BACKWARD, TrainingRun, _masks, _role_columns, _split_queries, forward_ops
+from roofline.llm.table import EXP, GEMM_DIMS, LINK, VEC
+from roofline.llm.training import (
+    BACKWARD,
+    CROSS_ENTROPY_BYTES,
+    TrainingRun,
+    _masks,
+    _role_columns,
+    _split_queries,
+    forward_ops,
+    grad_accumulation_bytes,
+    row_params,
+)
 from roofline.workload import WorkloadBuilder
 
 #: The planner's stated forecast error (relative, either way): the band of forecast / measured step time its
@@ -77,18 +87,45 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     gemm = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GEMM_DIMS
     m, n, k = d["m"], d["n"], d["k"]
     g, other = idx[gemm[idx]], idx[~gemm[idx]]
+    # the weight gradients accumulated into the gradient buffer (:func:`grad_accumulation_bytes`): inside the
+    # weight-gradient GEMMs when fused, else (and for every weight outside a shaped GEMM) one pass of its own
+    params = row_params(run, table, tp, ep)
+    sep_read, sep_written, fused = grad_accumulation_bytes(run)
+    into_dw = params * fused if run.grad_accumulation_fusion else np.zeros(len(table))
+    acc = idx[(params[idx] > 0) & ~(gemm[idx] & run.grad_accumulation_fusion)]
+    zero = np.zeros(len(table))
     # forward; dX = dY W^T (m x k outputs, reduced over n); dW = X^T dY (k x n, over m); the rest 2x at its shape
-    parts = ((idx, 1.0, m, n, k), (g, 1.0, m, k, n), (g, 1.0, k, n, m), (other, float(BACKWARD), m, n, k))
-    for sel, scale, mm, nn, kk in parts:
+    parts = ((idx, 1.0, m, n, k, zero), (g, 1.0, m, k, n, zero), (g, 1.0, k, n, m, into_dw),
+             (other, float(BACKWARD), m, n, k, zero))
+    for sel, scale, mm, nn, kk, extra in parts:
         ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],
                    kind=[table.kinds[i] for i in sel], module_type=[table.module_types[i] for i in sel],
                    **_role_columns(table.roles[sel].tolist(), run), flops=(scale * v["flops"][sel]).tolist(),
-                   bytes_read=(scale * v["bytes_read"][sel]).tolist(),
-                   bytes_written=(scale * v["bytes_written"][sel]).tolist(),
+                   bytes_read=(scale * v["bytes_read"][sel] + extra[sel] / 2).tolist(),
+                   bytes_written=(scale * v["bytes_written"][sel] + extra[sel] / 2).tolist(),
                    weight_bytes=(scale * v["weight_bytes"][sel]).tolist(), count=table.counts[sel].tolist(),
                    m=mm[sel].tolist(), n=nn[sel].tolist(), k=kk[sel].tolist(), batch=d["batch"][sel].tolist())
-    owner = np.concatenate([p[0] for p in parts])
-    return table, owner, np.arange(len(owner)) >= len(idx)
+    nan = [float("nan")] * len(acc)
+    ops.extend(name=[table.names[i] + " (grad accumulate)" for i in acc], group=[table.names[i] for i in acc],
+               kind=["elementwise"] * len(acc), module_type=["grad_accumulate"] * len(acc),
+               **_role_columns([VEC] * len(acc), run), flops=params[acc].tolist(),
+               bytes_read=(sep_read * params[acc]).tolist(), bytes_written=(sep_written * params[acc]).tolist(),
+               weight_bytes=[0.0] * len(acc), count=table.counts[acc].tolist(), m=nan, n=nan, k=nan, batch=nan)
+    # the loss over the logits lm_head writes (16-bit, one per token and vocabulary entry of the shard)
+    head = np.array([i for i in idx if table.names[i].endswith("lm_head")], dtype=int)
+    logits = v["bytes_written"][head] / run.precisions.bytes()["a"]
+    fr, fw, br, bw = CROSS_ENTROPY_BYTES
+    for suffix, rd, wr in ((" (cross-entropy)", fr, fw), (" (cross-entropy backward)", br, bw)):
+        ops.extend(name=[table.names[i] + suffix for i in head], group=[table.names[i] for i in head],
+                   kind=["elementwise"] * len(head), module_type=["cross_entropy"] * len(head),
+                   **_role_columns([VEC] * len(head), run), flops=(4 * logits).tolist(),
+                   bytes_read=(rd * logits).tolist(), bytes_written=(wr * logits).tolist(),
+                   weight_bytes=[0.0] * len(head), count=table.counts[head].tolist(), m=[float("nan")] * len(head),
+                   n=[float("nan")] * len(head), k=[float("nan")] * len(head), batch=[float("nan")] * len(head))
+    owner = np.concatenate([p[0] for p in parts] + [acc, head, head])
+    bwd = np.arange(len(owner)) >= len(idx)
+    bwd[len(owner) - 2 * len(head):len(owner) - len(head)] = False  # the loss's forward
+    return table, owner, bwd
 
 
 def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any

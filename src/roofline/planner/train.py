@@ -266,7 +266,7 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     cache = FP8_WEIGHT_CACHE_BYTES * gemm / (replicas if lay.zero >= 3 else 1) if run.precision == "fp8" else 0.0
     z = lay.zero
     return {"weights": WEIGHT_BYTES * _held(z, 3, dense, expert, replicas, expert_replicas) + cache,
-            "gradients": GRAD_BYTES * _held(z, 2, dense, expert, replicas, expert_replicas),
+            "gradients": run.main_grad_bytes * _held(z, 2, dense, expert, replicas, expert_replicas),
             "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
             "activations": per_layer * layers * in_flight(lay.pp, lay.interleave, micro_batches, stage) + logits}
 
@@ -358,16 +358,18 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     stages, busy, heavy = got
     held = _held(lay.zero, 1, heavy.dense, heavy.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)
     dev = system.device
-    opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], optimizer_bytes(held) / dev.main_memory.bandwidth)
-    opt_fc = max(opt, optimizer_bytes(held) / cache.achievable_bandwidth())
-    key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, split)
+    opt_bytes = optimizer_bytes(held, run.main_grad_bytes)
+    opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], opt_bytes / dev.main_memory.bandwidth)
+    opt_fc = max(opt, opt_bytes / cache.achievable_bandwidth())
+    key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, split,
+           lay.recompute == "full")
     comms = cache.memo.get(key)
-    if comms is None:  # the same for every recomputation and ZeRO stage
+    if comms is None:  # the same for every ZeRO stage, and for no and selective recomputation
         comms = cache.memo[key] = _activation_comms(run, lay, system, cache, m, max(split))
     gkey = (skey[0], lay.zero, lay.tp, lay.cp, lay.dp, lay.ep, m, split)
     grads = cache.memo.get(gkey)
     if grads is None:  # the same for every recomputation
-        grads = cache.memo[gkey] = _grad_comms(lay, system, cache, m, heavy.dense, heavy.expert)
+        grads = cache.memo[gkey] = _grad_comms(lay, system, cache, m, heavy.dense, heavy.expert, run.main_grad_bytes)
     comms = comms + grads
     akey = (key[0], lay.tp, lay.cp, lay.micro_batch, lay.sp, lay.recompute)
     per_layer = cache.memo.get(akey)
@@ -409,8 +411,14 @@ def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
 
 def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int, layers_here: int
                       ) -> tuple[Comm, ...]:
-    """The collectives of the micro-batches' activations: tp, cp, ep and pp (whatever the ZeRO stage)."""
+    """The collectives of the micro-batches' activations: tp, cp, ep and pp (whatever the ZeRO stage).  Full
+    recomputation runs each layer's forward again in the backward, its collectives with it (Megatron-LM's
+    ``CheckpointFunction.backward`` calls the layer's forward, whose tensor-parallel all-reduces or
+    reduce-scatter/all-gather pairs, context-parallel K/V gathers and expert all-to-alls are part of it):
+    the forward's share of each again, ``rec`` = 1 more forward's worth; selective recomputation repeats the
+    attention core only, which communicates nothing."""
     a = run.arch
+    rec = 1 if lay.recompute == "full" else 0
     act = run.precisions.bytes()["a"]
     tokens = lay.micro_batch * run.seq / lay.cp
     comms: list[Comm] = []
@@ -418,23 +426,23 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     hidden_msg = tokens * a.hidden * act
     # 2 per layer forward, 2 backward; the vocabulary-parallel embedding's forward and lm_head's input
     # gradient backward (one of them per edge stage)
-    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, (4 * layers_here + (2 if lay.pp == 1 else 1)) * m,
-        "micro-batch")
+    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, ((4 + 2 * rec) * layers_here + (2 if lay.pp == 1 else 1))
+        * m, "micro-batch")
     if lay.cp > 1:
         kv = 2 * lay.micro_batch * run.seq * kv_heads_per_device(a, lay.tp) * a.head_dim * act
-        add("cp kv all-gather", "all_gather", kv, lay.cp, lay.tp, 2 * layers_here * m, "micro-batch")
+        add("cp kv all-gather", "all_gather", kv, lay.cp, lay.tp, (2 + rec) * layers_here * m, "micro-batch")
         add("cp kv reduce-scatter", "reduce_scatter", kv, lay.cp, lay.tp, layers_here * m, "micro-batch")
     if lay.ep > 1:
         routed = tokens * a.top_k * a.hidden * act
-        add("ep all-to-all", "all_to_all", routed, lay.ep, lay.tp * lay.cp, 4 * a.moe_layers * layers_here / a.layers
-            * m, "micro-batch")
+        add("ep all-to-all", "all_to_all", routed, lay.ep, lay.tp * lay.cp, (4 + 2 * rec) * a.moe_layers * layers_here
+            / a.layers * m, "micro-batch")
     # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
     add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, lay.tp * lay.cp * lay.dp, 2 * lay.interleave * m,
         "micro-batch")
     return tuple(comms)
 
 
-def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float
+def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float, grad_bytes: int
                 ) -> tuple[Comm, ...]:
     """The gradient sync, reduced over the ranks that hold the same weights: dp x cp of them (tp apart), and
     for the experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)."""
@@ -445,13 +453,15 @@ def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float
                                                 lay.tp * lay.ep if lay.cp == 1 else lay.tp)]
     for label, held, ranks, stride in groups:
         if held > 0:
-            _zero_comms(add, label, lay.zero, held, ranks, stride, m)
+            _zero_comms(add, label, lay.zero, held, ranks, stride, m, grad_bytes)
     return tuple(comms)
 
 
-def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride: int, m: int) -> None:
-    """The gradient sync of ``held`` parameters over ``ranks`` as ZeRO stage ``zero`` does it (:data:`ZERO_STAGES`)."""
-    grads, weights = GRAD_BYTES * held, WEIGHT_BYTES * held
+def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride: int, m: int,
+                grad_bytes: int = GRAD_BYTES) -> None:
+    """The gradient sync of ``held`` parameters over ``ranks`` as ZeRO stage ``zero`` does it (:data:`ZERO_STAGES`),
+    the gradients reduced in their buffer's type (``grad_bytes``: fp32 main gradients are all-reduced in fp32)."""
+    grads, weights = grad_bytes * held, WEIGHT_BYTES * held
     if zero == 0:
         add(f"{label} grad all-reduce", "all_reduce", grads, ranks, stride, 1, "step")
     elif zero == 1:
