@@ -478,7 +478,7 @@ def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride
 def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] | None = None,
             zeros: tuple[int, ...] = (0, 1, 2, 3), recomputes: tuple[str, ...] = RECOMPUTE,
             max_cp: int | None = None, interleaves: tuple[int, ...] | None = None,
-            overlap: tuple[bool, bool, bool] = (True, False, True)) -> Iterator[Layout]:
+            overlap: tuple[bool, bool, bool] = (True, False, True), sp: bool = True) -> Iterator[Layout]:
     """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
     divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
     load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``, and the
@@ -487,7 +487,8 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
     experts and dp; micro-batches of every size dividing the per-replica batch (or ``micro_batches``);
     interleaving over every ``v`` dividing each stage's layers (or ``interleaves``) where the micro-batches
     are a multiple of pp; each ZeRO stage and recomputation.  ``overlap``: the forecast's (dp, tp, pp) overlap
-    switches (:mod:`roofline.planner.overlap`), the same for every layout."""
+    switches (:mod:`roofline.planner.overlap`), the same for every layout; ``sp``: sequence parallelism with
+    tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022)."""
     a, n, d = run.arch, system.devices, system.devices_per_node
     for tp in divisors(d):
         try:
@@ -496,16 +497,16 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
             continue
         for cp in divisors(n // tp):
             if ((max_cp is not None and cp > max_cp) or (cp > 1 and run.seq % (2 * cp))
-                    or (tp > 1 and run.seq % (cp * tp))):  # sequence parallelism splits the cp shard over tp
+                    or (sp and tp > 1 and run.seq % (cp * tp))):  # sequence parallelism splits the cp shard over tp
                 continue
             for pp in (p for p in divisors(n // (tp * cp)) if p <= a.layers):
                 yield from _layouts_of(run, n // (tp * cp * pp), tp, cp, pp, micro_batches, zeros, recomputes,
-                                       interleaves, overlap)
+                                       interleaves, overlap, sp)
 
 
 def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
-                overlap: tuple[bool, bool, bool]) -> Iterator[Layout]:
+                overlap: tuple[bool, bool, bool], sp: bool = True) -> Iterator[Layout]:
     a = run.arch
     if run.global_batch % dp:
         return
@@ -523,4 +524,4 @@ def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batc
                     continue
                 for zero in zeros:
                     for rec in recomputes:
-                        yield Layout(tp, pp, dp, cp, ep, zero, mb, True, rec, v, 0.0, None, *overlap)
+                        yield Layout(tp, pp, dp, cp, ep, zero, mb, sp, rec, v, 0.0, None, *overlap)
