@@ -141,3 +141,41 @@ def test_full_recomputation_repeats_the_forwards_tensor_parallel_all_reduces():
     calls = {rec: next(c.calls for c in estimate(run, Layout(tp=8, recompute=rec), s).comms if c.name == "tp all-reduce")
              for rec in ("none", "selective", "full")}
     assert calls == {"none": 1040, "selective": 1040, "full": 1552}
+
+
+def test_the_last_gradient_bucket_is_exposed():
+    """Megatron-Core's bucket: max(40M, 1M x dp) parameters.  A 400M-parameter ZeRO-1 reduce-scatter over dp 8 of
+    T = 2 s: 10 buckets; with a 5 s backward all of it would hide, but the last bucket (0.2 s) is reduced after
+    the backward ends: 0.2 s exposed; with a 1 s backward, T - B = 1 s.  The weight all-gather's first bucket
+    likewise before the forward: 0.2 s.  dp 100: buckets of 100M, a quarter: 0.5 s."""
+    from roofline.planner import Comm
+    from roofline.planner.overlap import exposed
+
+    rs = Comm("dp grad reduce-scatter", 2.0, ("cluster",), "step", 8e8, 1, 2.0, 400e6)
+    ag = Comm("dp weight all-gather", 2.0, ("cluster",), "step", 8e8, 1, 2.0, 400e6)
+    lay = Layout(dp=8, zero=1)
+    assert exposed(rs, lay, 4, 4, 5.0, 5.0) == pytest.approx(0.2)
+    assert exposed(rs, lay, 4, 4, 5.0, 1.0) == pytest.approx(1.0)
+    assert exposed(ag, lay, 4, 4, 5.0, 5.0) == pytest.approx(0.2)
+    assert exposed(rs, Layout(dp=100, zero=1), 4, 4, 5.0, 5.0) == pytest.approx(0.5)
+
+
+def test_flash_backward_runs_below_the_forwards_rate(monkeypatch):
+    """The fused attention's backward rows forecast at FLASH_BACKWARD_RATE (0.84) of their own rate: the shard's
+    backward grows by A (1 / 0.84 - 1), A the backward attention rows' forecast at the forward's rate."""
+    from roofline.analysis import analyze
+    from roofline.catalog import get_device
+    from roofline.planner import forecast as pf
+
+    run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=1)
+    dev = get_device("h100")
+    w, owner, bwd = _shard_rows(run, tp=8)
+    a = analyze(w, dev, forecast=True)
+    t = a.forecast.time * a.forecast.counts
+    kinds = np.asarray(w.column("kind"))
+    A = float(t[bwd & (kinds == "attention")].sum())
+    slow = pf.shard_forecast(run, 8, 1, 1, 1, dev)
+    monkeypatch.setattr(pf, "FLASH_BACKWARD_RATE", 1.0)
+    plain = pf.shard_forecast(run, 8, 1, 1, 1, dev)
+    assert A > 0
+    assert slow.layers_backward - plain.layers_backward == pytest.approx(A * (1 / 0.84 - 1), rel=1e-9)

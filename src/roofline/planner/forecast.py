@@ -11,7 +11,13 @@ Backward, per forward GEMM ``Y[m, n] = X[m, k] W[k, n]``: two GEMMs of its FLOPs
 (a ``k x n`` output over ``m``); every other op (attention, norms, activations) runs backward as one op of
 twice its forward FLOPs and bytes at the forward's shape (FlashAttention's backward recomputes the scores
 and writes dQ, dK, dV).  This is the LLM model's ``backward = 2 x forward`` (:data:`~roofline.llm.training.BACKWARD`)
-with each GEMM's two backward shapes made explicit.
+with each GEMM's two backward shapes made explicit.  A fused attention's backward runs at
+:data:`FLASH_BACKWARD_RATE` of its forward's FLOP rate (the FlashAttention-3 paper's figures).
+
+What the framework adds to a micro-batch (:class:`~roofline.llm.training.TrainingRun`): each weight gradient
+accumulated into the gradient buffer (a pass of its own, or inside the weight-gradient GEMM when fused:
+:func:`~roofline.llm.training.grad_accumulation_bytes`), and the loss's cross-entropy passes over the logits
+(:data:`~roofline.llm.training.CROSS_ENTROPY_BYTES`), forward and backward.
 
 Collectives: each call's bound time over the NCCL efficiency curve of the device's calibration at its message
 bytes (``collective``, ``interconnect``), where the device has one.
@@ -44,6 +50,16 @@ from roofline.workload import WorkloadBuilder
 #: training benchmark holds the median to (``benchmarks/bench_published.py``, training part: [0.9, 1.1]).
 #: Layouts whose forecasts differ by less than it are ties: the model cannot tell them apart.
 STATED_ERROR = 0.10
+
+
+#: A fused attention's backward runs at this share of its forward's FLOP rate (its forward's efficiency curve is
+#: what the calibration cites).  Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608), the H100 SXM5 head-dim-128
+#: forward and backward speed figures, backward / forward TFLOP/s of FlashAttention-2, cuDNN and FlashAttention-3
+#: at 2k, 4k and 16k tokens: 291/362, 465/617, 501/625; 310/368, 499/609, 542/638; 322/370, 516/595, 561/648 =
+#: 0.80, 0.75, 0.80; 0.84, 0.82, 0.85; 0.87, 0.87, 0.87: the median, 0.84 (values as labelled on the figures'
+#: bars).  The backward's extra work (recomputing the scores, five GEMM-like products against the forward's two,
+#: dQ accumulated across key blocks) is why; its FLOPs are counted as 2x the forward's.
+FLASH_BACKWARD_RATE = 0.84
 
 
 def tied(forecast: float, best: float) -> bool:
@@ -139,6 +155,10 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
     a = analyze(ops.build(title="planner shards", source="roofline.planner"), device, forecast=True)
     assert a.forecast is not None
     t = a.forecast.time * a.forecast.counts
+    if run.flash:  # the fused attention's backward below its forward's rate (FLASH_BACKWARD_RATE)
+        slow = np.concatenate([bwd & (np.asarray(table.kinds, dtype=object)[owner] == "attention")
+                               for table, owner, bwd in made])
+        t = np.where(slow, t / FLASH_BACKWARD_RATE, t)
     out, at = {}, 0
     for sh, (table, owner, bwd) in zip(shards, made, strict=True):
         here = t[at:at + len(owner)]

@@ -401,11 +401,12 @@ def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[An
 
 def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
     """``add(label, collective, bytes, ranks, stride, calls, scope)``: one collective, timed on its tiers, into ``comms``."""
-    def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str) -> None:
+    def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str,
+            params: float = 0.0) -> None:
         if ranks > 1 and times > 0:
             t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, devices_per_node))
             fc = t * times / cache.collective_efficiency(float(nbytes))
-            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc))
+            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc, float(params)))
     return add
 
 
@@ -463,16 +464,16 @@ def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride
     the gradients reduced in their buffer's type (``grad_bytes``: fp32 main gradients are all-reduced in fp32)."""
     grads, weights = grad_bytes * held, WEIGHT_BYTES * held
     if zero == 0:
-        add(f"{label} grad all-reduce", "all_reduce", grads, ranks, stride, 1, "step")
+        add(f"{label} grad all-reduce", "all_reduce", grads, ranks, stride, 1, "step", held)
     elif zero == 1:
-        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, 1, "step")
-        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step")
+        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, 1, "step", held)
+        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step", held)
     elif zero == 2:
-        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch")
-        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step")
+        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch", held)
+        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step", held)
     else:
-        add(f"{label} fsdp weight all-gather", "all_gather", weights, ranks, stride, 2 * m, "micro-batch")
-        add(f"{label} fsdp grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch")
+        add(f"{label} fsdp weight all-gather", "all_gather", weights, ranks, stride, 2 * m, "micro-batch", held)
+        add(f"{label} fsdp grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch", held)
 
 
 def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] | None = None,
