@@ -179,3 +179,18 @@ def test_flash_backward_runs_below_the_forwards_rate(monkeypatch):
     plain = pf.shard_forecast(run, 8, 1, 1, 1, dev)
     assert A > 0
     assert slow.layers_backward - plain.layers_backward == pytest.approx(A * (1 / 0.84 - 1), rel=1e-9)
+
+
+def test_zero3_holds_two_layers_of_gathered_weights_and_one_of_gradients():
+    """ZeRO 3 (FSDP, BACKWARD_PRE): the current and the next layer's gathered weights (2 B each) and the current
+    layer's full gradient (2 B): 6 B per parameter of one layer.  Llama-2-7B at tp 1, dp 8, pp 1 (32 layers): the
+    device's parameters over its 32 layers, the embedding's and lm_head's included (stage_params' total / 32),
+    x 6 B; no such buffers under ZeRO 0-2."""
+    from roofline.llm.training import stage_params
+
+    run = TrainingRun.of("llama-2-7b", seq=1024, global_batch=8)
+    s = get_system("dgx-h100")
+    e = estimate(run, Layout(dp=8, zero=3), s)
+    P = stage_params(run.arch, 1).total
+    assert e.memory["zero3 buffers"] == pytest.approx(6 * P / 32)
+    assert "zero3 buffers" not in estimate(run, Layout(dp=8, zero=2), s).memory

@@ -439,6 +439,16 @@ def _role_columns(roles: list[int], run: TrainingRun) -> dict[str, list[str]]:
 
 
 # -- one device's training step, op by op ---------------------------------------------------------------
+def _micro_batches(run: TrainingRun, tp: int, micro_batch: int, recompute: str) -> int:
+    """The micro-batches of one device's step, or a one-line error for a bad recomputation, tp or micro-batch."""
+    if recompute not in RECOMPUTE:
+        raise RooflineError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
+    check_tp(run.arch, tp)
+    if run.global_batch % micro_batch:
+        raise RooflineError(f"global batch {run.global_batch} is not a whole number of micro-batches of {micro_batch}")
+    return run.global_batch // micro_batch
+
+
 def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, recompute: str = "selective"
                       ) -> Workload:
     """The per-op :class:`~roofline.Workload` of one training step on one of ``tp`` devices (the whole
@@ -448,12 +458,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
     backward (interconnect), and one Adam step over the device's parameters.  What ``roofline llm --train``
     analyses; ``roofline plan`` adds pipeline, data, context and expert parallelism on a system."""
     a = run.arch
-    if recompute not in RECOMPUTE:
-        raise RooflineError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
-    check_tp(a, tp)
-    if run.global_batch % micro_batch:
-        raise RooflineError(f"global batch {run.global_batch} is not a whole number of micro-batches of {micro_batch}")
-    m = run.global_batch // micro_batch
+    m = _micro_batches(run, tp, micro_batch, recompute)
     table, v = forward_ops(run, tp, 1, 1, micro_batch)
     layer, first, last, core = _masks(table)
     compute = layer | first | last
@@ -477,8 +482,8 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
         rows(compute if recompute == "full" else core, " (recompute)", 1.0)
     held = stage_params(a, tp)
     params = held.total
-    ops.add("train.optimizer.adam", kind="elementwise", flops=ADAM_FLOPS * params,
-            bytes_read=(ADAM_READ - GRAD_BYTES + run.main_grad_bytes) * params,
+    adam_read = optimizer_bytes(params, run.main_grad_bytes) - ADAM_WRITTEN * params
+    ops.add("train.optimizer.adam", kind="elementwise", flops=ADAM_FLOPS * params, bytes_read=adam_read,
             bytes_written=ADAM_WRITTEN * params, precision="fp32", unit="vector", group="train.optimizer",
             module_type="adam")
     memory = device_memory(run, params, tp=tp, micro_batch=micro_batch, recompute=recompute, gemm_params=held.gemm)

@@ -265,10 +265,30 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     logits = logits_bytes(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch) if last else 0.0
     cache = FP8_WEIGHT_CACHE_BYTES * gemm / (replicas if lay.zero >= 3 else 1) if run.precision == "fp8" else 0.0
     z = lay.zero
-    return {"weights": WEIGHT_BYTES * _held(z, 3, dense, expert, replicas, expert_replicas) + cache,
-            "gradients": run.main_grad_bytes * _held(z, 2, dense, expert, replicas, expert_replicas),
-            "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
-            "activations": per_layer * layers * in_flight(lay.pp, lay.interleave, micro_batches, stage) + logits}
+    out = {"weights": WEIGHT_BYTES * _held(z, 3, dense, expert, replicas, expert_replicas) + cache,
+           "gradients": run.main_grad_bytes * _held(z, 2, dense, expert, replicas, expert_replicas),
+           "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
+           "activations": per_layer * layers * in_flight(lay.pp, lay.interleave, micro_batches, stage) + logits}
+    if z >= 3:
+        out["zero3 buffers"] = zero3_buffers(run, (dense + expert) / max(layers, 1))
+    return out
+
+
+#: ZeRO 3's unsharded buffers at the backward's peak, in layers' worth: the current layer's gathered weights and
+#: the next one's (prefetched) and the current layer's full gradient before its reduce-scatter (PyTorch FSDP docs,
+#: ``BackwardPrefetch.BACKWARD_PRE``: "holding the current set of parameters, next set of parameters, and current
+#: set of gradients"; FSDP's unit a transformer layer)
+ZERO3_LIVE_WEIGHTS = 2
+
+
+def zero3_buffers(run: TrainingRun, layer_params: float) -> float:
+    """Bytes of ZeRO 3's unsharded buffers on a device whose layers hold ``layer_params`` parameters each (its
+    1/tp shard): :data:`ZERO3_LIVE_WEIGHTS` layers of 16-bit weights and one of gradients.
+
+    >>> zero3_buffers(TrainingRun.of("gpt2"), 1e9) / 1e9   # 2 x 2 B + 2 B per parameter of one layer
+    6.0
+    """
+    return (ZERO3_LIVE_WEIGHTS * WEIGHT_BYTES + run.main_grad_bytes) * layer_params
 
 
 @dataclass(frozen=True)
