@@ -15,8 +15,11 @@ the Megatron-LM README's H100 table), each converted to a step time with the pub
 (FLOPs per step / (teraFLOP/s per GPU x GPUs)).  Per row: measured, the planner's bound and forecast of the
 published layout (the keys the publisher states fixed: tp, pp, dp and what the paper says of ZeRO and
 recomputation; the rest, micro-batch and interleaving, the planner's best for them), forecast/measured, that
-layout's rank in the planner's full ranking, the planner's best over the published forecast, and whether it
-fits the memory model.  Nothing is fitted to these step times.
+layout's rank in the planner's full ranking, the planner's best over the published forecast, whether it fits the
+memory model, and where the forecast's time goes (ops, bubble, exposed communication, optimizer).  Each run is
+modelled with its framework as its code stood (:data:`FRAMEWORK`: attention, dropout, gradient buffers and their
+accumulation, overlap, and the layouts that framework offered, each read from Megatron-LM's code at the cited
+commit).  Nothing is fitted to these step times.
 
     python benchmarks/bench_published.py [inference|training]
 """
@@ -274,7 +277,7 @@ def evaluate_training(r: TrainRow) -> dict:
     best = full.ranked[0] if full.ranked else pub
     return {"row": r, "measured": r.measured, "bound": pub.bound, "forecast": pub.time, "rank": rank,
             "of": len(full.ranked), "best": best.time, "best_layout": best.describe(), "pub_layout": pub.describe(),
-            "fits": fits, "rate": full.tried / max(cpu, 1e-9)}
+            "fits": fits, "rate": full.tried / max(cpu, 1e-9), "parts": pub.parts()}
 
 
 def training() -> list[dict]:
@@ -293,6 +296,10 @@ def training_report(results: list[dict]) -> str:
                      f"{x['forecast']:>8.2f}s {ratio:>7.2f} {x['rank']:>5}/{x['of']:<5} {bp:>8.2f} "
                      f"{'yes' if x['fits'] else 'NO':>4} {flags}")
         lines.append(f"{'':<16} best: {x['best_layout']}")
+        p = x["parts"]
+        comm = sum(v for k, v in p.items() if k not in ("ops", "bubble", "optimizer"))
+        lines.append(f"{'':<16} forecast parts: ops {p['ops']:.2f}s, bubble {p['bubble']:.2f}s, exposed comm "
+                     f"{comm:.2f}s, optimizer {p['optimizer']:.3f}s; measured - forecast {x['measured'] - x['forecast']:.2f}s")
     ratios = [x["forecast"] / x["measured"] for x in results]
     lines += ["", f"rows {len(results)}: bound <= measured {sum(x['bound'] <= x['measured'] for x in results)}/"
               f"{len(results)}; forecast/measured median {median(ratios):.2f} (target [0.9, 1.1]), range "
