@@ -194,3 +194,13 @@ def test_zero3_holds_two_layers_of_gathered_weights_and_one_of_gradients():
     P = stage_params(run.arch, 1).total
     assert e.memory["zero3 buffers"] == pytest.approx(6 * P / 32)
     assert "zero3 buffers" not in estimate(run, Layout(dp=8, zero=2), s).memory
+
+
+def test_model_flops_stay_causal_under_an_unfused_attention():
+    """MFU's model FLOPs are the model's: an unfused attention multiplies every pair (2x the causal QK^T and PV
+    FLOPs on the device), but training_flops counts the causal pairs either way."""
+    from roofline.llm.training import training_flops
+
+    fused = TrainingRun.of(GPT2, seq=1024, global_batch=4)
+    unfused = TrainingRun.of(GPT2, seq=1024, global_batch=4, flash=False, dropout=True)
+    assert training_flops(unfused) == pytest.approx(training_flops(fused))

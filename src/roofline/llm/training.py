@@ -34,7 +34,7 @@ micro-batch of ``micro_batch`` sequences of ``seq`` tokens, on one of ``tp`` dev
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -423,8 +423,9 @@ def grad_accumulation_bytes(run: TrainingRun) -> tuple[float, float, float]:
 
 def training_flops(run: TrainingRun, recompute: str = "none") -> float:
     """FLOPs of one training step of the whole model (forward x 3: the backward is twice the forward;
-    x 4 with full recomputation), optimizer excluded: the figure MFU is quoted against."""
-    table, v = forward_ops(run, 1, 1, 1, 1)
+    x 4 with full recomputation), optimizer excluded: the figure MFU is quoted against.  The model's FLOPs,
+    not an implementation's: attention over the causal pairs even where an unfused attention multiplies all."""
+    table, v = forward_ops(replace(run, flash=True, dropout=False), 1, 1, 1, 1)
     compute = table.roles != LINK
     forward = float(v["flops"][compute] @ table.counts[compute]) * run.global_batch
     return forward * (4 if recompute == "full" else 3)
