@@ -48,8 +48,9 @@ def test_zero_memory_per_device_7b():
 def test_activation_bytes_of_one_llama_layer():
     """Llama-2-7B (h 4096, SwiGLU f 11008, 32 heads of 128, MHA), s 2048, b 1, per layer, from its ops: kept
     for backward, per token, elements: the two norms' inputs 2h, the normed input of Q/K/V h, Q, K, V 3h,
-    o_proj's input h, the normed input of gate/up h, gate's output f (SiLU's input), SiLU's and up's outputs
-    2f (the product's inputs), the product f (down's input): 8h + 4f elements of 2 bytes, plus the fp32
+    o_proj's input h, the normed input of gate/up h, gate's and up's outputs 2f (the fused SwiGLU's input:
+    Megatron-Core's SwiGLUFunction saves only its input and recomputes SiLU(gate) in the backward), the
+    product f (down's input): 8h + 3f elements of 2 bytes (4f if SiLU's output were kept too), plus the fp32
     log-sum-exp of 32 heads (128 B).  tp 4 with SP: all of it / 4; without SP the hidden-width tensors (norm
     inputs 2h, the two normed inputs 2h) stay whole.  Selective = none (FlashAttention keeps no scores to
     drop); full keeps the layer input, 2 s b h (/ tp with SP)."""
@@ -57,19 +58,19 @@ def test_activation_bytes_of_one_llama_layer():
 
     h, f, s = 4096, 11008, 2048
     run = TrainingRun.of("llama-2-7b", seq=s, global_batch=16)
-    one = s * (2 * (8 * h + 4 * f) + 4 * 32)
+    one = s * (2 * (8 * h + 3 * f) + 4 * 32)  # 2048 x (2 x (32,768 + 33,024) + 128) = 269,746,176
     assert activation_bytes_per_layer(run, recompute="none") == pytest.approx(one)
     assert activation_bytes_per_layer(run, recompute="selective") == pytest.approx(one)
     assert activation_bytes_per_layer(run, tp=4, sp=True, recompute="none") == pytest.approx(one / 4)
-    no_sp = s * (2 * 4 * h + 2 * (4 * h + 4 * f) / 4 + 4 * 32 / 4)
+    no_sp = s * (2 * 4 * h + 2 * (4 * h + 3 * f) / 4 + 4 * 32 / 4)
     assert activation_bytes_per_layer(run, tp=4, sp=False, recompute="none") == pytest.approx(no_sp)
     assert activation_bytes_per_layer(run, tp=4, sp=True, recompute="full") == pytest.approx(s * 2 * h / 4)
     assert activation_bytes_per_layer(run, tp=4, sp=False, recompute="full") == pytest.approx(s * 2 * h)
-    # GQA: Llama-3-70B's 8 KV heads of 128 keep K and V at h/8 each: 2h + h + h + h/4 + h + h + 4f
+    # GQA: Llama-3-70B's 8 KV heads of 128 keep K and V at h/8 each: 2h + h + h + h/4 + h + h + 3f
     h3, f3 = 8192, 28672
     run3 = TrainingRun.of("llama-3-70b", seq=s, global_batch=16)
     assert activation_bytes_per_layer(run3, recompute="none") == pytest.approx(
-        s * (2 * (6.25 * h3 + 4 * f3) + 4 * 64))
+        s * (2 * (6.25 * h3 + 3 * f3) + 4 * 64))
 
 
 def test_activation_bytes_of_one_gpt_layer_cross_check_korthikanti():
@@ -537,11 +538,26 @@ def test_every_searched_layout_passes_check():
             assert check(run, lay, s) == batch // (lay.dp * lay.micro_batch)
 
 
+def test_llama3_published_8k_layout_fits_without_recomputation():
+    """Llama 3 405B's published 8k layout (Dubey et al. 2024, Table 4: 8,192 GPUs, tp 8, cp 1, pp 16, 16M tokens:
+    dp 64, 2,048 x 8,192) fits with no recomputation.  Stage 2 (8 layers, 15 micro-batches in flight under 1F1B)
+    keeps per token per layer, with SP over tp 8: the norm inputs and normed inputs 4 x 16,384 / 8 = 8,192
+    elements, Q 16 x 128 = 2,048, K and V 128 each, o_proj's input 2,048, the fused SwiGLU's input
+    2 x 53,248 / 8 = 13,312 and the product 6,656: 32,512 elements x 2 B + the fp32 log-sum-exp of 16 heads
+    (64 B) = 65,088 B; x 8,192 tokens x 8 layers x 15 = 63.97 GB of activations (with the unfused SwiGLU's
+    SiLU output too, 6,656 x 2 B more per token: 77.1 GB, past the 85 GB with the states)."""
+    run = TrainingRun.of("llama-3-405b", seq=8192, global_batch=2048)
+    e = estimate(run, Layout(tp=8, pp=16, dp=64, zero=1, recompute="none"), get_system("dgx-h100", nodes=1024))
+    assert e.memory_stage == 1 and e.memory["activations"] == pytest.approx(65_088 * 8192 * 8 * 15, rel=1e-9)
+    assert e.fits
+
+
 def test_plan_cli_does_not_fit_is_timed(capsys):
     """A fully given layout past memory is timed: exit 0, 'does not fit' first on its line, fits false in the
-    JSON; tp8 pp16 dp64 with no recomputation at 8k holds 15 micro-batches of 8 layers on stage 2."""
+    JSON; tp8 pp16 dp64 with no recomputation at 8k and micro-batches of 2 holds 15 of them, of 8 layers, on
+    stage 2: twice the 64 GB of micro-batches of 1, 128 GB of activations."""
     assert main(["plan", "llama-3-405b", "--system", "dgx-h100", "--nodes", "1024", "--train", "--global-batch",
-                 "2048", "--seq", "8192", "--layout", "tp=8,pp=16,dp=64,zero=1,recompute=none"]) == 0
+                 "2048", "--seq", "8192", "--layout", "tp=8,pp=16,dp=64,zero=1,recompute=none,mb=2"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "does not fit" in x)
     assert line.startswith("does not fit:") and "stage 2 of 16" in line
@@ -551,7 +567,7 @@ def test_plan_cli_does_not_fit_is_timed(capsys):
 def test_plan_cli_json_fits_false(tmp_path, capsys):
     out = tmp_path / "p.json"
     assert main(["plan", "llama-3-405b", "--system", "dgx-h100", "--nodes", "1024", "--train", "--global-batch",
-                 "2048", "--seq", "8192", "--layout", "tp=8,stages=7/8x14/7,dp=64,recompute=none",
+                 "2048", "--seq", "8192", "--layout", "tp=8,stages=7/8x14/7,dp=64,recompute=none,mb=2",
                  "--json", str(out)]) == 0
     row = json.loads(out.read_text())["layouts"][0]
     assert row["fits"] is False and row["stage_layers"] == [7] + [8] * 14 + [7] and row["pp"] == 16
@@ -586,7 +602,8 @@ def test_plan_cli_says_which_constraint_failed(capsys):
     assert err.count("\n") == 1
     assert main(["plan", "llama-3-405b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "64"]) == 2
     err = capsys.readouterr().err
-    assert "no layout of llama-3.1-405b fits" in err and "nearest: " in err and "zero3" in err
+    # at dp 1 ZeRO shards nothing and ZeRO 3 adds its gathered buffers: the nearest are ZeRO 0-2, with memory
+    assert "no layout of llama-3.1-405b fits" in err and "nearest: " in err and " needs " in err and "GB" in err
     assert err.count("\n") == 1
 
 

@@ -34,7 +34,7 @@ micro-batch of ``micro_batch`` sequences of ``seq`` tokens, on one of ``tp`` dev
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -46,7 +46,7 @@ from roofline.llm.config import Arch, load_arch
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.model import role_columns
 from roofline.llm.spec import Precisions, _positive_int
-from roofline.llm.table import EXP, GEMM, KEY, KEYW, LINK, ONE, TOK, build_table, check_tp
+from roofline.llm.table import EXP, FULL, GEMM, KEY, KEYW, LINK, ONE, PAIR, TOK, build_table, check_tp
 from roofline.workload import Workload, WorkloadBuilder
 
 RECOMPUTE = ("none", "selective", "full")
@@ -70,23 +70,62 @@ TRAIN_PRECISIONS = ("bf16", "fp8")
 FP8_WEIGHT_CACHE_BYTES = 2
 
 
+#: bytes of the 1-byte mask a dropout keeps per element (PyTorch's ``nn.Dropout`` and Megatron-LM's fused
+#: bias-dropout-add keep a bool / uint8 mask for the backward)
+DROPOUT_MASK_BYTES = 1
+#: gradient-buffer element sizes a run may state (``main_grad_bytes``): the weights' 16-bit type, or fp32
+MAIN_GRAD_BYTES = (2, 4)
+
+
 @dataclass(frozen=True)
 class TrainingRun:
-    """The model and the step: ``global_batch`` sequences of ``seq`` tokens per optimizer step."""
+    """The model and the step: ``global_batch`` sequences of ``seq`` tokens per optimizer step, and what the
+    framework running it does (each a stated mechanism, :func:`forward_ops`, :func:`activation_bytes_per_layer`):
+
+    * ``flash``: the attention fused (FlashAttention: no score tensor) or unfused, as Megatron-LM ran it
+      before FlashAttention (``megatron/model/transformer.py`` at commit 50a4b5fa, 2021: ``torch.baddbmm``
+      over every query-key pair, ``FusedScaleMaskSoftmax``, ``nn.Dropout`` on the probabilities, ``torch.bmm``):
+      the score tensor, ``heads x s x s`` per sequence, written, read and written by the softmax, read by PV,
+      its GEMMs over all ``s^2`` pairs (the causal mask is applied after the product);
+    * ``dropout``: Megatron-LM's ``--attention-dropout`` and ``--hidden-dropout`` (default 0.1 in
+      ``megatron/arguments.py`` at 50a4b5fa and ``megatron/training/arguments.py`` at core_r0.8.0): each
+      residual branch's fused bias-dropout-add writes a 1-byte mask (:data:`DROPOUT_MASK_BYTES`), and an
+      unfused attention's probabilities pass through ``nn.Dropout`` (read, written, a mask); a fused
+      attention draws its dropout in the kernel (no bytes);
+    * ``main_grad_bytes``: the gradient buffer's element (:data:`MAIN_GRAD_BYTES`): 2 (the weights' type), or
+      4: Megatron-LM forces ``accumulate_allreduce_grads_in_fp32`` under bf16 ("bfloat16 requires gradient
+      accumulation and all-reduce to be done in fp32", ``megatron/training/arguments.py``, core_r0.8.0),
+      held (its docs ``distrib_optimizer.md``: "float16 param, fp32 grads: 18 bytes, 6 + 12/d" distributed),
+      reduced and read by Adam in fp32;
+    * ``grad_accumulation_fusion``: each micro-batch's weight gradient accumulated into that buffer inside the
+      weight-gradient GEMM (Megatron-Core ``--gradient-accumulation-fusion``, default on: the GEMM reads and
+      writes the buffer), or by a separate pass (Megatron-LM 2021's ``param.main_grad.add_(param.grad)`` hook,
+      ``megatron/model/distributed.py`` at 50a4b5fa; PyTorch's own ``AccumulateGrad``): reads the buffer and
+      the new gradient, writes the buffer, per parameter per micro-batch.
+    """
 
     arch: Arch
     seq: int
     global_batch: int
     precisions: Precisions = Precisions()
     precision: str = "bf16"  # the GEMMs' compute precision (:data:`TRAIN_PRECISIONS`)
+    flash: bool = True
+    dropout: bool = False
+    main_grad_bytes: int = 2
+    grad_accumulation_fusion: bool = True
 
     @classmethod
-    def of(cls, model: str | Arch, *, seq: int = 4096, global_batch: int = 1024, precision: str = "bf16"
-           ) -> TrainingRun:
+    def of(cls, model: str | Arch, *, seq: int = 4096, global_batch: int = 1024, precision: str = "bf16",
+           flash: bool = True, dropout: bool = False, main_grad_bytes: int = 2,
+           grad_accumulation_fusion: bool = True) -> TrainingRun:
         arch = model if isinstance(model, Arch) else load_arch(model)
         if precision not in TRAIN_PRECISIONS:
             raise RooflineError(f"precision: {precision!r} is not one of {', '.join(TRAIN_PRECISIONS)}")
-        return cls(arch, _positive_int(seq, "seq"), _positive_int(global_batch, "global_batch"), precision=precision)
+        if isinstance(main_grad_bytes, bool) or main_grad_bytes not in MAIN_GRAD_BYTES:
+            raise RooflineError(f"main_grad_bytes: {main_grad_bytes!r} is not one of 2, 4")
+        return cls(arch, _positive_int(seq, "seq"), _positive_int(global_batch, "global_batch"), precision=precision,
+                   flash=bool(flash), dropout=bool(dropout), main_grad_bytes=main_grad_bytes,
+                   grad_accumulation_fusion=bool(grad_accumulation_fusion))
 
 
 def _split_queries(B: np.ndarray, cp: int) -> np.ndarray:
@@ -103,11 +142,36 @@ def _split_queries(B: np.ndarray, cp: int) -> np.ndarray:
 def forward_ops(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int) -> tuple[Any, dict[str, np.ndarray]]:
     """The forward op table of one micro-batch on one device's shard, and its per-op FLOPs and bytes."""
     a = run.arch
-    table = build_table(a, "prefill", tp, True, True)
+    table = build_table(a, "prefill", tp, run.flash, True)
     B = _split_queries(basis(a, micro_batch, run.seq, run.seq), cp)
     B[:, EXP] /= ep
-    v = evaluate(table, B, run.precisions.bytes())
-    return table, {k: x[0] for k, x in v.items()}
+    v = {k: x[0].copy() for k, x in evaluate(table, B, run.precisions.bytes()).items()}
+    _framework_ops(run, table, v, B[0])
+    return table, v
+
+
+def _framework_ops(run: TrainingRun, table: Any, v: dict[str, np.ndarray], b: np.ndarray) -> None:
+    """What the run's framework adds to the op table's rows, in place (:class:`TrainingRun`):
+
+    * unfused attention: QK^T and PV over every pair of the score tensor (``FULL``), not the causal half
+      the table counts (``PAIR``): ``torch.baddbmm``/``torch.bmm`` multiply the whole ``s x s`` and the mask
+      is applied after; with dropout the probabilities' ``nn.Dropout`` reads them and writes them and a mask
+      (the softmax row carries it: it is the same tensor, one more pass over it);
+    * dropout: each residual add (the fused bias-dropout-add) writes its 1-byte mask.
+    """
+    act = run.precisions.bytes()["a"]
+    names, kinds = table.names, table.kinds
+    if not run.flash and b[PAIR] > 0:
+        for i, n in enumerate(names):
+            if kinds[i] == "attention" and ".sliding." not in n and (n.endswith(".qk") or n.endswith(".pv")):
+                v["flops"][i] *= b[FULL] / b[PAIR]
+            elif run.dropout and kinds[i] == "softmax" and ".sliding." not in n and ".layers.attn." in n:
+                probs = v["bytes_written"][i]  # act bytes per score element
+                v["bytes_read"][i] += probs
+                v["bytes_written"][i] += probs * (1 + DROPOUT_MASK_BYTES / act)
+    if run.dropout:
+        res = np.array([m == "residual" for m in table.module_types]) & (table.roles != LINK)
+        v["bytes_written"][res] += v["bytes_written"][res] * DROPOUT_MASK_BYTES / act
 
 
 def _masks(table: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -138,9 +202,10 @@ def optimizer_flops(params: float) -> float:
     return ADAM_FLOPS * params
 
 
-def optimizer_bytes(params: float) -> float:
-    """Bytes one Adam step over ``params`` parameters reads and writes."""
-    return (ADAM_READ + ADAM_WRITTEN) * params
+def optimizer_bytes(params: float, grad_bytes: int = GRAD_BYTES) -> float:
+    """Bytes one Adam step over ``params`` parameters reads and writes, its gradients of ``grad_bytes``
+    each (the run's ``main_grad_bytes``: fp32 main gradients are read as 4 bytes, not 2)."""
+    return (ADAM_READ - GRAD_BYTES + grad_bytes + ADAM_WRITTEN) * params
 
 
 def state_bytes(precision: str = "bf16") -> dict[str, float]:
@@ -186,7 +251,11 @@ def _saved_per_token(arch: Arch, tp: int) -> tuple[float, float, float, float, f
       GEMMs with the same input (an expert's gate and up);
     * attention (fused, FlashAttention-style) its Q, K and V and the softmax's fp32 log-sum-exp per head;
       its output is the output projection's input (kept there); no score tensor;
-    * a norm its input; an activation or a product its inputs;
+    * a norm its input; an activation its input; a product its inputs, except a gated MLP's product
+      (``act(gate) * up``), which keeps only ``up``: the fused SwiGLU saves its input ``[gate, up]`` and
+      recomputes ``act(gate)`` in its backward (Megatron-Core ``megatron/core/fusions/fused_bias_swiglu.py``,
+      ``SwiGLUFunction.forward``: ``ctx.save_for_backward(input)``), so the gated MLP keeps gate, up and
+      the product (down's input): 3 f, not 4 f;
     * a residual add, RoPE (linear in its input) and the KV-cache write nothing.
     """
     table = build_table(arch, "prefill", tp, True, True)
@@ -217,6 +286,9 @@ def _saved_per_token(arch: Arch, tp: int) -> tuple[float, float, float, float, f
             out[3] += n * (x + keys)
             out[4] += n * 4 * arch.heads / tp  # log-sum-exp, fp32, per head
         elif kind in ("norm", "softmax") or (kind == "elementwise" and mtype not in ("residual", "rope")):
+            if mtype == "mul" and arch.gated and (".mlp." in table.names[i] or ".experts." in table.names[i]
+                                                  or ".shared." in table.names[i]):
+                x /= 2  # the fused SwiGLU: up only (act(gate) recomputed from the gate kept by the activation)
             out[2 if kind == "norm" and x == d else 3] += n * x
     return out[0], out[1], out[2], out[3], out[4]
 
@@ -234,7 +306,13 @@ def activation_bytes_per_layer(run: TrainingRun, *, tp: int = 1, cp: int = 1, mi
     * ``full``: the layer's input only, ``2 s b h``;
     * with sequence parallelism (Korthikanti et al. 2022, section 4.2.2) the tensors of the hidden width
       (norm inputs, the column-parallel GEMMs' inputs) are split over tp like the rest;
-    * fp8 (Transformer Engine): the GEMM inputs are kept in their fp8 cast (1 byte).
+    * fp8 (Transformer Engine): the GEMM inputs are kept in their fp8 cast (1 byte);
+    * ``dropout``: the two residual branches' 1-byte masks, ``2 s b h`` bytes (split over tp with sequence
+      parallelism), Korthikanti's ``34 s b h`` with them;
+    * unfused attention (``flash=False``) under ``none``: the score tensor's softmax output (2 bytes), and
+      with dropout its mask (1) and the dropped probabilities (2) per element: Korthikanti's ``5 a s^2 b``
+      (``2 a s^2 b`` without dropout), ``a`` the device's heads, over all ``s x s`` pairs; ``selective``
+      recomputes the attention core and keeps none of it (their section 5).
 
     For GPT (4h GeLU MLP, MHA) this is ``s b h 32`` plus the log-sum-exp: Korthikanti's ``34 s b h`` less
     the two 1-byte dropout masks this model has no dropout for (the cross-check in the tests)."""
@@ -247,7 +325,12 @@ def activation_bytes_per_layer(run: TrainingRun, *, tp: int = 1, cp: int = 1, mi
     gemm_h, gemm, other_h, other, fp32 = _saved_per_token(a, tp)
     gemm_b = 1.0 if run.precision == "fp8" else act
     per_token = (gemm_h / split + gemm) * gemm_b + (other_h / split + other) * act + fp32
-    return tokens * per_token / a.layers
+    masks = 2 * a.hidden / split * DROPOUT_MASK_BYTES if run.dropout else 0.0
+    scores = 0.0
+    if not run.flash and recompute == "none":  # every full-attention layer's, over the layers' mean
+        heads = a.heads / tp * (a.layers - a.window_layers) / a.layers
+        scores = heads * run.seq * (act + (act + DROPOUT_MASK_BYTES) * run.dropout)
+    return tokens * (per_token / a.layers + masks + scores)
 
 
 def logits_bytes(run: TrainingRun, *, tp: int = 1, cp: int = 1, micro_batch: int = 1) -> float:
@@ -262,7 +345,7 @@ def device_memory(run: TrainingRun, params: float, *, tp: int = 1, micro_batch: 
     fp8's weight cache over its ``gemm_params``), one micro-batch's activations of every layer and its logits."""
     per_layer = activation_bytes_per_layer(run, tp=tp, micro_batch=micro_batch, recompute=recompute)
     cache = FP8_WEIGHT_CACHE_BYTES * gemm_params if run.precision == "fp8" else 0.0
-    return {"weights": WEIGHT_BYTES * params + cache, "gradients": GRAD_BYTES * params,
+    return {"weights": WEIGHT_BYTES * params + cache, "gradients": run.main_grad_bytes * params,
             "optimizer": OPTIMIZER_BYTES * params,
             "activations": per_layer * run.arch.layers + logits_bytes(run, tp=tp, micro_batch=micro_batch)}
 
@@ -301,10 +384,48 @@ def stage_params(arch: Arch, tp: int, ep: int = 1) -> StageParams:
                        float(params[first].sum() + embed), float(params[last].sum()))
 
 
+def row_params(run: TrainingRun, table: Any, tp: int, ep: int = 1) -> np.ndarray:
+    """Parameter elements of one instance of each row of ``table`` (one of ``tp`` devices, E / ep routed experts):
+    the rows' weights, the embedding's 1/tp vocabulary shard (unless tied to lm_head) and the position table on
+    their rows (what :func:`stage_params` sums)."""
+    a = run.arch
+    coef = table.coef["wq"] + table.coef["wu"]
+    out = coef[:, ONE] + coef[:, EXP] * (a.experts / ep if a.experts else 0)
+    for i, n in enumerate(table.names):
+        if n.endswith("embed.tokens") and not a.tie_embeddings:
+            out[i] += a.vocab * a.hidden / tp
+        elif n.endswith("embed.positions"):
+            out[i] += a.position_table * a.hidden
+    return np.asarray(out, dtype=float)
+
+
+#: Bytes per logit element of the loss, Megatron-LM's vocabulary-parallel cross-entropy (unfused: the same passes in
+#: ``megatron/mpu/cross_entropy.py`` at 50a4b5fa and ``megatron/core/tensor_parallel/cross_entropy.py`` at
+#: core_r0.8.0, on ``logits.float()``): forward, the cast (read 2, write 4), ``max`` (read 4), ``-= max``
+#: (read 4, write 4), ``exp`` in place (4, 4), ``sum`` (4), ``div_`` to the softmax it keeps (4, 4): read 22,
+#: written 16; backward, ``grad_input.mul_(grad_output)`` on the kept softmax (4, 4) and the cast's backward to
+#: 16 bits (read 4, write 2): read 8, written 6.  (forward read, forward written, backward read, backward written)
+CROSS_ENTROPY_BYTES = (22.0, 16.0, 8.0, 6.0)
+
+
+def grad_accumulation_bytes(run: TrainingRun) -> tuple[float, float, float]:
+    """Bytes per parameter per micro-batch of accumulating its weight gradient into the gradient buffer
+    (:class:`TrainingRun`'s ``main_grad_bytes`` g): (read, written) by a separate pass (the buffer and the
+    16-bit new gradient read, the buffer written: ``g + 2``, ``g``), and what the fused weight-gradient GEMM adds
+    instead (it reads and writes the buffer in place of writing a 16-bit gradient: ``2 g - 2``).
+
+    >>> grad_accumulation_bytes(TrainingRun.of("gpt2", main_grad_bytes=4))
+    (6, 4, 6)
+    """
+    g = run.main_grad_bytes
+    return g + GRAD_BYTES, g, 2 * g - GRAD_BYTES
+
+
 def training_flops(run: TrainingRun, recompute: str = "none") -> float:
     """FLOPs of one training step of the whole model (forward x 3: the backward is twice the forward;
-    x 4 with full recomputation), optimizer excluded: the figure MFU is quoted against."""
-    table, v = forward_ops(run, 1, 1, 1, 1)
+    x 4 with full recomputation), optimizer excluded: the figure MFU is quoted against.  The model's FLOPs,
+    not an implementation's: attention over the causal pairs even where an unfused attention multiplies all."""
+    table, v = forward_ops(replace(run, flash=True, dropout=False), 1, 1, 1, 1)
     compute = table.roles != LINK
     forward = float(v["flops"][compute] @ table.counts[compute]) * run.global_batch
     return forward * (4 if recompute == "full" else 3)
@@ -319,6 +440,16 @@ def _role_columns(roles: list[int], run: TrainingRun) -> dict[str, list[str]]:
 
 
 # -- one device's training step, op by op ---------------------------------------------------------------
+def _micro_batches(run: TrainingRun, tp: int, micro_batch: int, recompute: str) -> int:
+    """The micro-batches of one device's step, or a one-line error for a bad recomputation, tp or micro-batch."""
+    if recompute not in RECOMPUTE:
+        raise RooflineError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
+    check_tp(run.arch, tp)
+    if run.global_batch % micro_batch:
+        raise RooflineError(f"global batch {run.global_batch} is not a whole number of micro-batches of {micro_batch}")
+    return run.global_batch // micro_batch
+
+
 def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, recompute: str = "selective"
                       ) -> Workload:
     """The per-op :class:`~roofline.Workload` of one training step on one of ``tp`` devices (the whole
@@ -328,12 +459,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
     backward (interconnect), and one Adam step over the device's parameters.  What ``roofline llm --train``
     analyses; ``roofline plan`` adds pipeline, data, context and expert parallelism on a system."""
     a = run.arch
-    if recompute not in RECOMPUTE:
-        raise RooflineError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
-    check_tp(a, tp)
-    if run.global_batch % micro_batch:
-        raise RooflineError(f"global batch {run.global_batch} is not a whole number of micro-batches of {micro_batch}")
-    m = run.global_batch // micro_batch
+    m = _micro_batches(run, tp, micro_batch, recompute)
     table, v = forward_ops(run, tp, 1, 1, micro_batch)
     layer, first, last, core = _masks(table)
     compute = layer | first | last
@@ -357,7 +483,8 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
         rows(compute if recompute == "full" else core, " (recompute)", 1.0)
     held = stage_params(a, tp)
     params = held.total
-    ops.add("train.optimizer.adam", kind="elementwise", flops=ADAM_FLOPS * params, bytes_read=ADAM_READ * params,
+    adam_read = optimizer_bytes(params, run.main_grad_bytes) - ADAM_WRITTEN * params
+    ops.add("train.optimizer.adam", kind="elementwise", flops=ADAM_FLOPS * params, bytes_read=adam_read,
             bytes_written=ADAM_WRITTEN * params, precision="fp32", unit="vector", group="train.optimizer",
             module_type="adam")
     memory = device_memory(run, params, tp=tp, micro_batch=micro_batch, recompute=recompute, gemm_params=held.gemm)
@@ -381,7 +508,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
         warnings=list(a.warnings))
 
 
-__all__ = ["ADAM_FLOPS", "BACKWARD", "RECOMPUTE", "TRAIN_PRECISIONS", "StageParams", "TrainingRun",
-           "activation_bytes_per_layer", "device_memory", "forward_ops", "logits_bytes", "micro_batch_flops",
+__all__ = ["ADAM_FLOPS", "BACKWARD", "CROSS_ENTROPY_BYTES", "RECOMPUTE", "TRAIN_PRECISIONS", "StageParams", "TrainingRun",
+           "activation_bytes_per_layer", "device_memory", "forward_ops", "grad_accumulation_bytes", "row_params", "logits_bytes", "micro_batch_flops",
            "optimizer_bytes", "optimizer_flops", "recomputed", "stage_params", "state_bytes", "training_ceilings",
            "training_flops", "training_workload"]

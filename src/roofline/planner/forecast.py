@@ -11,7 +11,13 @@ Backward, per forward GEMM ``Y[m, n] = X[m, k] W[k, n]``: two GEMMs of its FLOPs
 (a ``k x n`` output over ``m``); every other op (attention, norms, activations) runs backward as one op of
 twice its forward FLOPs and bytes at the forward's shape (FlashAttention's backward recomputes the scores
 and writes dQ, dK, dV).  This is the LLM model's ``backward = 2 x forward`` (:data:`~roofline.llm.training.BACKWARD`)
-with each GEMM's two backward shapes made explicit.
+with each GEMM's two backward shapes made explicit.  A fused attention's backward runs at
+:data:`FLASH_BACKWARD_RATE` of its forward's FLOP rate (the FlashAttention-3 paper's figures).
+
+What the framework adds to a micro-batch (:class:`~roofline.llm.training.TrainingRun`): each weight gradient
+accumulated into the gradient buffer (a pass of its own, or inside the weight-gradient GEMM when fused:
+:func:`~roofline.llm.training.grad_accumulation_bytes`), and the loss's cross-entropy passes over the logits
+(:data:`~roofline.llm.training.CROSS_ENTROPY_BYTES`), forward and backward.
 
 Collectives: each call's bound time over the NCCL efficiency curve of the device's calibration at its message
 bytes (``collective``, ``interconnect``), where the device has one.
@@ -26,14 +32,34 @@ import numpy as np
 
 from roofline.llm.basis import basis
 from roofline.llm.model import gemm_dims
-from roofline.llm.table import EXP, GEMM_DIMS, LINK
-from roofline.llm.training import BACKWARD, TrainingRun, _masks, _role_columns, _split_queries, forward_ops
+from roofline.llm.table import EXP, GEMM_DIMS, LINK, VEC
+from roofline.llm.training import (
+    BACKWARD,
+    CROSS_ENTROPY_BYTES,
+    TrainingRun,
+    _masks,
+    _role_columns,
+    _split_queries,
+    forward_ops,
+    grad_accumulation_bytes,
+    row_params,
+)
 from roofline.workload import WorkloadBuilder
 
 #: The planner's stated forecast error (relative, either way): the band of forecast / measured step time its
 #: training benchmark holds the median to (``benchmarks/bench_published.py``, training part: [0.9, 1.1]).
 #: Layouts whose forecasts differ by less than it are ties: the model cannot tell them apart.
 STATED_ERROR = 0.10
+
+
+#: A fused attention's backward runs at this share of its forward's FLOP rate (its forward's efficiency curve is
+#: what the calibration cites).  Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608), the H100 SXM5 head-dim-128
+#: forward and backward speed figures, backward / forward TFLOP/s of FlashAttention-2, cuDNN and FlashAttention-3
+#: at 2k, 4k and 16k tokens: 291/362, 465/617, 501/625; 310/368, 499/609, 542/638; 322/370, 516/595, 561/648 =
+#: 0.80, 0.75, 0.80; 0.84, 0.82, 0.85; 0.87, 0.87, 0.87: the median, 0.84 (values as labelled on the figures'
+#: bars).  The backward's extra work (recomputing the scores, five GEMM-like products against the forward's two,
+#: dQ accumulated across key blocks) is why; its FLOPs are counted as 2x the forward's.
+FLASH_BACKWARD_RATE = 0.84
 
 
 def tied(forecast: float, best: float) -> bool:
@@ -77,18 +103,45 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     gemm = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GEMM_DIMS
     m, n, k = d["m"], d["n"], d["k"]
     g, other = idx[gemm[idx]], idx[~gemm[idx]]
+    # the weight gradients accumulated into the gradient buffer (:func:`grad_accumulation_bytes`): inside the
+    # weight-gradient GEMMs when fused, else (and for every weight outside a shaped GEMM) one pass of its own
+    params = row_params(run, table, tp, ep)
+    sep_read, sep_written, fused = grad_accumulation_bytes(run)
+    into_dw = params * fused if run.grad_accumulation_fusion else np.zeros(len(table))
+    acc = idx[(params[idx] > 0) & ~(gemm[idx] & run.grad_accumulation_fusion)]
+    zero = np.zeros(len(table))
     # forward; dX = dY W^T (m x k outputs, reduced over n); dW = X^T dY (k x n, over m); the rest 2x at its shape
-    parts = ((idx, 1.0, m, n, k), (g, 1.0, m, k, n), (g, 1.0, k, n, m), (other, float(BACKWARD), m, n, k))
-    for sel, scale, mm, nn, kk in parts:
+    parts = ((idx, 1.0, m, n, k, zero), (g, 1.0, m, k, n, zero), (g, 1.0, k, n, m, into_dw),
+             (other, float(BACKWARD), m, n, k, zero))
+    for sel, scale, mm, nn, kk, extra in parts:
         ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],
                    kind=[table.kinds[i] for i in sel], module_type=[table.module_types[i] for i in sel],
                    **_role_columns(table.roles[sel].tolist(), run), flops=(scale * v["flops"][sel]).tolist(),
-                   bytes_read=(scale * v["bytes_read"][sel]).tolist(),
-                   bytes_written=(scale * v["bytes_written"][sel]).tolist(),
+                   bytes_read=(scale * v["bytes_read"][sel] + extra[sel] / 2).tolist(),
+                   bytes_written=(scale * v["bytes_written"][sel] + extra[sel] / 2).tolist(),
                    weight_bytes=(scale * v["weight_bytes"][sel]).tolist(), count=table.counts[sel].tolist(),
                    m=mm[sel].tolist(), n=nn[sel].tolist(), k=kk[sel].tolist(), batch=d["batch"][sel].tolist())
-    owner = np.concatenate([p[0] for p in parts])
-    return table, owner, np.arange(len(owner)) >= len(idx)
+    nan = [float("nan")] * len(acc)
+    ops.extend(name=[table.names[i] + " (grad accumulate)" for i in acc], group=[table.names[i] for i in acc],
+               kind=["elementwise"] * len(acc), module_type=["grad_accumulate"] * len(acc),
+               **_role_columns([VEC] * len(acc), run), flops=params[acc].tolist(),
+               bytes_read=(sep_read * params[acc]).tolist(), bytes_written=(sep_written * params[acc]).tolist(),
+               weight_bytes=[0.0] * len(acc), count=table.counts[acc].tolist(), m=nan, n=nan, k=nan, batch=nan)
+    # the loss over the logits lm_head writes (16-bit, one per token and vocabulary entry of the shard)
+    head = np.array([i for i in idx if table.names[i].endswith("lm_head")], dtype=int)
+    logits = v["bytes_written"][head] / run.precisions.bytes()["a"]
+    fr, fw, br, bw = CROSS_ENTROPY_BYTES
+    for suffix, rd, wr in ((" (cross-entropy)", fr, fw), (" (cross-entropy backward)", br, bw)):
+        ops.extend(name=[table.names[i] + suffix for i in head], group=[table.names[i] for i in head],
+                   kind=["elementwise"] * len(head), module_type=["cross_entropy"] * len(head),
+                   **_role_columns([VEC] * len(head), run), flops=(4 * logits).tolist(),
+                   bytes_read=(rd * logits).tolist(), bytes_written=(wr * logits).tolist(),
+                   weight_bytes=[0.0] * len(head), count=table.counts[head].tolist(), m=[float("nan")] * len(head),
+                   n=[float("nan")] * len(head), k=[float("nan")] * len(head), batch=[float("nan")] * len(head))
+    owner = np.concatenate([p[0] for p in parts] + [acc, head, head])
+    bwd = np.arange(len(owner)) >= len(idx)
+    bwd[len(owner) - 2 * len(head):len(owner) - len(head)] = False  # the loss's forward
+    return table, owner, bwd
 
 
 def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any
@@ -102,6 +155,10 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
     a = analyze(ops.build(title="planner shards", source="roofline.planner"), device, forecast=True)
     assert a.forecast is not None
     t = a.forecast.time * a.forecast.counts
+    if run.flash:  # the fused attention's backward below its forward's rate (FLASH_BACKWARD_RATE)
+        slow = np.concatenate([bwd & (np.asarray(table.kinds, dtype=object)[owner] == "attention")
+                               for table, owner, bwd in made])
+        t = np.where(slow, t / FLASH_BACKWARD_RATE, t)
     out, at = {}, 0
     for sh, (table, owner, bwd) in zip(shards, made, strict=True):
         here = t[at:at + len(owner)]

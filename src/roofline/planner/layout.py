@@ -74,6 +74,7 @@ class Comm:
     message_bytes: float = 0.0
     calls: float = 0.0
     forecast: float = 0.0  # expected seconds per step: ``time`` over the device's collective efficiency
+    params: float = 0.0  # parameters a gradient or weight sync carries per call (0: not one)
 
     @property
     def bytes_per_step(self) -> float:

@@ -13,7 +13,10 @@ included); a collective of ``T`` forecast seconds per step exposes:
   next step's first forward (``--overlap-param-gather``), ``max(0, T - F)``.  ZeRO 3's weight all-gathers
   are prefetched (FSDP's forward and backward prefetch): half behind each forward, half behind each
   backward, ``m (max(0, T/2m - F) + max(0, T/2m - B))``, its gradient reduce-scatter as ZeRO 2's.
-  Off: all of ``T`` exposed.
+  Off: all of ``T`` exposed.  The buckets bound what hides: the last gradient bucket is reduced only after the
+  backward has produced it, and the first weight bucket gathered before the forward can start, so at least
+  one bucket's share of ``T`` is exposed (:func:`bucket_share`: Megatron-Core's default bucket,
+  ``max(40,000,000, 1,000,000 x dp)`` parameters); ZeRO 3's gathers, prefetched a layer ahead, keep no floor.
 * **tensor, context and expert parallel** (``overlap_tp``, default off): the activations' all-reduces
   (or reduce-scatter/all-gather pairs), the context-parallel K/V exchange and the expert all-to-alls sit
   between the GEMMs that need their result, so they are exposed, ``T x slots / m`` (the bubble's slots
@@ -45,6 +48,21 @@ def rule_of(name: str) -> str:
     return "dp"
 
 
+def bucket_share(params: float, replicas: int) -> float:
+    """The share of a gradient or weight sync of ``params`` parameters (per call) over ``replicas`` ranks that one
+    bucket carries: Megatron-Core's default bucket, ``max(40000000, 1000000 * dp_size)`` parameters
+    (``megatron/core/distributed/distributed_data_parallel_config.py``, ``bucket_size``, at core_r0.8.0: "larger
+    DP sizes need larger buckets to ensure collectives do not become latency-bound"); 0 for a sync of unknown
+    size.
+
+    >>> bucket_share(400e6, 8), bucket_share(400e6, 100), bucket_share(20e6, 8)
+    (0.1, 0.25, 1.0)
+    """
+    if params <= 0:
+        return 0.0
+    return min(1.0, max(40e6, 1e6 * replicas) / params)
+
+
 def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: float, backward: float) -> float:
     """Forecast seconds per step of ``comm`` (a :class:`~roofline.planner.layout.Comm` with ``forecast``
     seconds per step) not hidden behind compute under ``layout``'s switches (module docs)."""
@@ -60,11 +78,12 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
         return T * slots / m
     if not layout.overlap_dp:
         return T
+    one = bucket_share(comm.params, layout.dp * layout.cp)  # the last (first) bucket's share: never hidden
     if comm.overlappable_with == "step":
-        return max(0.0, T - (backward if "grad" in comm.name else forward))
-    if "all-gather" in comm.name:  # ZeRO 3's prefetched weight gathers
+        return max(one * T, T - (backward if "grad" in comm.name else forward))
+    if "all-gather" in comm.name:  # ZeRO 3's prefetched weight gathers (its unit a layer, not a bucket: no floor)
         return m * (max(0.0, T / (2 * m) - forward) + max(0.0, T / (2 * m) - backward))
-    return m * max(0.0, T / m - backward)
+    return m * max(one * T / m, T / m - backward)
 
 
 def describe(layout: Any) -> str:

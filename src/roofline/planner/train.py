@@ -265,10 +265,30 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     logits = logits_bytes(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch) if last else 0.0
     cache = FP8_WEIGHT_CACHE_BYTES * gemm / (replicas if lay.zero >= 3 else 1) if run.precision == "fp8" else 0.0
     z = lay.zero
-    return {"weights": WEIGHT_BYTES * _held(z, 3, dense, expert, replicas, expert_replicas) + cache,
-            "gradients": GRAD_BYTES * _held(z, 2, dense, expert, replicas, expert_replicas),
-            "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
-            "activations": per_layer * layers * in_flight(lay.pp, lay.interleave, micro_batches, stage) + logits}
+    out = {"weights": WEIGHT_BYTES * _held(z, 3, dense, expert, replicas, expert_replicas) + cache,
+           "gradients": run.main_grad_bytes * _held(z, 2, dense, expert, replicas, expert_replicas),
+           "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
+           "activations": per_layer * layers * in_flight(lay.pp, lay.interleave, micro_batches, stage) + logits}
+    if z >= 3:
+        out["zero3 buffers"] = zero3_buffers(run, (dense + expert) / max(layers, 1))
+    return out
+
+
+#: ZeRO 3's unsharded buffers at the backward's peak, in layers' worth: the current layer's gathered weights and
+#: the next one's (prefetched) and the current layer's full gradient before its reduce-scatter (PyTorch FSDP docs,
+#: ``BackwardPrefetch.BACKWARD_PRE``: "holding the current set of parameters, next set of parameters, and current
+#: set of gradients"; FSDP's unit a transformer layer)
+ZERO3_LIVE_WEIGHTS = 2
+
+
+def zero3_buffers(run: TrainingRun, layer_params: float) -> float:
+    """Bytes of ZeRO 3's unsharded buffers on a device whose layers hold ``layer_params`` parameters each (its
+    1/tp shard): :data:`ZERO3_LIVE_WEIGHTS` layers of 16-bit weights and one of gradients.
+
+    >>> zero3_buffers(TrainingRun.of("gpt2"), 1e9) / 1e9   # 2 x 2 B + 2 B per parameter of one layer
+    6.0
+    """
+    return (ZERO3_LIVE_WEIGHTS * WEIGHT_BYTES + run.main_grad_bytes) * layer_params
 
 
 @dataclass(frozen=True)
@@ -358,16 +378,18 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     stages, busy, heavy = got
     held = _held(lay.zero, 1, heavy.dense, heavy.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)
     dev = system.device
-    opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], optimizer_bytes(held) / dev.main_memory.bandwidth)
-    opt_fc = max(opt, optimizer_bytes(held) / cache.achievable_bandwidth())
-    key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, split)
+    opt_bytes = optimizer_bytes(held, run.main_grad_bytes)
+    opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], opt_bytes / dev.main_memory.bandwidth)
+    opt_fc = max(opt, opt_bytes / cache.achievable_bandwidth())
+    key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, split,
+           lay.recompute == "full")
     comms = cache.memo.get(key)
-    if comms is None:  # the same for every recomputation and ZeRO stage
+    if comms is None:  # the same for every ZeRO stage, and for no and selective recomputation
         comms = cache.memo[key] = _activation_comms(run, lay, system, cache, m, max(split))
     gkey = (skey[0], lay.zero, lay.tp, lay.cp, lay.dp, lay.ep, m, split)
     grads = cache.memo.get(gkey)
     if grads is None:  # the same for every recomputation
-        grads = cache.memo[gkey] = _grad_comms(lay, system, cache, m, heavy.dense, heavy.expert)
+        grads = cache.memo[gkey] = _grad_comms(lay, system, cache, m, heavy.dense, heavy.expert, run.main_grad_bytes)
     comms = comms + grads
     akey = (key[0], lay.tp, lay.cp, lay.micro_batch, lay.sp, lay.recompute)
     per_layer = cache.memo.get(akey)
@@ -399,18 +421,25 @@ def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[An
 
 def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
     """``add(label, collective, bytes, ranks, stride, calls, scope)``: one collective, timed on its tiers, into ``comms``."""
-    def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str) -> None:
+    def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str,
+            params: float = 0.0) -> None:
         if ranks > 1 and times > 0:
             t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, devices_per_node))
             fc = t * times / cache.collective_efficiency(float(nbytes))
-            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc))
+            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc, float(params)))
     return add
 
 
 def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int, layers_here: int
                       ) -> tuple[Comm, ...]:
-    """The collectives of the micro-batches' activations: tp, cp, ep and pp (whatever the ZeRO stage)."""
+    """The collectives of the micro-batches' activations: tp, cp, ep and pp (whatever the ZeRO stage).  Full
+    recomputation runs each layer's forward again in the backward, its collectives with it (Megatron-LM's
+    ``CheckpointFunction.backward`` calls the layer's forward, whose tensor-parallel all-reduces or
+    reduce-scatter/all-gather pairs, context-parallel K/V gathers and expert all-to-alls are part of it):
+    the forward's share of each again, ``rec`` = 1 more forward's worth; selective recomputation repeats the
+    attention core only, which communicates nothing."""
     a = run.arch
+    rec = 1 if lay.recompute == "full" else 0
     act = run.precisions.bytes()["a"]
     tokens = lay.micro_batch * run.seq / lay.cp
     comms: list[Comm] = []
@@ -418,23 +447,23 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     hidden_msg = tokens * a.hidden * act
     # 2 per layer forward, 2 backward; the vocabulary-parallel embedding's forward and lm_head's input
     # gradient backward (one of them per edge stage)
-    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, (4 * layers_here + (2 if lay.pp == 1 else 1)) * m,
-        "micro-batch")
+    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, ((4 + 2 * rec) * layers_here + (2 if lay.pp == 1 else 1))
+        * m, "micro-batch")
     if lay.cp > 1:
         kv = 2 * lay.micro_batch * run.seq * kv_heads_per_device(a, lay.tp) * a.head_dim * act
-        add("cp kv all-gather", "all_gather", kv, lay.cp, lay.tp, 2 * layers_here * m, "micro-batch")
+        add("cp kv all-gather", "all_gather", kv, lay.cp, lay.tp, (2 + rec) * layers_here * m, "micro-batch")
         add("cp kv reduce-scatter", "reduce_scatter", kv, lay.cp, lay.tp, layers_here * m, "micro-batch")
     if lay.ep > 1:
         routed = tokens * a.top_k * a.hidden * act
-        add("ep all-to-all", "all_to_all", routed, lay.ep, lay.tp * lay.cp, 4 * a.moe_layers * layers_here / a.layers
-            * m, "micro-batch")
+        add("ep all-to-all", "all_to_all", routed, lay.ep, lay.tp * lay.cp, (4 + 2 * rec) * a.moe_layers * layers_here
+            / a.layers * m, "micro-batch")
     # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
     add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, lay.tp * lay.cp * lay.dp, 2 * lay.interleave * m,
         "micro-batch")
     return tuple(comms)
 
 
-def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float
+def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float, grad_bytes: int
                 ) -> tuple[Comm, ...]:
     """The gradient sync, reduced over the ranks that hold the same weights: dp x cp of them (tp apart), and
     for the experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)."""
@@ -445,30 +474,32 @@ def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float
                                                 lay.tp * lay.ep if lay.cp == 1 else lay.tp)]
     for label, held, ranks, stride in groups:
         if held > 0:
-            _zero_comms(add, label, lay.zero, held, ranks, stride, m)
+            _zero_comms(add, label, lay.zero, held, ranks, stride, m, grad_bytes)
     return tuple(comms)
 
 
-def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride: int, m: int) -> None:
-    """The gradient sync of ``held`` parameters over ``ranks`` as ZeRO stage ``zero`` does it (:data:`ZERO_STAGES`)."""
-    grads, weights = GRAD_BYTES * held, WEIGHT_BYTES * held
+def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride: int, m: int,
+                grad_bytes: int = GRAD_BYTES) -> None:
+    """The gradient sync of ``held`` parameters over ``ranks`` as ZeRO stage ``zero`` does it (:data:`ZERO_STAGES`),
+    the gradients reduced in their buffer's type (``grad_bytes``: fp32 main gradients are all-reduced in fp32)."""
+    grads, weights = grad_bytes * held, WEIGHT_BYTES * held
     if zero == 0:
-        add(f"{label} grad all-reduce", "all_reduce", grads, ranks, stride, 1, "step")
+        add(f"{label} grad all-reduce", "all_reduce", grads, ranks, stride, 1, "step", held)
     elif zero == 1:
-        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, 1, "step")
-        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step")
+        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, 1, "step", held)
+        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step", held)
     elif zero == 2:
-        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch")
-        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step")
+        add(f"{label} grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch", held)
+        add(f"{label} weight all-gather", "all_gather", weights, ranks, stride, 1, "step", held)
     else:
-        add(f"{label} fsdp weight all-gather", "all_gather", weights, ranks, stride, 2 * m, "micro-batch")
-        add(f"{label} fsdp grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch")
+        add(f"{label} fsdp weight all-gather", "all_gather", weights, ranks, stride, 2 * m, "micro-batch", held)
+        add(f"{label} fsdp grad reduce-scatter", "reduce_scatter", grads, ranks, stride, m, "micro-batch", held)
 
 
 def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] | None = None,
             zeros: tuple[int, ...] = (0, 1, 2, 3), recomputes: tuple[str, ...] = RECOMPUTE,
             max_cp: int | None = None, interleaves: tuple[int, ...] | None = None,
-            overlap: tuple[bool, bool, bool] = (True, False, True)) -> Iterator[Layout]:
+            overlap: tuple[bool, bool, bool] = (True, False, True), sp: bool = True) -> Iterator[Layout]:
     """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
     divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
     load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``, and the
@@ -477,7 +508,8 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
     experts and dp; micro-batches of every size dividing the per-replica batch (or ``micro_batches``);
     interleaving over every ``v`` dividing each stage's layers (or ``interleaves``) where the micro-batches
     are a multiple of pp; each ZeRO stage and recomputation.  ``overlap``: the forecast's (dp, tp, pp) overlap
-    switches (:mod:`roofline.planner.overlap`), the same for every layout."""
+    switches (:mod:`roofline.planner.overlap`), the same for every layout; ``sp``: sequence parallelism with
+    tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022)."""
     a, n, d = run.arch, system.devices, system.devices_per_node
     for tp in divisors(d):
         try:
@@ -486,16 +518,16 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
             continue
         for cp in divisors(n // tp):
             if ((max_cp is not None and cp > max_cp) or (cp > 1 and run.seq % (2 * cp))
-                    or (tp > 1 and run.seq % (cp * tp))):  # sequence parallelism splits the cp shard over tp
+                    or (sp and tp > 1 and run.seq % (cp * tp))):  # sequence parallelism splits the cp shard over tp
                 continue
             for pp in (p for p in divisors(n // (tp * cp)) if p <= a.layers):
                 yield from _layouts_of(run, n // (tp * cp * pp), tp, cp, pp, micro_batches, zeros, recomputes,
-                                       interleaves, overlap)
+                                       interleaves, overlap, sp)
 
 
 def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
-                overlap: tuple[bool, bool, bool]) -> Iterator[Layout]:
+                overlap: tuple[bool, bool, bool], sp: bool = True) -> Iterator[Layout]:
     a = run.arch
     if run.global_batch % dp:
         return
@@ -513,4 +545,4 @@ def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batc
                     continue
                 for zero in zeros:
                     for rec in recomputes:
-                        yield Layout(tp, pp, dp, cp, ep, zero, mb, True, rec, v, 0.0, None, *overlap)
+                        yield Layout(tp, pp, dp, cp, ep, zero, mb, sp, rec, v, 0.0, None, *overlap)
