@@ -35,13 +35,26 @@ import numpy as np
 from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, MemoryCeiling
 from roofline.llm_report import report
+from roofline.stats import SPREAD_WARN, Timing
 from roofline.text import shorten
-from roofline.units import format_bandwidth, format_count, format_flops, format_seconds, format_share, format_speedup
+from roofline.units import (
+    format_bandwidth,
+    format_count,
+    format_flops,
+    format_gib,
+    format_seconds,
+    format_share,
+    format_speedup,
+)
 from roofline.workload import TraceRecord
 
 if TYPE_CHECKING:
     from roofline.advice import Advice, Lever
     from roofline.llm_report import LLMReport
+
+#: an op whose spread over its profiled runs, (q3 - q1) / median, is above this is marked noisy (the tables
+#: mark its measured time, the summary lists it): the one spread limit of :mod:`roofline.stats`
+NOISY_SPREAD = SPREAD_WARN
 
 
 @dataclass(frozen=True)
@@ -66,7 +79,14 @@ class BindingRoof:
 
 @dataclass(frozen=True)
 class MeasuredSummary:
-    """Measured ops against their own predictions: ``predicted`` and ``measured`` seconds summed over them."""
+    """Measured ops against their own predictions: ``predicted`` and ``measured`` seconds summed over them.
+
+    ``measured`` sums each op's median over the profiled runs (x count); ``measured_low`` / ``measured_high``
+    the same sums of their q1 and q3 (equal to ``measured`` when the ops carry no per-run quartiles);
+    ``whole``: the whole model timed without the profiler (median and quartiles over its repeats), which
+    the headline leads with when there is one; ``noisy``: indices of the ops whose own spread over the
+    profiled runs, (q3 - q1) / median, is above :data:`NOISY_SPREAD`.
+    """
 
     ops: int  # ops with a measured time
     of_ops: int  # ops in the workload
@@ -74,6 +94,10 @@ class MeasuredSummary:
     measured: float  # their measured seconds (x count)
     judged_at_cache: dict[str, int]  # level -> measured ops judged against it instead of main memory
     above_roof: int
+    measured_low: float = math.nan
+    measured_high: float = math.nan
+    whole: Timing | None = None
+    noisy: tuple[int, ...] = ()
 
     @property
     def ratio(self) -> float:
@@ -231,8 +255,14 @@ class Summary:
 
 
 def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
-    """One sentence of the answer.  Names from files go through ``shown`` (default: shortened past 256
-    characters); each renderer still escapes the sentence for its medium.
+    """One sentence of the answer, the deciding fact first.  Names from files go through ``shown`` (default:
+    shortened past 256 characters); each renderer still escapes the sentence for its medium.
+
+    The order: the measurement's warning (when there is one); for an LLM run that does not fit the device,
+    that (:func:`fit_clause`); then the bound and the forecast on one time basis per clause, each labelled
+    (LLMs: per output token with the matching tokens/s, TTFT, the whole run; :func:`llm_time_clauses`);
+    the binding roof; the measured time (the whole model's when it was timed whole; :func:`measured_clause`);
+    the best lever on this device.
 
     >>> from roofline import Device, Op, Workload, analyze
     >>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
@@ -245,33 +275,106 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     arg.function(shown, "headline", "shown")
     a = s.analysis
     b = s.binding
-    lead = measurement_warning(s)
-    time = f"{format_seconds(a.total_time)} (roofline bound)"
-    rate = f"attainable {format_flops(s.attainable_flops)}" if a.total_time > 0 else ""
+    lead = [shown(w)] if (w := measurement_warning(s)) else []
     r = s.llm
-    if r is not None:
-        if r.tpot is not None and r.spec.phase != "prefill":
-            time = f"{format_seconds(r.tpot)} per token (roofline bound)"
-        elif r.ttft is not None:
-            time = f"{format_seconds(r.ttft)} to the first token (roofline bound)"
-        kind = "prompt" if r.spec.phase == "prefill" else "output"
-        rate = f"{format_count(r.tokens_per_s)} {kind} tokens/s"
-    text = f"{shown(a.workload.title)} on {shown(a.device.name)}: {time}"
-    text += f", {b.kind}-bound on {shown(b.label)} ({format_share(b.share)} of the time)" if b.time > 0 else ", no time (no FLOPs, no bytes)"
-    if rate:
-        text += f"; {rate}"
+    if r is not None and (fit := fit_clause(r, shown)):
+        lead.append(fit)
+    where = f"{shown(a.workload.title)} on {shown(a.device.name)}"
     f = s.forecast
-    if f is not None and f.total > 0:
-        top = max(f.parts.items(), key=lambda kv: kv[1])
-        text += f"; forecast {format_seconds(f.total)} (most in {top[0]}: {format_share(top[1] / f.total)})"
-    m = s.measured
-    if m is not None and m.measured > 0:
-        vs = f"{format_count(m.measured / m.predicted)}x their bound" if m.predicted > 0 else "their bound is 0"
-        text += f"; measured {format_seconds(m.measured)} for {m.ops} of {m.of_ops} ops ({vs})"
+    if r is not None:
+        text = f"{where}: " + "; ".join(llm_time_clauses(r))
+        whole = "the whole run's bound" if r.spec.phase == "generate" else "the bound"
+        text += (f"; {b.kind}-bound on {shown(b.label)} ({format_share(b.share)} of {whole})" if b.time > 0
+                 else "; no time (no FLOPs, no bytes)")
+    else:
+        text = f"{where}: {format_seconds(a.total_time)} (roofline bound)"
+        text += (f", {b.kind}-bound on {shown(b.label)} ({format_share(b.share)} of the time)" if b.time > 0
+                 else ", no time (no FLOPs, no bytes)")
+        if a.total_time > 0:
+            text += f"; attainable {format_flops(s.attainable_flops)}"
+        if f is not None and f.total > 0:
+            top = max(f.parts.items(), key=lambda kv: kv[1])
+            text += f"; forecast {format_seconds(f.total)} (most in {top[0]}: {format_share(top[1] / f.total)})"
+    if s.measured is not None and (m := measured_clause(s.measured, a.total_time)):
+        text += f"; {m}"
     lever = best_lever(s)
     if lever is not None:
         text += f"; best lever here: {lever.name} ({format_speedup(lever.speedup)})"
-    return (f"{shown(lead)}. " if lead else "") + text + "."
+    return "".join(f"{x}. " for x in lead) + text + "."
+
+
+def fit_clause(r: LLMReport, shown: Callable[[str], str] = shorten) -> str | None:
+    """'does not fit: 141.9 GiB needed, 79.15 GiB on NVIDIA H100 SXM5 80GB (weights 131.4 GiB, KV cache 6.25 GiB,
+    activations 4.25 GiB); fits with tp 2 / int8 weights', or None when it fits (or the device lists no
+    capacity).  Capacities in GiB as the device stores them (:attr:`Device.memory_capacity`); the ways to fit
+    are computed (:func:`roofline.llm.metrics.fit_options`)."""
+    fp = r.footprint
+    if fp.fits is not False or fp.capacity is None:
+        return None
+    text = (f"does not fit: {format_gib(fp.total)} needed, {format_gib(fp.capacity)} on {shown(r.device)} "
+            f"(weights {format_gib(fp.weights)}, KV cache {format_gib(fp.kv_cache)}, activations "
+            f"{format_gib(fp.activations)})")
+    if r.fits_with:
+        return text + "; fits with " + " / ".join(o.describe() for o in r.fits_with)
+    return text + "; no single change fits (tp up to 8, int8/int4 weights or KV cache, a smaller batch)"
+
+
+def llm_time_clauses(r: LLMReport) -> list[str]:
+    """The bound and the forecast of an LLM run, one time basis per clause: per output token (decode, generate)
+    with the matching tokens/s over the batch (batch / time per token), TTFT (prefill, generate), and the whole
+    run (generate) with its output tokens/s (batch x gen / the whole run's time)."""
+    s = r.spec
+    out = []
+    if r.tpot is not None and s.phase != "prefill":
+        rate = r.decode_rate(r.tpot)
+        text = (f"per output token {format_seconds(r.tpot)} bound ({format_count(rate or 0)} tokens/s over the "
+                f"batch of {s.batch:,})")
+        if r.forecast_tpot:
+            text += (f", {format_seconds(r.forecast_tpot)} forecast "
+                     f"({format_count(r.decode_rate(r.forecast_tpot) or 0)} tokens/s)")
+        out.append(text)
+    if r.ttft is not None:
+        text = f"TTFT {format_seconds(r.ttft)} bound"
+        if s.phase == "prefill":
+            text += f" ({format_count(r.tokens_per_s)} prompt tokens/s)"
+        if r.forecast_ttft:
+            text += f", {format_seconds(r.forecast_ttft)} forecast"
+            if s.phase == "prefill":
+                text += f" ({format_count(s.batch * s.prompt / r.forecast_ttft)} prompt tokens/s)"
+        out.append(text)
+    if s.phase == "generate":
+        text = (f"whole run ({r.basis()}) {format_seconds(r.latency)} bound "
+                f"({format_count(r.tokens_per_s)} output tokens/s)")
+        if r.forecast_latency:
+            text += (f", {format_seconds(r.forecast_latency)} forecast "
+                     f"({format_count(s.batch * s.gen / r.forecast_latency)} output tokens/s)")
+        out.append(text)
+    return out
+
+
+def measured_clause(m: MeasuredSummary, bound: float) -> str:
+    """'measured 1.25 ms whole model (median of 10 runs, 1.21..1.3 ms; 3.4x the bound); per-op medians sum to
+    2.1 ms (1.9..2.4 ms) for 10 of 10 ops, 1 noisy': the whole-model timing leads when there is one (a few slow
+    profiled runs of one op cannot move it), the per-op sums beside it with their spread (sums of the ops'
+    quartiles).  '' when nothing was timed."""
+    ops = (f"{format_seconds(m.measured)}" + (f" ({_range(m.measured_low, m.measured_high)})"
+                                             if m.measured_high > m.measured_low else "")
+           + f" for {m.ops} of {m.of_ops} ops" + (f", {len(m.noisy)} noisy (spread > {format_share(NOISY_SPREAD)})"
+                                                   if m.noisy else ""))
+    t = m.whole
+    if t is not None:
+        vs = f"{format_count(t.median / bound)}x the bound" if bound > 0 else "the bound is 0"
+        return (f"measured {format_seconds(t.median)} whole model (median of {t.repeats} runs, "
+                f"{_range(t.low, t.high)}; {vs}); per-op medians sum to {ops}")
+    if not m.measured > 0:
+        return ""
+    vs = f"{format_count(m.measured / m.predicted)}x their bound" if m.predicted > 0 else "their bound is 0"
+    return f"measured {ops} (median per op; {vs})"
+
+
+def _range(low: float, high: float) -> str:
+    """'1.21..1.3 ms'."""
+    return f"{format_seconds(low)}..{format_seconds(high)}"
 
 
 def measurement_warning(s: Summary) -> str | None:
@@ -349,7 +452,7 @@ def binding_roof(a: Analysis) -> BindingRoof:
 
 
 def measured_summary(a: Analysis) -> MeasuredSummary | None:
-    """Measured ops vs their own predictions; None when nothing was measured."""
+    """Measured ops vs their own predictions; None when nothing was measured (:class:`MeasuredSummary`)."""
     w = a.workload
     if not w.has_measurements:
         return None
@@ -358,8 +461,30 @@ def measured_summary(a: Analysis) -> MeasuredSummary | None:
     count = w.columns["count"]
     judged = a.judged_level[a.judged_at_cache & m]
     levels, counts = np.unique(judged, return_counts=True)
-    return MeasuredSummary(int(m.sum()), len(w), float(a.total_op_time[m].sum()), float(seconds[m] @ count[m]),
-                           dict(zip(levels.tolist(), counts.tolist(), strict=True)), int(a.above_roof.sum()))
+    measured = float(seconds[m] @ count[m])
+    low = high = measured
+    run = w.measured
+    ops = run.ops if run is not None else None
+    if ops is not None and len(ops.median) == len(w):
+        q = m & np.isfinite(ops.low) & np.isfinite(ops.high)
+        low = measured - float((seconds[q] - ops.low[q]) @ count[q])
+        high = measured + float((ops.high[q] - seconds[q]) @ count[q])
+    whole = run.timing if run is not None and run.timing.median > 0 else None
+    return MeasuredSummary(int(m.sum()), len(w), float(a.total_op_time[m].sum()), measured,
+                           dict(zip(levels.tolist(), counts.tolist(), strict=True)), int(a.above_roof.sum()),
+                           low, high, whole, tuple(int(i) for i in np.flatnonzero(noisy_ops(a))))
+
+
+def noisy_ops(a: Analysis) -> np.ndarray:
+    """Per op: True when its measured time's spread over the profiled runs is above :data:`NOISY_SPREAD`
+    (ops timed in fewer than two runs have no spread and are never marked)."""
+    run = a.workload.measured
+    ops = run.ops if run is not None else None
+    if ops is None or len(ops.median) != len(a.workload):
+        return np.zeros(len(a.workload), dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(ops.median > 0, (ops.high - ops.low) / ops.median, 0.0)
+    return (ops.samples >= 2) & (np.nan_to_num(spread) > NOISY_SPREAD)
 
 
 def llm_report(a: Analysis) -> LLMReport | None:
