@@ -377,6 +377,30 @@ def _range(low: float, high: float) -> str:
     return f"{format_seconds(low)}..{format_seconds(high)}"
 
 
+def run_basis(s: Summary) -> str:
+    """What one run of the analysed workload is, the basis of its tables' times: an LLM run's
+    (:meth:`LLMReport.basis`), else 'one run of the workload'."""
+    return f"the whole run ({s.llm.basis()})" if s.llm is not None else "one run of the workload"
+
+
+def table_glossary(s: Summary, *, grouped: bool = False) -> str:
+    """The line under a table of ``s``'s ops (or groups): what each time column is, on which basis."""
+    a = s.analysis
+    what = "its ops' " if grouped else ""
+    parts = [f"time = {what}roofline bound (a lower bound) over {run_basis(s)}, every instance counted",
+             "share = of the whole bound"]
+    if a.forecast is not None:
+        parts.append("forecast = the expected time, same basis")
+    if a.workload.has_measurements:
+        m = s.measured
+        noisy = f", ± = spread over the profiled runs above {format_share(NOISY_SPREAD)}" if m and m.noisy else ""
+        parts.append(f"measured = median over the profiled runs, every instance counted{noisy}")
+    r = s.llm
+    if r is not None and r.steps > 1:
+        parts.append(f"decode ops ran {r.steps} steps: per output token = their time / {r.steps}")
+    return "times: " + "; ".join(parts)
+
+
 def measurement_warning(s: Summary) -> str | None:
     """The warning that leads every output of ``s`` (headline, chart caption, HTML top), or None: the device's
     measurement was disturbed or inconsistent (:func:`roofline.bench.quality.warning`), or the forecast ran on a
@@ -508,8 +532,18 @@ def summarize(a: Analysis, *, advice: Advice | None = None) -> Summary:
 
 
 def describe_measured(m: MeasuredSummary) -> str:
-    """'measured: 2 of 3 ops, 1.2 ms vs 0.9 ms roofline (0.75 of the measured time)'."""
-    from roofline.units import format_seconds
-
-    return (f"measured: {m.ops} of {m.of_ops} ops; their roofline time {format_seconds(m.predicted)} vs "
-            f"{format_seconds(m.measured)} measured (roofline / measured = {m.ratio:.3g})")
+    """'measured: 2 of 3 ops; their roofline time 0.9 ms vs 1.2 ms measured (sum of per-op medians; quartile sums
+    1.1..1.4 ms; roofline / measured = 0.75); the whole model 1.0 ms (median of 10 runs, 0.98..1.1 ms)'."""
+    spread = (f"; quartile sums {_range(m.measured_low, m.measured_high)}" if m.measured_high > m.measured_low
+              else "")
+    text = (f"measured: {m.ops} of {m.of_ops} ops; their roofline time {format_seconds(m.predicted)} vs "
+            f"{format_seconds(m.measured)} measured (sum of per-op medians{spread}; roofline / measured = "
+            f"{m.ratio:.3g})")
+    if m.whole is not None:
+        t = m.whole
+        text += (f"; the whole model {format_seconds(t.median)} (median of {t.repeats} runs, "
+                 f"{_range(t.low, t.high)})")
+    if m.noisy:
+        text += (f"; {len(m.noisy)} op(s) with a spread over their profiled runs above {format_share(NOISY_SPREAD)}"
+                 " (marked ± in the tables)")
+    return text

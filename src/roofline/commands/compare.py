@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from roofline.commands._common import EXAMPLE_HELP, add_phase_option, add_tf32_option
-from roofline.comparison import CompareRow, compare, ranked_by
+from roofline.comparison import CompareRow, answer, compare, glossary, ranked_by, time_basis
 from roofline.errors import RooflineError
 
 if TYPE_CHECKING:
@@ -124,9 +124,9 @@ def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> 
     from roofline.units import format_count, format_seconds
 
     llm, best = workload.llm, rows[0].time
-    lines = [f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}"]
+    lines = [answer(workload, rows), f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}"]
     width = max(9, *(len(r.precision_label) for r in rows))
-    head = f"{'#':>2}  {'device':<32} {'precision':<{width}} {'time':>10} {'vs best':>15}"
+    head = f"{'#':>2}  {'device':<32} {'precision':<{width}} {time_basis(workload)[0]:>10} {'vs best':>15}"
     if llm is not None:
         head += f" {'tokens/s':>12}"
     if forecast:
@@ -142,6 +142,7 @@ def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> 
         lines.append(line + f"  {display(r.binding)}" + (f"; {r.memory}" if r.memory else ""))
     # a precision a device has no roof for ran at its fallback: say so under the ranking
     lines += [f"note: {display(n)}" for n in dict.fromkeys(r.note for r in rows if r.note)]
+    lines.append(glossary(workload, rows))
     return lines
 
 

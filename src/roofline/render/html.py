@@ -45,7 +45,7 @@ from roofline.render.html_parts import (
     provenance_html,
     summary_items,
 )
-from roofline.summary import Summary, headline, measurement_warning, summarize
+from roofline.summary import Summary, headline, measurement_warning, summarize, table_glossary
 from roofline.text import display
 from roofline.units import format_bandwidth, format_bytes, format_flops
 
@@ -122,9 +122,11 @@ def _section_html(s: Section, facts: Summary, k: int, charts: list[tuple[str, di
               details("Summary", f"<ul>{summary}</ul>" + llm_html(facts.llm), open_=open_summary)]
     if facts.advice is not None:
         parts.append(details("Advice (levers with their computed effect)", advice_html(facts.advice)))
-    parts += [details(f"Ops by roofline time ({len(w)})", ops_table(a)),
-              details("By module", groups_table(a, "group", "module")),
-              details("By kind", groups_table(a, "kind", "kind")),
+    ops_glossary = f'<p class="note">{esc(table_glossary(facts))}</p>'
+    groups_glossary = f'<p class="note">{esc(table_glossary(facts, grouped=True))}</p>'
+    parts += [details(f"Ops by roofline time ({len(w)})", ops_table(a) + ops_glossary),
+              details("By module", groups_table(a, "group", "module") + groups_glossary),
+              details("By kind", groups_table(a, "kind", "kind") + groups_glossary),
               details("Device and provenance", provenance_html(a)),
               details("Workload: bytes model, assumptions, warnings",
                        f"<p>bytes model: {esc(w.bytes_model)}</p>" + bullets("Assumptions", a.assumptions)

@@ -20,6 +20,8 @@ from roofline.summary import (
     binding_roof,
     describe_measured,
     headline,
+    noisy_ops,
+    table_glossary,
     summarize,
     trace_lines,
 )
@@ -154,7 +156,8 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     con = _console(color)
     if title:
         con.print(f"[bold]{for_terminal(title)}[/bold]")
-    for line in summary_lines(summary or summarize(a), verbose=verbose):
+    s = summary or summarize(a)
+    for line in summary_lines(s, verbose=verbose):
         con.print(line, markup=False)
     if group_by:
         hidden = _group_table(con, a, group_by, depth, top)
@@ -162,6 +165,7 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
         hidden = _op_table(con, a, top)
     if hidden > 0:
         con.print(f"... and {hidden} more (use --top N)", markup=False)
+    con.print(table_glossary(s, grouped=bool(group_by)), markup=False)
     _notes(con, a, verbose)
     text = con.export_text(styles=color)
     # plain text: no control character at all survives (with colour, only the product's own styles)
@@ -203,7 +207,8 @@ def _op_table(con: Console, a: Analysis, top: int) -> int:
     measured = a.workload.has_measurements
     fc = a.forecast
     fc_ratio = fc.over_measured(a.workload.columns["measured_seconds"]) if fc is not None else np.array([])
-    rows = [(_op_row(a, i, measured, fc_ratio), bool(a.above_roof[i])) for i in order[:top]]
+    noisy = noisy_ops(a)
+    rows = [(_op_row(a, i, measured, fc_ratio, bool(noisy[i])), bool(a.above_roof[i])) for i in order[:top]]
     cols, op_width = _fitting_columns([r for r, _ in rows], con.width, measured, a.forecast is not None)
     t = Table(title="ops by roofline time", title_justify="left", box=box.SIMPLE_HEAD)
     for col in cols:
@@ -219,9 +224,10 @@ def _op_table(con: Console, a: Analysis, top: int) -> int:
     return len(order) - top
 
 
-def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray) -> dict[str, str]:
+def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray, noisy: bool = False) -> dict[str, str]:
     """One op's cells by column: the bound's, the measured ones, the forecast's beside the bound
-    (``fc_ratio``: forecast / measured per op)."""
+    (``fc_ratio``: forecast / measured per op; ``noisy``: its measured time is marked ``±``, see
+    :func:`roofline.summary.noisy_ops`)."""
     w = a.workload
     name = w.strings("name", i)
     group = w.strings("group", i)
@@ -232,6 +238,8 @@ def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray) -> dict[s
            "share": f"{a.share[i]:.1%}"}
     if measured:
         row["measured"] = _opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds)
+        if noisy:
+            row["measured"] += " ±"
         row["efficiency"] = _opt(a.efficiency[i], format_share)
     fc = a.forecast
     if fc is not None:  # beside the bound, never in its place: its own columns
