@@ -303,6 +303,41 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     return "".join(f"{x}. " for x in lead) + text + "."
 
 
+def chart_heading(s: Summary, shown: Callable[[str], str] = shorten, width: int = 120) -> list[str]:
+    """The lines under a chart's title, the headline's rule in short: does-not-fit first, then the bound (and
+    forecast) on one time basis per clause, then the binding roof; wrapped at ``width`` characters.
+
+    >>> from roofline import Device, Op, Workload, analyze
+    >>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
+    >>> chart_heading(summarize(analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9)]), dev)))
+    ['400 ms (roofline bound); binding roof: DRAM 10 GB/s (memory, 100% of the time)']
+    """
+    import textwrap
+
+    r = s.llm
+    parts = []
+    fp = r.footprint if r is not None else None
+    if r is not None and fp is not None and fp.fits is False and fp.capacity is not None:
+        parts.append(f"does not fit: {format_gib(fp.total)} needed, {format_gib(fp.capacity)} on the device"
+                     + (", fits with " + " / ".join(o.describe() for o in r.fits_with) if r.fits_with else ""))
+    if r is not None:
+        parts += llm_time_clauses(r)
+    else:
+        times = f"{format_seconds(s.total_time)} (roofline bound)"
+        if s.forecast is not None and s.forecast.total > 0:
+            times += f", {format_seconds(s.forecast.total)} forecast"
+        parts.append(times)
+    parts.append(f"binding roof: {shown(s.binding.describe())}")
+    lines: list[str] = []
+    for part in parts:  # whole clauses per line: a number is never split from its unit
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += f"; {part}"
+        else:
+            lines += textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False) if len(part) > width \
+                else [part]
+    return lines
+
+
 def fit_clause(r: LLMReport, shown: Callable[[str], str] = shorten) -> str | None:
     """'does not fit: 141.9 GiB needed, 79.15 GiB on NVIDIA H100 SXM5 80GB (weights 131.4 GiB, KV cache 6.25 GiB,
     activations 4.25 GiB); fits with tp 2 / int8 weights', or None when it fits (or the device lists no

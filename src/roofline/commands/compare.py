@@ -182,7 +182,7 @@ def _html_page(workload: Workload, rows: list[CompareRow], title: str) -> bytes:
              + (f"; memory {r.memory}" if r.memory else "") + (f"; {r.note}" if r.note else "")
              for k, r in enumerate(rows, 1)]
     page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
-                         extra_charts=[("all devices", fig)], intro=intro)
+                         extra_charts=[("all devices", fig)], intro=intro, extra_headlines=[answer(workload, rows)])
     return page.encode("utf-8", "backslashreplace")
 
 
