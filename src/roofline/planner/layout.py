@@ -149,6 +149,13 @@ class _Facts:
     def fits(self) -> bool:
         return self.memory_total <= self.capacity
 
+    def fit_clause(self) -> str:
+        """'does not fit: 92.4 GiB per device, 79.15 GiB on the device; ' for a layout past memory, else ''."""
+        from roofline.units import format_gib
+
+        return "" if self.fits else (f"does not fit: {format_gib(self.memory_total)} per device, "
+                                     f"{format_gib(self.capacity)} on the device; ")
+
     @property
     def binding(self) -> str:
         """What the time goes to most: 'ops' (their roofline time), 'bubble', a collective, 'optimizer'."""
