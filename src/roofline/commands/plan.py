@@ -169,7 +169,6 @@ def run(args: argparse.Namespace) -> int:
 
         lines = [answer, header, f"{shape}; ranked by the forecast step time (bound beside it); "
                  + describe(ranked[0].layout), FLOP_NOTE]
-    lines += [_does_not_fit(e) for e in ranked[:1] if args.layout and not e.fits]
     lines += _table(args, ranked)
     lines.append(_glossary(args))
     text = "\n".join(lines) + "\n"
@@ -251,15 +250,6 @@ def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
               + f", best {len(p.ranked)}"
               + (f" with {', '.join(f'{k}={v}' for k, v in fixed.items())} fixed" if fixed else ""))
     return list(p.ranked), header, p.tried
-
-
-def _does_not_fit(e: Estimate | ServingEstimate) -> str:
-    """The line a timed layout that does not fit the device's memory leads with."""
-    where = (f" on pipeline stage {e.memory_stage + 1} of {e.layout.pp}" if hasattr(e, "memory_stage")
-             and e.layout.pp > 1 else "")
-    return (f"does not fit: {format_bytes(e.memory_total)} per device{where} ("
-            + ", ".join(f"{k} {format_bytes(v)}" for k, v in e.memory.items())
-            + f") against {format_bytes(e.capacity)}; timed all the same")
 
 
 def _none_ranked(p: Any, run_: Any, where: str) -> None:
