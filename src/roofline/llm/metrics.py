@@ -255,7 +255,8 @@ def fit_options(spec: LLMSpec, capacity: float) -> tuple[FitOption, ...]:
         for name in FIT_BITS:
             if BITS[name] >= BITS[getattr(p, field)]:
                 continue
-            need = footprint(spec.replace(precisions=replace(p, **{field: name}))).total
+            q = replace(p, weights=name) if field == "weights" else replace(p, kv_cache=name)
+            need = footprint(spec.replace(precisions=q)).total
             if need <= capacity:
                 out.append(FitOption(field, name, need))
                 break

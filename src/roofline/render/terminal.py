@@ -21,8 +21,8 @@ from roofline.summary import (
     describe_measured,
     headline,
     noisy_ops,
-    table_glossary,
     summarize,
+    table_glossary,
     trace_lines,
 )
 from roofline.text import display, for_terminal, one_line, shorten, visible
