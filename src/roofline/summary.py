@@ -98,6 +98,7 @@ class MeasuredSummary:
     measured_high: float = math.nan
     whole: Timing | None = None
     noisy: tuple[int, ...] = ()
+    profiled_runs: int = 0  # runs each op's median is over (0: times given, not profiled here)
 
     @property
     def ratio(self) -> float:
@@ -328,6 +329,11 @@ def chart_heading(s: Summary, shown: Callable[[str], str] = shorten, width: int 
             times += f", {format_seconds(s.forecast.total)} forecast"
         parts.append(times)
     parts.append(f"binding roof: {shown(s.binding.describe())}")
+    m = s.measured
+    if m is not None and m.whole is not None:
+        parts.append(f"measured {format_seconds(m.whole.median)} whole model (median of {m.whole.repeats} runs)")
+    elif m is not None and m.measured > 0:
+        parts.append(f"measured {format_seconds(m.measured)} for {m.ops} of {m.of_ops} ops")
     lines: list[str] = []
     for part in parts:  # whole clauses per line: a number is never split from its unit
         if lines and len(lines[-1]) + 2 + len(part) <= width:
@@ -404,7 +410,8 @@ def measured_clause(m: MeasuredSummary, bound: float) -> str:
     if not m.measured > 0:
         return ""
     vs = f"{format_count(m.measured / m.predicted)}x their bound" if m.predicted > 0 else "their bound is 0"
-    return f"measured {ops} (median per op; {vs})"
+    per = f"median of {m.profiled_runs} profiled runs per op; " if m.profiled_runs else ""
+    return f"measured {ops} ({per}{vs})"
 
 
 def _range(low: float, high: float) -> str:
@@ -531,7 +538,8 @@ def measured_summary(a: Analysis) -> MeasuredSummary | None:
     whole = run.timing if run is not None and run.timing.median > 0 else None
     return MeasuredSummary(int(m.sum()), len(w), float(a.total_op_time[m].sum()), measured,
                            dict(zip(levels.tolist(), counts.tolist(), strict=True)), int(a.above_roof.sum()),
-                           low, high, whole, tuple(int(i) for i in np.flatnonzero(noisy_ops(a))))
+                           low, high, whole, tuple(int(i) for i in np.flatnonzero(noisy_ops(a))),
+                           run.profiled_runs if run is not None and ops is not None else 0)
 
 
 def noisy_ops(a: Analysis) -> np.ndarray:
