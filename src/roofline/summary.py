@@ -579,9 +579,9 @@ def describe_measured(m: MeasuredSummary) -> str:
     1.1..1.4 ms; roofline / measured = 0.75); the whole model 1.0 ms (median of 10 runs, 0.98..1.1 ms)'."""
     spread = (f"; quartile sums {_range(m.measured_low, m.measured_high)}" if m.measured_high > m.measured_low
               else "")
+    how = f"sum of per-op medians over {m.profiled_runs} profiled runs{spread}; " if m.profiled_runs else ""
     text = (f"measured: {m.ops} of {m.of_ops} ops; their roofline time {format_seconds(m.predicted)} vs "
-            f"{format_seconds(m.measured)} measured (sum of per-op medians{spread}; roofline / measured = "
-            f"{m.ratio:.3g})")
+            f"{format_seconds(m.measured)} measured ({how}roofline / measured = {m.ratio:.3g})")
     if m.whole is not None:
         t = m.whole
         text += (f"; the whole model {format_seconds(t.median)} (median of {t.repeats} runs, "

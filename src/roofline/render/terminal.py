@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -158,7 +159,8 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
         con.print(f"[bold]{for_terminal(title)}[/bold]")
     s = summary or summarize(a)
     for line in summary_lines(s, verbose=verbose):
-        con.print(line, markup=False)
+        for piece in wrap_whole(line, con.width):
+            con.print(piece, markup=False)
     if group_by:
         hidden = _group_table(con, a, group_by, depth, top)
     else:
@@ -296,6 +298,28 @@ def _fitting_columns(rows: list[dict[str, str]], width: int, measured: bool,
             cols.remove(drop)
     left = width - 6 - sum(need(c) for c in cols if c not in ("op", "verdict"))
     return cols, max(20, min(48, left // 2))
+
+
+def wrap_whole(text: str, width: int) -> list[str]:
+    """``text`` wrapped at spaces to ``width`` columns, never between a number and the word after it ('94.4 ms',
+    '365 tokens/s'), continuation lines indented by two; a word longer than the width stays whole (rich folds it).
+
+    >>> wrap_whole("TTFT 94.4 ms bound; whole run", 14)
+    ['TTFT 94.4 ms', '  bound; whole', '  run']
+    """
+    words: list[str] = []
+    for w in text.split(" "):
+        if words and re.search(r"\d$", words[-1]) and re.match(r"[^\W\d_]|µ|%", w):
+            words[-1] += f" {w}"  # a number and its unit (or the noun it counts) stay on one line
+        else:
+            words.append(w)
+    lines: list[str] = []
+    for w in words:
+        if lines and len(lines[-1]) + 1 + len(w) <= width:
+            lines[-1] += f" {w}"
+        else:
+            lines.append(w if not lines else f"  {w}")
+    return lines or [""]
 
 
 def _fit(text: str, width: int) -> str:
