@@ -202,3 +202,21 @@ def test_plan_answers_first(capsys) -> None:
     dp = int(m[4])
     assert float(m[3].replace(",", "")) == pytest.approx(dp * 64 / (float(m[2]) * 1e-3), rel=2e-3)
     assert lines[-1].startswith("times: per token = one decode step")
+
+
+def test_compare_outputs_carry_the_answer_and_the_basis(tmp_path, capsys) -> None:
+    import json
+
+    from roofline.cli import main
+
+    pytest.importorskip("plotly")
+    j, h = tmp_path / "c.json", tmp_path / "c.html"
+    assert main(["compare", "llama-3-8b", "--devices", "h100,a100", "--json", str(j), "--html", str(h)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    doc = json.loads(j.read_text())
+    assert doc["answer"] == first and doc["time_basis"].startswith("the bound of the whole run (prompt 1,024 + 256")
+    from roofline.render.html import esc
+
+    page = h.read_text(encoding="utf-8")
+    # the device-comparison section starts with its headline, as every section does
+    assert f'<h2>all devices</h2><p class="headline">{esc(first)}</p>' in page

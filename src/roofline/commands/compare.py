@@ -163,6 +163,7 @@ def _outputs(args: argparse.Namespace, workload: Workload, rows: list[CompareRow
         outputs.append(("html", args.html, _html_page(workload, rows, title)))
     if args.json:
         doc = {"schema": "roofline.compare/1", "workload": workload.title, "ranked_by": ranked_by(rows),
+               "answer": answer(workload, rows), "time_basis": time_basis(workload)[2],
                "rows": [r.to_dict(best) for r in rows]}
         outputs.append(("json", args.json, (json.dumps(doc, indent=2) + "\n").encode("utf-8", "backslashreplace")))
     if args.csv:
@@ -176,11 +177,12 @@ def _html_page(workload: Workload, rows: list[CompareRow], title: str) -> bytes:
 
     best, llm = rows[0].time, workload.llm
     fig = compare_figure([r.analysis for r in rows], title, [_label(r) for r in rows])
-    intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} "
+    head = time_basis(workload)[0]
+    intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} {head} bound "
              + ("(the best)" if r.time <= best else f"({_vs_best(r.time, best)} as the best)")
              + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
              + (f"; memory {r.memory}" if r.memory else "") + (f"; {r.note}" if r.note else "")
-             for k, r in enumerate(rows, 1)]
+             for k, r in enumerate(rows, 1)] + [glossary(workload, rows)]
     page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
                          extra_charts=[("all devices", fig)], intro=intro, extra_headlines=[answer(workload, rows)])
     return page.encode("utf-8", "backslashreplace")
