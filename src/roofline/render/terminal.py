@@ -167,7 +167,8 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
         hidden = _op_table(con, a, top)
     if hidden > 0:
         con.print(f"... and {hidden} more (use --top N)", markup=False)
-    con.print(table_glossary(s, grouped=bool(group_by)), markup=False)
+    for piece in wrap_whole(table_glossary(s, grouped=bool(group_by)), con.width):  # its own line, after the table
+        con.print(piece, markup=False)
     _notes(con, a, verbose)
     text = con.export_text(styles=color)
     # plain text: no control character at all survives (with colour, only the product's own styles)
