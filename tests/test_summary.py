@@ -177,9 +177,10 @@ def test_llm_headline_has_time_per_token_throughput_and_the_best_lever_on_that_d
     assert lever is not None and lever.name != "device"
     assert lever.speedup == max(lv.speedup for lv in s.advice.levers if lv.name != "device")
     text = headline(s)
-    # decode batch 1: one token per step, so tokens/s = 1 / time per token
-    assert text.startswith(f"llama-2-7b decode batch 1 on NVIDIA H100 SXM5 80GB: {format_seconds(r.tpot)} per token")
-    assert "memory-bound on HBM 3.35 TB/s" in text and f"{format_count(1 / r.tpot)} output tokens/s" in text
+    # decode batch 1: one token per step, so tokens/s over the batch = 1 / time per token, in the same clause
+    assert text.startswith(f"llama-2-7b decode batch 1 on NVIDIA H100 SXM5 80GB: per output token "
+                           f"{format_seconds(r.tpot)} bound ({format_count(1 / r.tpot)} tokens/s over the batch of 1)")
+    assert "memory-bound on HBM 3.35 TB/s" in text
     assert f"best lever here: {lever.name} ({format_speedup(lever.speedup)})." in text
 
 

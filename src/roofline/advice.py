@@ -601,7 +601,7 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
     w = _predicted(a.workload)
     n = len(w)
     everything = np.arange(n)
-    notes: list[str] = []
+    notes: list[str] = _fit_notes(a)
     zero = int(np.sum(~(a.total_op_time > 0)))
     if zero:  # no FLOPs and no bytes (or a time that underflowed to 0): nothing to speed up, no ratio to quote
         notes.append(f"{zero} op(s) with zero roofline time skipped" if zero < n else
@@ -611,6 +611,21 @@ def advise(analysis: Analysis, *, top: int = 3, devices: bool | Sequence[Device]
     chains = fusion_chains(w)
     levers = _workload_levers(a, w, chains, devices)
     return Advice(a, _roof_text(a, everything), _headroom(a, everything), levers, _op_advice(a, w, chains, top), notes)
+
+
+def _fit_notes(a: Analysis) -> list[str]:
+    """An LLM run past the device's memory: the note that says so, with the single changes that make it fit
+    (:func:`roofline.llm.metrics.fit_options`, the ones the headline names)."""
+    from roofline.llm.metrics import fit_options, footprint
+    from roofline.units import format_gib
+
+    spec = a.workload.llm
+    fp = footprint(spec, a.device) if spec is not None else None
+    if spec is None or fp is None or fp.fits is not False or fp.capacity is None:
+        return []
+    ways = fit_options(spec, fp.capacity)
+    return [f"does not fit: {format_gib(fp.total)} needed, {format_gib(fp.capacity)} on the device; "
+            + ("fits with " + " / ".join(o.describe() for o in ways) if ways else "no single change makes it fit")]
 
 
 def _workload_levers(a: Analysis, w: Workload, chains: list[tuple[int, int]],

@@ -39,6 +39,12 @@ class CompareRow:
     analysis: Analysis
     memory: str = ""  # LLMs: footprint per device against the device's capacity
     runs_as: str = ""  # the asked precision has no roof on the device: what its ops ran at ("fp16"), else ""
+    fits: bool | None = None  # LLMs: whether the run fits the device's memory (None: not an LLM, or no capacity)
+
+    @property
+    def label(self) -> str:
+        """'NVIDIA H100 SXM5 80GB', or 'NVIDIA A100 SXM4 80GB (fp8->fp16)' for a precision asked for."""
+        return self.device if self.precision == "as given" else f"{self.device} ({self.precision_label})"
 
     @property
     def forecast(self) -> float:
@@ -182,8 +188,9 @@ def compare(workload: Workload, devices: Sequence[Device | str], precisions: Seq
         for d in devices:
             a = analyze(w, d, forecast=forecast, tf32=tf32)
             tps = tokens(w) / a.total_time if w.llm is not None and a.total_time > 0 else math.nan
+            fp = footprint(w.llm, d) if w.llm is not None else None
             rows.append(CompareRow(d.name, prec, a.total_time, tps, binding_roof(a).describe(), a, memory_fit(w, d),
-                                   runs_as(a, prec)))
+                                   runs_as(a, prec), fp.fits if fp is not None else None))
     rows.sort(key=lambda r: (r.forecast, r.time) if forecast else (r.time,))
     return rows
 
@@ -193,3 +200,81 @@ def ranked_by(rows: Sequence[CompareRow]) -> str:
     return "forecast" if rows and not math.isnan(rows[0].forecast) else "roofline time (the bound)"
 
 
+
+
+def time_basis(workload: Workload) -> tuple[str, str, str]:
+    """(the time column's header, the basis in a sentence, what that time is): every figure of a comparison
+    is on this one basis.
+
+    >>> from roofline.frontends.llm import from_llm
+    >>> time_basis(from_llm("llama-2-7b", phase="generate"))[:2]
+    ('run time', 'for the whole run (prompt 1,024 + 256 generated tokens, batch 1)')
+    """
+    spec = workload.llm
+    if spec is None:
+        return "time", "for one run of the workload", "the roofline bound of one run of the workload"
+    if spec.phase == "generate":
+        run = f"prompt {spec.prompt:,} + {spec.gen:,} generated tokens, batch {spec.batch:,}"
+        return "run time", f"for the whole run ({run})", f"the bound of the whole run ({run}), not per token"
+    if spec.phase == "decode":
+        step = f"one decode step at context {spec.context:,}, batch {spec.batch:,}"
+        return "per token", f"per output token ({step})", f"the bound of {step}: the time per output token"
+    run = f"prompt {spec.prompt:,}, batch {spec.batch:,}"
+    return "TTFT", f"to the first token ({run})", f"the bound of the prefill ({run}): the time to the first token"
+
+
+def glossary(workload: Workload, rows: Sequence[CompareRow]) -> str:
+    """The line under the ranking: what each time column is."""
+    head, _, what = time_basis(workload)
+    parts = [f"{head} = {what}"]
+    if workload.llm is not None:
+        kind = "prompt" if workload.llm.phase == "prefill" else "output"
+        parts.append(f"tokens/s = {kind} tokens of the whole batch over the {head} bound")
+    if rows and not math.isnan(rows[0].forecast):
+        parts.append("forecast = the expected time on the same basis")
+    return "times: " + "; ".join(parts)
+
+
+def answer(workload: Workload, rows: Sequence[CompareRow]) -> str:
+    """The comparison's first line, an answer sentence: the fastest device that fits (by what the rows were
+    ranked by, on their one time basis), how much faster than the next, and which do not fit the model.
+
+    >>> from roofline import get_device
+    >>> from roofline.frontends.llm import from_llm
+    >>> w = from_llm("llama-3-8b", phase="decode")
+    >>> answer(w, compare(w, [get_device("a100"), get_device("h100")]))[:60]
+    'NVIDIA H100 SXM5 80GB is the fastest: 4.53 ms bound per outp'
+    """
+    from roofline.llm_report import report
+    from roofline.text import display
+    from roofline.units import format_count, format_seconds, format_speedup
+
+    if not rows:
+        return "no device compared"
+    fitting = [r for r in rows if r.fits is not False]
+    pool = fitting or list(rows)
+    best = pool[0]
+    by = "forecast" if ranked_by(rows) == "forecast" else "bound"
+    _, basis, _ = time_basis(workload)
+    t = best.forecast if by == "forecast" else best.time
+    text = f"{format_seconds(t)} {by} {basis}"
+    spec = workload.llm
+    if spec is not None:
+        rate = best.tokens_per_s * best.time / t if t > 0 else math.nan  # the tokens over the same time
+        text += f", {format_count(rate)} {'prompt' if spec.phase == 'prefill' else 'output'} tokens/s"
+        tpot = report(best.analysis).tpot
+        if spec.phase == "generate" and tpot is not None:
+            text += f", {format_seconds(tpot)} bound per output token"
+    if len(pool) > 1:
+        o = pool[1]
+        ratio = o.forecast / best.forecast if by == "forecast" else (o.time / best.time if best.time > 0 else 1.0)
+        text += f"; {format_speedup(ratio)} than {display(o.label)}"
+    out = [r for r in rows if r.fits is False]
+    if not fitting:
+        need = footprint(spec).total / 2**30 if spec is not None else 0.0
+        return (f"none of the {len(rows)} devices fits {display(workload.title)} in memory ({need:.1f} GiB needed); "
+                f"if one did, {display(best.label)} would be the fastest: {text}")
+    lead = f"{display(best.label)} is the fastest" + (" that fits" if out else "")
+    if out:
+        text += "; does not fit: " + ", ".join(display(r.label) for r in out)
+    return f"{lead}: {text}"

@@ -207,17 +207,21 @@ def _write_report(out: DemoResult, here: Device, gpu: Device) -> None:
         save_chart(a, path, title=out.titles[key], summary=out.summaries[key])
         out.files.append(path)
         sections.append(Section(out.titles[key], a, summary=out.summaries[key]))
-    extra = []
+    extra, answers = [], []
     if "llama-decode-local" in out.analyses:
+        from roofline.comparison import answer, compare
+
         pair = [out.analyses["llama-decode-local"], out.analyses["llama-decode-gpu"]]
         extra.append(("Llama-3-8B decode: this machine vs " + gpu.name,
                       compare_figure(pair, "Llama-3-8B decode", [here.name, gpu.name])))
+        answers.append(answer(pair[0].workload, compare(pair[0].workload, [here, gpu])))  # its headline
     intro = [f"This machine: {here.name}, measured by roofline bench ({_bench_line(here)}).",
              "Each section leads with its answer, then the roofline chart (hover the points, toggle the roofs in the "
              "legend); below it, one click each: the summary, the advice with computed effects, the per-op and "
              "per-group tables (click a header to sort), the device's provenance and bench details, and the "
              "workload's assumptions."]
-    save_report(sections, out.report, title="roofline demo", extra_charts=extra, intro=intro)
+    save_report(sections, out.report, title="roofline demo", extra_charts=extra, intro=intro,
+                extra_headlines=answers)
     out.files.insert(0, out.report)
 
 

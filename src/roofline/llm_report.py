@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.llm.metrics import Footprint, footprint, max_batch, ridge_batch
+from roofline.llm.metrics import FitOption, Footprint, fit_options, footprint, max_batch, ridge_batch
 from roofline.llm.model import LLMSpec, param_counts
 
 if TYPE_CHECKING:
@@ -48,6 +48,46 @@ class LLMReport:
     parameters: float  # the model's parameters, every expert counted (llm.model.param_counts)
     active_parameters: float  # the ones one token uses: top_k routed experts per MoE layer
     findings: list[str] = field(default_factory=list)
+    fits_with: tuple[FitOption, ...] = ()  # does not fit: the single changes that make it fit (fit_options)
+    forecast_phase_time: dict[str, float] = field(default_factory=dict)  # as phase_time, the forecast's seconds
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the run fits the device's memory (None when the device lists no capacity)."""
+        return self.footprint.fits
+
+    @property
+    def steps(self) -> int:
+        """Decode steps of the run: ``gen`` for generate, 1 for decode, 0 for prefill."""
+        return {"generate": self.spec.gen, "decode": 1}.get(self.spec.phase, 0)
+
+    @property
+    def forecast_ttft(self) -> float | None:
+        """The forecast's seconds to the first token (None without a forecast or a prefill)."""
+        return self.forecast_phase_time.get("prefill")
+
+    @property
+    def forecast_tpot(self) -> float | None:
+        """The forecast's seconds per output token (one decode step; the mean over the steps for generate)."""
+        t = self.forecast_phase_time.get("decode")
+        return t / self.steps if t is not None and self.steps else None
+
+    @property
+    def forecast_latency(self) -> float | None:
+        """The forecast's seconds of the whole phase (generate: its TTFT + gen x its time per token)."""
+        return sum(self.forecast_phase_time.values()) if self.forecast_phase_time else None
+
+    def decode_rate(self, tpot: float | None) -> float | None:
+        """Output tokens/s over the batch while decoding: batch / (seconds per output token)."""
+        return self.spec.batch / tpot if tpot else None
+
+    def basis(self) -> str:
+        """What the whole run is: 'prompt 1024 + 256 generated tokens, batch 16' (generate), 'one decode step at
+        context 1024, batch 16' (decode), 'prompt 1024, batch 16' (prefill)."""
+        s = self.spec
+        what = {"generate": f"prompt {s.prompt:,} + {s.gen:,} generated tokens",
+                "decode": f"one decode step at context {s.context:,}"}.get(s.phase, f"prompt {s.prompt:,}")
+        return f"{what}, batch {s.batch:,}"
 
 
 def report(analysis: Analysis) -> LLMReport:
@@ -60,7 +100,8 @@ def report(analysis: Analysis) -> LLMReport:
     dev = analysis.device
     names = w.tables["name"]
     phase_of = np.asarray([n.split(".", 1)[0] for n in names], dtype=object)[w.columns["name"]]
-    times, flops, nbytes = {}, {}, {}
+    times, flops, nbytes, forecast = {}, {}, {}, {}
+    f = analysis.forecast
     count = w.columns["count"]
     for phase in ("prefill", "decode"):
         m = phase_of == phase
@@ -68,6 +109,8 @@ def report(analysis: Analysis) -> LLMReport:
             times[phase] = float(analysis.total_op_time[m].sum())
             flops[phase] = float(w.columns["flops"][m] @ count[m])
             nbytes[phase] = float(w.bytes[m] @ count[m])
+            if f is not None:
+                forecast[phase] = float(f.total_op_time[m].sum())
     link = float(analysis.total_op_time[analysis.level_index < 0].sum())
     ttft = times.get("prefill")
     steps = spec.gen if spec.phase == "generate" else 1
@@ -85,8 +128,9 @@ def report(analysis: Analysis) -> LLMReport:
     mb = max_batch(spec, fp.capacity) if fp.capacity is not None else None
     rb = ridge_batch(spec, dev)  # decode GEMMs: independent of the phase and the lengths
     total, active = param_counts(spec.arch)
+    fits_with = fit_options(spec, fp.capacity) if fp.fits is False and fp.capacity is not None else ()
     return LLMReport(spec, dev.name, times, flops, nbytes, link, ttft, tpot, tps, latency, fp, mb, rb, total, active,
-                     _findings(spec, dev.name, fp, mb, rb, link, analysis.total_time))
+                     _findings(spec, dev.name, fp, mb, rb, link, analysis.total_time), fits_with, forecast)
 
 
 def _findings(spec: LLMSpec, device: str, fp: Footprint, mb: int | None, rb: int | None, link: float,

@@ -35,11 +35,13 @@ import numpy as np
 from roofline.analysis import Analysis
 from roofline.device import ComputeCeiling, MemoryCeiling
 from roofline.llm_report import report
+from roofline.stats import SPREAD_WARN, Timing
 from roofline.text import shorten
 from roofline.units import (
     format_bandwidth,
     format_count,
     format_flops,
+    format_gib,
     format_ratio,
     format_seconds,
     format_share,
@@ -50,6 +52,10 @@ from roofline.workload import TraceRecord
 if TYPE_CHECKING:
     from roofline.advice import Advice, Lever
     from roofline.llm_report import LLMReport
+
+#: an op whose spread over its profiled runs, (q3 - q1) / median, is above this is marked noisy (the tables
+#: mark its measured time, the summary lists it): the one spread limit of :mod:`roofline.stats`
+NOISY_SPREAD = SPREAD_WARN
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,14 @@ class BindingRoof:
 
 @dataclass(frozen=True)
 class MeasuredSummary:
-    """Measured ops against their own predictions: ``predicted`` and ``measured`` seconds summed over them."""
+    """Measured ops against their own predictions: ``predicted`` and ``measured`` seconds summed over them.
+
+    ``measured`` sums each op's median over the profiled runs (x count); ``measured_low`` / ``measured_high``
+    the same sums of their q1 and q3 (equal to ``measured`` when the ops carry no per-run quartiles);
+    ``whole``: the whole model timed without the profiler (median and quartiles over its repeats), which
+    the headline leads with when there is one; ``noisy``: indices of the ops whose own spread over the
+    profiled runs, (q3 - q1) / median, is above :data:`NOISY_SPREAD`.
+    """
 
     ops: int  # ops with a measured time
     of_ops: int  # ops in the workload
@@ -82,6 +95,11 @@ class MeasuredSummary:
     measured: float  # their measured seconds (x count)
     judged_at_cache: dict[str, int]  # level -> measured ops judged against it instead of main memory
     above_roof: int
+    measured_low: float = math.nan
+    measured_high: float = math.nan
+    whole: Timing | None = None
+    noisy: tuple[int, ...] = ()
+    profiled_runs: int = 0  # runs each op's median is over (0: times given, not profiled here)
 
     @property
     def ratio(self) -> float:
@@ -240,8 +258,14 @@ class Summary:
 
 
 def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
-    """One sentence of the answer.  Names from files go through ``shown`` (default: shortened past 256
-    characters); each renderer still escapes the sentence for its medium.
+    """One sentence of the answer, the deciding fact first.  Names from files go through ``shown`` (default:
+    shortened past 256 characters); each renderer still escapes the sentence for its medium.
+
+    The order: the measurement's warning (when there is one); for an LLM run that does not fit the device,
+    that (:func:`fit_clause`); then the bound and the forecast on one time basis per clause, each labelled
+    (LLMs: per output token with the matching tokens/s, TTFT, the whole run; :func:`llm_time_clauses`);
+    the binding roof; the measured time (the whole model's when it was timed whole; :func:`measured_clause`);
+    the best lever on this device.
 
     >>> from roofline import Device, Op, Workload, analyze
     >>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
@@ -254,33 +278,171 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     arg.function(shown, "headline", "shown")
     a = s.analysis
     b = s.binding
-    lead = measurement_warning(s)
-    time = f"{format_seconds(a.total_time)} (roofline bound)"
-    rate = f"attainable {format_flops(s.attainable_flops)}" if a.total_time > 0 else ""
+    lead = [shown(w)] if (w := measurement_warning(s)) else []
     r = s.llm
-    if r is not None:
-        if r.tpot is not None and r.spec.phase != "prefill":
-            time = f"{format_seconds(r.tpot)} per token (roofline bound)"
-        elif r.ttft is not None:
-            time = f"{format_seconds(r.ttft)} to the first token (roofline bound)"
-        kind = "prompt" if r.spec.phase == "prefill" else "output"
-        rate = f"{format_count(r.tokens_per_s)} {kind} tokens/s"
-    text = f"{shown(a.workload.title)} on {shown(a.device.name)}: {time}"
-    text += f", {b.kind}-bound on {shown(b.label)} ({format_share(b.share)} of the time)" if b.time > 0 else ", no time (no FLOPs, no bytes)"
-    if rate:
-        text += f"; {rate}"
+    if r is not None and (fit := fit_clause(r, shown)):
+        lead.append(fit)
+    where = f"{shown(a.workload.title)} on {shown(a.device.name)}"
     f = s.forecast
-    if f is not None and f.total > 0:
-        top = max(f.parts.items(), key=lambda kv: kv[1])
-        text += f"; forecast {format_seconds(f.total)} (most in {top[0]}: {format_share(top[1] / f.total)})"
-    m = s.measured
-    if m is not None and m.measured > 0:
-        vs = f"{format_count(m.measured / m.predicted)}x their bound" if m.predicted > 0 else "their bound is 0"
-        text += f"; measured {format_seconds(m.measured)} for {m.ops} of {m.of_ops} ops ({vs})"
+    if r is not None:
+        text = f"{where}: " + "; ".join(llm_time_clauses(r))
+        whole = "the whole run's bound" if r.spec.phase == "generate" else "the bound"
+        text += (f"; {b.kind}-bound on {shown(b.label)} ({format_share(b.share)} of {whole})" if b.time > 0
+                 else "; no time (no FLOPs, no bytes)")
+    else:
+        text = f"{where}: {format_seconds(a.total_time)} (roofline bound)"
+        text += (f", {b.kind}-bound on {shown(b.label)} ({format_share(b.share)} of the time)" if b.time > 0
+                 else ", no time (no FLOPs, no bytes)")
+        if a.total_time > 0:
+            text += f"; attainable {format_flops(s.attainable_flops)}"
+        if f is not None and f.total > 0:
+            top = max(f.parts.items(), key=lambda kv: kv[1])
+            text += f"; forecast {format_seconds(f.total)} (most in {top[0]}: {format_share(top[1] / f.total)})"
+    if s.measured is not None and (m := measured_clause(s.measured, a.total_time)):
+        text += f"; {m}"
     lever = best_lever(s)
     if lever is not None:
         text += f"; best lever here: {lever.name} ({format_speedup(lever.speedup)})"
-    return (f"{shown(lead)}. " if lead else "") + text + "."
+    return "".join(f"{x}. " for x in lead) + text + "."
+
+
+def chart_heading(s: Summary, shown: Callable[[str], str] = shorten, width: int = 120) -> list[str]:
+    """The lines under a chart's title, the headline's rule in short: does-not-fit first, then the bound (and
+    forecast) on one time basis per clause, then the binding roof; wrapped at ``width`` characters.
+
+    >>> from roofline import Device, Op, Workload, analyze
+    >>> dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
+    >>> chart_heading(summarize(analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9)]), dev)))
+    ['400 ms (roofline bound); binding roof: DRAM 10 GB/s (memory, 100% of the time)']
+    """
+    import textwrap
+
+    r = s.llm
+    parts = []
+    fp = r.footprint if r is not None else None
+    if r is not None and fp is not None and fp.fits is False and fp.capacity is not None:
+        parts.append(f"does not fit: {format_gib(fp.total)} needed, {format_gib(fp.capacity)} on the device"
+                     + (", fits with " + " / ".join(o.describe() for o in r.fits_with) if r.fits_with else ""))
+    if r is not None:
+        parts += llm_time_clauses(r)
+    else:
+        times = f"{format_seconds(s.total_time)} (roofline bound)"
+        if s.forecast is not None and s.forecast.total > 0:
+            times += f", {format_seconds(s.forecast.total)} forecast"
+        parts.append(times)
+    parts.append(f"binding roof: {shown(s.binding.describe())}")
+    m = s.measured
+    if m is not None and m.whole is not None:
+        parts.append(f"measured {format_seconds(m.whole.median)} whole model (median of {m.whole.repeats} runs)")
+    elif m is not None and m.measured > 0:
+        parts.append(f"measured {format_seconds(m.measured)} for {m.ops} of {m.of_ops} ops")
+    lines: list[str] = []
+    for part in parts:  # whole clauses per line: a number is never split from its unit
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += f"; {part}"
+        else:
+            lines += textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False) if len(part) > width \
+                else [part]
+    return lines
+
+
+def fit_clause(r: LLMReport, shown: Callable[[str], str] = shorten) -> str | None:
+    """'does not fit: 141.9 GiB needed, 79.15 GiB on NVIDIA H100 SXM5 80GB (weights 131.4 GiB, KV cache 6.25 GiB,
+    activations 4.25 GiB); fits with tp 2 / int8 weights', or None when it fits (or the device lists no
+    capacity).  Capacities in GiB as the device stores them (:attr:`Device.memory_capacity`); the ways to fit
+    are computed (:func:`roofline.llm.metrics.fit_options`)."""
+    fp = r.footprint
+    if fp.fits is not False or fp.capacity is None:
+        return None
+    text = (f"does not fit: {format_gib(fp.total)} needed, {format_gib(fp.capacity)} on {shown(r.device)} "
+            f"(weights {format_gib(fp.weights)}, KV cache {format_gib(fp.kv_cache)}, activations "
+            f"{format_gib(fp.activations)})")
+    if r.fits_with:
+        return text + "; fits with " + " / ".join(o.describe() for o in r.fits_with)
+    return text + "; no single change fits (tp up to 8, int8/int4 weights or KV cache, a smaller batch)"
+
+
+def llm_time_clauses(r: LLMReport) -> list[str]:
+    """The bound and the forecast of an LLM run, one time basis per clause: per output token (decode, generate)
+    with the matching tokens/s over the batch (batch / time per token), TTFT (prefill, generate), and the whole
+    run (generate) with its output tokens/s (batch x gen / the whole run's time)."""
+    s = r.spec
+    out = []
+    if r.tpot is not None and s.phase != "prefill":
+        rate = r.decode_rate(r.tpot)
+        text = (f"per output token {format_seconds(r.tpot)} bound ({format_count(rate or 0)} tokens/s over the "
+                f"batch of {s.batch:,})")
+        if r.forecast_tpot:
+            text += (f", {format_seconds(r.forecast_tpot)} forecast "
+                     f"({format_count(r.decode_rate(r.forecast_tpot) or 0)} tokens/s)")
+        out.append(text)
+    if r.ttft is not None:
+        text = f"TTFT {format_seconds(r.ttft)} bound"
+        if s.phase == "prefill":
+            text += f" ({format_count(r.tokens_per_s)} prompt tokens/s)"
+        if r.forecast_ttft:
+            text += f", {format_seconds(r.forecast_ttft)} forecast"
+            if s.phase == "prefill":
+                text += f" ({format_count(s.batch * s.prompt / r.forecast_ttft)} prompt tokens/s)"
+        out.append(text)
+    if s.phase == "generate":
+        text = (f"whole run ({r.basis()}) {format_seconds(r.latency)} bound "
+                f"({format_count(r.tokens_per_s)} output tokens/s)")
+        if r.forecast_latency:
+            text += (f", {format_seconds(r.forecast_latency)} forecast "
+                     f"({format_count(s.batch * s.gen / r.forecast_latency)} output tokens/s)")
+        out.append(text)
+    return out
+
+
+def measured_clause(m: MeasuredSummary, bound: float) -> str:
+    """'measured 1.25 ms whole model (median of 10 runs, 1.21..1.3 ms; 3.4x the bound); per-op medians sum to
+    2.1 ms (1.9..2.4 ms) for 10 of 10 ops, 1 noisy': the whole-model timing leads when there is one (a few slow
+    profiled runs of one op cannot move it), the per-op sums beside it with their spread (sums of the ops'
+    quartiles).  '' when nothing was timed."""
+    ops = (f"{format_seconds(m.measured)}" + (f" ({_range(m.measured_low, m.measured_high)})"
+                                             if m.measured_high > m.measured_low else "")
+           + f" for {m.ops} of {m.of_ops} ops" + (f", {len(m.noisy)} noisy (spread > {format_share(NOISY_SPREAD)})"
+                                                   if m.noisy else ""))
+    t = m.whole
+    if t is not None:
+        vs = f"{format_count(t.median / bound)}x the bound" if bound > 0 else "the bound is 0"
+        return (f"measured {format_seconds(t.median)} whole model (median of {t.repeats} runs, "
+                f"{_range(t.low, t.high)}; {vs}); per-op medians sum to {ops}")
+    if not m.measured > 0:
+        return ""
+    vs = f"{format_count(m.measured / m.predicted)}x their bound" if m.predicted > 0 else "their bound is 0"
+    per = f"median of {m.profiled_runs} profiled runs per op; " if m.profiled_runs else ""
+    return f"measured {ops} ({per}{vs})"
+
+
+def _range(low: float, high: float) -> str:
+    """'1.21..1.3 ms'."""
+    return f"{format_seconds(low)}..{format_seconds(high)}"
+
+
+def run_basis(s: Summary) -> str:
+    """What one run of the analysed workload is, the basis of its tables' times: an LLM run's
+    (:meth:`LLMReport.basis`), else 'one run of the workload'."""
+    return f"the whole run ({s.llm.basis()})" if s.llm is not None else "one run of the workload"
+
+
+def table_glossary(s: Summary, *, grouped: bool = False) -> str:
+    """The line under a table of ``s``'s ops (or groups): what each time column is, on which basis."""
+    a = s.analysis
+    what = "its ops' " if grouped else ""
+    parts = [f"time = {what}roofline bound (a lower bound) over {run_basis(s)}, every instance counted",
+             "share = of the whole bound"]
+    if a.forecast is not None:
+        parts.append("forecast = the expected time, same basis")
+    if a.workload.has_measurements:
+        m = s.measured
+        noisy = f", ± = spread over the profiled runs above {format_share(NOISY_SPREAD)}" if m and m.noisy else ""
+        parts.append(f"measured = median over the profiled runs, every instance counted{noisy}")
+    r = s.llm
+    if r is not None and r.steps > 1:
+        parts.append(f"decode ops ran {r.steps} steps: per output token = their time / {r.steps}")
+    return "times: " + "; ".join(parts)
 
 
 def measurement_warning(s: Summary) -> str | None:
@@ -370,7 +532,7 @@ def binding_roof(a: Analysis) -> BindingRoof:
 
 
 def measured_summary(a: Analysis) -> MeasuredSummary | None:
-    """Measured ops vs their own predictions; None when nothing was measured."""
+    """Measured ops vs their own predictions; None when nothing was measured (:class:`MeasuredSummary`)."""
     w = a.workload
     if not w.has_measurements:
         return None
@@ -379,8 +541,31 @@ def measured_summary(a: Analysis) -> MeasuredSummary | None:
     count = w.columns["count"]
     judged = a.judged_level[a.judged_at_cache & m]
     levels, counts = np.unique(judged, return_counts=True)
-    return MeasuredSummary(int(m.sum()), len(w), float(a.total_op_time[m].sum()), float(seconds[m] @ count[m]),
-                           dict(zip(levels.tolist(), counts.tolist(), strict=True)), int(a.above_roof.sum()))
+    measured = float(seconds[m] @ count[m])
+    low = high = measured
+    run = w.measured
+    ops = run.ops if run is not None else None
+    if ops is not None and len(ops.median) == len(w):
+        q = m & np.isfinite(ops.low) & np.isfinite(ops.high)
+        low = measured - float((seconds[q] - ops.low[q]) @ count[q])
+        high = measured + float((ops.high[q] - seconds[q]) @ count[q])
+    whole = run.timing if run is not None and run.timing.median > 0 else None
+    return MeasuredSummary(int(m.sum()), len(w), float(a.total_op_time[m].sum()), measured,
+                           dict(zip(levels.tolist(), counts.tolist(), strict=True)), int(a.above_roof.sum()),
+                           low, high, whole, tuple(int(i) for i in np.flatnonzero(noisy_ops(a))),
+                           run.profiled_runs if run is not None and ops is not None else 0)
+
+
+def noisy_ops(a: Analysis) -> np.ndarray:
+    """Per op: True when its measured time's spread over the profiled runs is above :data:`NOISY_SPREAD`
+    (ops timed in fewer than two runs have no spread and are never marked)."""
+    run = a.workload.measured
+    ops = run.ops if run is not None else None
+    if ops is None or len(ops.median) != len(a.workload):
+        return np.zeros(len(a.workload), dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(ops.median > 0, (ops.high - ops.low) / ops.median, 0.0)
+    return (ops.samples >= 2) & (np.nan_to_num(spread) > NOISY_SPREAD)
 
 
 def llm_report(a: Analysis) -> LLMReport | None:
@@ -404,8 +589,18 @@ def summarize(a: Analysis, *, advice: Advice | None = None) -> Summary:
 
 
 def describe_measured(m: MeasuredSummary) -> str:
-    """'measured: 2 of 3 ops, 1.2 ms vs 0.9 ms roofline (0.75 of the measured time)'."""
-    from roofline.units import format_seconds
-
-    return (f"measured: {m.ops} of {m.of_ops} ops; their roofline time {format_seconds(m.predicted)} vs "
-            f"{format_seconds(m.measured)} measured (roofline / measured = {m.ratio:.3g})")
+    """'measured: 2 of 3 ops; their roofline time 0.9 ms vs 1.2 ms measured (sum of per-op medians; quartile sums
+    1.1..1.4 ms; roofline / measured = 0.75); the whole model 1.0 ms (median of 10 runs, 0.98..1.1 ms)'."""
+    spread = (f"; quartile sums {_range(m.measured_low, m.measured_high)}" if m.measured_high > m.measured_low
+              else "")
+    how = f"sum of per-op medians over {m.profiled_runs} profiled runs{spread}; " if m.profiled_runs else ""
+    text = (f"measured: {m.ops} of {m.of_ops} ops; their roofline time {format_seconds(m.predicted)} vs "
+            f"{format_seconds(m.measured)} measured ({how}roofline / measured = {m.ratio:.3g})")
+    if m.whole is not None:
+        t = m.whole
+        text += (f"; the whole model {format_seconds(t.median)} (median of {t.repeats} runs, "
+                 f"{_range(t.low, t.high)})")
+    if m.noisy:
+        text += (f"; {len(m.noisy)} op(s) with a spread over their profiled runs above {format_share(NOISY_SPREAD)}"
+                 " (marked ± in the tables)")
+    return text

@@ -173,7 +173,8 @@ def format_gib(value: float, digits: int = 4) -> str:
     >>> format_gib(81559 * 2**20), format_gib((81559 - 512) * 2**20)
     ('79.65 GiB', '79.15 GiB')
     """
-    return f"{value / 2**30:.{digits}g} GiB"
+    gib = value / 2**30
+    return f"{gib:,.0f} GiB" if abs(gib) >= 10**digits else f"{gib:.{digits}g} GiB"  # 28,920 GiB, never 2.892e+04
 
 
 def format_seconds(value: float, digits: int = 3) -> str:

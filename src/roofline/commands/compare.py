@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from roofline.commands._common import EXAMPLE_HELP, add_phase_option, add_tf32_option, count_arg
-from roofline.comparison import CompareRow, compare, ranked_by
+from roofline.comparison import CompareRow, answer, compare, glossary, ranked_by, time_basis
 from roofline.errors import RooflineError
 
 if TYPE_CHECKING:
@@ -127,14 +127,16 @@ def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> 
 
     llm, best = workload.llm, rows[0].time
     width = terminal_width()
-    lines = wrap_line(f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}", width)
-    cells = [{"#": str(k), "device": display(r.device), "precision": r.precision_label, "time": format_seconds(r.time),
+    basis = time_basis(workload)[0]  # the time column is named by its basis (run time, per token, TTFT)
+    lines = wrap_line(answer(workload, rows), width)
+    lines += wrap_line(f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}", width)
+    cells = [{"#": str(k), "device": display(r.device), "precision": r.precision_label, basis: format_seconds(r.time),
               "vs best": _vs_best(r.time, best), "tokens/s": format_count(r.tokens_per_s),
               "forecast": format_seconds(r.forecast), "binding roof": display(r.binding),
               "memory": display(r.memory) or "-"} for k, r in enumerate(rows, 1)]
     columns = [Column("#", keep=True), Column("device", kind="name", keep=True),
-               Column("precision", kind="label", priority=3), Column("time", keep=True),
-               Column("vs best", kind="label", priority=4, requires=("time",)),
+               Column("precision", kind="label", priority=3), Column(basis, keep=True),
+               Column("vs best", kind="label", priority=4, requires=(basis,)),
                *((Column("tokens/s", priority=6),) if llm is not None else ()),
                *((Column("forecast", keep=True),) if forecast else ()),  # what the rows are ranked by
                Column("binding roof", kind="text", keep=True, min_width=28),
@@ -144,6 +146,7 @@ def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> 
     lines += table_lines(columns, cells, width, indent=0, more="--csv has every column")
     # a precision a device has no roof for ran at its fallback: say so under the ranking
     lines += [x for n in dict.fromkeys(r.note for r in rows if r.note) for x in wrap_line(f"note: {display(n)}", width)]
+    lines += wrap_line(glossary(workload, rows), width)
     return lines
 
 
@@ -164,6 +167,7 @@ def _outputs(args: argparse.Namespace, workload: Workload, rows: list[CompareRow
         outputs.append(("html", args.html, _html_page(workload, rows, title)))
     if args.json:
         doc = {"schema": "roofline.compare/1", "workload": workload.title, "ranked_by": ranked_by(rows),
+               "answer": answer(workload, rows), "time_basis": time_basis(workload)[2],
                "rows": [r.to_dict(best) for r in rows]}
         outputs.append(("json", args.json, (json.dumps(doc, indent=2) + "\n").encode("utf-8", "backslashreplace")))
     if args.csv:
@@ -177,13 +181,14 @@ def _html_page(workload: Workload, rows: list[CompareRow], title: str) -> bytes:
 
     best, llm = rows[0].time, workload.llm
     fig = compare_figure([r.analysis for r in rows], title, [_label(r) for r in rows])
-    intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} "
+    head = time_basis(workload)[0]
+    intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} {head} bound "
              + ("(the best)" if r.time <= best else f"({_vs_best(r.time, best)} as the best)")
              + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
              + (f"; memory {r.memory}" if r.memory else "") + (f"; {r.note}" if r.note else "")
-             for k, r in enumerate(rows, 1)]
+             for k, r in enumerate(rows, 1)] + [glossary(workload, rows)]
     page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
-                         extra_charts=[("all devices", fig)], intro=intro)
+                         extra_charts=[("all devices", fig)], intro=intro, extra_headlines=[answer(workload, rows)])
     return page.encode("utf-8", "backslashreplace")
 
 

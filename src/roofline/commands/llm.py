@@ -147,15 +147,18 @@ def train(args: argparse.Namespace) -> int:
     device = device_of(args)
     workload = training_workload(run, tp=args.tp, recompute=args.recompute)
     analysis = analyze(workload, device, tf32=args.tf32)
-    emit(analysis, args, title=f"{workload.title} on {device.name}")
     info = workload.info
     cap = device.memory_capacity
     from roofline.render.fit import wrap
 
-    print(wrap(f"memory per device: {format_gib(info['memory_bytes'])} (weights {format_gib(info['memory_weights'])}, "
-          f"gradients {format_gib(info['memory_gradients'])}, optimizer {format_gib(info['memory_optimizer'])}, "
-          f"activations {format_gib(info['memory_activations'])})"
-          + (f" of {format_gib(cap)}: {'fits' if info['memory_bytes'] <= cap else 'does NOT fit'}" if cap else "")))
+    parts = (f"weights {format_gib(info['memory_weights'])}, gradients {format_gib(info['memory_gradients'])}, "
+             f"optimizer {format_gib(info['memory_optimizer'])}, activations {format_gib(info['memory_activations'])}")
+    if cap and info["memory_bytes"] > cap:  # the deciding fact first
+        print(wrap(f"does not fit: {format_gib(info['memory_bytes'])} needed per device, {format_gib(cap)} on "
+                   f"{device.name} ({parts}); 'roofline plan --train' finds layouts that fit"))
+    emit(analysis, args, title=f"{workload.title} on {device.name}")
+    print(wrap(f"memory per device: {format_gib(info['memory_bytes'])} ({parts})"
+               + (f" of {format_gib(cap)}: {'fits' if info['memory_bytes'] <= cap else 'does NOT fit'}" if cap else "")))
     return 0
 
 

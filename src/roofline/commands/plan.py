@@ -160,16 +160,17 @@ def run(args: argparse.Namespace) -> int:
     ranked, header, tried = _ranked(args, run_, system, what, where)
     shape = (f"batch {run_.batch} per replica, prompt {run_.prompt}, gen {run_.gen}" if isinstance(run_, ServingRun)
              else f"global batch {run_.global_batch} x {run_.seq} tokens")
+    answer = f"best layout: {ranked[0].headline()}" if not args.layout else ranked[0].headline()
     if isinstance(run_, ServingRun):
-        lines = [header, f"{shape}; overlap {args.overlap or 0:.0%} of communication in the time (the bound hides all "
+        lines = [answer, header, f"{shape}; overlap {args.overlap or 0:.0%} of communication in the time (the bound hides all "
                  "the schedule allows)"]
     else:
         from roofline.planner.overlap import describe
 
-        lines = [header, f"{shape}; ranked by the forecast step time (bound beside it); "
+        lines = [answer, header, f"{shape}; ranked by the forecast step time (bound beside it); "
                  + describe(ranked[0].layout), FLOP_NOTE]
-    lines += [_does_not_fit(e) for e in ranked[:1] if args.layout and not e.fits]
     lines += _table(args, ranked)
+    lines.append(_glossary(args))
     from roofline.render.fit import wrap
 
     text = wrap("\n".join(lines) + "\n")
@@ -253,15 +254,6 @@ def _ranked(args: argparse.Namespace, run_: Any, system: Any, what: str,
     return list(p.ranked), header, p.tried
 
 
-def _does_not_fit(e: Estimate | ServingEstimate) -> str:
-    """The line a timed layout that does not fit the device's memory leads with."""
-    where = (f" on pipeline stage {e.memory_stage + 1} of {e.layout.pp}" if hasattr(e, "memory_stage")
-             and e.layout.pp > 1 else "")
-    return (f"does not fit: {format_bytes(e.memory_total)} per device{where} ("
-            + ", ".join(f"{k} {format_bytes(v)}" for k, v in e.memory.items())
-            + f") against {format_bytes(e.capacity)}; timed all the same")
-
-
 def _none_ranked(p: Any, run_: Any, where: str) -> None:
     """The one line when no layout is ranked: the constraint that failed, and the nearest that pass."""
     from roofline.planner import TrainingRun
@@ -285,6 +277,17 @@ FLOP_NOTE = ("MFU and model TFLOP/s per device: model FLOPs = 3 x the forward's 
              "4 d per pair forward), recomputation not counted, over the forecast step time and the dense matrix "
              "peak at the GEMMs' precision; ~ marks a forecast within the planner's stated error "
              f"({STATED_ERROR:.0%}) of the best: tied")
+
+
+def _glossary(args: argparse.Namespace) -> str:
+    """The line under the table: what each time column is."""
+    if args.serve:
+        return ("times: per token = one decode step of every sequence of a replica, the communication not hidden "
+                "counted (--overlap); bound = the same with all of it hidden; ttft = one sequence's prompt through "
+                "every stage; exposed comm = per token; tokens/s = output tokens over the whole system")
+    return ("times: forecast = the expected step (global batch x seq tokens), what the layouts are ranked by; bound ="
+            " its roofline lower bound; exposed comm = per step, the communication the overlap rules do not hide; "
+            "tokens/s = the step's tokens over the forecast")
 
 
 def _rules(args: argparse.Namespace) -> dict[str, bool]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -24,7 +24,8 @@ from roofline.formula import scenario_times
 from roofline.llm.basis import basis
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions, parse_precision
-from roofline.llm.table import ATTN, GEMM, LINK, VEC, OpTable, build_table
+from roofline.llm.table import ATTN, GEMM, LINK, VEC, OpTable, build_table, check_tp
+from roofline.precision import BITS
 
 #: Largest batch the ridge-batch and max-batch searches consider.
 MAX_BATCH = 1 << 16
@@ -234,6 +235,68 @@ def max_batch(spec: LLMSpec, capacity: float) -> int:
     if capacity < weights + per_seq:
         return 0
     return int(min(MAX_BATCH * 16, math.floor((capacity - weights) / per_seq)))
+
+
+#: the tensor-parallel degrees :func:`fit_options` tries: one node of up to 8 devices (an HGX/DGX board)
+FIT_TP = (2, 4, 8)
+#: the lower precisions it tries for the weights and the KV cache, widest first
+FIT_BITS = ("int8", "int4")
+
+
+@dataclass(frozen=True)
+class FitOption:
+    """One change that makes a run that does not fit the device's memory fit: ``lever`` tp | weights |
+    kv_cache | batch, ``value`` (2, 'int8', 4) and the footprint per device it leaves (bytes)."""
+
+    lever: str
+    value: int | str
+    total: float
+
+    def describe(self) -> str:
+        """'tp 2', 'int8 weights', 'int8 KV cache', 'batch <= 4'."""
+        return {"tp": f"tp {self.value}", "weights": f"{self.value} weights", "kv_cache": f"{self.value} KV cache",
+                "batch": f"batch <= {self.value}"}[self.lever]
+
+
+def fit_options(spec: LLMSpec, capacity: float) -> tuple[FitOption, ...]:
+    """The single changes that make ``spec`` fit ``capacity`` bytes per device, each computed from the
+    footprint model (:func:`footprint`): the smallest tp of :data:`FIT_TP` the model divides by, the widest
+    weight and KV-cache precision of :data:`FIT_BITS` below the current one, the largest smaller batch
+    (:func:`max_batch`).  Empty when the run fits, or when no single change is enough.
+
+    >>> from roofline.frontends.llm import make_spec
+    >>> spec = make_spec("llama-2-7b", phase="decode", batch=64, context=4096)  # 13.48 GB weights + 137.4 GB KV cache
+    >>> # tp 2: 6.74 + 68.7 GB fits 80 GB; int8 KV: 13.48 + 68.7 = 82.2 GB does not, int4 (0.516 B): 13.48 + 35.4 does;
+    >>> # batch: (80 - 13.48) GB / 2.148 GB per sequence (KV 2 x 32 x 4096 x 4096 x 2 B + activations) = 30.97
+    >>> [o.describe() for o in fit_options(spec, 80e9)]
+    ['tp 2', 'int4 KV cache', 'batch <= 30']
+    """
+    if footprint(spec).total <= capacity:
+        return ()
+    out: list[FitOption] = []
+    for tp in (t for t in FIT_TP if t > spec.tp):
+        try:
+            check_tp(spec.arch, tp)
+        except RooflineError:
+            continue
+        need = footprint(spec.replace(tp=tp)).total
+        if need <= capacity:
+            out.append(FitOption("tp", tp, need))
+            break
+    p = spec.precisions
+    for field in ("weights", "kv_cache"):
+        for name in FIT_BITS:
+            if BITS[name] >= BITS[getattr(p, field)]:
+                continue
+            q = replace(p, weights=name) if field == "weights" else replace(p, kv_cache=name)
+            need = footprint(spec.replace(precisions=q)).total
+            if need <= capacity:
+                out.append(FitOption(field, name, need))
+                break
+    b = max_batch(spec, capacity) if spec.batch > 1 else 0
+    if 1 <= b < spec.batch:
+        out.append(FitOption("batch", b, footprint(spec.replace(batch=b)).total))
+    return tuple(out)
 
 
 def fitting_batch(spec: LLMSpec, device: Device) -> int:

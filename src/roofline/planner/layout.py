@@ -150,6 +150,20 @@ class _Facts:
     def fits(self) -> bool:
         return self.memory_total <= self.capacity
 
+    def fit_clause(self) -> str:
+        """'does not fit: 84.21 GiB per device on pipeline stage 2 of 16 (weights 12 GiB, ...), 79.15 GiB on the
+        device; ' for a layout past memory, else ''."""
+        from roofline.units import format_gib
+
+        if self.fits:
+            return ""
+        pp = getattr(getattr(self, "layout", None), "pp", 1)
+        stage = getattr(self, "memory_stage", None)
+        where = f" on pipeline stage {stage + 1} of {pp}" if stage is not None and pp > 1 else ""
+        parts = ", ".join(f"{k} {format_gib(v)}" for k, v in self.memory.items())
+        return (f"does not fit: {format_gib(self.memory_total)} per device{where} ({parts}), "
+                f"{format_gib(self.capacity)} on the device; ")
+
     @property
     def binding(self) -> str:
         """What the time goes to most: 'ops' (their roofline time), 'bubble', a collective, 'optimizer'."""

@@ -19,6 +19,7 @@ from roofline.llm.table import EXP, build_table, check_tp, kv_heads_per_device
 from roofline.planner.cache import _Cache
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors
 from roofline.system import System
+from roofline.units import format_share
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,18 @@ class ServingEstimate(_Facts):
 
     def cost_per_token(self, price_per_device_hour: float) -> float:
         return price_per_device_hour * self.layout.devices * self.time / 3600 / (self.layout.dp * self.run.batch)
+
+    def headline(self) -> str:
+        """The answer for this layout, the deciding fact first, one time basis per clause: per output token
+        (with the communication the layout exposes, and with all of it hidden: the bound) and the matching
+        tokens/s over the system, then TTFT."""
+        from roofline.units import format_count, format_seconds
+
+        lay = self.layout
+        return (f"{self.fit_clause()}{self.describe()}: per output token {format_seconds(self.time)} "
+                f"({format_share(lay.overlap)} of communication hidden), {format_seconds(self.bound)} bound (all "
+                f"hidden); {format_count(self.tokens_per_second)} output tokens/s over {lay.dp} replica(s) of batch "
+                f"{self.run.batch:,}; TTFT {format_seconds(self.ttft)} (prompt {self.run.prompt:,})")
 
     def describe(self) -> str:
         lay = self.layout

@@ -174,6 +174,15 @@ class Estimate(_Facts):
     def cost_per_token(self, price_per_device_hour: float) -> float:
         return price_per_device_hour * self.layout.devices * self.time / 3600 / (self.run.global_batch * self.run.seq)
 
+    def headline(self) -> str:
+        """The answer for this layout, the deciding fact first: the forecast step time and the bound beside it
+        (one step: global batch x seq tokens), the matching tokens/s and MFU."""
+        from roofline.units import format_count, format_seconds
+
+        return (f"{self.fit_clause()}{self.describe()}: step {format_seconds(self.time)} forecast, "
+                f"{format_seconds(self.bound)} bound (one step of {self.run.global_batch:,} x {self.run.seq:,} "
+                f"tokens); {format_count(self.tokens_per_second)} tokens/s at the forecast, MFU {self.mfu:.1%}")
+
     def describe(self) -> str:
         return self.layout.describe()
 

@@ -60,7 +60,7 @@ from roofline.render.style import (
     SPEC_COLOR,
     point_size,
 )
-from roofline.summary import Summary, drawn_ceilings, summarize
+from roofline.summary import Summary, chart_heading, drawn_ceilings, summarize
 from roofline.text import for_chart
 from roofline.units import format_bandwidth, format_flops, scale_for
 
@@ -354,7 +354,7 @@ def _set_axes(ax: Axes, f: Frame, device: Device, analysis: Analysis | None, tit
     heading = for_chart(title or (f"{analysis.workload.title} on {device.name}" if analysis
                                   else f"{device.name} roofline"))
     if summary is not None:
-        heading += f"\nbinding roof: {for_chart(summary.binding.describe())}"
+        heading += "".join(f"\n{for_chart(line)}" for line in chart_heading(summary))  # the headline's rule
     ax.set_title(heading, fontsize=12 if summary is None else 11, pad=10)  # clear of the top y tick label
 
 

@@ -45,7 +45,7 @@ from roofline.render.html_parts import (
     provenance_html,
     summary_items,
 )
-from roofline.summary import Summary, headline, measurement_warning, summarize
+from roofline.summary import Summary, headline, measurement_warning, summarize, table_glossary
 from roofline.text import display
 from roofline.units import format_bandwidth, format_bytes, format_flops
 
@@ -122,9 +122,11 @@ def _section_html(s: Section, facts: Summary, k: int, charts: list[tuple[str, di
               details("Summary", f"<ul>{summary}</ul>" + llm_html(facts.llm), open_=open_summary)]
     if facts.advice is not None:
         parts.append(details("Advice (levers with their computed effect)", advice_html(facts.advice)))
-    parts += [details(f"Ops by roofline time ({len(w)})", ops_table(a)),
-              details("By module", groups_table(a, "group", "module")),
-              details("By kind", groups_table(a, "kind", "kind")),
+    ops_glossary = f'<p class="note">{esc(table_glossary(facts))}</p>'
+    groups_glossary = f'<p class="note">{esc(table_glossary(facts, grouped=True))}</p>'
+    parts += [details(f"Ops by roofline time ({len(w)})", ops_table(a) + ops_glossary),
+              details("By module", groups_table(a, "group", "module") + groups_glossary),
+              details("By kind", groups_table(a, "kind", "kind") + groups_glossary),
               details("Device and provenance", provenance_html(a)),
               details("Workload: bytes model, assumptions, warnings",
                        f"<p>bytes model: {esc(w.bytes_model)}</p>" + bullets("Assumptions", a.assumptions)
@@ -172,10 +174,12 @@ _SORT_JS = """
 
 
 def render_report(sections: Sequence[Section], title: str = "roofline report", *,
-                  extra_charts: Sequence[tuple[str, dict[str, Any]]] = (), intro: Sequence[str] = ()) -> str:
+                  extra_charts: Sequence[tuple[str, dict[str, Any]]] = (), intro: Sequence[str] = (),
+                  extra_headlines: Sequence[str] = ()) -> str:
     """A whole self-contained page: one section per analysis, plotly.js inline (no network needed).
 
-    ``extra_charts``: (heading, plotly figure dict) pairs drawn before the sections (e.g. a device comparison).
+    ``extra_charts``: (heading, plotly figure dict) pairs drawn before the sections (e.g. a device comparison);
+    ``extra_headlines``: the answer sentence each of them starts with, as every section does (one per chart).
     ``intro``: plain-text paragraphs under the title.
     """
     from roofline.errors import require
@@ -192,7 +196,8 @@ def render_report(sections: Sequence[Section], title: str = "roofline report", *
     for j, (heading, fig) in enumerate(extra_charts):
         div = f"extra{j}"
         charts.append((div, fig))
-        body.append(f'<h2>{esc(heading)}</h2><figure><div id="{div}" class="chart"></div>'
+        lead = f'<p class="headline">{esc(extra_headlines[j])}</p>' if j < len(extra_headlines) else ""
+        body.append(f'<h2>{esc(heading)}</h2>{lead}<figure><div id="{div}" class="chart"></div>'
                     f"<figcaption>{esc(COMPARE_CAPTION)}</figcaption></figure>")
     for k, (s, f) in enumerate(zip(sections, facts, strict=True)):
         body.append(_section_html(s, f, k, charts, open_summary=len(sections) == 1))
@@ -302,7 +307,8 @@ def notebook_html(a: Analysis, top: int = 10) -> str:
     root = f"roofline-{uuid.uuid4().hex}"
     facts = summarize(a)  # once: the summary list and the chart both read it
     table = ops_table(a, limit=top).replace(' title="click to sort"', "")  # the script adds the hint
-    return "".join([f'<div id="{root}">',
-                    "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in summary_items(facts)) + "</ul>",
-                    _notebook_chart(a, facts), table, "</div>",
+    items = summary_items(facts)  # [0] is the headline: the answer first, as in every report
+    return "".join([f'<div id="{root}">', f'<p class="headline"><b>{esc(items[0])}</b></p>',
+                    "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in items[1:]) + "</ul>",
+                    _notebook_chart(a, facts), table, f"<p>{esc(table_glossary(facts))}</p>", "</div>",
                     f"<script>{_NOTEBOOK_SORT_JS.replace('__ROOT__', root)}</script>"])

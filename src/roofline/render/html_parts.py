@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from roofline.summary import noisy_ops
 from roofline.text import LIMIT, display, for_html
 from roofline.units import (
     format_bandwidth,
@@ -93,6 +94,7 @@ def ops_table(a: Analysis, limit: int = MAX_TABLE_ROWS) -> str:
         heads += ["forecast", "fc verdict"] + (["fc/meas"] if measured else [])
     rows = []
     order = a.order()
+    noisy = noisy_ops(a)
     for rank, i in enumerate(order[:limit], 1):
         count = w.columns["count"][i]
         cells = [_num(rank, str(rank)), _txt(w.strings("name", i)), _txt(w.strings("group", i)),
@@ -104,7 +106,7 @@ def ops_table(a: Analysis, limit: int = MAX_TABLE_ROWS) -> str:
                  _num(a.total_op_time[i], format_seconds(a.total_op_time[i])), _num(a.share[i], f"{a.share[i]:.1%}")]
         if measured:
             sec = w.columns["measured_seconds"][i] * count
-            cells += [_num(sec, _opt(sec, format_seconds)),
+            cells += [_num(sec, _opt(sec, format_seconds) + (" ±" if noisy[i] else "")),
                       _num(a.achieved_flops[i], _opt(a.achieved_flops[i], format_flops)),
                       _num(a.efficiency[i], _opt(a.efficiency[i], pct))]
         if fc is not None:

@@ -19,7 +19,9 @@ from roofline.summary import (
     binding_roof,
     describe_measured,
     headline,
+    noisy_ops,
     summarize,
+    table_glossary,
     trace_lines,
 )
 from roofline.text import display, one_line, visible
@@ -165,7 +167,8 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
     con = _console(color)
     if title:
         _say(con, display(title), style="bold")
-    for line in summary_lines(summary or summarize(a), verbose=verbose):
+    s = summary or summarize(a)
+    for line in summary_lines(s, verbose=verbose):
         _say(con, line)
     if group_by:
         hidden = _group_table(con, a, group_by, depth, top)
@@ -173,6 +176,7 @@ def render(a: Analysis, *, top: int = 20, group_by: str | None = None, depth: in
         hidden = _op_table(con, a, top)
     if hidden > 0:
         _say(con, f"... and {hidden} more (use --top N)")
+    _say(con, table_glossary(s, grouped=bool(group_by)))  # its own line, after the table
     _notes(con, a, verbose)
     text = con.export_text(styles=color)
     # plain text: no control character at all survives (with colour, only the product's own styles)
@@ -223,7 +227,8 @@ def _op_table(con: Console, a: Analysis, top: int) -> int:
     fc = a.forecast
     fc_ratio = fc.over_measured(a.workload.columns["measured_seconds"]) if fc is not None else np.array([])
     notes: dict[str, int] = {}
-    rows = [_op_row(a, int(i), measured, fc_ratio, notes) for i in order[:top]]
+    noisy = noisy_ops(a)
+    rows = [_op_row(a, int(i), measured, fc_ratio, notes, bool(noisy[i])) for i in order[:top]]
     above = [bool(a.above_roof[i]) for i in order[:top]]
     footnotes = [f"[{k}] {display(text, 1024)}" for text, k in notes.items()]
     lines = table_lines(op_columns(measured, fc is not None), rows, con.width, title="ops by roofline time",
@@ -255,10 +260,12 @@ def op_columns(measured: bool, forecast: bool) -> list[Column]:
             Column("verdict", kind="text", keep=True, min_width=40)]
 
 
-def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray, notes: dict[str, int]) -> dict[str, str]:
+def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray, notes: dict[str, int],
+            noisy: bool = False) -> dict[str, str]:
     """One op's cells by column: the bound's, the measured ones, the forecast's beside the bound
     (``fc_ratio``: forecast / measured per op); FLOPs and bytes per instance and in total; the verdict's
-    notes numbered in ``notes``."""
+    notes numbered in ``notes``; ``noisy``: its measured time is marked ``±``, see
+    :func:`roofline.summary.noisy_ops`)."""
     w = a.workload
     name = w.strings("name", i)
     group = w.strings("group", i)
@@ -271,6 +278,8 @@ def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray, notes: di
            "time": format_seconds(a.total_op_time[i]), "share": f"{a.share[i]:.1%}"}
     if measured:
         row["measured"] = _opt(w.columns["measured_seconds"][i] * w.columns["count"][i], format_seconds)
+        if noisy:
+            row["measured"] += " ±"
         row["efficiency"] = _opt(a.efficiency[i], format_share)
     fc = a.forecast
     if fc is not None:  # beside the bound, never in its place: its own columns
