@@ -28,7 +28,7 @@ def view_lines(view: MultiRankTrace, top: int = 5) -> list[str]:
     lines += [f"  skipped: {s}" for s in view.skipped]
     lines.append("  rank    step ms  compute  exposed comm  overlapped  memcpy     idle   (sums over the common steps)")
     for t in view.totals:
-        lines.append(f"  {t.rank:>4} {t.seconds * MS:10.3f} {t.compute * MS:8.3f} {t.comm_exposed * MS:13.3f} "
+        lines.append(f"  {t.key:>4} {t.seconds * MS:10.3f} {t.compute * MS:8.3f} {t.comm_exposed * MS:13.3f} "
                      f"{t.comm_overlapped * MS:11.3f} {t.memcpy * MS:7.3f} {t.idle * MS:8.3f}")
     for c in (view.collectives[k] for k in view.longest_waits[:top]):
         lines.append(f"  collective #{c.index} {c.name} (step {c.step}): longest wait {c.longest_wait * MS:.3f} ms; "
@@ -50,14 +50,14 @@ def render_csv(view: MultiRankTrace) -> str:
                 "idle_s"])
     for r in view.ranks:
         for s in r.steps:
-            w.writerow([r.rank, for_csv(r.file), s.step, s.seconds, s.compute, s.comm_exposed, s.comm_overlapped,
+            w.writerow([r.rank, for_csv(r.file), s.key, s.seconds, s.compute, s.comm_exposed, s.comm_overlapped,
                         s.memcpy, s.idle])
     return out.getvalue()
 
 
 def _figures(view: MultiRankTrace) -> list[Any]:
     go = require("plotly.graph_objects", "html")
-    ranks = [f"rank {t.rank}" for t in view.totals]
+    ranks = [f"rank {t.key}" for t in view.totals]
     heat = go.Figure(go.Heatmap(z=[[v * MS for v in row] for row in view.step_seconds],
                                 x=[f"step {n}" for n in view.steps], y=ranks, colorbar={"title": "ms"}))
     heat.update_layout(title="step time per rank and iteration [ms]")
