@@ -129,3 +129,14 @@ def test_saved_json_and_csv_name_steps_and_ranks(view):
     assert [t["rank"] for t in doc["totals"]] == [0, 1, 2, 3]
     rows = render_csv(view).splitlines()
     assert rows[0].startswith("rank,file,step,") and len(rows) == 1 + 4 * 2
+
+
+def test_ranks_image_and_page(view, tmp_path):
+    """--ranks out.png: the three charts as one PNG (its signature, a straggler named); the HTML page carries
+    the text view, the heat map's values and the three figures."""
+    from roofline.render.ranks import render
+
+    png = render(view, str(tmp_path / "r.png"))
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    page = render(view, str(tmp_path / "r.html")).decode()
+    assert "rank 2 is a straggler" in page and page.count("Plotly.newPlot") == 3 and "texttemplate" in page
