@@ -55,6 +55,7 @@ from roofline.limits import MAX_TRACE_MICROSECONDS as MAX_US
 
 #: the code of each kept ``cat`` (``python_function`` only for ``nn.Module: `` events, checked by name)
 _CODE_OF = {**CATEGORY_OF, "python_function": MODULE}
+_LISTED = frozenset(CATEGORY_OF)  # kept by category alone
 
 REGION = 1 << 19  # bytes decoded at once (the peak: about 12x this, whatever the file size)
 MAX_CUTS = 4  # cuts tried per region before the reference scanner takes the file
@@ -135,43 +136,39 @@ class _Typed:
         branches): the same columns and tables as :meth:`_keep`, in the same order.  False, with nothing kept,
         when some kept event has a value the exact loop must see one at a time (a time or id out of range, a
         missing pid or tid): :meth:`_keep` then keeps the region and says what is wrong."""
-        cols, code_of = self.cols, _CODE_OF
-        kept = [e for e in events if e.ph == "X" and e.name is not None and e.ts is not None and e.dur is not None
-                and (e.cat in code_of if e.cat != "python_function" else e.name.startswith("nn.Module: "))]
+        cols, code_of, listed = self.cols, _CODE_OF, _LISTED
+        kept = [(e.cat, e.name, e.ts, e.dur, e.pid, e.tid, e.args) for e in events
+                if ((c := e.cat) in listed or c == "python_function" and e.name is not None
+                    and e.name.startswith("nn.Module: "))
+                and e.ph == "X" and e.name is not None and e.ts is not None and e.dur is not None]
+        cols.seen += len(events)
         if not kept:
-            cols.seen += len(events)
             return True
-        ts, dur = array("d", [e.ts for e in kept]), array("d", [e.dur for e in kept])
+        cats, event_names, t_list, d_list, pids, tids, args = zip(*kept)
+        ts, dur = array("d", t_list), array("d", d_list)
         t, d = np.frombuffer(ts), np.frombuffer(dur)
-        if not (bool((np.abs(t) <= MAX_US).all()) and bool((np.abs(d) <= MAX_US).all())):  # NaN fails too
+        if not (bool((np.abs(t) <= MAX_US).all()) and bool((np.abs(d) <= MAX_US).all())) \
+                or None in pids or None in tids:  # NaN fails too; a missing pid or tid
+            cols.seen -= len(events)
             return False
-        pids, tids = [e.pid for e in kept], [e.tid for e in kept]
-        if None in pids or None in tids:
-            return False
-        args = [e.args for e in kept]
         try:
             corr = array("q", [-1 if a is None else a.correlation for a in args])
             seq = array("q", [-1 if a is None else a.sequence for a in args])
         except OverflowError:  # an id past int64: the exact loop names it
+            cols.seen -= len(events)
             return False
-        codes = [code_of[e.cat] for e in kept]
-        calls = [-1] * len(kept)
-        raw_calls, call = self.raw_calls, self._call
-        shapes = cols.shapes
-        for i in [i for i, (c, a) in enumerate(zip(codes, args, strict=True)) if c <= ANNOTATION and a is not None]:
-            a = args[i]
-            got = raw_calls.get(b"\0".join((a.a0, a.a1, a.a2, a.a3, a.a4, a.a5, a.a6, a.a7, a.a8))) or call(a)
-            calls[i] = got[0]
-            shapes = shapes or (got[1] and got[0] >= 0)
-        cols.shapes = shapes
+        codes = [code_of[c] for c in cats]
+        join, known, call, none = b"\0".join, self.raw_calls.get, self._call, (-1, False)
+        got = [(known(join((a.a0, a.a1, a.a2, a.a3, a.a4, a.a5, a.a6, a.a7, a.a8))) or call(a))
+               if c <= ANNOTATION and a is not None else none for c, a in zip(codes, args, strict=True)]
+        cols.shapes = cols.shapes or any(g[1] and g[0] >= 0 for g in got)
         names, threads = cols.names, cols.threads
-        cols.seen += len(events)
         cols.cat.fromlist(codes)
-        cols.name.fromlist([names.setdefault(e.name, len(names)) for e in kept])
+        cols.name.fromlist([names.setdefault(n, len(names)) for n in event_names])
         cols.thread.fromlist([threads.setdefault(w, len(threads)) for w in zip(pids, tids, strict=True)])
         cols.ts += ts
         cols.dur += dur
-        cols.call.fromlist(calls)
+        cols.call.fromlist([g[0] for g in got])
         cols.correlation += corr
         cols.sequence += seq
         cols.check_caps()
