@@ -13,7 +13,8 @@
 3. Runs ``roofline trace 'DIR/rank*.json' --device xeon-8480 --json OUT`` three ways, each in a fresh
    process, timed by wall clock (interpreter and imports included: the same in each).  A sampler thread reads
    ``VmHWM`` (a process's own peak RSS) of the command's process and of every process below it (pool
-   workers, Dask's nanny and worker processes) every 0.1 s: the driver's peak and each worker's.
+   workers, Dask's nanny and worker processes) every 0.1 s: the driver's peak and each worker's; and the CPU
+   seconds (user + system) of the command and every process below it (``RUSAGE_CHILDREN``).
 4. Checks the straggler is named (``rank S is a straggler ... cause: slower ops``) in each run's output.
 
 Target (issue 34): --dask local with 2 workers >= 1.6x faster than --jobs 1.  The machine is shared: the load
@@ -152,10 +153,14 @@ class Sampler(threading.Thread):
             time.sleep(0.1)
 
 
-def run_cli(argv: list[str]) -> tuple[float, str, int, list[int]]:
-    """(wall seconds, stdout, driver peak RSS, worker peaks RSS) of one ``roofline trace`` run."""
+def run_cli(argv: list[str]) -> tuple[float, float, str, int, list[int]]:
+    """(wall seconds, CPU seconds of the command and every process below it, stdout, driver peak RSS, worker
+    peaks RSS) of one ``roofline trace`` run."""
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "roofline.cli", "trace", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
@@ -163,6 +168,8 @@ def run_cli(argv: list[str]) -> tuple[float, str, int, list[int]]:
     s.start()
     out, err = proc.communicate()
     wall = time.perf_counter() - t
+    ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)  # every waited-for descendant: workers included
+    cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
     s.done = True
     s.join()
     if proc.returncode != 0:
@@ -171,7 +178,7 @@ def run_cli(argv: list[str]) -> tuple[float, str, int, list[int]]:
     # Dask's nanny and the multiprocessing resource tracker hold no trace and are left out)
     workers = [v for p, v in s.peaks.items() if p != proc.pid and b"resource_tracker" not in s.names.get(p, b"")
                and v > 150 << 20]
-    return wall, out, s.peaks.get(proc.pid, 0), sorted(workers, reverse=True)
+    return wall, cpu, out, s.peaks.get(proc.pid, 0), sorted(workers, reverse=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -202,22 +209,23 @@ def main(argv: list[str] | None = None) -> None:
         base = None
         for label, extra in modes:
             load = os.getloadavg()[0]
-            wall, out, driver, workers = run_cli([pattern, "--device", DEVICE, "--json", str(tmp / "a.json"), *extra])
+            wall, cpu, out, driver, workers = run_cli([pattern, "--device", DEVICE, "--json", str(tmp / "a.json"), *extra])
             base = base or wall
             found = re.search(rf"rank {args.straggler} is a straggler\b.*cause: (\S+ ?\S*)", out)
             cause = found.group(1).split(" (")[0] if found else "NOT FOUND"
             others = re.findall(r"rank (\d+) is a straggler", out)
-            rows.append((label, f"{wall:.1f}", f"{base / wall:.2f}x", f"{driver / (1 << 20):.0f}",
+            rows.append((label, f"{wall:.1f}", f"{cpu:.1f}", f"{base / wall:.2f}x", f"{driver / (1 << 20):.0f}",
                          ", ".join(f"{w / (1 << 20):.0f}" for w in workers[:4]) or "-",
                          f"rank {args.straggler}: {cause}" + (f" (+{len(others) - 1} more)" if len(others) > 1 else ""),
                          f"{load:.1f}"))
         total = args.ranks * mb
-        print(f"\n{'mode':26} {'wall s':>7} {'vs jobs1':>8} {'driver MB':>9}  {'worker peak MB':16} "
+        print(f"\n{'mode':26} {'wall s':>7} {'CPU s':>6} {'vs jobs1':>8} {'driver MB':>9}  {'worker peak MB':16} "
               f"{'straggler found':28} load")
         for r in rows:
-            print(f"{r[0]:26} {r[1]:>7} {r[2]:>8} {r[3]:>9}  {r[4]:16} {r[5]:28} {r[6]}")
-        print(f"(target: --dask local >= 1.6x --jobs 1; {total:.0f} MB of traces in all; "
-              f"peak RSS = VmHWM; load = 1-min load average at each start, {os.cpu_count()} cores)")
+            print(f"{r[0]:26} {r[1]:>7} {r[2]:>6} {r[3]:>8} {r[4]:>9}  {r[5]:16} {r[6]:28} {r[7]}")
+        print(f"(target: --dask local >= 1.6x --jobs 1; {total:.0f} MB of traces in all; peak RSS = VmHWM; CPU s: "
+              f"user + system of the command and its workers (CPU s / wall s near {os.cpu_count()}: the cores were "
+              f"ours); load = 1-min load average at each start, {os.cpu_count()} cores)")
     finally:
         if args.keep:
             print(f"kept: {tmp}")
