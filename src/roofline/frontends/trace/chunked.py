@@ -144,7 +144,7 @@ class _Typed:
         cols.seen += len(events)
         if not kept:
             return True
-        cats, event_names, t_list, d_list, pids, tids, args = zip(*kept)
+        cats, event_names, t_list, d_list, pids, tids, args = zip(*kept, strict=True)
         ts, dur = array("d", t_list), array("d", d_list)
         t, d = np.frombuffer(ts), np.frombuffer(dur)
         if not (bool((np.abs(t) <= MAX_US).all()) and bool((np.abs(d) <= MAX_US).all())) \
