@@ -269,7 +269,8 @@ def test_dask_address_that_does_not_answer(tmp_path, capsys, monkeypatch):
 def test_parents_at_once_equal_the_stack_walk():
     """nesting.parents (binary lifting over running maxima of ends, all events at once) against the walk it
     replaces (a stack per thread, events popped once a later start is past their end), on random intervals:
-    nested, partly overlapping, equal starts, ends within eps of a start, three threads, some events left out."""
+    nested, partly overlapping, equal starts, ends within eps of a start, three threads, some events left out;
+    taken a few events at a time or all at once."""
     from roofline.frontends.trace.nesting import parents
 
     def stack_walk(thread, start, end, walk, eps):
@@ -290,5 +291,6 @@ def test_parents_at_once_equal_the_stack_walk():
         th = rng.integers(0, 3, n).astype(np.int32)
         walk = np.lexsort((-dur, ts))
         walk = walk[rng.random(n) < 0.8]
-        got = parents(th, ts, ts + dur, walk, 1e-3)
-        assert got.tolist() == stack_walk(th.tolist(), ts.tolist(), (ts + dur).tolist(), walk, 1e-3)
+        want = stack_walk(th.tolist(), ts.tolist(), (ts + dur).tolist(), walk, 1e-3)
+        for chunk in (1, 3, 16, 1 << 16):  # chunks carry the events still open into the next: the same parents
+            assert parents(th, ts, ts + dur, walk, 1e-3, chunk=chunk).tolist() == want
