@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 CHUNK = 1 << 16  # events lifted at once (with the events still open before them): the table's memory
 
 
