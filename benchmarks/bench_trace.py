@@ -1,6 +1,7 @@
 """Does the trace reader stream a big torch.profiler trace in bounded memory, and place every op?  (a script)
 
     python benchmarks/bench_trace.py [--size-mb N] [--keep] [--no-analyze]
+    python benchmarks/bench_trace.py --ranks 16 [--rank-mb 128]   # many ranks: bench_trace_ranks.py
 
 1. Records a real small trace on this machine's CPU with torch.profiler (``record_shapes=True,
    with_stack=True``) of an inline transformer-style MLP model (LayerNorm -> Linear -> GELU -> Linear,
@@ -199,6 +200,12 @@ def run_child(path: Path, analyze_too: bool) -> dict[str, Any]:
 
 
 def main() -> None:
+    if "--ranks" in sys.argv[1:]:  # the many-rank benchmark (--jobs 1 / --jobs 2 / --dask local)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_trace_ranks import main as ranks_main
+
+        ranks_main(sys.argv[1:])
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=float, default=1024.0, help="size of the synthetic trace (default 1024)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir with both traces")

@@ -264,3 +264,33 @@ def test_dask_address_that_does_not_answer(tmp_path, capsys, monkeypatch):
         rc, _, err = _cli(capsys, tmp_path / "rank*.json", "--dask", f"tcp://127.0.0.1:{port}")
     assert rc == 2
     _one_line(err, "no Dask scheduler answered within 1 s")
+
+
+def test_parents_at_once_equal_the_stack_walk():
+    """nesting.parents (binary lifting over running maxima of ends, all events at once) against the walk it
+    replaces (a stack per thread, events popped once a later start is past their end), on random intervals:
+    nested, partly overlapping, equal starts, ends within eps of a start, three threads, some events left out;
+    taken a few events at a time or all at once."""
+    from roofline.frontends.trace.nesting import parents
+
+    def stack_walk(thread, start, end, walk, eps):
+        stacks, out = {}, []
+        for i in walk.tolist():
+            st = stacks.setdefault(thread[i], [])
+            while st and end[st[-1]] <= start[i] + eps:
+                st.pop()
+            out.append(st[-1] if st else -1)
+            st.append(i)
+        return out
+
+    rng = np.random.default_rng(34)
+    for _ in range(200):
+        n = int(rng.integers(0, 120))
+        ts = np.round(rng.uniform(0, 100, n), int(rng.integers(0, 3)))
+        dur = np.round(rng.exponential(10, n), int(rng.integers(0, 3)))
+        th = rng.integers(0, 3, n).astype(np.int32)
+        walk = np.lexsort((-dur, ts))
+        walk = walk[rng.random(n) < 0.8]
+        want = stack_walk(th.tolist(), ts.tolist(), (ts + dur).tolist(), walk, 1e-3)
+        for chunk in (1, 3, 16, 1 << 16):  # chunks carry the events still open into the next: the same parents
+            assert parents(th, ts, ts + dur, walk, 1e-3, chunk=chunk).tolist() == want

@@ -31,8 +31,8 @@ no op (wrappers, views, calls that could not be rebuilt, unlinked kernels) is li
 its share.  Several files are the ranks of one run: each rank's figures are printed and the
 slowest rank is analysed, after the cross-rank view: per rank compute, exposed and overlapped
 communication, memcpy and idle; each collective's wait and the rank that arrived last; stragglers
-with their cause (--ranks FILE: .json, .csv or .html with the heat map, stacked bars and the
-straggler's ops against the median rank's).  The file is read as a stream (memory grows with the events kept,
+with their cause (--ranks FILE: .json, .csv, or .html / .png with the heat map, stacked bars and
+the straggler's ops against the median rank's).  The file is read as a stream (memory grows with the events kept,
 not the file size); .json.gz is read as is.
 """
 
@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="read the ranks on a Dask cluster: 'local' (a LocalCluster of 2 worker processes) or a "
                         "scheduler address; workers open the files themselves")
     p.add_argument("--skip-bad-ranks", action="store_true", help="go on without a rank that cannot be read")
-    p.add_argument("--ranks", metavar="FILE", default=None, help="write the cross-rank view (.json, .csv, .html)")
+    p.add_argument("--ranks", metavar="FILE", default=None, help="write the cross-rank view (.json, .csv, .html; .png, .svg, .pdf: its three charts)")
     add_output_options(p, group_by=("module", "type", "kind"))
     p.set_defaults(func=run, group_by="module")
 
@@ -60,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
     from roofline.fileio import check_writable, write_files_atomic
     from roofline.frontends.trace import analyse_trace, from_trace, read_traces, with_ranks
     from roofline.frontends.trace.ranks import expand
-    from roofline.render.ranks import render, view_lines
+    from roofline.render.ranks import IMAGE_EXTENSIONS, TEXT_EXTENSIONS, render, view_lines
 
     if args.jobs < 1:
         raise RooflineError(f"--jobs {args.jobs}: give a number of processes >= 1")
     check_outputs(args)
     if args.ranks:
-        if not str(args.ranks).lower().endswith((".json", ".csv", ".html")):
-            raise RooflineError(f"--ranks {args.ranks}: give a .json, .csv or .html file")
+        if not str(args.ranks).lower().endswith((*TEXT_EXTENSIONS, *IMAGE_EXTENSIONS)):
+            raise RooflineError(f"--ranks {args.ranks}: give a .json, .csv, .html, .png, .svg or .pdf file")
         check_writable(args.ranks)
     device = resolve(args.device)
     files = expand(args.traces)
@@ -83,6 +83,6 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(view_lines(view)))
     emit(analysis, args, title=f"{analysis.workload.title} on {device.name}")
     if ranks_out is not None:
-        write_files_atomic([(args.ranks, ranks_out.encode())])
+        write_files_atomic([(args.ranks, ranks_out)])
         print(f"ranks: {args.ranks}")
     return 0

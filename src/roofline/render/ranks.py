@@ -1,5 +1,5 @@
 """Renderers of the cross-rank view (:class:`roofline.frontends.trace.crossrank.MultiRankTrace`): text, JSON,
-CSV, HTML.
+CSV, HTML (and images: :mod:`roofline.render.ranks_chart`).
 
 They only read the view: every figure (totals, the heat map's step times, the longest waits, the chart's
 points) is computed in :mod:`roofline.frontends.trace.crossrank`.  Names from the traces (files, ops,
@@ -29,7 +29,7 @@ def view_lines(view: MultiRankTrace, top: int = 5, width: int | None = None) -> 
 
     width = width or terminal_width()
     prose = [view.headline(), *(f"  skipped: {s}" for s in view.skipped)]
-    rows = [{"rank": str(t.rank), "step ms": f"{t.seconds * MS:.3f}", "compute": f"{t.compute * MS:.3f}",
+    rows = [{"rank": str(t.key), "step ms": f"{t.seconds * MS:.3f}", "compute": f"{t.compute * MS:.3f}",
              "exposed comm": f"{t.comm_exposed * MS:.3f}", "overlapped": f"{t.comm_overlapped * MS:.3f}",
              "memcpy": f"{t.memcpy * MS:.3f}", "idle": f"{t.idle * MS:.3f}"} for t in view.totals]
     columns = [Column("rank", keep=True), Column("step ms", keep=True), Column("compute", priority=4),
@@ -58,21 +58,22 @@ def render_csv(view: MultiRankTrace) -> str:
                 "idle_s"])
     for r in view.ranks:
         for s in r.steps:
-            w.writerow([r.rank, for_csv(r.file), s.step, s.seconds, s.compute, s.comm_exposed, s.comm_overlapped,
+            w.writerow([r.rank, for_csv(r.file), s.key, s.seconds, s.compute, s.comm_exposed, s.comm_overlapped,
                         s.memcpy, s.idle])
     return out.getvalue()
 
 
 def _figures(view: MultiRankTrace) -> list[Any]:
     go = require("plotly.graph_objects", "html")
-    ranks = [f"rank {t.rank}" for t in view.totals]
+    ranks = [f"rank {t.key}" for t in view.totals]
     heat = go.Figure(go.Heatmap(z=[[v * MS for v in row] for row in view.step_seconds],
-                                x=[f"step {n}" for n in view.steps], y=ranks, colorbar={"title": "ms"}))
-    heat.update_layout(title="step time per rank and iteration [ms]")
+                                x=[f"step {n}" for n in view.steps], y=ranks, colorbar={"title": "ms"},
+                                texttemplate="%{z:.4g}" if len(ranks) * len(view.steps) <= 160 else None))
+    heat.update_layout(title="step time per rank and iteration [ms]", yaxis={"autorange": "reversed"})
     bar = go.Figure([go.Bar(name=label, x=ranks, y=[getattr(t, field) * MS for t in view.totals])
                      for label, field in (("compute", "compute"), ("exposed comm", "comm_exposed"),
                                           ("memcpy", "memcpy"), ("idle", "idle"))])
-    bar.update_layout(barmode="stack", title="per rank over the common steps [ms]")
+    bar.update_layout(barmode="stack", title="per rank over the common steps [ms]", yaxis={"title": "ms"})
     figs = [heat, bar]
     if view.stragglers:
         s = view.stragglers[0]
@@ -95,9 +96,18 @@ def render_html(view: MultiRankTrace) -> str:
             f"<pre>{text}</pre>{body}</body></html>\n")
 
 
-def render(view: MultiRankTrace, path: str) -> str:
-    """By the file's extension: .json, .csv or .html."""
-    for ext, fn in ((".json", render_json), (".csv", render_csv), (".html", render_html)):
+#: --ranks file extensions: text ones, and images (matplotlib: :mod:`roofline.render.ranks_chart`)
+TEXT_EXTENSIONS, IMAGE_EXTENSIONS = (".json", ".csv", ".html"), (".png", ".svg", ".pdf")
+
+
+def render(view: MultiRankTrace, path: str) -> bytes:
+    """By the file's extension: .json, .csv, .html, or an image (.png, .svg, .pdf)."""
+    for ext, fn in zip(TEXT_EXTENSIONS, (render_json, render_csv, render_html), strict=True):
         if str(path).lower().endswith(ext):
-            return fn(view)
-    raise RooflineError(f"--ranks {path}: give a .json, .csv or .html file")
+            return fn(view).encode()
+    for ext in IMAGE_EXTENSIONS:
+        if str(path).lower().endswith(ext):
+            from roofline.render.ranks_chart import render_image
+
+            return render_image(view, ext[1:])
+    raise RooflineError(f"--ranks {path}: give a .json, .csv, .html, .png, .svg or .pdf file")

@@ -33,7 +33,10 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from typing import Any
+
+import numpy as np
 
 from roofline.frontends.trace.columns import (
     ANNOTATION,
@@ -49,6 +52,10 @@ from roofline.frontends.trace.columns import (
     check_times,
 )
 from roofline.limits import MAX_TRACE_MICROSECONDS as MAX_US
+
+#: the code of each kept ``cat`` (``python_function`` only for ``nn.Module: `` events, checked by name)
+_CODE_OF = {**CATEGORY_OF, "python_function": MODULE}
+_LISTED = frozenset(CATEGORY_OF)  # kept by category alone
 
 REGION = 1 << 19  # bytes decoded at once (the peak: about 12x this, whatever the file size)
 MAX_CUTS = 4  # cuts tried per region before the reference scanner takes the file
@@ -121,7 +128,51 @@ class _Typed:
             return
         except self.msgspec.DecodeError:
             raise BadRegion from None
-        self._keep(events)
+        if not self._keep_columns(events):
+            self._keep(events)  # an odd value in the region (a time out of range, a missing pid): the exact loop
+
+    def _keep_columns(self, events: list[Any]) -> bool:
+        """The rules of ``Columns.add`` a column at a time (list comprehensions over the region, no per-event
+        branches): the same columns and tables as :meth:`_keep`, in the same order.  False, with nothing kept,
+        when some kept event has a value the exact loop must see one at a time (a time or id out of range, a
+        missing pid or tid): :meth:`_keep` then keeps the region and says what is wrong."""
+        cols, code_of, listed = self.cols, _CODE_OF, _LISTED
+        kept = [(e.cat, e.name, e.ts, e.dur, e.pid, e.tid, e.args) for e in events
+                if ((c := e.cat) in listed or c == "python_function" and e.name is not None
+                    and e.name.startswith("nn.Module: "))
+                and e.ph == "X" and e.name is not None and e.ts is not None and e.dur is not None]
+        cols.seen += len(events)
+        if not kept:
+            return True
+        cats, event_names, t_list, d_list, pids, tids, args = zip(*kept, strict=True)
+        ts, dur = array("d", t_list), array("d", d_list)
+        t, d = np.frombuffer(ts), np.frombuffer(dur)
+        if not (bool((np.abs(t) <= MAX_US).all()) and bool((np.abs(d) <= MAX_US).all())) \
+                or None in pids or None in tids:  # NaN fails too; a missing pid or tid
+            cols.seen -= len(events)
+            return False
+        try:
+            corr = array("q", [-1 if a is None else a.correlation for a in args])
+            seq = array("q", [-1 if a is None else a.sequence for a in args])
+        except OverflowError:  # an id past int64: the exact loop names it
+            cols.seen -= len(events)
+            return False
+        codes = [code_of[c] for c in cats]
+        join, known, call, none = b"\0".join, self.raw_calls.get, self._call, (-1, False)
+        got = [(known(join((a.a0, a.a1, a.a2, a.a3, a.a4, a.a5, a.a6, a.a7, a.a8))) or call(a))
+               if c <= ANNOTATION and a is not None else none for c, a in zip(codes, args, strict=True)]
+        cols.shapes = cols.shapes or any(g[1] and g[0] >= 0 for g in got)
+        names, threads = cols.names, cols.threads
+        cols.cat.fromlist(codes)
+        cols.name.fromlist([names.setdefault(n, len(names)) for n in event_names])
+        cols.thread.fromlist([threads.setdefault(w, len(threads)) for w in zip(pids, tids, strict=True)])
+        cols.ts += ts
+        cols.dur += dur
+        cols.call.fromlist([g[0] for g in got])
+        cols.correlation += corr
+        cols.sequence += seq
+        cols.check_caps()
+        return True
 
     def _call(self, a: Any) -> tuple[int, bool]:
         """(call id, has Input Dims) for an event's raw arguments (decoded once per distinct raw text)."""

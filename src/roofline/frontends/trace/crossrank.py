@@ -2,7 +2,7 @@
 :mod:`roofline.render.ranks` draws every figure from the fields of :class:`MultiRankTrace`).
 
 * Per rank and per step: compute, exposed and overlapped communication, memcpy, idle
-  (:class:`~roofline.frontends.trace.ranksummary.StepFigures`).
+  (:class:`~roofline.frontends.trace.ranksummary.Breakdown`, keyed by step).
 * Per collective (the k-th collective of each rank, lined up when every rank
   names it alike): each rank's *wait*, its time beyond the fastest rank's, and
   the rank that *arrived last* (the one with the shortest collective: the
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.frontends.trace.ranksummary import OpFigures, RankSummary
+from roofline.frontends.trace.ranksummary import Breakdown, OpFigures, RankSummary
 
 STRAGGLER_SHARE = 0.05  # own time over the median rank's by this share of its work makes a straggler
 
@@ -64,19 +64,6 @@ class OpPoint:
     name: str
     intensity: float  # FLOPs per byte
     achieved_flops: float  # FLOP/s: its FLOPs over its measured seconds, all calls together
-
-
-@dataclass(frozen=True)
-class RankTotals:
-    """One rank over the common steps, in seconds (the stacked bar): what filled its steps' spans."""
-
-    rank: int
-    seconds: float
-    compute: float
-    comm_exposed: float
-    comm_overlapped: float
-    memcpy: float
-    idle: float
 
 
 @dataclass(frozen=True)
@@ -122,7 +109,7 @@ class MultiRankTrace:
     stragglers: tuple[Straggler, ...]
     slowest_rank: int  # the rank with the most op time outside collectives (what from_trace shows)
     step_seconds: tuple[tuple[float, ...], ...]  # step time [s], rank x common step (the heat map)
-    totals: tuple[RankTotals, ...]  # per rank over the common steps (the stacked bars, the terminal table)
+    totals: tuple[Breakdown, ...]  # keyed by rank: sums over the common steps (the stacked bars, the table)
     straggler_share: float = STRAGGLER_SHARE  # the threshold the stragglers were named by
 
     def headline(self) -> str:
@@ -134,7 +121,12 @@ class MultiRankTrace:
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
-        return {"schema": "roofline.ranks/1", **asdict(self)}
+        doc = asdict(self)
+        # a Breakdown's key is written by what it is (the format of roofline.ranks/1, unchanged)
+        for r in doc["ranks"]:
+            r["steps"] = [{"step": b.pop("key"), **b} for b in r["steps"]]
+        doc["totals"] = [{"rank": b.pop("key"), **b} for b in doc["totals"]]
+        return {"schema": "roofline.ranks/1", **doc}
 
 
 def check_metadata(ranks: list[RankSummary]) -> list[int]:
@@ -149,15 +141,15 @@ def check_metadata(ranks: list[RankSummary]) -> list[int]:
         if r.rank in seen:
             raise RooflineError(f"two traces are rank {r.rank} ({seen[r.rank]}, {r.file}): give one file per rank")
         seen[r.rank] = r.file
-    common = set.intersection(*({s.step for s in r.steps} for r in ranks))
+    common = set.intersection(*({s.key for s in r.steps} for r in ranks))
     if not common:
-        by = "; ".join(f"rank {r.rank}: {', '.join(str(s.step) for s in r.steps[:4])}" for r in ranks)
+        by = "; ".join(f"rank {r.rank}: {', '.join(str(s.key) for s in r.steps[:4])}" for r in ranks)
         raise RooflineError(f"the ranks share no ProfilerStep number ({by}): not one run")
     return sorted(common)
 
 
 def _own(r: RankSummary, steps: list[int]) -> float:
-    return sum(s.seconds - s.comm_exposed for s in r.steps if s.step in steps)
+    return sum(s.seconds - s.comm_exposed for s in r.steps if s.key in steps)
 
 
 def collective_waits(ranks: list[RankSummary]) -> list[CollectiveWait]:
@@ -200,7 +192,7 @@ def straggler(r: RankSummary, med: RankSummary, steps: list[int]) -> Straggler:
             extra_s += (o.count - m.count) * per
         if per > per_m * 1.05:
             slow.append(SlowOp(o.name, o.kind, o.flops, o.bytes, o.count, per, per_m))
-    idle = sum(s.idle for s in r.steps if s.step in steps) - sum(s.idle for s in med.steps if s.step in steps)
+    idle = sum(s.idle for s in r.steps if s.key in steps) - sum(s.idle for s in med.steps if s.key in steps)
     causes = {"slower ops": slower_s, "extra work": extra_s, "idle": idle}
     cause = max(causes, key=lambda c: causes[c])
     slow.sort(key=lambda o: -(o.seconds - o.median_seconds) * o.calls)
@@ -217,27 +209,23 @@ def cross_rank(ranks: list[RankSummary], skipped: list[str]) -> MultiRankTrace:
     order = sorted(range(len(ranks)), key=lambda i: own[i])
     med = ranks[order[(len(order) - 1) // 2]]
     med_own = statistics.median(own)
-    med_work = sum(s.compute + s.memcpy for s in med.steps if s.step in steps)
+    med_work = sum(s.compute + s.memcpy for s in med.steps if s.key in steps)
     found = [straggler(ranks[i], med, steps) for i in order[::-1]
              if len(ranks) > 1 and own[i] - med_own > STRAGGLER_SHARE * med_work and ranks[i] is not med]
     work = [r.op_seconds - r.collective_seconds for r in ranks]
     slowest = ranks[max(range(len(ranks)), key=lambda i: work[i])]
     assert slowest.rank is not None
-    matrix = tuple(tuple(next(s.seconds for s in r.steps if s.step == n) for n in steps) for r in ranks)
+    matrix = tuple(tuple(next(s.seconds for s in r.steps if s.key == n) for n in steps) for r in ranks)
     waits = collective_waits(ranks)
     longest = tuple(sorted(range(len(waits)), key=lambda k: -waits[k].longest_wait))
     return MultiRankTrace(tuple(ranks), tuple(skipped), tuple(steps), tuple(waits), longest, tuple(found),
                           slowest.rank, matrix, rank_totals(ranks, steps))
 
 
-def rank_totals(ranks: list[RankSummary], steps: list[int]) -> tuple[RankTotals, ...]:
-    """Per rank, the sums of its step figures over the common ``steps`` (the stacked bar)."""
-    out = []
-    for k, r in enumerate(ranks):
-        mine = [s for s in r.steps if s.step in steps]
-        out.append(RankTotals(r.rank if r.rank is not None else k, *(sum(getattr(s, f) for s in mine) for f in
-                              ("seconds", "compute", "comm_exposed", "comm_overlapped", "memcpy", "idle"))))
-    return tuple(out)
+def rank_totals(ranks: list[RankSummary], steps: list[int]) -> tuple[Breakdown, ...]:
+    """Per rank, the sums of its step breakdowns over the common ``steps`` (the stacked bar), keyed by rank."""
+    return tuple(Breakdown.total(r.rank if r.rank is not None else k, [s for s in r.steps if s.key in steps])
+                 for k, r in enumerate(ranks))
 
 
 def roofline_points(r: RankSummary) -> tuple[OpPoint, ...]:

@@ -19,10 +19,12 @@ from roofline import costs
 from roofline.errors import RooflineError
 from roofline.frontends.torch import FUSED_FUNCTIONS
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents
+from roofline.frontends.trace.nesting import parents
 from roofline.frontends.trace.replay import NotReplayed, Replayer
 from roofline.stats import Timing
 from roofline.text import shown_path
 from roofline.workload import MeasuredRun, TraceRecord, UnsupportedOp, Workload, WorkloadBuilder
+from roofline.workload_columns import COLUMNS
 from roofline.workload_facts import Unmatched
 
 HOW_TO_RECORD = ("record one with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
@@ -47,14 +49,10 @@ class _Walk:
         # the events' columns, and the per-event state below, are lists while walking: a list item costs a
         # tenth of a numpy scalar's access, and the walk touches each a few times per event
         self.cat: list[int] = ev.cat.tolist()
-        self.thread: list[int] = ev.thread.tolist()
-        self.start: list[float] = ev.ts.tolist()
-        self.end: list[float] = (ev.ts + ev.dur).tolist()
         self.dur: list[float] = ev.dur.tolist()
         self.name: list[int] = ev.name.tolist()
         self.call: list[int] = ev.call.tolist()
         self.sequence: list[int] = ev.sequence.tolist()
-        self.stacks: dict[int, list[int]] = {}  # each thread's open events
         self.owner = [-1] * n  # the placed op (row) an event belongs to
         self.op_parent = [-1] * n  # the nearest enclosing cpu_op (placed or not)
         # where an event sits, as a code into `places`: (dotted path of enclosing modules and record_function
@@ -64,7 +62,9 @@ class _Walk:
         self.where = [0] * n
         self.backward = [-1] * n  # in autograd's evaluate_function: the forward op's place
         self.seq_place: dict[int, int] = {}
-        self.rows = WorkloadBuilder()
+        self.distinct: dict[tuple[int, int, bool], int] = {}  # (id of the cost, place, backward) -> row kind
+        self.distinct_rows: list[tuple[Any, ...]] = []
+        self.row_codes: list[int] = []  # each placed row's kind
         self.placed: list[int] = []  # event index of each row
         self.unmatched: dict[tuple[str, str], list[float]] = {}
         self.not_replayed: dict[str, str] = {}
@@ -73,17 +73,36 @@ class _Walk:
     def place(self, i: int, got: tuple[Any, ...]) -> None:
         """Event ``i`` becomes the next row, named by its op (``(backward)`` inside autograd) and placed.
 
-        ``got``: (op name, cost, precision) and optionally the op's GEMM dimensions ({m, n, k, batch} or None)."""
-        op_name, c, precision = got[:3]
-        dims = got[3] if len(got) > 3 and got[3] else {}
-        group, module_type = self.places[self.backward[i] if self.backward[i] >= 0 else self.where[i]]
-        if self.backward[i] >= 0:
-            op_name += " (backward)"
+        ``got``: (op name, cost, precision) and optionally the op's GEMM dimensions ({m, n, k, batch} or None).
+        Rows of one cost at one place are alike: each distinct one is built once (:meth:`rows_built`)."""
+        bwd = self.backward[i]
+        key = (id(got), bwd if bwd >= 0 else self.where[i], bwd >= 0)  # got stays alive in `distinct`: ids unique
+        code = self.distinct.get(key)
+        if code is None:
+            code = self.distinct[key] = len(self.distinct_rows)
+            self.distinct_rows.append(self._row(got, key[1], key[2]))
         self.owner[i] = len(self.placed)
         self.placed.append(i)
-        self.rows.row(op_name, kind=c.kind, flops=c.flops, bytes_read=c.bytes_read, bytes_written=c.bytes_written,
-                      precision=precision, unit=c.unit, group=group, module_type=module_type,
-                      level="interconnect" if c.kind == "collective" else "", **dims)
+        self.row_codes.append(code)
+
+    def _row(self, got: tuple[Any, ...], place: int, backward: bool) -> tuple[Any, ...]:
+        """One row's columns (:data:`~roofline.workload_columns.COLUMNS`, in order), as WorkloadBuilder.row
+        fills them; ``got`` is kept with it (its id is the row's key)."""
+        op_name, c, precision = got[:3]
+        dims = got[3] if len(got) > 3 and got[3] else {}
+        group, module_type = self.places[place]
+        one = WorkloadBuilder()
+        one.row(op_name + " (backward)" if backward else op_name, kind=c.kind, flops=c.flops,
+                bytes_read=c.bytes_read, bytes_written=c.bytes_written, precision=precision, unit=c.unit,
+                group=group, module_type=module_type, level="interconnect" if c.kind == "collective" else "",
+                **dims)
+        return (*(one.column(name)[0] for name in COLUMNS), got)
+
+    def rows_built(self) -> WorkloadBuilder:
+        """Every placed row, in order, as columns (each distinct row's values repeated)."""
+        rows, distinct, codes = WorkloadBuilder(), self.distinct_rows, self.row_codes
+        rows.extend(**{name: [distinct[k][j] for k in codes] for j, name in enumerate(COLUMNS)})
+        return rows
 
 
 class Placer:
@@ -107,12 +126,16 @@ class Placer:
         ev = self.ev
         w = _Walk(ev)
         order = np.lexsort((-ev.dur, ev.ts))  # by start; an enclosing event (longer) first
+        walk = order[ev.cat[order] != KERNEL]  # kernels run on the device's rows: they enclose nothing
+        up = parents(ev.thread, ev.ts, ev.ts + ev.dur, walk, EPS_US)
         names = ev.names
-        for i in (i for chunk in range(0, len(ev), 1 << 16) for i in order[chunk:chunk + (1 << 16)].tolist()):
+        for i, p in ((i, p) for chunk in range(0, len(walk), 1 << 16)
+                     for i, p in zip(walk[chunk:chunk + (1 << 16)].tolist(), up[chunk:chunk + (1 << 16)].tolist(),
+                                     strict=True)):
             cat = w.cat[i]
-            if cat == KERNEL:
-                continue
-            self._enter(w, i)
+            if p >= 0:  # it inherits its parent's op, place and backward
+                w.owner[i], w.where[i], w.backward[i] = w.owner[p], w.where[p], w.backward[p]
+                w.op_parent[i] = p if w.cat[p] == CPU_OP else w.op_parent[p]
             name = names[w.name[i]]
             if cat == ANNOTATION and name.startswith(GLOO_PREFIX) and w.owner[i] < 0:
                 comms = _gloo_collective(name, ev.calls[w.call[i]] if w.call[i] >= 0 else {}, self.world)
@@ -134,20 +157,7 @@ class Placer:
             seconds = ev.dur[np.asarray(w.placed, dtype=np.int64)] * 1e-6
             total, span = self._cpu_rest(op_parent, owner, w.unmatched, w.not_replayed)
             gpu = False
-        return self._build(w.rows, seconds, total, span, w.steps, w.unmatched, gpu, title)
-
-    @staticmethod
-    def _enter(w: _Walk, i: int) -> None:
-        """Event ``i`` on its thread's stack of open events: it inherits its parent's op, place and backward."""
-        stack = w.stacks.setdefault(w.thread[i], [])
-        t0, ends = w.start[i], w.end
-        while stack and ends[stack[-1]] <= t0 + EPS_US:
-            stack.pop()
-        p = stack[-1] if stack else -1
-        stack.append(i)
-        if p >= 0:
-            w.owner[i], w.where[i], w.backward[i] = w.owner[p], w.where[p], w.backward[p]
-            w.op_parent[i] = p if w.cat[p] == CPU_OP else w.op_parent[p]
+        return self._build(w.rows_built(), seconds, total, span, w.steps, w.unmatched, gpu, title)
 
     def _scope(self, w: _Walk, i: int, cat: int, name: str) -> None:
         """A module or record_function scope: a ProfilerStep's length, or a new place for what it encloses."""

@@ -37,16 +37,28 @@ _CPU_COMMS = ("c10d::", "record_param_comms", "gloo:", "nccl:")
 
 
 @dataclass(frozen=True)
-class StepFigures:
-    """One rank's profiler step, in seconds: its span and what filled it (the parts add up to the span)."""
+class Breakdown:
+    """What filled a span of one rank's time, in seconds: the span and its parts (they add up to it).
 
-    step: int
+    ``key`` says which span: a profiler step's number (each of :attr:`RankSummary.steps`) or the rank (each of
+    :attr:`~roofline.frontends.trace.crossrank.MultiRankTrace.totals`: the sums over the common steps)."""
+
+    key: int
     seconds: float
     compute: float
     comm_exposed: float
     comm_overlapped: float
     memcpy: float
     idle: float
+
+    @staticmethod
+    def total(key: int, parts: list[Breakdown]) -> Breakdown:
+        """The sum of ``parts`` (each figure added up), keyed ``key``."""
+        return Breakdown(key, *(sum(getattr(b, f) for b in parts) for f in PARTS))
+
+
+#: the figures of a :class:`Breakdown`, in order (the span, then what filled it)
+PARTS = ("seconds", "compute", "comm_exposed", "comm_overlapped", "memcpy", "idle")
 
 
 @dataclass(frozen=True)
@@ -76,7 +88,7 @@ class RankSummary:
     op_seconds: float
     collective_seconds: float
     op_count: int
-    steps: tuple[StepFigures, ...]
+    steps: tuple[Breakdown, ...]  # keyed by ProfilerStep number
     collectives: tuple[tuple[int, str, float], ...]  # (step, collective name, seconds), in order
     ops: tuple[OpFigures, ...]
 
@@ -147,7 +159,7 @@ def _step_windows(ev: TraceEvents, gpu: bool) -> tuple[list[int], np.ndarray, np
     return numbers, lo, hi, step_of
 
 
-def step_figures(ev: TraceEvents) -> tuple[tuple[StepFigures, ...], tuple[tuple[int, str, float], ...]]:
+def step_figures(ev: TraceEvents) -> tuple[tuple[Breakdown, ...], tuple[tuple[int, str, float], ...]]:
     """Per-step breakdown (see the module docstring) and the collectives in order."""
     compute, comm, mem, gpu = _classes(ev)
     numbers, lo, hi, step_of = _step_windows(ev, gpu)
@@ -167,7 +179,7 @@ def step_figures(ev: TraceEvents) -> tuple[tuple[StepFigures, ...], tuple[tuple[
         m = _union(ms, me)
         everything = _union(np.concatenate([cs, ms, ys]), np.concatenate([ce, me, ye]))
         exposed = cm - c
-        out.append(StepFigures(number, (b - a) * 1e-6, c * 1e-6, exposed * 1e-6, (m - exposed) * 1e-6,
+        out.append(Breakdown(number, (b - a) * 1e-6, c * 1e-6, exposed * 1e-6, (m - exposed) * 1e-6,
                                (everything - cm) * 1e-6, max(0.0, (b - a) - everything) * 1e-6))
     colls = []
     for i in np.flatnonzero(comm & (step_of >= 0))[np.argsort(ts[comm & (step_of >= 0)], kind="stable")].tolist():
