@@ -300,7 +300,10 @@ def calibrate_runs(tmpdir: Path, k: int, n: int) -> list[tuple[int, str]]:
         elif text.startswith("WARNING: NOISY"):
             verdict = "flagged: " + text.splitlines()[0][len("WARNING: NOISY calibration: "):][:150]
         else:
-            verdict = "clean: " + next((line.strip() for line in text.splitlines() if "median error" in line), "")[:150]
+            # the report wraps at the terminal's width (render.fit): its first sentence read across lines
+            flat = " ".join(text.split())
+            m = re.search(r"calibrated on .*?median error [\d.]+%", flat)
+            verdict = "clean: " + (m.group(0) if m else "")[:150]
         out.append((r.returncode, verdict))
     return out
 
