@@ -415,7 +415,7 @@ def test_plan_chart_draws_communication_as_a_readable_share():
     _, share_ax = plot_figure.axes[:2]
     entries = [t.get_text() for t in share_ax.get_legend().get_texts()]
     assert entries == ["ops", "bubble", "dp grad reduce-scatter (exposed)"]
-    assert share_ax.get_xlabel() == "share of that time: communication, bubble (everything but the ops)"
+    assert share_ax.get_xlabel() == "share of that time: communication, bubble\n(everything but the ops)"
     # percent labels: tp1 0.3 s of 10 s = 3%, tp2 0.5 s of 10 s = 5%
     assert sorted(t.get_text() for t in share_ax.texts) == ["3%", "5%"]
 

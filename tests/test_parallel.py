@@ -603,7 +603,7 @@ def test_plan_cli_says_which_constraint_failed(capsys):
     assert main(["plan", "llama-3-405b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "64"]) == 2
     err = capsys.readouterr().err
     # at dp 1 ZeRO shards nothing and ZeRO 3 adds its gathered buffers: the nearest are ZeRO 0-2, with memory
-    assert "no layout of llama-3.1-405b fits" in err and "nearest: " in err and " needs " in err and "GB" in err
+    assert "no layout of llama-3.1-405b fits" in err and "nearest: " in err and " needs " in err and "GiB" in err
     assert err.count("\n") == 1
 
 

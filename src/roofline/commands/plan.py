@@ -11,7 +11,7 @@ from roofline.commands._common import EXAMPLE_HELP, count_arg, write_all
 from roofline.errors import RooflineError
 from roofline.planner.forecast import STATED_ERROR, tied
 from roofline.text import display, visible
-from roofline.units import format_bytes, format_count, format_gib, format_seconds
+from roofline.units import format_count, format_gib, format_seconds
 
 if TYPE_CHECKING:
     from roofline.planner import Estimate, Layout, ServingEstimate
@@ -265,9 +265,9 @@ def _none_ranked(p: Any, run_: Any, where: str) -> None:
     if p.tried == p.uneven:
         raise RooflineError(f"no layout of {name} divides {where}: every one of the {p.tried} splits a group "
                             "unevenly over the nodes; use a node count that is a power of two")
-    near = "; ".join(f"{e.describe()} needs {format_bytes(e.memory_total)}" for e in p.nearest)
+    near = "; ".join(f"{e.describe()} needs {format_gib(e.memory_total)}" for e in p.nearest)
     raise RooflineError(f"no layout of {name} fits {where}: {p.tried - p.uneven} tried, all past the device's "
-                        f"{format_bytes(p.nearest[0].capacity)} of memory; nearest: {near}; add nodes, or shorten "
+                        f"{format_gib(p.nearest[0].capacity)} of memory; nearest: {near}; add nodes, or shorten "
                         "the sequences")
 
 
@@ -317,10 +317,10 @@ def _serving_rows(args: argparse.Namespace, ranked: list[ServingEstimate]) -> li
     rows = [{"#": str(k), "layout": e.describe() + ("" if e.fits else " (does not fit)"),
              "per token": format_seconds(e.time), "bound": format_seconds(e.bound),
              "tokens/s": format_count(e.tokens_per_second), "ttft": format_seconds(e.ttft),
-             "exposed comm": format_seconds(e.exposed_comm), "memory": format_bytes(e.memory_total),
+             "exposed comm": format_seconds(e.exposed_comm), "memory": format_gib(e.memory_total),
              "binding": display(e.binding), "$/Mtok": f"{e.cost_per_token(args.price) * 1e6:.3g}" if args.price else ""}
             for k, e in enumerate(ranked, 1)]
-    columns = [Column("#", keep=True), Column("layout", kind="name", keep=True), Column("per token", keep=True),
+    columns = [Column("#", keep=True), Column("layout", kind="label", keep=True), Column("per token", keep=True),
                Column("bound", priority=3), Column("tokens/s", keep=True), Column("ttft", priority=5),
                Column("exposed comm", priority=2), Column("memory", priority=4),
                Column("binding", kind="text", keep=True, min_width=12),
@@ -337,10 +337,10 @@ def _training_rows(args: argparse.Namespace, ranked: list[Estimate]) -> list[str
              "forecast": format_seconds(e.time), "bound": format_seconds(e.bound), "MFU": f"{e.mfu:.1%}",
              "TFLOP/s": f"{e.model_tflops_per_device:.1f}", "tokens/s": format_count(e.tokens_per_second),
              "bubble": f"{e.bubble_share:.1%}", "exposed comm": format_seconds(e.exposed_comm),
-             "memory": format_bytes(e.memory_total), "binding": display(e.binding),
+             "memory": format_gib(e.memory_total), "binding": display(e.binding),
              "$/Mtok": f"{e.cost_per_token(args.price) * 1e6:.3g}" if args.price else ""}
             for k, e in enumerate(ranked, 1)]
-    columns = [Column("#", keep=True), Column("layout", kind="name", keep=True), Column("forecast", keep=True),
+    columns = [Column("#", keep=True), Column("layout", kind="label", keep=True), Column("forecast", keep=True),
                Column("bound", priority=3), Column("MFU", priority=7), Column("TFLOP/s", priority=2),
                Column("tokens/s", priority=6), Column("bubble", priority=4), Column("exposed comm", priority=5),
                Column("memory", priority=1), Column("binding", kind="text", keep=True, min_width=12),

@@ -59,14 +59,14 @@ def plan_figure(estimates: list[Any], title: str) -> Any:
         share_ax.text(s + top * 0.02, y, _percent(s), va="center", fontsize=8)
     ax.set_yticks(ys, labels, fontsize=8)
     ax.set_xlabel("time [s] per output token" if hasattr(estimates[0], "ttft")
-                  else "forecast [s] per step (what the layouts are ranked by; exposed communication by the "
-                       "overlap rules)", fontsize=8)
+                  else "forecast [s] per step (what the layouts are ranked by;\n"
+                       "exposed communication by the overlap rules)", fontsize=8)
     ax.set_xlim(0, max(left) * 1.35)
     share_ax.set_xlim(0, top * 1.25)
     share_ax.xaxis.set_major_formatter(_percent)
     what = (["communication"] if any(n not in COLORS for n in names) else []) + [
         n for n in ("bubble", "optimizer") if n in names]
-    share_ax.set_xlabel(f"share of that time: {', '.join(what) or 'nothing'} (everything but the ops)", fontsize=8)
+    share_ax.set_xlabel(f"share of that time: {', '.join(what) or 'nothing'}\n(everything but the ops)", fontsize=8)
     share_ax.grid(True, axis="x", alpha=0.3)
     fig.suptitle(for_chart(title), fontsize=10)
     handles, texts = ax.get_legend_handles_labels()
