@@ -210,6 +210,15 @@ class Calibration:
         pooled = [c for c in self.curves if c.term == term and c.kind == POOLED]
         return pooled[0] if pooled else None
 
+    def head_dim_variants(self, curve: TabulatedCurve) -> tuple[TabulatedCurve, ...]:
+        """The cited curves of ``curve``'s kind, term, precision and axis that name a head dim (``curve`` first); just
+        ``curve`` when it names none (:func:`~roofline.calibration_curves.by_head_dim` picks among them per op)."""
+        if not curve.head_dim:
+            return (curve,)
+        same = [c for c in self.tables if c is not curve and c.head_dim and (c.kind, c.term, c.precision, c.axis,
+                c.relative_to) == (curve.kind, curve.term, curve.precision, curve.axis, curve.relative_to)]
+        return (curve, *same)
+
     def over(self, cited: Calibration | None) -> Calibration:
         """This (a user's) calibration over ``cited`` (the device's shipped one): its fitted curves replace the
         cited ones kind by kind (:meth:`curve`); cited curves of other kinds, and the quantization term, stay."""

@@ -11,6 +11,12 @@ falls is more likely a mis-transcription), with an efficiency in (0, 1.5].  Axes
 ``bytes`` (the op's FLOPs or bytes, as /1 curves), ``keys`` (attention: the keys each query sees, the
 workload's ``n`` column) and ``message_bytes`` (a collective's bytes).
 
+A curve may be for one ``head_dim`` (attention: the workload's ``k`` column); of several cited curves of one
+kind, term and precision that name head dims, each op takes the one of the nearest head dim (in log; ties go to
+the smaller).  A curve ``relative_to`` ``forward`` is a share of the forward's rate at the same shape (the
+``attention-backward`` curves the training planner applies to a fused attention's backward), never an op's own;
+being a ratio of two rising curves, it need not rise itself.
+
 A :class:`Quantization` term gives the SM count that tile and wave quantization
 (:mod:`roofline.gemm_shape`) spread a GEMM's tiles over, with its source.
 
@@ -35,7 +41,7 @@ from roofline.fileio import as_int, as_list, as_object, as_str, shown
 #: Terms a cited curve may be for (the /1 fitted curves know compute and memory only).
 CURVE_TERMS = ("compute", "memory", "interconnect")
 AXES = ("flops", "bytes", "keys", "message_bytes")
-RELATIVE = ("achievable", "peak")
+RELATIVE = ("achievable", "peak", "forward")
 #: Highest efficiency a cited point may hold (as /1's fit cap: the achievable roof is a sustained figure
 #: real kernels may slightly beat).
 MAX_EFFICIENCY = 1.5
@@ -66,6 +72,8 @@ class TabulatedCurve:
     #: what the efficiencies are fractions of: the device's ``achievable`` roof (the forecast's) or its ``peak``
     #: roof (how papers quote utilization); the forecast converts a peak fraction with the device's own figures
     relative_to: str = "achievable"
+    #: the head dim the points were measured at (attention); 0 for any
+    head_dim: float = 0.0
 
     def efficiency(self, size: np.ndarray | float) -> np.ndarray:
         x = np.log(np.maximum(np.asarray(size, dtype=float), 1e-30))
@@ -81,13 +89,15 @@ class TabulatedCurve:
 
     def describe(self) -> str:
         lo, hi = self.points[0], self.points[-1]
-        return (f"{self.kind} ({self.term}-bound{', ' + self.precision if self.precision else ''}): "
+        hd = f", head dim {self.head_dim:g}" if self.head_dim else ""
+        return (f"{self.kind} ({self.term}-bound{', ' + self.precision if self.precision else ''}{hd}): "
                 f"{len(self.points)} cited points over {self.axis} {lo.x:.4g}..{hi.x:.4g}, efficiency "
                 f"{lo.efficiency:.3g}..{hi.efficiency:.3g} ({', '.join(self.sources())})")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "term": self.term, "axis": self.axis, "precision": self.precision,
-                "relative_to": self.relative_to, "points": [p.to_dict() for p in self.points]}
+        out = {"kind": self.kind, "term": self.term, "axis": self.axis, "precision": self.precision,
+               "relative_to": self.relative_to, "points": [p.to_dict() for p in self.points]}
+        return {**out, "head_dim": self.head_dim} if self.head_dim else out
 
     @classmethod
     def from_dict(cls, d: Any, f: str, where: str, sources: Mapping[str, Any]) -> TabulatedCurve:
@@ -112,11 +122,37 @@ class TabulatedCurve:
             if not b.x > a.x:
                 raise RooflineError(f"{f}.points[{i}].x: {b.x:g} is not above the previous point's {a.x:g} "
                                     "(points go in increasing x)", where=where)
-            if b.efficiency < a.efficiency:
+            if b.efficiency < a.efficiency and relative != "forward":  # a ratio of two curves need not rise
                 raise RooflineError(f"{f}.points[{i}].efficiency: {b.efficiency:g} falls below the previous point's "
                                     f"{a.efficiency:g}; a curve must not decrease with size", where=where)
+        head_dim = _number(d.get("head_dim") or 0, f"{f}.head_dim", where)
+        if head_dim < 0:
+            raise RooflineError(f"{f}.head_dim must be >= 0, got {head_dim:g}", where=where)
         return cls(as_str(d["kind"], f"{f}.kind", where, empty=False), term, axis, points,
-                   as_str(d.get("precision") or "", f"{f}.precision", where), relative)
+                   as_str(d.get("precision") or "", f"{f}.precision", where), relative, head_dim)
+
+
+def by_head_dim(curves: tuple[TabulatedCurve, ...], size: np.ndarray, head_dim: np.ndarray) -> np.ndarray:
+    """Each op's efficiency at ``size`` on the curve of ``curves`` whose head dim is nearest its ``head_dim`` (in
+    log; ties to the smaller; an op of unknown head dim takes the first curve's).
+
+    >>> c64 = TabulatedCurve("attention", "compute", "keys", (CitedPoint(512, 0.3, "s"),), head_dim=64)
+    >>> c128 = TabulatedCurve("attention", "compute", "keys", (CitedPoint(512, 0.5, "s"),), head_dim=128)
+    >>> [float(x) for x in by_head_dim((c64, c128), np.array([512, 512, 512]), np.array([64, 96, np.nan]))]
+    [0.3, 0.5, 0.3]
+    """
+    if len(curves) == 1 or not all(c.head_dim for c in curves):
+        return curves[0].efficiency(size)
+    ranked = sorted(curves, key=lambda c: c.head_dim)
+    dims = np.log([c.head_dim for c in ranked])
+    hd = np.asarray(head_dim, dtype=float)
+    known = np.isfinite(hd) & (hd > 0)
+    pick = np.argmin(np.abs(np.log(np.where(known, hd, 1.0))[:, None] - dims[None, :]), axis=1)  # first minimum: the smaller
+    pick = np.where(known, pick, ranked.index(curves[0]))
+    out = np.empty(len(hd))
+    for i, c in enumerate(ranked):
+        out[pick == i] = c.efficiency(np.asarray(size, dtype=float)[pick == i])
+    return out
 
 
 def streaming_efficiency(size: np.ndarray | float, fixed_seconds: float, bandwidth: float, roof: float) -> np.ndarray:

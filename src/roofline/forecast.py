@@ -16,7 +16,8 @@ Per op (one run)::
   the SM count or the dimensions are not known, and for matrix-vector (skinny) products;
 - *term* is what binds ``roof``: compute, memory or interconnect; *size* is the curve's axis:
   FLOPs for compute-bound ops and bytes otherwise (fitted curves), or a cited curve's own axis
-  (keys per query for attention, message bytes for collectives);
+  (keys per query for attention, message bytes for collectives); of cited attention curves for several head
+  dims, the one nearest the op's head dim (``k``);
 - *efficiency* comes from the calibration (:func:`effective_calibration`): the user's own
   (``roofline calibrate``) over the cited one shipped with a catalog device
   (:mod:`roofline.catalog.calibrations`, published kernel-level figures, every point cited), the
@@ -50,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from roofline.calibration import E_MAX_CAP, Calibration
-from roofline.calibration_curves import TabulatedCurve
+from roofline.calibration_curves import TabulatedCurve, by_head_dim
 from roofline.device import OverheadFloor
 from roofline.gemm_shape import op_quantization
 from roofline.units import format_seconds
@@ -214,7 +215,11 @@ def _efficiencies(a: Analysis, cal: Calibration, term: np.ndarray, roof: np.ndar
         size = _sizes(w, term, axis)[sel]
         known = np.isfinite(size)
         e = np.ones(int(sel.sum()))
-        e[known] = curve.efficiency(size[known])
+        if isinstance(curve, TabulatedCurve):  # attention: the curve of the nearest head dim (the ``k`` column)
+            head_dim = np.asarray(w.columns["k"], dtype=float)[sel][known]
+            e[known] = by_head_dim(cal.head_dim_variants(curve), size[known], head_dim)
+        else:
+            e[known] = curve.efficiency(size[known])
         if isinstance(curve, TabulatedCurve) and curve.relative_to == "peak":
             e = e * peak_scale[sel]  # a fraction of the peak roof, as a fraction of the achievable one
         efficiency[sel] = np.minimum(e, E_MAX_CAP)

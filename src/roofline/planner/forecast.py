@@ -12,7 +12,8 @@ Backward, per forward GEMM ``Y[m, n] = X[m, k] W[k, n]``: two GEMMs of its FLOPs
 twice its forward FLOPs and bytes at the forward's shape (FlashAttention's backward recomputes the scores
 and writes dQ, dK, dV).  This is the LLM model's ``backward = 2 x forward`` (:data:`~roofline.llm.training.BACKWARD`)
 with each GEMM's two backward shapes made explicit.  A fused attention's backward runs at
-:data:`FLASH_BACKWARD_RATE` of its forward's FLOP rate (the FlashAttention-3 paper's figures).
+:func:`flash_backward_rate` of its forward's FLOP rate: the device's cited ``attention-backward`` curve by keys and
+head dim (the FlashAttention papers' figures), else :data:`FLASH_BACKWARD_RATE`.
 
 What the framework adds to a micro-batch (:class:`~roofline.llm.training.TrainingRun`): each weight gradient
 accumulated into the gradient buffer (a pass of its own, or inside the weight-gradient GEMM when fused:
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from roofline.calibration_curves import TabulatedCurve, by_head_dim
 from roofline.llm.basis import basis
 from roofline.llm.model import gemm_dims
 from roofline.llm.table import EXP, GEMM_DIMS, LINK, VEC
@@ -52,14 +54,28 @@ from roofline.workload import WorkloadBuilder
 STATED_ERROR = 0.10
 
 
-#: A fused attention's backward runs at this share of its forward's FLOP rate (its forward's efficiency curve is
-#: what the calibration cites).  Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608), the H100 SXM5 head-dim-128
+#: A fused attention's backward runs at this share of its forward's FLOP rate on a device whose calibration has no
+#: ``attention-backward`` curve (:func:`flash_backward_rate`; a user's calibration, a device without cited figures).  Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608), the H100 SXM5 head-dim-128
 #: forward and backward speed figures, backward / forward TFLOP/s of FlashAttention-2, cuDNN and FlashAttention-3
 #: at 2k, 4k and 16k tokens: 291/362, 465/617, 501/625; 310/368, 499/609, 542/638; 322/370, 516/595, 561/648 =
 #: 0.80, 0.75, 0.80; 0.84, 0.82, 0.85; 0.87, 0.87, 0.87: the median, 0.84 (values as labelled on the figures'
 #: bars).  The backward's extra work (recomputing the scores, five GEMM-like products against the forward's two,
 #: dQ accumulated across key blocks) is why; its FLOPs are counted as 2x the forward's.
 FLASH_BACKWARD_RATE = 0.84
+
+
+def flash_backward_rate(device: Any, keys: np.ndarray, head_dim: np.ndarray, precision: str) -> np.ndarray:
+    """The share of its forward's FLOP rate a fused attention's backward runs at, per op of ``keys`` keys per query
+    and head dim ``head_dim``: the device's cited ``attention-backward`` curve (``relative_to`` ``forward``: the
+    published backward / forward TFLOP/s of the kernel its framework uses, by keys and head dim; the catalog
+    calibrations cite each point), else :data:`FLASH_BACKWARD_RATE`."""
+    from roofline.forecast import effective_calibration
+
+    cal = effective_calibration(device)
+    curve = None if cal is None else cal.curve("attention-backward", "compute", precision)
+    if cal is None or not isinstance(curve, TabulatedCurve) or curve.relative_to != "forward":
+        return np.full(len(keys), FLASH_BACKWARD_RATE)
+    return by_head_dim(cal.head_dim_variants(curve), keys, head_dim)
 
 
 def tied(forecast: float, best: float) -> bool:
@@ -155,10 +171,16 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
     a = analyze(ops.build(title="planner shards", source="roofline.planner"), device, forecast=True)
     assert a.forecast is not None
     t = a.forecast.time * a.forecast.counts
-    if run.flash:  # the fused attention's backward below its forward's rate (FLASH_BACKWARD_RATE)
+    if run.flash:  # the fused attention's backward below (or above) its forward's rate (flash_backward_rate)
         slow = np.concatenate([bwd & (np.asarray(table.kinds, dtype=object)[owner] == "attention")
                                for table, owner, bwd in made])
-        t = np.where(slow, t / FLASH_BACKWARD_RATE, t)
+        w = a.workload
+        rate = np.ones(len(t))
+        for prec in sorted(set(np.asarray(w.column("precision"))[slow].tolist())):
+            sel = slow & (np.asarray(w.column("precision")) == prec)
+            rate[sel] = flash_backward_rate(device, np.asarray(w.columns["n"], dtype=float)[sel],
+                                            np.asarray(w.columns["k"], dtype=float)[sel], str(prec))
+        t = t / rate
     out, at = {}, 0
     for sh, (table, owner, bwd) in zip(shards, made, strict=True):
         here = t[at:at + len(owner)]
