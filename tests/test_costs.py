@@ -158,7 +158,8 @@ def test_ops_command_lists_torch_table(capsys):
                       "counts": costs.builtin_ops("torch")["aten.mm"].description, "user": False}
 
 
-def test_ops_command_marks_user_formulas(capsys):
+def test_ops_command_marks_user_formulas(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # the content of a row, whole (tests/test_widths.py checks narrow terminals)
     costs.register_op("torch", "roofline_test.fused_mlp", fused_mlp_cost)
     costs.register_op("torch", "aten.relu", ten_per_element, override=True)
     code, out, _ = run(capsys, "ops", "--frontend", "torch", "--json")

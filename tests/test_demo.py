@@ -35,7 +35,8 @@ def test_demo_cli_writes_the_report_and_charts(tmp_path, monkeypatch, capsys):
     assert "Llama-3-8B decode on NVIDIA H100 SXM5 80GB" in page and "batching: batch 1 -&gt;" in page
     # every section's answer in one sentence under its title: the time labelled as the bound, the binding roof
     # (a section: its '== title' line and its headline, which a disturbed bench's warning may lead over lines)
-    answers = [chunk.split("\n", 1)[1] for chunk in text.split("done in ")[0].split("== ")[1:]]
+    # (the headline wraps at the terminal's width: read it as one line of words)
+    answers = [" ".join(chunk.split("\n", 1)[1].split()) for chunk in text.split("done in ")[0].split("== ")[1:]]
     assert len(answers) == len(expected) - 1 and "best lever here:" in text
     assert all(" bound" in x and "-bound on " in x for x in answers), answers
     # the LLM sections on their own time bases: prefill by its TTFT, decode per output token
