@@ -171,21 +171,36 @@ def warm() -> None:
     torch.ops.aten.native_layer_norm(x, [16], None, None, 1e-5)  # a decomposed meta kernel: _refs, _dynamo
 
 
-#: what the forkserver imports before it forks a worker (multiprocessing.set_forkserver_preload)
+#: what the forkserver imports before it forks a worker (multiprocessing.set_forkserver_preload); for a local Dask
+#: cluster, ``distributed`` first
 PRELOAD = ["roofline.frontends.trace.warm"]
 
 
-def _mp_context() -> Any:
+def _mp_context(dask: bool = False) -> Any:
     """forkserver where the platform has it (a fresh, single-threaded server process that imports
     :data:`PRELOAD` once and forks each worker from it: no copy of the driver's memory or threads, no import
-    paid per worker, and a forked worker exits without the interpreter's teardown), else spawn."""
+    paid per worker, and a forked worker exits without the interpreter's teardown), else spawn.  The preload
+    counts only for the server's start (one per process: the first run's list stays)."""
     import multiprocessing
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
+    ctx.set_forkserver_preload((["distributed"] if dask else []) + PRELOAD)
     return ctx
+
+
+def start_workers_early(jobs: int, dask: str | None) -> None:
+    """Start the forkserver now, when the run will fork workers from it (``jobs`` > 1 or a local Dask cluster):
+    its warm-up (:func:`warm`, about 3.5 s here) then runs while the driver still parses its arguments, imports
+    distributed and starts the scheduler, instead of after them."""
+    if not (dask == "local" or (dask is None and isinstance(jobs, int) and jobs > 1)):
+        return
+    ctx = _mp_context(dask == "local")
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def _on_processes(files: list[str], jobs: int, parser: str, pick: Picker) -> tuple[list[RankSummary | str], Any]:
@@ -220,11 +235,9 @@ def _client(address: str) -> tuple[Any, Any]:
         import dask
 
         # worker processes forked from a forkserver that imported PRELOAD once (see _mp_context); distributed
-        # would preload its own list, importing pandas and more here first: this list is set instead
-        ctx = _mp_context()
-        method = ctx.get_start_method()
+        # would preload its own list, importing pandas and more here first: ours is set instead
+        method = _mp_context(dask=True).get_start_method()
         if method == "forkserver" and hasattr(distributed.utils, "_forkserver_preload_set"):
-            ctx.set_forkserver_preload(["distributed", *PRELOAD])
             distributed.utils._forkserver_preload_set = True
         with dask.config.set({"distributed.worker.multiprocessing-method": method}):
             cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
@@ -290,6 +303,7 @@ def read_traces(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     from roofline import arguments as arg
     from roofline.frontends.trace.crossrank import cross_rank
 
+    start_workers_early(jobs, dask)
     files = expand(arg.paths(paths, "read_traces", "paths"))
     if not files:
         raise RooflineError("read_traces: no trace files given")
