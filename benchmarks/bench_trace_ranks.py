@@ -13,8 +13,11 @@
 3. Runs ``roofline trace 'DIR/rank*.json' --device xeon-8480 --json OUT`` three ways, each in a fresh
    process, timed by wall clock (interpreter and imports included: the same in each).  A sampler thread reads
    ``VmHWM`` (a process's own peak RSS) of the command's process and of every process below it (pool
-   workers, Dask's nanny and worker processes) every 0.1 s: the driver's peak and each worker's; and the CPU
-   seconds (user + system) of the command and every process below it (``RUSAGE_CHILDREN``).
+   workers, Dask's nanny and worker processes) every 0.1 s: the driver's peak and each worker's (the
+   multiprocessing forkserver the workers are forked from reads no trace and is left out); and the CPU seconds
+   (user + system) of the command and every process below it (``RUSAGE_CHILDREN``; this process is made the
+   subreaper of the command's descendants, so a forkserver the command leaves to exit on its own, and the
+   workers it reaped, are reaped and counted here).
 4. Checks the straggler is named (``rank S is a straggler ... cause: slower ops``) in each run's output.
 
 Target (issue 34): --dask local with 2 workers >= 1.6x faster than --jobs 1.  The machine is shared: the load
