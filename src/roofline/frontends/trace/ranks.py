@@ -239,7 +239,9 @@ def _client(address: str) -> tuple[Any, Any]:
         method = _mp_context(dask=True).get_start_method()
         if method == "forkserver" and hasattr(distributed.utils, "_forkserver_preload_set"):
             distributed.utils._forkserver_preload_set = True
-        with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+        # no statistical profiler in the workers (it samples the task thread every 10 ms for a dashboard that is off)
+        with dask.config.set({"distributed.worker.multiprocessing-method": method,
+                              "distributed.worker.profile.enabled": False}):
             cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
         return Client(cluster), cluster
     try:
