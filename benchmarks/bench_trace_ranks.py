@@ -13,8 +13,11 @@
 3. Runs ``roofline trace 'DIR/rank*.json' --device xeon-8480 --json OUT`` three ways, each in a fresh
    process, timed by wall clock (interpreter and imports included: the same in each).  A sampler thread reads
    ``VmHWM`` (a process's own peak RSS) of the command's process and of every process below it (pool
-   workers, Dask's nanny and worker processes) every 0.1 s: the driver's peak and each worker's; and the CPU
-   seconds (user + system) of the command and every process below it (``RUSAGE_CHILDREN``).
+   workers, Dask's nanny and worker processes) every 0.1 s: the driver's peak and each worker's (the
+   multiprocessing forkserver the workers are forked from reads no trace and is left out); and the CPU seconds
+   (user + system) of the command and every process below it (``RUSAGE_CHILDREN``; this process is made the
+   subreaper of the command's descendants, so a forkserver the command leaves to exit on its own, and the
+   workers it reaped, are reaped and counted here).
 4. Checks the straggler is named (``rank S is a straggler ... cause: slower ops``) in each run's output.
 
 Target (issue 34): --dask local with 2 workers >= 1.6x faster than --jobs 1.  The machine is shared: the load
@@ -132,6 +135,7 @@ class Sampler(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid, self.peaks, self.names, self.done = pid, {}, {}, False
+        self.parent: dict[int, int] = {}
 
     def run(self) -> None:
         while not self.done:
@@ -149,8 +153,34 @@ class Sampler(threading.Thread):
                             self.names[p] = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")[:200]
                         except OSError:
                             self.names[p] = b""
-                todo += _children(p)
+                kids = _children(p)
+                self.parent.update((c, p) for c in kids)
+                todo += kids
             time.sleep(0.1)
+
+
+def _subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``), so that the CPU
+    time of a process the command does not wait for (a multiprocessing forkserver, and through it the workers it
+    forked and reaped) comes back in ``RUSAGE_CHILDREN`` once it is reaped here."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _reap(timeout: float = 30.0) -> None:
+    """Wait for every remaining child (orphans reparented here), up to ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.02)
 
 
 def run_cli(argv: list[str]) -> tuple[float, float, str, int, list[int]]:
@@ -160,6 +190,7 @@ def run_cli(argv: list[str]) -> tuple[float, float, str, int, list[int]]:
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
     import resource
 
+    subreaper = _subreaper()
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "roofline.cli", "trace", *argv], stdout=subprocess.PIPE,
@@ -168,6 +199,8 @@ def run_cli(argv: list[str]) -> tuple[float, float, str, int, list[int]]:
     s.start()
     out, err = proc.communicate()
     wall = time.perf_counter() - t
+    if subreaper:  # descendants the command left running (a forkserver exits once the command is gone): reaped here
+        _reap()
     ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)  # every waited-for descendant: workers included
     cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
     s.done = True
@@ -176,8 +209,10 @@ def run_cli(argv: list[str]) -> tuple[float, float, str, int, list[int]]:
         sys.exit(f"roofline trace {' '.join(argv)} failed (rc {proc.returncode}):\n{err[-3000:]}")
     # workers: python processes below the driver that read ranks (the pool's workers, Dask's worker processes;
     # Dask's nanny and the multiprocessing resource tracker hold no trace and are left out)
+    # (the forkserver the workers are forked from, the command's own child, is left out too: it reads no trace)
+    server = {p for p, n in s.names.items() if b"forkserver" in n and s.parent.get(p) == proc.pid}
     workers = [v for p, v in s.peaks.items() if p != proc.pid and b"resource_tracker" not in s.names.get(p, b"")
-               and v > 150 << 20]
+               and p not in server and v > 150 << 20]
     return wall, cpu, out, s.peaks.get(proc.pid, 0), sorted(workers, reverse=True)
 
 

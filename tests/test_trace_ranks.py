@@ -198,6 +198,66 @@ def test_jobs_two_equals_jobs_one(tmp_path):
     assert read_traces(files, jobs=2) == read_traces(files, jobs=1)
 
 
+def _same_workload(a, b):
+    assert a.tables == b.tables and a.trace == b.trace and a.measured == b.measured and len(a) == len(b) > 0
+    for k in a.columns:
+        assert np.array_equal(a.columns[k], b.columns[k], equal_nan=True), k
+
+
+def _reads_counted(monkeypatch):
+    import roofline.frontends.trace.ranks as rk
+
+    seen: list[str] = []
+    real = rk.read_events
+    monkeypatch.setattr(rk, "read_events", lambda path, parser="auto": seen.append(str(path)) or real(path, parser))
+    return seen
+
+
+def test_no_rank_is_read_twice(tmp_path, monkeypatch):
+    """--jobs 1 with the slowest rank's Workload: 6 ranks, 6 reads (the slowest's Workload is the one kept from
+    its read), and that Workload equals the rank's own file read alone (read_trace)."""
+    from roofline.frontends.trace import read_trace
+
+    files = ranks(tmp_path, 6, slow=4)
+    seen = _reads_counted(monkeypatch)
+    view, work = read_traces(files, with_workload=True)
+    assert sorted(seen) == sorted(map(str, files))  # each file once
+    assert view.slowest_rank == 4  # its GEMMs 30% slower: the most op time outside collectives
+    _same_workload(work, read_trace(files[4]))
+
+
+def test_pool_workers_return_the_slowest_workload(monkeypatch):
+    """A pool worker (_pool_task) returns a rank's Workload only when it beats every rank that worker read
+    before; the slowest of all always comes back.  Two workers' states, ranks dealt to them in turns; work
+    seconds made up: ranks 0..5 have 3, 1, 4, 1, 5, 5 (ranks 4 and 5 tie: the first, rank 4, is the slowest)."""
+    import roofline.frontends.trace.ranks as rk
+    from roofline.frontends.trace.ranksummary import RankSummary
+
+    work = [3.0, 1.0, 4.0, 1.0, 5.0, 5.0]
+    summaries = [RankSummary(i, f"r{i}", None, "cpu", 0, 0.0, w, 0.0, 0, (), (), ()) for i, w in enumerate(work)]
+    monkeypatch.setattr(rk, "_read_guarded", lambda path, index, parser: (summaries[index], f"workload {index}"))
+    workers = [rk._Slowest(), rk._Slowest()]
+    driver, returned = rk._Slowest(), []
+    for i in range(len(work)):
+        monkeypatch.setattr(rk, "_WORKER", workers[i % 2])
+        got, w = rk._pool_task(f"r{i}", i, "auto")
+        driver.offer(got, w, i)  # what _on_processes does with each result
+        returned += [i] if w is not None else []
+    # worker 0 reads ranks 0, 2, 4 (3 < 4 < 5: each returned); worker 1 reads 1, 3, 5 (1; then 1 does not beat
+    # it; then 5)
+    assert returned == [0, 1, 2, 4, 5]
+    assert driver.of(4) == "workload 4" and driver.of(5) is None
+    assert workers[0].work is None and workers[1].work is None  # a worker keeps no Workload
+
+
+def test_every_engine_keeps_the_same_slowest_workload(tmp_path):
+    files = ranks(tmp_path, 4, slow=2)
+    view1, work1 = read_traces(files, with_workload=True)
+    view2, work2 = read_traces(files, jobs=2, with_workload=True)
+    assert view1 == view2 and view1.slowest_rank == 2
+    _same_workload(work1, work2)
+
+
 # -- Dask -----------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster():
@@ -219,9 +279,11 @@ def test_dask_equals_jobs_one_and_the_driver_opens_no_trace(tmp_path, cluster):
     watched = {str(f) for f in files}
     sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" and args and
                      str(args[0]) in watched else None)
-    got = read_traces([str(f) for f in files], dask=cluster.scheduler_address)
+    got, work = read_traces([str(f) for f in files], dask=cluster.scheduler_address, with_workload=True)
     assert got == want and not opened
     assert got.stragglers[0].rank == 3
+    _, want_work = read_traces(files, jobs=1, with_workload=True)
+    _same_workload(work, want_work)  # the slowest rank's, kept on the worker that read it
 
 
 @pytest.mark.skipif(not os.environ.get("ROOFLINE_SLOW_TESTS"),

@@ -212,8 +212,7 @@ def cross_rank(ranks: list[RankSummary], skipped: list[str]) -> MultiRankTrace:
     med_work = sum(s.compute + s.memcpy for s in med.steps if s.key in steps)
     found = [straggler(ranks[i], med, steps) for i in order[::-1]
              if len(ranks) > 1 and own[i] - med_own > STRAGGLER_SHARE * med_work and ranks[i] is not med]
-    work = [r.op_seconds - r.collective_seconds for r in ranks]
-    slowest = ranks[max(range(len(ranks)), key=lambda i: work[i])]
+    slowest = ranks[max(range(len(ranks)), key=lambda i: ranks[i].work_seconds)]  # ties: the first
     assert slowest.rank is not None
     matrix = tuple(tuple(next(s.seconds for s in r.steps if s.key == n) for n in steps) for r in ranks)
     waits = collective_waits(ranks)

@@ -27,6 +27,7 @@ from roofline.frontends.trace.events import read_events
 from roofline.frontends.trace.placer import Placer
 from roofline.frontends.trace.ranksummary import RankSummary, summarize_rank
 from roofline.text import shown_path
+from roofline.workload import Workload
 
 CONNECT_TIMEOUT_S = 10.0  # a Dask scheduler that does not answer within this is refused
 RETRIES = 1  # Dask retries per rank task (a parse error fails again; a lost worker may not)
@@ -58,19 +59,73 @@ def _natural(name: str) -> tuple[Any, ...]:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
 
 
-def rank_task(path: str, index: int, parser: str = "auto") -> RankSummary:
-    """One rank, read where the task runs (a worker process): the summary, never the events."""
+def read_rank(path: str, index: int, parser: str = "auto") -> tuple[RankSummary, Workload]:
+    """One rank, read where the task runs (a worker process): its summary, and its placed Workload (kept where
+    it was read; it travels only for the slowest rank's analysis)."""
     ev = read_events(path, parser)
     w = Placer(ev).workload(None)
-    return summarize_rank(ev, w, shown_path(path), index)
+    return summarize_rank(ev, w, shown_path(path), index), w
+
+
+def rank_task(path: str, index: int, parser: str = "auto") -> RankSummary:
+    """One rank's summary, never the events."""
+    return read_rank(path, index, parser)[0]
+
+
+Read = tuple["RankSummary | str", "Workload | None"]  # a rank's summary (or its failure) and maybe its Workload
+
+
+def _read_guarded(path: str, index: int, parser: str) -> Read:
+    """A rank's summary and Workload, or its bad-input message (a RooflineError is data: the driver names it)."""
+    try:
+        return read_rank(path, index, parser)
+    except RooflineError as exc:
+        return str(exc), None
 
 
 def _guarded(path: str, index: int, parser: str) -> RankSummary | str:
-    """A rank's summary, or its bad-input message (a RooflineError is data: the driver names the rank)."""
-    try:
-        return rank_task(path, index, parser)
-    except RooflineError as exc:
-        return str(exc)
+    return _read_guarded(path, index, parser)[0]
+
+
+def slowest_order(summary: RankSummary, index: int) -> tuple[float, int]:
+    """The order the slowest rank is picked by: the most op time outside collectives, ties to the first rank
+    (as :func:`~roofline.frontends.trace.crossrank.cross_rank` picks it); every rank's key differs."""
+    return summary.work_seconds, -index
+
+
+class _Slowest:
+    """The slowest rank seen so far and its Workload: each engine keeps one, so no rank is read twice."""
+
+    def __init__(self) -> None:
+        self.key: tuple[float, int] | None = None
+        self.work: Workload | None = None
+
+    def beats(self, got: RankSummary | str, index: int) -> bool:
+        return not isinstance(got, str) and (self.key is None or slowest_order(got, index) > self.key)
+
+    def offer(self, got: RankSummary | str, work: Workload | None, index: int) -> None:
+        if work is not None and self.beats(got, index):
+            assert not isinstance(got, str)
+            self.key, self.work = slowest_order(got, index), work
+
+    def of(self, index: int | None) -> Workload | None:
+        """The kept Workload when it is rank ``index``'s (always, for the slowest: see the engines)."""
+        return self.work if index is not None and self.key is not None and -self.key[1] == index else None
+
+
+#: in a pool's worker process: the slowest rank this process has returned a Workload for
+_WORKER = _Slowest()
+
+
+def _pool_task(path: str, index: int, parser: str) -> Read:
+    """A pool worker's rank: the Workload goes back only when it beats every rank this worker read before.  The
+    slowest of all beats every rank its worker read, so the driver gets it; a worker returns O(log n) of them."""
+    got, work = _read_guarded(path, index, parser)
+    if not _WORKER.beats(got, index):
+        return got, None
+    _WORKER.offer(got, work, index)
+    _WORKER.work = None  # the key is what counts here; the Workload goes to the driver
+    return got, work
 
 
 Picker = Any  # callable: list of summaries / failures -> the index of the rank whose workload to read, or None
@@ -79,48 +134,115 @@ Picker = Any  # callable: list of summaries / failures -> the index of the rank 
 def run_ranks(files: list[str], *, jobs: int = 1, dask: str | None = None, parser: str = "auto",
               pick: Picker = None) -> tuple[list[RankSummary | str], Any]:
     """Every rank's summary (or its failure, one line naming it), in the order of ``files``; and, when
-    ``pick`` names one of them, that rank's whole Workload, read by the same engine (a worker, not the driver)."""
+    ``pick`` names one of them, that rank's whole Workload, kept by the engine that read it (never read twice;
+    a worker's, not the driver's, except with one process)."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise RooflineError(f"--jobs {jobs!r}: give a number of processes >= 1")
     if dask is not None:
         return _on_dask(files, dask, parser, pick)
     if jobs == 1 or len(files) == 1:
-        got: list[RankSummary | str] = [_guarded(f, i, parser) for i, f in enumerate(files)]
+        best, got = _Slowest(), []
+        for i, f in enumerate(files):
+            summary, work = _read_guarded(f, i, parser)
+            best.offer(summary, work, i)
+            got.append(summary)
         k = pick(got) if pick else None
-        return got, (_workload(files[k], parser) if k is not None else None)
+        return got, _kept(best, k, files, parser)
     return _on_processes(files, jobs, parser, pick)
 
 
-def _workload(path: str, parser: str) -> Any:
-    return Placer(read_events(path, parser)).workload(None)
+def _kept(best: _Slowest, k: int | None, files: list[str], parser: str) -> Workload | None:
+    """Rank ``k``'s Workload from what the engine kept (read again only if a pick other than the slowest asks)."""
+    if k is None:
+        return None
+    got = best.of(k)
+    return got if got is not None else read_rank(files[k], k, parser)[1]
+
+
+def warm() -> None:
+    """What a rank task pays once per process before its first rank, paid here instead: torch's import and what
+    its first meta replay imports lazily (``torch._refs`` kernels import ``torch._dynamo``, sympy: about 1.8 s
+    here, more than the import of torch itself).  Run by the forkserver the pool's and a local Dask cluster's
+    worker processes are forked from (:mod:`.warm`), so they start warm: once per run, not once per worker."""
+    from roofline.frontends.trace.replay import Replayer
+
+    torch = Replayer().torch
+    x = torch.empty((8, 16), device="meta")
+    torch.ops.aten.native_layer_norm(x, [16], None, None, 1e-5)  # a decomposed meta kernel: _refs, _dynamo
+
+
+#: what the forkserver imports before it forks a worker (multiprocessing.set_forkserver_preload); for a local Dask
+#: cluster, ``distributed`` first
+PRELOAD = ["roofline.frontends.trace.warm"]
+
+
+def _mp_context(dask: bool = False) -> Any:
+    """forkserver where the platform has it (a fresh, single-threaded server process that imports
+    :data:`PRELOAD` once and forks each worker from it: no copy of the driver's memory or threads, no import
+    paid per worker, and a forked worker exits without the interpreter's teardown), else spawn.  The preload
+    counts only for the server's start (one per process: the first run's list stays)."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload((["distributed"] if dask else []) + PRELOAD)
+    return ctx
+
+
+def start_workers_early(jobs: int, dask: str | None) -> None:
+    """Start the forkserver now, when the run will fork workers from it (``jobs`` > 1 or a local Dask cluster):
+    its warm-up (:func:`warm`, about 3.5 s here) then runs while the driver still parses its arguments, imports
+    distributed and starts the scheduler, instead of after them."""
+    if not (dask == "local" or (dask is None and isinstance(jobs, int) and jobs > 1)):
+        return
+    ctx = _mp_context(dask == "local")
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def _on_processes(files: list[str], jobs: int, parser: str, pick: Picker) -> tuple[list[RankSummary | str], Any]:
-    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     out: list[RankSummary | str] = []
-    # spawn: a worker starts clean (no copy of the driver's memory, no forked locks)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(files)),
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_guarded, f, i, parser) for i, f in enumerate(files)]
+    best = _Slowest()
+    with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=_mp_context()) as pool:
+        futures = [pool.submit(_pool_task, f, i, parser) for i, f in enumerate(files)]
         for i, fut in enumerate(futures):
             try:
-                out.append(fut.result())
+                got, work = fut.result()
             except BrokenProcessPool:
-                out.append(f"{shown_path(files[i])}: the process reading it died (killed, or out of memory)")
+                got, work = f"{shown_path(files[i])}: the process reading it died (killed, or out of memory)", None
+            best.offer(got, work, i)
+            out.append(got)
         k = pick(out) if pick else None
-        return out, (pool.submit(_workload, files[k], parser).result() if k is not None else None)
+        work = best.of(k) if k is not None else None
+        if k is not None and work is None:
+            work = pool.submit(_read_guarded, files[k], k, parser).result()[1]
+        return out, work
 
 
 def _client(address: str) -> tuple[Any, Any]:
     try:
+        import distributed
         from distributed import Client, LocalCluster
     except ImportError:
         raise RooflineError("--dask needs dask.distributed: pip install 'roofline[dask]'") from None
     if address == "local":
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        import dask
+
+        # worker processes forked from a forkserver that imported PRELOAD once (see _mp_context); distributed
+        # would preload its own list, importing pandas and more here first: ours is set instead
+        method = _mp_context(dask=True).get_start_method()
+        if method == "forkserver" and hasattr(distributed.utils, "_forkserver_preload_set"):
+            distributed.utils._forkserver_preload_set = True
+        # no statistical profiler in the workers (it samples the task thread every 10 ms for a dashboard that is off)
+        with dask.config.set({"distributed.worker.multiprocessing-method": method,
+                              "distributed.worker.profile.enabled": False}):
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
         return Client(cluster), cluster
     try:
         return Client(address, timeout=CONNECT_TIMEOUT_S), None
@@ -129,21 +251,40 @@ def _client(address: str) -> tuple[Any, Any]:
                             f"({type(exc).__name__})") from None
 
 
+def _summary_of(read: Read) -> RankSummary | str:
+    return read[0]
+
+
 def _on_dask(files: list[str], address: str, parser: str, pick: Picker) -> tuple[list[RankSummary | str], Any]:
+    """Each rank's (summary, Workload) stays on the worker that read it; only its summary travels (a task on
+    that worker), and the Workload of the slowest rank so far is the one kept: the others are released as their
+    summaries come in, so a worker holds a Workload or two, not all of them."""
+    from distributed import as_completed
+
     client, cluster = _client(address)
     try:
-        futures = [client.submit(_guarded, f, i, parser, key=f"roofline-rank-{i}", retries=RETRIES, pure=False)
-                   for i, f in enumerate(files)]
-        out: list[RankSummary | str] = []
-        for i, fut in enumerate(futures):
+        reads: list[Any] = [client.submit(_read_guarded, f, i, parser, key=f"roofline-rank-{i}", retries=RETRIES, pure=False)
+                 for i, f in enumerate(files)]
+        heads = {client.submit(_summary_of, r, key=f"roofline-summary-{i}", retries=RETRIES, pure=False): i
+                 for i, r in enumerate(reads)}
+        out: list[RankSummary | str] = [""] * len(files)
+        best, kept = _Slowest(), None  # kept: the future holding the slowest rank's read, on its worker
+        for fut in as_completed(list(heads)):
+            i = heads[fut]
             try:
-                out.append(fut.result())
+                out[i] = fut.result()
             except Exception as exc:  # KilledWorker, a worker's own failure after Dask's retries
-                out.append(f"{shown_path(files[i])}: failed on the Dask cluster after its retries "
-                           f"({type(exc).__name__})")
+                out[i] = f"{shown_path(files[i])}: failed on the Dask cluster after its retries ({type(exc).__name__})"
+            if best.beats(out[i], i):
+                best.key, kept = slowest_order(out[i], i), reads[i]  # type: ignore[arg-type]
+            reads[i] = None  # released on the worker unless it is kept
         k = pick(out) if pick else None
-        work = (client.submit(_workload, files[k], parser, key=f"roofline-workload-{k}", retries=RETRIES,
-                              pure=False).result() if k is not None else None)
+        work = None
+        if k is not None:
+            held: Any = kept if best.key is not None and -best.key[1] == k else \
+                client.submit(_read_guarded, files[k], k, parser, key=f"roofline-workload-{k}", retries=RETRIES,
+                              pure=False)
+            work = held.result()[1]
         return out, work
     finally:
         client.close()
@@ -164,6 +305,7 @@ def read_traces(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     from roofline import arguments as arg
     from roofline.frontends.trace.crossrank import cross_rank
 
+    start_workers_early(jobs, dask)
     files = expand(arg.paths(paths, "read_traces", "paths"))
     if not files:
         raise RooflineError("read_traces: no trace files given")

@@ -92,6 +92,12 @@ class RankSummary:
     collectives: tuple[tuple[int, str, float], ...]  # (step, collective name, seconds), in order
     ops: tuple[OpFigures, ...]
 
+    @property
+    def work_seconds(self) -> float:
+        """Op time outside collectives: what makes a rank the slowest (a waiting rank's collectives grow by what
+        it waits, so busy spans alone even out)."""
+        return self.op_seconds - self.collective_seconds
+
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> float:
     """The measure of a union of intervals (same units as the inputs)."""

@@ -1,0 +1,23 @@
+"""Imported by the forkserver the many-rank reader's worker processes are forked from (``PRELOAD`` in
+:mod:`roofline.frontends.trace.ranks`): it runs :func:`~roofline.frontends.trace.ranks.warm` once, so every worker
+forked after it starts with torch imported and its first meta replay done.  Nothing imports it otherwise.
+
+The forkserver exits once the command is gone (its pipe from the command closes).  It holds no file or result to
+flush, and the interpreter's teardown of torch and what the replay imported takes about a second (measured here:
+``python -c "import torch, torch._dynamo"`` spends 0.8 s after its last line); the server inherits the command's
+stdout and stderr, so a caller reading them to their end would wait that second.  So its exit skips the
+teardown: an exit handler registered after the imports (handlers run last-registered first, so it runs first)
+ends the process with ``os._exit(0)``."""
+
+from __future__ import annotations
+
+import atexit
+import os
+
+from roofline.frontends.trace.ranks import warm
+
+try:
+    warm()
+except Exception:  # noqa: BLE001  (no torch, a torch without meta kernels: each worker then pays it, or says why)
+    pass
+atexit.register(os._exit, 0)
