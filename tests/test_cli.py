@@ -266,3 +266,23 @@ def test_llm_and_compare_share_the_phase_default():
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     helps = {name: next(a.help for a in sub.choices[name]._actions if a.dest == "phase") for name in ("llm", "compare")}
     assert helps["llm"] == helps["compare"] == "default generate (prefill + decode)"
+
+
+def test_option_prefix_note_reads_either_form_of_argparse_private_return(monkeypatch, capsys):
+    """argparse's _parse_optional returns a tuple (3.10-3.13.0) or a list of tuples (later patch releases):
+    the unique-prefix note reads both and hands argparse back exactly what it gave."""
+    import argparse
+
+    from roofline import cli
+
+    p = cli.Parser(prog="x")
+    p.add_argument("--quick", action="store_true")
+    original = argparse.ArgumentParser._parse_optional
+    as_list = [original(p, "--quic")]  # what a newer argparse returns for one match
+    monkeypatch.setattr(argparse.ArgumentParser, "_parse_optional", lambda self, arg: as_list)
+    cli._NOTED.clear()
+    assert cli.Parser._parse_optional(p, "--quic") is as_list
+    assert "'--quic' taken as '--quick'" in capsys.readouterr().err
+    monkeypatch.setattr(argparse.ArgumentParser, "_parse_optional", lambda self, arg: [as_list[0], as_list[0]])
+    cli.Parser._parse_optional(p, "--qu")  # several matches: argparse's own error follows, no note
+    assert capsys.readouterr().err == ""

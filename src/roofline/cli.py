@@ -30,9 +30,14 @@ class Parser(argparse.ArgumentParser):
     def _parse_optional(self, arg_string: str) -> Any:
         # an option by a unique prefix ('--quic' for '--quick') is taken, and said on stderr: the one rule of
         # roofline.names for every name a user types (argparse lists an ambiguous prefix's matches itself)
+        # argparse's private return differs by version: (action, option, [sep,] explicit) up to 3.12.x/3.13.0,
+        # a list of such tuples after; only a single match is a unique prefix (several: argparse's error)
         found = super()._parse_optional(arg_string)
-        if found and found[0] is not None and found[1] != arg_string.split("=", 1)[0]:
-            note(f"{arg_string.split('=', 1)[0]!r} taken as {found[1]!r} (the one option it starts)")
+        first = found[0] if isinstance(found, list) and len(found) == 1 else found
+        if isinstance(first, tuple) and len(first) >= 2 and first[0] is not None and isinstance(first[1], str):
+            typed = arg_string.split("=", 1)[0]
+            if first[1] != typed:
+                note(f"{typed!r} taken as {first[1]!r} (the one option it starts)")
         return found
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
