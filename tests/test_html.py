@@ -165,6 +165,11 @@ def test_figure_traces_toggle_ceilings_and_levels():
     shown = {t["name"].split(" ")[0] + " " + t["name"].split(" ")[1] for t in fig["data"]
              if t.get("legendgroup") == "compute" and t.get("visible") is True}
     assert shown == {"bf16 matrix", "fp32 vector"}
+    # their achievable (dashed) figures follow them: the H100's fp8 achievable roof (1.403 PFLOP/s, above the
+    # bf16 peak) starts hidden too, the bf16 one (794.5 TFLOP/s) is shown
+    ach = {t["name"].split(" achievable")[0]: t.get("visible", True) for t in fig["data"]
+           if t.get("legendgroup") == "achievable" and t["name"].split(" ")[1] == "matrix"}
+    assert ach["bf16 matrix"] is True and ach["fp8 matrix"] == "legendonly"
     buttons = fig["layout"]["updatemenus"][0]["buttons"]
     assert [len(b["args"][0]["visible"]) for b in buttons] == [len(fig["data"])] * 3
     # predicted and measured joined: one line segment (2 points + gap) per measured op

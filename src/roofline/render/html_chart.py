@@ -233,6 +233,7 @@ def _achievable_traces(a: Analysis, ceilings: list[Any], shown: set[tuple[str, s
         default_vis.append(vis)
         traces.append(_achievable_trace(f"{name(c.label)} achievable {format_flops(c.flops)}",
                                         [c.flops / ach_bw, 10.0**x_hi], [c.flops, c.flops], c.provenance.describe()))
+        traces[-1]["visible"] = vis  # as its peak roof: a precision the ops do not use starts hidden
     for m, x in sorted(ach_mems, key=lambda pair: pair[1].bandwidth):
         xx = [10.0**x_lo, ach_peak / x.bandwidth]
         main_only[len(traces)] = True if m is main else "legendonly"
