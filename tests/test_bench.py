@@ -636,3 +636,48 @@ def test_gpu_bench_schema() -> None:
         assert "threads" in p.details and "working_set_bytes" in p.details
     if importlib.util.find_spec("triton") is not None:  # the vector peak needs Triton
         assert d.ceiling("vector", "fp32") is not None, d.metadata["warnings"]
+
+
+def test_dram_roof_is_the_best_of_two_slices_and_a_drift_between_them_is_reported(monkeypatch, in_process_bench) -> None:
+    """Issue 32: a shared host's memory bandwidth moves over tens of seconds, so main memory is sampled at the
+    sweep's end and again after the GEMMs; the roof is the best sample of both.  The late slice is replaced by
+    a fake that reads 3x the first slice's best: the DRAM roof must be that figure (best of the union), both
+    slices' bests are kept in the roof's details, and the drift (3x > 1.15x) is in the warnings."""
+    from roofline.bench.sampling import Stat
+
+    first: dict[str, list[float]] = {}
+    real = bench_cpu.long_samples
+
+    def late(k, buf, threads, cfg):
+        runs = real(k, buf, threads, cfg)  # the real kernels run, so the slice's shape is the real one
+        top = max(s.best for s in first["sweep"].values()) if "sweep" in first else max(s.best for s in runs.values())
+        return {name: Stat.of([3 * top] + s.samples[1:]) for name, s in runs.items()}
+
+    real_sweep = bench_cpu.run_sweep
+
+    def sweep(*a, **kw):
+        curves, runs = real_sweep(*a, **kw)
+        first["sweep"] = runs
+        return curves, runs
+
+    monkeypatch.setattr(bench_cpu, "run_sweep", sweep)
+    monkeypatch.setattr(bench_cpu, "long_samples", late)
+    d = bench_cpu.run_cpu_bench(sampling.BenchConfig.quick(threads=1, **{**TINY, "max_bytes": 4 * MiB}))
+    top = max(s.best for s in first["sweep"].values())
+    dram = d.memory_level("DRAM")
+    assert dram.bandwidth == pytest.approx(3 * top)  # the late slice's fake best
+    assert dram.provenance.details["slice_best_bandwidths"] == pytest.approx([top, 3 * top])
+    assert any("moved between the bench's 2 DRAM slices" in w for w in d.metadata["warnings"])
+
+
+def test_merge_slices_keeps_every_sample_and_stays_quiet_without_drift() -> None:
+    from roofline.bench.sampling import Stat
+    from roofline.bench.sweep import merge_slices
+
+    a = {"read": Stat.of([50e9, 52e9]), "triad": Stat.of([40e9])}
+    b = {"read": Stat.of([55e9]), "triad": Stat.of([41e9, 42e9])}
+    warnings: list[str] = []
+    runs, bests = merge_slices([a, b], warnings)
+    assert runs["read"].samples == [50e9, 52e9, 55e9] and runs["triad"].best == 42e9
+    assert bests == [52e9, 55e9]  # 55/52 = 1.058 < 1.15: no note
+    assert warnings == []

@@ -58,10 +58,13 @@ from roofline.bench.sampling import (
     warn_spread,
 )
 from roofline.bench.sweep import (
+    DRAM_SLICES,
     check_memory,
     default_max_bytes,
     ert_curve,
+    long_samples,
     memory_levels,
+    merge_slices,
     run_sweep,
     sweep_facts,
     sweep_sizes,
@@ -145,11 +148,13 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     curves, long_runs = run_sweep(numba, k, sizes, thread_counts, threads, cfg, rng, stage)
     peaks = {(prec, t): _fma_peak(prec, t, cfg) for t in thread_counts for prec in ("fp64", "fp32")}
     stage.done("fma")
-    memory, level_info = memory_levels(sizes, curves, threads, caches, cfg, date, shortage, warnings, long_runs)
     ert, ert_stats = ert_curve(k, max_bytes, threads, cfg, rng, lambda f, what: stage.at("ert", f, what))
     stage.done("ert")
     gemms = time_gemms(cfg, threads, native, warnings, lambda f, what: stage.at("gemm", f, what))
     numba.set_num_threads(threads)
+    long_runs, dram_slices = _later_dram_slices(k, sizes[-1], threads, cfg, rng, long_runs, warnings)
+    memory, level_info = memory_levels(sizes, curves, threads, caches, cfg, date, shortage, warnings, long_runs,
+                                       dram_slices)
     compute = _compute_ceilings(peaks, (ert_stats, ert.working_set_bytes), gemms, threads, cfg, date, warnings)
     ert = _ert_against_roofs(ert, compute, memory, warnings)
     warnings += _precision_warnings(native)
@@ -170,6 +175,20 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     meta["wall_seconds"] = round(time.perf_counter() - wall0, 2)
     report(1.0, "done")
     return replace(device, metadata=meta)
+
+
+def _later_dram_slices(k: ModuleType, ws: int, threads: int, cfg: BenchConfig, rng: np.random.Generator,
+                       first: dict[str, Stat], warnings: list[str]) -> tuple[dict[str, Stat], list[float]]:
+    """Main memory's long samples again, late in the run (:data:`roofline.bench.sweep.DRAM_SLICES`), over a
+    fresh working set of the sweep's largest size (the sweep's buffer is gone: one DRAM-sized array at a time,
+    as :func:`roofline.bench.sweep.check_memory` allows), merged with the first slice."""
+    slices = [first]
+    for _ in range(DRAM_SLICES - 1):
+        buf = rng.random(ws // 8)
+        buf += 0.5
+        slices.append(long_samples(k, buf, threads, cfg))
+        del buf
+    return merge_slices(slices, warnings)
 
 
 def _working_sets(cfg: BenchConfig, threads: int, warnings: list[str]) -> tuple[dict[str, dict[str, Any]], int,
