@@ -178,7 +178,7 @@ KORTHIKANTI_FULL = ("Korthikanti et al. 2022, arXiv 2205.05198, Table 5 'Full Re
                     "seconds")
 #: not taken, with the reason
 EXCLUDED = ("Korthikanti et al. 2022, the 530B run on 2240 GPUs (dp 8, 54.2% MFU against 42.1% with full "
-            "recomputation): a figure of the abstract and text, not a Table 5 row; its global batch and iteration "
+            "recomputation): a figure of the paper's abstract, not a Table 5 row; its global batch and iteration "
             "time are not in the sources read, so it cannot be converted to a step time",)
 
 
@@ -288,8 +288,9 @@ def _training_rows() -> list[TrainRow]:
 #: nothing (selective recomputation and sequence parallelism came with Korthikanti et al. 2022), no context
 #: parallelism; Megatron-Core r0.8.0, ZeRO 0 or 1 (``--use-distributed-optimizer``; no FSDP in r0.8.0),
 #: ``--recompute-granularity`` none / selective / full, context parallelism, sequence parallelism.
-#: * Megatron-LM at d898a8991d (2022-05-25, 'Merge branch sequence_parallel into main': Korthikanti et al.'s code;
-#:   the paper's runs are benchmark runs of it, dp 1): ``--sequence-parallel`` and ``--recompute-granularity
+#: * Megatron-LM at d898a8991d (2022-05-25, 'Merge branch sequence_parallel into main': the first main-branch
+#:   commit with both of Korthikanti et al.'s techniques, the framework as released with the paper; its Table 5
+#:   runs are benchmark runs at dp 1): ``--sequence-parallel`` and ``--recompute-granularity
 #:   full|selective`` (``megatron/arguments.py``; selective checkpoints ``CoreAttention``,
 #:   ``megatron/model/transformer.py`` ``checkpoint_core_attention``); attention still unfused (``torch.baddbmm``,
 #:   ``FusedScaleMaskSoftmax``, ``nn.Dropout``, ``torch.bmm`` in ``CoreAttention``; FlashAttention came at d693034ecf,
@@ -302,9 +303,10 @@ def _training_rows() -> list[TrainRow]:
 #:   exposed (only a column-linear's backward input-gradient all-reduce runs beside its weight-gradient GEMM,
 #:   ``mpu/layers.py``, and that is off under sequence parallelism, ``arguments.py``); no distributed optimizer
 #:   yet (it merged 2022-06-08, d07d29df14), no context parallelism.  'Present Work' rows: sequence parallelism
-#:   and selective recomputation; 'Full Recompute' rows: the paper's baseline (Table 4's "baseline with
-#:   recompute" row, tensor parallelism without sequence parallelism, as transcribed), so their search keeps
-#:   sequence parallelism off.
+#:   and selective recomputation; 'Full Recompute' rows: the paper's baseline (Table 4's "Full recompute
+#:   (baseline)" row as transcribed, apart from its "Sequence Parallelism" rows: tensor parallelism without
+#:   sequence parallelism -- read from the transcription's labels, not stated beside Table 5), so their search
+#:   keeps sequence parallelism off.
 _MEGATRON_2022 = {"flash": False, "dropout": True, "main_grad_bytes": 2, "grad_accumulation_fusion": False}
 FRAMEWORK: dict[str, tuple[dict, tuple[bool, bool, bool], dict]] = {
     NARAYANAN: ({"flash": False, "dropout": True, "main_grad_bytes": 2, "grad_accumulation_fusion": False},
