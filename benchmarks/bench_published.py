@@ -11,8 +11,9 @@ their all-reduces as bytes / link bandwidth plus whatever per-hop latency the co
 (another change, issue 27 items 4-6): they are marked ``tp``.
 
 Training (:func:`training`): published, measured end-to-end training runs (Narayanan et al. 2021 Table 1,
-the Megatron-LM README's H100 table), each converted to a step time with the publisher's own FLOP formula
-(FLOPs per step / (teraFLOP/s per GPU x GPUs)).  Per row: measured, the planner's bound and forecast of the
+the Megatron-LM README's H100 table, Korthikanti et al. 2022 Table 5), each converted to a step time with the
+publisher's own FLOP formula (FLOPs per step / (teraFLOP/s per GPU x GPUs)), or taken as the iteration time
+the publisher measured (Korthikanti et al.).  Per row: measured, the planner's bound and forecast of the
 published layout (the keys the publisher states fixed: tp, pp, dp and what the paper says of ZeRO and
 recomputation; the rest, micro-batch and interleaving, the planner's best for them), forecast/measured, that
 layout's rank in the planner's full ranking, the planner's best over the published forecast, whether it fits the
@@ -159,9 +160,26 @@ NARAYANAN = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Train
 MEGATRON = ("NVIDIA/Megatron-LM README 'Performance Benchmarking' table (images/model_table.png, commit d98e8a64; "
             "Megatron-Core r0.8.0): GPT, seq 4096, vocab 131072, H100 80GB, 'per-GPU teraFLOP/s' by "
             "megatron/training/training.py num_floating_point_operations at tag core_r0.8.0")
+#: Korthikanti et al. 2022, Table 5 (end-to-end iteration time, 'Full Recompute' and 'Present Work' columns) and
+#: Table 3 (the runs' configurations), read from a transcription of the paper in the stored code index (a
+#: third-party deep dive of arXiv 2205.05198, file id 55271916660 in the `find_string`/`read_file` index, its
+#: repository not named there: sections 12 'End-to-End Results (Table 5)' and 13 'Model Configurations Used
+#: (Table 3)').  Cross-checked against a first-party source: NVIDIA/Megatron-LM README.md at commit 2e90a342f5
+#: (2022-05-19, 'Update numbers in README'), whose MFU/HFU table (22B 41.5/43.7, 175B 51.4/52.8, 530B 56.0/57.0,
+#: 1T 56.3/57.0 %) is the paper's Present Work columns "measured using a data parallel size of one"; the
+#: transcribed seconds and configurations give those MFUs again by eq. 7 within 0.15 points
+#: (tests/test_korthikanti_rows.py).
+KORTHIKANTI = ("Korthikanti et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models', arXiv "
+               "2205.05198, Table 5 'Present Work' (sequence parallelism + selective recomputation), configurations "
+               "Table 3: GPT, seq 2048, vocab 51200, A100 80GB (Selene), dp 1, measured iteration seconds "
+               "(MFU by eq. 7, HFU by eq. 8; MFU/HFU as in NVIDIA/Megatron-LM README at 2e90a342f5)")
+KORTHIKANTI_FULL = ("Korthikanti et al. 2022, arXiv 2205.05198, Table 5 'Full Recompute' (the baseline: tensor "
+                    "parallelism with full activation recomputation), configurations Table 3: measured iteration "
+                    "seconds")
 #: not taken, with the reason
-EXCLUDED = ("Korthikanti et al. 2022 (arXiv 2205.05198) Table 5, every row: the table could not be read from a "
-            "source in this session (only the abstract was); no figure is entered from memory",)
+EXCLUDED = ("Korthikanti et al. 2022, the 530B run on 2240 GPUs (dp 8, 54.2% MFU against 42.1% with full "
+            "recomputation): a figure of the paper's abstract, not a Table 5 row; its global batch and iteration "
+            "time are not in the sources read, so it cannot be converted to a step time",)
 
 
 @dataclass(frozen=True)
@@ -180,6 +198,7 @@ class TrainRow:
     vocab: int
     system: str
     fixed: tuple[tuple[str, object], ...] = ()  # what else the publisher states of the layout
+    seconds: float = 0.0  # the publisher's measured iteration time, where it states one (else from tflops_per_gpu)
 
     @property
     def dp(self) -> int:
@@ -190,11 +209,28 @@ class TrainRow:
         B, s, L, h, V = self.batch, self.seq, self.layers, self.hidden, self.vocab
         if self.source is NARAYANAN:  # eq. 3: with activation recomputation (4 forward passes' worth)
             return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+        if self.source in (KORTHIKANTI, KORTHIKANTI_FULL):  # eq. 7, model FLOPs (no recomputation): MFU's
+            return 72 * B * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L))
         # Megatron-Core r0.8.0, MHA (groups = heads), ffn 4h, no SwiGLU: 12 B s L h^2 (2 + s/h + 4 + V/(2 L h))
         return 12 * B * s * L * h * h * ((1 + 1 + s / h) + 4 + V / (2 * L * h))
 
+    def publisher_hardware_flops(self) -> float:
+        """FLOPs per step the hardware ran, by the publisher's formula (HFU's numerator): Korthikanti et al. eq. 8
+        under selective recomputation (the attention scores' QK^T and PV again: s/(3h) for s/(6h)); under full
+        recomputation Narayanan et al. eq. 3 (one more forward of the layers, not of the logits); else the model
+        FLOPs (Narayanan's eq. 3 counts its recomputation already)."""
+        B, s, L, h, V = self.batch, self.seq, self.layers, self.hidden, self.vocab
+        rec = dict(self.fixed).get("recompute")
+        if self.source in (KORTHIKANTI, KORTHIKANTI_FULL) and rec == "selective":
+            return 72 * B * L * s * h * h * (1 + s / (3 * h) + V / (12 * h * L))
+        if self.source in (KORTHIKANTI, KORTHIKANTI_FULL) and rec == "full":
+            return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+        return self.publisher_flops()
+
     @property
     def measured(self) -> float:
+        if self.seconds:
+            return self.seconds
         return self.publisher_flops() / (self.tflops_per_gpu * 1e12 * self.gpus)
 
 
@@ -211,9 +247,24 @@ def _training_rows() -> list[TrainRow]:
            ("462B", 18432, 112, 144, 8, 16, 6144, 3072, 459.9)]
     # Narayanan et al.: activation recomputation on every run (section 5.1), no ZeRO; Megatron-Core: the
     # distributed optimizer (--overlap-param-gather needs it: ZeRO 1), its overlap flags (DP, TP, PP)
+    # Korthikanti et al. Table 3 (heads, hidden, layers, tp, pp, GPUs, global batch, micro-batch; interleaving
+    # m = 3 stated for 175B and 530B) and Table 5 (seconds per iteration: full recompute, present work); dp 1
+    kor = [("22B", 6144, 48, 64, 8, 1, 8, 4, 4, 1, 1.42, 1.10),
+           ("175B", 12288, 96, 96, 8, 8, 64, 64, 1, 3, 18.13, 13.75),
+           ("530B", 20480, 105, 128, 8, 35, 280, 280, 1, 3, 49.05, 37.83),
+           ("1T", 25600, 128, 160, 8, 64, 512, 512, 1, 0, 94.42, 71.49)]
+
+    def korthikanti(name: str, h: int, L: int, a: int, tp: int, pp: int, gpus: int, gb: int, mb: int, v: int,
+                    seconds: float, source: str, rec: str) -> TrainRow:
+        fixed = (("zero", 0), ("recompute", rec), ("micro_batch", mb)) + ((("interleave", v),) if v else ())
+        label = f"Korth {'sel' if rec == 'selective' else 'full'} {name}"
+        return TrainRow(label, h, L, a, tp, pp, gpus, gb, 0.0, source, 2048, 51200, "dgx-a100", fixed, seconds)
+
     return ([TrainRow(f"Narayanan {x[0]}", *x[1:], NARAYANAN, 2048, 51200, "dgx-a100",
                       (("zero", 0), ("recompute", "full"))) for x in nar]
-            + [TrainRow(f"Megatron {x[0]}", *x[1:], MEGATRON, 4096, 131072, "dgx-h100", (("zero", 1),)) for x in meg])
+            + [TrainRow(f"Megatron {x[0]}", *x[1:], MEGATRON, 4096, 131072, "dgx-h100", (("zero", 1),)) for x in meg]
+            + [korthikanti(*x[:10], x[10], KORTHIKANTI_FULL, "full") for x in kor]
+            + [korthikanti(*x[:10], x[11], KORTHIKANTI, "selective") for x in kor])
 
 
 #: What each publisher's framework did, as the planner models it (:class:`roofline.planner.TrainingRun`), each
@@ -237,11 +288,35 @@ def _training_rows() -> list[TrainRow]:
 #: nothing (selective recomputation and sequence parallelism came with Korthikanti et al. 2022), no context
 #: parallelism; Megatron-Core r0.8.0, ZeRO 0 or 1 (``--use-distributed-optimizer``; no FSDP in r0.8.0),
 #: ``--recompute-granularity`` none / selective / full, context parallelism, sequence parallelism.
+#: * Megatron-LM at d898a8991d (2022-05-25, 'Merge branch sequence_parallel into main': the first main-branch
+#:   commit with both of Korthikanti et al.'s techniques, the framework as released with the paper; its Table 5
+#:   runs are benchmark runs at dp 1): ``--sequence-parallel`` and ``--recompute-granularity
+#:   full|selective`` (``megatron/arguments.py``; selective checkpoints ``CoreAttention``,
+#:   ``megatron/model/transformer.py`` ``checkpoint_core_attention``); attention still unfused (``torch.baddbmm``,
+#:   ``FusedScaleMaskSoftmax``, ``nn.Dropout``, ``torch.bmm`` in ``CoreAttention``; FlashAttention came at d693034ecf,
+#:   2022-12-08); dropout 0.1 (``--attention-dropout``/``--hidden-dropout`` defaults); the paper says "mixed
+#:   precision" only, taken as fp16 from ``examples/pretrain_gpt3_175B.sh`` at that commit (``--fp16``), so 16-bit
+#:   gradient buffers and no gradient-accumulation fusion (``arguments.py`` turns it off without fp32
+#:   accumulation), accumulated by the ``main_grad.add_`` hook (``megatron/model/distributed.py``); overlap: none
+#:   modelled -- the DP all-reduce after forward-backward (``training.py`` ``train_step``, moot at dp 1), p2p
+#:   ``req.wait()`` then ``torch.cuda.synchronize()`` (``p2p_communication.py``), TP collectives in the forward
+#:   exposed (only a column-linear's backward input-gradient all-reduce runs beside its weight-gradient GEMM,
+#:   ``mpu/layers.py``, and that is off under sequence parallelism, ``arguments.py``); no distributed optimizer
+#:   yet (it merged 2022-06-08, d07d29df14), no context parallelism.  'Present Work' rows: sequence parallelism
+#:   and selective recomputation; 'Full Recompute' rows: the paper's baseline (Table 4's "Full recompute
+#:   (baseline)" row as transcribed, apart from its "Sequence Parallelism" rows: tensor parallelism without
+#:   sequence parallelism -- read from the transcription's labels, not stated beside Table 5), so their search
+#:   keeps sequence parallelism off.
+_MEGATRON_2022 = {"flash": False, "dropout": True, "main_grad_bytes": 2, "grad_accumulation_fusion": False}
 FRAMEWORK: dict[str, tuple[dict, tuple[bool, bool, bool], dict]] = {
     NARAYANAN: ({"flash": False, "dropout": True, "main_grad_bytes": 2, "grad_accumulation_fusion": False},
                 (False, False, False), {"zeros": (0,), "recomputes": ("none", "full"), "max_cp": 1, "sp": False}),
     MEGATRON: ({"flash": True, "dropout": True, "main_grad_bytes": 4, "grad_accumulation_fusion": True},
                (True, True, True), {"zeros": (0, 1)}),
+    KORTHIKANTI: (_MEGATRON_2022, (False, False, False),
+                  {"zeros": (0,), "recomputes": ("none", "selective", "full"), "max_cp": 1, "sp": True}),
+    KORTHIKANTI_FULL: (_MEGATRON_2022, (False, False, False),
+                       {"zeros": (0,), "recomputes": ("none", "selective", "full"), "max_cp": 1, "sp": False}),
 }
 
 
@@ -308,7 +383,8 @@ def training_report(results: list[dict]) -> str:
               f"{sum(x['best'] / x['forecast'] >= 0.9 for x in results)}/{len(results)}; fits "
               f"{sum(x['fits'] for x in results)}/{len(results)}; search median "
               f"{median(x['rate'] for x in results):,.0f} layouts/s CPU (target >= 10,000)",
-              "excluded:", *(f"  {e}" for e in EXCLUDED), "sources:", f"  {NARAYANAN}", f"  {MEGATRON}"]
+              "excluded:", *(f"  {e}" for e in EXCLUDED), "sources:", f"  {NARAYANAN}", f"  {MEGATRON}",
+              f"  {KORTHIKANTI}", f"  {KORTHIKANTI_FULL}"]
     return "\n".join(lines)
 
 
