@@ -22,7 +22,11 @@ modelled with its framework as its code stood (:data:`FRAMEWORK`: attention, dro
 accumulation, overlap, and the layouts that framework offered, each read from Megatron-LM's code at the cited
 commit).  Nothing is fitted to these step times.
 
-    python benchmarks/bench_published.py [inference|training]
+One layer (:func:`layer_report`, a diagnostic in no target): Korthikanti et al. 2022 Table 4, one layer of the
+22B model's forward and backward under each recomputation and sequence-parallel setting, against the planner's
+forecast of one layer (the difference of a 96- and a 48-layer model, so the embedding and lm_head cancel).
+
+    python benchmarks/bench_published.py [inference|training|layers]
 """
 
 from __future__ import annotations
@@ -388,8 +392,48 @@ def training_report(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# -- one layer: Korthikanti et al. 2022 Table 4 (a held-out check of forward, backward and recomputation) -----
+#: Table 4 of arXiv 2205.05198 as transcribed in section 11 of the same third-party deep dive as Table 5 (file id
+#: 55271916660 of the `read_file` index): one transformer layer of the 22B model (a 64, h 6144, tp 8, s 2048;
+#: micro-batch 4, Table 3), A100 80GB, forward / backward ms.  Only that transcription gives these figures (no
+#: first-party cross-check, unlike Table 5): a diagnostic, in no target.  The paper notes that the backward's
+#: tensor-parallel all-reduce overlaps the weight-gradient GEMMs.
+TABLE4 = (("no recompute", "none", False, 7.7, 11.9), ("sequence parallel", "none", True, 7.2, 11.8),
+          ("full recompute", "full", False, 7.7, 19.5), ("selective recompute", "selective", False, 7.7, 13.2),
+          ("selective + sequence par.", "selective", True, 7.2, 13.1))
+
+
+def layer_report() -> str:
+    """Per layer = (the forecast of 2L layers - that of L layers) / L, so the embedding and lm_head cancel; the
+    framework is Korthikanti's (FRAMEWORK), the tp all-reduces exposed (the forecast's default for tp)."""
+    from roofline.catalog import get_system
+    from roofline.planner import Layout, TrainingRun, estimate
+
+    framework = FRAMEWORK[KORTHIKANTI][0]
+    system = get_system("dgx-a100", nodes=1)
+    lines = [f"{'Table 4 row':<26} {'fwd fc':>7} {'meas':>5} {'bwd fc':>7} {'meas':>5} {'tp comm':>8} "
+             f"{'fwd+bwd+comm':>12} {'meas':>5} {'ratio':>6}"]
+    for name, rec, sp, mf, mb in TABLE4:
+        got = []
+        for layers in (48, 96):
+            arch = {"model_type": "gpt2", "n_embd": 6144, "n_layer": layers, "n_head": 64, "vocab_size": 51200,
+                    "n_positions": 2048, "_name": f"GPT 22B ({layers} layers)"}
+            run = TrainingRun.of(arch, seq=2048, global_batch=4, **framework)
+            e = estimate(run, Layout(tp=8, pp=1, dp=1, zero=0, micro_batch=4, sp=sp, recompute=rec,
+                                     overlap_dp=False, overlap_tp=False, overlap_pp=False), system)
+            got.append((e.forecast_forward, e.forecast_backward + e.forecast_recompute, e.exposed_comm))
+        f, b, c = ((got[1][i] - got[0][i]) / 48 * 1e3 for i in range(3))
+        lines.append(f"{name:<26} {f:>7.2f} {mf:>5.1f} {b:>7.2f} {mb:>5.1f} {c:>8.2f} {f + b + c:>12.2f} "
+                     f"{mf + mb:>5.1f} {(f + b + c) / (mf + mb):>6.2f}")
+    lines.append("(ms per layer; fc = forecast; 'tp comm' = the exposed tp all-reduces, 2 forward + 2 backward)")
+    return "\n".join(lines)
+
+
 def main() -> int:
     part = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if part in ("all", "layers"):
+        print("one layer (Korthikanti et al. 2022 Table 4; diagnostic)")
+        print(layer_report())
     if part in ("all", "inference"):
         print("inference")
         print(report(inference()))
