@@ -44,24 +44,27 @@ What each figure is, checked against the sources:
 * output tokens per second (the column 'Throughput (out tok/s)'), of all the row's TP GPUs together: the page's
   later revision (docs/source/blogs/H200launch.md at commits 2c39687d and 1555478c of NVIDIA/TensorRT-LLM)
   relabels the column 'out tok/s/GPU' and lists 1,654 = 6,616 / 4 and 341 = 682 / 2, the two multi-GPU
-  figures divided by their release TP (it also changes those rows' TP to 2 and 1, which would not divide; the
-  release rows are kept, and the revision's two rows are simulated below as a diagnostic).  The later blogs
+  figures divided by their release TP (it also changes those rows' TP to 2 and 1, unexplained, while keeping
+  the quotients; the release rows are kept, and the revision's two rows are simulated as a diagnostic).  The later blogs
   define the per-GPU figure as out_tps = output_seqlen * batch_size / total_latency / tp
   (docs/source/blogs/Falcon180B-H200.md, XQA-kernel.md): total latency of the whole batch, context included;
 * a static batch of the stated size, every sequence the stated input and output lengths: v0.5-era figures were
-  measured with gptSessionBenchmark (GptSession, static batching; the build and benchmark commands of
-  docs/source/performance.md as updated for v0.6.1, "This data has been updated for v0.6.1").  Simulated as a
+  measured with gptSessionBenchmark (GptSession, static batching: the build and benchmark commands of
+  docs/source/performance.md at commit 138f96d4, "This data has been updated for v0.6.1").  Simulated as a
   closed loop of C = batch clients and C requests: one static batch;
 * FP8 GEMMs and an FP8 KV cache (``--enable_fp8 --fp8_kv_cache`` in those build commands; and the Llama-2-13B
   batch of 128 x (128 + 2048) tokens needs 40 layers x 40 KV heads x 256 x 2 B = 819 kB per token, 228 GB, in
   fp16: more than the H200's 141 GB; in fp8 it is 114 GB): ``wbits = abits = kvbits = 'fp8'``, so the cited FP8
   GEMM table applies (8 bits given as a number would mean int8, which has no cited GEMM curve);
 * the generation-phase attention of v0.5.0 is the masked multi-head attention kernel, one thread block per query
-  head (docs/source/gpt_attention.md: "a single CUDA thread-block per head"): XQA, the grouped kernel, first
-  appears in the v0.6.1 performance.md as an experimental option (``export TRTLLM_ENABLE_XQA=1``).  Llama-2-70B
-  has 64 query heads over 8 KV heads, so each KV head's cache is read 8 times a step:
-  ``kv_reads='per-query-head'`` (roofline.llm.table.KV_READS; no L2 reuse credited).  Llama-2-13B has one
-  query head per KV head, so the variant changes nothing there.
+  head (docs/source/gpt_attention.md at commit 138f96d4: "a single CUDA thread-block per head"; the grid of
+  decoderMaskedMultiheadAttentionTemplate.h, commit 2a9abd95: query head ``hi = blockIdx.x``, KV head
+  ``hi_kv = hi / qhead_per_kv``).  XQA, the grouped kernel, is not in v0.5.0: a later revision of
+  performance.md (v0.6.1 data) adds it as experimental and off by default ("export TRTLLM_ENABLE_XQA=1"), and
+  Falcon180B-H200.md credits improved generation-phase GQA kernels with "up to 2.4x ... over TensorRT-LLM
+  v0.5" on Llama-70B.  Llama-2-70B has 64 query heads over 8 KV heads, so each KV head's cache is read 8
+  times a step: ``kv_reads='per-query-head'`` (roofline.llm.table.KV_READS; no L2 reuse credited).
+  Llama-2-13B has one query head per KV head, so the variant changes nothing there.
 Check outside the table (a diagnostic, not in the verdict): the XQA blog's H200 Llama-2-70B TP1 128/2048 pair,
 1,227 tok/s/GPU without XQA and 2,941 with (TensorRT-LLM v0.8a; docs/source/blogs/XQA-kernel.md; batch 192 as
 docs/source/blogs/Falcon180B-H200.md gives for the 2,941 figure, the other batch not stated), simulated with

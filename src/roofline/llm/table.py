@@ -156,9 +156,11 @@ def check_tp(arch: Arch, tp: int) -> None:
 #: * ``shared``: once per sequence and layer for its whole group of query heads, the compulsory traffic
 #:   (FlashAttention, FlashInfer, TensorRT-LLM's XQA kernel from v0.6.1 on);
 #: * ``per-query-head``: once per query head, ``heads / kv_heads`` times the compulsory traffic: TensorRT-LLM
-#:   v0.5's masked multi-head attention, "a single CUDA thread-block per head" (docs/source/gpt_attention.md,
-#:   Generation Phase), whose grid is (query head ``hi = blockIdx.x``, sequence ``blockIdx.y``) and whose block
-#:   streams the cache of KV head ``hi_kv = hi / qhead_per_kv`` (decoderMaskedMultiheadAttentionTemplate.h).
+#:   v0.5's masked multi-head attention, "a single CUDA thread-block per head" (NVIDIA/TensorRT-LLM
+#:   docs/source/gpt_attention.md, Generation Phase, commit 138f96d4), whose grid is (query head
+#:   ``hi = blockIdx.x``, sequence ``blockIdx.y``) and whose block streams the cache of KV head
+#:   ``hi_kv = hi / qhead_per_kv`` (cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/
+#:   decoderMaskedMultiheadAttentionTemplate.h, commit 2a9abd95; XQA, which reads a group's KV once, came later).
 #:   Every repeat is counted as memory traffic: no L2 reuse between the blocks of a group is credited (no cited
 #:   hit rate for that kernel).  The variant applies to every attention op of the table (the serving step
 #:   tables batch prefill and decode in one); context attention is compute-bound, where the extra reads barely count.
