@@ -66,9 +66,9 @@ What each figure is, checked against the sources:
   times a step: ``kv_reads='per-query-head'`` (roofline.llm.table.KV_READS; no L2 reuse credited).
   Llama-2-13B has one query head per KV head, so the variant changes nothing there.
 Check outside the table (a diagnostic, not in the verdict): the XQA blog's H200 Llama-2-70B TP1 128/2048 pair,
-1,227 tok/s/GPU without XQA and 2,941 with (TensorRT-LLM v0.8a; docs/source/blogs/XQA-kernel.md; batch 192 as
-docs/source/blogs/Falcon180B-H200.md gives for the 2,941 figure, the other batch not stated), simulated with
-per-query-head and shared KV reads.
+1,227 tok/s/GPU without XQA and 2,941 with (docs/source/blogs/XQA-kernel.md, pre-release builds "included in
+the v0.8 releases"; batch 192 as docs/source/blogs/Falcon180B-H200.md gives for the same 2,941 figure, TensorRT-LLM
+v0.7a; the batch without XQA is not stated), simulated with per-query-head and shared KV reads.
 Left unmodelled: v0.5's attention plugin runs in fp16 (``--use_gpt_attention_plugin float16``; "the GPT
 attention operator works with FP32, FP16, and BFloat16 inputs and outputs", gpt_attention.md), while the
 simulator computes attention at the wider of the activations and the KV cache (fp8 here): context attention
