@@ -1,6 +1,6 @@
 """How fast and how right is the serving simulator?  (a script, not a test)
 
-    python benchmarks/bench_serve.py [--speed-only]
+    python benchmarks/bench_serve.py [--speed-only | --table 1 | --table 2]
 
 Speed: 10,000 requests of Llama-3-70B on 8x H100 (tp 8; input 128..1024, output 64..512 tokens uniform,
 Poisson 20 req/s, seed 0), prefill-first and chunked prefill: wall time (the step tables' build included),
@@ -37,14 +37,42 @@ settles at about a / (1 - rho).  MLPerf Server rows run at 88-96% of their own O
 percent of capacity error moves the TPOT by a factor; the 'same load' column (the Server rate scaled by the
 simulated over the published Offline throughput; a diagnostic, not in the verdict) shows how much remains.
 
-Table 2, every row of NVIDIA's TensorRT-LLM H200 launch table (TensorRT-LLM v0.5.0, FP8, H200; "max
-throughput": a static batch of the stated size, every sequence the stated input and output lengths):
-https://github.com/NVIDIA/TensorRT-LLM/blob/release/0.5.0/docs/source/blogs/H200launch.md
-(the table's 'llama_70b' / 'llama_13b' are Llama-2 70B / 13B, the models of TensorRT-LLM v0.5.0's examples).
-Simulated as a closed loop of C = batch clients and C requests of fixed lengths: one static batch, as measured.
-FP8 weights and activations (--wbits 8 --abits 8).  The KV cache's precision is not stated; fp8 here
-(--kvbits 8), because the table's Llama-2-13B batch of 128 x (128 + 2048) tokens needs 40 layers x 40 KV heads
-x 256 x 2 B = 819 kB per token, 228 GB, in bf16: more than the H200's 141 GB; in fp8 it is 114 GB.
+Table 2, every row of NVIDIA's TensorRT-LLM H200 launch table, as published for TensorRT-LLM v0.5.0
+(https://github.com/NVIDIA/TensorRT-LLM/blob/release/0.5.0/docs/source/blogs/H200launch.md, "H200 FP8 Max
+throughput"; the table's 'llama_70b' / 'llama_13b' are Llama-2 70B / 13B, the models of v0.5.0's examples).
+What each figure is, checked against the sources:
+* output tokens per second (the column 'Throughput (out tok/s)'), of all the row's TP GPUs together: the page's
+  later revision (docs/source/blogs/H200launch.md at commits 2c39687d and 1555478c of NVIDIA/TensorRT-LLM)
+  relabels the column 'out tok/s/GPU' and lists 1,654 = 6,616 / 4 and 341 = 682 / 2, the two multi-GPU
+  figures divided by their release TP (it also changes those rows' TP to 2 and 1, unexplained, while keeping
+  the quotients; the release rows are kept, and the revision's two rows are simulated as a diagnostic).  The later blogs
+  define the per-GPU figure as out_tps = output_seqlen * batch_size / total_latency / tp
+  (docs/source/blogs/Falcon180B-H200.md, XQA-kernel.md): total latency of the whole batch, context included;
+* a static batch of the stated size, every sequence the stated input and output lengths: v0.5-era figures were
+  measured with gptSessionBenchmark (GptSession, static batching: the build and benchmark commands of
+  docs/source/performance.md at commit 138f96d4, "This data has been updated for v0.6.1").  Simulated as a
+  closed loop of C = batch clients and C requests: one static batch;
+* FP8 GEMMs and an FP8 KV cache (``--enable_fp8 --fp8_kv_cache`` in those build commands; and the Llama-2-13B
+  batch of 128 x (128 + 2048) tokens needs 40 layers x 40 KV heads x 256 x 2 B = 819 kB per token, 228 GB, in
+  fp16: more than the H200's 141 GB; in fp8 it is 114 GB): ``wbits = abits = kvbits = 'fp8'``, so the cited FP8
+  GEMM table applies (8 bits given as a number would mean int8, which has no cited GEMM curve);
+* the generation-phase attention of v0.5.0 is the masked multi-head attention kernel, one thread block per query
+  head (docs/source/gpt_attention.md at commit 138f96d4: "a single CUDA thread-block per head"; the grid of
+  decoderMaskedMultiheadAttentionTemplate.h, commit 2a9abd95: query head ``hi = blockIdx.x``, KV head
+  ``hi_kv = hi / qhead_per_kv``).  XQA, the grouped kernel, is not in v0.5.0: a later revision of
+  performance.md (v0.6.1 data) adds it as experimental and off by default ("export TRTLLM_ENABLE_XQA=1"), and
+  Falcon180B-H200.md credits improved generation-phase GQA kernels with "up to 2.4x ... over TensorRT-LLM
+  v0.5" on Llama-70B.  Llama-2-70B has 64 query heads over 8 KV heads, so each KV head's cache is read 8
+  times a step: ``kv_reads='per-query-head'`` (roofline.llm.table.KV_READS; no L2 reuse credited).
+  Llama-2-13B has one query head per KV head, so the variant changes nothing there.
+Check outside the table (a diagnostic, not in the verdict): the XQA blog's H200 Llama-2-70B TP1 128/2048 pair,
+1,227 tok/s/GPU without XQA and 2,941 with (docs/source/blogs/XQA-kernel.md, pre-release builds "included in
+the v0.8 releases"; batch 192 as docs/source/blogs/Falcon180B-H200.md gives for the same 2,941 figure, TensorRT-LLM
+v0.7a; the batch without XQA is not stated), simulated with per-query-head and shared KV reads.
+Left unmodelled: v0.5's attention plugin runs in fp16 (``--use_gpt_attention_plugin float16``; "the GPT
+attention operator works with FP32, FP16, and BFloat16 inputs and outputs", gpt_attention.md), while the
+simulator computes attention at the wider of the activations and the KV cache (fp8 here): context attention
+is a few percent of these rows' FLOPs; GptSession's per-step host time (no cited figure in seconds).
 
 Excluded, with reasons:
 * MLPerf v4.1 H200-SXM-141GB-CTS x8 (a custom-thermal H200 run at a higher power limit) and H200 x8 MaxQ
@@ -94,8 +122,9 @@ OFFLINE_BATCHES = 6
 #: Server: simulated seconds of arrivals per replica
 SERVER_SECONDS = 1200.0
 
-SOURCE = "TensorRT-LLM v0.5.0 H200launch.md (H200, FP8, max throughput)"
-#: (model, batch, tp, input, output, published output tokens/s) - every row of the table
+SOURCE = "TensorRT-LLM v0.5.0 H200launch.md (H200, FP8, static batch, max throughput)"
+#: (model, batch, tp, input, output, published output tokens/s of the row's tp GPUs) - every row of the table
+#: (release/0.5.0 docs/source/blogs/H200launch.md)
 ROWS = (
     ("llama-2-13b", 1024, 1, 128, 128, 11_819),
     ("llama-2-13b", 128, 1, 128, 2048, 4_750),
@@ -104,6 +133,16 @@ ROWS = (
     ("llama-2-70b", 512, 4, 128, 2048, 6_616),
     ("llama-2-70b", 64, 2, 2048, 128, 682),
     ("llama-2-70b", 32, 1, 2048, 128, 303),
+)
+#: TensorRT-LLM v0.5.0's engine as the table ran it (module docstring): FP8 GEMMs and KV cache, masked MHA decode
+TRTLLM_V05: dict[str, Any] = dict(wbits="fp8", abits="fp8", kvbits="fp8", kv_reads="per-query-head")
+#: Diagnostics, not in the verdict: (label, model, batch, tp, input, output, published tokens/s of the tp GPUs,
+#: KV reads).  The later revision's two rows (per-GPU figure x its TP); the XQA blog's pair.
+DIAGNOSTICS = (
+    ("revision (2c39687d)", "llama-2-70b", 512, 2, 128, 2048, 1_654 * 2, "per-query-head"),
+    ("revision (2c39687d)", "llama-2-70b", 64, 1, 2048, 128, 341, "per-query-head"),
+    ("XQA blog, no XQA", "llama-2-70b", 192, 1, 128, 2048, 1_227, "per-query-head"),
+    ("XQA blog, XQA", "llama-2-70b", 192, 1, 128, 2048, 2_941, "shared"),
 )
 
 
@@ -174,32 +213,50 @@ def accuracy_mlperf() -> tuple[list[float], list[float]]:
     return thr_r, tpot_r
 
 
-def accuracy() -> None:
-    thr, tpot = accuracy_mlperf()
-    _verdict("MLPerf throughput", thr)
-    _verdict("MLPerf p99 TPOT (Server)", tpot)
-    _verdict("MLPerf throughput and TPOT together", thr + tpot)
-    print(f"\nAccuracy 2: output tokens/s against {SOURCE}")
+def trtllm_row(model: str, batch: int, tp: int, isl: int, osl: int, **engine: Any) -> dict[str, float | str]:
+    """Output tokens/s of the row's tp GPUs, forecast and bound, of one static batch (or the error line)."""
+    out: dict[str, float | str] = {}
+    for mode in ("forecast", "bound"):
+        try:
+            r = roofline.serve(model, "h200", tp=tp, isl=isl, osl=osl, requests=batch, concurrency=batch,
+                               bound=mode == "bound", **engine)
+            out[mode] = r.figures["output_tokens_per_s"]
+        except roofline.RooflineError as e:
+            out[mode] = str(e)
+    return out
+
+
+def accuracy_trtllm() -> list[float]:
+    """Table 2: forecast / published of every row, printed with the bound; then the diagnostics."""
+    print(f"\nAccuracy 2: output tokens/s of the row's GPUs against {SOURCE}; "
+          f"load {os.getloadavg()[0]:.2f}, {time.strftime('%H:%M:%S', time.gmtime())} UTC")
     print(f"  {'model':12} {'batch':>5} {'tp':>2} {'in/out':>9} {'published':>9} {'forecast':>9} {'ratio':>6} "
           f"{'bound':>9} {'ratio':>6}")
     ratios: list[float] = []
     for model, batch, tp, isl, osl, published in ROWS:
-        out: dict[str, Any] = {}
-        for mode in ("forecast", "bound"):
-            try:
-                r = roofline.serve(model, "h200", tp=tp, isl=isl, osl=osl, requests=batch, concurrency=batch,
-                                   wbits=8, abits=8, kvbits=8, bound=mode == "bound")
-                out[mode] = r.figures["output_tokens_per_s"]
-            except roofline.RooflineError as e:
-                out[mode] = str(e)
+        out = trtllm_row(model, batch, tp, isl, osl, **TRTLLM_V05)
         f, b = out["forecast"], out["bound"]
-        if isinstance(f, str):
-            print(f"  {model:12} {batch:>5} {tp:>2} {isl}/{osl:<4}  {published:>9,}  not simulated: {f}")
+        if isinstance(f, str) or isinstance(b, str):
+            print(f"  {model:12} {batch:>5} {tp:>2} {f'{isl}/{osl}':>9} {published:>9,}  not simulated: {f}")
             continue
         ratios.append(f / published)
         print(f"  {model:12} {batch:>5} {tp:>2} {f'{isl}/{osl}':>9} {published:>9,} {f:>9,.0f} {f / published:>6.2f} "
               f"{b:>9,.0f} {b / published:>6.2f}")
     _verdict("TensorRT-LLM v0.5 table", ratios)
+    print("  diagnostics (not in the verdict; module docstring):")
+    for label, model, batch, tp, isl, osl, published, reads in DIAGNOSTICS:
+        f = trtllm_row(model, batch, tp, isl, osl, **{**TRTLLM_V05, "kv_reads": reads})["forecast"]
+        shown = f"{f:>9,.0f} {f / published:>6.2f}" if isinstance(f, float) else f"not simulated: {f}"
+        print(f"  {label:20} {model} batch {batch:>3} tp {tp} {f'{isl}/{osl}':>8} {published:>6,} {shown}  ({reads})")
+    return ratios
+
+
+def accuracy() -> None:
+    thr, tpot = accuracy_mlperf()
+    _verdict("MLPerf throughput", thr)
+    _verdict("MLPerf p99 TPOT (Server)", tpot)
+    _verdict("MLPerf throughput and TPOT together", thr + tpot)
+    accuracy_trtllm()
     print("  excluded: MLPerf v5.0, CTS and MaxQ rows; vLLM and SGLang figures (see the module docstring)")
 
 
@@ -212,9 +269,24 @@ def _verdict(label: str, ratios: list[float]) -> None:
               f"(target <= 2x: {'met' if worst <= 2 else 'MISSED'})")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if "--table" in args:  # one accuracy table only: --table 1 (MLPerf) or --table 2 (TensorRT-LLM v0.5)
+        i = args.index("--table")
+        which = args[i + 1] if i + 1 < len(args) else ""
+        if which == "1":
+            thr, tpot = accuracy_mlperf()
+            _verdict("MLPerf throughput", thr)
+            _verdict("MLPerf p99 TPOT (Server)", tpot)
+            _verdict("MLPerf throughput and TPOT together", thr + tpot)
+        elif which == "2":
+            accuracy_trtllm()
+        else:
+            print(f"bench_serve.py: error: --table takes 1 or 2, got {which!r}", file=sys.stderr)
+            return 2
+        return 0
     speed()
-    if "--speed-only" not in sys.argv:
+    if "--speed-only" not in args:
         accuracy()
     return 0
 

@@ -60,13 +60,13 @@ def _steps(spec: LLMSpec) -> list[tuple[OpTable, np.ndarray, float]]:
     a, r = spec.arch, spec.moe_routing
     out = []
     if spec.phase in ("prefill", "generate"):
-        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits)
+        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
         out.append((table, basis(a, spec.batch, spec.prompt, spec.prompt, moe_routing=r), 1.0))
     if spec.phase == "decode":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
         out.append((table, basis(a, spec.batch, 1, spec.context, moe_routing=r), 1.0))
     if spec.phase == "generate":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
         out.append((table, basis(a, spec.batch, 1, spec.prompt + 1, spec.prompt + spec.gen, moe_routing=r),
                     float(spec.gen)))
     return out
@@ -124,7 +124,10 @@ def build_workload(spec: LLMSpec) -> Workload:
         title=title, source=f"roofline.llm ({spec.arch.source})", info=run_info(spec), llm=spec, phases=phases,
         bytes_model=("fused attention (FlashAttention-style, no score tensor in memory); other ops unfused"
                      if spec.flash else "unfused: compulsory traffic per op (every input read once, every output "
-                     "written once), attention scores written and read back"),
+                     "written once), attention scores written and read back")
+        + ("; attention reads each KV head once per query head (TensorRT-LLM v0.5 masked MHA)"
+           if spec.kv_reads == "per-query-head" and spec.arch.heads != spec.arch.kv_heads and not spec.arch.mla
+           else ""),
         assumptions=assumptions(spec), warnings=list(spec.arch.warnings))
 
 
@@ -136,7 +139,8 @@ def run_info(spec: LLMSpec) -> dict[str, Any]:
     act = float(activation_bytes(spec))
     return {"model": spec.arch.name, "model_source": spec.arch.source, "phase": spec.phase, "batch": spec.batch,
             "prompt": spec.prompt, "context": spec.context, "gen": spec.gen, "tp": spec.tp, "flash": spec.flash,
-            "all_logits": spec.all_logits, "moe_routing": spec.moe_routing, "precisions": spec.precisions.to_dict(),
+            "all_logits": spec.all_logits, "moe_routing": spec.moe_routing, "kv_reads": spec.kv_reads,
+            "precisions": spec.precisions.to_dict(),
             "params": total, "active_params": active, "weight_bytes": weights, "kv_cache_bytes": kv,
             "activation_bytes": act, "memory_bytes": memory_bytes(spec)}
 

@@ -18,7 +18,7 @@ from roofline.errors import RooflineError
 from roofline.limits import max_dim
 from roofline.llm.basis import MOE_ROUTINGS, parse_moe_routing
 from roofline.llm.config import Arch, load_arch
-from roofline.llm.table import check_tp
+from roofline.llm.table import KV_READS, check_tp, parse_kv_reads
 from roofline.precision import BITS, canonical, wider
 
 PHASES = ("prefill", "decode", "generate")
@@ -96,6 +96,8 @@ class LLMSpec:
     flash: bool = False
     all_logits: bool = False
     moe_routing: str = "expected"
+    #: how attention reads a KV head shared by query heads (:data:`roofline.llm.table.KV_READS`)
+    kv_reads: str = "shared"
 
     @property
     def max_context(self) -> int:
@@ -108,7 +110,8 @@ class LLMSpec:
     def to_dict(self) -> dict[str, Any]:
         return {"arch": self.arch.to_dict(), "phase": self.phase, "batch": self.batch, "prompt": self.prompt,
                 "context": self.context, "gen": self.gen, "precisions": self.precisions.to_dict(), "tp": self.tp,
-                "flash": self.flash, "all_logits": self.all_logits, "moe_routing": self.moe_routing}
+                "flash": self.flash, "all_logits": self.all_logits, "moe_routing": self.moe_routing,
+                "kv_reads": self.kv_reads}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LLMSpec:
@@ -117,7 +120,9 @@ class LLMSpec:
                    int(d["gen"]), Precisions(p["weights"], p["activations"], p["kv_cache"], int(p["group_size"])),
                    int(d["tp"]), bool(d["flash"]), bool(d["all_logits"]),
                    # files written before the option existed used the worst case
-                   parse_moe_routing(d.get("moe_routing", "worst")))
+                   parse_moe_routing(d.get("moe_routing", "worst")),
+                   # and before this one, every KV head was read once per sequence
+                   parse_kv_reads(d.get("kv_reads", "shared")))
 
 
 def _positive_int(value: Any, field: str) -> int:
@@ -140,9 +145,10 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
               prompt: int | None = None, context: int | None = None, gen: int | None = None,
               wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
               flash: bool = False, group_size: int = 128, all_logits: bool = False,
-              moe_routing: str = "expected") -> LLMSpec:
+              moe_routing: str = "expected", kv_reads: str = "shared") -> LLMSpec:
     """Validate every knob (one-line errors) and resolve the model."""
     moe_routing = parse_moe_routing(moe_routing)
+    kv_reads = parse_kv_reads(kv_reads)
     if phase not in PHASES:
         raise RooflineError(f"phase {phase!r} is not one of {', '.join(PHASES)}")
     arch = load_arch(model)
@@ -157,7 +163,7 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))
     return LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits),
-                   moe_routing)
+                   moe_routing, kv_reads)
 
 
 # -- the ``llm`` object of a workload file -------------------------------------------
@@ -209,6 +215,10 @@ def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
     if llm.get("moe_routing") is not None and as_str(llm["moe_routing"], f"{field}.moe_routing", where).strip().lower() \
             not in MOE_ROUTINGS:
         raise RooflineError(f"{field}.moe_routing {shown(llm['moe_routing'])} is not one of {', '.join(MOE_ROUTINGS)}",
+                            where=where)
+    if llm.get("kv_reads") is not None and as_str(llm["kv_reads"], f"{field}.kv_reads", where).strip().lower() \
+            not in KV_READS:
+        raise RooflineError(f"{field}.kv_reads {shown(llm['kv_reads'])} is not one of {', '.join(KV_READS)}",
                             where=where)
     precisions = as_object(llm.get("precisions"), f"{field}.precisions", where)
     _check_typed(precisions, _LLM_PRECISIONS, f"{field}.precisions", where)

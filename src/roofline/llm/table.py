@@ -150,9 +150,36 @@ def check_tp(arch: Arch, tp: int) -> None:
         kv_heads_per_device(arch, tp)
 
 
+#: How an attention kernel reads a KV head's cache that several query heads share (grouped-query and
+#: multi-query attention; identical for multi-head attention, one query head per KV head):
+#:
+#: * ``shared``: once per sequence and layer for its whole group of query heads, the compulsory traffic
+#:   (FlashAttention, FlashInfer, TensorRT-LLM's XQA kernel from v0.6.1 on);
+#: * ``per-query-head``: once per query head, ``heads / kv_heads`` times the compulsory traffic: TensorRT-LLM
+#:   v0.5's masked multi-head attention, "a single CUDA thread-block per head" (NVIDIA/TensorRT-LLM
+#:   docs/source/gpt_attention.md, Generation Phase, commit 138f96d4), whose grid is (query head
+#:   ``hi = blockIdx.x``, sequence ``blockIdx.y``) and whose block streams the cache of KV head
+#:   ``hi_kv = hi / qhead_per_kv`` (cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/
+#:   decoderMaskedMultiheadAttentionTemplate.h, commit 2a9abd95; XQA, which reads a group's KV once, came later).
+#:   Every repeat is counted as memory traffic: no L2 reuse between the blocks of a group is credited (no cited
+#:   hit rate for that kernel).  The variant applies to every attention op of the table (the serving step
+#:   tables batch prefill and decode in one); context attention is compute-bound, where the extra reads barely count.
+KV_READS = ("shared", "per-query-head")
+
+
+def parse_kv_reads(value: object) -> str:
+    """``value`` if it names a :data:`KV_READS` variant; anything else is a one-line error."""
+    if isinstance(value, str) and value.strip().lower() in KV_READS:
+        return value.strip().lower()
+    from roofline.fileio import shown
+
+    raise RooflineError(f"kv_reads {shown(value)} is not one of {', '.join(KV_READS)}")
+
+
 @lru_cache(maxsize=256)
-def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_logits: bool = False) -> OpTable:
-    """The ops of one prefill or decode step of ``arch`` on one of ``tp`` devices."""
+def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_logits: bool = False,
+                kv_reads: str = "shared") -> OpTable:
+    """The ops of one prefill or decode step of ``arch`` on one of ``tp`` devices (``kv_reads``: :data:`KV_READS`)."""
     check_tp(arch, tp)
     r = _Layer(phase, arch, tp)
     _embedding(r)
@@ -160,7 +187,7 @@ def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_lo
     if arch.mla:
         _mla_attention(r, flash)
     else:
-        _attention(r, flash)
+        _attention(r, flash, parse_kv_reads(kv_reads))
     _attention_output(r)
     _mlp_block(r)
     _lm_head(r, all_logits)
@@ -216,11 +243,13 @@ def _embedding(r: _Layer) -> None:
         r.elementwise("embed.scale", 1, "mul", 1, d)
 
 
-def _attention(r: _Layer, flash: bool) -> None:
+def _attention(r: _Layer, flash: bool, kv_reads: str = "shared") -> None:
     """Q, K, V projections, RoPE, the KV-cache write and attention (full layers, then sliding-window ones)."""
     arch, d, L, h = r.arch, r.arch.hidden, r.arch.layers, r.heads
     dh, dv = arch.head_dim, arch.v_head_dim
     kv = kv_heads_per_device(arch, r.tp)
+    # KV heads whose cache the attention kernel reads per key: each KV head once, or once per query head
+    reads = h if kv_reads == "per-query-head" else kv
     r.gemm("layers.attn.q_proj", L, d, h * dh, bias=arch.qkv_bias)
     r.gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
     r.gemm("layers.attn.v_proj", L, d, kv * dv, bias=arch.qkv_bias)
@@ -228,9 +257,9 @@ def _attention(r: _Layer, flash: bool) -> None:
         r.elementwise("layers.attn.rope", L, "rope", 1, (h + kv) * dh)
     r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: kv * (dh + dv)}, kw={TOK: kv * (dh + dv)})
     full = L - arch.window_layers
-    _attention_core(r, full, "", h, dh, dv, flash, KEY, PAIR, k_read=("kr", kv * dh), v_read=("kr", kv * dv))
+    _attention_core(r, full, "", h, dh, dv, flash, KEY, PAIR, k_read=("kr", reads * dh), v_read=("kr", reads * dv))
     _attention_core(r, arch.window_layers, "sliding.", h, dh, dv, flash, KEYW, PAIRW,
-                    k_read=("kr", kv * dh), v_read=("kr", kv * dv))
+                    k_read=("kr", reads * dh), v_read=("kr", reads * dv))
 
 
 def _mla_attention(r: _Layer, flash: bool) -> None:

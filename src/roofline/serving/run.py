@@ -178,7 +178,7 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
           block_size: int = BLOCK_SIZE, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
           slo: str | Slo | None = None, bound: bool = False, exact: bool = False, flash: bool = True,
           overhead: float = 0.0, whole_prompts: bool = False, kv_of_free: bool = False,
-          cuda_graphs: bool = False) -> ServeResult:
+          cuda_graphs: bool = False, kv_reads: str = "shared") -> ServeResult:
     """Simulate serving ``model`` on ``device`` (``tp`` devices per replica) or ``system`` (module docs).
 
     ``bound``: iteration times from the roofline bound instead of the forecast; ``exact``: every iteration's
@@ -186,14 +186,16 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     ``whole_prompts``: inflight batching of whole prompts under the token budget (TensorRT-LLM's IFB,
     :mod:`~roofline.serving.scheduler`); ``kv_of_free``: ``gpu_memory_utilization`` is a fraction of the
     memory left after weights and activations (TensorRT-LLM) rather than of the total (vLLM);
-    ``cuda_graphs``: every iteration replays a CUDA graph (the ``cuda-graph`` overhead floor per kernel).
+    ``cuda_graphs``: every iteration replays a CUDA graph (the ``cuda-graph`` overhead floor per kernel);
+    ``kv_reads``: how attention reads a KV head shared by query heads (:data:`roofline.llm.table.KV_READS`).
     :mod:`roofline.serving.engines` holds cited settings of the engines people run.
     """
     _arguments(model, device, system, tp, rate, concurrency, requests, seed, overhead,
                dict(chunked=chunked, bound=bound, exact=exact, flash=flash, whole_prompts=whole_prompts,
                     kv_of_free=kv_of_free, cuda_graphs=cuda_graphs))
     dev, replicas, name = _devices(device, system, tp)
-    spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash)
+    spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash,
+                     kv_reads=kv_reads)
     reqs = make_requests(isl=isl, osl=osl, trace=trace, rate=rate, concurrency=concurrency, requests=requests,
                          seed=seed)
     sched = scheduler or Scheduler(chunked=chunked, token_budget=max_tokens, max_batch=max_batch,
