@@ -41,8 +41,12 @@ at once, as Offline issues them).  Server: Poisson arrivals at the row's schedul
 
 Why a Server TPOT can miss while the throughputs match: a Server run settles where its decode batch B clears
 the arrivals, B / T(B) = the output rate, with T(B) ~ a + c B (a: weights read, launches; c: per-token
-compute); so T = a / (1 - rate x c), and at MLPerf's loads (88-96% of Offline, rate x c ~ 0.85-0.9) a
-relative error e in c moves T by about e x rate c / (1 - rate c), 6 to 10 times e.  Two diagnostics (not in
+compute, both per token of the iteration); so T = a / (1 - rate x c), and a relative error e in c moves T
+by about e x rate c / (1 - rate c).  On the v4.1 H200 row that factor is about 6.3: a line through its
+Server and Offline operating points (Little's law on the logs: 451 decodes + 347 prompt tokens in 123.3 ms;
+806 + 615 in 806 / 3,912.8 s = 206.0 ms) has a = 17.3 ms, c = 0.1328 ms per token, and the Server's 12.66
+req/s x 513.6 tokens = 6,500 tokens/s per GPU make rate x c = 0.863 (17.3 / 0.137 = 126 ms against the logged
+mean TPOT of 123 ms).  A step model 5% off per token is about 30% off in TPOT there.  Two diagnostics (not in
 the verdict) separate the step model from that amplification: 'same load' (the Server rate scaled by the
 simulated over the published Offline throughput of the same system, i.e. at the load fraction the real
 system ran at) and 'iter sim/pub': one iteration at the published operating point, by Little's law on the
