@@ -45,15 +45,16 @@ class Lengths:
     quantiles: tuple[float, ...] = ()
 
     @classmethod
-    def from_quantiles(cls, values: object, option: str = "--isl") -> Lengths:
-        """The empirical law of these quantiles (two at least, non-decreasing, each >= 1); else one line."""
+    def from_quantiles(cls, values: object, option: str = "--isl", text: str | None = None) -> Lengths:
+        """The empirical law of these quantiles (two at least, non-decreasing, each >= 1); else one line
+        (naming ``text``, the option's value as given, when there is one)."""
         try:
             q = tuple(float(v) for v in values)  # type: ignore[attr-defined]
         except (TypeError, ValueError):
             q = ()
         if len(q) < 2 or not all(math.isfinite(v) and v >= 1 for v in q) or any(q[i + 1] < q[i] for i in range(len(q) - 1)):
-            raise RooflineError(f"{option}: quantiles must be two or more non-decreasing token counts >= 1, got "
-                                f"{values!r}")
+            shown = text if text is not None else repr(values)
+            raise RooflineError(f"{option} {shown}: quantiles must be two or more non-decreasing token counts >= 1")
         return cls("quantiles", q[0], q[-1], q)
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -85,7 +86,7 @@ def parse_lengths(text: str | int, option: str) -> Lengths:
             values = [float(v) for v in parts[0].split(",")]
         except ValueError:
             values = []
-        return Lengths.from_quantiles(values if values else parts[0], option)
+        return Lengths.from_quantiles(values if values else parts[0], option, repr(raw))
     try:
         if len(parts) == 1:
             a = int(parts[0])
