@@ -2,7 +2,7 @@
 
 ``--isl 1024`` is fixed; ``--isl 512:2048:uniform`` draws integers uniformly from 512..2048 (both included);
 ``--isl 1024:0.5:lognormal`` a log-normal of median 1024 and sigma 0.5 (rounded, at least 1);
-``--isl 48,102,152,266,1021:quantiles`` an empirical law given by its quantiles at equal steps of probability
+``--isl 48,109,152,266,1021:quantiles`` an empirical law given by its quantiles at equal steps of probability
 (here the 0, 25, 50, 75 and 100th percentiles): a uniform u picks a point of the piecewise-linear quantile
 function, rounded (a data set's lengths summarised by, e.g., its 101 percentiles).  Arrivals:
 ``rate`` requests/s as a Poisson process (exponential gaps), or a closed loop.  Every draw comes from one
