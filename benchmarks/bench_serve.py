@@ -31,7 +31,8 @@ Requests: the OpenOrca set of 24,576 samples, input and output at most 1024 toke
 (mlcommons/inference language/llama2-70b/README.md: processorca.py --seqlen_limit=1024).  Input lengths: the
 data set's own, as its 101 percentiles (:data:`MLPERF_ISL_PERCENTILES`, mean 222.3, median 152 tokens), read
 from the per-sample tok_input_length column of the official open_orca_gpt4_tokenized_llama.sampled_24576.pkl
-as extracted to mlperf-data/summaries/llama2-70b-99.csv of https://github.com/openshift-psap/performance-dashboard
+(the column NVIDIA's harness feeds as input_lens.npy: code/llama2-70b/tensorrt/preprocess_data.py, v4.1) as
+extracted to mlperf-data/summaries/llama2-70b-99.csv of https://github.com/openshift-psap/performance-dashboard
 (commit 7cd1065d1e2c53ee745cbda08e2a8f13a42c93bb: 24,576 rows, inputs 48..1021).  Output lengths: the data
 set's column is GPT-4's reference answers (mean 219), not the Llama-2 outputs the rows time, so outputs stay
 uniform on 1..2m-1 where m is the row's own tokens per sample ('Tokens per second' / 'Samples per second' of
