@@ -24,7 +24,8 @@ the bare 8 that names int8) and the harness (roofline.serving.engines 'trtllm-ml
 of whole prompts under max_num_tokens 4096, KV cache 0.90 of the free memory).  8 / tp replicas, one simulated
 (requests dealt to it as round robin would: 1 in 8/tp of the Poisson stream is simulated as a Poisson stream
 of rate / replicas), throughput times the replicas.
-TPOT as MLPerf's LoadGen measures it (mlcommons/inference loadgen/logging.cc, AsyncLog::RecordSampleCompletion:
+TPOT as MLPerf's LoadGen measures it (mlcommons/inference at b66003e10e2db4b8c36a448b0545ec90fcc6e9e9, a later
+LoadGen than the v4.x runs', loadgen/logging.cc, AsyncLog::RecordSampleCompletion:
 per sample (latency - first-token latency) / (tokens - 1); loadgen/results.cc: the sorted array's element at
 sample_count x 0.99): the simulator's per-request (last - first token) / (output - 1) and its p99.
 Requests: the OpenOrca set of 24,576 samples, input and output at most 1024 tokens each
