@@ -37,8 +37,9 @@ extracted to mlperf-data/summaries/llama2-70b-99.csv of https://github.com/opens
 (commit 7cd1065d1e2c53ee745cbda08e2a8f13a42c93bb: 24,576 rows, inputs 48..1021).  Output lengths: the data
 set's column is GPT-4's reference answers (mean 219), not the Llama-2 outputs the rows time, so outputs stay
 uniform on 1..2m-1 where m is the row's own tokens per sample ('Tokens per second' / 'Samples per second' of
-the same log, 290-293).  Offline: a closed loop holding 6 x gpu_batch_size requests per replica (all queued
-at once, as Offline issues them).  Server: Poisson arrivals at the row's scheduled rate for the
+the same log, 290-293).  Offline: a closed loop holding the run's own samples_per_query / replicas
+requests per replica (the logs' Test Parameters: 200,640 to 274,560 samples, 39-56 x gpu_batch_size per
+replica), all queued at once, as Offline issues them.  Server: Poisson arrivals at the row's scheduled rate for the
 runs' 2,400 s min_duration; the constraint is TTFT 2 s / TPOT 200 ms at p99 (the logs' ttft_latency /
 tpot_latency).
 
@@ -136,7 +137,14 @@ MLPERF_ISL_PERCENTILES = (
 MLPERF_ISL_MEAN = 222.33
 #: FP8 weights, activations and KV cache (use_fp8; builder.py '--qformat=fp8'): names, since a bare 8 is int8
 MLPERF_PRECISION: dict[str, Any] = dict(wbits="fp8", abits="fp8", kvbits="fp8")
-#: Offline: requests per replica, as multiples of its batch limit (all queued at t = 0)
+#: Offline rows' 'samples_per_query' (the same logs' Test Parameters): the samples one Offline query issues at
+#: once; each replica is simulated holding its share (39-56 batch limits), so the drain at the end weighs in
+#: the throughput as much as in the run (a 6-batch run reads 1.7-3.4% lower)
+MLPERF_OFFLINE_SAMPLES = {
+    ("v4.0", "h100", 21_805.8): 200_640, ("v4.0", "h200", 27_738.3): 253_440,
+    ("v4.1", "h100", 24_524.9): 200_640, ("v4.1", "h200", 31_302.7): 274_560, ("v4.1", "h200", 31_059.3): 274_560,
+}
+#: Offline rows without a logged sample count: requests per replica, as multiples of its batch limit
 OFFLINE_BATCHES = 6
 #: Server: simulated seconds of arrivals per replica: MLPerf's min_duration for these runs, 2,400,000 ms (the
 #: logs' 'min_duration (ms)'; configs/llama2-70b/Server/__init__.py ServerGPUBaseConfig), since near saturation
@@ -185,7 +193,8 @@ def mlperf_row(row: tuple[Any, ...], load: float = 1.0) -> tuple[float, float | 
                                   osl=f"1:{round(2 * m) - 1}:uniform", max_batch=batch, **MLPERF_PRECISION,
                                   **engine_settings("trtllm-mlperf-v4"))
     if scenario == "Offline":
-        n = OFFLINE_BATCHES * batch
+        logged = MLPERF_OFFLINE_SAMPLES.get((row[0], device, tokens))
+        n = logged // replicas if logged else OFFLINE_BATCHES * batch
         r = roofline.serve("llama-2-70b", device, requests=n, concurrency=n, **common)
     else:
         rate = scheduled / replicas * load
