@@ -16,26 +16,47 @@ NVIDIA closed division, every 8x H100-SXM / 8x H200-SXM row of v4.0 and v4.1, fr
 closed/NVIDIA/results/<system>/llama2-70b-99[.9]/<Offline|Server>/performance/run_1/mlperf_log_summary.txt
 of https://github.com/mlcommons/inference_results_v4.0 and https://github.com/mlcommons/inference_results_v4.1
 ('Tokens per second' / 'Completed tokens per second', 'Samples per second', 'Scheduled samples per second',
-'99.00 percentile time to output token').  Setup from the same repositories' closed/NVIDIA/configs/llama2-70b
-(tensor_parallelism 2 on H100 / 1 on H200, gpu_batch_size, use_fp8 with an FP8 KV cache as the README's
-quantize command states) and the harness (roofline.serving.engines 'trtllm-mlperf-v4': in-flight batching of
-whole prompts under max_num_tokens 4096, KV cache 0.90 of the free memory).  8 / tp replicas, one simulated
+'99.00 percentile time to output token', and the Server logs' mean latency, mean first-token latency and mean
+time to output token).  Setup from the same repositories' closed/NVIDIA/configs/llama2-70b (tensor_parallelism
+2 on H100 / 1 on H200, gpu_batch_size, use_fp8) and code/llama2-70b/tensorrt/builder.py (an FP8 checkpoint,
+'--qformat=fp8', of a float16 model: FP8 GEMMs on the fp8 tensor-core roof, so wbits/abits/kvbits 'fp8', not
+the bare 8 that names int8) and the harness (roofline.serving.engines 'trtllm-mlperf-v4': in-flight batching
+of whole prompts under max_num_tokens 4096, KV cache 0.90 of the free memory).  8 / tp replicas, one simulated
 (requests dealt to it as round robin would: 1 in 8/tp of the Poisson stream is simulated as a Poisson stream
 of rate / replicas), throughput times the replicas.
-Requests: the OpenOrca set of 24,576 samples with input and output at most 1024 tokens each
-(mlcommons/inference language/llama2-70b/README.md: processorca.py --seqlen_limit=1024); its per-sample
-lengths are not in any stored source, so inputs are drawn uniform on 1..1024 (the stated bounds, nothing
-more) and outputs uniform on 1..2m-1 where m is the row's own tokens per sample ('Tokens per second' /
-'Samples per second' of the same log, 290-293).  Offline: a closed loop holding 6 x gpu_batch_size requests
-per replica (all queued at once, as Offline issues them).  Server: Poisson arrivals at the row's scheduled
-rate; the constraint is TTFT 2 s / TPOT 200 ms at p99 (the logs' ttft_latency / tpot_latency).
+TPOT as MLPerf's LoadGen measures it (mlcommons/inference at b66003e10e2db4b8c36a448b0545ec90fcc6e9e9, a later
+LoadGen than the v4.x runs', loadgen/logging.cc, AsyncLog::RecordSampleCompletion:
+per sample (latency - first-token latency) / (tokens - 1); loadgen/results.cc: the sorted array's element at
+sample_count x 0.99): the simulator's per-request (last - first token) / (output - 1) and its p99.
+Requests: the OpenOrca set of 24,576 samples, input and output at most 1024 tokens each
+(mlcommons/inference language/llama2-70b/README.md: processorca.py --seqlen_limit=1024).  Input lengths: the
+data set's own, as its 101 percentiles (:data:`MLPERF_ISL_PERCENTILES`, mean 222.3, median 152 tokens), read
+from the per-sample tok_input_length column of the official open_orca_gpt4_tokenized_llama.sampled_24576.pkl
+(the column NVIDIA's harness feeds as input_lens.npy: code/llama2-70b/tensorrt/preprocess_data.py, v4.1) as
+extracted to mlperf-data/summaries/llama2-70b-99.csv of https://github.com/openshift-psap/performance-dashboard
+(commit 7cd1065d1e2c53ee745cbda08e2a8f13a42c93bb: 24,576 rows, inputs 48..1021).  Output lengths: the data
+set's column is GPT-4's reference answers (mean 219), not the Llama-2 outputs the rows time, so outputs stay
+uniform on 1..2m-1 where m is the row's own tokens per sample ('Tokens per second' / 'Samples per second' of
+the same log, 290-293).  Offline: a closed loop holding the run's own samples_per_query / replicas
+requests per replica (the logs' Test Parameters: 200,640 to 274,560 samples, 39-56 x gpu_batch_size per
+replica), all queued at once, as Offline issues them.  Server: Poisson arrivals at the row's scheduled rate for the
+runs' 2,400 s min_duration; the constraint is TTFT 2 s / TPOT 200 ms at p99 (the logs' ttft_latency /
+tpot_latency).
 
-Why a Server TPOT can miss while the throughputs match: with every iteration compute-bound, an iteration of
-``a`` seconds of fixed cost (weights read, launches) and ``c`` seconds per token carries the decodes plus the
-prefill tokens that arrived during it, so at a compute load rho = rate x c x (input + output) its length
-settles at about a / (1 - rho).  MLPerf Server rows run at 88-96% of their own Offline throughput, where a few
-percent of capacity error moves the TPOT by a factor; the 'same load' column (the Server rate scaled by the
-simulated over the published Offline throughput; a diagnostic, not in the verdict) shows how much remains.
+Why a Server TPOT can miss while the throughputs match: a Server run settles where its decode batch B clears
+the arrivals, B / T(B) = the output rate, with T(B) ~ a + c B (a: weights read, launches; c: per-token
+compute, both per token of the iteration); so T = a / (1 - rate x c), and a relative error e in c moves T
+by about e x rate c / (1 - rate c).  On the v4.1 H200 row that factor is about 6.3: a line through its
+Server and Offline operating points (Little's law on the logs: 451 decodes + 347 prompt tokens in 123.3 ms;
+806 + 615 in 806 / 3,912.8 s = 206.0 ms) has a = 17.3 ms, c = 0.1328 ms per token, and the Server's 12.66
+req/s x 513.6 tokens = 6,500 tokens/s per GPU make rate x c = 0.863 (17.3 / 0.137 = 126 ms against the logged
+mean TPOT of 123 ms).  A step model 5% off per token is about 30% off in TPOT there.  Two diagnostics (not in
+the verdict) separate the step model from that amplification: 'same load' (the Server rate scaled by the
+simulated over the published Offline throughput of the same system, i.e. at the load fraction the real
+system ran at) and 'iter sim/pub': one iteration at the published operating point, by Little's law on the
+Server log (decodes B = rate per replica x (mean latency - mean first-token latency); prompts joining it =
+rate x mean TPOT, of the mean input; keys per decode = mean input + m / 2), timed by
+roofline.serving.run.iteration_time, over the published mean TPOT.
 
 Table 2, every row of NVIDIA's TensorRT-LLM H200 launch table, as published for TensorRT-LLM v0.5.0
 (https://github.com/NVIDIA/TensorRT-LLM/blob/release/0.5.0/docs/source/blogs/H200launch.md, "H200 FP8 Max
@@ -100,6 +121,8 @@ import numpy as np
 import roofline
 from roofline.serving.engine import bytes_per_request
 from roofline.serving.engines import engine_settings
+from roofline.serving.requests import Lengths
+from roofline.serving.run import iteration_time
 
 MLPERF = "MLPerf Inference v4.0/v4.1 Llama-2-70B, NVIDIA closed (mlperf_log_summary.txt of each row)"
 #: (round, device, tp, scenario, gpu_batch_size, tokens/s, samples/s, scheduled samples/s, p99 TPOT s or None)
@@ -117,10 +140,44 @@ MLPERF_ROWS = (
     ("v4.1", "h200", 1, "Offline", 806, 31_059.3, 106.642, None, None),      # H200-SXM-141GBx8_TRT_Triton
     ("v4.1", "h200", 1, "Server", 896, 30_128.44, 103.09, 104.11, 0.176801),
 )
-#: Offline: requests per replica, as multiples of its batch limit (all queued at t = 0)
+#: Server rows' means, the same logs: (round, device, tokens/s) -> (mean latency, mean first-token latency,
+#: mean time to output token), seconds ('Mean latency (ns)', 'Mean First Token latency (ns)', 'Mean Time to
+#: Output Token (ns)'); for the 'iter sim/pub' diagnostic (module docs)
+MLPERF_SERVER_MEANS = {
+    ("v4.0", "h100", 20_556.40): (40.055013686, 0.381606663, 0.136836695),
+    ("v4.0", "h200", 26_485.43): (48.394628463, 0.412853972, 0.164850844),
+    ("v4.1", "h100", 21_605.79): (44.954547225, 0.275926440, 0.154960329),
+    ("v4.1", "h200", 29_228.22): (35.854894885, 0.198269106, 0.123263268),
+    ("v4.1", "h200", 30_128.44): (44.401704267, 0.257834027, 0.151731710),
+}
+#: Input tokens of the MLPerf OpenOrca set: its 0th, 1st, ..., 100th percentiles (numpy 'inverted_cdf': each a
+#: sample's own length) of the 24,576 tok_input_length values in mlperf-data/summaries/llama2-70b-99.csv of
+#: openshift-psap/performance-dashboard at 7cd1065d1e2c53ee745cbda08e2a8f13a42c93bb (module docs); mean 222.33,
+#: median 152, sum 5,463,976 tokens.  Drawn as Lengths.from_quantiles (piecewise linear between them).
+MLPERF_ISL_PERCENTILES = (
+    48, 56, 63, 67, 71, 73, 76, 79, 81, 83, 85, 87, 89, 91, 92, 94, 96, 97, 99, 101, 102, 104, 105, 106, 108,
+    109, 111, 112, 114, 115, 117, 118, 120, 121, 122, 124, 126, 127, 129, 130, 132, 133, 135, 137, 139, 141, 143,
+    145, 148, 150, 152, 155, 158, 160, 164, 167, 170, 174, 178, 182, 186, 190, 194, 199, 203, 207, 211, 216, 221,
+    227, 232, 238, 245, 252, 259, 266, 274, 283, 291, 301, 312, 324, 337, 355, 370, 390, 414, 437, 463, 492, 519,
+    541, 562, 581, 598, 614, 632, 652, 687, 791, 1021,
+)
+#: its mean (tokens), for the operating-point diagnostic
+MLPERF_ISL_MEAN = 222.33
+#: FP8 weights, activations and KV cache (use_fp8; builder.py '--qformat=fp8'): names, since a bare 8 is int8
+MLPERF_PRECISION: dict[str, Any] = dict(wbits="fp8", abits="fp8", kvbits="fp8")
+#: Offline rows' 'samples_per_query' (the same logs' Test Parameters): the samples one Offline query issues at
+#: once; each replica is simulated holding its share (39-56 batch limits), so the drain at the end weighs in
+#: the throughput as much as in the run (a 6-batch run reads 1.7-3.4% lower)
+MLPERF_OFFLINE_SAMPLES = {
+    ("v4.0", "h100", 21_805.8): 200_640, ("v4.0", "h200", 27_738.3): 253_440,
+    ("v4.1", "h100", 24_524.9): 200_640, ("v4.1", "h200", 31_302.7): 274_560, ("v4.1", "h200", 31_059.3): 274_560,
+}
+#: Offline rows without a logged sample count: requests per replica, as multiples of its batch limit
 OFFLINE_BATCHES = 6
-#: Server: simulated seconds of arrivals per replica
-SERVER_SECONDS = 1200.0
+#: Server: simulated seconds of arrivals per replica: MLPerf's min_duration for these runs, 2,400,000 ms (the
+#: logs' 'min_duration (ms)'; configs/llama2-70b/Server/__init__.py ServerGPUBaseConfig), since near saturation
+#: the p99 TPOT still grows with the run's length
+SERVER_SECONDS = 2400.0
 
 SOURCE = "TensorRT-LLM v0.5.0 H200launch.md (H200, FP8, static batch, max throughput)"
 #: (model, batch, tp, input, output, published output tokens/s of the row's tp GPUs) - every row of the table
@@ -171,16 +228,36 @@ def mlperf_row(row: tuple[Any, ...], load: float = 1.0) -> tuple[float, float | 
     _, device, tp, scenario, batch, tokens, samples, scheduled, _ = row
     replicas = 8 // tp
     m = tokens / samples  # the row's own output tokens per sample
-    common: dict[str, Any] = dict(tp=tp, isl="1:1024:uniform", osl=f"1:{round(2 * m) - 1}:uniform", wbits=8,
-                                  abits=8, kvbits=8, max_batch=batch, **engine_settings("trtllm-mlperf-v4"))
+    common: dict[str, Any] = dict(tp=tp, isl=Lengths.from_quantiles(MLPERF_ISL_PERCENTILES),
+                                  osl=f"1:{round(2 * m) - 1}:uniform", max_batch=batch, **MLPERF_PRECISION,
+                                  **engine_settings("trtllm-mlperf-v4"))
     if scenario == "Offline":
-        n = OFFLINE_BATCHES * batch
+        logged = MLPERF_OFFLINE_SAMPLES.get((row[0], device, tokens))
+        n = logged // replicas if logged else OFFLINE_BATCHES * batch
         r = roofline.serve("llama-2-70b", device, requests=n, concurrency=n, **common)
     else:
         rate = scheduled / replicas * load
         r = roofline.serve("llama-2-70b", device, requests=int(rate * SERVER_SECONDS), rate=rate, **common)
     f = r.figures
     return f["output_tokens_per_s"] * replicas, (f["tpot_p99_s"] if scenario == "Server" else None), f
+
+
+def operating_point(row: tuple[Any, ...]) -> float | None:
+    """Simulated / published time of one iteration at a Server row's published operating point (module docs:
+    Little's law on the log's means), or None for a row without them."""
+    rnd, device, tp, _, _, tokens, samples, scheduled, _ = row
+    means = MLPERF_SERVER_MEANS.get((rnd, device, tokens))
+    if means is None:
+        return None
+    latency, ttft, tpot = means
+    rate = scheduled / (8 // tp)  # requests/s per replica
+    m = tokens / samples
+    decodes = round(rate * (latency - ttft))
+    prompts = max(1, round(rate * tpot))
+    new = round(rate * tpot * MLPERF_ISL_MEAN / prompts)
+    t = iteration_time("llama-2-70b", device, tp=tp, decode_batch=decodes,
+                       kv_tokens=decodes * (MLPERF_ISL_MEAN + m / 2), chunks=((new, 0),) * prompts, **MLPERF_PRECISION)
+    return t / tpot
 
 
 def accuracy_mlperf() -> tuple[list[float], list[float]]:
@@ -192,7 +269,7 @@ def accuracy_mlperf() -> tuple[list[float], list[float]]:
     print(f"\nAccuracy 1: {MLPERF}; output tokens/s of 8 GPUs and p99 TPOT (Server), forecast")
     print(f"  {'round':5} {'system':8} {'tp':>2} {'scenario':8} {'batch':>5} {'published':>9} {'forecast':>9} "
           f"{'ratio':>6} {'TPOT pub':>8} {'TPOT sim':>8} {'ratio':>6} {'p99 TTFT':>8} {'preempt':>7} "
-          f"{'same load':>9}")
+          f"{'same load':>9} {'iter sim/pub':>12}")
     thr_r: list[float] = []
     tpot_r: list[float] = []
     offline: tuple[float, float] = (1.0, 1.0)
@@ -208,8 +285,12 @@ def accuracy_mlperf() -> tuple[list[float], list[float]]:
             cols = f"{tpot * 1e3:>6.0f}ms {sim_tpot * 1e3:>6.0f}ms {sim_tpot / tpot:>6.2f} {f['ttft_p99_s']:>7.2f}s"
             _, same, _ = mlperf_row(row, load=offline[0] / offline[1])
             diag = f"{same * 1e3:>7.0f}ms" if same else ""
+            op = operating_point(row)
+            diag += f" {op:>12.2f}" if op is not None else ""
         print(f"  {rnd:5} {'8x ' + device:8} {tp:>2} {scenario:8} {batch:>5} {tokens:>9,.0f} {thr:>9,.0f} "
               f"{thr / tokens:>6.2f} {cols} {f['preemptions']:>7,} {diag:>9}")
+    print("  same load: the Server rate x simulated/published Offline throughput; iter sim/pub: one iteration at "
+          "the published operating point (Little's law on the log's means) over its mean TPOT (module docs)")
     return thr_r, tpot_r
 
 

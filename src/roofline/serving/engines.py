@@ -13,6 +13,13 @@ latency figure.  ``roofline.serve(model, device, **engine_settings("trtllm-mlper
   (configs/llama2-70b/Offline/__init__.py and Server/__init__.py, OfflineGPUBaseConfig / ServerGPUBaseConfig);
 * scheduler policy ``max_util`` (``--trtllm_batch_sched_policy`` default, main_llm.cc): requests are admitted
   while blocks are free and paused when they run out, as this simulator's preemption does;
+* how an iteration is formed (TensorRT-LLM's MicroBatchScheduler::operator() in NVIDIA/TensorRT-LLM
+  cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp at 0a949d3128bfaf4ddedefb0259125622a9ec830f, a later
+  release than the 0.10 executor API the v4.1 harness is written against, llm_core.cc 'New for TRTLLM
+  0.10'; read as the same policy, not verified for 0.10): the active requests in order, each generation
+  request counting its beam width (1) against ``max_num_tokens``, each unchunked context its whole prompt;
+  the first that does not fit ends the iteration's list (``break``), and the running-batch limit counts
+  contexts and generations alike: the ``whole_prompts`` scheduler (decodes first, then prompts FIFO);
 * ``use_graphs = False`` (GPUBaseConfig): every kernel is launched, the device's ``cuda-launch`` floor, which
   the forecast applies by default;
 * the running-batch limit ``gpu_batch_size`` is per system (806 / 896 on H200, 896 / 1024 on H100 TP2,
@@ -23,7 +30,17 @@ latency figure.  ``roofline.serve(model, device, **engine_settings("trtllm-mlper
 vLLM replays CUDA graphs for decode batches but runs prefills eager; ``cuda_graphs`` here switches every
 iteration at once, so the profile leaves it off (the launch floor, an upper bound on decode iterations).
 
-Not modelled, and why (each would need a figure these sources do not give): the CPU time of scheduling,
+Not modelled, and why.  In the MLPerf engine (closed/NVIDIA/code/llama2-70b/tensorrt/builder.py, v4.1):
+the checkpoint is float16 with FP8 GEMMs (``--dtype=float16 --qformat=fp8``), so the residual stream, norms
+and the tensor-parallel all-reduce carry 16-bit activations while ``abits`` gives every activation one
+precision (roofline.llm.spec.Precisions; an LLM-frontend change, not this package's): timing all activation
+bytes at 2 B instead moves one iteration at the MLPerf Server operating points by about +8% on H100 tp 2 and
++3% on H200 tp 1 (benchmarks/bench_serve.py 'iter sim/pub').  Its ``--use_fused_mlp`` (gate and up as one
+GEMM), the fused QKV projection (tensorrt_llm/layers/attention.py: ``Attention.qkv``, one ColumnLinear) and,
+at tp > 1, ``--reduce_fusion=enable`` (all-reduce, residual and norm as one kernel) are likewise table-level
+fusions of the LLM frontend, which times q, k, v, gate and up as separate GEMMs.  Streaming: the harness streams every token in Server and
+not in Offline (main_llm.cc: ``mIsStreaming = streaming && scenario != "Offline"``; generation_config.json
+``"streaming": true``), a per-token CPU cost no source gives in seconds for this engine.  And the CPU time of scheduling,
 sampling and detokenization per iteration (vLLM's v0.6.0 post measured it only as shares of one 8B model's
 run on one H100, not as seconds that carry to other models and engines); MLPerf's harness returns token ids,
 so no detokenization is timed there, and its greedy sampling (``top_k = 1``, generation_config.json) is the

@@ -1,7 +1,10 @@
 """The requests a simulation serves: lengths fixed or drawn, Poisson or closed-loop arrivals, or a trace file.
 
 ``--isl 1024`` is fixed; ``--isl 512:2048:uniform`` draws integers uniformly from 512..2048 (both included);
-``--isl 1024:0.5:lognormal`` a log-normal of median 1024 and sigma 0.5 (rounded, at least 1).  Arrivals:
+``--isl 1024:0.5:lognormal`` a log-normal of median 1024 and sigma 0.5 (rounded, at least 1);
+``--isl 48,109,152,266,1021:quantiles`` an empirical law given by its quantiles at equal steps of probability
+(here the 0, 25, 50, 75 and 100th percentiles): a uniform u picks a point of the piecewise-linear quantile
+function, rounded (a data set's lengths summarised by, e.g., its 101 percentiles).  Arrivals:
 ``rate`` requests/s as a Poisson process (exponential gaps), or a closed loop.  Every draw comes from one
 ``numpy.random.default_rng(seed)``: the same seed, the same requests.
 
@@ -23,7 +26,7 @@ from roofline.errors import RooflineError, env_limit
 
 #: Default most requests one simulation takes (``ROOFLINE_MAX_REQUESTS`` overrides it).
 MAX_REQUESTS = 1_000_000
-DISTRIBUTIONS = ("uniform", "lognormal")
+DISTRIBUTIONS = ("uniform", "lognormal", "quantiles")
 
 
 def max_requests() -> int:
@@ -32,13 +35,33 @@ def max_requests() -> int:
 
 @dataclass(frozen=True)
 class Lengths:
-    """A token-length law: fixed ``a``, uniform integers ``a..b``, or log-normal (median ``a``, sigma ``b``)."""
+    """A token-length law: fixed ``a``, uniform integers ``a..b``, log-normal (median ``a``, sigma ``b``), or
+    ``quantiles``: the values at probabilities 0, 1/k, ..., 1 (k + 1 of them, non-decreasing; ``a`` and ``b``
+    their ends), interpolated linearly between them (:meth:`from_quantiles`)."""
 
     law: str
     a: float
     b: float = 0.0
+    quantiles: tuple[float, ...] = ()
+
+    @classmethod
+    def from_quantiles(cls, values: object, option: str = "--isl", text: str | None = None) -> Lengths:
+        """The empirical law of these quantiles (two at least, non-decreasing, each >= 1); else one line
+        (naming ``text``, the option's value as given, when there is one)."""
+        try:
+            q = tuple(float(v) for v in values)  # type: ignore[attr-defined]
+        except (TypeError, ValueError):
+            q = ()
+        if len(q) < 2 or not all(math.isfinite(v) and v >= 1 for v in q) or any(q[i + 1] < q[i] for i in range(len(q) - 1)):
+            shown = text if text is not None else repr(values)
+            raise RooflineError(f"{option} {shown}: quantiles must be two or more non-decreasing token counts >= 1")
+        return cls("quantiles", q[0], q[-1], q)
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.law == "quantiles":
+            q = np.asarray(self.quantiles, dtype=float)
+            u = rng.random(n) * (len(q) - 1)  # position on the quantile grid: uniform in probability
+            return np.rint(np.interp(u, np.arange(len(q)), q)).astype(np.int32)
         if self.law == "fixed":
             return np.full(n, int(self.a), dtype=np.int32)
         if self.law == "uniform":
@@ -50,13 +73,20 @@ class Lengths:
         """Largest length drawn in practice (log-normal: its 1 - 1e-7 quantile)."""
         if self.law == "lognormal":
             return int(math.ceil(self.a * math.exp(5.3 * self.b)))
-        return int(max(self.a, self.b))
+        return int(math.ceil(max(self.a, self.b)))
 
 
 def parse_lengths(text: str | int, option: str) -> Lengths:
-    """'1024', '512:2048:uniform' or '1024:0.5:lognormal' -> :class:`Lengths`; anything else one line."""
+    """'1024', '512:2048:uniform', '1024:0.5:lognormal' or 'Q0,Q1,...,Qk:quantiles' -> :class:`Lengths`;
+    anything else one line."""
     raw = str(text).strip()
     parts = raw.split(":")
+    if len(parts) == 2 and parts[1] == "quantiles":
+        try:
+            values = [float(v) for v in parts[0].split(",")]
+        except ValueError:
+            values = []
+        return Lengths.from_quantiles(values if values else parts[0], option, repr(raw))
     try:
         if len(parts) == 1:
             a = int(parts[0])
@@ -72,8 +102,8 @@ def parse_lengths(text: str | int, option: str) -> Lengths:
                 return Lengths("lognormal", med, sigma)
     except ValueError:
         pass
-    raise RooflineError(f"{option} {raw!r}: give tokens > 0 (1024), LO:HI:uniform with 0 < LO <= HI, or "
-                        "MEDIAN:SIGMA:lognormal with 0 < SIGMA <= 3")
+    raise RooflineError(f"{option} {raw!r}: give tokens > 0 (1024), LO:HI:uniform with 0 < LO <= HI, "
+                        "MEDIAN:SIGMA:lognormal with 0 < SIGMA <= 3, or Q0,Q1,...:quantiles")
 
 
 def check_count(n: int, option: str = "--requests") -> int:

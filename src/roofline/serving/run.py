@@ -90,8 +90,8 @@ class Requests:
     text: str
 
 
-def make_requests(*, isl: str | int = 1024, osl: str | int = 256, trace: str | None = None,
-                  rate: float | None = None, concurrency: int | None = None, requests: int = 1000,
+def make_requests(*, isl: str | int | Lengths = 1024, osl: str | int | Lengths = 256,
+                  trace: str | None = None, rate: float | None = None, concurrency: int | None = None, requests: int = 1000,
                   seed: int = 0) -> Requests:
     """The requests: a trace, or ``requests`` drawn lengths with Poisson ``rate`` or a closed loop."""
     if trace is not None:
@@ -171,8 +171,8 @@ def _arguments(model: Any, device: Any, system: Any, tp: Any, rate: Any, concurr
 
 
 def serve(model: Any, device: str | Device | None = None, *, system: str | None = None, tp: int = 1,
-          isl: str | int = 1024, osl: str | int = 256, trace: str | None = None, rate: float | None = None,
-          concurrency: int | None = None, requests: int = 1000, seed: int = 0, wbits: int | str = 16,
+          isl: str | int | Lengths = 1024, osl: str | int | Lengths = 256, trace: str | None = None,
+          rate: float | None = None, concurrency: int | None = None, requests: int = 1000, seed: int = 0, wbits: int | str = 16,
           abits: int | str = 16, kvbits: int | str = 16, scheduler: Scheduler | None = None,
           chunked: bool = False, max_batch: int | None = None, max_tokens: int | None = None,
           block_size: int = BLOCK_SIZE, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
@@ -223,6 +223,32 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
         notes.append("no per-iteration CPU overhead counted (scheduling, sampling, detokenization)")
     return ServeResult(spec.arch.name, name, tp, replicas, sched.describe(), "bound" if bound else "forecast",
                        figs, memory, reqs.text, tuple(notes))
+
+
+def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batch: int = 0,
+                   kv_tokens: float = 0.0, chunks: tuple[tuple[int, int], ...] = (), wbits: int | str = 16,
+                   abits: int | str = 16, kvbits: int | str = 16, bound: bool = False, flash: bool = True,
+                   cuda_graphs: bool = False) -> float:
+    """Seconds of one serving iteration as :func:`serve` times it, exactly (every op of its table): a decode
+    batch of ``decode_batch`` sequences reading ``kv_tokens`` keys in all, and prefill ``chunks`` of (new
+    tokens, cached tokens before them), on one replica of ``tp`` devices.  A check of the step model at a
+    chosen operating point (e.g. one a published run states through Little's law), apart from any queueing.
+
+    >>> t = iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128)
+    >>> t == iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128.0)
+    True
+    """
+    _arguments(model, device, None, tp, None, None, 1, 0, 0.0, dict(bound=bound, flash=flash,
+                                                                    cuda_graphs=cuda_graphs))
+    for v, name in ((decode_batch, "decode_batch"), *((c, "chunks") for c, _ in chunks)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise RooflineError(f"iteration_time: {name} must hold integers >= 0, got {v!r}")
+    if not decode_batch and not any(c for c, _ in chunks):
+        raise RooflineError("iteration_time: give decode_batch >= 1 or a prefill chunk of >= 1 token")
+    dev, _, _ = _devices(device, None, tp)
+    spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash)
+    steps = StepModel(spec, dev, bound=bound, exact=True, cuda_graphs=cuda_graphs)
+    return steps.iteration_time(int(decode_batch), float(kv_tokens), [(int(c), int(o)) for c, o in chunks])
 
 
 def _devices(device: str | Device | None, system: str | None, tp: int) -> tuple[Device, int, str]:

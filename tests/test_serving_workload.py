@@ -1,0 +1,59 @@
+"""Request lengths from a data set's quantiles, and one iteration timed at a chosen operating point."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import roofline
+from roofline.errors import RooflineError
+from roofline.serving.requests import Lengths, parse_lengths
+from roofline.serving.run import iteration_time
+
+
+def test_quantile_law_mean_median_and_share_by_hand() -> None:
+    law = Lengths.from_quantiles((10, 20, 40))
+    x = law.draw(np.random.default_rng(0), 200_000)
+    # u uniform on [0, 2]: 10 -> 20 on [0, 1], 20 -> 40 on [1, 2]; mean = (15 + 30) / 2 = 22.5 (rounding to
+    # integers is symmetric inside each segment); median at u = 1: 20
+    assert abs(x.mean() - 22.5) < 0.1
+    assert np.median(x) == 20
+    # rint(x) <= 15 <=> x < 15.5 <=> u < 0.55: a share 0.55 / 2 = 0.275
+    assert abs((x <= 15).mean() - 0.275) < 0.005
+    assert x.min() == 10 and x.max() == 40 and law.top == 40
+
+
+def test_quantile_law_parsed_as_given() -> None:
+    assert parse_lengths("10,20,40:quantiles", "--isl") == Lengths.from_quantiles([10.0, 20.0, 40.0])
+    for bad in ("10,5:quantiles", "0,4:quantiles", "7:quantiles", "a,b:quantiles"):
+        with pytest.raises(RooflineError) as e:
+            parse_lengths(bad, "--isl")
+        assert "\n" not in str(e.value) and "--isl" in str(e.value)
+
+
+def test_constant_quantiles_serve_as_a_fixed_length() -> None:
+    # two routes to the same requests: every draw of (64, 64) is 64; a closed loop draws no arrivals
+    kw = dict(osl=8, requests=6, concurrency=3)
+    a = roofline.serve("llama-2-7b", "h100", isl=Lengths.from_quantiles((64, 64)), **kw)
+    b = roofline.serve("llama-2-7b", "h100", isl=64, **kw)
+    for key in ("output_tokens_per_s", "ttft_p99_s", "tpot_p99_s", "iterations"):
+        assert a.figures[key] == b.figures[key]
+
+
+def test_iteration_time_is_the_simulated_step() -> None:
+    # one request of 300 input and 2 output tokens, every iteration exact: its TTFT is the prefill of 300 fresh
+    # tokens; its one TPOT interval is a decode of 1 sequence holding 300 + 1 keys (the prefill made token 1)
+    r = roofline.serve("llama-2-7b", "h100", isl=300, osl=2, requests=1, concurrency=1, exact=True)
+    prefill = iteration_time("llama-2-7b", "h100", chunks=((300, 0),))
+    decode = iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=301)
+    assert r.figures["ttft_p50_s"] == pytest.approx(prefill, rel=1e-12)
+    assert r.figures["tpot_p50_s"] == pytest.approx(decode, rel=1e-12)
+    # more work costs more time: a prefill chunk joining the decode
+    assert iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=301, chunks=((300, 0),)) > decode
+
+
+def test_iteration_time_bad_input_is_one_line() -> None:
+    for kw in (dict(decode_batch=-1), dict(), dict(chunks=((0, 0),)), dict(decode_batch=1.5)):
+        with pytest.raises(RooflineError) as e:
+            iteration_time("llama-2-7b", "h100", **kw)  # type: ignore[arg-type]
+        assert "\n" not in str(e.value)
