@@ -20,6 +20,12 @@ accumulated into the gradient buffer (a pass of its own, or inside the weight-gr
 :func:`~roofline.llm.training.grad_accumulation_bytes`), and the loss's cross-entropy passes over the logits
 (:data:`~roofline.llm.training.CROSS_ENTROPY_BYTES`), forward and backward.
 
+Sustained clocks: a training step keeps the GPU at its power limit, where the SM clock settles below the boost clock
+that short kernel benchmarks run at (the catalog's achievable roofs, its cited GEMM and attention tables), so every
+compute-bound tensor-core op of the shard (GEMMs, attention) runs at :func:`sustained_rate` of its benchmarked rate:
+the device's cited ``training-sustained`` table (sustained / burst matmul FLOP/s, Stas Bekman's MSMF / MAMF), 1
+without one.  Memory-bound ops keep their rate: the HBM clock is not the SM clock.
+
 Collectives: each call's bound time over the NCCL efficiency curve of the device's calibration at its message
 bytes (``collective``, ``interconnect``), where the device has one.
 """
@@ -76,6 +82,20 @@ def flash_backward_rate(device: Any, keys: np.ndarray, head_dim: np.ndarray, pre
     if cal is None or not isinstance(curve, TabulatedCurve) or curve.relative_to != "forward":
         return np.full(len(keys), FLASH_BACKWARD_RATE)
     return by_head_dim(cal.head_dim_variants(curve), keys, head_dim)
+
+
+def sustained_rate(device: Any, precision: str) -> float:
+    """The share of its short-burst FLOP rate a compute-bound tensor-core kernel holds through a sustained training
+    step on ``device`` at ``precision``: the device's cited ``training-sustained`` table (one flat point: the
+    power-saturated sustained matmul rate over the boost-clock burst one, e.g. the H200's MSMF 708.5 / MAMF 841.9
+    TFLOP/s bf16 = 0.8415), else 1 (no published sustained figure: the burst rate stands)."""
+    from roofline.forecast import effective_calibration
+
+    cal = effective_calibration(device)
+    curve = None if cal is None else cal.curve("training-sustained", "compute", precision)
+    if not isinstance(curve, TabulatedCurve):
+        return 1.0
+    return float(min(max(float(np.asarray(curve.efficiency(np.array([curve.points[0].x])))[0]), 1e-3), 1.0))
 
 
 def tied(forecast: float, best: float) -> bool:
@@ -171,10 +191,17 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
     a = analyze(ops.build(title="planner shards", source="roofline.planner"), device, forecast=True)
     assert a.forecast is not None
     t = a.forecast.time * a.forecast.counts
+    w = a.workload
+    precision = np.asarray(w.column("precision")).astype(str)
+    kinds = np.asarray(w.column("kind")).astype(str)
+    # compute-bound tensor-core ops at the sustained clock (sustained_rate); the launch overhead unchanged
+    tensor = (a.forecast.term == "compute") & np.isin(kinds, ("matmul", "attention"))
+    for prec in sorted(set(precision[tensor].tolist())):
+        sel = tensor & (precision == prec)
+        t[sel] = (a.forecast.overhead + a.forecast.work[sel] / sustained_rate(device, prec)) * a.forecast.counts[sel]
     if run.flash:  # the fused attention's backward below (or above) its forward's rate (flash_backward_rate)
         slow = np.concatenate([bwd & (np.asarray(table.kinds, dtype=object)[owner] == "attention")
                                for table, owner, bwd in made])
-        w = a.workload
         rate = np.ones(len(t))
         for prec in sorted(set(np.asarray(w.column("precision"))[slow].tolist())):
             sel = slow & (np.asarray(w.column("precision")) == prec)
