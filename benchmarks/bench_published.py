@@ -297,9 +297,10 @@ def training_report(results: list[dict]) -> str:
                      f"{'yes' if x['fits'] else 'NO':>4} {flags}")
         lines.append(f"{'':<16} best: {x['best_layout']}")
         p = x["parts"]
-        comm = sum(v for k, v in p.items() if k not in ("ops", "bubble", "optimizer"))
+        comm = sum(v for k, v in p.items() if k not in ("ops", "bubble", "optimizer", "SM contention"))
         lines.append(f"{'':<16} forecast parts: ops {p['ops']:.2f}s, bubble {p['bubble']:.2f}s, exposed comm "
-                     f"{comm:.2f}s, optimizer {p['optimizer']:.3f}s; measured - forecast {x['measured'] - x['forecast']:.2f}s")
+                     f"{comm:.2f}s, SM contention {p.get('SM contention', 0.0):.3f}s, optimizer {p['optimizer']:.3f}s; "
+                     f"measured - forecast {x['measured'] - x['forecast']:.2f}s")
     ratios = [x["forecast"] / x["measured"] for x in results]
     lines += ["", f"rows {len(results)}: bound <= measured {sum(x['bound'] <= x['measured'] for x in results)}/"
               f"{len(results)}; forecast/measured median {median(ratios):.2f} (target [0.9, 1.1]), range "

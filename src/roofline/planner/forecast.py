@@ -52,6 +52,7 @@ from roofline.llm.training import (
     grad_accumulation_bytes,
     row_params,
 )
+from roofline.planner.overlap import CONTENTION_SMS
 from roofline.workload import WorkloadBuilder
 
 #: The planner's stated forecast error (relative, either way): the band of forecast / measured step time its
@@ -98,6 +99,27 @@ def sustained_rate(device: Any, precision: str) -> float:
     return float(min(max(float(np.asarray(curve.efficiency(np.array([curve.points[0].x])))[0]), 1e-3), 1.0))
 
 
+def contention_factor(kinds: np.ndarray, m: np.ndarray, n: np.ndarray, batch: np.ndarray, sms: int, held: int
+                      ) -> np.ndarray:
+    """How much longer each op runs on ``sms - held`` SMs than on ``sms`` (tile and wave quantization,
+    :func:`roofline.gemm_shape.op_quantization`): ``sms q(sms) / ((sms - held) q(sms - held))`` for GEMMs and
+    attention of known shape, 1 for every other op.
+
+    >>> # 12 x 11 = 132 tiles of 128x128: one full wave on 132 SMs (q 1); on 108, 64x64 tiles fill 5 waves best,
+    >>> # 24 x 22 = 528 of 540 slots (q 0.9778): 132 x 1 / (108 x 0.9778) = 1.25
+    >>> round(float(contention_factor(np.array(["matmul"]), np.array([1536.0]), np.array([1408.0]),
+    ...                               np.array([1.0]), 132, 24)[0]), 4)
+    1.25
+    """
+    from roofline.gemm_shape import op_quantization
+
+    if held <= 0 or held >= sms:
+        return np.ones(len(kinds))
+    full = op_quantization(kinds, m, n, batch, sms)
+    fewer = op_quantization(kinds, m, n, batch, sms - held)
+    return np.asarray(sms * full / ((sms - held) * fewer), dtype=float)
+
+
 def tied(forecast: float, best: float) -> bool:
     """Whether a layout's forecast step time lies within :data:`STATED_ERROR` of the best one's."""
     return forecast - best < STATED_ERROR * best
@@ -117,6 +139,24 @@ class ShardForecast:
     last_forward: float
     last_backward: float
     notes: tuple[str, ...] = ()
+    #: per SM count ``c`` of :data:`~roofline.planner.overlap.CONTENTION_SMS`: (c, forward share, backward share),
+    #: the seconds the forward's (backward's) compute-bound tensor-core ops lose per second they run beside a
+    #: collective holding ``c`` SMs (:func:`contention_shares`); () on a device without an SM count
+    contention: tuple[tuple[int, float, float], ...] = ()
+
+    def contention_share(self, sms: int, phase: str) -> float:
+        """Seconds lost per second of ``phase`` (``forward``, ``backward``, ``both``: weighted by their time) run
+        beside a collective holding ``sms`` SMs; 0 for an SM count not prepared."""
+        for c, fwd, bwd in self.contention:
+            if c == sms:
+                if phase == "forward":
+                    return fwd
+                if phase == "backward":
+                    return bwd
+                F = self.layers_forward + self.first_forward + self.last_forward
+                B = self.layers_backward + self.first_backward + self.last_backward
+                return (F * fwd + B * bwd) / (F + B) if F + B > 0 else 0.0
+        return 0.0
 
 
 def _dims(table: Any, run: TrainingRun, cp: int, ep: int, micro_batch: int) -> dict[str, np.ndarray]:
@@ -208,9 +248,21 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
             rate[sel] = flash_backward_rate(device, np.asarray(w.columns["n"], dtype=float)[sel],
                                             np.asarray(w.columns["k"], dtype=float)[sel], str(prec))
         t = t / rate
+    # what each op loses beside a collective holding c SMs (compute-bound tensor-core ops only), per prepared c
+    from roofline.forecast import effective_calibration
+
+    cal = effective_calibration(device)
+    sms = cal.quantization.sms if cal is not None and cal.quantization is not None else 0
+    cols = w.columns
+    lost = {c: np.where(tensor, t * (contention_factor(kinds, cols["m"], cols["n"], cols["batch"], sms, c) - 1), 0.0)
+            for c in (CONTENTION_SMS if sms else ())}
     out, at = {}, 0
     for sh, (table, owner, bwd) in zip(shards, made, strict=True):
         here = t[at:at + len(owner)]
+        fwd_s, bwd_s = float(here[~bwd].sum()), float(here[bwd].sum())
+        shares = tuple((c, float(x[at:at + len(owner)][~bwd].sum()) / fwd_s if fwd_s > 0 else 0.0,
+                        float(x[at:at + len(owner)][bwd].sum()) / bwd_s if bwd_s > 0 else 0.0)
+                       for c, x in lost.items())
         at += len(owner)
         fwd_t, bwd_t = np.zeros(len(table)), np.zeros(len(table))
         np.add.at(fwd_t, owner[~bwd], here[~bwd])
@@ -218,7 +270,7 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
         layer, first, last, core = _masks(table)
         out[sh] = ShardForecast(float(fwd_t[layer].sum()), float(bwd_t[layer].sum()), float(fwd_t[core].sum()),
                                 float(fwd_t[first].sum()), float(bwd_t[first].sum()), float(fwd_t[last].sum()),
-                                float(bwd_t[last].sum()), a.forecast.notes)
+                                float(bwd_t[last].sum()), a.forecast.notes, shares)
     return out
 
 

@@ -36,7 +36,7 @@ from roofline.llm.training import (
 from roofline.planner.cache import _Cache, _Shard
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors, in_flight, stage_layers
-from roofline.planner.overlap import exposed
+from roofline.planner.overlap import exposed, sm_holders
 from roofline.system import System
 
 
@@ -63,6 +63,8 @@ class Estimate(_Facts):
     forecast_backward: float = 0.0
     forecast_recompute: float = 0.0
     forecast_optimizer: float = 0.0
+    #: the busiest stage's shard forecast's SM-contention shares (:attr:`ShardForecast.contention`)
+    contention_shares: ShardForecast | None = None
 
     @property
     def stage_flops(self) -> tuple[float, ...]:
@@ -128,9 +130,28 @@ class Estimate(_Facts):
         """Forecast communication not hidden behind compute under the layout's overlap rules."""
         return sum(self.exposed().values())
 
+    @cached_property
+    def sm_contention(self) -> float:
+        """Forecast seconds per step the compute loses to the SMs its hidden collectives hold: each collective's
+        hidden seconds (its forecast less what :meth:`exposed` leaves on the critical path) x the share of them it
+        holds SMs x what the phase it hides behind loses per second beside them
+        (:func:`roofline.planner.overlap.sm_holders`, :meth:`ShardForecast.contention_share`)."""
+        fc = self.contention_shares
+        if fc is None or not fc.contention:
+            return 0.0
+        bwd = self.forecast_backward + self.forecast_recompute
+        total = 0.0
+        for c in self.comms:
+            sms, share, phase = sm_holders(c, self.layout)
+            if sms and share:
+                shown = exposed(c, self.layout, self.micro_batches, self.slots, self.forecast_forward, bwd)
+                total += max(0.0, c.forecast - shown) * share * fc.contention_share(sms, phase)
+        return total
+
     @property
     def forecast_raw(self) -> float:
-        return self.slots * self.forecast_compute + self.exposed_comm + self.forecast_optimizer
+        return (self.slots * self.forecast_compute + self.exposed_comm + self.forecast_optimizer
+                + self.sm_contention)
 
     @cached_property
     def time(self) -> float:
@@ -165,7 +186,7 @@ class Estimate(_Facts):
         each collective's exposed time, the optimizer."""
         c = self.forecast_compute
         parts = {"ops": self.micro_batches * c, "bubble": (self.slots - self.micro_batches) * c, **self.exposed(),
-                 "optimizer": self.forecast_optimizer}
+                 "optimizer": self.forecast_optimizer, "SM contention": self.sm_contention}
         if self.bound > self.forecast_raw:  # pragma: no cover - the forecast's terms are each >= the bound's
             parts["up to the bound"] = self.bound - self.forecast_raw
         return parts
@@ -411,9 +432,10 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     fits = sum(mems[worst].values()) <= (system.device.memory_capacity or math.inf)
     fc = (_forecast_stage(run, lay, cache, skey, which) if not checked or fits
           else _Stage(0, 0, 0, 0, 0, 0, 0, 0, busy.forward, BACKWARD * busy.forward, busy.recompute))
+    shares = cache.shard_forecast(run, lay.tp, lay.cp, lay.ep, lay.micro_batch) if not checked or fits else None
     return Estimate(run, lay, system, m, busy.forward, BACKWARD * busy.forward, busy.recompute, float(opt), comms,
                     mems[worst], split, which[worst], sh, fc.forecast_forward, fc.forecast_backward,
-                    fc.forecast_recompute, float(opt_fc))
+                    fc.forecast_recompute, float(opt_fc), shares)
 
 
 def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[Any, ...], which: tuple[int, ...]
