@@ -73,3 +73,70 @@ def test_a100_collectives_run_at_nccls_230_of_300_gb_per_s():
     e = estimate(run, Layout(tp=4, dp=2, zero=0, micro_batch=1, recompute="none", sp=False), get_system("dgx-a100"))
     ar = next(c for c in e.comms if c.name == "tp all-reduce")
     assert ar.forecast == pytest.approx(ar.time / 0.7667, rel=1e-9)
+
+
+def test_which_hidden_collectives_hold_sms():
+    """NCCL's 24 CTAs for data-parallel syncs (the gradients' behind the backward, the weights' behind the forward,
+    ZeRO 3's gathers behind both); Transformer Engine's userbuffers, 16 SMs on 6 of a sequence-parallel layer's 10
+    collectives, only when tp overlap is on; NCCL again for the cp exchange under it; pipeline sends none."""
+    from roofline.planner import Comm
+    from roofline.planner.overlap import sm_holders
+
+    def c(name):
+        return Comm(name, 1.0, ("node",), "step", 1e6, 1, 1.0)
+
+    on, off = Layout(tp=8, overlap_tp=True), Layout(tp=8)
+    assert sm_holders(c("dp grad reduce-scatter"), off) == (24, 1.0, "backward")
+    assert sm_holders(c("dp weight all-gather"), off) == (24, 1.0, "forward")
+    assert sm_holders(c("dp fsdp weight all-gather"), off) == (24, 1.0, "both")
+    assert sm_holders(c("tp all-reduce"), on) == (16, 0.6, "both")
+    assert sm_holders(c("tp all-reduce"), off)[0] == 0
+    assert sm_holders(c("cp kv all-gather"), on) == (24, 1.0, "both")
+    assert sm_holders(c("pp send/recv"), on)[0] == 0
+
+
+def test_sm_contention_is_hidden_seconds_times_the_phase_share():
+    """A ZeRO-1 step on 8 DGX H100 nodes: each data-parallel sync's hidden seconds (its forecast less its exposed
+    part, overlap.exposed) x 1 (NCCL holds its 24 SMs throughout) x the share the phase it hides behind loses per
+    second beside 24 held SMs (the gradients' reduce-scatter: the backward's; the weights' all-gather: the
+    forward's); tp overlap off, so its all-reduces hold none.  The shares: every compute-bound tensor op's
+    forecast x (132 q(132) / (108 q(108)) - 1), summed over the phase, over the phase's forecast."""
+    from roofline.gemm_shape import op_quantization
+    from roofline.planner.overlap import exposed
+
+    run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=64)
+    system = get_system("dgx-h100", nodes=8)
+    e = estimate(run, Layout(tp=2, dp=32, zero=1, micro_batch=1, recompute="none"), system)
+    bwd = e.forecast_backward + e.forecast_recompute
+    fc = e.contention_shares
+    want = 0.0
+    for c in e.comms:
+        if c.name.startswith("dp"):
+            hidden = c.forecast - exposed(c, e.layout, e.micro_batches, e.slots, e.forecast_forward, bwd)
+            want += hidden * fc.contention_share(24, "backward" if "grad" in c.name else "forward")
+    assert want > 0 and e.sm_contention == pytest.approx(want, rel=1e-12)
+    assert e.parts()["SM contention"] == pytest.approx(want, rel=1e-12)
+    # the backward share by a second route: the shard's ops analysed here, each sped back to the sustained clock
+    ops = WorkloadBuilder()
+    _, owner, back = _rows(ops, run, (2, 1, 1, 1))
+    w = ops.build(title="t", source="t")
+    f = analyze(w, get_device("h100"), forecast=True).forecast
+    kinds = np.asarray(w.column("kind"))
+    tensor = (f.term == "compute") & np.isin(kinds, ("matmul", "attention"))
+    assert tensor[back].any()
+
+    def q(sms):
+        return op_quantization(kinds, w.columns["m"], w.columns["n"], w.columns["batch"], sms)
+
+    lost = np.where(tensor, (132 * q(132)) / (108 * q(108)) - 1, 0.0)
+    t = pf.shard_forecast(run, 2, 1, 1, 1, get_device("h100"))
+    B = t.layers_backward + t.first_backward + t.last_backward
+    # the same ops at the forecast's own times: compute-bound ones at the sustained clock, the attention backward
+    # below its forward's rate; their loss beside 24 SMs over the backward's forecast
+    secs = (f.overhead + f.work / np.where(tensor, pf.sustained_rate(get_device("h100"), "bf16"), 1.0)) * f.counts
+    attn = back & (kinds == "attention")
+    rate = pf.flash_backward_rate(get_device("h100"), np.asarray(w.columns["n"], dtype=float)[attn],
+                                  np.asarray(w.columns["k"], dtype=float)[attn], "bf16")
+    secs[attn] = secs[attn] / rate
+    assert float(secs[back].sum()) == pytest.approx(B, rel=1e-9)
+    assert t.contention_share(24, "backward") == pytest.approx(float((secs * lost)[back].sum()) / B, rel=1e-9)
