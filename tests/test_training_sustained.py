@@ -140,3 +140,16 @@ def test_sm_contention_is_hidden_seconds_times_the_phase_share():
     secs[attn] = secs[attn] / rate
     assert float(secs[back].sum()) == pytest.approx(B, rel=1e-9)
     assert t.contention_share(24, "backward") == pytest.approx(float((secs * lost)[back].sum()) / B, rel=1e-9)
+
+
+def test_sequence_parallel_backward_gathers_each_column_parallel_input_again():
+    """Megatron-Core (core_r0.8.0 layers.py): under sequence parallelism the weight gradient of the qkv and first
+    MLP GEMMs all-gathers their input again in the backward.  Llama-2-7B, seq 1,024, global batch 8 at tp 8, dp 1:
+    8 micro-batches x 32 layers x 2 = 512 all-gathers of 1,024 tokens x 4,096 x 2 B = 8,388,608 B; none without
+    sequence parallelism."""
+    run = TrainingRun.of("llama-2-7b", seq=1024, global_batch=8)
+    s = get_system("dgx-h100")
+    name = "tp all-gather (weight-gradient input)"
+    ag = next(c for c in estimate(run, Layout(tp=8, recompute="none"), s).comms if c.name == name)
+    assert (ag.calls, ag.message_bytes) == (512, 1024 * 4096 * 2)
+    assert name not in {c.name for c in estimate(run, Layout(tp=8, recompute="none", sp=False), s).comms}

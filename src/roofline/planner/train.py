@@ -468,7 +468,8 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     ``CheckpointFunction.backward`` calls the layer's forward, whose tensor-parallel all-reduces or
     reduce-scatter/all-gather pairs, context-parallel K/V gathers and expert all-to-alls are part of it):
     the forward's share of each again, ``rec`` = 1 more forward's worth; selective recomputation repeats the
-    attention core only, which communicates nothing."""
+    attention core only, which communicates nothing.  With sequence parallelism the backward gathers each
+    column-parallel GEMM's input once more (its weight gradient's)."""
     a = run.arch
     rec = 1 if lay.recompute == "full" else 0
     act = run.precisions.bytes()["a"]
@@ -480,6 +481,14 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     # gradient backward (one of them per edge stage)
     add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, ((4 + 2 * rec) * layers_here + (2 if lay.pp == 1 else 1))
         * m, "micro-batch")
+    if lay.sp and lay.tp > 1:
+        # sequence parallelism keeps only each column-parallel GEMM's sequence shard of its input, so the backward
+        # all-gathers it again for the weight gradient (Megatron-Core ``tensor_parallel/layers.py``
+        # ``LinearWithGradAccumulationAndAsyncCommunication.backward`` at core_r0.8.0: ``if ctx.sequence_parallel:
+        # ... torch.distributed._all_gather_base(all_gather_buffer, input, ...)``; Transformer Engine's bulk
+        # qkv/fc1 dgrad overlaps): two per layer (the qkv and the first MLP GEMM), each micro-batch
+        add("tp all-gather (weight-gradient input)", "all_gather", hidden_msg, lay.tp, 1, 2 * layers_here * m,
+            "micro-batch")
     if lay.cp > 1:
         kv = 2 * lay.micro_batch * run.seq * kv_heads_per_device(a, lay.tp) * a.head_dim * act
         add("cp kv all-gather", "all_gather", kv, lay.cp, lay.tp, (2 + rec) * layers_here * m, "micro-batch")
