@@ -220,10 +220,11 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     return table, owner, bwd
 
 
-def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any
-                    ) -> dict[tuple[int, int, int, int], ShardForecast]:
-    """The forecast of each shard ``(tp, cp, ep, micro_batch)``, every shard's ops analysed in one call (the
-    forecast is per op, so batching them changes nothing but the cost)."""
+def _op_seconds(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any
+                ) -> tuple[Any, np.ndarray, list[tuple[Any, np.ndarray, np.ndarray]], np.ndarray]:
+    """(the analysis of every shard's rows, each row's forecast seconds x count with the training step's own
+    rates -- sustained clock, fused attention's backward --, each shard's (table, owner, backward), which rows are
+    compute-bound tensor-core ops)."""
     from roofline.analysis import analyze
 
     ops = WorkloadBuilder()
@@ -248,6 +249,38 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
             rate[sel] = flash_backward_rate(device, np.asarray(w.columns["n"], dtype=float)[sel],
                                             np.asarray(w.columns["k"], dtype=float)[sel], str(prec))
         t = t / rate
+    return a, t, made, tensor
+
+
+#: The op categories :func:`shard_parts` splits a micro-batch's forecast into, by the op's kind and module type.
+PART_OF_KIND = {"matmul": "GEMM", "attention": "attention", "softmax": "attention", "norm": "elementwise/norm",
+                "elementwise": "elementwise/norm", "memory": "elementwise/norm", "embedding": "elementwise/norm"}
+
+
+def shard_parts(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> dict[str, float]:
+    """One micro-batch's forecast seconds on one device's shard (every layer, the first and last stage's extra ops
+    included), by ``forward``/``backward`` and op category (:data:`PART_OF_KIND`; the loss's passes as
+    ``cross-entropy``, the weight gradients' accumulation passes as ``grad accumulate``): the times
+    :func:`shard_forecasts` sums, split for reading."""
+    a, t, made, _ = _op_seconds(run, [(tp, cp, ep, micro_batch)], device)
+    _, _, bwd = made[0]
+    w = a.workload
+    out: dict[str, float] = {}
+    for i, (kind, module) in enumerate(zip(w.column("kind"), w.column("module_type"), strict=True)):
+        part = {"cross_entropy": "cross-entropy", "grad_accumulate": "grad accumulate"}.get(
+            str(module), PART_OF_KIND.get(str(kind), str(kind)))
+        key = f"{'backward' if bwd[i] else 'forward'} {part}"
+        out[key] = out.get(key, 0.0) + float(t[i])
+    return out
+
+
+def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any
+                    ) -> dict[tuple[int, int, int, int], ShardForecast]:
+    """The forecast of each shard ``(tp, cp, ep, micro_batch)``, every shard's ops analysed in one call (the
+    forecast is per op, so batching them changes nothing but the cost)."""
+    a, t, made, tensor = _op_seconds(run, shards, device)
+    w = a.workload
+    kinds = np.asarray(w.column("kind")).astype(str)
     # what each op loses beside a collective holding c SMs (compute-bound tensor-core ops only), per prepared c
     from roofline.forecast import effective_calibration
 
