@@ -153,3 +153,19 @@ def test_sequence_parallel_backward_gathers_each_column_parallel_input_again():
     ag = next(c for c in estimate(run, Layout(tp=8, recompute="none"), s).comms if c.name == name)
     assert (ag.calls, ag.message_bytes) == (512, 1024 * 4096 * 2)
     assert name not in {c.name for c in estimate(run, Layout(tp=8, recompute="none", sp=False), s).comms}
+
+
+def test_shard_parts_sum_to_the_shard_forecast():
+    """The by-kind split of a micro-batch (bench_published.py breakdown) is the same seconds as the shard forecast
+    the planner sums: forward parts = layers + first + last forward, backward likewise; GEMMs under 'GEMM'."""
+    run = TrainingRun.of("gpt2", seq=1024, global_batch=1, flash=False, dropout=True, main_grad_bytes=2,
+                         grad_accumulation_fusion=False)
+    dev = get_device("a100")
+    parts = pf.shard_parts(run, 1, 1, 1, 1, dev)
+    f = pf.shard_forecast(run, 1, 1, 1, 1, dev)
+    fwd = sum(v for k, v in parts.items() if k.startswith("forward"))
+    bwd = sum(v for k, v in parts.items() if k.startswith("backward"))
+    assert fwd == pytest.approx(f.layers_forward + f.first_forward + f.last_forward, rel=1e-12)
+    assert bwd == pytest.approx(f.layers_backward + f.first_backward + f.last_backward, rel=1e-12)
+    assert {"forward GEMM", "backward GEMM", "forward attention", "forward cross-entropy",
+            "backward grad accumulate"} <= set(parts)
