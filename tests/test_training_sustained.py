@@ -169,3 +169,22 @@ def test_shard_parts_sum_to_the_shard_forecast():
     assert bwd == pytest.approx(f.layers_backward + f.first_backward + f.last_backward, rel=1e-12)
     assert {"forward GEMM", "backward GEMM", "forward attention", "forward cross-entropy",
             "backward grad accumulate"} <= set(parts)
+
+
+def test_pipeline_receivers_gather_the_scattered_activations_without_sequence_parallelism():
+    """Megatron-LM 2021's scatter/gather (p2p_communication.py at 50a4b5fa): each tp rank sends 1/tp of the
+    activation, the receiver all-gathers the pieces over tp.  GPT-2 (h 768), seq 1,024, global batch 16 on a DGX
+    A100, tp 2 pp 2 dp 2, micro-batches of 1: 16 / 2 = 8 micro-batches x 2 received tensors (activations forward,
+    gradients backward) = 16 all-gathers of 1,024 x 768 x 2 B = 1,572,864 B each; none under sequence
+    parallelism, none without a pipeline (tp 2 pp 1 dp 4: no sends)."""
+    run = TrainingRun.of("gpt2", seq=1024, global_batch=16)
+    s = get_system("dgx-a100")
+    name = "pp all-gather (scatter-gather)"
+
+    def find(**kw):
+        lay = Layout(tp=2, zero=0, micro_batch=1, recompute="none", **kw)
+        return [c for c in estimate(run, lay, s).comms if c.name == name]
+
+    ag = find(pp=2, dp=2, sp=False)
+    assert len(ag) == 1 and (ag[0].calls, ag[0].message_bytes) == (16, 1024 * 768 * 2)
+    assert find(pp=2, dp=2, sp=True) == [] and find(pp=1, dp=4, sp=False) == []

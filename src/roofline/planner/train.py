@@ -500,6 +500,16 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
     add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, lay.tp * lay.cp * lay.dp, 2 * lay.interleave * m,
         "micro-batch")
+    if lay.pp > 1 and lay.tp > 1 and not lay.sp:
+        # ... and without sequence parallelism the receiver all-gathers the tp pieces back into the whole tensor
+        # over the tensor-parallel group (Narayanan et al. 2021, section 4.1, "Scatter/gather communication
+        # optimization"; Megatron-LM ``megatron/p2p_communication.py`` at 50a4b5fa: after the p2p,
+        # ``mpu.gather_split_1d_tensor(tensor_recv_prev)`` = ``torch.distributed.all_gather(chunks, tensor,
+        # group=get_tensor_model_parallel_group())``, on by default: ``--no-scatter-gather-tensors-in-pipeline``
+        # turns it off); one per received tensor, as many as the sends.  Under sequence parallelism the received
+        # piece is the sequence shard the next stage computes on: nothing to gather
+        add("pp all-gather (scatter-gather)", "all_gather", hidden_msg, lay.tp, 1, 2 * lay.interleave * m,
+            "micro-batch")
     return tuple(comms)
 
 
