@@ -156,7 +156,8 @@ class Estimate(_Facts):
     @cached_property
     def time(self) -> float:
         """The forecast step time (what the planner ranks by): the pipeline's slots of the busiest stage's
-        forecast micro-batch, the exposed communication, the optimizer; never below :attr:`bound`."""
+        forecast micro-batch, the exposed communication, the optimizer, the SM contention of the hidden
+        communication; never below :attr:`bound`."""
         return max(self.forecast_raw, self.bound)
 
     @property
@@ -183,7 +184,8 @@ class Estimate(_Facts):
 
     def parts(self) -> dict[str, float]:
         """The step time split (seconds, summing to :attr:`time`): the ops' roofline time, the pipeline bubble,
-        each collective's exposed time, the optimizer."""
+        each collective's exposed time, the optimizer, what the hidden collectives' SMs cost the compute
+        (:attr:`sm_contention`)."""
         c = self.forecast_compute
         parts = {"ops": self.micro_batches * c, "bubble": (self.slots - self.micro_batches) * c, **self.exposed(),
                  "optimizer": self.forecast_optimizer, "SM contention": self.sm_contention}
