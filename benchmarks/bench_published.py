@@ -19,7 +19,10 @@ layout's rank in the planner's full ranking, the planner's best over the publish
 memory model, and where the forecast's time goes (ops, bubble, exposed communication, optimizer).  Each run is
 modelled with its framework as its code stood (:data:`FRAMEWORK`: attention, dropout, gradient buffers and their
 accumulation, overlap, and the layouts that framework offered, each read from Megatron-LM's code at the cited
-commit).  Nothing is fitted to these step times.
+commit).  What every training step pays on its device comes from the planner, each cited there: the sustained
+(power-saturated) clock of compute-bound tensor-core ops where a sustained figure is published (H100, H200), NCCL's
+bus bandwidth below the NVLink line rate, the SMs hidden collectives hold.  Nothing is fitted to these step times.
+``breakdown`` splits the published layout's forecast of a few rows by op kind (:data:`BREAKDOWN`).
 
     python benchmarks/bench_published.py [inference|training|breakdown]
 """
