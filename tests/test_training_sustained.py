@@ -188,3 +188,19 @@ def test_pipeline_receivers_gather_the_scattered_activations_without_sequence_pa
     ag = find(pp=2, dp=2, sp=False)
     assert len(ag) == 1 and (ag[0].calls, ag[0].message_bytes) == (16, 1024 * 768 * 2)
     assert find(pp=2, dp=2, sp=True) == [] and find(pp=1, dp=4, sp=False) == []
+
+
+def test_weight_gradient_gemms_are_looked_up_as_the_bf16_gemms_they_are():
+    """dW = X^T dY reads no weight.  Carrying the forward's W bytes (2 k n) over its own n x k' (k' the tokens it
+    reduces over) it would read as 8 x 2 k n / (n x tokens) = 16 k / tokens bits per weight: GPT-2's 768-wide
+    layers over 4,096 tokens, 16 x 768 / 4,096 = 3 bits, an 'int4-weights' lookup (forecast.curve_precisions).
+    With no weight bytes every GEMM row of the shard takes its own precision's curve: bf16."""
+    from roofline.forecast import curve_precisions
+
+    run = TrainingRun.of("gpt2", seq=4096, global_batch=1)
+    ops = WorkloadBuilder()
+    _rows(ops, run, (1, 1, 1, 1))
+    w = ops.build(title="t", source="t")
+    gemm = np.asarray(w.column("kind")) == "matmul"
+    assert gemm.sum() > 0
+    assert set(curve_precisions(w)[gemm].tolist()) == {"bf16"}

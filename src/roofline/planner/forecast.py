@@ -186,16 +186,18 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     into_dw = params * fused if run.grad_accumulation_fusion else np.zeros(len(table))
     acc = idx[(params[idx] > 0) & ~(gemm[idx] & run.grad_accumulation_fusion)]
     zero = np.zeros(len(table))
-    # forward; dX = dY W^T (m x k outputs, reduced over n); dW = X^T dY (k x n, over m); the rest 2x at its shape
-    parts = ((idx, 1.0, m, n, k, zero), (g, 1.0, m, k, n, zero), (g, 1.0, k, n, m, into_dw),
-             (other, float(BACKWARD), m, n, k, zero))
-    for sel, scale, mm, nn, kk, extra in parts:
+    # forward; dX = dY W^T (m x k outputs, reduced over n); dW = X^T dY (k x n, over m); the rest 2x at its shape.
+    # The weight-gradient GEMM reads no weight (X and dY in, dW out): no weight bytes, so the forecast looks its
+    # efficiency up as the bf16 GEMM it is, not as a weight-only quantized one (8 x W bytes / (n x m) bits)
+    parts = ((idx, 1.0, m, n, k, zero, 1.0), (g, 1.0, m, k, n, zero, 1.0), (g, 1.0, k, n, m, into_dw, 0.0),
+             (other, float(BACKWARD), m, n, k, zero, float(BACKWARD)))
+    for sel, scale, mm, nn, kk, extra, weights in parts:
         ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],
                    kind=[table.kinds[i] for i in sel], module_type=[table.module_types[i] for i in sel],
                    **_role_columns(table.roles[sel].tolist(), run), flops=(scale * v["flops"][sel]).tolist(),
                    bytes_read=(scale * v["bytes_read"][sel] + extra[sel] / 2).tolist(),
                    bytes_written=(scale * v["bytes_written"][sel] + extra[sel] / 2).tolist(),
-                   weight_bytes=(scale * v["weight_bytes"][sel]).tolist(), count=table.counts[sel].tolist(),
+                   weight_bytes=(weights * v["weight_bytes"][sel]).tolist(), count=table.counts[sel].tolist(),
                    m=mm[sel].tolist(), n=nn[sel].tolist(), k=kk[sel].tolist(), batch=d["batch"][sel].tolist())
     nan = [float("nan")] * len(acc)
     ops.extend(name=[table.names[i] + " (grad accumulate)" for i in acc], group=[table.names[i] for i in acc],
