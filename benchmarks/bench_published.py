@@ -20,13 +20,16 @@ layout's rank in the planner's full ranking, the planner's best over the publish
 memory model, and where the forecast's time goes (ops, bubble, exposed communication, optimizer).  Each run is
 modelled with its framework as its code stood (:data:`FRAMEWORK`: attention, dropout, gradient buffers and their
 accumulation, overlap, and the layouts that framework offered, each read from Megatron-LM's code at the cited
-commit).  Nothing is fitted to these step times.
+commit).  What every training step pays on its device comes from the planner, each cited there: the sustained
+(power-saturated) clock of compute-bound tensor-core ops where a sustained figure is published (H100, H200), NCCL's
+bus bandwidth below the NVLink line rate, the SMs hidden collectives hold.  Nothing is fitted to these step times.
+``breakdown`` splits the published layout's forecast of a few rows by op kind (:data:`BREAKDOWN`).
 
 One layer (:func:`layer_report`, a diagnostic in no target): Korthikanti et al. 2022 Table 4, one layer of the
 22B model's forward and backward under each recomputation and sequence-parallel setting, against the planner's
 forecast of one layer (the difference of a 96- and a 48-layer model, so the embedding and lm_head cancel).
 
-    python benchmarks/bench_published.py [inference|training|layers]
+    python benchmarks/bench_published.py [inference|training|layers|breakdown]
 """
 
 from __future__ import annotations
@@ -356,7 +359,7 @@ def evaluate_training(r: TrainRow) -> dict:
     best = full.ranked[0] if full.ranked else pub
     return {"row": r, "measured": r.measured, "bound": pub.bound, "forecast": pub.time, "rank": rank,
             "of": len(full.ranked), "best": best.time, "best_layout": best.describe(), "pub_layout": pub.describe(),
-            "fits": fits, "rate": full.tried / max(cpu, 1e-9), "parts": pub.parts()}
+            "fits": fits, "rate": full.tried / max(cpu, 1e-9), "parts": pub.parts(), "pub": pub}
 
 
 def training() -> list[dict]:
@@ -376,9 +379,10 @@ def training_report(results: list[dict]) -> str:
                      f"{'yes' if x['fits'] else 'NO':>4} {flags}")
         lines.append(f"{'':<16} best: {x['best_layout']}")
         p = x["parts"]
-        comm = sum(v for k, v in p.items() if k not in ("ops", "bubble", "optimizer"))
+        comm = sum(v for k, v in p.items() if k not in ("ops", "bubble", "optimizer", "SM contention"))
         lines.append(f"{'':<16} forecast parts: ops {p['ops']:.2f}s, bubble {p['bubble']:.2f}s, exposed comm "
-                     f"{comm:.2f}s, optimizer {p['optimizer']:.3f}s; measured - forecast {x['measured'] - x['forecast']:.2f}s")
+                     f"{comm:.2f}s, SM contention {p.get('SM contention', 0.0):.3f}s, optimizer {p['optimizer']:.3f}s; "
+                     f"measured - forecast {x['measured'] - x['forecast']:.2f}s")
     ratios = [x["forecast"] / x["measured"] for x in results]
     lines += ["", f"rows {len(results)}: bound <= measured {sum(x['bound'] <= x['measured'] for x in results)}/"
               f"{len(results)}; forecast/measured median {median(ratios):.2f} (target [0.9, 1.1]), range "
@@ -429,6 +433,45 @@ def layer_report() -> str:
     return "\n".join(lines)
 
 
+#: rows whose forecast the ``breakdown`` part splits by op kind (one H100 row at tp 1, one at tp 8 pp 2, A100 rows)
+BREAKDOWN = ("Megatron 1.7B", "Megatron 70B", "Narayanan 1.7B", "Narayanan 145B")
+
+
+def breakdown() -> str:
+    """The published layout's forecast step of each :data:`BREAKDOWN` row by op kind: one micro-batch's shard
+    (:func:`roofline.planner.forecast.shard_parts`; under full recomputation its forward twice) scaled to the
+    step's ``ops`` part, then the step's other parts (bubble, exposed communication, SM contention, optimizer)."""
+    from roofline.catalog import get_system
+    from roofline.planner import TrainingRun
+    from roofline.planner.forecast import shard_parts
+
+    lines = []
+    for r in (x for x in _training_rows() if x.label in BREAKDOWN):
+        x = evaluate_training(r)
+        framework = FRAMEWORK[r.source][0]
+        run = TrainingRun.of(_arch(r), seq=r.seq, global_batch=r.batch, **framework)
+        pub = x["pub"]
+        device = get_system(r.system, nodes=r.gpus // 8).device
+        parts = shard_parts(run, pub.layout.tp, pub.layout.cp, pub.layout.ep, pub.layout.micro_batch, device)
+        if pub.layout.recompute == "full":
+            parts = {k: v * (2 if k.startswith("forward") else 1) for k, v in parts.items()}
+        total = sum(parts.values())
+        p = x["parts"]
+        lines.append(f"{r.label} {x['pub_layout']}: measured {x['measured']:.3f}s, forecast {x['forecast']:.3f}s")
+        merged: dict[str, float] = {}
+        for k, v in parts.items():
+            merged[k.split(" ", 1)[1]] = merged.get(k.split(" ", 1)[1], 0.0) + v
+        for k, v in sorted(merged.items(), key=lambda kv: -kv[1]):
+            fwd = parts.get(f"forward {k}", 0.0)
+            lines.append(f"  {k:<18} {p['ops'] * v / total:8.3f}s  (forward {p['ops'] * fwd / total:.3f}s, backward "
+                         f"{p['ops'] * (v - fwd) / total:.3f}s)")
+        comm = sum(v for k, v in p.items() if k not in ("ops", "bubble", "optimizer", "SM contention"))
+        for k, v in (("bubble", p["bubble"]), ("comm exposed", comm), ("SM contention", p.get("SM contention", 0.0)),
+                     ("optimizer", p["optimizer"])):
+            lines.append(f"  {k:<18} {v:8.3f}s")
+    return "\n".join(lines)
+
+
 def main() -> int:
     part = sys.argv[1] if len(sys.argv) > 1 else "all"
     if part in ("all", "layers"):
@@ -440,6 +483,8 @@ def main() -> int:
     if part in ("all", "training"):
         print("training")
         print(training_report(training()))
+    if part == "breakdown":
+        print(breakdown())
     return 0
 
 

@@ -115,7 +115,7 @@ def test_one_f_one_b_bubble():
     e2 = estimate(run, Layout(pp=4, dp=2, interleave=2), s)
     assert e2.bubble_share == pytest.approx(1.5 / 5.5)
     # the step: every slot runs one micro-batch's forward + backward (+ recomputation)
-    assert e.time == pytest.approx(e.slots * e.forecast_compute + e.exposed_comm + e.forecast_optimizer)
+    assert e.time == pytest.approx(e.slots * e.forecast_compute + e.exposed_comm + e.forecast_optimizer + e.sm_contention)
     assert e.backward == pytest.approx(2 * e.forward)
 
 

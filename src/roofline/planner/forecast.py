@@ -20,6 +20,12 @@ accumulated into the gradient buffer (a pass of its own, or inside the weight-gr
 :func:`~roofline.llm.training.grad_accumulation_bytes`), and the loss's cross-entropy passes over the logits
 (:data:`~roofline.llm.training.CROSS_ENTROPY_BYTES`), forward and backward.
 
+Sustained clocks: a training step keeps the GPU at its power limit, where the SM clock settles below the boost clock
+that short kernel benchmarks run at (the catalog's achievable roofs, its cited GEMM and attention tables), so every
+compute-bound tensor-core op of the shard (GEMMs, attention) runs at :func:`sustained_rate` of its benchmarked rate:
+the device's cited ``training-sustained`` table (sustained / burst matmul FLOP/s, Stas Bekman's MSMF / MAMF), 1
+without one.  Memory-bound ops keep their rate: the HBM clock is not the SM clock.
+
 Collectives: each call's bound time over the NCCL efficiency curve of the device's calibration at its message
 bytes (``collective``, ``interconnect``), where the device has one.
 """
@@ -46,6 +52,7 @@ from roofline.llm.training import (
     grad_accumulation_bytes,
     row_params,
 )
+from roofline.planner.overlap import CONTENTION_SMS
 from roofline.workload import WorkloadBuilder
 
 #: The planner's stated forecast error (relative, either way): the band of forecast / measured step time its
@@ -78,6 +85,41 @@ def flash_backward_rate(device: Any, keys: np.ndarray, head_dim: np.ndarray, pre
     return by_head_dim(cal.head_dim_variants(curve), keys, head_dim)
 
 
+def sustained_rate(device: Any, precision: str) -> float:
+    """The share of its short-burst FLOP rate a compute-bound tensor-core kernel holds through a sustained training
+    step on ``device`` at ``precision``: the device's cited ``training-sustained`` table (one flat point: the
+    power-saturated sustained matmul rate over the boost-clock burst one, e.g. the H200's MSMF 708.5 / MAMF 841.9
+    TFLOP/s bf16 = 0.8415), else 1 (no published sustained figure: the burst rate stands)."""
+    from roofline.forecast import effective_calibration
+
+    cal = effective_calibration(device)
+    curve = None if cal is None else cal.curve("training-sustained", "compute", precision)
+    if not isinstance(curve, TabulatedCurve):
+        return 1.0
+    return float(min(max(float(np.asarray(curve.efficiency(np.array([curve.points[0].x])))[0]), 1e-3), 1.0))
+
+
+def contention_factor(kinds: np.ndarray, m: np.ndarray, n: np.ndarray, batch: np.ndarray, sms: int, held: int
+                      ) -> np.ndarray:
+    """How much longer each op runs on ``sms - held`` SMs than on ``sms`` (tile and wave quantization,
+    :func:`roofline.gemm_shape.op_quantization`): ``sms q(sms) / ((sms - held) q(sms - held))`` for GEMMs and
+    attention of known shape, 1 for every other op.
+
+    >>> # 12 x 11 = 132 tiles of 128x128: one full wave on 132 SMs (q 1); on 108, 64x64 tiles fill 5 waves best,
+    >>> # 24 x 22 = 528 of 540 slots (q 0.9778): 132 x 1 / (108 x 0.9778) = 1.25
+    >>> round(float(contention_factor(np.array(["matmul"]), np.array([1536.0]), np.array([1408.0]),
+    ...                               np.array([1.0]), 132, 24)[0]), 4)
+    1.25
+    """
+    from roofline.gemm_shape import op_quantization
+
+    if held <= 0 or held >= sms:
+        return np.ones(len(kinds))
+    full = op_quantization(kinds, m, n, batch, sms)
+    fewer = op_quantization(kinds, m, n, batch, sms - held)
+    return np.asarray(sms * full / ((sms - held) * fewer), dtype=float)
+
+
 def tied(forecast: float, best: float) -> bool:
     """Whether a layout's forecast step time lies within :data:`STATED_ERROR` of the best one's."""
     return forecast - best < STATED_ERROR * best
@@ -97,6 +139,24 @@ class ShardForecast:
     last_forward: float
     last_backward: float
     notes: tuple[str, ...] = ()
+    #: per SM count ``c`` of :data:`~roofline.planner.overlap.CONTENTION_SMS`: (c, forward share, backward share),
+    #: the seconds the forward's (backward's) compute-bound tensor-core ops lose per second they run beside a
+    #: collective holding ``c`` SMs (:func:`contention_shares`); () on a device without an SM count
+    contention: tuple[tuple[int, float, float], ...] = ()
+
+    def contention_share(self, sms: int, phase: str) -> float:
+        """Seconds lost per second of ``phase`` (``forward``, ``backward``, ``both``: weighted by their time) run
+        beside a collective holding ``sms`` SMs; 0 for an SM count not prepared."""
+        for c, fwd, bwd in self.contention:
+            if c == sms:
+                if phase == "forward":
+                    return fwd
+                if phase == "backward":
+                    return bwd
+                F = self.layers_forward + self.first_forward + self.last_forward
+                B = self.layers_backward + self.first_backward + self.last_backward
+                return (F * fwd + B * bwd) / (F + B) if F + B > 0 else 0.0
+        return 0.0
 
 
 def _dims(table: Any, run: TrainingRun, cp: int, ep: int, micro_batch: int) -> dict[str, np.ndarray]:
@@ -126,16 +186,18 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     into_dw = params * fused if run.grad_accumulation_fusion else np.zeros(len(table))
     acc = idx[(params[idx] > 0) & ~(gemm[idx] & run.grad_accumulation_fusion)]
     zero = np.zeros(len(table))
-    # forward; dX = dY W^T (m x k outputs, reduced over n); dW = X^T dY (k x n, over m); the rest 2x at its shape
-    parts = ((idx, 1.0, m, n, k, zero), (g, 1.0, m, k, n, zero), (g, 1.0, k, n, m, into_dw),
-             (other, float(BACKWARD), m, n, k, zero))
-    for sel, scale, mm, nn, kk, extra in parts:
+    # forward; dX = dY W^T (m x k outputs, reduced over n); dW = X^T dY (k x n, over m); the rest 2x at its shape.
+    # The weight-gradient GEMM reads no weight (X and dY in, dW out): no weight bytes, so the forecast looks its
+    # efficiency up as the bf16 GEMM it is, not as a weight-only quantized one (8 x W bytes / (n x m) bits)
+    parts = ((idx, 1.0, m, n, k, zero, 1.0), (g, 1.0, m, k, n, zero, 1.0), (g, 1.0, k, n, m, into_dw, 0.0),
+             (other, float(BACKWARD), m, n, k, zero, float(BACKWARD)))
+    for sel, scale, mm, nn, kk, extra, weights in parts:
         ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],
                    kind=[table.kinds[i] for i in sel], module_type=[table.module_types[i] for i in sel],
                    **_role_columns(table.roles[sel].tolist(), run), flops=(scale * v["flops"][sel]).tolist(),
                    bytes_read=(scale * v["bytes_read"][sel] + extra[sel] / 2).tolist(),
                    bytes_written=(scale * v["bytes_written"][sel] + extra[sel] / 2).tolist(),
-                   weight_bytes=(scale * v["weight_bytes"][sel]).tolist(), count=table.counts[sel].tolist(),
+                   weight_bytes=(weights * v["weight_bytes"][sel]).tolist(), count=table.counts[sel].tolist(),
                    m=mm[sel].tolist(), n=nn[sel].tolist(), k=kk[sel].tolist(), batch=d["batch"][sel].tolist())
     nan = [float("nan")] * len(acc)
     ops.extend(name=[table.names[i] + " (grad accumulate)" for i in acc], group=[table.names[i] for i in acc],
@@ -160,10 +222,11 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     return table, owner, bwd
 
 
-def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any
-                    ) -> dict[tuple[int, int, int, int], ShardForecast]:
-    """The forecast of each shard ``(tp, cp, ep, micro_batch)``, every shard's ops analysed in one call (the
-    forecast is per op, so batching them changes nothing but the cost)."""
+def _op_seconds(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any
+                ) -> tuple[Any, np.ndarray, list[tuple[Any, np.ndarray, np.ndarray]], np.ndarray]:
+    """(the analysis of every shard's rows, each row's forecast seconds x count with the training step's own
+    rates -- sustained clock, fused attention's backward --, each shard's (table, owner, backward), which rows are
+    compute-bound tensor-core ops)."""
     from roofline.analysis import analyze
 
     ops = WorkloadBuilder()
@@ -171,19 +234,70 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
     a = analyze(ops.build(title="planner shards", source="roofline.planner"), device, forecast=True)
     assert a.forecast is not None
     t = a.forecast.time * a.forecast.counts
+    w = a.workload
+    precision = np.asarray(w.column("precision")).astype(str)
+    kinds = np.asarray(w.column("kind")).astype(str)
+    # compute-bound tensor-core ops at the sustained clock (sustained_rate); the launch overhead unchanged
+    tensor = (a.forecast.term == "compute") & np.isin(kinds, ("matmul", "attention"))
+    for prec in sorted(set(precision[tensor].tolist())):
+        sel = tensor & (precision == prec)
+        t[sel] = (a.forecast.overhead + a.forecast.work[sel] / sustained_rate(device, prec)) * a.forecast.counts[sel]
     if run.flash:  # the fused attention's backward below (or above) its forward's rate (flash_backward_rate)
         slow = np.concatenate([bwd & (np.asarray(table.kinds, dtype=object)[owner] == "attention")
                                for table, owner, bwd in made])
-        w = a.workload
         rate = np.ones(len(t))
         for prec in sorted(set(np.asarray(w.column("precision"))[slow].tolist())):
             sel = slow & (np.asarray(w.column("precision")) == prec)
             rate[sel] = flash_backward_rate(device, np.asarray(w.columns["n"], dtype=float)[sel],
                                             np.asarray(w.columns["k"], dtype=float)[sel], str(prec))
         t = t / rate
+    return a, t, made, tensor
+
+
+#: The op categories :func:`shard_parts` splits a micro-batch's forecast into, by the op's kind and module type.
+PART_OF_KIND = {"matmul": "GEMM", "attention": "attention", "softmax": "attention", "norm": "elementwise/norm",
+                "elementwise": "elementwise/norm", "memory": "elementwise/norm", "embedding": "elementwise/norm"}
+
+
+def shard_parts(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> dict[str, float]:
+    """One micro-batch's forecast seconds on one device's shard (every layer, the first and last stage's extra ops
+    included), by ``forward``/``backward`` and op category (:data:`PART_OF_KIND`; the loss's passes as
+    ``cross-entropy``, the weight gradients' accumulation passes as ``grad accumulate``): the times
+    :func:`shard_forecasts` sums, split for reading."""
+    a, t, made, _ = _op_seconds(run, [(tp, cp, ep, micro_batch)], device)
+    _, _, bwd = made[0]
+    w = a.workload
+    out: dict[str, float] = {}
+    for i, (kind, module) in enumerate(zip(w.column("kind"), w.column("module_type"), strict=True)):
+        part = {"cross_entropy": "cross-entropy", "grad_accumulate": "grad accumulate"}.get(
+            str(module), PART_OF_KIND.get(str(kind), str(kind)))
+        key = f"{'backward' if bwd[i] else 'forward'} {part}"
+        out[key] = out.get(key, 0.0) + float(t[i])
+    return out
+
+
+def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any
+                    ) -> dict[tuple[int, int, int, int], ShardForecast]:
+    """The forecast of each shard ``(tp, cp, ep, micro_batch)``, every shard's ops analysed in one call (the
+    forecast is per op, so batching them changes nothing but the cost)."""
+    a, t, made, tensor = _op_seconds(run, shards, device)
+    w = a.workload
+    kinds = np.asarray(w.column("kind")).astype(str)
+    # what each op loses beside a collective holding c SMs (compute-bound tensor-core ops only), per prepared c
+    from roofline.forecast import effective_calibration
+
+    cal = effective_calibration(device)
+    sms = cal.quantization.sms if cal is not None and cal.quantization is not None else 0
+    cols = w.columns
+    lost = {c: np.where(tensor, t * (contention_factor(kinds, cols["m"], cols["n"], cols["batch"], sms, c) - 1), 0.0)
+            for c in (CONTENTION_SMS if sms else ())}
     out, at = {}, 0
     for sh, (table, owner, bwd) in zip(shards, made, strict=True):
         here = t[at:at + len(owner)]
+        fwd_s, bwd_s = float(here[~bwd].sum()), float(here[bwd].sum())
+        shares = tuple((c, float(x[at:at + len(owner)][~bwd].sum()) / fwd_s if fwd_s > 0 else 0.0,
+                        float(x[at:at + len(owner)][bwd].sum()) / bwd_s if bwd_s > 0 else 0.0)
+                       for c, x in lost.items())
         at += len(owner)
         fwd_t, bwd_t = np.zeros(len(table)), np.zeros(len(table))
         np.add.at(fwd_t, owner[~bwd], here[~bwd])
@@ -191,7 +305,7 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
         layer, first, last, core = _masks(table)
         out[sh] = ShardForecast(float(fwd_t[layer].sum()), float(bwd_t[layer].sum()), float(fwd_t[core].sum()),
                                 float(fwd_t[first].sum()), float(bwd_t[first].sum()), float(fwd_t[last].sum()),
-                                float(bwd_t[last].sum()), a.forecast.notes)
+                                float(bwd_t[last].sum()), a.forecast.notes, shares)
     return out
 
 

@@ -26,6 +26,15 @@ included); a collective of ``T`` forecast seconds per step exposes:
   micro-batch's compute (Megatron-LM's batched isend/irecv, ``--overlap-p2p-communication``); the
   warm-up's forward sends and the cool-down's backward sends are on the critical path: ``2 (pp - 1)``
   calls of the ``T / calls`` each exposed.  Off: ``T x slots / m``.
+
+**What hiding costs.**  A collective hidden behind compute still runs on the GPU: its kernels hold SMs the
+concurrent GEMMs and attention lose for as long as it runs (:func:`sm_holders`).  NCCL runs each channel as one
+thread block resident for the whole collective (:data:`NCCL_CTAS` of them); Transformer Engine's userbuffers, which
+``--tp-comm-overlap`` uses, run their pipelined and bulk overlaps on :data:`UB_SMS` SMs and their ring exchanges on
+the copy engines (:data:`UB_SM_SHARE`).  The forecast charges each collective's hidden seconds the slowdown of the
+compute-bound tensor-core ops of the phase it hides behind when they run on ``SMs - c`` SMs: their tile and wave
+quantization over the fewer SMs (:mod:`roofline.gemm_shape`; the shares come with the shard's forecast,
+:class:`~roofline.planner.forecast.ShardForecast`); memory-bound ops are taken as unslowed.
 """
 
 from __future__ import annotations
@@ -46,6 +55,47 @@ def rule_of(name: str) -> str:
     if head == "pp":
         return "pp"
     return "dp"
+
+
+#: Thread blocks (one per channel, each resident on an SM for the whole collective) an NCCL collective holds while it
+#: runs: an H100 profiled in Nsight Systems, "the concurrent ncclAllGather kernel launches 24 blocks, preemptively
+#: occupying a few SMs", so that a GEMM of 132 blocks no longer fits one wave (NVIDIA Developer Forums, "Compute-
+#: Communication Overlap Causes Severe GEMM Performance Degradation because of Tail Effect", 2025,
+#: https://forums.developer.nvidia.com/t/compute-communication-overlap-causes-severe-gemm-performance-degradation-because-of-tail-effect/337991;
+#: a user's measurement, NCCL version and topology not stated).  Taken for every data-parallel collective.
+NCCL_CTAS = 24
+#: SMs Transformer Engine's userbuffers communication kernels take in their ``pipeline`` and ``bulk`` overlaps:
+#: ``add_ub(..., num_sm: int = 16, ...)``, the default Megatron-Core's ``--tp-comm-overlap`` gets without
+#: ``--tp-comm-overlap-cfg`` (``transformer_engine/pytorch/module/base.py`` ``initialize_ub`` at tag v1.8;
+#: Megatron-LM ``megatron/training/initialize.py`` at core_r0.8.0 passes ``ub_cfgs = {}``).
+UB_SMS = 16
+#: The share of a sequence-parallel layer's tensor-parallel collectives userbuffers run on SMs: of its ten equal
+#: all-gathers and reduce-scatters (forward: qkv and fc1 all-gathers, proj and fc2 reduce-scatters; backward: the
+#: proj and fc2 gradient all-gathers, the qkv and fc1 input all-gathers and gradient reduce-scatters), the
+#: ``ring_exchange`` ones (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad: four) copy over the copy engines
+#: (``use_ce=True``), the ``pipeline`` (proj_fprop, fc2_fprop) and ``bulk`` (qkv/fc1 dgrad and wgrad) six on
+#: :data:`UB_SMS` SMs (TE v1.8 ``initialize_ub``, ``methods``): 6 / 10.
+UB_SM_SHARE = 0.6
+#: the SM counts whose slowdown the shard forecast prepares (:func:`sm_holders` returns one of them)
+CONTENTION_SMS = (UB_SMS, NCCL_CTAS)
+
+
+def sm_holders(comm: Any, layout: Any) -> tuple[int, float, str]:
+    """(SMs a hidden ``comm`` holds while it runs, the share of its hidden time it holds them, the phase it hides
+    behind: ``forward``, ``backward`` or ``both``) under ``layout``'s switches (module docs).  Pipeline sends
+    (one peer, a channel or two) hold none here."""
+    rule = rule_of(comm.name)
+    if rule == "pp":
+        return 0, 0.0, "both"
+    if rule == "tp":  # userbuffers for tp's own collectives; NCCL for the cp exchange and the expert all-to-alls
+        if not layout.overlap_tp:
+            return 0, 0.0, "both"
+        return (UB_SMS, UB_SM_SHARE, "both") if comm.name.startswith("tp") else (NCCL_CTAS, 1.0, "both")
+    if "grad" in comm.name:
+        return NCCL_CTAS, 1.0, "backward"
+    if "fsdp" in comm.name:  # ZeRO 3's gathers: half before each forward, half before each backward
+        return NCCL_CTAS, 1.0, "both"
+    return NCCL_CTAS, 1.0, "forward"
 
 
 def bucket_share(params: float, replicas: int) -> float:

@@ -36,7 +36,7 @@ from roofline.llm.training import (
 from roofline.planner.cache import _Cache, _Shard
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors, in_flight, stage_layers
-from roofline.planner.overlap import exposed
+from roofline.planner.overlap import exposed, sm_holders
 from roofline.system import System
 
 
@@ -63,6 +63,8 @@ class Estimate(_Facts):
     forecast_backward: float = 0.0
     forecast_recompute: float = 0.0
     forecast_optimizer: float = 0.0
+    #: the busiest stage's shard forecast's SM-contention shares (:attr:`ShardForecast.contention`)
+    contention_shares: ShardForecast | None = None
 
     @property
     def stage_flops(self) -> tuple[float, ...]:
@@ -128,14 +130,34 @@ class Estimate(_Facts):
         """Forecast communication not hidden behind compute under the layout's overlap rules."""
         return sum(self.exposed().values())
 
+    @cached_property
+    def sm_contention(self) -> float:
+        """Forecast seconds per step the compute loses to the SMs its hidden collectives hold: each collective's
+        hidden seconds (its forecast less what :meth:`exposed` leaves on the critical path) x the share of them it
+        holds SMs x what the phase it hides behind loses per second beside them
+        (:func:`roofline.planner.overlap.sm_holders`, :meth:`ShardForecast.contention_share`)."""
+        fc = self.contention_shares
+        if fc is None or not fc.contention:
+            return 0.0
+        bwd = self.forecast_backward + self.forecast_recompute
+        total = 0.0
+        for c in self.comms:
+            sms, share, phase = sm_holders(c, self.layout)
+            if sms and share:
+                shown = exposed(c, self.layout, self.micro_batches, self.slots, self.forecast_forward, bwd)
+                total += max(0.0, c.forecast - shown) * share * fc.contention_share(sms, phase)
+        return total
+
     @property
     def forecast_raw(self) -> float:
-        return self.slots * self.forecast_compute + self.exposed_comm + self.forecast_optimizer
+        return (self.slots * self.forecast_compute + self.exposed_comm + self.forecast_optimizer
+                + self.sm_contention)
 
     @cached_property
     def time(self) -> float:
         """The forecast step time (what the planner ranks by): the pipeline's slots of the busiest stage's
-        forecast micro-batch, the exposed communication, the optimizer; never below :attr:`bound`."""
+        forecast micro-batch, the exposed communication, the optimizer, the SM contention of the hidden
+        communication; never below :attr:`bound`."""
         return max(self.forecast_raw, self.bound)
 
     @property
@@ -162,10 +184,11 @@ class Estimate(_Facts):
 
     def parts(self) -> dict[str, float]:
         """The step time split (seconds, summing to :attr:`time`): the ops' roofline time, the pipeline bubble,
-        each collective's exposed time, the optimizer."""
+        each collective's exposed time, the optimizer, what the hidden collectives' SMs cost the compute
+        (:attr:`sm_contention`)."""
         c = self.forecast_compute
         parts = {"ops": self.micro_batches * c, "bubble": (self.slots - self.micro_batches) * c, **self.exposed(),
-                 "optimizer": self.forecast_optimizer}
+                 "optimizer": self.forecast_optimizer, "SM contention": self.sm_contention}
         if self.bound > self.forecast_raw:  # pragma: no cover - the forecast's terms are each >= the bound's
             parts["up to the bound"] = self.bound - self.forecast_raw
         return parts
@@ -411,9 +434,10 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     fits = sum(mems[worst].values()) <= (system.device.memory_capacity or math.inf)
     fc = (_forecast_stage(run, lay, cache, skey, which) if not checked or fits
           else _Stage(0, 0, 0, 0, 0, 0, 0, 0, busy.forward, BACKWARD * busy.forward, busy.recompute))
+    shares = cache.shard_forecast(run, lay.tp, lay.cp, lay.ep, lay.micro_batch) if not checked or fits else None
     return Estimate(run, lay, system, m, busy.forward, BACKWARD * busy.forward, busy.recompute, float(opt), comms,
                     mems[worst], split, which[worst], sh, fc.forecast_forward, fc.forecast_backward,
-                    fc.forecast_recompute, float(opt_fc))
+                    fc.forecast_recompute, float(opt_fc), shares)
 
 
 def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[Any, ...], which: tuple[int, ...]
@@ -446,7 +470,8 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     ``CheckpointFunction.backward`` calls the layer's forward, whose tensor-parallel all-reduces or
     reduce-scatter/all-gather pairs, context-parallel K/V gathers and expert all-to-alls are part of it):
     the forward's share of each again, ``rec`` = 1 more forward's worth; selective recomputation repeats the
-    attention core only, which communicates nothing."""
+    attention core only, which communicates nothing.  With sequence parallelism the backward gathers each
+    column-parallel GEMM's input once more (its weight gradient's)."""
     a = run.arch
     rec = 1 if lay.recompute == "full" else 0
     act = run.precisions.bytes()["a"]
@@ -458,6 +483,14 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     # gradient backward (one of them per edge stage)
     add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, ((4 + 2 * rec) * layers_here + (2 if lay.pp == 1 else 1))
         * m, "micro-batch")
+    if lay.sp and lay.tp > 1:
+        # sequence parallelism keeps only each column-parallel GEMM's sequence shard of its input, so the backward
+        # all-gathers it again for the weight gradient (Megatron-Core ``tensor_parallel/layers.py``
+        # ``LinearWithGradAccumulationAndAsyncCommunication.backward`` at core_r0.8.0: ``if ctx.sequence_parallel:
+        # ... torch.distributed._all_gather_base(all_gather_buffer, input, ...)``; Transformer Engine's bulk
+        # qkv/fc1 dgrad overlaps): two per layer (the qkv and the first MLP GEMM), each micro-batch
+        add("tp all-gather (weight-gradient input)", "all_gather", hidden_msg, lay.tp, 1, 2 * layers_here * m,
+            "micro-batch")
     if lay.cp > 1:
         kv = 2 * lay.micro_batch * run.seq * kv_heads_per_device(a, lay.tp) * a.head_dim * act
         add("cp kv all-gather", "all_gather", kv, lay.cp, lay.tp, (2 + rec) * layers_here * m, "micro-batch")
@@ -469,6 +502,16 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
     add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, lay.tp * lay.cp * lay.dp, 2 * lay.interleave * m,
         "micro-batch")
+    if lay.pp > 1 and lay.tp > 1 and not lay.sp:
+        # ... and without sequence parallelism the receiver all-gathers the tp pieces back into the whole tensor
+        # over the tensor-parallel group (Narayanan et al. 2021, section 4.1, "Scatter/gather communication
+        # optimization"; Megatron-LM ``megatron/p2p_communication.py`` at 50a4b5fa: after the p2p,
+        # ``mpu.gather_split_1d_tensor(tensor_recv_prev)`` = ``torch.distributed.all_gather(chunks, tensor,
+        # group=get_tensor_model_parallel_group())``, on by default: ``--no-scatter-gather-tensors-in-pipeline``
+        # turns it off); one per received tensor, as many as the sends.  Under sequence parallelism the received
+        # piece is the sequence shard the next stage computes on: nothing to gather
+        add("pp all-gather (scatter-gather)", "all_gather", hidden_msg, lay.tp, 1, 2 * lay.interleave * m,
+            "micro-batch")
     return tuple(comms)
 
 
