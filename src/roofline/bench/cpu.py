@@ -143,7 +143,6 @@ def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None =
     thread_counts = [threads] + ([1] if cfg.single_thread and threads > 1 else [])
     # progress: rough share of wall time per stage
     stage = Stages(report, {"sweep": 0.45, "fma": 0.05, "ert": 0.1, "gemm": 0.2, "audit": 0.2})
-
     rng = np.random.default_rng(12345)
     curves, long_runs = run_sweep(numba, k, sizes, thread_counts, threads, cfg, rng, stage)
     peaks = {(prec, t): _fma_peak(prec, t, cfg) for t in thread_counts for prec in ("fp64", "fp32")}
