@@ -35,8 +35,17 @@ from roofline.llm.training import (
 )
 from roofline.planner.cache import _Cache, _Shard
 from roofline.planner.forecast import ShardForecast
-from roofline.planner.layout import (Comm, Layout, _check_sizes, _Facts, _per_node, divisors, in_flight, interleave_fits,
-                                     stage_layers)
+from roofline.planner.layout import (
+    Comm,
+    Layout,
+    _check_sizes,
+    _Facts,
+    _per_node,
+    divisors,
+    in_flight,
+    interleave_fits,
+    stage_layers,
+)
 from roofline.planner.layout import interleaves as fitting_interleaves
 from roofline.planner.overlap import exposed, sm_holders
 from roofline.system import System
