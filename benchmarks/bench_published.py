@@ -501,8 +501,9 @@ LLAMA3_FRAMEWORK = {"flash": True, "dropout": False, "main_grad_bytes": 4, "grad
 
 def llama3_palm_flops_per_token(seq: int) -> float:
     """Model FLOPs per token by PaLM's MFU formula, which Meta's "BF16 Model FLOPs Utilization (MFU;
-    chowdhery2023palm)" cites without restating: 6 N + 12 L H Q T (Chowdhery et al. 2022, appendix B, as quoted
-    by nanoGPT's ``estimate_mfu``, "PaLM formula"; attention over every query-key pair, not the causal half),
+    chowdhery2023palm)" cites without restating: 6 N + 12 L H Q T (Chowdhery et al. 2022, appendix B, as karpathy/
+    nanoGPT ``model.py`` ``estimate_mfu`` quotes it: "see PaLM paper Appendix B as ref", ``flops_per_token = 6*N +
+    12*L*H*Q*T``, not read at first hand; attention over every query-key pair, not the causal half),
     N the 405B's parameters (:func:`roofline.llm.sizes.param_counts`), L 126, H Q = 16,384, T the sequence."""
     from roofline.llm.config import load_arch
     from roofline.llm.sizes import param_counts

@@ -105,7 +105,11 @@ class Estimate(_Facts):
 
     @property
     def slots(self) -> float:
-        """Micro-batch slots the pipeline takes: m + (pp - 1) / v."""
+        """Micro-batch slots the pipeline takes: m + (pp - 1) / v, the warm-up's pp - 1 chunks each 1/v of the
+        busiest stage's micro-batch (bubble (pp - 1) / (v m + pp - 1); Narayanan et al. 2021, section 2.2.2).  With
+        the first and last stages one layer short (:func:`~roofline.planner.layout.short_edge`, Llama 3's
+        pipeline) the stages' times are as their layers make them (an edge stage: its layers plus the embedding
+        or lm_head and loss), the busiest pacing; Dubey et al. 2024 give the ratio as (pp - 1) / (v m)."""
         return self.micro_batches + (self.layout.pp - 1) / self.layout.interleave
 
     @property
