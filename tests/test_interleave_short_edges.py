@@ -37,6 +37,9 @@ def test_toy_split_and_the_interleaves_it_allows():
         check(run, Layout(tp=2, pp=4, dp=1, interleave=4, stages=(4, 3, 4, 3)), s)
     got = {lay.interleave for lay in layouts(run, s) if lay.pp == 4}
     assert got == {1, 2, 4}
+    # short_edges off: only v dividing every stage (gcd(3, 4, 4, 3) = 1)
+    assert {lay.interleave for lay in layouts(run, s, short_edges=False) if lay.pp == 4} == {1}
+    assert {lay.interleave for lay in layouts(run, s, short_edges=False) if lay.pp == 2} == {1, 7}  # 7/7
 
 
 def test_toy_in_flight_by_hand():

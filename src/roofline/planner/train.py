@@ -567,7 +567,8 @@ def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride
 def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] | None = None,
             zeros: tuple[int, ...] = (0, 1, 2, 3), recomputes: tuple[str, ...] = RECOMPUTE,
             max_cp: int | None = None, interleaves: tuple[int, ...] | None = None,
-            overlap: tuple[bool, bool, bool] = (True, False, True), sp: bool = True) -> Iterator[Layout]:
+            overlap: tuple[bool, bool, bool] = (True, False, True), sp: bool = True,
+            short_edges: bool = True) -> Iterator[Layout]:
     """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
     divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
     load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``, and the
@@ -579,7 +580,9 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
     :func:`~roofline.planner.layout.short_edge`) (or those of ``interleaves`` that do) where the micro-batches
     are a multiple of pp; each ZeRO stage and recomputation.  ``overlap``: the forecast's (dp, tp, pp) overlap
     switches (:mod:`roofline.planner.overlap`), the same for every layout; ``sp``: sequence parallelism with
-    tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022)."""
+    tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022); ``short_edges``: the
+    one-layer-short edge stages under interleaving (off: only ``v`` dividing every stage, a framework whose
+    interleaved schedule needs equal chunks)."""
     a, n, d = run.arch, system.devices, system.devices_per_node
     for tp in divisors(d):
         try:
@@ -592,18 +595,19 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
                 continue
             for pp in (p for p in divisors(n // (tp * cp)) if p <= a.layers):
                 yield from _layouts_of(run, n // (tp * cp * pp), tp, cp, pp, micro_batches, zeros, recomputes,
-                                       interleaves, overlap, sp)
+                                       interleaves, overlap, sp, short_edges)
 
 
 def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
-                overlap: tuple[bool, bool, bool], sp: bool = True) -> Iterator[Layout]:
+                overlap: tuple[bool, bool, bool], sp: bool = True, short_edges: bool = True) -> Iterator[Layout]:
     a = run.arch
     if run.global_batch % dp:
         return
     per_replica = run.global_batch // dp
     split = stage_layers(a.layers, pp)
-    fit = fitting_interleaves(split)
+    fit = fitting_interleaves(split) if short_edges else tuple(v for v in divisors(math.gcd(*split))
+                                                               if v == 1 or pp > 1)
     vs = [v for v in (interleaves or fit) if v in fit]
     for ep in ([e for e in divisors(dp) if a.experts % e == 0] if a.experts else [1]):
         for mb in (micro_batches or divisors(per_replica)):
