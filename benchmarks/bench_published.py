@@ -29,7 +29,11 @@ One layer (:func:`layer_report`, a diagnostic in no target): Korthikanti et al. 
 22B model's forward and backward under each recomputation and sequence-parallel setting, against the planner's
 forecast of one layer (the difference of a 96- and a 48-layer model, so the embedding and lm_head cancel).
 
-    python benchmarks/bench_published.py [inference|training|layers|breakdown]
+Llama 3 (:func:`llama3`, held out, in no verdict line): Dubey et al. 2024 Table 4's three 405B runs on H100
+(tp 8 pp 16 at 8k on 8,192 and 16,384 GPUs; cp 16 at 128k), measured by the paper's MFU convention (PaLM's) and
+by the planner's, against the planner's forecast of the published layout and of each interleave depth.
+
+    python benchmarks/bench_published.py [inference|training|layers|breakdown|llama3]
 """
 
 from __future__ import annotations
@@ -473,6 +477,84 @@ def breakdown() -> str:
     return "\n".join(lines)
 
 
+# -- held out: Llama 3 405B, Dubey et al. 2024 Table 4 (a diagnostic in no verdict line) ------------------------
+LLAMA3 = ("Dubey et al. 2024, 'The Llama 3 Herd of Models' (arXiv 2407.21783), section 3.3.2, Table 4 and 'GPU "
+          "utilization' (read in the read_file index's transcription of the paper, file id 53012592203)")
+#: Table 4's rows: (label, GPUs, tp, cp, pp, seq, sequences per step, TFLOP/s per GPU, BF16 MFU).  Every row states
+#: 16M tokens a batch: 2,048 x 8,192, and 128 x 131,072 for the long-context row.  That row's DP column reads 4,
+#: but its GPUs (16,384 = 8 x 16 x 16 x 8), its batch size per DP (16: 16 x 8 = 128 sequences) and its tokens per
+#: batch (16M) all give dp 8: taken as 8 (the SC'24 slide quoted on glennklockwood.com/garden/llama-3.1 gives
+#: GPUs, tp, cp, pp, tokens and TFLOP/s, no dp)
+LLAMA3_ROWS = (("Llama3 8k 8K GPU", 8192, 8, 1, 16, 8192, 2048, 430.0, 0.43),
+               ("Llama3 8k 16K GPU", 16384, 8, 1, 16, 8192, 2048, 400.0, 0.41),
+               ("Llama3 128k 16K", 16384, 8, 16, 16, 131072, 128, 380.0, 0.38))
+#: Meta's stack is not public; what the paper states of it: "FP32 gradient accumulation during backward
+#: computation over multiple micro-batches and also reduce-scatter gradients in FP32" (section 3.3.2, 'Numerical
+#: stability'), so fp32 main gradients; FSDP that "shards optimizer states and gradients, but for model shards we
+#: do not reshard after forward" (ZeRO 1 or 2 here: the planner picks), DP "asynchronously prefetching sharded
+#: model weights and reducing gradients" (dp overlap on), "asynchronous point-to-point communication in PP" (pp
+#: overlap on), tp overlap not stated (off, the planner's default); "we could pre-train Llama 3 on sequences of 8K
+#: tokens without activation checkpointing" (8k rows: recompute none; the 128k row: the planner picks).  Fused
+#: attention without dropout and the fused weight-gradient accumulation are assumed, as in the Megatron-Core
+#: r0.8 framework row above (not stated by the paper).
+LLAMA3_FRAMEWORK = {"flash": True, "dropout": False, "main_grad_bytes": 4, "grad_accumulation_fusion": True}
+
+
+def llama3_palm_flops_per_token(seq: int) -> float:
+    """Model FLOPs per token by PaLM's MFU formula, which Meta's "BF16 Model FLOPs Utilization (MFU;
+    chowdhery2023palm)" cites without restating: 6 N + 12 L H Q T (Chowdhery et al. 2022, appendix B, as karpathy/
+    nanoGPT ``model.py`` ``estimate_mfu`` quotes it: "see PaLM paper Appendix B as ref", ``flops_per_token = 6*N +
+    12*L*H*Q*T``, not read at first hand; attention over every query-key pair, not the causal half),
+    N the 405B's parameters (:func:`roofline.llm.sizes.param_counts`), L 126, H Q = 16,384, T the sequence."""
+    from roofline.llm.config import load_arch
+    from roofline.llm.sizes import param_counts
+
+    a = load_arch("llama-3-405b")
+    return 6 * param_counts(a)[0] + 12 * a.layers * a.heads * a.head_dim * seq
+
+
+def llama3() -> str:
+    """Each Table 4 row: measured = tokens x PaLM's model FLOPs per token / (TFLOP/s per GPU x GPUs), and the same
+    with the planner's :func:`~roofline.llm.training.training_flops` (6 N tokens + causal attention) for the
+    other convention; the planner's forecast of the published layout (tp, cp, pp, dp fixed; micro-batch,
+    interleaving, ZeRO 1/2 and, for 128k, recomputation its best that fits), and the published layout under
+    each interleave depth the planner allows (Meta's one-layer-short edge stages, 7/8x14/7: v 1, 2, 4, 8; the
+    paper does not state its v; chunks of one layer, v 8, are what "the first model chunk on the first stage
+    has only the embedding" gives with one layer taken from each edge stage), with its memory."""
+    from roofline.catalog import get_system
+    from roofline.planner import Layout, TrainingRun, estimate, plan, training_flops
+
+    lines = [f"{'row':<18} {'layout':<34} {'meas PaLM':>9} {'meas 6N+c':>9} {'forecast':>9} {'fc/PaLM':>7} "
+             f"{'fc/6N+c':>7} {'TFLOP/s':>7} {'pub':>5} {'fits':>4}"]
+    for label, gpus, tp, cp, pp, seq, batch, tflops, _mfu in LLAMA3_ROWS:
+        dp = gpus // (tp * cp * pp)
+        run = TrainingRun.of("llama-3-405b", seq=seq, global_batch=batch, **LLAMA3_FRAMEWORK)
+        system = get_system("dgx-h100", nodes=gpus // 8)
+        rate = tflops * 1e12 * gpus
+        palm = llama3_palm_flops_per_token(seq) * batch * seq / rate
+        ours = training_flops(run, "none") / rate
+        recomputes = ("none",) if seq == 8192 else ("none", "selective", "full")
+        p = plan(run, system, top=1, fixed={"tp": tp, "cp": cp, "pp": pp, "dp": dp}, zeros=(1, 2),
+                 recomputes=recomputes, max_cp=cp)
+        if p.ranked:
+            e, fits = p.ranked[0], True
+        else:
+            e, fits = estimate(run, Layout(tp=tp, cp=cp, pp=pp, dp=dp, zero=1, recompute=recomputes[-1]), system), False
+        lines.append(f"{label:<18} {e.describe()[:34]:<34} {palm:>8.2f}s {ours:>8.2f}s {e.time:>8.2f}s "
+                     f"{e.time / palm:>7.2f} {e.time / ours:>7.2f} {e.model_tflops_per_device:>7.0f} {tflops:>5.0f} "
+                     f"{'yes' if fits else 'NO':>4}")
+        for v in (1, 2, 4, 8):
+            x = estimate(run, Layout(tp=tp, cp=cp, pp=pp, dp=dp, zero=e.layout.zero, micro_batch=e.layout.micro_batch,
+                                     recompute=e.layout.recompute, interleave=v), system)
+            lines.append(f"{'':<18}   v{v}: forecast {x.time:6.2f}s, {x.model_tflops_per_device:4.0f} TFLOP/s, bubble "
+                         f"{x.bubble_share:5.1%}, memory {x.memory_total / 1e9:6.1f} GB (stage {x.memory_stage + 1}), "
+                         f"{'fits' if x.fits else 'does not fit'}")
+    lines += ["(held out: in no verdict line; meas PaLM = PaLM's 6N + 12LHQT, the MFU Meta cites; meas 6N+c = the "
+              "planner's training_flops, causal attention; TFLOP/s = the planner's model TFLOP/s per GPU at its "
+              "forecast (training_flops), pub = Table 4's)", f"source: {LLAMA3}"]
+    return "\n".join(lines)
+
+
 def main() -> int:
     part = sys.argv[1] if len(sys.argv) > 1 else "all"
     if part in ("all", "layers"):
@@ -486,6 +568,9 @@ def main() -> int:
         print(training_report(training()))
     if part == "breakdown":
         print(breakdown())
+    if part == "llama3":
+        print("Llama 3 405B (Dubey et al. 2024 Table 4; held out, diagnostic)")
+        print(llama3())
     return 0
 
 

@@ -552,6 +552,30 @@ def test_llama3_published_8k_layout_fits_without_recomputation():
     assert e.fits
 
 
+def test_llama3_405b_interleaved_as_meta_ran_it():
+    """Llama 3's pipeline (Dubey et al. 2024, section 3.3.2): an interleaved schedule with the first and the last
+    stage one layer short, "the first model chunk on the first stage has only the embedding, and the last model
+    chunk on the last stage has only output projection and loss calculation": 7/8x14/7 with v 8 chunks of one
+    layer (v 2 and 4 too: 7 = 2 x 4 - 1 = 4 x 2 - 1); before, only v 1 passed (7 mod 8 != 0).  The bubble with
+    m = 2,048 / 64 = 32: (pp - 1) / (v m + pp - 1) = 15 / (256 + 15).  The memory under Megatron-LM's
+    interleaved warm-up: stage 2 (8 layers) holds 2 x 14 + 7 x 16 + 1 = 141 one-layer chunks, x 65,088 B x
+    8,192 tokens (the per-layer figure of the test above) = 75.18 GB of activations; stage 1 holds 142 warm-up
+    chunks less the 30 of its embedding-only chunk 0 (forwards 0..15 and 128..141) = 112 layers' worth."""
+    from roofline.planner.layout import in_flight, interleaves, stage_layers
+
+    assert interleaves(stage_layers(126, 16)) == (1, 2, 4, 8)
+    assert in_flight(16, 8, 32, 0, 7) * 7 == pytest.approx(112)
+    s = get_system("dgx-h100", nodes=1024)
+    run = TrainingRun.of("llama-3-405b", seq=8192, global_batch=2048)
+    lay = Layout(tp=8, pp=16, dp=64, zero=1, recompute="none", interleave=8)
+    assert check(run, lay, s) == 32
+    e = estimate(run, lay, s)
+    assert e.bubble_share == pytest.approx(15 / 271)
+    assert e.memory_stage == 1 and e.memory["activations"] == pytest.approx(65_088 * 8192 * 141, rel=1e-9)
+    assert any(x.interleave == 8 for x in layouts(run, s, zeros=(1,), recomputes=("none",), micro_batches=(1,))
+               if (x.tp, x.pp, x.dp) == (8, 16, 64))
+
+
 def test_plan_cli_does_not_fit_is_timed(capsys):
     """A fully given layout past memory is timed: exit 0, 'does not fit' first on its line, fits false in the
     JSON; tp8 pp16 dp64 with no recomputation at 8k and micro-batches of 2 holds 15 of them, of 8 layers, on

@@ -111,7 +111,44 @@ def stage_layers(layers: int, pp: int, stages: tuple[int, ...] | None = None) ->
     return tuple(out)
 
 
-def in_flight(pp: int, interleave: int, micro_batches: int, stage: int) -> float:
+def short_edge(split: tuple[int, ...], interleave: int, stage: int) -> bool:
+    """Whether pipeline stage ``stage`` of ``split`` runs ``interleave`` chunks one of which is a layer short:
+    the first or the last stage (pp > 1) with one layer fewer than a multiple of ``v``, its first chunk holding
+    the embedding (first stage) or its last the output projection and loss (last stage) in place of the missing
+    layer.  Llama 3 (Dubey et al. 2024, section 3.3.2, "Pipeline parallelism improvements"): "we reduce one
+    Transformer layer each from the first and the last stages, respectively. This means that the first model
+    chunk on the first stage has only the embedding, and the last model chunk on the last stage has only output
+    projection and loss calculation", with "an interleaved schedule (Narayanan et al., 2021) with V pipeline
+    stages on one pipeline rank": 126 layers over pp 16 as 7/8x14/7, V = 8 chunks of one layer.
+
+    >>> short_edge((7, 8, 8, 7), 8, 0), short_edge((7, 8, 8, 7), 8, 1), short_edge((7, 8, 8, 7), 1, 0)
+    (True, False, False)
+    """
+    n, pp = split[stage], len(split)
+    return interleave > 1 and pp > 1 and stage in (0, pp - 1) and n % interleave == interleave - 1
+
+
+def interleave_fits(split: tuple[int, ...], interleave: int) -> bool:
+    """Whether ``interleave`` chunks per device split every stage of ``split``: ``v`` divides each stage's
+    layers, or the first or the last stage is one layer short of a multiple of ``v`` (:func:`short_edge`)."""
+    return all(n % interleave == 0 or short_edge(split, interleave, k) for k, n in enumerate(split))
+
+
+@lru_cache(maxsize=4096)
+def interleaves(split: tuple[int, ...]) -> tuple[int, ...]:
+    """Every ``v`` with which :func:`interleave_fits` (1 always; more only for pp > 1): with two stages of 8,
+    v 3 and 9 as well, each stage then one layer short (3 chunks of 3, or 9 of 1, the first stage's first and
+    the last's last holding the embedding and the loss).
+
+    >>> interleaves((7, 8, 8, 7)), interleaves((8, 8)), interleaves((6, 8, 8, 7))
+    ((1, 2, 4, 8), (1, 2, 3, 4, 8, 9), (1, 2))
+    """
+    if len(split) < 2:
+        return (1,)
+    return tuple(v for v in range(1, max(split) + 2) if interleave_fits(split, v))
+
+
+def in_flight(pp: int, interleave: int, micro_batches: int, stage: int, layers: int = 0) -> float:
     """Micro-batches whose activations pipeline stage ``stage`` (0 first) holds at its peak, in units of all
     its layers: 1F1B, ``min(m, pp - stage)`` (Narayanan et al. 2021, section 2.2.1: the first stage holds
     pp); interleaved over ``v`` chunks, its warm-up micro-batches ``2 (pp - stage - 1) + (v - 1) pp`` plus
@@ -119,13 +156,46 @@ def in_flight(pp: int, interleave: int, micro_batches: int, stage: int) -> float
     Narayanan et al. 2021 section 2.2.2; on the first stage ``pp (1 + (pp - 1) / (pp v))``, Korthikanti et
     al. 2022 section 4.2.3).
 
+    ``layers``: the stage's layers, where it is an edge stage one layer short (:func:`short_edge`: ``n = c v -
+    1`` layers in ``v`` chunks of ``c``, the embedding's chunk 0 on the first stage or the loss's chunk v - 1
+    on the last holding ``c - 1``): the peak of the layers in flight over the schedule
+    (:func:`_interleaved_peak`), over ``n``.
+
     >>> in_flight(4, 1, 8, 0), in_flight(4, 2, 8, 0), 4 * (1 + 3 / 8)
     (4, 5.5, 5.5)
     """
     if interleave == 1:
         return min(micro_batches, pp - stage)
+    if layers and stage in (0, pp - 1) and layers % interleave == interleave - 1:
+        return _interleaved_peak(pp, interleave, micro_batches, stage, (layers + 1) // interleave) / layers
     chunks = 2 * (pp - stage - 1) + (interleave - 1) * pp + 1
     return min(micro_batches * interleave, chunks) / interleave
+
+
+@lru_cache(maxsize=4096)
+def _interleaved_peak(pp: int, v: int, m: int, stage: int, chunk: int, light: bool = True) -> float:
+    """The most layers whose activations stage ``stage`` holds over Megatron-LM's interleaved schedule, its
+    ``v`` chunks of ``chunk`` layers, with ``light`` the edge one (chunk 0 on the first stage, v - 1 on the
+    last) one layer fewer.  The order is ``forward_backward_pipelining_with_interleaving`` in Megatron-LM's
+    ``schedules.py``: ``W = 2 (pp - stage - 1) + (v - 1) pp`` warm-up forwards (all ``m v`` when m = pp), then
+    a forward and a backward per step, then the remaining backwards; forward ``i`` runs chunk ``(i mod pp v)
+    // pp``, backward ``j`` chunk ``v - 1 - (j mod pp v) // pp`` (``get_model_chunk_id``).
+
+    >>> _interleaved_peak(4, 2, 8, 0, 3, False) / 6, in_flight(4, 2, 8, 0)   # uniform chunks: the closed form
+    (5.5, 5.5)
+    """
+    edge = (0 if stage == 0 else v - 1) if light else -1
+    weight = [chunk - (k == edge) for k in range(v)]
+    total = m * v
+    warm = total if m == pp else min(2 * (pp - stage - 1) + (v - 1) * pp, total)
+    held = peak = 0
+    for f in range(total):  # forward f, and from the warm-up's end each forward's paired backward
+        held += weight[(f % (pp * v)) // pp]
+        peak = max(peak, held)
+        if f >= warm:
+            b = f - warm
+            held -= weight[v - 1 - (b % (pp * v)) // pp]
+    return float(peak)
 
 
 class _Facts:

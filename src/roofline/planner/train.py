@@ -35,7 +35,18 @@ from roofline.llm.training import (
 )
 from roofline.planner.cache import _Cache, _Shard
 from roofline.planner.forecast import ShardForecast
-from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors, in_flight, stage_layers
+from roofline.planner.layout import (
+    Comm,
+    Layout,
+    _check_sizes,
+    _Facts,
+    _per_node,
+    divisors,
+    in_flight,
+    interleave_fits,
+    stage_layers,
+)
+from roofline.planner.layout import interleaves as fitting_interleaves
 from roofline.planner.overlap import exposed, sm_holders
 from roofline.system import System
 
@@ -94,7 +105,11 @@ class Estimate(_Facts):
 
     @property
     def slots(self) -> float:
-        """Micro-batch slots the pipeline takes: m + (pp - 1) / v."""
+        """Micro-batch slots the pipeline takes: m + (pp - 1) / v, the warm-up's pp - 1 chunks each 1/v of the
+        busiest stage's micro-batch (bubble (pp - 1) / (v m + pp - 1); Narayanan et al. 2021, section 2.2.2).  With
+        the first and last stages one layer short (:func:`~roofline.planner.layout.short_edge`, Llama 3's
+        pipeline) the stages' times are as their layers make them (an edge stage: its layers plus the embedding
+        or lm_head and loss), the busiest pacing; Dubey et al. 2024 give the ratio as (pp - 1) / (v m)."""
         return self.micro_batches + (self.layout.pp - 1) / self.layout.interleave
 
     @property
@@ -250,9 +265,9 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
         raise RooflineError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {lay.recompute!r}")
     check_tp(a, lay.tp)
     split = stage_layers(a.layers, lay.pp, lay.stages)
-    if lay.interleave > 1 and any(n % lay.interleave for n in split):
-        raise RooflineError(f"interleave {lay.interleave} does not divide the layers of every stage "
-                            f"({'/'.join(map(str, split))} of {a.name}'s {a.layers})")
+    if lay.interleave > 1 and not interleave_fits(split, lay.interleave):
+        raise RooflineError(f"interleave {lay.interleave} does not divide the layers of every stage, the first and "
+                            f"last one layer short at most ({'/'.join(map(str, split))} of {a.name}'s {a.layers})")
     if run.seq % lay.cp:
         raise RooflineError(f"cp {lay.cp} does not divide the sequence of {run.seq} tokens")
     if lay.sp and lay.tp > 1 and (run.seq // lay.cp) % lay.tp:
@@ -300,7 +315,8 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     out = {"weights": WEIGHT_BYTES * _held(z, 3, dense, expert, replicas, expert_replicas) + cache,
            "gradients": run.main_grad_bytes * _held(z, 2, dense, expert, replicas, expert_replicas),
            "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
-           "activations": per_layer * layers * in_flight(lay.pp, lay.interleave, micro_batches, stage) + logits}
+           "activations": per_layer * layers * in_flight(lay.pp, lay.interleave, micro_batches, stage,
+                                                         int(layers) if layers == int(layers) else 0) + logits}
     if z >= 3:
         out["zero3 buffers"] = zero3_buffers(run, (dense + expert) / max(layers, 1))
     return out
@@ -551,17 +567,22 @@ def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride
 def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] | None = None,
             zeros: tuple[int, ...] = (0, 1, 2, 3), recomputes: tuple[str, ...] = RECOMPUTE,
             max_cp: int | None = None, interleaves: tuple[int, ...] | None = None,
-            overlap: tuple[bool, bool, bool] = (True, False, True), sp: bool = True) -> Iterator[Layout]:
+            overlap: tuple[bool, bool, bool] = (True, False, True), sp: bool = True,
+            short_edges: bool = True) -> Iterator[Layout]:
     """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
     divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
     load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``, and the
     device's shard into tp (sequence parallelism); pp every
     divisor up to the layers (uneven splits: :func:`~roofline.planner.layout.stage_layers`); ep dividing the
     experts and dp; micro-batches of every size dividing the per-replica batch (or ``micro_batches``);
-    interleaving over every ``v`` dividing each stage's layers (or ``interleaves``) where the micro-batches
+    interleaving over every ``v`` dividing each stage's layers, the first and the last stage allowed one layer
+    short of a multiple of ``v`` (its embedding or loss chunk a layer lighter, as Llama 3's 405B pipeline:
+    :func:`~roofline.planner.layout.short_edge`) (or those of ``interleaves`` that do) where the micro-batches
     are a multiple of pp; each ZeRO stage and recomputation.  ``overlap``: the forecast's (dp, tp, pp) overlap
     switches (:mod:`roofline.planner.overlap`), the same for every layout; ``sp``: sequence parallelism with
-    tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022)."""
+    tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022); ``short_edges``: the
+    one-layer-short edge stages under interleaving (off: only ``v`` dividing every stage, a framework whose
+    interleaved schedule needs equal chunks)."""
     a, n, d = run.arch, system.devices, system.devices_per_node
     for tp in divisors(d):
         try:
@@ -574,19 +595,20 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
                 continue
             for pp in (p for p in divisors(n // (tp * cp)) if p <= a.layers):
                 yield from _layouts_of(run, n // (tp * cp * pp), tp, cp, pp, micro_batches, zeros, recomputes,
-                                       interleaves, overlap, sp)
+                                       interleaves, overlap, sp, short_edges)
 
 
 def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
-                overlap: tuple[bool, bool, bool], sp: bool = True) -> Iterator[Layout]:
+                overlap: tuple[bool, bool, bool], sp: bool = True, short_edges: bool = True) -> Iterator[Layout]:
     a = run.arch
     if run.global_batch % dp:
         return
     per_replica = run.global_batch // dp
     split = stage_layers(a.layers, pp)
-    common = math.gcd(*split)
-    vs = [v for v in (interleaves or divisors(common)) if v == 1 or (pp > 1 and common % v == 0)]
+    fit = fitting_interleaves(split) if short_edges else tuple(v for v in divisors(math.gcd(*split))
+                                                               if v == 1 or pp > 1)
+    vs = [v for v in (interleaves or fit) if v in fit]
     for ep in ([e for e in divisors(dp) if a.experts % e == 0] if a.experts else [1]):
         for mb in (micro_batches or divisors(per_replica)):
             m = per_replica // mb if per_replica % mb == 0 else 0
