@@ -319,15 +319,21 @@ def _training_rows() -> list[TrainRow]:
 #:   sequence parallelism -- read from the transcription's labels, not stated beside Table 5), so their search
 #:   keeps sequence parallelism off.
 _MEGATRON_2022 = {"flash": False, "dropout": True, "main_grad_bytes": 2, "grad_accumulation_fusion": False}
+#: Interleaving in these frameworks: Megatron-LM's ``--num-layers-per-virtual-pipeline-stage`` gives one layer count
+#: for every chunk, so v must divide each stage's layers; the one-layer-short first/last stages of Meta's schedule
+#: (``short_edges``, Dubey et al. 2024 section 3.3.2) are not offered to these runs.
 FRAMEWORK: dict[str, tuple[dict, tuple[bool, bool, bool], dict]] = {
     NARAYANAN: ({"flash": False, "dropout": True, "main_grad_bytes": 2, "grad_accumulation_fusion": False},
-                (False, False, False), {"zeros": (0,), "recomputes": ("none", "full"), "max_cp": 1, "sp": False}),
+                (False, False, False), {"zeros": (0,), "recomputes": ("none", "full"), "max_cp": 1, "sp": False,
+                                        "short_edges": False}),
     MEGATRON: ({"flash": True, "dropout": True, "main_grad_bytes": 4, "grad_accumulation_fusion": True},
-               (True, True, True), {"zeros": (0, 1)}),
+               (True, True, True), {"zeros": (0, 1), "short_edges": False}),
     KORTHIKANTI: (_MEGATRON_2022, (False, False, False),
-                  {"zeros": (0,), "recomputes": ("none", "selective", "full"), "max_cp": 1, "sp": True}),
+                  {"zeros": (0,), "recomputes": ("none", "selective", "full"), "max_cp": 1, "sp": True,
+                   "short_edges": False}),
     KORTHIKANTI_FULL: (_MEGATRON_2022, (False, False, False),
-                       {"zeros": (0,), "recomputes": ("none", "selective", "full"), "max_cp": 1, "sp": False}),
+                       {"zeros": (0,), "recomputes": ("none", "selective", "full"), "max_cp": 1, "sp": False,
+                        "short_edges": False}),
 }
 
 
