@@ -206,7 +206,8 @@ FUSIONS = ("qkv", "gate-up", "reduce-norm")
 
 
 def parse_fusions(value: object) -> tuple[str, ...]:
-    """A tuple of :data:`FUSIONS` names (a comma-separated string, or a sequence; sorted, no repeats)."""
+    """A tuple of :data:`FUSIONS` names, in that order, no repeats (from a comma-separated string or a sequence);
+    a name not among them is a one-line error."""
     from roofline.fileio import shown
 
     items = value.split(",") if isinstance(value, str) else value
