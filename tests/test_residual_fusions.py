@@ -151,3 +151,14 @@ def test_cli_rbits_and_fusions(tmp_path, capsys):
     code = main(["serve", "llama-2-7b", "--device", "h100", "--fusions", "qkv,everything", "--rate", "1"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "fusion 'everything' is not one of" in err[0]
+
+
+def test_mlperf_engine_profiles_fuse_what_their_builds_fuse():
+    from roofline.serving.engines import engine_settings
+
+    # v4.0's builder.py: the fused QKV projection only; v4.1's adds --use_fused_mlp and, at tp > 1, --reduce_fusion
+    assert engine_settings("trtllm-mlperf-v4")["fusions"] == ("qkv",)
+    assert engine_settings("trtllm-mlperf-v4.1")["fusions"] == ALL
+    v4 = {k: v for k, v in engine_settings("trtllm-mlperf-v4").items() if k != "fusions"}
+    v41 = {k: v for k, v in engine_settings("trtllm-mlperf-v4.1").items() if k != "fusions"}
+    assert v4 == v41  # the same harness otherwise

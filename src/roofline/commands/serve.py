@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rbits", metavar="BITS", help="residual-stream precision where it differs from --abits (norms, "
                    "GEMM outputs, TP all-reduce; an FP8 checkpoint of a float16 model: --abits fp8 --rbits fp16)")
     p.add_argument("--fusions", metavar="NAME[,NAME...]", help="kernel fusions the engine runs: qkv, gate-up, "
-                   "reduce-norm (default none; --engine trtllm-mlperf-v4 gives all three)")
+                   "reduce-norm (default none; --engine trtllm-mlperf-v4.1 gives all three)")
     p.add_argument("--isl", default="1024", metavar="N|LO:HI:uniform|MED:SIGMA:lognormal|Q0,...,Qk:quantiles",
                    help="input tokens: fixed, uniform, log-normal, or a data set's quantiles at equal steps of "
                         "probability, smallest to largest (48,109,152,266,1021:quantiles: the 0/25/50/75/100th "
@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cuda-graphs", action="store_true", help="every iteration replays a CUDA graph (the "
                    "device's cuda-graph overhead floor per kernel, not its launch floor)")
     p.add_argument("--engine", metavar="NAME", help="an engine's cited batching and KV-cache settings "
-                   "(roofline.serving.engines: trtllm-mlperf-v4, vllm-v0); the flags you give win")
+                   "(roofline.serving.engines: trtllm-mlperf-v4, trtllm-mlperf-v4.1, vllm-v0); the flags you give win")
     p.add_argument("--iteration-overhead", type=float, default=0.0, metavar="SECONDS",
                    help="CPU time added to each iteration (default 0: none counted)")
     p.add_argument("--slo", metavar="ttft=2s,tpot=200ms", help="latency limits on the p99s (units required)")

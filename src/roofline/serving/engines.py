@@ -25,10 +25,14 @@ latency figure.  ``roofline.serve(model, device, **engine_settings("trtllm-mlper
 * the running-batch limit ``gpu_batch_size`` is per system (806 / 896 on H200, 896 / 1024 on H100 TP2,
   Offline / Server): give it as ``max_batch``;
 * the kernels the engine runs fused (``fusions``, :data:`roofline.llm.table.FUSIONS`): the QKV projection as
-  one GEMM (TensorRT-LLM's ``Attention.qkv``), ``--use_fused_mlp`` (gate and up as one GEMM, then one SwiGLU
-  kernel) and, at tp > 1, ``--use_custom_all_reduce=enable --reduce_fusion=enable`` (the all-reduce's
-  residual add and the next norm as one kernel): the build flags of closed/NVIDIA/code/llama2-70b/tensorrt/
-  builder.py in mlcommons/inference_results_v4.1 (``reduce_fusion`` appended when ``world_size > 1``).
+  one GEMM (TensorRT-LLM's ``Attention.qkv``, in every version), and no other: the v4.0 build
+  (closed/NVIDIA/code/llama2-70b/tensorrt/builder.py in mlcommons/inference_results_v4.0 at 92014844) passes
+  ``--use_custom_all_reduce=enable`` but neither ``--use_fused_mlp`` nor ``--reduce_fusion``.
+
+``trtllm-mlperf-v4.1``: the same harness as built for v4.1, whose builder.py (mlcommons/inference_results_v4.1)
+adds ``--use_fused_mlp`` (gate and up as one GEMM, then one SwiGLU kernel) and, when ``world_size > 1``,
+``--reduce_fusion=enable`` (with the custom all-reduce: the all-reduce's residual add and the next norm as one
+kernel): ``fusions = qkv, gate-up, reduce-norm`` (reduce-norm acts only at tp > 1).
 
 The checkpoint is float16 with FP8 GEMMs and an FP8 KV cache (README.md beside builder.py: ``quantize.py
 --dtype float16 --qformat fp8 --kv_cache_dtype fp8``): a precision of the model, not of the engine, so the
@@ -61,7 +65,9 @@ from roofline.fileio import shown
 #: Cited settings per engine (module docs): keyword arguments of :func:`roofline.serve`.
 ENGINES: dict[str, dict[str, Any]] = {
     "trtllm-mlperf-v4": {"whole_prompts": True, "max_tokens": 4096, "gpu_memory_utilization": 0.90,
-                         "kv_of_free": True, "fusions": ("qkv", "gate-up", "reduce-norm")},
+                         "kv_of_free": True, "fusions": ("qkv",)},
+    "trtllm-mlperf-v4.1": {"whole_prompts": True, "max_tokens": 4096, "gpu_memory_utilization": 0.90,
+                           "kv_of_free": True, "fusions": ("qkv", "gate-up", "reduce-norm")},
     "vllm-v0": {"chunked": False, "max_batch": 256, "block_size": 16, "gpu_memory_utilization": 0.9},
 }
 
