@@ -167,9 +167,10 @@ MLPERF_ISL_PERCENTILES = (
 #: its mean (tokens), for the operating-point diagnostic
 MLPERF_ISL_MEAN = 222.33
 #: FP8 weights, GEMM inputs and KV cache (use_fp8; builder.py '--qformat=fp8'): names, since a bare 8 is int8; the
-#: residual stream float16 (the README beside builder.py, v4.1: 'quantize.py --dtype float16 --qformat fp8
-#: --kv_cache_dtype fp8'; TensorRT-LLM's FP8Linear quantises its 16-bit input and returns the model dtype:
-#: roofline.llm.table.QUANTITIES)
+#: residual stream float16 (a float16 model quantised: builder.py's build_quantized_model '--dtype=float16
+#: --qformat=fp8' in v4.0, at 92014844; the README beside builder.py in v4.1: 'quantize.py --dtype float16
+#: --qformat fp8 --kv_cache_dtype fp8'; TensorRT-LLM's FP8Linear quantises its 16-bit input and returns the model
+#: dtype: roofline.llm.table.QUANTITIES)
 MLPERF_PRECISION: dict[str, Any] = dict(wbits="fp8", abits="fp8", kvbits="fp8", rbits="fp16")
 #: Offline rows' 'samples_per_query' (the same logs' Test Parameters): the samples one Offline query issues at
 #: once; each replica is simulated holding its share (39-56 batch limits), so the drain at the end weighs in
