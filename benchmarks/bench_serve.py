@@ -20,8 +20,11 @@ of https://github.com/mlcommons/inference_results_v4.0 and https://github.com/ml
 time to output token).  Setup from the same repositories' closed/NVIDIA/configs/llama2-70b (tensor_parallelism
 2 on H100 / 1 on H200, gpu_batch_size, use_fp8) and code/llama2-70b/tensorrt/builder.py (an FP8 checkpoint,
 '--qformat=fp8', of a float16 model: FP8 GEMMs on the fp8 tensor-core roof, so wbits/abits/kvbits 'fp8', not
-the bare 8 that names int8) and the harness (roofline.serving.engines 'trtllm-mlperf-v4': in-flight batching
-of whole prompts under max_num_tokens 4096, KV cache 0.90 of the free memory).  8 / tp replicas, one simulated
+the bare 8 that names int8, and the residual stream, norms, GEMM outputs and all-reduce in float16, rbits 'fp16')
+and the harness (roofline.serving.engines 'trtllm-mlperf-v4': in-flight batching of whole prompts under
+max_num_tokens 4096, KV cache 0.90 of the free memory; the build's fused kernels: QKV, and in v4.1
+('trtllm-mlperf-v4.1') gate+up with one SwiGLU kernel and at tp 2 the all-reduce's residual add and next norm in
+one kernel, the flags v4.1's builder.py adds to v4.0's).  8 / tp replicas, one simulated
 (requests dealt to it as round robin would: 1 in 8/tp of the Poisson stream is simulated as a Poisson stream
 of rate / replicas), throughput times the replicas.
 TPOT as MLPerf's LoadGen measures it (mlcommons/inference at b66003e10e2db4b8c36a448b0545ec90fcc6e9e9, a later
@@ -163,8 +166,12 @@ MLPERF_ISL_PERCENTILES = (
 )
 #: its mean (tokens), for the operating-point diagnostic
 MLPERF_ISL_MEAN = 222.33
-#: FP8 weights, activations and KV cache (use_fp8; builder.py '--qformat=fp8'): names, since a bare 8 is int8
-MLPERF_PRECISION: dict[str, Any] = dict(wbits="fp8", abits="fp8", kvbits="fp8")
+#: FP8 weights, GEMM inputs and KV cache (use_fp8; builder.py '--qformat=fp8'): names, since a bare 8 is int8; the
+#: residual stream float16 (a float16 model quantised: builder.py's build_quantized_model '--dtype=float16
+#: --qformat=fp8' in v4.0, at 92014844; the README beside builder.py in v4.1: 'quantize.py --dtype float16
+#: --qformat fp8 --kv_cache_dtype fp8'; TensorRT-LLM's FP8Linear quantises its 16-bit input and returns the model
+#: dtype: roofline.llm.table.QUANTITIES)
+MLPERF_PRECISION: dict[str, Any] = dict(wbits="fp8", abits="fp8", kvbits="fp8", rbits="fp16")
 #: Offline rows' 'samples_per_query' (the same logs' Test Parameters): the samples one Offline query issues at
 #: once; each replica is simulated holding its share (39-56 batch limits), so the drain at the end weighs in
 #: the throughput as much as in the run (a 6-batch run reads 1.7-3.4% lower)
@@ -222,6 +229,11 @@ def speed() -> None:
               f"{'met' if w <= 5 else 'MISSED'} (x{w / 5:.2f})")
 
 
+def mlperf_engine(rnd: str) -> str:
+    """The engine profile of an MLPerf round (roofline.serving.engines: v4.1's build fuses more kernels)."""
+    return "trtllm-mlperf-v4.1" if rnd == "v4.1" else "trtllm-mlperf-v4"
+
+
 def mlperf_row(row: tuple[Any, ...], load: float = 1.0) -> tuple[float, float | None, dict[str, Any]]:
     """(simulated output tokens/s of the 8 GPUs, simulated p99 TPOT or None, figures) of one MLPerf row;
     ``load`` scales a Server row's rate (1: the published rate)."""
@@ -230,7 +242,7 @@ def mlperf_row(row: tuple[Any, ...], load: float = 1.0) -> tuple[float, float | 
     m = tokens / samples  # the row's own output tokens per sample
     common: dict[str, Any] = dict(tp=tp, isl=Lengths.from_quantiles(MLPERF_ISL_PERCENTILES),
                                   osl=f"1:{round(2 * m) - 1}:uniform", max_batch=batch, **MLPERF_PRECISION,
-                                  **engine_settings("trtllm-mlperf-v4"))
+                                  **engine_settings(mlperf_engine(row[0])))
     if scenario == "Offline":
         logged = MLPERF_OFFLINE_SAMPLES.get((row[0], device, tokens))
         n = logged // replicas if logged else OFFLINE_BATCHES * batch
@@ -256,7 +268,8 @@ def operating_point(row: tuple[Any, ...]) -> float | None:
     prompts = max(1, round(rate * tpot))
     new = round(rate * tpot * MLPERF_ISL_MEAN / prompts)
     t = iteration_time("llama-2-70b", device, tp=tp, decode_batch=decodes,
-                       kv_tokens=decodes * (MLPERF_ISL_MEAN + m / 2), chunks=((new, 0),) * prompts, **MLPERF_PRECISION)
+                       kv_tokens=decodes * (MLPERF_ISL_MEAN + m / 2), chunks=((new, 0),) * prompts, **MLPERF_PRECISION,
+                       fusions=engine_settings(mlperf_engine(rnd))["fusions"])
     return t / tpot
 
 

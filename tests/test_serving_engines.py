@@ -84,7 +84,7 @@ def test_engine_settings_are_copies_and_unknown_names_are_one_line():
     a = engine_settings("vllm-v0")
     a["max_batch"] = 1
     assert ENGINES["vllm-v0"]["max_batch"] == 256  # vLLM SchedulerConfig's max_num_seqs default
-    with pytest.raises(RooflineError, match="unknown engine 'sglang'; known: trtllm-mlperf-v4, vllm-v0"):
+    with pytest.raises(RooflineError, match="unknown engine .sglang.; known: trtllm-mlperf-v4, trtllm-mlperf-v4.1, vllm-v0"):
         engine_settings("sglang")
 
 

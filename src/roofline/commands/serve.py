@@ -38,8 +38,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "one curve each with --sweep-rate)")
     for name, what in (("wbits", "weight"), ("abits", "activation"), ("kvbits", "KV-cache")):
         p.add_argument(f"--{name}", default="16", metavar="BITS", help=f"{what} precision (default 16 = bf16)")
-    p.add_argument("--isl", default="1024", metavar="N|LO:HI:uniform", help="input tokens (default 1024)")
-    p.add_argument("--osl", default="256", metavar="N|LO:HI:uniform", help="output tokens (default 256)")
+    p.add_argument("--rbits", metavar="BITS", help="residual-stream precision where it differs from --abits (norms, "
+                   "GEMM outputs, TP all-reduce; an FP8 checkpoint of a float16 model: --abits fp8 --rbits fp16)")
+    p.add_argument("--fusions", metavar="NAME[,NAME...]", help="kernel fusions the engine runs: qkv, gate-up, "
+                   "reduce-norm (default none; --engine trtllm-mlperf-v4.1 gives all three)")
+    p.add_argument("--isl", default="1024", metavar="N|LO:HI:uniform|MED:SIGMA:lognormal|Q0,...,Qk:quantiles",
+                   help="input tokens: fixed, uniform, log-normal, or a data set's quantiles at equal steps of "
+                        "probability, smallest to largest (48,109,152,266,1021:quantiles: the 0/25/50/75/100th "
+                        "percentiles; drawn piecewise linear between them) (default 1024)")
+    p.add_argument("--osl", default="256", metavar="N|LO:HI:uniform|MED:SIGMA:lognormal|Q0,...,Qk:quantiles",
+                   help="output tokens, in the forms of --isl (default 256)")
     p.add_argument("--trace", metavar="FILE", help="CSV or JSONL of arrival (s), input, output per request")
     p.add_argument("--rate", type=float, metavar="R", help="Poisson arrivals, requests/s")
     p.add_argument("--concurrency", type=int, metavar="C", help="closed loop of C clients")
@@ -55,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cuda-graphs", action="store_true", help="every iteration replays a CUDA graph (the "
                    "device's cuda-graph overhead floor per kernel, not its launch floor)")
     p.add_argument("--engine", metavar="NAME", help="an engine's cited batching and KV-cache settings "
-                   "(roofline.serving.engines: trtllm-mlperf-v4, vllm-v0); the flags you give win")
+                   "(roofline.serving.engines: trtllm-mlperf-v4, trtllm-mlperf-v4.1, vllm-v0); the flags you give win")
     p.add_argument("--iteration-overhead", type=float, default=0.0, metavar="SECONDS",
                    help="CPU time added to each iteration (default 0: none counted)")
     p.add_argument("--slo", metavar="ttft=2s,tpot=200ms", help="latency limits on the p99s (units required)")
@@ -110,7 +118,7 @@ def _engine_kw(args: argparse.Namespace) -> dict[str, Any]:
 
     eng = engine_settings(args.engine) if args.engine else {}
     given = dict(max_batch=args.max_batch, max_tokens=args.max_tokens, block_size=args.block_size,
-                 gpu_memory_utilization=args.gpu_memory_utilization)
+                 gpu_memory_utilization=args.gpu_memory_utilization, fusions=args.fusions)
     out = {**eng, **{k: v for k, v in given.items() if v is not None}}
     out["chunked"] = args.chunked_prefill or bool(eng.get("chunked", False))
     return out
@@ -125,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     slo = parse_slo(args.slo) if args.slo else None
     kw: dict[str, Any] = dict(device=args.device, system=args.system, isl=args.isl, osl=args.osl,
                               requests=args.requests, seed=args.seed, wbits=args.wbits, abits=args.abits,
-                              kvbits=args.kvbits, bound=args.bound, flash=not args.unfused,
+                              kvbits=args.kvbits, rbits=args.rbits, bound=args.bound, flash=not args.unfused,
                               overhead=args.iteration_overhead, cuda_graphs=args.cuda_graphs, **_engine_kw(args))
     if args.sweep_rate:
         return _sweep(args, tps, slo, kw)

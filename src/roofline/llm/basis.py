@@ -102,6 +102,21 @@ def basis(arch: Arch, batch: Any, new: Any, lo: Any, hi: Any | None = None,
     return out.reshape(-1, len(TERMS))
 
 
+def activation_bytes(table: OpTable, eb: Mapping[str, Any]) -> tuple[Any, Any]:
+    """Bytes per activation element of each op's reads and writes: the residual precision ``eb['r']`` (the
+    activations' ``eb['a']`` when absent) where :attr:`OpTable.stream` says so, else ``eb['a']``; scalars or
+    (configs, 1) columns when every op takes one size, else arrays broadcasting to (configs, ops)."""
+    def col(x: Any) -> Any:
+        x = np.asarray(x, dtype=float)
+        return x.reshape(-1, 1) if x.ndim else x
+
+    a = col(eb["a"])
+    r = col(eb.get("r", eb["a"]))
+    if table.stream is None or np.array_equal(a, r):
+        return a, a
+    return np.where(table.stream[:, 0], r, a), np.where(table.stream[:, 1], r, a)
+
+
 def evaluate(table: OpTable, B: np.ndarray, eb: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Per-op FLOPs, weight bytes, bytes read and written, shape (configs, ops); ``eb`` = bytes per element."""
     c = table.coef
@@ -114,6 +129,7 @@ def evaluate(table: OpTable, B: np.ndarray, eb: Mapping[str, Any]) -> dict[str, 
         return x.reshape(-1, 1) if x.ndim else x
 
     weight = mm("wq") * col(eb["wq"]) + mm("wu") * col(eb["wu"])
-    read = weight + mm("ar") * col(eb["a"]) + mm("kr") * col(eb["kv"]) + mm("xr")
-    written = mm("aw") * col(eb["a"]) + mm("kw") * col(eb["kv"])
+    a_read, a_write = activation_bytes(table, eb)
+    read = weight + mm("ar") * a_read + mm("kr") * col(eb["kv"]) + mm("xr")
+    written = mm("aw") * a_write + mm("kw") * col(eb["kv"])
     return {"flops": mm("flops"), "weight_bytes": weight, "bytes_read": read, "bytes_written": written}

@@ -61,7 +61,7 @@ def collective_latency(spec: LLMSpec, device: Device, phase: str) -> float:
         return 0.0
     from roofline.collectives import canonical, on_link
 
-    table = build_table(spec.arch, phase, spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
+    table = build_table(spec.arch, phase, spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
     return float(sum(on_link(canonical(name), 1.0, spec.tp, link).latency * float(count)
                      for name, role, count in zip(table.names, table.roles, table.counts, strict=True) if role == LINK))
 
@@ -88,14 +88,19 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
     c = table.coef
     keep = np.ones(len(table), dtype=bool) if mask is None else mask
     n = len(B)
-    sizes = np.stack([np.broadcast_to(np.asarray(eb[k], dtype=float), (n,)) for k in ("wq", "wu", "a", "kv")], axis=1)
+    eb = {**eb, "r": eb.get("r", eb["a"])}  # the residual stream: the activations' precision unless stated
+    sizes = np.stack([np.broadcast_to(np.asarray(eb[k], dtype=float), (n,)) for k in ("wq", "wu", "a", "kv", "r")],
+                     axis=1)
     if (sizes == sizes[0]).all():  # one precision combination (the common case): no grouping
         combos, which = sizes[:1], None
     else:
         combos, which = np.unique(sizes, axis=0, return_inverse=True)
         which = which.reshape(-1)
-    bytes_coef = np.stack([c["wq"][keep] * wq + c["wu"][keep] * wu + (c["ar"][keep] + c["aw"][keep]) * a
-                           + (c["kr"][keep] + c["kw"][keep]) * kv + c["xr"][keep] for wq, wu, a, kv in combos])
+    stream = np.ones((len(table), 2), dtype=bool) if table.stream is None else table.stream
+    sr, sw = stream[keep, 0], stream[keep, 1]
+    bytes_coef = np.stack([c["wq"][keep] * wq + c["wu"][keep] * wu
+                           + c["ar"][keep] * np.where(sr, r, a)[:, None] + c["aw"][keep] * np.where(sw, r, a)[:, None]
+                           + (c["kr"][keep] + c["kw"][keep]) * kv + c["xr"][keep] for wq, wu, a, kv, r in combos])
     roles = table.roles[keep]
     return scenario_times(B, c["flops"][keep], bytes_coef[0] if which is None else bytes_coef,
                           np.broadcast_to(peaks, (n, peaks.shape[1])), np.broadcast_to(bws, (n, bws.shape[1])),
@@ -137,13 +142,13 @@ def sweep_times(spec: LLMSpec, *, batch: Any = None, context: Any = None, prompt
     zero = np.zeros(b.shape)
     prefill = decode = zero
     if spec.phase in ("prefill", "generate"):
-        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
+        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
         prefill = step_time(table, basis(a, b, P, P, moe_routing=r), eb, peaks, bws)
     if spec.phase == "decode":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
         decode = step_time(table, basis(a, b, 1, S, moe_routing=r), eb, peaks, bws)
     if spec.phase == "generate":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
         decode = step_time(table, basis(a, b, 1, P + 1, P + N, moe_routing=r), eb, peaks, bws)  # mean over the steps
     total = prefill + decode * (N if spec.phase == "generate" else 1.0)
     return {"prefill": prefill.reshape(shape), "decode": decode.reshape(shape), "total": total.reshape(shape)}
@@ -324,7 +329,7 @@ def ridge_batch(spec: LLMSpec, device: Device, *, limit: int = MAX_BATCH) -> int
 
 @lru_cache(maxsize=256)
 def _ridge_batch(spec: LLMSpec, ceilings: tuple[tuple[str, float], ...], limit: int) -> int | None:
-    table = build_table(spec.arch, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
+    table = build_table(spec.arch, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
     mask = np.asarray([k == "matmul" for k in table.kinds])
     peaks, bws = _roofs(dict(ceilings))
     eb = spec.precisions.bytes()

@@ -60,13 +60,13 @@ def _steps(spec: LLMSpec) -> list[tuple[OpTable, np.ndarray, float]]:
     a, r = spec.arch, spec.moe_routing
     out = []
     if spec.phase in ("prefill", "generate"):
-        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
+        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
         out.append((table, basis(a, spec.batch, spec.prompt, spec.prompt, moe_routing=r), 1.0))
     if spec.phase == "decode":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
         out.append((table, basis(a, spec.batch, 1, spec.context, moe_routing=r), 1.0))
     if spec.phase == "generate":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
         out.append((table, basis(a, spec.batch, 1, spec.prompt + 1, spec.prompt + spec.gen, moe_routing=r),
                     float(spec.gen)))
     return out
@@ -127,7 +127,9 @@ def build_workload(spec: LLMSpec) -> Workload:
                      "written once), attention scores written and read back")
         + ("; attention reads each KV head once per query head (TensorRT-LLM v0.5 masked MHA)"
            if spec.kv_reads == "per-query-head" and spec.arch.heads != spec.arch.kv_heads and not spec.arch.mla
-           else ""),
+           else "")
+        + (f"; fused kernels: {', '.join(spec.fusions)}" if spec.fusions else "")
+        + (f"; residual stream in {spec.precisions.residual}" if spec.precisions.residual else ""),
         assumptions=assumptions(spec), warnings=list(spec.arch.warnings))
 
 
@@ -155,7 +157,8 @@ def rows_workload(spec: LLMSpec, table: OpTable, rows: np.ndarray, ops: np.ndarr
     rows = np.atleast_2d(np.asarray(rows, dtype=float))
     sub = dataclasses.replace(table, names=tuple(table.names[i] for i in sel),
                               coef={q: c[sel] for q, c in table.coef.items()},
-                              dims=None if table.dims is None else table.dims[sel])
+                              dims=None if table.dims is None else table.dims[sel],
+                              stream=None if table.stream is None else table.stream[sel])
     v = evaluate(sub, rows, spec.precisions.bytes())
     k = len(rows)
     dims = {c: v.ravel() for c, v in gemm_dims_rows(sub, rows).items()}

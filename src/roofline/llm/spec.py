@@ -18,7 +18,7 @@ from roofline.errors import RooflineError
 from roofline.limits import max_dim
 from roofline.llm.basis import MOE_ROUTINGS, parse_moe_routing
 from roofline.llm.config import Arch, load_arch
-from roofline.llm.table import KV_READS, check_tp, parse_kv_reads
+from roofline.llm.table import FUSIONS, KV_READS, check_tp, parse_fusions, parse_kv_reads
 from roofline.precision import BITS, canonical, wider
 
 PHASES = ("prefill", "decode", "generate")
@@ -50,14 +50,30 @@ class Precisions:
 
     A GEMM computes in the wider of (activations, weights): W4A16 dequantises
     4-bit weights and runs on the 16-bit matrix roof.  Attention computes in the
-    wider of (activations, KV cache).  Embedding, lm_head, router, norms and
+    wider of (its query, at the residual precision, and the KV cache).  Embedding, lm_head, router, norms and
     biases stay 16-bit when weights are quantised below 16 bits.
+
+    ``residual``: the precision of every activation that is not a quantised GEMM's input (the residual
+    stream, norms, GEMM outputs, elementwise ops, attention's query and output, the TP collectives:
+    :data:`roofline.llm.table.QUANTITIES`); None (the default) means the activations' own, one precision
+    for every activation.  An FP8 checkpoint of a float16 model (TensorRT-LLM ``--dtype float16 --qformat
+    fp8``) is ``activations='fp8', residual='fp16'``.
+
+    >>> p = Precisions("fp8", "fp8", "fp8", residual="fp16")
+    >>> p.bytes()["a"], p.bytes()["r"], p.gemm, p.attention
+    (1.0, 2.0, 'fp8', 'fp16')
     """
 
     weights: str = "bf16"
     activations: str = "bf16"
     kv_cache: str = "bf16"
     group_size: int = 128
+    residual: str | None = None
+
+    @property
+    def stream(self) -> str:
+        """The residual stream's precision: ``residual``, or the activations' when not stated."""
+        return self.residual or self.activations
 
     @property
     def gemm(self) -> str:
@@ -65,7 +81,7 @@ class Precisions:
 
     @property
     def attention(self) -> str:
-        return wider(self.activations, self.kv_cache)
+        return wider(self.stream, self.kv_cache)
 
     @property
     def unquantized(self) -> str:
@@ -74,11 +90,15 @@ class Precisions:
     def bytes(self) -> dict[str, float]:
         g = self.group_size
         return {"wq": element_bytes(self.weights, g), "wu": element_bytes(self.unquantized, g),
-                "a": element_bytes(self.activations, g), "kv": element_bytes(self.kv_cache, g)}
+                "a": element_bytes(self.activations, g), "kv": element_bytes(self.kv_cache, g),
+                "r": element_bytes(self.stream, g)}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"weights": self.weights, "activations": self.activations, "kv_cache": self.kv_cache,
-                "group_size": self.group_size, "gemm_compute": self.gemm, "attention_compute": self.attention}
+        out = {"weights": self.weights, "activations": self.activations, "kv_cache": self.kv_cache,
+               "group_size": self.group_size, "gemm_compute": self.gemm, "attention_compute": self.attention}
+        if self.residual is not None:  # written only when stated: files of one activation precision are as before
+            out["residual"] = self.residual
+        return out
 
 
 @dataclass(frozen=True)
@@ -98,6 +118,8 @@ class LLMSpec:
     moe_routing: str = "expected"
     #: how attention reads a KV head shared by query heads (:data:`roofline.llm.table.KV_READS`)
     kv_reads: str = "shared"
+    #: kernel fusions the engine runs (:data:`roofline.llm.table.FUSIONS`; none by default)
+    fusions: tuple[str, ...] = ()
 
     @property
     def max_context(self) -> int:
@@ -111,18 +133,21 @@ class LLMSpec:
         return {"arch": self.arch.to_dict(), "phase": self.phase, "batch": self.batch, "prompt": self.prompt,
                 "context": self.context, "gen": self.gen, "precisions": self.precisions.to_dict(), "tp": self.tp,
                 "flash": self.flash, "all_logits": self.all_logits, "moe_routing": self.moe_routing,
-                "kv_reads": self.kv_reads}
+                "kv_reads": self.kv_reads, **({"fusions": list(self.fusions)} if self.fusions else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LLMSpec:
         p = d["precisions"]
         return cls(Arch.from_dict(d["arch"]), d["phase"], int(d["batch"]), int(d["prompt"]), int(d["context"]),
-                   int(d["gen"]), Precisions(p["weights"], p["activations"], p["kv_cache"], int(p["group_size"])),
+                   int(d["gen"]), Precisions(p["weights"], p["activations"], p["kv_cache"], int(p["group_size"]),
+                                             p.get("residual")),
                    int(d["tp"]), bool(d["flash"]), bool(d["all_logits"]),
                    # files written before the option existed used the worst case
                    parse_moe_routing(d.get("moe_routing", "worst")),
                    # and before this one, every KV head was read once per sequence
-                   parse_kv_reads(d.get("kv_reads", "shared")))
+                   parse_kv_reads(d.get("kv_reads", "shared")),
+                   # and before this one, no kernel fusion
+                   parse_fusions(d.get("fusions") or ()))
 
 
 def _positive_int(value: Any, field: str) -> int:
@@ -145,9 +170,12 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
               prompt: int | None = None, context: int | None = None, gen: int | None = None,
               wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
               flash: bool = False, group_size: int = 128, all_logits: bool = False,
-              moe_routing: str = "expected", kv_reads: str = "shared") -> LLMSpec:
-    """Validate every knob (one-line errors) and resolve the model."""
+              moe_routing: str = "expected", kv_reads: str = "shared", rbits: int | str | None = None,
+              fusions: str | tuple[str, ...] | list[str] = ()) -> LLMSpec:
+    """Validate every knob (one-line errors) and resolve the model; ``rbits``: the residual stream's precision
+    (:class:`Precisions` ``residual``; None: the activations'); ``fusions``: :data:`roofline.llm.table.FUSIONS`."""
     moe_routing = parse_moe_routing(moe_routing)
+    fused = parse_fusions(fusions)
     kv_reads = parse_kv_reads(kv_reads)
     if phase not in PHASES:
         raise RooflineError(f"phase {phase!r} is not one of {', '.join(PHASES)}")
@@ -158,12 +186,13 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     batch = _positive_int(batch, "batch")
     group_size = _positive_int(group_size, "group_size")
     precisions = Precisions(parse_precision(wbits, "wbits"), parse_precision(abits, "abits"),
-                            parse_precision(kvbits, "kvbits"), group_size)
+                            parse_precision(kvbits, "kvbits"), group_size,
+                            None if rbits is None else parse_precision(rbits, "rbits"))
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))
     return LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits),
-                   moe_routing, kv_reads)
+                   moe_routing, kv_reads, fused)
 
 
 # -- the ``llm`` object of a workload file -------------------------------------------
@@ -206,7 +235,7 @@ def _check_typed(d: dict[str, Any], types: Mapping[str, str], field: str, where:
 
 def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
     """The LLM run object (``llm``; ``info.llm`` in /1 files), every field type-checked."""
-    from roofline.fileio import as_object, as_str, shown
+    from roofline.fileio import as_object, as_str, as_str_list, shown
 
     llm = as_object(raw, field, where)
     _check_typed(llm, _LLM_RUN, field, where)
@@ -220,9 +249,17 @@ def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
             not in KV_READS:
         raise RooflineError(f"{field}.kv_reads {shown(llm['kv_reads'])} is not one of {', '.join(KV_READS)}",
                             where=where)
+    if llm.get("fusions") is not None:
+        names = as_str_list(llm["fusions"], f"{field}.fusions", where)
+        bad = [x for x in names if x not in FUSIONS]
+        if bad:
+            raise RooflineError(f"{field}.fusions {shown(bad[0])} is not one of {', '.join(FUSIONS)}", where=where)
     precisions = as_object(llm.get("precisions"), f"{field}.precisions", where)
     _check_typed(precisions, _LLM_PRECISIONS, f"{field}.precisions", where)
-    for key in ("weights", "activations", "kv_cache"):
+    for key in ("weights", "activations", "kv_cache", "residual"):
+        if key == "residual" and precisions.get(key) is None:
+            continue
+        as_str(precisions[key], f"{field}.precisions.{key}", where)
         if precisions[key] not in LLM_PRECISIONS:
             raise RooflineError(f"{field}.precisions.{key} {shown(precisions[key])} is not one of "
                                 f"{', '.join(LLM_PRECISIONS)}", where=where)

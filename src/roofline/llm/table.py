@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,17 @@ GEMM, ATTN, VEC, LINK = range(len(ROLES))
 #:   sends over the link in a collective (all-reduce, logits all-gather).
 #: * ``kr`` / ``kw``: KV-cache elements read / written (at the KV cache's precision; MLA: the latent cache).
 #: * ``xr``: bytes read as they are, not elements: the int64 token ids the embeddings gather with.
+#:
+#: Which activation precision an op's ``ar`` and ``aw`` elements take (:attr:`OpTable.stream`): a quantised GEMM
+#: (weights in ``wq``) reads its input at the activations' precision (``abits``: FP8 under W8A8), and the op that
+#: produces that input writes it there (the quantisation folded into the producer: the norm before the QKV and
+#: gate/up projections, the attention before o_proj, the activation product before down_proj); every other
+#: activation element (the residual stream, norm inputs, GEMM outputs, elementwise ops, attention's query, the
+#: TP collectives, the unquantised lm_head's input) is at the *residual* precision
+#: (:attr:`roofline.llm.spec.Precisions.residual`), which is the activations' own unless stated, so one
+#: precision for every activation, as before.  TensorRT-LLM's FP8 recipe keeps a 16-bit residual stream: its
+#: ``FP8Linear`` quantises the 16-bit input (``quantize(x, ..., 'fp8')`` when ``x.dtype != fp8``) and returns
+#: the layer's dtype (NVIDIA/TensorRT-LLM tensorrt_llm/quantization/layers.py, FP8Linear.forward, at 2340c776).
 QUANTITIES = ("flops", "wq", "wu", "ar", "aw", "kr", "kw", "xr")
 INDEX_BYTES = 8  # token ids are int64
 #: An op's GEMM dimensions, symbolically, one row ``(mode, term, k, n, batch)`` per op:
@@ -85,6 +97,9 @@ class OpTable:
     coef: Mapping[str, np.ndarray]  # quantity -> (ops, terms)
     #: (ops, 5) GEMM dimensions, symbolically (:data:`DIMS`): mode, term, k, n, batch per op
     dims: np.ndarray | None = None
+    #: (ops, 2) bool: whether the op's activation reads (``ar``) and writes (``aw``) are at the residual
+    #: precision (True) or the activations' (False) (:data:`QUANTITIES`); None: all the activations'
+    stream: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.names)
@@ -100,13 +115,16 @@ class _Rows:
         self.counts: list[float] = []
         self.coef: dict[str, list[np.ndarray]] = {q: [] for q in QUANTITIES}
         self.dims: list[tuple[float, float, float, float, float]] = []
+        self.stream: list[tuple[bool, bool]] = []
 
     def add(self, path: str, kind: str, role: int, count: float, *,
             dims: tuple[float, float, float, float, float] = (NO_DIMS, 0, 0, 0, 0),
-            **quantities: dict[int, float]) -> None:
+            stream: tuple[bool, bool] = (True, True), **quantities: dict[int, float]) -> None:
+        """One op; ``stream``: (reads, writes) of its activations at the residual precision (:data:`QUANTITIES`)."""
         if count <= 0:
             return
         self.dims.append(dims)
+        self.stream.append(stream)
         self.names.append(f"{self.phase}.{path}")
         self.kinds.append(kind)
         self.mtypes.append(path.split(".")[-1])
@@ -121,7 +139,8 @@ class _Rows:
     def table(self) -> OpTable:
         return OpTable(self.phase, tuple(self.names), tuple(self.kinds), tuple(self.mtypes),
                        np.asarray(self.roles, dtype=np.int64), np.asarray(self.counts),
-                       {q: np.vstack(v) for q, v in self.coef.items()}, np.asarray(self.dims, dtype=float))
+                       {q: np.vstack(v) for q, v in self.coef.items()}, np.asarray(self.dims, dtype=float),
+                       np.asarray(self.stream, dtype=bool).reshape(-1, 2))
 
 
 def kv_heads_per_device(arch: Arch, tp: int) -> int:
@@ -166,6 +185,42 @@ def check_tp(arch: Arch, tp: int) -> None:
 #:   tables batch prefill and decode in one); context attention is compute-bound, where the extra reads barely count.
 KV_READS = ("shared", "per-query-head")
 
+#: Kernel fusions an engine runs, each merging rows of the op table (default: none, every op its own kernel):
+#:
+#: * ``qkv``: the Q, K and V projections as one GEMM of ``(heads + 2 kv_heads) x head_dim`` outputs, reading its
+#:   input once (TensorRT-LLM's ``Attention.qkv``, one ColumnLinear: tensorrt_llm/layers/attention.py; vLLM's
+#:   ``QKVParallelLinear``);
+#: * ``gate-up``: a gated MLP's gate and up projections as one GEMM of twice the width, "followed by a separate
+#:   SwiGLU kernel" that reads both halves and writes their product (TensorRT-LLM ``--use_fused_mlp``,
+#:   "Horizontal Fusion in Gated-MLP", NVIDIA/TensorRT-LLM docs/source/performance/perf-best-practices.md at
+#:   06255cb7; ``FusedGatedMLP.fc_gate``: ``fused_fc`` of ``2 x ffn_hidden_size`` then ``ACT2FN['swiglu']``,
+#:   tensorrt_llm/layers/mlp.py at 04a2cacb);
+#: * ``reduce-norm`` (tp > 1, two norms per layer): "fuse the ResidualAdd and LayerNorm kernels after AllReduce
+#:   into a single kernel" (``--reduce_fusion enable`` with the custom all-reduce, "Reduce Norm Fusion", the same
+#:   perf-best-practices.md): after each layer's attention all-reduce, the residual add and the MLP norm are one
+#:   op, and after its MLP all-reduce, the residual add and the next layer's input norm (the last layer's stays
+#:   unfused, as the first layer's input norm); the fused op reads the residual once and writes the new residual
+#:   and the normed output (both 16-bit: no quantised output), the sum coming from the all-reduce without a
+#:   round trip through memory.
+FUSIONS = ("qkv", "gate-up", "reduce-norm")
+
+
+def parse_fusions(value: object) -> tuple[str, ...]:
+    """A tuple of :data:`FUSIONS` names, in that order, no repeats (from a comma-separated string or a sequence);
+    a name not among them is a one-line error."""
+    from roofline.fileio import shown
+
+    items = value.split(",") if isinstance(value, str) else value
+    if items is None:
+        return ()
+    if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
+        raise RooflineError(f"fusions {shown(value)} is not a list of names among {', '.join(FUSIONS)}")
+    names = {x.strip().lower() for x in items if x.strip()}
+    bad = sorted(names - set(FUSIONS))
+    if bad:
+        raise RooflineError(f"fusion {shown(bad[0])} is not one of {', '.join(FUSIONS)}")
+    return tuple(f for f in FUSIONS if f in names)
+
 
 def parse_kv_reads(value: object) -> str:
     """``value`` if it names a :data:`KV_READS` variant; anything else is a one-line error."""
@@ -178,12 +233,14 @@ def parse_kv_reads(value: object) -> str:
 
 @lru_cache(maxsize=256)
 def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_logits: bool = False,
-                kv_reads: str = "shared") -> OpTable:
-    """The ops of one prefill or decode step of ``arch`` on one of ``tp`` devices (``kv_reads``: :data:`KV_READS`)."""
+                kv_reads: str = "shared", fusions: tuple[str, ...] = ()) -> OpTable:
+    """The ops of one prefill or decode step of ``arch`` on one of ``tp`` devices (``kv_reads``: :data:`KV_READS`;
+    ``fusions``: :data:`FUSIONS`)."""
     check_tp(arch, tp)
-    r = _Layer(phase, arch, tp)
+    r = _Layer(phase, arch, tp, parse_fusions(fusions))
     _embedding(r)
-    r.norm("layers.attn.norm", arch.layers, arch.hidden)
+    # with reduce-norm, every layer's input norm after the first is fused into the previous layer's MLP residual
+    r.norm("layers.attn.norm", 1 if r.reduce_norm else arch.layers, arch.hidden, to_gemm=True)
     if arch.mla:
         _mla_attention(r, flash)
     else:
@@ -197,16 +254,19 @@ def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_lo
 class _Layer(_Rows):
     """Rows of one step of ``arch`` on one of ``tp`` devices, with its recurring ops (norms, GEMMs, ...)."""
 
-    def __init__(self, phase: str, arch: Arch, tp: int) -> None:
+    def __init__(self, phase: str, arch: Arch, tp: int, fusions: tuple[str, ...] = ()) -> None:
         super().__init__(phase)
-        self.arch, self.tp = arch, tp
+        self.arch, self.tp, self.fusions = arch, tp, fusions
+        # the fused all-reduce + residual + norm kernel: only over a tp group, for pre-norm layers (two norms)
+        self.reduce_norm = "reduce-norm" in fusions and tp > 1 and arch.norms_per_layer == 2
         self.heads = arch.heads // tp  # per device
         self.norm_flops = NORM_FLOPS[arch.norm] + NORM_AFFINE_FLOPS["scale_shift" if arch.norm_bias else "scale"]
         self.norm_weights = 2 if arch.norm_bias else 1
 
-    def norm(self, path: str, count: float, width: float) -> None:
+    def norm(self, path: str, count: float, width: float, *, to_gemm: bool = False) -> None:
+        """A norm over the residual stream; ``to_gemm``: its output is a quantised GEMM's input."""
         self.add(path, "norm", VEC, count, flops={TOK: self.norm_flops * width}, wu={ONE: self.norm_weights * width},
-                 ar={TOK: width}, aw={TOK: width})
+                 ar={TOK: width}, aw={TOK: width}, stream=(True, not to_gemm))
 
     def gemm(self, path: str, count: float, k: float, n_out: float, *, bias: bool = False, quantized: bool = True,
              tokens: int = TOK) -> None:
@@ -215,12 +275,22 @@ class _Layer(_Rows):
         if bias:  # biases stay unquantised
             wu[ONE] = wu.get(ONE, 0.0) + n_out
         self.add(path, "matmul", GEMM, count, flops={tokens: gemm_flops(1, k, n_out)}, wq=wq, wu=wu,
-                 ar={tokens: k}, aw={tokens: n_out}, dims=(GEMM_DIMS, tokens, k, n_out, 1))
+                 ar={tokens: k}, aw={tokens: n_out}, dims=(GEMM_DIMS, tokens, k, n_out, 1),
+                 stream=(not quantized, True))
 
-    def elementwise(self, path: str, count: float, op: str, reads: float, width: float, term: int = TOK) -> None:
-        """``width`` outputs per ``term`` of ``op`` (a key of ``ELEMENTWISE_FLOPS``) reading ``reads`` inputs each."""
+    def elementwise(self, path: str, count: float, op: str, reads: float, width: float, term: int = TOK, *,
+                    to_gemm: bool = False) -> None:
+        """``width`` outputs per ``term`` of ``op`` (a key of ``ELEMENTWISE_FLOPS``) reading ``reads`` inputs each;
+        ``to_gemm``: the output is a quantised GEMM's input."""
         self.add(path, "elementwise", VEC, count, flops={term: ELEMENTWISE_FLOPS[op] * width},
-                 ar={term: reads * width}, aw={term: width})
+                 ar={term: reads * width}, aw={term: width}, stream=(True, not to_gemm))
+
+    def residual_norm(self, path: str, count: float, width: float) -> None:
+        """The residual add and the next norm as one kernel after an all-reduce (``reduce-norm``): reads the
+        residual, writes the new residual and the normed output, both at the residual precision (the fused
+        kernel has no quantised output; the quantisation of its output for the next GEMM is not counted)."""
+        self.add(path, "norm", VEC, count, flops={TOK: (ELEMENTWISE_FLOPS["add"] + self.norm_flops) * width},
+                 wu={ONE: self.norm_weights * width}, ar={TOK: width}, aw={TOK: 2 * width})
 
     def all_reduce(self, path: str, count: float, width: float) -> None:
         t = self.tp
@@ -250,9 +320,12 @@ def _attention(r: _Layer, flash: bool, kv_reads: str = "shared") -> None:
     kv = kv_heads_per_device(arch, r.tp)
     # KV heads whose cache the attention kernel reads per key: each KV head once, or once per query head
     reads = h if kv_reads == "per-query-head" else kv
-    r.gemm("layers.attn.q_proj", L, d, h * dh, bias=arch.qkv_bias)
-    r.gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
-    r.gemm("layers.attn.v_proj", L, d, kv * dv, bias=arch.qkv_bias)
+    if "qkv" in r.fusions:
+        r.gemm("layers.attn.qkv_proj", L, d, h * dh + kv * (dh + dv), bias=arch.qkv_bias)
+    else:
+        r.gemm("layers.attn.q_proj", L, d, h * dh, bias=arch.qkv_bias)
+        r.gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
+        r.gemm("layers.attn.v_proj", L, d, kv * dv, bias=arch.qkv_bias)
     if arch.positions == "rope":
         r.elementwise("layers.attn.rope", L, "rope", 1, (h + kv) * dh)
     r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: kv * (dh + dv)}, kw={TOK: kv * (dh + dv)})
@@ -269,7 +342,7 @@ def _mla_attention(r: _Layer, flash: bool) -> None:
     C, R, N = arch.kv_lora_rank, arch.qk_rope_head_dim, arch.qk_nope_head_dim
     if arch.q_lora_rank:
         r.gemm("layers.attn.q_a_proj", L, d, arch.q_lora_rank)  # replicated
-        r.norm("layers.attn.q_a_norm", L, arch.q_lora_rank)
+        r.norm("layers.attn.q_a_norm", L, arch.q_lora_rank, to_gemm=True)
         r.gemm("layers.attn.q_b_proj", L, arch.q_lora_rank, h * (N + R))
     else:
         r.gemm("layers.attn.q_proj", L, d, h * (N + R))
@@ -280,24 +353,28 @@ def _mla_attention(r: _Layer, flash: bool) -> None:
     if r.phase == "prefill":
         # naive MLA: decompress every key's latent into per-head K and V, then ordinary attention
         r.add("layers.attn.kv_b_proj", "matmul", GEMM, L, flops={KEY: gemm_flops(1, C, h * (N + dv))},
-              wq={ONE: C * h * (N + dv)}, kr={KEY: C}, aw={KEY: h * (N + dv)}, dims=(GEMM_DIMS, KEY, C, h * (N + dv), 1))
+              wq={ONE: C * h * (N + dv)}, kr={KEY: C}, aw={KEY: h * (N + dv)}, dims=(GEMM_DIMS, KEY, C, h * (N + dv), 1),
+              stream=(False, True))
         _attention_core(r, L, "", h, N + R, dv, flash, KEY, PAIR,
                         k_read=("ar", h * (N + R)), v_read=("ar", h * dv))
     else:
         # absorbed MLA: W_uk folds into the query, W_uv into the output; attention runs over the latent cache
         # per token, h products (1 x N) @ (N x C), one per head: as many FLOPs as one (h x N) @ (N x C)
         r.add("layers.attn.q_absorb", "matmul", GEMM, L, flops={TOK: gemm_flops(h, N, C)}, wq={ONE: h * N * C},
-              ar={TOK: h * N}, aw={TOK: h * C}, dims=(GEMM_DIMS, TOK, N, C, h))
+              ar={TOK: h * N}, aw={TOK: h * C}, dims=(GEMM_DIMS, TOK, N, C, h), stream=(False, True))
         _attention_core(r, L, "", h, C + R, C, flash, KEY, PAIR, k_read=("kr", C + R), v_read=("kr", C),
                         shared_kv=True)
         r.add("layers.attn.v_absorb", "matmul", GEMM, L, flops={TOK: gemm_flops(h, C, dv)}, wq={ONE: h * C * dv},
-              ar={TOK: h * C}, aw={TOK: h * dv}, dims=(GEMM_DIMS, TOK, C, dv, h))
+              ar={TOK: h * C}, aw={TOK: h * dv}, dims=(GEMM_DIMS, TOK, C, dv, h), stream=(False, False))
 
 
 def _attention_output(r: _Layer) -> None:
     arch, d, L = r.arch, r.arch.hidden, r.arch.layers
     r.gemm("layers.attn.o_proj", L, r.heads * arch.v_head_dim, d, bias=arch.o_bias)
     r.all_reduce("layers.attn.all_reduce", L, d)
+    if r.reduce_norm:  # the residual add and the MLP's norm in one kernel (FUSIONS)
+        r.residual_norm("layers.attn.residual_norm", L, d)
+        return
     if arch.norms_per_layer == 4:
         r.norm("layers.attn.post_norm", L, d)
     r.elementwise("layers.attn.residual", L, "add", 2, d)
@@ -306,7 +383,8 @@ def _attention_output(r: _Layer) -> None:
 def _mlp_block(r: _Layer) -> None:
     """The MLP: dense layers, then MoE layers (router, routed experts, shared experts)."""
     arch, d, L, t, act = r.arch, r.arch.hidden, r.arch.layers, r.tp, r.arch.activation
-    r.norm("layers.mlp.norm", L, d)
+    if not r.reduce_norm:  # else fused into the attention's residual add
+        r.norm("layers.mlp.norm", L, d, to_gemm=True)
     dense = L - arch.moe_layers
     _mlp(r, "layers.mlp.", dense, d, arch.intermediate / t, arch.gated, act, arch.mlp_bias)
     if arch.moe_layers:
@@ -317,12 +395,12 @@ def _mlp_block(r: _Layer) -> None:
         # routed experts: n*k token-expert assignments, k rows per token; weights of the experts touched
         for proj in (("gate_proj", "up_proj") if arch.gated else ("up_proj",)):
             r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: gemm_flops(k, d, fe)},
-                  wq={EXP: d * fe}, ar={TOK: k * d}, aw={TOK: k * fe})
-        r.elementwise("layers.moe.experts.act", M, act, 1, k * fe)
+                  wq={EXP: d * fe}, ar={TOK: k * d}, aw={TOK: k * fe}, stream=(False, True))
+        r.elementwise("layers.moe.experts.act", M, act, 1, k * fe, to_gemm=not arch.gated)
         if arch.gated:
-            r.elementwise("layers.moe.experts.mul", M, "mul", 2, k * fe)
+            r.elementwise("layers.moe.experts.mul", M, "mul", 2, k * fe, to_gemm=True)
         r.add("layers.moe.experts.down_proj", "matmul", GEMM, M, flops={TOK: gemm_flops(k, fe, d)},
-              wq={EXP: fe * d}, ar={TOK: k * fe}, aw={TOK: k * d})
+              wq={EXP: fe * d}, ar={TOK: k * fe}, aw={TOK: k * d}, stream=(False, True))
         shared = arch.shared_experts
         if shared:
             _mlp(r, "layers.moe.shared.", M, d, arch.moe_intermediate * shared / t, arch.gated, act, False)
@@ -331,6 +409,10 @@ def _mlp_block(r: _Layer) -> None:
         r.add("layers.moe.combine", "elementwise", VEC, M, flops={TOK: combine * d},
               ar={TOK: (k + (1 if shared else 0)) * d}, aw={TOK: d})
     r.all_reduce("layers.mlp.all_reduce", L, d)
+    if r.reduce_norm:  # the residual add and the next layer's input norm in one kernel; the last layer's alone
+        r.residual_norm("layers.mlp.residual_norm", L - 1, d)
+        r.elementwise("layers.mlp.residual", 1, "add", 2, d)
+        return
     if arch.norms_per_layer == 4:
         r.norm("layers.mlp.post_norm", L, d)
     r.elementwise("layers.mlp.residual", L, "add", 2, d)
@@ -360,7 +442,7 @@ def _attention_core(r: _Layer, count: float, tag: str, h: float, dk: float, dv: 
     kq, kn = k_read
     vq, vn = v_read
 
-    def reads(*parts: tuple[str, int, float]) -> dict[str, dict[int, float]]:
+    def reads(*parts: tuple[str, int, float]) -> dict[str, Any]:  # quantity -> {term: elements}
         out: dict[str, dict[int, float]] = {}
         for quantity, term, value in parts:
             row = out.setdefault(quantity, {})
@@ -370,24 +452,31 @@ def _attention_core(r: _Layer, count: float, tag: str, h: float, dk: float, dv: 
     if flash:
         # MLA's V is the same latent already read as K: read once
         v_part = () if shared_kv else ((vq, keys, vn),)
+        q = reads(("ar", TOK, h * dk), (kq, keys, kn), *v_part)
         r.add(path + "sdpa", "attention", ATTN, count, flops={pairs: attention_flops(1, h, dk, dv)}, aw={TOK: h * dv},
-              dims=(ATTN_DIMS, keys, dk, 0, h), **reads(("ar", TOK, h * dk), (kq, keys, kn), *v_part))
+              dims=(ATTN_DIMS, keys, dk, 0, h), stream=(True, False), **q)
         r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h})  # in registers: no bytes
         return
     r.add(path + "qk", "attention", ATTN, count, flops={pairs: attention_flops(1, h, dk, 0)}, aw={FULL: h},
           dims=(ATTN_DIMS, keys, dk, 0, h), **reads(("ar", TOK, h * dk), (kq, keys, kn)))
     r.add(path + "softmax", "softmax", VEC, count, flops={pairs: SOFTMAX_FLOPS * h}, ar={FULL: h}, aw={FULL: h})
     r.add(path + "pv", "attention", ATTN, count, flops={pairs: attention_flops(1, h, 0, dv)}, aw={TOK: h * dv},
-          dims=(ATTN_DIMS, keys, dv, 0, h), **reads(("ar", FULL, h), (vq, keys, vn)))
+          dims=(ATTN_DIMS, keys, dv, 0, h), stream=(True, False), **reads(("ar", FULL, h), (vq, keys, vn)))
 
 
 def _mlp(r: _Layer, path: str, count: float, d: float, f: float, gated: bool, act: str, bias: bool) -> None:
     """A dense MLP of width ``f`` (per device): up (and gate) projection, activation ``act``, down projection."""
     if count <= 0:
         return
+    if gated and "gate-up" in r.fusions:  # one GEMM of 2f outputs, then one kernel for act(gate) x up (FUSIONS)
+        r.gemm(path + "gate_up_proj", count, d, 2 * f, bias=bias)
+        r.add(path + "act_mul", "elementwise", VEC, count, flops={TOK: (ELEMENTWISE_FLOPS[act] + ELEMENTWISE_FLOPS["mul"]) * f},
+              ar={TOK: 2 * f}, aw={TOK: f}, stream=(True, False))
+        r.gemm(path + "down_proj", count, f, d, bias=bias)
+        return
     for proj in (("gate_proj", "up_proj") if gated else ("up_proj",)):
         r.gemm(path + proj, count, d, f, bias=bias)
-    r.elementwise(path + "act", count, act, 1, f)
+    r.elementwise(path + "act", count, act, 1, f, to_gemm=not gated)
     if gated:
-        r.elementwise(path + "mul", count, "mul", 2, f)
+        r.elementwise(path + "mul", count, "mul", 2, f, to_gemm=True)
     r.gemm(path + "down_proj", count, f, d, bias=bias)

@@ -23,22 +23,29 @@ latency figure.  ``roofline.serve(model, device, **engine_settings("trtllm-mlper
 * ``use_graphs = False`` (GPUBaseConfig): every kernel is launched, the device's ``cuda-launch`` floor, which
   the forecast applies by default;
 * the running-batch limit ``gpu_batch_size`` is per system (806 / 896 on H200, 896 / 1024 on H100 TP2,
-  Offline / Server): give it as ``max_batch``.
+  Offline / Server): give it as ``max_batch``;
+* the kernels the engine runs fused (``fusions``, :data:`roofline.llm.table.FUSIONS`): the QKV projection as
+  one GEMM (TensorRT-LLM's ``Attention.qkv``, in every version), and no other: the v4.0 build
+  (closed/NVIDIA/code/llama2-70b/tensorrt/builder.py in mlcommons/inference_results_v4.0 at 92014844) passes
+  ``--use_custom_all_reduce=enable`` but neither ``--use_fused_mlp`` nor ``--reduce_fusion``.
+
+``trtllm-mlperf-v4.1``: the same harness as built for v4.1, whose builder.py (mlcommons/inference_results_v4.1)
+adds ``--use_fused_mlp`` (gate and up as one GEMM, then one SwiGLU kernel) and, when ``world_size > 1``,
+``--reduce_fusion=enable`` (with the custom all-reduce: the all-reduce's residual add and the next norm as one
+kernel): ``fusions = qkv, gate-up, reduce-norm`` (reduce-norm acts only at tp > 1).
+
+The checkpoint is float16 with FP8 GEMMs and an FP8 KV cache (README.md beside builder.py: ``quantize.py
+--dtype float16 --qformat fp8 --kv_cache_dtype fp8``): a precision of the model, not of the engine, so the
+caller gives it (``wbits = abits = kvbits = 'fp8'`` and ``rbits = 'fp16'``: the residual stream, norms, GEMM
+outputs and the tensor-parallel all-reduce carry 16-bit values; :class:`roofline.llm.spec.Precisions`).
 
 ``vllm-v0``: vLLM's defaults before V1 (vllm/config.py ``SchedulerConfig`` and ``CacheConfig``): prefill-first,
 ``max_num_seqs = 256`` running sequences, blocks of 16 tokens, ``gpu_memory_utilization = 0.9`` of the total.
 vLLM replays CUDA graphs for decode batches but runs prefills eager; ``cuda_graphs`` here switches every
 iteration at once, so the profile leaves it off (the launch floor, an upper bound on decode iterations).
 
-Not modelled, and why.  In the MLPerf engine (closed/NVIDIA/code/llama2-70b/tensorrt/builder.py, v4.1):
-the checkpoint is float16 with FP8 GEMMs (``--dtype=float16 --qformat=fp8``), so the residual stream, norms
-and the tensor-parallel all-reduce carry 16-bit activations while ``abits`` gives every activation one
-precision (roofline.llm.spec.Precisions; an LLM-frontend change, not this package's): timing all activation
-bytes at 2 B instead moves one iteration at the MLPerf Server operating points by about +8% on H100 tp 2 and
-+3% on H200 tp 1 (benchmarks/bench_serve.py 'iter sim/pub').  Its ``--use_fused_mlp`` (gate and up as one
-GEMM), the fused QKV projection (tensorrt_llm/layers/attention.py: ``Attention.qkv``, one ColumnLinear) and,
-at tp > 1, ``--reduce_fusion=enable`` (all-reduce, residual and norm as one kernel) are likewise table-level
-fusions of the LLM frontend, which times q, k, v, gate and up as separate GEMMs.  Streaming: the harness streams every token in Server and
+Not modelled, and why.  In the MLPerf engine: the quantisation of the fused all-reduce kernel's 16-bit
+output before the next FP8 GEMM (roofline.llm.table.FUSIONS).  Streaming: the harness streams every token in Server and
 not in Offline (main_llm.cc: ``mIsStreaming = streaming && scenario != "Offline"``; generation_config.json
 ``"streaming": true``), a per-token CPU cost no source gives in seconds for this engine.  And the CPU time of scheduling,
 sampling and detokenization per iteration (vLLM's v0.6.0 post measured it only as shares of one 8B model's
@@ -58,7 +65,9 @@ from roofline.fileio import shown
 #: Cited settings per engine (module docs): keyword arguments of :func:`roofline.serve`.
 ENGINES: dict[str, dict[str, Any]] = {
     "trtllm-mlperf-v4": {"whole_prompts": True, "max_tokens": 4096, "gpu_memory_utilization": 0.90,
-                         "kv_of_free": True},
+                         "kv_of_free": True, "fusions": ("qkv",)},
+    "trtllm-mlperf-v4.1": {"whole_prompts": True, "max_tokens": 4096, "gpu_memory_utilization": 0.90,
+                           "kv_of_free": True, "fusions": ("qkv", "gate-up", "reduce-norm")},
     "vllm-v0": {"chunked": False, "max_batch": 256, "block_size": 16, "gpu_memory_utilization": 0.9},
 }
 

@@ -178,7 +178,8 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
           block_size: int = BLOCK_SIZE, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
           slo: str | Slo | None = None, bound: bool = False, exact: bool = False, flash: bool = True,
           overhead: float = 0.0, whole_prompts: bool = False, kv_of_free: bool = False,
-          cuda_graphs: bool = False, kv_reads: str = "shared") -> ServeResult:
+          cuda_graphs: bool = False, kv_reads: str = "shared", rbits: int | str | None = None,
+          fusions: str | tuple[str, ...] = ()) -> ServeResult:
     """Simulate serving ``model`` on ``device`` (``tp`` devices per replica) or ``system`` (module docs).
 
     ``bound``: iteration times from the roofline bound instead of the forecast; ``exact``: every iteration's
@@ -187,7 +188,10 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     :mod:`~roofline.serving.scheduler`); ``kv_of_free``: ``gpu_memory_utilization`` is a fraction of the
     memory left after weights and activations (TensorRT-LLM) rather than of the total (vLLM);
     ``cuda_graphs``: every iteration replays a CUDA graph (the ``cuda-graph`` overhead floor per kernel);
-    ``kv_reads``: how attention reads a KV head shared by query heads (:data:`roofline.llm.table.KV_READS`).
+    ``kv_reads``: how attention reads a KV head shared by query heads (:data:`roofline.llm.table.KV_READS`);
+    ``rbits``: the residual stream's precision where it differs from ``abits`` (an FP8 checkpoint of a
+    float16 model: ``abits='fp8', rbits='fp16'``; :class:`roofline.llm.spec.Precisions`); ``fusions``: the
+    kernel fusions the engine runs (:data:`roofline.llm.table.FUSIONS`).
     :mod:`roofline.serving.engines` holds cited settings of the engines people run.
     """
     _arguments(model, device, system, tp, rate, concurrency, requests, seed, overhead,
@@ -195,7 +199,7 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
                     kv_of_free=kv_of_free, cuda_graphs=cuda_graphs))
     dev, replicas, name = _devices(device, system, tp)
     spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash,
-                     kv_reads=kv_reads)
+                     kv_reads=kv_reads, rbits=rbits, fusions=fusions)
     reqs = make_requests(isl=isl, osl=osl, trace=trace, rate=rate, concurrency=concurrency, requests=requests,
                          seed=seed)
     sched = scheduler or Scheduler(chunked=chunked, token_budget=max_tokens, max_batch=max_batch,
@@ -228,7 +232,8 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
 def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batch: int = 0,
                    kv_tokens: float = 0.0, chunks: tuple[tuple[int, int], ...] = (), wbits: int | str = 16,
                    abits: int | str = 16, kvbits: int | str = 16, bound: bool = False, flash: bool = True,
-                   cuda_graphs: bool = False) -> float:
+                   cuda_graphs: bool = False, kv_reads: str = "shared", rbits: int | str | None = None,
+                   fusions: str | tuple[str, ...] = ()) -> float:
     """Seconds of one serving iteration as :func:`serve` times it, exactly (every op of its table): a decode
     batch of ``decode_batch`` sequences reading ``kv_tokens`` keys in all, and prefill ``chunks`` of (new
     tokens, cached tokens before them), on one replica of ``tp`` devices.  A check of the step model at a
@@ -246,7 +251,8 @@ def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batc
     if not decode_batch and not any(c for c, _ in chunks):
         raise RooflineError("iteration_time: give decode_batch >= 1 or a prefill chunk of >= 1 token")
     dev, _, _ = _devices(device, None, tp)
-    spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash)
+    spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash,
+                     kv_reads=kv_reads, rbits=rbits, fusions=fusions)
     steps = StepModel(spec, dev, bound=bound, exact=True, cuda_graphs=cuda_graphs)
     return steps.iteration_time(int(decode_batch), float(kv_tokens), [(int(c), int(o)) for c, o in chunks])
 
