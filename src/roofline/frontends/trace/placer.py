@@ -104,7 +104,7 @@ class _Names:
 def _depths(parent: np.ndarray) -> np.ndarray:
     """Each node's depth (0: no parent) in a forest given by ``parent`` (-1: a root): pointer doubling, log2 of
     the deepest nesting rounds."""
-    depth = (parent >= 0).astype(np.int64)
+    depth = (parent >= 0).astype(parent.dtype)
     up = parent.copy()
     live = np.flatnonzero(up >= 0)
     while len(live):
@@ -150,18 +150,22 @@ class Placer:
         walk = order[ev.cat[order] != KERNEL]  # kernels run on the device's rows: they enclose nothing
         up = parents(ev.thread, ev.ts, ev.ts + ev.dur, walk, EPS_US)
         n = len(walk)
+        ix = np.int32 if len(ev) < 2**31 else np.int64  # positions and codes: half the memory per event
+        walk = walk.astype(ix)
+        del order
         # positions in walk order: an event's parent is earlier in the walk, and on the level above it
-        position = np.full(len(ev), -1, dtype=np.int64)
-        position[walk] = np.arange(n, dtype=np.int64)
-        parent = np.where(up >= 0, position[np.maximum(up, 0)], -1)
+        position = np.full(len(ev), -1, dtype=ix)
+        position[walk] = np.arange(n, dtype=ix)
+        parent = np.where(up >= 0, position[np.maximum(up, 0)], -1).astype(ix)
+        del up, position
         cat, name, call, seq = ev.cat[walk], ev.name[walk], ev.call[walk], ev.sequence[walk]
         flags = _Names(ev.names)
         has_collective = np.fromiter(("Collective name" in c for c in ev.calls), dtype=bool, count=len(ev.calls))
-        own = np.full(n, -1, dtype=np.int64)  # the placed op (itself or an enclosing one), as a position
-        op_parent = np.full(n, -1, dtype=np.int64)  # the nearest enclosing cpu_op (placed or not), as a position
-        where = np.zeros(n, dtype=np.int64)  # the place: a code into `places`
-        scope = np.full(n, -1, dtype=np.int64)  # the innermost enclosing autograd evaluate_function scope
-        cost = np.full(n, -1, dtype=np.int64)  # a placed op's cost, a code into `got`
+        own = np.full(n, -1, dtype=ix)  # the placed op (itself or an enclosing one), as a position
+        op_parent = np.full(n, -1, dtype=ix)  # the nearest enclosing cpu_op (placed or not), as a position
+        where = np.zeros(n, dtype=ix)  # the place: a code into `places`
+        scope = np.full(n, -1, dtype=ix)  # the innermost enclosing autograd evaluate_function scope
+        cost = np.full(n, -1, dtype=ix)  # a placed op's cost, a code into `got`
         # (dotted path of enclosing modules and record_function scopes, the innermost module's class)
         places: list[tuple[str, str]] = [("", "")]
         place_of: dict[tuple[int, int, bool], int] = {}
@@ -171,8 +175,9 @@ class Placer:
         failed: list[np.ndarray] = []  # positions of calls that could not be rebuilt
         seq_first: list[np.ndarray] = []  # positions whose sequence number names a forward op's place
         depth = _depths(parent)
-        by_depth = np.argsort(depth, kind="stable")
+        by_depth = np.argsort(depth, kind="stable").astype(ix)
         bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+        del depth
         for d in range(len(bounds) - 1):
             level = by_depth[bounds[d]:bounds[d + 1]]
             if d:  # each event inherits its parent's op, place and backward scope
@@ -219,12 +224,14 @@ class Placer:
                                 + (f" ({first_failed[0]}: {first_failed[1]})" if first_failed else ""))
         backward = self._backward_places(scope, where, seq, np.concatenate([np.zeros(0, dtype=np.int64), *seq_first]))
         rows = self._rows(placed, cost, scope, where, backward, got, places)
-        row_of = np.full(n, -1, dtype=np.int64)
-        row_of[placed] = np.arange(len(placed), dtype=np.int64)
-        owner = np.full(len(ev), -1, dtype=np.int64)
+        row_of = np.full(n, -1, dtype=ix)
+        row_of[placed] = np.arange(len(placed), dtype=ix)
+        owner = np.full(len(ev), -1, dtype=ix)
         owner[walk] = np.where(own >= 0, row_of[np.maximum(own, 0)], -1)
-        parent_op = np.full(len(ev), -1, dtype=np.int64)
+        del row_of, own
+        parent_op = np.full(len(ev), -1, dtype=ix)
         parent_op[walk] = np.where(op_parent >= 0, walk[np.maximum(op_parent, 0)], -1)
+        del op_parent
         steps = ev.dur[walk[np.flatnonzero((cat == ANNOTATION) & flags.step[name])]].tolist()
         unmatched: dict[tuple[str, str], list[float]] = {}
         if bool((ev.cat == KERNEL).any()):
