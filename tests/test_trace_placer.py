@@ -132,3 +132,23 @@ def test_depths_by_hand():
     assert _depths(np.zeros(0, dtype=np.int64)).tolist() == []
     chain = np.arange(-1, 999)  # each node in the one before: depth = index
     assert _depths(chain).tolist() == list(range(1000))
+
+
+def test_nesting_deeper_than_the_limit_is_one_line(tmp_path, monkeypatch):
+    """A chain of 50 nested scopes with an op at the bottom: placed as the walk places it under a limit of 60
+    levels (51 levels: the scopes and the op), one line naming the depth under a limit of 40."""
+    n = 50
+    events = [{"ph": "X", "cat": "user_annotation", "name": f"s{i}", "pid": 1, "tid": 1, "ts": float(i),
+               "dur": float(4 * n - 2 * i), "args": {}} for i in range(n)]  # each inside the one before
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": float(n), "dur": 1.0,
+                   "args": MM})
+    path = tmp_path / "chain.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    monkeypatch.setenv("ROOFLINE_MAX_TRACE_DEPTH", "60")
+    _both(path)
+    w = Placer(read_events(path)).workload(None)
+    assert w.strings("group", 0) == ".".join(f"s{i}" for i in range(n))  # every scope on the path
+    monkeypatch.setenv("ROOFLINE_MAX_TRACE_DEPTH", "40")
+    with pytest.raises(RooflineError, match=r"chain\.json: events nested 51 deep, more than the limit of 40 .*"
+                                            r"ROOFLINE_MAX_TRACE_DEPTH"):
+        Placer(read_events(path)).workload(None)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from roofline import costs
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, env_limit
 from roofline.frontends.torch import FUSED_FUNCTIONS
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents
 from roofline.frontends.trace.nesting import parents
@@ -39,6 +39,9 @@ WRAPPER_NAMESPACES = ("c10d::", "autograd::", "profiler::")  # enqueue wrappers:
 _STEP = re.compile(r"ProfilerStep#\d+$")
 _INSTANCE = re.compile(r"_\d+$")
 EPS_US = 1e-3  # a child may end this much after its parent (times are rounded to ns)
+#: the deepest nesting of events placed (modules, scopes and ops nest tens deep in a profiler's trace; python_function
+#: frames other than nn.Module scopes are not kept); ROOFLINE_MAX_TRACE_DEPTH overrides it
+MAX_DEPTH = 100_000
 
 
 
@@ -160,7 +163,9 @@ class Placer:
         del up, position
         cat, name, call, seq = ev.cat[walk], ev.name[walk], ev.call[walk], ev.sequence[walk]
         flags = _Names(ev.names)
-        has_collective = np.fromiter(("Collective name" in c for c in ev.calls), dtype=bool, count=len(ev.calls))
+        # per call: a collective's message (one more entry, False, so that an index of -1 clipped to 0 is safe)
+        has_collective = np.fromiter(("Collective name" in c for c in [*ev.calls, {}]), dtype=bool,
+                                     count=len(ev.calls) + 1)
         own = np.full(n, -1, dtype=ix)  # the placed op (itself or an enclosing one), as a position
         op_parent = np.full(n, -1, dtype=ix)  # the nearest enclosing cpu_op (placed or not), as a position
         where = np.zeros(n, dtype=ix)  # the place: a code into `places`
@@ -175,8 +180,13 @@ class Placer:
         failed: list[np.ndarray] = []  # positions of calls that could not be rebuilt
         seq_first: list[np.ndarray] = []  # positions whose sequence number names a forward op's place
         depth = _depths(parent)
+        deepest = int(depth.max(initial=0))
+        limit = env_limit("ROOFLINE_MAX_TRACE_DEPTH", MAX_DEPTH)
+        if deepest >= limit:  # each level is a few numpy calls (~60 us): a chain of 10^6 events would take a minute
+            raise RooflineError(f"{self.where}: events nested {deepest + 1:,} deep, more than the limit of {limit:,} "
+                                "(no profiler records such nesting; set ROOFLINE_MAX_TRACE_DEPTH to raise it)")
         by_depth = np.argsort(depth, kind="stable").astype(ix)
-        bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+        bounds = np.searchsorted(depth[by_depth], np.arange(deepest + 2))
         del depth
         for d in range(len(bounds) - 1):
             level = by_depth[bounds[d]:bounds[d + 1]]
