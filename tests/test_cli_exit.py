@@ -64,3 +64,14 @@ def test_exit_now_returns_while_a_thread_runs():
     finally:
         stop.set()
         t.join()
+
+
+def test_under_a_profiler_the_program_returns(tmp_path):
+    """python -m cProfile reports after the program returns: no early exit under it (the profile is written)."""
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    prof = tmp_path / "p.prof"
+    out = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "roofline.cli", "plot", "--peak",
+                          "100GFLOP/s", "--bandwidth", "10GB/s", "-o", str(tmp_path / "c.svg")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert prof.stat().st_size > 0
