@@ -183,11 +183,11 @@ def _reap(timeout: float = 30.0) -> None:
             time.sleep(0.02)
 
 
-def run_cli(argv: list[str]) -> tuple[float, float, str, int, list[int]]:
+def run_cli(argv: list[str], root: Path = ROOT) -> tuple[float, float, str, int, list[int]]:
     """(wall seconds, CPU seconds of the command and every process below it, stdout, driver peak RSS, worker
-    peaks RSS) of one ``roofline trace`` run."""
+    peaks RSS) of one ``roofline trace`` run (of the checkout at ``root``)."""
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(root / "src") + os.pathsep + env.get("PYTHONPATH", "")
     import resource
 
     subreaper = _subreaper()
@@ -224,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-dask", action="store_true", help="skip the --dask local run")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--ab", default=None, metavar="OTHER_TREE",
+                    help="another checkout: each mode run with it too, straight after this one's (side by side)")
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="bench_ranks_", dir=args.dir))
     need = args.ranks * args.rank_mb * (1 << 20) * 1.2
@@ -241,26 +243,31 @@ def main(argv: list[str] | None = None) -> None:
         if not args.no_dask:
             modes.append(("--dask local (2 workers)", ["--dask", "local"]))
         rows = []
-        base = None
-        for label, extra in modes:
+        trees = [ROOT] + ([Path(args.ab).resolve()] if args.ab else [])
+        base: dict[Path, float] = {}
+        for (label, extra), tree in ((m, t) for m in modes for t in trees):
             load = os.getloadavg()[0]
-            wall, cpu, out, driver, workers = run_cli([pattern, "--device", DEVICE, "--json", str(tmp / "a.json"), *extra])
-            base = base or wall
+            wall, cpu, out, driver, workers = run_cli([pattern, "--device", DEVICE, "--json", str(tmp / "a.json"),
+                                                       *extra], root=tree)
+            base.setdefault(tree, wall)
+            label = label if len(trees) == 1 else f"{tree.name}: {label}"
             found = re.search(rf"rank {args.straggler} is a straggler\b.*cause: (\S+ ?\S*)", out)
             cause = found.group(1).split(" (")[0] if found else "NOT FOUND"
             others = re.findall(r"rank (\d+) is a straggler", out)
-            rows.append((label, f"{wall:.1f}", f"{cpu:.1f}", f"{base / wall:.2f}x", f"{driver / (1 << 20):.0f}",
+            rows.append((label, f"{wall:.1f}", f"{cpu:.1f}", f"{base[tree] / wall:.2f}x", f"{driver / (1 << 20):.0f}",
                          ", ".join(f"{w / (1 << 20):.0f}" for w in workers[:4]) or "-",
                          f"rank {args.straggler}: {cause}" + (f" (+{len(others) - 1} more)" if len(others) > 1 else ""),
                          f"{load:.1f}"))
         total = args.ranks * mb
-        print(f"\n{'mode':26} {'wall s':>7} {'CPU s':>6} {'vs jobs1':>8} {'driver MB':>9}  {'worker peak MB':16} "
+        width = max(26, *(len(r[0]) for r in rows))
+        print(f"\n{'mode':{width}} {'wall s':>7} {'CPU s':>6} {'vs jobs1':>8} {'driver MB':>9}  {'worker peak MB':16} "
               f"{'straggler found':28} load")
         for r in rows:
-            print(f"{r[0]:26} {r[1]:>7} {r[2]:>6} {r[3]:>8} {r[4]:>9}  {r[5]:16} {r[6]:28} {r[7]}")
+            print(f"{r[0]:{width}} {r[1]:>7} {r[2]:>6} {r[3]:>8} {r[4]:>9}  {r[5]:16} {r[6]:28} {r[7]}")
         print(f"(target: --dask local >= 1.6x --jobs 1; {total:.0f} MB of traces in all; peak RSS = VmHWM; CPU s: "
               f"user + system of the command and its workers (CPU s / wall s near {os.cpu_count()}: the cores were "
-              f"ours); load = 1-min load average at each start, {os.cpu_count()} cores)")
+              f"ours); load = 1-min load average at each start, {os.cpu_count()} cores; "
+              f"{time.strftime('%H:%M UTC', time.gmtime())})")
     finally:
         if args.keep:
             print(f"kept: {tmp}")

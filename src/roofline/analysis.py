@@ -326,7 +326,13 @@ class Analysis:
         """Inputs (device, workload) and the per-op results; loading re-analyses identically."""
 
         def clean(a: float | np.ndarray) -> list[float | None]:
-            return [None if not math.isfinite(x) else x for x in np.asarray(a, dtype=float).tolist()]
+            arr = np.asarray(a, dtype=float)
+            if np.isfinite(arr).all():  # the common case: one C-speed conversion
+                return arr.tolist()
+            return [None if not math.isfinite(x) else x for x in arr.tolist()]
+
+        ceilings, fallbacks = [c.label for c in self.ceilings], self.fallbacks
+        at = self.ceiling_index.tolist()
 
         return {
             "schema": ANALYSIS_SCHEMA,
@@ -342,8 +348,7 @@ class Analysis:
                     "bandwidth": clean(self.bandwidth), "attainable_flops": clean(self.attainable_flops),
                     "time": clean(self.time), "total_time": clean(self.total_op_time), "share": clean(self.share),
                     "bound": self.bound.tolist(),
-                    "ceiling": [self.ceiling_label(i) for i in range(len(self.time))],
-                    "fallback": [self.fallback(i) for i in range(len(self.time))],
+                    "ceiling": [ceilings[k] for k in at], "fallback": [fallbacks[k] for k in at],
                     "judged_level": self.judged_level.tolist(),
                     "judged_attainable_flops": clean(self.judged_attainable_flops),
                     "efficiency": clean(self.efficiency), "above_roof": self.above_roof.tolist()},

@@ -135,6 +135,51 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``roofline`` command on ``argv``; its exit status.  Without ``argv`` it is the program (the console
+    script, ``python -m roofline.cli``): it exits when done, without the interpreter's teardown (:func:`exit_now`)."""
+    rc = _run(argv)
+    if argv is None:
+        exit_now(rc)
+    return rc
+
+
+def exit_now(rc: int) -> None:
+    """Exit with ``rc`` as the interpreter would, less its teardown: the exit handlers (:mod:`atexit`) run and the
+    standard streams are flushed, then :func:`os._exit`.  Freeing torch's modules and objects one by one takes
+    0.5-0.9 s of every run that imported it, and nothing needs it.  A normal return instead (the interpreter's
+    own exit) while another thread runs (the interpreter joins it first), under a profiler or tracer (it reports
+    after the program returns), where the handlers cannot be run, or when a stream cannot be flushed (a closed
+    pipe: the interpreter says so as usual)."""
+    import atexit
+    import os
+    import threading
+
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's: what the interpreter calls at exit
+    if run_handlers is None or threading.active_count() > 1 or not 0 <= rc <= 255 or _observed():
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    run_handlers()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(rc)
+
+
+def _observed() -> bool:
+    """A profiler, tracer or debugger is attached (``python -m cProfile``, ``coverage``, ``pdb``): it reports
+    after the program returns, so the program returns."""
+    monitoring = getattr(sys, "monitoring", None)  # Python >= 3.12: cProfile and coverage may use it instead
+    tools = [] if monitoring is None else [monitoring.get_tool(k) for k in range(6)]
+    return sys.gettrace() is not None or sys.getprofile() is not None or any(t is not None for t in tools)
+
+
+def _run(argv: list[str] | None) -> int:
     import warnings
 
     from roofline.names import NameResolved

@@ -19,8 +19,9 @@ Importing this package registers how an :class:`~roofline.analysis.Analysis` sho
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from roofline.formatters import FORMATTERS
 from roofline.render.paths import CHART_EXTENSIONS, EXTENSIONS, check_chart_path, check_output_path
@@ -86,7 +87,7 @@ class JsonRenderer(Renderer):
 
     def render(self, analysis: Analysis, *, title: str | None = None, summary: Summary | None = None,
                path: str | Path = "") -> str:
-        return json.dumps(analysis.to_dict()) + "\n"
+        return dumps(analysis.to_dict()) + "\n"
 
 
 class CsvRenderer(Renderer):
@@ -125,6 +126,52 @@ def renderer_for(name_or_path: str | Path) -> Renderer:
     check_output_path(name_or_path)
     ext = Path(name_or_path).suffix.lower()
     return next(r for r in RENDERERS if ext in r.extensions)
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps(value)``, the same JSON values, with each long list of plain numbers (a per-op column) encoded
+    by msgspec when it is installed (about 8x faster: a 250k-op analysis is ~5M numbers).  A spliced list is
+    written compactly and its floats in msgspec's shortest round-trip form (``0.00001`` for ``1e-05``): the same
+    numbers when read.  Lists with NaN or infinity (json writes ``NaN``, msgspec ``null``), big integers or
+    anything else stay with json.  Placeholders carry a random nonce, so no string from a file can match one."""
+    try:
+        import msgspec
+    except ImportError:
+        return json.dumps(value)
+    import re
+    import secrets
+
+    nonce, raw = secrets.token_hex(8), []
+    numbers, scalars = {float, int, bool, type(None)}, {str, float, int, bool, type(None)}
+
+    def plain(v: list[Any], types: set[type]) -> bytes | None:
+        floats = v if types == {float} else [x for x in v if type(x) is float]
+        # a finite sum has no NaN or infinity in it (they carry through a sum); else each is looked at
+        if not math.isfinite(sum(floats)) and not all(map(math.isfinite, floats)):
+            return None
+        try:
+            return msgspec.json.encode(v)
+        except (OverflowError, TypeError, ValueError):  # an int past 64 bits
+            return None
+
+    def swap(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: swap(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            types = set(map(type, v))
+            if types <= scalars:
+                got = plain(v, types) if len(v) >= 256 and types <= numbers and isinstance(v, list) else None
+                if got is None:
+                    return v
+                raw.append(got)
+                return f"\0{nonce}:{len(raw) - 1}\0"
+            return [swap(x) for x in v]
+        return v
+
+    text = json.dumps(swap(value))
+    if not raw:
+        return text
+    return re.sub(r'"\\u0000' + nonce + r':(\d+)\\u0000"', lambda m: raw[int(m.group(1))].decode("ascii"), text)
 
 
 def _analysis_repr(a: Analysis) -> str:

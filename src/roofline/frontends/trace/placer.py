@@ -8,6 +8,7 @@ reader (:mod:`roofline.frontends.trace.ranks`) share it without importing the pa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from roofline import costs
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, env_limit
 from roofline.frontends.torch import FUSED_FUNCTIONS
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents
 from roofline.frontends.trace.nesting import parents
@@ -38,56 +39,25 @@ WRAPPER_NAMESPACES = ("c10d::", "autograd::", "profiler::")  # enqueue wrappers:
 _STEP = re.compile(r"ProfilerStep#\d+$")
 _INSTANCE = re.compile(r"_\d+$")
 EPS_US = 1e-3  # a child may end this much after its parent (times are rounded to ns)
+#: the deepest nesting of events placed (modules, scopes and ops nest tens deep in a profiler's trace; python_function
+#: frames other than nn.Module scopes are not kept); ROOFLINE_MAX_TRACE_DEPTH overrides it
+MAX_DEPTH = 100_000
 
 
 
-class _Walk:
-    """The state of one walk over a trace's events in time order (:meth:`Placer.workload`)."""
+class _Rows:
+    """The placed rows: each distinct one (one cost at one place, forward or backward) built once, and each row's
+    code into them, in walk order (rows of one cost at one place are alike)."""
 
-    def __init__(self, ev: TraceEvents) -> None:
-        n = len(ev)
-        # the events' columns, and the per-event state below, are lists while walking: a list item costs a
-        # tenth of a numpy scalar's access, and the walk touches each a few times per event
-        self.cat: list[int] = ev.cat.tolist()
-        self.dur: list[float] = ev.dur.tolist()
-        self.name: list[int] = ev.name.tolist()
-        self.call: list[int] = ev.call.tolist()
-        self.sequence: list[int] = ev.sequence.tolist()
-        self.owner = [-1] * n  # the placed op (row) an event belongs to
-        self.op_parent = [-1] * n  # the nearest enclosing cpu_op (placed or not)
-        # where an event sits, as a code into `places`: (dotted path of enclosing modules and record_function
-        # scopes, the innermost module's class); few distinct places, so codes keep memory per event small
-        self.places: list[tuple[str, str]] = [("", "")]
-        self.place_of: dict[tuple[int, str, str], int] = {}
-        self.where = [0] * n
-        self.backward = [-1] * n  # in autograd's evaluate_function: the forward op's place
-        self.seq_place: dict[int, int] = {}
-        self.distinct: dict[tuple[int, int, bool], int] = {}  # (id of the cost, place, backward) -> row kind
-        self.distinct_rows: list[tuple[Any, ...]] = []
-        self.row_codes: list[int] = []  # each placed row's kind
-        self.placed: list[int] = []  # event index of each row
-        self.unmatched: dict[tuple[str, str], list[float]] = {}
-        self.not_replayed: dict[str, str] = {}
-        self.steps: list[float] = []
+    def __init__(self, places: list[tuple[str, str]]) -> None:
+        self.places = places
+        self.distinct: list[tuple[Any, ...]] = []  # COLUMNS values of each distinct row
+        self.codes = np.zeros(0, dtype=np.int64)  # each placed row's distinct row
 
-    def place(self, i: int, got: tuple[Any, ...]) -> None:
-        """Event ``i`` becomes the next row, named by its op (``(backward)`` inside autograd) and placed.
-
-        ``got``: (op name, cost, precision) and optionally the op's GEMM dimensions ({m, n, k, batch} or None).
-        Rows of one cost at one place are alike: each distinct one is built once (:meth:`rows_built`)."""
-        bwd = self.backward[i]
-        key = (id(got), bwd if bwd >= 0 else self.where[i], bwd >= 0)  # got stays alive in `distinct`: ids unique
-        code = self.distinct.get(key)
-        if code is None:
-            code = self.distinct[key] = len(self.distinct_rows)
-            self.distinct_rows.append(self._row(got, key[1], key[2]))
-        self.owner[i] = len(self.placed)
-        self.placed.append(i)
-        self.row_codes.append(code)
-
-    def _row(self, got: tuple[Any, ...], place: int, backward: bool) -> tuple[Any, ...]:
-        """One row's columns (:data:`~roofline.workload_columns.COLUMNS`, in order), as WorkloadBuilder.row
-        fills them; ``got`` is kept with it (its id is the row's key)."""
+    def add(self, got: tuple[Any, ...], place: int, backward: bool) -> None:
+        """One distinct row's columns (:data:`~roofline.workload_columns.COLUMNS`, in order), as
+        WorkloadBuilder.row fills them.  ``got``: (op name, cost, precision) and optionally the op's GEMM
+        dimensions ({m, n, k, batch} or None)."""
         op_name, c, precision = got[:3]
         dims = got[3] if len(got) > 3 and got[3] else {}
         group, module_type = self.places[place]
@@ -96,13 +66,82 @@ class _Walk:
                 bytes_read=c.bytes_read, bytes_written=c.bytes_written, precision=precision, unit=c.unit,
                 group=group, module_type=module_type, level="interconnect" if c.kind == "collective" else "",
                 **dims)
-        return (*(one.column(name)[0] for name in COLUMNS), got)
+        self.distinct.append(tuple(one.column(name)[0] for name in COLUMNS))
 
-    def rows_built(self) -> WorkloadBuilder:
-        """Every placed row, in order, as columns (each distinct row's values repeated)."""
-        rows, distinct, codes = WorkloadBuilder(), self.distinct_rows, self.row_codes
-        rows.extend(**{name: [distinct[k][j] for k in codes] for j, name in enumerate(COLUMNS)})
-        return rows
+    def column(self, name: str) -> np.ndarray:
+        """One column over every placed row."""
+        j = COLUMNS.index(name)
+        return np.asarray([r[j] for r in self.distinct])[self.codes]
+
+    def build(self, seconds: np.ndarray, **meta: Any) -> Workload:
+        """The Workload of every row: the distinct rows built (and checked) by :meth:`Workload.from_columns`,
+        then repeated by code (the same columns and string tables as building every row: the distinct rows
+        are in order of first use), with ``seconds`` as the measured time (checked as ``Workload.replace``
+        checks it)."""
+        from roofline.workload_columns import _check_numeric
+
+        b = WorkloadBuilder()
+        b.extend(**{name: [r[j] for r in self.distinct] for j, name in enumerate(COLUMNS)})
+        small = b.build(**meta)
+        seconds = np.asarray(seconds, dtype=np.float64)
+        _check_numeric(seconds, "measured_seconds", "workload")
+        columns = {c: a[self.codes] for c, a in small.columns.items()}
+        columns["measured_seconds"] = seconds
+        return dataclasses.replace(small, columns=columns)
+
+
+class _Names:
+    """What each event name is, as flags over the name table (the walk reads them per event by code)."""
+
+    def __init__(self, names: list[str]) -> None:
+        def flag(test: Any) -> np.ndarray:
+            return np.fromiter((bool(test(n)) for n in names), dtype=bool, count=len(names))
+
+        self.gloo = flag(lambda n: n.startswith(GLOO_PREFIX))
+        self.step = flag(_STEP.match)
+        self.backward = flag(lambda n: n.startswith(BACKWARD_SCOPE))
+        self.comms = flag(lambda n: n == COMMS_EVENT)
+        self.replayed = flag(lambda n: "::" in n and not n.startswith(WRAPPER_NAMESPACES))
+
+
+def time_order(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """The events by start, the longer first at equal starts, then by index: ``np.lexsort((-dur, ts))``, but a
+    stable sort by start alone (timsort: fast on events in nearly the order a profiler writes them; about 20x
+    lexsort's speed on 1.8M events) and then only the events that share a start sorted again, by length."""
+    order = np.argsort(ts, kind="stable")
+    start = ts[order]
+    same = start[1:] == start[:-1]
+    if not same.any():
+        return order
+    tied = np.zeros(len(order), dtype=bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    at = np.flatnonzero(tied)
+    run = np.cumsum(~np.r_[False, same])[at]  # which equal start each tied event has (runs are contiguous)
+    sub = order[at]
+    order[at] = sub[np.lexsort((-dur[sub], run))]  # stable: by index within equal start and length
+    return order
+
+
+def _depths(parent: np.ndarray) -> np.ndarray:
+    """Each node's depth (0: no parent) in a forest given by ``parent`` (-1: a root): pointer doubling, log2 of
+    the deepest nesting rounds."""
+    depth = (parent >= 0).astype(parent.dtype)
+    up = parent.copy()
+    live = np.flatnonzero(up >= 0)
+    while len(live):
+        nxt = up[live]
+        depth[live] += depth[nxt]  # both gathered before the assignment: one synchronous round
+        up[live] = up[nxt]
+        live = live[up[live] >= 0]
+    return depth
+
+
+def _pair_keys(a: np.ndarray, b: np.ndarray, b_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (a, b) pairs (``b`` in -1 .. b_size - 1) as (first index of each, each item's pair)."""
+    key = a.astype(np.int64) * (b_size + 1) + (b.astype(np.int64) + 1)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
 
 
 class Placer:
@@ -123,86 +162,211 @@ class Placer:
         self.world = world if isinstance(world, int) and world > 0 else 1
 
     def workload(self, title: str | None) -> Workload:
+        """Every op placed, with its place, time and cost (the rules are in the package docstring).
+
+        The rules are those of a walk over the events in time order with a stack of open events per thread;
+        they run here a nesting level at a time over numpy columns (an event's parent is on the level above:
+        :func:`~.nesting.parents`), each distinct (name, recorded call) costed once per level."""
         ev = self.ev
-        w = _Walk(ev)
-        order = np.lexsort((-ev.dur, ev.ts))  # by start; an enclosing event (longer) first
+        order = time_order(ev.ts, ev.dur)  # by start; an enclosing event (longer) first
         walk = order[ev.cat[order] != KERNEL]  # kernels run on the device's rows: they enclose nothing
         up = parents(ev.thread, ev.ts, ev.ts + ev.dur, walk, EPS_US)
-        names = ev.names
-        for i, p in ((i, p) for chunk in range(0, len(walk), 1 << 16)
-                     for i, p in zip(walk[chunk:chunk + (1 << 16)].tolist(), up[chunk:chunk + (1 << 16)].tolist(),
-                                     strict=True)):
-            cat = w.cat[i]
-            if p >= 0:  # it inherits its parent's op, place and backward
-                w.owner[i], w.where[i], w.backward[i] = w.owner[p], w.where[p], w.backward[p]
-                w.op_parent[i] = p if w.cat[p] == CPU_OP else w.op_parent[p]
-            name = names[w.name[i]]
-            if cat == ANNOTATION and name.startswith(GLOO_PREFIX) and w.owner[i] < 0:
-                comms = _gloo_collective(name, ev.calls[w.call[i]] if w.call[i] >= 0 else {}, self.world)
-                if comms is not None:
-                    w.place(i, comms)
-            elif cat in (MODULE, ANNOTATION):
-                self._scope(w, i, cat, name)
-            elif cat == CPU_OP and w.owner[i] < 0:
-                self._cpu_op(w, i, name)
-        if not w.placed:
-            first = next(iter(w.not_replayed.items()), None)
+        n = len(walk)
+        ix = np.int32 if len(ev) < 2**31 else np.int64  # positions and codes: half the memory per event
+        walk = walk.astype(ix)
+        del order
+        # positions in walk order: an event's parent is earlier in the walk, and on the level above it
+        position = np.full(len(ev), -1, dtype=ix)
+        position[walk] = np.arange(n, dtype=ix)
+        parent = np.where(up >= 0, position[np.maximum(up, 0)], -1).astype(ix)
+        del up, position
+        cat, name, call, seq = ev.cat[walk], ev.name[walk], ev.call[walk], ev.sequence[walk]
+        flags = _Names(ev.names)
+        # per call: a collective's message (one more entry, False, so that an index of -1 clipped to 0 is safe)
+        has_collective = np.fromiter(("Collective name" in c for c in [*ev.calls, {}]), dtype=bool,
+                                     count=len(ev.calls) + 1)
+        own = np.full(n, -1, dtype=ix)  # the placed op (itself or an enclosing one), as a position
+        op_parent = np.full(n, -1, dtype=ix)  # the nearest enclosing cpu_op (placed or not), as a position
+        where = np.zeros(n, dtype=ix)  # the place: a code into `places`
+        scope = np.full(n, -1, dtype=ix)  # the innermost enclosing autograd evaluate_function scope
+        cost = np.full(n, -1, dtype=ix)  # a placed op's cost, a code into `got`
+        # (dotted path of enclosing modules and record_function scopes, the innermost module's class)
+        places: list[tuple[str, str]] = [("", "")]
+        place_of: dict[tuple[int, int, bool], int] = {}
+        got: list[tuple[Any, ...]] = []
+        self._code_of: dict[tuple[str, int, int], int] = {}  # (route, name, call) -> cost code, or -1 / -2
+        self._why: dict[tuple[int, int], str] = {}  # (name, call) -> why it was not rebuilt
+        failed: list[np.ndarray] = []  # positions of calls that could not be rebuilt
+        seq_first: list[np.ndarray] = []  # positions whose sequence number names a forward op's place
+        depth = _depths(parent)
+        deepest = int(depth.max(initial=0))
+        limit = env_limit("ROOFLINE_MAX_TRACE_DEPTH", MAX_DEPTH)
+        if deepest >= limit:  # each level is a few numpy calls (~60 us): a chain of 10^6 events would take a minute
+            raise RooflineError(f"{self.where}: events nested {deepest + 1:,} deep, more than the limit of {limit:,} "
+                                "(no profiler records such nesting; set ROOFLINE_MAX_TRACE_DEPTH to raise it)")
+        by_depth = np.argsort(depth, kind="stable").astype(ix)
+        bounds = np.searchsorted(depth[by_depth], np.arange(deepest + 2))
+        del depth
+        for d in range(len(bounds) - 1):
+            level = by_depth[bounds[d]:bounds[d + 1]]
+            if d:  # each event inherits its parent's op, place and backward scope
+                p = parent[level]
+                own[level], where[level], scope[level] = own[p], where[p], scope[p]
+                op_parent[level] = np.where(cat[p] == CPU_OP, p, op_parent[p])
+            c, nm = cat[level], name[level]
+            free = own[level] < 0
+            gloo = (c == ANNOTATION) & free & flags.gloo[nm]
+            if gloo.any():  # gloo's collective on its worker thread: placed from its recorded inputs
+                at = level[gloo]
+                codes = self._codes(at, nm[gloo], call[at], got, "gloo")
+                own[at[codes >= 0]], cost[at] = at[codes >= 0], codes
+            scopes = ((c == MODULE) | (c == ANNOTATION)) & free & ~gloo & ~flags.step[nm]
+            if scopes.any():  # a module or record_function scope: a new place for what it encloses
+                at = level[scopes]
+                first, inverse = _pair_keys(where[at] * 2 + (c[scopes] == MODULE), nm[scopes], len(ev.names))
+                new = np.empty(len(first), dtype=np.int64)
+                for k, j in enumerate(first.tolist()):
+                    new[k] = self._place(places, place_of, int(where[at[j]]), int(nm[scopes][j]),
+                                         bool(c[scopes][j] == MODULE))
+                where[at] = new[inverse]
+            ops = (c == CPU_OP) & free
+            if ops.any():
+                at, on = level[ops], nm[ops]
+                bwd = flags.backward[on]
+                scope[at[bwd]] = at[bwd]  # autograd runs the backward of the op with its sequence number
+                at, on = at[~bwd], on[~bwd]
+                seq_first.append(at[(scope[at] < 0) & (seq[at] >= 0)])
+                oc = call[at]
+                comms = flags.comms[on] & (oc >= 0) & has_collective[np.maximum(oc, 0)]
+                replay = ~comms & flags.replayed[on] & (oc >= 0)
+                for mask, route in ((comms, "comms"), (replay, "replay")):
+                    if mask.any():
+                        hit = at[mask]
+                        codes = self._codes(hit, on[mask], oc[mask], got, route)
+                        own[hit[codes >= 0]], cost[hit] = hit[codes >= 0], codes
+                        failed.append(hit[codes == -2])
+        placed = np.flatnonzero(cost >= 0)  # rows, in walk order
+        not_replayed = self._not_replayed(np.concatenate([np.zeros(0, dtype=np.int64), *failed]), name, call)
+        if not len(placed):
+            first_failed = next(iter(not_replayed.items()), None)
             raise RooflineError(f"{self.where}: no aten op in the trace could be placed"
-                                + (f" ({first[0]}: {first[1]})" if first else ""))
-        owner, op_parent = np.asarray(w.owner, dtype=np.int64), np.asarray(w.op_parent, dtype=np.int64)
+                                + (f" ({first_failed[0]}: {first_failed[1]})" if first_failed else ""))
+        backward = self._backward_places(scope, where, seq, np.concatenate([np.zeros(0, dtype=np.int64), *seq_first]))
+        rows = self._rows(placed, cost, scope, where, backward, got, places)
+        row_of = np.full(n, -1, dtype=ix)
+        row_of[placed] = np.arange(len(placed), dtype=ix)
+        owner = np.full(len(ev), -1, dtype=ix)
+        owner[walk] = np.where(own >= 0, row_of[np.maximum(own, 0)], -1)
+        del row_of, own
+        parent_op = np.full(len(ev), -1, dtype=ix)
+        parent_op[walk] = np.where(op_parent >= 0, walk[np.maximum(op_parent, 0)], -1)
+        del op_parent
+        steps = ev.dur[walk[np.flatnonzero((cat == ANNOTATION) & flags.step[name])]].tolist()
+        unmatched: dict[tuple[str, str], list[float]] = {}
         if bool((ev.cat == KERNEL).any()):
-            seconds, total, span = self._kernel_times(owner, op_parent, len(w.placed), w.unmatched, w.not_replayed)
+            seconds, total, span = self._kernel_times(owner, parent_op, len(placed), unmatched, not_replayed)
             gpu = True
         else:
-            seconds = ev.dur[np.asarray(w.placed, dtype=np.int64)] * 1e-6
-            total, span = self._cpu_rest(op_parent, owner, w.unmatched, w.not_replayed)
+            seconds = ev.dur[walk[placed]] * 1e-6
+            total, span = self._cpu_rest(parent_op, owner, unmatched, not_replayed)
             gpu = False
-        return self._build(w.rows_built(), seconds, total, span, w.steps, w.unmatched, gpu, title)
+        return self._build(rows, seconds, total, span, steps, unmatched, gpu, title)
 
-    def _scope(self, w: _Walk, i: int, cat: int, name: str) -> None:
-        """A module or record_function scope: a ProfilerStep's length, or a new place for what it encloses."""
-        if cat == ANNOTATION and _STEP.match(name):
-            w.steps.append(w.dur[i])
-            return
-        if w.owner[i] >= 0:
-            return
-        key = (w.where[i], name, "m" if cat == MODULE else "a")
-        code = w.place_of.get(key)
+    def _place(self, places: list[tuple[str, str]], place_of: dict[tuple[int, int, bool], int], outer: int,
+               name_code: int, module: bool) -> int:
+        """The place inside place ``outer`` of a scope (a module, or a record_function) named by ``name_code``."""
+        key = (outer, name_code, module)
+        code = place_of.get(key)
         if code is None:
-            path, mtype = w.places[w.where[i]]
-            part = name.removeprefix("nn.Module: ")
-            if cat == MODULE:
+            path, mtype = places[outer]
+            part = self.ev.names[name_code].removeprefix("nn.Module: ")
+            if module:
                 # the outermost module is the model itself: paths are relative to it, as from_torch's
                 path = path if not mtype else f"{path}.{part}" if path else part
                 mtype = _INSTANCE.sub("", part)
             else:
                 path = f"{path}.{part}" if path else part
-            code = w.place_of[key] = len(w.places)
-            w.places.append((path, mtype))
-        w.where[i] = code
+            code = place_of[key] = len(places)
+            places.append((path, mtype))
+        return code
 
-    def _cpu_op(self, w: _Walk, i: int, name: str) -> None:
-        """A cpu_op no placed op encloses: an autograd scope, a collective, or an aten op replayed for its cost."""
-        seq = w.sequence[i]
-        if name.startswith(BACKWARD_SCOPE):
-            w.backward[i] = w.seq_place.get(seq, w.where[i])
-            return
-        if w.backward[i] < 0 and seq >= 0:
-            w.seq_place.setdefault(seq, w.where[i])
-        call_id = w.call[i]
+    def _not_replayed(self, failed: np.ndarray, name: np.ndarray, call: np.ndarray) -> dict[str, str]:
+        """Each op name that could not be rebuilt -> why (its first failure in walk order), in that order."""
+        failed = np.sort(failed)
+        _, first = np.unique(name[failed], return_index=True)
+        out: dict[str, str] = {}
+        for j in np.sort(first).tolist():
+            k = int(failed[j])
+            out[self.ev.names[int(name[k])]] = self._why[(int(name[k]), int(call[k]))]
+        return out
+
+    @staticmethod
+    def _backward_places(scope: np.ndarray, where: np.ndarray, seq: np.ndarray, forward: np.ndarray) -> np.ndarray:
+        """At each autograd scope's position, the place its backward ops take: that of the first op earlier in
+        the walk with its sequence number (``forward``: the positions that can name one), else its own."""
+        at = np.flatnonzero(scope == np.arange(len(scope)))
+        out = np.full(len(scope), -1, dtype=np.int64)
+        value = where[at].copy()
+        if len(at) and len(forward):
+            forward = np.sort(forward)
+            numbers, first = np.unique(seq[forward], return_index=True)
+            first_at = forward[first]
+            i = np.minimum(np.searchsorted(numbers, seq[at]), len(numbers) - 1)
+            hit = (numbers[i] == seq[at]) & (first_at[i] < at)
+            value[hit] = where[first_at[i[hit]]]
+        out[at] = value
+        return out
+
+    def _rows(self, placed: np.ndarray, cost: np.ndarray, scope: np.ndarray, where: np.ndarray,
+              backward: np.ndarray, got: list[tuple[Any, ...]], places: list[tuple[str, str]]) -> _Rows:
+        """The placed rows: one distinct row per (cost, place, backward or not), in order of first use."""
+        inside = scope[placed]
+        bwd = inside >= 0
+        place = np.where(bwd, backward[np.maximum(inside, 0)], where[placed])
+        first, inverse = _pair_keys(cost[placed] * 2 + bwd, place, len(places))
+        by_use = np.argsort(first, kind="stable")
+        remap = np.empty(len(first), dtype=np.int64)
+        remap[by_use] = np.arange(len(first), dtype=np.int64)
+        rows = _Rows(places)
+        for j in first[by_use].tolist():
+            rows.add(got[int(cost[placed[j]])], int(place[j]), bool(bwd[j]))
+        rows.codes = remap[inverse]
+        return rows
+
+    def _codes(self, at: np.ndarray, names: np.ndarray, calls: np.ndarray, got: list[tuple[Any, ...]],
+               route: str) -> np.ndarray:
+        """The cost code of each event at positions ``at`` (by its name and call, each distinct pair costed
+        once): >= 0 placed (an index into ``got``), -1 not placed (a view, a composite, no cost), -2 not
+        rebuilt (why in ``self._why``)."""
+        first, inverse = _pair_keys(names, calls, len(self.ev.calls))
+        out = np.empty(len(first), dtype=np.int64)
+        for k, j in enumerate(first.tolist()):
+            nm, cl = int(names[j]), int(calls[j])
+            key = (route, nm, cl)
+            code = self._code_of.get(key)
+            if code is None:
+                code = self._code_of[key] = self._cost_of(route, nm, cl, got)
+            out[k] = code
+        return out[inverse]
+
+    def _cost_of(self, route: str, name_code: int, call_id: int, got: list[tuple[Any, ...]]) -> int:
+        name = self.ev.names[name_code]
         call = self.ev.calls[call_id] if call_id >= 0 else {}
-        if name == COMMS_EVENT and "Collective name" in call:
-            got: Any = _collective(call)
-        elif "::" in name and call_id >= 0 and not name.startswith(WRAPPER_NAMESPACES):
-            try:
-                got = self.replay.cost(name, call_id, call, fused=name in FUSED)
-            except NotReplayed as exc:
-                w.not_replayed.setdefault(name, str(exc))
-                return
+        cost: Any
+        if route == "gloo":
+            cost = _gloo_collective(name, call, self.world)
+        elif route == "comms":
+            cost = _collective(call)
         else:
-            return  # wrappers (autograd nodes, c10d::..., user ops without shapes): their children are placed
-        if got is not None and got != "composite":
-            w.place(i, got)
+            try:
+                cost = self.replay.cost(name, call_id, call, fused=name in FUSED)
+            except NotReplayed as exc:
+                self._why[(name_code, call_id)] = str(exc)
+                return -2
+        if cost is None or cost == "composite":
+            return -1  # a view or metadata op, or one whose children carry its work
+        got.append(cost)
+        return len(got) - 1
 
     def _cpu_rest(self, op_parent: np.ndarray, owner: np.ndarray,
                   unmatched: dict[tuple[str, str], list[float]], not_replayed: dict[str, str]) -> tuple[float, float]:
@@ -213,13 +377,20 @@ class Placer:
         kids = cpu & (op_parent >= 0)
         np.add.at(child_time, op_parent[kids], ev.dur[kids])
         roots = np.flatnonzero(cpu & (op_parent < 0) | (owner >= 0) & ~cpu)  # placed annotations (gloo) too
-        for i in np.flatnonzero(cpu & (owner < 0)).tolist():
-            name = self.ev.names[ev.name[i]]
+        rest = np.flatnonzero(cpu & (owner < 0))
+        # per name, in order of first appearance: the count, and the self times summed in event order
+        # (bincount adds in index order, as a loop would)
+        own_s = np.maximum(0.0, ev.dur[rest] - child_time[rest]) * 1e-6
+        codes, first, inverse = np.unique(ev.name[rest], return_index=True, return_inverse=True)
+        counts = np.bincount(inverse.reshape(-1), minlength=len(codes))
+        sums = np.bincount(inverse.reshape(-1), weights=own_s, minlength=len(codes))
+        for k in np.argsort(first, kind="stable").tolist():
+            name = self.ev.names[int(codes[k])]
             why = (f"not rebuilt: {not_replayed[name]}" if name in not_replayed
                    else "view or wrapper" if "::" in name else "not an aten op")
             rec = unmatched.setdefault((name, why), [0, 0.0])
-            rec[0] += 1
-            rec[1] += max(0.0, float(ev.dur[i] - child_time[i])) * 1e-6
+            rec[0] += int(counts[k])
+            rec[1] += float(sums[k])
         total = float(ev.dur[roots].sum()) * 1e-6
         span = float((ev.ts[roots] + ev.dur[roots]).max() - ev.ts[roots].min()) * 1e-6 if len(roots) else 0.0
         return total, span
@@ -255,7 +426,7 @@ class Placer:
         span = float((ev.ts[kernels] + ev.dur[kernels]).max() - ev.ts[kernels].min()) * 1e-6
         return seconds, total, span
 
-    def _build(self, rows: WorkloadBuilder, seconds: np.ndarray, total: float, span: float,
+    def _build(self, rows: _Rows, seconds: np.ndarray, total: float, span: float,
                steps: list[float], unmatched: dict[tuple[str, str], list[float]], gpu: bool, title: str | None
                ) -> Workload:
         ev = self.ev
@@ -295,9 +466,9 @@ class Placer:
                                      "; the whole-run time is the span from the first to the last " +
                                      ("kernel" if gpu else "op")),
         ]
-        work = rows.build(where=where, title=title or f"{Path(ev.path).name} (trace)", source=f"trace: {where}",
-                          assumptions=assumptions, warnings=warnings, unsupported=unsupported, info=info)
-        return work.replace(measured_seconds=seconds, measured=run, trace=record)
+        return rows.build(seconds, where=where, title=title or f"{Path(ev.path).name} (trace)",
+                          source=f"trace: {where}", assumptions=assumptions, warnings=warnings,
+                          unsupported=unsupported, info=info, measured=run, trace=record)
 
 
 def _gloo_collective(name: str, call: dict[str, Any], world: int) -> tuple[str, costs.Cost, str] | None:
