@@ -144,6 +144,45 @@ def _pair_keys(a: np.ndarray, b: np.ndarray, b_size: int) -> tuple[np.ndarray, n
     return first, inverse.reshape(-1)
 
 
+class _Walk:
+    """One walk's columns by position in walk order (the events' category, name, call and sequence number), what
+    the levels fill in for each position, and the tables they fill (places, costs)."""
+
+    def __init__(self, ev: TraceEvents, walk: np.ndarray) -> None:
+        n = len(walk)
+        ix = self.ix = walk.dtype.type
+        self.cat, self.name, self.call, self.seq = ev.cat[walk], ev.name[walk], ev.call[walk], ev.sequence[walk]
+        self.flags = _Names(ev.names)
+        # per call: a collective's message (one more entry, False, so that an index of -1 clipped to 0 is safe)
+        self.has_collective = np.fromiter(("Collective name" in c for c in [*ev.calls, {}]), dtype=bool,
+                                          count=len(ev.calls) + 1)
+        self.own = np.full(n, -1, dtype=ix)  # the placed op (itself or an enclosing one), as a position
+        self.op_parent = np.full(n, -1, dtype=ix)  # the nearest enclosing cpu_op (placed or not), as a position
+        self.where = np.zeros(n, dtype=ix)  # the place: a code into `places`
+        self.scope = np.full(n, -1, dtype=ix)  # the innermost enclosing autograd evaluate_function scope
+        self.cost = np.full(n, -1, dtype=ix)  # a placed op's cost, a code into `got`
+        # (dotted path of enclosing modules and record_function scopes, the innermost module's class)
+        self.places: list[tuple[str, str]] = [("", "")]
+        self.place_of: dict[tuple[int, int, bool], int] = {}
+        self.got: list[tuple[Any, ...]] = []
+        self.failed: list[np.ndarray] = []  # positions of calls that could not be rebuilt
+        self.seq_first: list[np.ndarray] = []  # positions whose sequence number names a forward op's place
+
+    def by_event(self, walk: np.ndarray, placed: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """By event index (``size`` events): each event's row (-1: none) and its nearest enclosing cpu_op (-1:
+        none); ``own`` and ``op_parent`` are dropped once used (the walk needs them no more)."""
+        ix = self.ix
+        row_of = np.full(len(walk), -1, dtype=ix)
+        row_of[placed] = np.arange(len(placed), dtype=ix)
+        owner = np.full(size, -1, dtype=ix)
+        owner[walk] = np.where(self.own >= 0, row_of[np.maximum(self.own, 0)], -1)
+        del row_of, self.own
+        parent_op = np.full(size, -1, dtype=ix)
+        parent_op[walk] = np.where(self.op_parent >= 0, walk[np.maximum(self.op_parent, 0)], -1)
+        del self.op_parent
+        return owner, parent_op
+
+
 class Placer:
     """Walks one trace's events in time order and places ops (the rules are in the module docstring)."""
 
@@ -168,6 +207,31 @@ class Placer:
         they run here a nesting level at a time over numpy columns (an event's parent is on the level above:
         :func:`~.nesting.parents`), each distinct (name, recorded call) costed once per level."""
         ev = self.ev
+        walk, parent = self._walk()
+        w = _Walk(ev, walk)
+        self._code_of: dict[tuple[str, int, int], int] = {}  # (route, name, call) -> cost code, or -1 / -2
+        self._why: dict[tuple[int, int], str] = {}  # (name, call) -> why it was not rebuilt
+        self._place_levels(w, parent)
+        placed, not_replayed = self._placed(w)
+        backward = self._backward_places(w.scope, w.where, w.seq,
+                                         np.concatenate([np.zeros(0, dtype=np.int64), *w.seq_first]))
+        rows = self._rows(placed, w.cost, w.scope, w.where, backward, w.got, w.places)
+        owner, parent_op = w.by_event(walk, placed, len(ev))
+        steps = ev.dur[walk[np.flatnonzero((w.cat == ANNOTATION) & w.flags.step[w.name])]].tolist()
+        unmatched: dict[tuple[str, str], list[float]] = {}
+        if bool((ev.cat == KERNEL).any()):
+            seconds, total, span = self._kernel_times(owner, parent_op, len(placed), unmatched, not_replayed)
+            gpu = True
+        else:
+            seconds = ev.dur[walk[placed]] * 1e-6
+            total, span = self._cpu_rest(parent_op, owner, unmatched, not_replayed)
+            gpu = False
+        return self._build(rows, seconds, total, span, steps, unmatched, gpu, title)
+
+    def _walk(self) -> tuple[np.ndarray, np.ndarray]:
+        """The walk (the events other than kernels, in time order, as event indices) and each one's parent as a
+        position in the walk (-1: none)."""
+        ev = self.ev
         order = time_order(ev.ts, ev.dur)  # by start; an enclosing event (longer) first
         walk = order[ev.cat[order] != KERNEL]  # kernels run on the device's rows: they enclose nothing
         up = parents(ev.thread, ev.ts, ev.ts + ev.dur, walk, EPS_US)
@@ -180,97 +244,85 @@ class Placer:
         position[walk] = np.arange(n, dtype=ix)
         parent = np.where(up >= 0, position[np.maximum(up, 0)], -1).astype(ix)
         del up, position
-        cat, name, call, seq = ev.cat[walk], ev.name[walk], ev.call[walk], ev.sequence[walk]
-        flags = _Names(ev.names)
-        # per call: a collective's message (one more entry, False, so that an index of -1 clipped to 0 is safe)
-        has_collective = np.fromiter(("Collective name" in c for c in [*ev.calls, {}]), dtype=bool,
-                                     count=len(ev.calls) + 1)
-        own = np.full(n, -1, dtype=ix)  # the placed op (itself or an enclosing one), as a position
-        op_parent = np.full(n, -1, dtype=ix)  # the nearest enclosing cpu_op (placed or not), as a position
-        where = np.zeros(n, dtype=ix)  # the place: a code into `places`
-        scope = np.full(n, -1, dtype=ix)  # the innermost enclosing autograd evaluate_function scope
-        cost = np.full(n, -1, dtype=ix)  # a placed op's cost, a code into `got`
-        # (dotted path of enclosing modules and record_function scopes, the innermost module's class)
-        places: list[tuple[str, str]] = [("", "")]
-        place_of: dict[tuple[int, int, bool], int] = {}
-        got: list[tuple[Any, ...]] = []
-        self._code_of: dict[tuple[str, int, int], int] = {}  # (route, name, call) -> cost code, or -1 / -2
-        self._why: dict[tuple[int, int], str] = {}  # (name, call) -> why it was not rebuilt
-        failed: list[np.ndarray] = []  # positions of calls that could not be rebuilt
-        seq_first: list[np.ndarray] = []  # positions whose sequence number names a forward op's place
+        return walk, parent
+
+    def _levels(self, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The walk's positions by nesting depth (stable) and where each depth starts among them (one past the
+        deepest at the end); a nesting deeper than ROOFLINE_MAX_TRACE_DEPTH is an error."""
         depth = _depths(parent)
         deepest = int(depth.max(initial=0))
         limit = env_limit("ROOFLINE_MAX_TRACE_DEPTH", MAX_DEPTH)
         if deepest >= limit:  # each level is a few numpy calls (~60 us): a chain of 10^6 events would take a minute
             raise RooflineError(f"{self.where}: events nested {deepest + 1:,} deep, more than the limit of {limit:,} "
                                 "(no profiler records such nesting; set ROOFLINE_MAX_TRACE_DEPTH to raise it)")
-        by_depth = np.argsort(depth, kind="stable").astype(ix)
+        by_depth = np.argsort(depth, kind="stable").astype(parent.dtype)
         bounds = np.searchsorted(depth[by_depth], np.arange(deepest + 2))
-        del depth
+        return by_depth, bounds
+
+    def _place_levels(self, w: _Walk, parent: np.ndarray) -> None:
+        """Each nesting level placed in turn, outermost first, into ``w`` (a level first inherits from the one
+        above)."""
+        by_depth, bounds = self._levels(parent)
         for d in range(len(bounds) - 1):
             level = by_depth[bounds[d]:bounds[d + 1]]
             if d:  # each event inherits its parent's op, place and backward scope
                 p = parent[level]
-                own[level], where[level], scope[level] = own[p], where[p], scope[p]
-                op_parent[level] = np.where(cat[p] == CPU_OP, p, op_parent[p])
-            c, nm = cat[level], name[level]
-            free = own[level] < 0
-            gloo = (c == ANNOTATION) & free & flags.gloo[nm]
-            if gloo.any():  # gloo's collective on its worker thread: placed from its recorded inputs
-                at = level[gloo]
-                codes = self._codes(at, nm[gloo], call[at], got, "gloo")
-                own[at[codes >= 0]], cost[at] = at[codes >= 0], codes
-            scopes = ((c == MODULE) | (c == ANNOTATION)) & free & ~gloo & ~flags.step[nm]
-            if scopes.any():  # a module or record_function scope: a new place for what it encloses
-                at = level[scopes]
-                first, inverse = _pair_keys(where[at] * 2 + (c[scopes] == MODULE), nm[scopes], len(ev.names))
-                new = np.empty(len(first), dtype=np.int64)
-                for k, j in enumerate(first.tolist()):
-                    new[k] = self._place(places, place_of, int(where[at[j]]), int(nm[scopes][j]),
-                                         bool(c[scopes][j] == MODULE))
-                where[at] = new[inverse]
-            ops = (c == CPU_OP) & free
-            if ops.any():
-                at, on = level[ops], nm[ops]
-                bwd = flags.backward[on]
-                scope[at[bwd]] = at[bwd]  # autograd runs the backward of the op with its sequence number
-                at, on = at[~bwd], on[~bwd]
-                seq_first.append(at[(scope[at] < 0) & (seq[at] >= 0)])
-                oc = call[at]
-                comms = flags.comms[on] & (oc >= 0) & has_collective[np.maximum(oc, 0)]
-                replay = ~comms & flags.replayed[on] & (oc >= 0)
-                for mask, route in ((comms, "comms"), (replay, "replay")):
-                    if mask.any():
-                        hit = at[mask]
-                        codes = self._codes(hit, on[mask], oc[mask], got, route)
-                        own[hit[codes >= 0]], cost[hit] = hit[codes >= 0], codes
-                        failed.append(hit[codes == -2])
-        placed = np.flatnonzero(cost >= 0)  # rows, in walk order
-        not_replayed = self._not_replayed(np.concatenate([np.zeros(0, dtype=np.int64), *failed]), name, call)
+                w.own[level], w.where[level], w.scope[level] = w.own[p], w.where[p], w.scope[p]
+                w.op_parent[level] = np.where(w.cat[p] == CPU_OP, p, w.op_parent[p])
+            self._place_level(w, level)
+
+    def _place_level(self, w: _Walk, level: np.ndarray) -> None:
+        """One level's gloo collectives costed, its scopes given places and its cpu_ops costed, into ``w``."""
+        c, nm = w.cat[level], w.name[level]
+        free = w.own[level] < 0
+        gloo = (c == ANNOTATION) & free & w.flags.gloo[nm]
+        if gloo.any():  # gloo's collective on its worker thread: placed from its recorded inputs
+            at = level[gloo]
+            codes = self._codes(at, nm[gloo], w.call[at], w.got, "gloo")
+            w.own[at[codes >= 0]], w.cost[at] = at[codes >= 0], codes
+        scopes = ((c == MODULE) | (c == ANNOTATION)) & free & ~gloo & ~w.flags.step[nm]
+        if scopes.any():  # a module or record_function scope: a new place for what it encloses
+            self._place_scopes(w, level[scopes], nm[scopes], c[scopes] == MODULE)
+        ops = (c == CPU_OP) & free
+        if ops.any():
+            self._place_ops(w, level[ops], nm[ops])
+
+    def _place_scopes(self, w: _Walk, at: np.ndarray, names: np.ndarray, module: np.ndarray) -> None:
+        """The place of each scope at positions ``at`` (named ``names``; ``module``: an nn.Module, else a
+        record_function), inside its enclosing place, each distinct (place, kind, name) looked up once."""
+        first, inverse = _pair_keys(w.where[at] * 2 + module, names, len(self.ev.names))
+        new = np.empty(len(first), dtype=np.int64)
+        for k, j in enumerate(first.tolist()):
+            new[k] = self._place(w.places, w.place_of, int(w.where[at[j]]), int(names[j]), bool(module[j]))
+        w.where[at] = new[inverse]
+
+    def _place_ops(self, w: _Walk, at: np.ndarray, on: np.ndarray) -> None:
+        """The cpu_ops at positions ``at`` (named ``on``): autograd scopes opened, the forward ops that can name a
+        backward place noted, and collectives and replayable ops costed, into ``w``."""
+        bwd = w.flags.backward[on]
+        w.scope[at[bwd]] = at[bwd]  # autograd runs the backward of the op with its sequence number
+        at, on = at[~bwd], on[~bwd]
+        w.seq_first.append(at[(w.scope[at] < 0) & (w.seq[at] >= 0)])
+        oc = w.call[at]
+        comms = w.flags.comms[on] & (oc >= 0) & w.has_collective[np.maximum(oc, 0)]
+        replay = ~comms & w.flags.replayed[on] & (oc >= 0)
+        for mask, route in ((comms, "comms"), (replay, "replay")):
+            if mask.any():
+                hit = at[mask]
+                codes = self._codes(hit, on[mask], oc[mask], w.got, route)
+                w.own[hit[codes >= 0]], w.cost[hit] = hit[codes >= 0], codes
+                w.failed.append(hit[codes == -2])
+
+    def _placed(self, w: _Walk) -> tuple[np.ndarray, dict[str, str]]:
+        """The placed ops' positions (rows, in walk order) and each op name not rebuilt -> why; none placed is an
+        error."""
+        placed = np.flatnonzero(w.cost >= 0)  # rows, in walk order
+        not_replayed = self._not_replayed(np.concatenate([np.zeros(0, dtype=np.int64), *w.failed]), w.name, w.call)
         if not len(placed):
             first_failed = next(iter(not_replayed.items()), None)
             raise RooflineError(f"{self.where}: no aten op in the trace could be placed"
                                 + (f" ({first_failed[0]}: {first_failed[1]})" if first_failed else ""))
-        backward = self._backward_places(scope, where, seq, np.concatenate([np.zeros(0, dtype=np.int64), *seq_first]))
-        rows = self._rows(placed, cost, scope, where, backward, got, places)
-        row_of = np.full(n, -1, dtype=ix)
-        row_of[placed] = np.arange(len(placed), dtype=ix)
-        owner = np.full(len(ev), -1, dtype=ix)
-        owner[walk] = np.where(own >= 0, row_of[np.maximum(own, 0)], -1)
-        del row_of, own
-        parent_op = np.full(len(ev), -1, dtype=ix)
-        parent_op[walk] = np.where(op_parent >= 0, walk[np.maximum(op_parent, 0)], -1)
-        del op_parent
-        steps = ev.dur[walk[np.flatnonzero((cat == ANNOTATION) & flags.step[name])]].tolist()
-        unmatched: dict[tuple[str, str], list[float]] = {}
-        if bool((ev.cat == KERNEL).any()):
-            seconds, total, span = self._kernel_times(owner, parent_op, len(placed), unmatched, not_replayed)
-            gpu = True
-        else:
-            seconds = ev.dur[walk[placed]] * 1e-6
-            total, span = self._cpu_rest(parent_op, owner, unmatched, not_replayed)
-            gpu = False
-        return self._build(rows, seconds, total, span, steps, unmatched, gpu, title)
+        return placed, not_replayed
 
     def _place(self, places: list[tuple[str, str]], place_of: dict[tuple[int, int, bool], int], outer: int,
                name_code: int, module: bool) -> int:
