@@ -57,3 +57,38 @@ def test_iteration_time_bad_input_is_one_line() -> None:
         with pytest.raises(RooflineError) as e:
             iteration_time("llama-2-7b", "h100", **kw)  # type: ignore[arg-type]
         assert "\n" not in str(e.value)
+
+
+def test_lengths_past_the_limit_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the limit is min(ROOFLINE_MAX_DIM, 2**30): 2**30 = 1,073,741,824 by default (int32 holds isl + osl)
+    for text, option in (("1e30,1e30:quantiles", "--isl"), ("1,3e9:quantiles", "--osl"), ("3000000000", "--isl"),
+                         ("5:3000000000:uniform", "--osl"), ("2e9:1:lognormal", "--isl")):
+        with pytest.raises(RooflineError) as e:
+            parse_lengths(text, option)
+        msg = str(e.value)
+        assert "\n" not in msg and option in msg and "1,073,741,824" in msg, msg
+    assert parse_lengths(str(2**30), "--isl") == Lengths("fixed", 2**30)  # at the limit: accepted
+    monkeypatch.setenv("ROOFLINE_MAX_DIM", "100")
+    assert parse_lengths("100", "--isl").a == 100
+    with pytest.raises(RooflineError, match="limit of 100 tokens"):
+        parse_lengths("10,101:quantiles", "--isl")
+    with pytest.raises(RooflineError, match="limit of 100 tokens"):
+        Lengths("fixed", 101).check("--isl")  # a law built by hand is checked the same way
+
+
+def test_quantile_error_shows_the_value_clipped() -> None:
+    text = ",".join(["5"] * 8000) + ",x:quantiles"  # 16 kB
+    with pytest.raises(RooflineError) as e:
+        parse_lengths(text, "--isl")
+    assert len(str(e.value)) < 200 and "..." in str(e.value)
+    # a string given to from_quantiles is not read character by character: '12' is not the law (1, 2)
+    with pytest.raises(RooflineError):
+        Lengths.from_quantiles("12")
+
+
+def test_lognormal_draws_clip_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROOFLINE_MAX_DIM", "50")
+    law = parse_lengths("40:3:lognormal", "--isl")
+    x = law.draw(np.random.default_rng(0), 10_000)
+    # P(lognormal(ln 40, 3) > 50) = P(Z > ln(1.25) / 3 = 0.074) ~ 0.47: about half the draws clip to 50
+    assert x.max() == 50 and 0.4 < (x == 50).mean() < 0.55 and law.top == 50

@@ -102,7 +102,8 @@ def make_requests(*, isl: str | int | Lengths = 1024, osl: str | int | Lengths =
     n = check_count(requests)
     if (rate is None) == (concurrency is None):
         raise RooflineError("give --rate R (Poisson arrivals) or --concurrency C (closed loop), or --trace FILE")
-    li, lo = (x if isinstance(x, Lengths) else parse_lengths(x, opt) for x, opt in ((isl, "--isl"), (osl, "--osl")))
+    li, lo = (x.check(opt) if isinstance(x, Lengths) else parse_lengths(x, opt)
+              for x, opt in ((isl, "--isl"), (osl, "--osl")))
     rng = np.random.default_rng(seed)
     i, o = li.draw(rng, n), lo.draw(rng, n)
     if concurrency is not None:
