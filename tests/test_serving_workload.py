@@ -53,10 +53,30 @@ def test_iteration_time_is_the_simulated_step() -> None:
 
 
 def test_iteration_time_bad_input_is_one_line() -> None:
-    for kw in (dict(decode_batch=-1), dict(), dict(chunks=((0, 0),)), dict(decode_batch=1.5)):
+    big = 2**30 + 1  # past the length limit min(ROOFLINE_MAX_DIM, 2**30)
+    cases = [(dict(decode_batch=-1), "decode_batch"), (dict(), "decode_batch"), (dict(chunks=((0, 0),)), "decode_batch"),
+             (dict(decode_batch=1.5), "decode_batch"),
+             *((dict(decode_batch=1, kv_tokens=v), "kv_tokens") for v in (-1, float("nan"), float("inf"), "128",
+                                                                          10**13)),
+             (dict(decode_batch=4, kv_tokens=3), "kv_tokens"),  # 4 sequences read at least 4 keys
+             (dict(chunks=((10, -1),)), "chunks[0] cached"), (dict(chunks=((10, 2.5),)), "chunks[0] cached"),
+             (dict(chunks=((10, "a"),)), "chunks[0] cached"), (dict(chunks=((10,),)), "chunks[0]"),
+             (dict(chunks=(10, 0)), "chunks[0]"), (dict(chunks="10,0"), "chunks"),
+             (dict(chunks=((big, 0),)), "chunks[0] new"), (dict(chunks=((10, 0), (1, big))), "chunks[1] cached")]
+    for kw, name in cases:
         with pytest.raises(RooflineError) as e:
             iteration_time("llama-2-7b", "h100", **kw)  # type: ignore[arg-type]
-        assert "\n" not in str(e.value)
+        msg = str(e.value)
+        assert "\n" not in msg and msg.startswith("iteration_time: ") and name in msg, (kw, msg)
+    # numpy integers and a list of lists are accepted, and give the same time as plain ints in tuples
+    a = iteration_time("llama-2-7b", "h100", decode_batch=np.int64(2), kv_tokens=np.float64(40), chunks=[[8, 3]])
+    assert a == iteration_time("llama-2-7b", "h100", decode_batch=2, kv_tokens=40, chunks=((8, 3),))
+
+
+def test_iteration_time_is_exported() -> None:
+    import roofline.serving
+
+    assert roofline.serving.iteration_time is iteration_time and "iteration_time" in roofline.serving.__all__
 
 
 def test_lengths_past_the_limit_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -240,22 +240,65 @@ def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batc
     tokens, cached tokens before them), on one replica of ``tp`` devices.  A check of the step model at a
     chosen operating point (e.g. one a published run states through Little's law), apart from any queueing.
 
-    >>> t = iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128)
-    >>> t == iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128.0)
+    One decode of one sequence is bound by HBM: every weight but the embedding table (read a row at a time)
+    and 128 tokens' keys and values, 16-bit, at 3.35 TB/s; activations and norms add under 1 %:
+
+    >>> t = iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128, bound=True)
+    >>> w = 2 * (32 * (4 * 4096**2 + 3 * 4096 * 11008) + 32000 * 4096)  # 32 layers + lm_head, 2 bytes each
+    >>> kv = 2 * 128 * 32 * 2 * 4096  # 2 bytes x 128 tokens x 32 layers x (K, V) x 4096
+    >>> 1.0 < t / ((w + kv) / 3.35e12) < 1.01
+    True
+    >>> iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128) > t  # the forecast is above it
     True
     """
     _arguments(model, device, None, tp, None, None, 1, 0, 0.0, dict(bound=bound, flash=flash,
                                                                     cuda_graphs=cuda_graphs))
-    for v, name in ((decode_batch, "decode_batch"), *((c, "chunks") for c, _ in chunks)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise RooflineError(f"iteration_time: {name} must hold integers >= 0, got {v!r}")
-    if not decode_batch and not any(c for c, _ in chunks):
-        raise RooflineError("iteration_time: give decode_batch >= 1 or a prefill chunk of >= 1 token")
+    decode_batch, kv_tokens, chunks = _iteration_arguments(decode_batch, kv_tokens, chunks)
     dev, _, _ = _devices(device, None, tp)
     spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash,
                      kv_reads=kv_reads, rbits=rbits, fusions=fusions)
     steps = StepModel(spec, dev, bound=bound, exact=True, cuda_graphs=cuda_graphs)
-    return steps.iteration_time(int(decode_batch), float(kv_tokens), [(int(c), int(o)) for c, o in chunks])
+    return steps.iteration_time(decode_batch, kv_tokens, list(chunks))
+
+
+def _iteration_arguments(decode_batch: Any, kv_tokens: Any, chunks: Any
+                         ) -> tuple[int, float, tuple[tuple[int, int], ...]]:
+    """The operating point of :func:`iteration_time` checked: whole numbers >= 0 within the length limit
+    (:func:`~roofline.serving.requests.max_length`), ``kv_tokens`` a finite number of keys, at least one per
+    decoding sequence (its own) and at most ``ROOFLINE_MAX_DIM``; else one line naming the argument."""
+    from roofline import arguments as arg
+    from roofline.limits import max_dim
+    from roofline.serving.requests import max_length
+
+    f = "iteration_time"
+
+    def whole(v: Any, name: str, top: int) -> int:
+        rule = f"a whole number (int) >= 0 and <= {top:,}"
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise arg.type_error(f, name, rule, v)
+        if not 0 <= v <= top:
+            raise arg.value_error(f, name, rule, v)
+        return int(v)
+
+    batch = whole(decode_batch, "decode_batch", max_dim())
+    keys = arg.number(kv_tokens, f, "kv_tokens", minimum=0.0)
+    if keys > max_dim():
+        raise arg.value_error(f, "kv_tokens", f"a number of keys <= {max_dim():,}", kv_tokens)
+    if keys < batch:
+        raise RooflineError(f"{f}: kv_tokens {keys:g} is fewer than decode_batch {batch}: each decoding sequence "
+                            "reads at least its own key")
+    pair = "a sequence of (new tokens, cached tokens) pairs of whole numbers >= 0"
+    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, (tuple, list)):
+        raise arg.type_error(f, "chunks", pair, chunks)
+    out = []
+    for k, c in enumerate(chunks):
+        if isinstance(c, (str, bytes)) or not isinstance(c, (tuple, list)) or len(c) != 2:
+            raise arg.type_error(f, f"chunks[{k}]", "a (new tokens, cached tokens) pair", c)
+        out.append((whole(c[0], f"chunks[{k}] new tokens", max_length()),
+                    whole(c[1], f"chunks[{k}] cached tokens", max_length())))
+    if not batch and not any(c for c, _ in out):
+        raise RooflineError(f"{f}: give decode_batch >= 1 or a prefill chunk of >= 1 token")
+    return batch, keys, tuple(out)
 
 
 def _devices(device: str | Device | None, system: str | None, tp: int) -> tuple[Device, int, str]:
