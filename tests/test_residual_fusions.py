@@ -162,3 +162,28 @@ def test_mlperf_engine_profiles_fuse_what_their_builds_fuse():
     v4 = {k: v for k, v in engine_settings("trtllm-mlperf-v4").items() if k != "fusions"}
     v41 = {k: v for k, v in engine_settings("trtllm-mlperf-v4.1").items() if k != "fusions"}
     assert v4 == v41  # the same harness otherwise
+
+
+def test_rbits_takes_float_formats_no_narrower_than_abits():
+    # a bare 8 (or 4) is an integer format, as for --abits; the residual stream is float
+    for bad, hint in ((8, "give fp8"), ("4", "integer format"), ("int8", "give fp8")):
+        with pytest.raises(RooflineError, match=hint) as e:
+            make_spec("llama-2-7b", rbits=bad, **FP8)
+        assert "\n" not in str(e.value)
+    # fp32 activations with a 16-bit stream (bare 16 = bf16): narrower, refused; fp8 on fp8 and 32 on 16: fine
+    with pytest.raises(RooflineError, match="narrower than the activations' fp32"):
+        make_spec("llama-2-7b", abits=32, rbits=16)
+    assert make_spec("llama-2-7b", rbits="fp8", **FP8).precisions.residual == "fp8"
+    assert make_spec("llama-2-7b", rbits=32).precisions.residual == "fp32"
+
+
+def test_fusions_empty_names_and_case_in_files():
+    assert parse_fusions("") == parse_fusions("  ") == ()  # '' clears
+    for bad in (",,,", "qkv,,gate-up", "qkv,"):
+        with pytest.raises(RooflineError, match="empty name"):
+            parse_fusions(bad)
+    spec = make_spec("llama-2-7b", fusions="qkv")
+    raw = spec.to_dict()
+    # a file written by hand in capitals reads as the CLI's --fusions QKV does
+    assert read_spec({**raw, "fusions": ["QKV", " Gate-Up"]}, "w.json").fusions == ("qkv", "gate-up")
+    assert make_spec("llama-2-7b", fusions="QKV,Gate-Up").fusions == ("qkv", "gate-up")

@@ -215,7 +215,11 @@ def parse_fusions(value: object) -> tuple[str, ...]:
         return ()
     if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
         raise RooflineError(f"fusions {shown(value)} is not a list of names among {', '.join(FUSIONS)}")
-    names = {x.strip().lower() for x in items if x.strip()}
+    if isinstance(value, str) and not value.strip():
+        return ()  # '' clears: no fusion
+    if any(not x.strip() for x in items):
+        raise RooflineError(f"fusions {shown(value)} holds an empty name (give '' for none)")
+    names = {x.strip().lower() for x in items}
     bad = sorted(names - set(FUSIONS))
     if bad:
         raise RooflineError(f"fusion {shown(bad[0])} is not one of {', '.join(FUSIONS)}")
