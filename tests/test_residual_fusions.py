@@ -99,7 +99,8 @@ def test_fusions_by_hand():
     assert w.phases["prefill"].flops == pytest.approx(wu.phases["prefill"].flops, rel=1e-12)
     assert w.phases["prefill"].weight_bytes == wu.phases["prefill"].weight_bytes
     assert w.phases["prefill"].bytes < wu.phases["prefill"].bytes
-    assert "fused kernels: qkv, gate-up, reduce-norm" in w.bytes_model
+    assert "(qkv)" in w.bytes_model and "(gate-up)" in w.bytes_model and "(reduce-norm)" in w.bytes_model
+    assert "not applicable" not in w.bytes_model and "other ops unfused;" not in w.bytes_model
 
 
 def test_reduce_norm_needs_a_tp_group():
@@ -107,6 +108,22 @@ def test_reduce_norm_needs_a_tp_group():
     one = build_table(make_spec("llama-2-70b").arch, "prefill", 1, True, False, "shared", ALL)
     two = build_table(make_spec("llama-2-70b").arch, "prefill", 1, True, False, "shared", ("qkv", "gate-up"))
     assert one.names == two.names
+    # the table records what it applied, not what was asked: no reduce-norm at tp 1, all three at tp 2
+    assert one.fusions == ("qkv", "gate-up")
+    assert build_table(make_spec("llama-2-70b").arch, "prefill", 2, True, False, "shared", ALL).fusions == ALL
+    w = build_workload(make_spec("llama-2-70b", flash=True, fusions=ALL))
+    assert w.bytes_model.startswith("fused kernels: attention (FlashAttention-style")
+    assert "(reduce-norm)" not in w.bytes_model.split("; not applicable")[0]
+    assert w.bytes_model.endswith("not applicable to this model or tp: reduce-norm")
+
+
+def test_gate_up_needs_a_gated_mlp():
+    # GPT-2's MLP is up -> GELU -> down, no gate: gate-up leaves the table as it is and the label says so
+    plain = build_table(make_spec("gpt2").arch, "prefill", 1, True, False, "shared", ())
+    asked = build_table(make_spec("gpt2").arch, "prefill", 1, True, False, "shared", ("gate-up",))
+    assert asked.names == plain.names and asked.fusions == ()
+    label = build_workload(make_spec("gpt2", flash=True, fusions="gate-up")).bytes_model
+    assert "(gate-up)" not in label and label.endswith("not applicable to this model or tp: gate-up")
 
 
 def test_serve_one_request_is_the_llm_forecast_with_rbits_and_fusions():
