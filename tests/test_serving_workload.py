@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -112,3 +114,38 @@ def test_lognormal_draws_clip_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> N
     x = law.draw(np.random.default_rng(0), 10_000)
     # P(lognormal(ln 40, 3) > 50) = P(Z > ln(1.25) / 3 = 0.074) ~ 0.47: about half the draws clip to 50
     assert x.max() == 50 and 0.4 < (x == 50).mean() < 0.55 and law.top == 50
+
+
+def test_serve_result_records_its_model(tmp_path) -> None:
+    from roofline.cli import main
+
+    out = tmp_path / "s.json"
+    # llama-2-7b: gated MLP, so gate-up applies; tp 1: no all-reduce, so reduce-norm does not
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--wbits", "fp8", "--abits", "fp8", "--kvbits", "fp8",
+                 "--rbits", "fp16", "--fusions", "QKV,gate-up,reduce-norm", "--concurrency", "2", "--requests", "2",
+                 "--isl", "10,20,40:quantiles", "--osl", "4:8:uniform", "--json", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    s = doc["setup"]
+    assert (s["wbits"], s["abits"], s["kvbits"], s["rbits"]) == ("fp8", "fp8", "fp8", "fp16")
+    assert s["fusions"] == ["qkv", "gate-up"] and s["fusions_asked"] == ["qkv", "gate-up", "reduce-norm"]
+    assert s["kv_reads"] == "shared" and s["flash"] is True
+    # the length laws as the options take them: parsing them back gives the same laws
+    assert parse_lengths(s["isl"], "--isl") == Lengths.from_quantiles((10, 20, 40))
+    assert parse_lengths(s["osl"], "--osl") == Lengths("uniform", 4, 8)
+    assert "residual stream in fp16" in s["bytes_model"] and s["bytes_model"].endswith("reduce-norm; residual stream in fp16")
+    assert not any("forecast" in k for k in s)
+    # the API gives the same record; without rbits, the residual stream is the activations' precision
+    r = roofline.serve("llama-2-7b", "h100", isl=64, osl=4, requests=1, concurrency=1)
+    assert r.setup["rbits"] == r.setup["abits"] == "bf16" and r.setup["fusions"] == [] and r.setup["isl"] == "64"
+    assert r.to_dict()["setup"] == r.setup
+
+
+def test_serve_report_shows_its_model(capsys) -> None:
+    from roofline.cli import main
+
+    assert main(["serve", "llama-2-7b", "--device", "h100", "--abits", "fp8", "--rbits", "fp16", "--concurrency", "1",
+                 "--requests", "1", "--isl", "64", "--osl", "4"]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # the report wraps long lines
+    assert "model: wbits bf16, abits fp8, kvbits bf16, rbits fp16" in text and "isl 64, osl 4" in text
+    assert "bytes model: fused kernels: attention" in text

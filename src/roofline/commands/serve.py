@@ -161,6 +161,7 @@ def result_text(r: Any, usd: float | None = None) -> str:
     f, m = r.figures, r.memory
     lines = [r.headline() + ".",
              f"{r.model} on {r.devices}x {r.device}: {r.requests}; {r.scheduler}",
+             *([_setup_line(r.setup)] if r.setup else []),
              f"memory per device: weights {format_bytes(m['weights'])}, activations {format_bytes(m['activations'])}, "
              f"KV cache {format_bytes(m['kv_cache'])} ({f['kv_cache_blocks']:,} blocks) of {format_bytes(m['usable'])}"]
     from roofline.render.fit import Column, table_lines
@@ -180,6 +181,15 @@ def result_text(r: Any, usd: float | None = None) -> str:
         lines.append(f"cost ${usd:.3g} per million output tokens at this rate")
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines) + "\n"
+
+
+def _setup_line(s: dict[str, Any]) -> str:
+    """The run's model, read from :func:`roofline.serving.run.setup`: precisions, length laws, bytes model."""
+    from roofline.text import display
+
+    return (f"model: wbits {s['wbits']}, abits {s['abits']}, kvbits {s['kvbits']}, rbits {s['rbits']}; "
+            f"kv reads {s['kv_reads']}; isl {display(s['isl'], 80)}, osl {display(s['osl'], 80)}; "
+            f"bytes model: {s['bytes_model']}")
 
 
 def _sec(x: Any) -> str:

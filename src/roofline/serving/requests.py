@@ -98,6 +98,17 @@ class Lengths:
         _check_top(self.a if self.law == "lognormal" else max(self.a, self.b), option, label)
         return self
 
+    def describe(self) -> str:
+        """The law as ``--isl``/``--osl`` takes it (``1024``, ``512:2048:uniform``, ``1024:0.5:lognormal``,
+        ``10,20,40:quantiles``): parsing it gives this law back."""
+        if self.law == "fixed":
+            return f"{int(self.a)}"
+        if self.law == "uniform":
+            return f"{int(self.a)}:{int(self.b)}:uniform"
+        if self.law == "quantiles":
+            return ",".join(f"{q:.17g}" for q in self.quantiles) + ":quantiles"
+        return f"{self.a:.17g}:{self.b:.17g}:lognormal"
+
     @property
     def top(self) -> int:
         """Largest length drawn in practice (log-normal: its 1 - 1e-7 quantile, at most the limit draws are

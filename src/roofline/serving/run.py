@@ -52,6 +52,9 @@ class ServeResult:
     memory: dict[str, float]
     requests: str
     notes: tuple[str, ...] = field(default=())
+    #: the model that produced the figures (:func:`setup`): precisions, fusions applied, KV reads, attention,
+    #: the length laws, the bytes-model label
+    setup: dict[str, Any] = field(default_factory=dict)
 
     @property
     def devices(self) -> int:
@@ -72,7 +75,7 @@ class ServeResult:
         return {"schema": "roofline.serve/1", "model": self.model, "device": self.device, "tp": self.tp,
                 "replicas": self.replicas, "devices": self.devices, "scheduler": self.scheduler,
                 "ranked_by": self.ranked_by, "requests_model": self.requests, "memory_per_device": self.memory,
-                "headline": self.headline(), **self.figures, "notes": list(self.notes)}
+                "headline": self.headline(), **self.figures, "notes": list(self.notes), "setup": self.setup}
 
 
 def _s(x: float) -> str:
@@ -88,6 +91,9 @@ class Requests:
     osl: np.ndarray
     concurrency: int | None
     text: str
+    #: the length laws drawn from, as --isl / --osl take them; a trace: its file
+    isl_law: str = ""
+    osl_law: str = ""
 
 
 def make_requests(*, isl: str | int | Lengths = 1024, osl: str | int | Lengths = 256,
@@ -98,7 +104,7 @@ def make_requests(*, isl: str | int | Lengths = 1024, osl: str | int | Lengths =
         if rate is not None or concurrency is not None:
             raise RooflineError("--trace holds the arrivals: drop --rate and --concurrency")
         a, i, o = read_trace(trace)
-        return Requests(a, i, o, None, f"trace {trace} ({len(i)} requests)")
+        return Requests(a, i, o, None, f"trace {trace} ({len(i)} requests)", f"trace {trace}", f"trace {trace}")
     n = check_count(requests)
     if (rate is None) == (concurrency is None):
         raise RooflineError("give --rate R (Poisson arrivals) or --concurrency C (closed loop), or --trace FILE")
@@ -109,9 +115,11 @@ def make_requests(*, isl: str | int | Lengths = 1024, osl: str | int | Lengths =
     if concurrency is not None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, (int, np.integer)) or concurrency < 1:
             raise RooflineError(f"--concurrency must be an integer >= 1, got {concurrency!r}")
-        return Requests(np.zeros(n), i, o, int(concurrency), f"{n} requests, closed loop of {concurrency}")
+        return Requests(np.zeros(n), i, o, int(concurrency), f"{n} requests, closed loop of {concurrency}",
+                        li.describe(), lo.describe())
     arrival = poisson_arrivals(rng, rate, n)  # type: ignore[arg-type]
-    return Requests(arrival, i, o, None, f"{n} requests, Poisson {rate:g} req/s (seed {seed})")
+    return Requests(arrival, i, o, None, f"{n} requests, Poisson {rate:g} req/s (seed {seed})", li.describe(),
+                    lo.describe())
 
 
 def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: float, act_tokens: int,
@@ -227,7 +235,22 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     if overhead == 0:
         notes.append("no per-iteration CPU overhead counted (scheduling, sampling, detokenization)")
     return ServeResult(spec.arch.name, name, tp, replicas, sched.describe(), "bound" if bound else "forecast",
-                       figs, memory, reqs.text, tuple(notes))
+                       figs, memory, reqs.text, tuple(notes), setup(spec, steps.table, reqs, cuda_graphs))
+
+
+def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[str, Any]:
+    """The model behind a run's figures, for its JSON and report: the precisions as --wbits, --abits, --kvbits
+    and --rbits name them (``rbits`` the residual stream's, the activations' when not given), the fusions
+    applied in the op table (and those asked for), KV reads, attention fused or not, CUDA graphs, the length
+    laws and the workload's bytes-model label."""
+    from roofline.llm.model import applied_fusions, bytes_model
+
+    p = spec.precisions
+    applied = applied_fusions([table])
+    return {"wbits": p.weights, "abits": p.activations, "kvbits": p.kv_cache, "rbits": p.stream,
+            "group_size": p.group_size, "fusions": list(applied), "fusions_asked": list(spec.fusions),
+            "kv_reads": spec.kv_reads, "flash": spec.flash, "cuda_graphs": cuda_graphs, "isl": reqs.isl_law,
+            "osl": reqs.osl_law, "bytes_model": bytes_model(spec, applied)}
 
 
 def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batch: int = 0,
