@@ -160,9 +160,9 @@ def test_cli_rbits_and_fusions(tmp_path, capsys):
     from roofline.cli import main
 
     out = tmp_path / "s.json"
-    code = main(["serve", "llama-2-7b", "--device", "h100", "--wbits", "fp8", "--abits", "fp8", "--rbits", "fp16",
-                 "--fusions", "qkv,gate-up", "--concurrency", "4", "--requests", "4", "--isl", "200", "--osl", "8",
-                 "--json", str(out)])
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--wbits", "fp8", "--abits", "fp8", "--kvbits", "fp8",
+                 "--rbits", "fp16", "--fusions", "qkv,gate-up", "--concurrency", "4", "--requests", "4", "--isl", "200",
+                 "--osl", "8", "--json", str(out)])
     assert code == 0
     doc = json.loads(out.read_text())
     assert doc["requests"] == 4
