@@ -99,7 +99,8 @@ def test_fusions_by_hand():
     assert w.phases["prefill"].flops == pytest.approx(wu.phases["prefill"].flops, rel=1e-12)
     assert w.phases["prefill"].weight_bytes == wu.phases["prefill"].weight_bytes
     assert w.phases["prefill"].bytes < wu.phases["prefill"].bytes
-    assert "fused kernels: qkv, gate-up, reduce-norm" in w.bytes_model
+    assert "(qkv)" in w.bytes_model and "(gate-up)" in w.bytes_model and "(reduce-norm)" in w.bytes_model
+    assert "not applicable" not in w.bytes_model and "other ops unfused;" not in w.bytes_model
 
 
 def test_reduce_norm_needs_a_tp_group():
@@ -107,6 +108,22 @@ def test_reduce_norm_needs_a_tp_group():
     one = build_table(make_spec("llama-2-70b").arch, "prefill", 1, True, False, "shared", ALL)
     two = build_table(make_spec("llama-2-70b").arch, "prefill", 1, True, False, "shared", ("qkv", "gate-up"))
     assert one.names == two.names
+    # the table records what it applied, not what was asked: no reduce-norm at tp 1, all three at tp 2
+    assert one.fusions == ("qkv", "gate-up")
+    assert build_table(make_spec("llama-2-70b").arch, "prefill", 2, True, False, "shared", ALL).fusions == ALL
+    w = build_workload(make_spec("llama-2-70b", flash=True, fusions=ALL))
+    assert w.bytes_model.startswith("fused kernels: attention (FlashAttention-style")
+    assert "(reduce-norm)" not in w.bytes_model.split("; not applicable")[0]
+    assert w.bytes_model.endswith("not applicable to this model or tp: reduce-norm")
+
+
+def test_gate_up_needs_a_gated_mlp():
+    # GPT-2's MLP is up -> GELU -> down, no gate: gate-up leaves the table as it is and the label says so
+    plain = build_table(make_spec("gpt2").arch, "prefill", 1, True, False, "shared", ())
+    asked = build_table(make_spec("gpt2").arch, "prefill", 1, True, False, "shared", ("gate-up",))
+    assert asked.names == plain.names and asked.fusions == ()
+    label = build_workload(make_spec("gpt2", flash=True, fusions="gate-up")).bytes_model
+    assert "(gate-up)" not in label and label.endswith("not applicable to this model or tp: gate-up")
 
 
 def test_serve_one_request_is_the_llm_forecast_with_rbits_and_fusions():
@@ -143,10 +160,26 @@ def test_cli_rbits_and_fusions(tmp_path, capsys):
     from roofline.cli import main
 
     out = tmp_path / "s.json"
-    code = main(["serve", "llama-2-7b", "--device", "h100", "--wbits", "fp8", "--abits", "fp8", "--rbits", "fp16",
-                 "--fusions", "qkv,gate-up", "--concurrency", "4", "--requests", "4", "--isl", "200", "--osl", "8",
-                 "--json", str(out)])
-    assert code == 0 and json.loads(out.read_text())["requests"] == 4
+    code = main(["serve", "llama-2-7b", "--device", "h100", "--wbits", "fp8", "--abits", "fp8", "--kvbits", "fp8",
+                 "--rbits", "fp16", "--fusions", "qkv,gate-up", "--concurrency", "4", "--requests", "4", "--isl", "200",
+                 "--osl", "8", "--json", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["requests"] == 4
+    # the CLI's run is the API's with the same knobs (two routes to one simulation)
+    kw = dict(concurrency=4, requests=4, isl=200, osl=8, **FP8)
+    api = roofline.serve("llama-2-7b", H100, rbits="fp16", fusions=("qkv", "gate-up"), **kw).figures
+    for key in ("ttft_p50_s", "tpot_p50_s", "ttft_p99_s", "tpot_p99_s"):
+        assert doc[key] == pytest.approx(api[key], rel=1e-12)
+    plain = roofline.serve("llama-2-7b", H100, **kw).figures
+    wide = roofline.serve("llama-2-7b", H100, rbits="fp16", **kw).figures
+    for key in ("ttft_p50_s", "tpot_p50_s"):
+        # a 2-byte residual stream instead of 1 byte: every norm, residual add and GEMM output moves more bytes,
+        # weights unchanged, so each iteration is slower
+        assert wide[key] > plain[key]
+        # the fusions on top: the layer input is read once for Q, K, V (not three times) and once for gate and
+        # up (not twice), in 3 fewer kernels a layer; no FLOP or weight moves, so each iteration is faster
+        assert doc[key] < wide[key] and doc[key] != plain[key]
     capsys.readouterr()
     code = main(["serve", "llama-2-7b", "--device", "h100", "--fusions", "qkv,everything", "--rate", "1"])
     err = capsys.readouterr().err.strip().splitlines()
@@ -162,3 +195,28 @@ def test_mlperf_engine_profiles_fuse_what_their_builds_fuse():
     v4 = {k: v for k, v in engine_settings("trtllm-mlperf-v4").items() if k != "fusions"}
     v41 = {k: v for k, v in engine_settings("trtllm-mlperf-v4.1").items() if k != "fusions"}
     assert v4 == v41  # the same harness otherwise
+
+
+def test_rbits_takes_float_formats_no_narrower_than_abits():
+    # a bare 8 (or 4) is an integer format, as for --abits; the residual stream is float
+    for bad, hint in ((8, "give fp8"), ("4", "integer format"), ("int8", "give fp8")):
+        with pytest.raises(RooflineError, match=hint) as e:
+            make_spec("llama-2-7b", rbits=bad, **FP8)
+        assert "\n" not in str(e.value)
+    # fp32 activations with a 16-bit stream (bare 16 = bf16): narrower, refused; fp8 on fp8 and 32 on 16: fine
+    with pytest.raises(RooflineError, match="narrower than the activations' fp32"):
+        make_spec("llama-2-7b", abits=32, rbits=16)
+    assert make_spec("llama-2-7b", rbits="fp8", **FP8).precisions.residual == "fp8"
+    assert make_spec("llama-2-7b", rbits=32).precisions.residual == "fp32"
+
+
+def test_fusions_empty_names_and_case_in_files():
+    assert parse_fusions("") == parse_fusions("  ") == ()  # '' clears
+    for bad in (",,,", "qkv,,gate-up", "qkv,"):
+        with pytest.raises(RooflineError, match="empty name"):
+            parse_fusions(bad)
+    spec = make_spec("llama-2-7b", fusions="qkv")
+    raw = spec.to_dict()
+    # a file written by hand in capitals reads as the CLI's --fusions QKV does
+    assert read_spec({**raw, "fusions": ["QKV", " Gate-Up"]}, "w.json").fusions == ("qkv", "gate-up")
+    assert make_spec("llama-2-7b", fusions="QKV,Gate-Up").fusions == ("qkv", "gate-up")

@@ -39,9 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, what in (("wbits", "weight"), ("abits", "activation"), ("kvbits", "KV-cache")):
         p.add_argument(f"--{name}", default="16", metavar="BITS", help=f"{what} precision (default 16 = bf16)")
     p.add_argument("--rbits", metavar="BITS", help="residual-stream precision where it differs from --abits (norms, "
-                   "GEMM outputs, TP all-reduce; an FP8 checkpoint of a float16 model: --abits fp8 --rbits fp16)")
+                   "GEMM outputs, TP all-reduce): a float format no narrower than --abits, fp32, bf16, fp16 or fp8 "
+                   "(a bare 8 would be int8: give fp8); an FP8 checkpoint of a float16 model: --abits fp8 --rbits fp16")
     p.add_argument("--fusions", metavar="NAME[,NAME...]", help="kernel fusions the engine runs: qkv, gate-up, "
-                   "reduce-norm (default none; --engine trtllm-mlperf-v4.1 gives all three)")
+                   "reduce-norm (default none; '' for none; --engine trtllm-mlperf-v4.1 gives all three)")
     p.add_argument("--isl", default="1024", metavar="N|LO:HI:uniform|MED:SIGMA:lognormal|Q0,...,Qk:quantiles",
                    help="input tokens: fixed, uniform, log-normal, or a data set's quantiles at equal steps of "
                         "probability, smallest to largest (48,109,152,266,1021:quantiles: the 0/25/50/75/100th "
@@ -160,6 +161,7 @@ def result_text(r: Any, usd: float | None = None) -> str:
     f, m = r.figures, r.memory
     lines = [r.headline() + ".",
              f"{r.model} on {r.devices}x {r.device}: {r.requests}; {r.scheduler}",
+             *([_setup_line(r.setup)] if r.setup else []),
              f"memory per device: weights {format_bytes(m['weights'])}, activations {format_bytes(m['activations'])}, "
              f"KV cache {format_bytes(m['kv_cache'])} ({f['kv_cache_blocks']:,} blocks) of {format_bytes(m['usable'])}"]
     from roofline.render.fit import Column, table_lines
@@ -179,6 +181,15 @@ def result_text(r: Any, usd: float | None = None) -> str:
         lines.append(f"cost ${usd:.3g} per million output tokens at this rate")
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines) + "\n"
+
+
+def _setup_line(s: dict[str, Any]) -> str:
+    """The run's model, read from :func:`roofline.serving.run.setup`: precisions, length laws, bytes model."""
+    from roofline.text import display
+
+    return (f"model: wbits {s['wbits']}, abits {s['abits']}, kvbits {s['kvbits']}, rbits {s['rbits']}; "
+            f"kv reads {s['kv_reads']}; isl {display(s['isl'], 80)}, osl {display(s['osl'], 80)}; "
+            f"bytes model: {s['bytes_model']}")
 
 
 def _sec(x: Any) -> str:

@@ -122,15 +122,43 @@ def build_workload(spec: LLMSpec) -> Workload:
     title = f"{spec.arch.name} {spec.phase} batch {spec.batch}" + (f" tp {spec.tp}" if spec.tp > 1 else "")
     return ops.build(
         title=title, source=f"roofline.llm ({spec.arch.source})", info=run_info(spec), llm=spec, phases=phases,
-        bytes_model=("fused attention (FlashAttention-style, no score tensor in memory); other ops unfused"
-                     if spec.flash else "unfused: compulsory traffic per op (every input read once, every output "
-                     "written once), attention scores written and read back")
-        + ("; attention reads each KV head once per query head (TensorRT-LLM v0.5 masked MHA)"
-           if spec.kv_reads == "per-query-head" and spec.arch.heads != spec.arch.kv_heads and not spec.arch.mla
-           else "")
-        + (f"; fused kernels: {', '.join(spec.fusions)}" if spec.fusions else "")
-        + (f"; residual stream in {spec.precisions.residual}" if spec.precisions.residual else ""),
+        bytes_model=bytes_model(spec, applied_fusions(tab for tab, _, _ in _steps(spec))),
         assumptions=assumptions(spec), warnings=list(spec.arch.warnings))
+
+
+#: what each applied fusion merges, for the bytes-model label (:data:`roofline.llm.table.FUSIONS`)
+FUSION_WORDS = {"qkv": "QKV projection (qkv)", "gate-up": "gate and up projections (gate-up)",
+                "reduce-norm": "residual add and norm after each all-reduce (reduce-norm)"}
+
+
+def applied_fusions(tables: Any) -> tuple[str, ...]:
+    """The fusions applied in any of ``tables`` (:attr:`OpTable.fusions`), in :data:`FUSIONS` order."""
+    from roofline.llm.table import FUSIONS
+
+    got = {f for t in tables for f in t.fusions}
+    return tuple(f for f in FUSIONS if f in got)
+
+
+def bytes_model(spec: LLMSpec, applied: tuple[str, ...]) -> str:
+    """The bytes-model label of ``spec``'s tables: the kernels fused (attention when ``flash``, then the
+    fusions ``applied`` in its op table, not merely asked for), every other op unfused; the fusions asked
+    for that this model or layout leaves out; the KV reads and the residual precision when not the default."""
+    fused = (["attention (FlashAttention-style, no score tensor in memory)"] if spec.flash else []) + \
+        [FUSION_WORDS[f] for f in applied]
+    if fused:
+        text = f"fused kernels: {', '.join(fused)}; every other op unfused (compulsory traffic per op)"
+    else:
+        text = "unfused: compulsory traffic per op (every input read once, every output written once)"
+    if not spec.flash:
+        text += ", attention scores written and read back"
+    idle = [f for f in spec.fusions if f not in applied]
+    if idle:
+        text += f"; not applicable to this model or tp: {', '.join(idle)}"
+    if spec.kv_reads == "per-query-head" and spec.arch.heads != spec.arch.kv_heads and not spec.arch.mla:
+        text += "; attention reads each KV head once per query head (TensorRT-LLM v0.5 masked MHA)"
+    if spec.precisions.residual:
+        text += f"; residual stream in {spec.precisions.residual}"
+    return text
 
 
 def run_info(spec: LLMSpec) -> dict[str, Any]:

@@ -25,6 +25,9 @@ PHASES = ("prefill", "decode", "generate")
 #: Accepted precisions: bits -> name, and names (case-insensitive, a few spellings).
 #: Precisions an LLM's weights, activations and KV cache may take (spellings: roofline.precision).
 LLM_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+#: precisions the residual stream may take: float formats only (an engine keeps the stream, norms and GEMM
+#: outputs in floating point; integer formats are for quantised GEMM inputs and weights)
+RESIDUAL_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 SCALE_BYTES = 2  # one fp16 scale per group of int4 values
 
 
@@ -35,6 +38,20 @@ def parse_precision(value: Any, field: str) -> str:
         return name
     raise RooflineError(f"{field}: {value!r} is not supported; use 32, 16, 8 or 4 bits, "
                         f"or one of {', '.join(LLM_PRECISIONS)}")
+
+
+def parse_residual(value: Any, activations: str) -> str:
+    """``rbits``: a float format (fp32, bf16, fp16, fp8; a bare 16 or 32) no narrower than ``activations``;
+    anything else is a one-line error (a bare 8 is int8, as for ``--abits``: give fp8)."""
+    name = parse_precision(value, "rbits")
+    if name not in RESIDUAL_PRECISIONS:
+        hint = ": give fp8" if name == "int8" else ""
+        raise RooflineError(f"rbits: {value!r} reads as {name}, an integer format; the residual stream takes a "
+                            f"float format ({', '.join(RESIDUAL_PRECISIONS)}, or a bare 16 or 32){hint}")
+    if BITS[name] < BITS[activations]:
+        raise RooflineError(f"rbits: {name} is narrower than the activations' {activations} (abits): the residual "
+                            "stream is at least as wide as the activations it adds up")
+    return name
 
 
 def element_bytes(precision: str, group_size: int) -> float:
@@ -185,9 +202,9 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     gen = _positive_int(256 if gen is None else gen, "gen")
     batch = _positive_int(batch, "batch")
     group_size = _positive_int(group_size, "group_size")
-    precisions = Precisions(parse_precision(wbits, "wbits"), parse_precision(abits, "abits"),
-                            parse_precision(kvbits, "kvbits"), group_size,
-                            None if rbits is None else parse_precision(rbits, "rbits"))
+    activations = parse_precision(abits, "abits")
+    precisions = Precisions(parse_precision(wbits, "wbits"), activations, parse_precision(kvbits, "kvbits"),
+                            group_size, None if rbits is None else parse_residual(rbits, activations))
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))
@@ -251,7 +268,7 @@ def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
                             where=where)
     if llm.get("fusions") is not None:
         names = as_str_list(llm["fusions"], f"{field}.fusions", where)
-        bad = [x for x in names if x not in FUSIONS]
+        bad = [x for x in names if x.strip().lower() not in FUSIONS]  # as --fusions: case and spaces ignored
         if bad:
             raise RooflineError(f"{field}.fusions {shown(bad[0])} is not one of {', '.join(FUSIONS)}", where=where)
     precisions = as_object(llm.get("precisions"), f"{field}.precisions", where)

@@ -100,6 +100,9 @@ class OpTable:
     #: (ops, 2) bool: whether the op's activation reads (``ar``) and writes (``aw``) are at the residual
     #: precision (True) or the activations' (False) (:data:`QUANTITIES`); None: all the activations'
     stream: np.ndarray | None = None
+    #: the fusions applied to this table (:data:`FUSIONS` order): those asked for that the model and layout
+    #: allow (reduce-norm needs tp > 1 and two norms a layer, gate-up a gated MLP, qkv separate Q, K, V)
+    fusions: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.names)
@@ -116,6 +119,7 @@ class _Rows:
         self.coef: dict[str, list[np.ndarray]] = {q: [] for q in QUANTITIES}
         self.dims: list[tuple[float, float, float, float, float]] = []
         self.stream: list[tuple[bool, bool]] = []
+        self.applied: set[str] = set()  # fusions an op of the table was built with
 
     def add(self, path: str, kind: str, role: int, count: float, *,
             dims: tuple[float, float, float, float, float] = (NO_DIMS, 0, 0, 0, 0),
@@ -140,7 +144,8 @@ class _Rows:
         return OpTable(self.phase, tuple(self.names), tuple(self.kinds), tuple(self.mtypes),
                        np.asarray(self.roles, dtype=np.int64), np.asarray(self.counts),
                        {q: np.vstack(v) for q, v in self.coef.items()}, np.asarray(self.dims, dtype=float),
-                       np.asarray(self.stream, dtype=bool).reshape(-1, 2))
+                       np.asarray(self.stream, dtype=bool).reshape(-1, 2),
+                       tuple(f for f in FUSIONS if f in self.applied))
 
 
 def kv_heads_per_device(arch: Arch, tp: int) -> int:
@@ -215,7 +220,11 @@ def parse_fusions(value: object) -> tuple[str, ...]:
         return ()
     if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
         raise RooflineError(f"fusions {shown(value)} is not a list of names among {', '.join(FUSIONS)}")
-    names = {x.strip().lower() for x in items if x.strip()}
+    if isinstance(value, str) and not value.strip():
+        return ()  # '' clears: no fusion
+    if any(not x.strip() for x in items):
+        raise RooflineError(f"fusions {shown(value)} holds an empty name (give '' for none)")
+    names = {x.strip().lower() for x in items}
     bad = sorted(names - set(FUSIONS))
     if bad:
         raise RooflineError(f"fusion {shown(bad[0])} is not one of {', '.join(FUSIONS)}")
@@ -322,6 +331,7 @@ def _attention(r: _Layer, flash: bool, kv_reads: str = "shared") -> None:
     reads = h if kv_reads == "per-query-head" else kv
     if "qkv" in r.fusions:
         r.gemm("layers.attn.qkv_proj", L, d, h * dh + kv * (dh + dv), bias=arch.qkv_bias)
+        r.applied.add("qkv")
     else:
         r.gemm("layers.attn.q_proj", L, d, h * dh, bias=arch.qkv_bias)
         r.gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
@@ -374,6 +384,7 @@ def _attention_output(r: _Layer) -> None:
     r.all_reduce("layers.attn.all_reduce", L, d)
     if r.reduce_norm:  # the residual add and the MLP's norm in one kernel (FUSIONS)
         r.residual_norm("layers.attn.residual_norm", L, d)
+        r.applied.add("reduce-norm")
         return
     if arch.norms_per_layer == 4:
         r.norm("layers.attn.post_norm", L, d)
@@ -473,6 +484,7 @@ def _mlp(r: _Layer, path: str, count: float, d: float, f: float, gated: bool, ac
         r.add(path + "act_mul", "elementwise", VEC, count, flops={TOK: (ELEMENTWISE_FLOPS[act] + ELEMENTWISE_FLOPS["mul"]) * f},
               ar={TOK: 2 * f}, aw={TOK: f}, stream=(True, False))
         r.gemm(path + "down_proj", count, f, d, bias=bias)
+        r.applied.add("gate-up")
         return
     for proj in (("gate_proj", "up_proj") if gated else ("up_proj",)):
         r.gemm(path + proj, count, d, f, bias=bias)

@@ -5,7 +5,8 @@
 ``scheduler``  continuous batching, prefill-first or chunked, paged KV cache, preemption (subclass it).
 ``engine``     one replica simulated from arrivals to the last token.
 ``figures``    TTFT, TPOT, end-to-end percentiles, throughput, goodput under an SLO.
-``run``        :func:`serve`: the run set up (devices, replicas, KV cache sized) and simulated.
+``run``        :func:`serve`: the run set up (devices, replicas, KV cache sized) and simulated;
+               :func:`iteration_time`: one iteration at a chosen operating point, as :func:`serve` times it.
 ``sweep``      rates swept for the highest meeting an SLO, one curve per tp.
 ``engines``    cited batching and KV-cache settings of the engines people run (TensorRT-LLM MLPerf, vLLM).
 
@@ -15,7 +16,7 @@ arrivals, queueing, prefill/decode interference, KV-cache limit or percentiles; 
 scheduler over requests arriving in time, tensor parallelism and data-parallel replicas only.
 """
 
-from roofline.serving.run import ServeResult, serve
+from roofline.serving.run import ServeResult, iteration_time, serve
 from roofline.serving.scheduler import Plan, Scheduler, State
 
-__all__ = ["Plan", "Scheduler", "ServeResult", "State", "serve"]
+__all__ = ["Plan", "Scheduler", "ServeResult", "State", "iteration_time", "serve"]

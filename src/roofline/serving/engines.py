@@ -29,15 +29,19 @@ latency figure.  ``roofline.serve(model, device, **engine_settings("trtllm-mlper
   (closed/NVIDIA/code/llama2-70b/tensorrt/builder.py in mlcommons/inference_results_v4.0 at 92014844) passes
   ``--use_custom_all_reduce=enable`` but neither ``--use_fused_mlp`` nor ``--reduce_fusion``.
 
-``trtllm-mlperf-v4.1``: the same harness as built for v4.1, whose builder.py (mlcommons/inference_results_v4.1)
-adds ``--use_fused_mlp`` (gate and up as one GEMM, then one SwiGLU kernel) and, when ``world_size > 1``,
-``--reduce_fusion=enable`` (with the custom all-reduce: the all-reduce's residual add and the next norm as one
-kernel): ``fusions = qkv, gate-up, reduce-norm`` (reduce-norm acts only at tp > 1).
+``trtllm-mlperf-v4.1``: the same harness as built for v4.1, whose builder.py
+(closed/NVIDIA/code/llama2-70b/tensorrt/builder.py, ``LLAMA2EngineBuilder.build_engine``, read in the fork
+v-shobhit/inference_results_v4.1 of mlcommons/inference_results_v4.1 at af3e0c07c5b4e29849578312afae5daa6658d5f5)
+adds ``--use_fused_mlp`` (gate and up as one GEMM, then one SwiGLU kernel) to the flags of every build and, when
+``world_size > 1``, ``--reduce_fusion=enable`` (with ``--use_custom_all_reduce=enable``: the all-reduce's
+residual add and the next norm as one kernel), keeping ``--gpt_attention_plugin=float16`` (attention in
+float16): ``fusions = qkv, gate-up, reduce-norm`` (reduce-norm acts only at tp > 1).
 
 The checkpoint is float16 with FP8 GEMMs and an FP8 KV cache (README.md beside builder.py: ``quantize.py
 --dtype float16 --qformat fp8 --kv_cache_dtype fp8``): a precision of the model, not of the engine, so the
 caller gives it (``wbits = abits = kvbits = 'fp8'`` and ``rbits = 'fp16'``: the residual stream, norms, GEMM
-outputs and the tensor-parallel all-reduce carry 16-bit values; :class:`roofline.llm.spec.Precisions`).
+outputs and the tensor-parallel all-reduce carry 16-bit values, but a norm or activation feeding an FP8 GEMM
+writes its output at ``abits``; :class:`roofline.llm.spec.Precisions`).
 
 ``vllm-v0``: vLLM's defaults before V1 (vllm/config.py ``SchedulerConfig`` and ``CacheConfig``): prefill-first,
 ``max_num_seqs = 256`` running sequences, blocks of 16 tokens, ``gpu_memory_utilization = 0.9`` of the total.

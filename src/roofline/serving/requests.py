@@ -23,10 +23,27 @@ from pathlib import Path
 import numpy as np
 
 from roofline.errors import RooflineError, env_limit
+from roofline.fileio import shown
+from roofline.limits import max_dim
 
 #: Default most requests one simulation takes (``ROOFLINE_MAX_REQUESTS`` overrides it).
 MAX_REQUESTS = 1_000_000
 DISTRIBUTIONS = ("uniform", "lognormal", "quantiles")
+#: Longest request length the simulator holds: it counts tokens in int32 and adds a request's input and output
+#: lengths, so each must stay below 2**30 for the sum to fit (2**31 - 1).
+INT32_LENGTH = 2**30
+
+
+def max_length() -> int:
+    """The longest ``--isl``/``--osl`` accepted: ``ROOFLINE_MAX_DIM`` (default 10**12) or 2**30, the smaller."""
+    return min(max_dim(), INT32_LENGTH)
+
+
+def _check_top(value: float, option: str, text: str) -> None:
+    top = max_length()
+    if value > top:
+        raise RooflineError(f"{option} {text}: length {value:.6g} exceeds the limit of {top:,} tokens (the "
+                            "simulator counts a request's tokens in int32; ROOFLINE_MAX_DIM can lower it)")
 
 
 def max_requests() -> int:
@@ -49,12 +66,15 @@ class Lengths:
         """The empirical law of these quantiles (two at least, non-decreasing, each >= 1); else one line
         (naming ``text``, the option's value as given, when there is one)."""
         try:
+            if isinstance(values, (str, bytes)):
+                raise TypeError  # a string is not a sequence of numbers (its characters would be read one by one)
             q = tuple(float(v) for v in values)  # type: ignore[attr-defined]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             q = ()
+        label = text if text is not None else shown(values)
         if len(q) < 2 or not all(math.isfinite(v) and v >= 1 for v in q) or any(q[i + 1] < q[i] for i in range(len(q) - 1)):
-            shown = text if text is not None else repr(values)
-            raise RooflineError(f"{option} {shown}: quantiles must be two or more non-decreasing token counts >= 1")
+            raise RooflineError(f"{option} {label}: quantiles must be two or more non-decreasing token counts >= 1")
+        _check_top(q[-1], option, label)
         return cls("quantiles", q[0], q[-1], q)
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -66,13 +86,35 @@ class Lengths:
             return np.full(n, int(self.a), dtype=np.int32)
         if self.law == "uniform":
             return rng.integers(int(self.a), int(self.b) + 1, size=n).astype(np.int32)
-        return np.clip(np.rint(rng.lognormal(math.log(self.a), self.b, size=n)), 1, 2**31 - 1).astype(np.int32)
+        return np.clip(np.rint(rng.lognormal(math.log(self.a), self.b, size=n)), 1, max_length()).astype(np.int32)
+
+    def check(self, option: str) -> Lengths:
+        """This law if its lengths are >= 1 and within :func:`max_length` (a law built by hand), else one line."""
+        label = shown(f"{self.law} {self.a:g}, {self.b:g}")
+        if self.law == "quantiles":
+            return Lengths.from_quantiles(self.quantiles, option)
+        if not (math.isfinite(self.a) and math.isfinite(self.b) and self.a >= 1):
+            raise RooflineError(f"{option} {label}: lengths must be finite token counts >= 1")
+        _check_top(self.a if self.law == "lognormal" else max(self.a, self.b), option, label)
+        return self
+
+    def describe(self) -> str:
+        """The law as ``--isl``/``--osl`` takes it (``1024``, ``512:2048:uniform``, ``1024:0.5:lognormal``,
+        ``10,20,40:quantiles``): parsing it gives this law back."""
+        if self.law == "fixed":
+            return f"{int(self.a)}"
+        if self.law == "uniform":
+            return f"{int(self.a)}:{int(self.b)}:uniform"
+        if self.law == "quantiles":
+            return ",".join(f"{q:.17g}" for q in self.quantiles) + ":quantiles"
+        return f"{self.a:.17g}:{self.b:.17g}:lognormal"
 
     @property
     def top(self) -> int:
-        """Largest length drawn in practice (log-normal: its 1 - 1e-7 quantile)."""
+        """Largest length drawn in practice (log-normal: its 1 - 1e-7 quantile, at most the limit draws are
+        clipped to)."""
         if self.law == "lognormal":
-            return int(math.ceil(self.a * math.exp(5.3 * self.b)))
+            return min(int(math.ceil(self.a * math.exp(5.3 * self.b))), max_length())
         return int(math.ceil(max(self.a, self.b)))
 
 
@@ -80,29 +122,35 @@ def parse_lengths(text: str | int, option: str) -> Lengths:
     """'1024', '512:2048:uniform', '1024:0.5:lognormal' or 'Q0,Q1,...,Qk:quantiles' -> :class:`Lengths`;
     anything else one line."""
     raw = str(text).strip()
+    label = shown(raw)
     parts = raw.split(":")
     if len(parts) == 2 and parts[1] == "quantiles":
         try:
             values = [float(v) for v in parts[0].split(",")]
         except ValueError:
             values = []
-        return Lengths.from_quantiles(values if values else parts[0], option, repr(raw))
+        return Lengths.from_quantiles(values, option, label)
+    law: Lengths | None = None
     try:
         if len(parts) == 1:
             a = int(parts[0])
             if a > 0:
-                return Lengths("fixed", a)
+                law = Lengths("fixed", a)
         elif len(parts) == 3 and parts[2] == "uniform":
             a, b = int(parts[0]), int(parts[1])
             if 0 < a <= b:
-                return Lengths("uniform", a, b)
+                law = Lengths("uniform", a, b)
         elif len(parts) == 3 and parts[2] == "lognormal":
             med, sigma = float(parts[0]), float(parts[1])
             if med >= 1 and 0 < sigma <= 3:
-                return Lengths("lognormal", med, sigma)
+                law = Lengths("lognormal", med, sigma)
     except ValueError:
         pass
-    raise RooflineError(f"{option} {raw!r}: give tokens > 0 (1024), LO:HI:uniform with 0 < LO <= HI, "
+    if law is not None:
+        # the longest length stated (a log-normal: its median; draws beyond the limit are clipped to it)
+        _check_top(law.a if law.law != "uniform" else law.b, option, label)
+        return law
+    raise RooflineError(f"{option} {label}: give tokens > 0 (1024), LO:HI:uniform with 0 < LO <= HI, "
                         "MEDIAN:SIGMA:lognormal with 0 < SIGMA <= 3, or Q0,Q1,...:quantiles")
 
 

@@ -52,6 +52,9 @@ class ServeResult:
     memory: dict[str, float]
     requests: str
     notes: tuple[str, ...] = field(default=())
+    #: the model that produced the figures (:func:`setup`): precisions, fusions applied, KV reads, attention,
+    #: the length laws, the bytes-model label
+    setup: dict[str, Any] = field(default_factory=dict)
 
     @property
     def devices(self) -> int:
@@ -72,7 +75,7 @@ class ServeResult:
         return {"schema": "roofline.serve/1", "model": self.model, "device": self.device, "tp": self.tp,
                 "replicas": self.replicas, "devices": self.devices, "scheduler": self.scheduler,
                 "ranked_by": self.ranked_by, "requests_model": self.requests, "memory_per_device": self.memory,
-                "headline": self.headline(), **self.figures, "notes": list(self.notes)}
+                "headline": self.headline(), **self.figures, "notes": list(self.notes), "setup": self.setup}
 
 
 def _s(x: float) -> str:
@@ -88,6 +91,9 @@ class Requests:
     osl: np.ndarray
     concurrency: int | None
     text: str
+    #: the length laws drawn from, as --isl / --osl take them; a trace: its file
+    isl_law: str = ""
+    osl_law: str = ""
 
 
 def make_requests(*, isl: str | int | Lengths = 1024, osl: str | int | Lengths = 256,
@@ -98,19 +104,22 @@ def make_requests(*, isl: str | int | Lengths = 1024, osl: str | int | Lengths =
         if rate is not None or concurrency is not None:
             raise RooflineError("--trace holds the arrivals: drop --rate and --concurrency")
         a, i, o = read_trace(trace)
-        return Requests(a, i, o, None, f"trace {trace} ({len(i)} requests)")
+        return Requests(a, i, o, None, f"trace {trace} ({len(i)} requests)", f"trace {trace}", f"trace {trace}")
     n = check_count(requests)
     if (rate is None) == (concurrency is None):
         raise RooflineError("give --rate R (Poisson arrivals) or --concurrency C (closed loop), or --trace FILE")
-    li, lo = (x if isinstance(x, Lengths) else parse_lengths(x, opt) for x, opt in ((isl, "--isl"), (osl, "--osl")))
+    li, lo = (x.check(opt) if isinstance(x, Lengths) else parse_lengths(x, opt)
+              for x, opt in ((isl, "--isl"), (osl, "--osl")))
     rng = np.random.default_rng(seed)
     i, o = li.draw(rng, n), lo.draw(rng, n)
     if concurrency is not None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, (int, np.integer)) or concurrency < 1:
             raise RooflineError(f"--concurrency must be an integer >= 1, got {concurrency!r}")
-        return Requests(np.zeros(n), i, o, int(concurrency), f"{n} requests, closed loop of {concurrency}")
+        return Requests(np.zeros(n), i, o, int(concurrency), f"{n} requests, closed loop of {concurrency}",
+                        li.describe(), lo.describe())
     arrival = poisson_arrivals(rng, rate, n)  # type: ignore[arg-type]
-    return Requests(arrival, i, o, None, f"{n} requests, Poisson {rate:g} req/s (seed {seed})")
+    return Requests(arrival, i, o, None, f"{n} requests, Poisson {rate:g} req/s (seed {seed})", li.describe(),
+                    lo.describe())
 
 
 def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: float, act_tokens: int,
@@ -226,7 +235,22 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     if overhead == 0:
         notes.append("no per-iteration CPU overhead counted (scheduling, sampling, detokenization)")
     return ServeResult(spec.arch.name, name, tp, replicas, sched.describe(), "bound" if bound else "forecast",
-                       figs, memory, reqs.text, tuple(notes))
+                       figs, memory, reqs.text, tuple(notes), setup(spec, steps.table, reqs, cuda_graphs))
+
+
+def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[str, Any]:
+    """The model behind a run's figures, for its JSON and report: the precisions as --wbits, --abits, --kvbits
+    and --rbits name them (``rbits`` the residual stream's, the activations' when not given), the fusions
+    applied in the op table (and those asked for), KV reads, attention fused or not, CUDA graphs, the length
+    laws and the workload's bytes-model label."""
+    from roofline.llm.model import applied_fusions, bytes_model
+
+    p = spec.precisions
+    applied = applied_fusions([table])
+    return {"wbits": p.weights, "abits": p.activations, "kvbits": p.kv_cache, "rbits": p.stream,
+            "group_size": p.group_size, "fusions": list(applied), "fusions_asked": list(spec.fusions),
+            "kv_reads": spec.kv_reads, "flash": spec.flash, "cuda_graphs": cuda_graphs, "isl": reqs.isl_law,
+            "osl": reqs.osl_law, "bytes_model": bytes_model(spec, applied)}
 
 
 def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batch: int = 0,
@@ -239,22 +263,65 @@ def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batc
     tokens, cached tokens before them), on one replica of ``tp`` devices.  A check of the step model at a
     chosen operating point (e.g. one a published run states through Little's law), apart from any queueing.
 
-    >>> t = iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128)
-    >>> t == iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128.0)
+    One decode of one sequence is bound by HBM: every weight but the embedding table (read a row at a time)
+    and 128 tokens' keys and values, 16-bit, at 3.35 TB/s; activations and norms add under 1 %:
+
+    >>> t = iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128, bound=True)
+    >>> w = 2 * (32 * (4 * 4096**2 + 3 * 4096 * 11008) + 32000 * 4096)  # 32 layers + lm_head, 2 bytes each
+    >>> kv = 2 * 128 * 32 * 2 * 4096  # 2 bytes x 128 tokens x 32 layers x (K, V) x 4096
+    >>> 1.0 < t / ((w + kv) / 3.35e12) < 1.01
+    True
+    >>> iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128) > t  # the forecast is above it
     True
     """
     _arguments(model, device, None, tp, None, None, 1, 0, 0.0, dict(bound=bound, flash=flash,
                                                                     cuda_graphs=cuda_graphs))
-    for v, name in ((decode_batch, "decode_batch"), *((c, "chunks") for c, _ in chunks)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise RooflineError(f"iteration_time: {name} must hold integers >= 0, got {v!r}")
-    if not decode_batch and not any(c for c, _ in chunks):
-        raise RooflineError("iteration_time: give decode_batch >= 1 or a prefill chunk of >= 1 token")
+    decode_batch, kv_tokens, chunks = _iteration_arguments(decode_batch, kv_tokens, chunks)
     dev, _, _ = _devices(device, None, tp)
     spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash,
                      kv_reads=kv_reads, rbits=rbits, fusions=fusions)
     steps = StepModel(spec, dev, bound=bound, exact=True, cuda_graphs=cuda_graphs)
-    return steps.iteration_time(int(decode_batch), float(kv_tokens), [(int(c), int(o)) for c, o in chunks])
+    return steps.iteration_time(decode_batch, kv_tokens, list(chunks))
+
+
+def _iteration_arguments(decode_batch: Any, kv_tokens: Any, chunks: Any
+                         ) -> tuple[int, float, tuple[tuple[int, int], ...]]:
+    """The operating point of :func:`iteration_time` checked: whole numbers >= 0 within the length limit
+    (:func:`~roofline.serving.requests.max_length`), ``kv_tokens`` a finite number of keys, at least one per
+    decoding sequence (its own) and at most ``ROOFLINE_MAX_DIM``; else one line naming the argument."""
+    from roofline import arguments as arg
+    from roofline.limits import max_dim
+    from roofline.serving.requests import max_length
+
+    f = "iteration_time"
+
+    def whole(v: Any, name: str, top: int) -> int:
+        rule = f"a whole number (int) >= 0 and <= {top:,}"
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise arg.type_error(f, name, rule, v)
+        if not 0 <= v <= top:
+            raise arg.value_error(f, name, rule, v)
+        return int(v)
+
+    batch = whole(decode_batch, "decode_batch", max_dim())
+    keys = arg.number(kv_tokens, f, "kv_tokens", minimum=0.0)
+    if keys > max_dim():
+        raise arg.value_error(f, "kv_tokens", f"a number of keys <= {max_dim():,}", kv_tokens)
+    if keys < batch:
+        raise RooflineError(f"{f}: kv_tokens {keys:g} is fewer than decode_batch {batch}: each decoding sequence "
+                            "reads at least its own key")
+    pair = "a sequence of (new tokens, cached tokens) pairs of whole numbers >= 0"
+    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, (tuple, list)):
+        raise arg.type_error(f, "chunks", pair, chunks)
+    out = []
+    for k, c in enumerate(chunks):
+        if isinstance(c, (str, bytes)) or not isinstance(c, (tuple, list)) or len(c) != 2:
+            raise arg.type_error(f, f"chunks[{k}]", "a (new tokens, cached tokens) pair", c)
+        out.append((whole(c[0], f"chunks[{k}] new tokens", max_length()),
+                    whole(c[1], f"chunks[{k}] cached tokens", max_length())))
+    if not batch and not any(c for c, _ in out):
+        raise RooflineError(f"{f}: give decode_batch >= 1 or a prefill chunk of >= 1 token")
+    return batch, keys, tuple(out)
 
 
 def _devices(device: str | Device | None, system: str | None, tp: int) -> tuple[Device, int, str]:
