@@ -311,8 +311,11 @@ def _training_rows() -> list[TrainRow]:
 #:   accumulation), accumulated by the ``main_grad.add_`` hook (``megatron/model/distributed.py``); overlap: none
 #:   modelled -- the DP all-reduce after forward-backward (``training.py`` ``train_step``, moot at dp 1), p2p
 #:   ``req.wait()`` then ``torch.cuda.synchronize()`` (``p2p_communication.py``), TP collectives in the forward
-#:   exposed (only a column-linear's backward input-gradient all-reduce runs beside its weight-gradient GEMM,
-#:   ``mpu/layers.py``, and that is off under sequence parallelism, ``arguments.py``); no distributed optimizer
+#:   exposed (a column-linear's backward input-gradient all-reduce runs beside its weight-gradient GEMM,
+#:   ``mpu/layers.py``, off under sequence parallelism, ``arguments.py``; under sequence parallelism the backward's
+#:   re-gather of the GEMM input is started ``async_op=True`` before the input-gradient GEMM and waited on after it,
+#:   ``LinearWithGradAccumulationAndAsyncCommunication.backward``, ``mpu/layers.py`` at d898a8991d: the planner's
+#:   own ``sp`` rule, whatever the switches, :mod:`roofline.planner.overlap`); no distributed optimizer
 #:   yet (it merged 2022-06-08, d07d29df14), no context parallelism.  'Present Work' rows: sequence parallelism
 #:   and selective recomputation; 'Full Recompute' rows: the paper's baseline (Table 4's "Full recompute
 #:   (baseline)" row as transcribed, apart from its "Sequence Parallelism" rows: tensor parallelism without

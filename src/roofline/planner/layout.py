@@ -75,6 +75,10 @@ class Comm:
     calls: float = 0.0
     forecast: float = 0.0  # expected seconds per step: ``time`` over the device's collective efficiency
     params: float = 0.0  # parameters a gradient or weight sync carries per call (0: not one)
+    #: for a collective each call of which hides behind one GEMM's input gradient (sequence parallelism's backward
+    #: all-gathers, :func:`roofline.planner.overlap.exposed`): per call of one layer, the share of one micro-batch's
+    #: backward that GEMM's input gradient takes; () for every other collective
+    dgrad_shares: tuple[float, ...] = ()
 
     @property
     def bytes_per_step(self) -> float:
