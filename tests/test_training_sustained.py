@@ -75,6 +75,30 @@ def test_a100_collectives_run_at_nccls_230_of_300_gb_per_s():
     assert ar.forecast == pytest.approx(ar.time / 0.7667, rel=1e-9)
 
 
+def test_nccl_efficiency_applies_to_the_nvlink_tier_only():
+    """The catalog's NCCL figure (0.7667, nccl-tests#149) is NVLink collective bus bandwidth: a dp all-reduce over
+    2 DGX A100 nodes (tp 8, so the dp ranks are one a node: all of it on the cluster tier) is forecast at its bound,
+    so are the pipeline's point-to-point sends; a hierarchical one (dp 16 over 2 nodes, tp 1) charges its node
+    parts / 0.7667 and its cluster part at 1 -- the parts read from roofline.collectives.cost, a second route."""
+    from roofline.collectives import cost
+
+    run = TrainingRun.of("llama-2-7b", seq=1024, global_batch=32)
+    sys2 = get_system("dgx-a100", nodes=2)
+    e = estimate(run, Layout(tp=8, dp=2, zero=0, micro_batch=1, recompute="none", sp=False), sys2)
+    dp = next(c for c in e.comms if c.name == "dp grad all-reduce")
+    assert dp.tiers == ("cluster",) and dp.forecast == pytest.approx(dp.time, rel=1e-12)
+    e = estimate(run, Layout(tp=1, dp=16, zero=0, micro_batch=1, recompute="none", sp=False), sys2)
+    dp = next(c for c in e.comms if c.name == "dp grad all-reduce")
+    parts = cost("all_reduce", dp.message_bytes, sys2, ranks=16, per_node=8).parts
+    node = sum(p.time for p in parts if p.tier == "node")
+    far = sum(p.time for p in parts if p.tier != "node")
+    assert node > 0 and far > 0
+    assert dp.forecast == pytest.approx(far + node / 0.7667, rel=1e-9)
+    e = estimate(run, Layout(tp=1, pp=2, dp=8, zero=0, micro_batch=1, recompute="none", sp=False), sys2)
+    pp = next(c for c in e.comms if c.name == "pp send/recv")
+    assert pp.forecast == pytest.approx(pp.time, rel=1e-12)
+
+
 def test_which_hidden_collectives_hold_sms():
     """NCCL's 24 CTAs for data-parallel syncs (the gradients' behind the backward, the weights' behind the forward,
     ZeRO 3's gathers behind both); Transformer Engine's userbuffers, 16 SMs on 6 of a sequence-parallel layer's 10

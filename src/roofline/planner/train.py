@@ -476,8 +476,9 @@ def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str,
             params: float = 0.0, dgrad_shares: tuple[float, ...] = ()) -> None:
         if ranks > 1 and times > 0:
-            t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, devices_per_node))
-            fc = t * times / cache.collective_efficiency(float(nbytes))
+            per_node = _per_node(stride, ranks, devices_per_node)
+            t, tiers = cache.collective(coll, float(nbytes), ranks, per_node)
+            fc = cache.collective_forecast(coll, float(nbytes), ranks, per_node) * times
             comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc, float(params), dgrad_shares))
     return add
 
