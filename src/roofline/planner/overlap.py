@@ -33,8 +33,14 @@ included); a collective of ``T`` forecast seconds per step exposes:
   NCCL's SMs over the backward (with ``overlap_tp`` on, userbuffers' bulk overlap: :data:`UB_SMS`).
 * **pipeline** (``overlap_pp``, default on): in 1F1B's steady state each send overlaps the next
   micro-batch's compute (Megatron-LM's batched isend/irecv, ``--overlap-p2p-communication``); the
-  warm-up's forward sends and the cool-down's backward sends are on the critical path: ``2 (pp - 1)``
-  calls of the ``T / calls`` each exposed.  Off: ``T x slots / m``.
+  warm-up's forward sends and the cool-down's backward sends are on the critical path.  Interleaved over
+  ``v`` chunks a micro-batch crosses ``pp v`` chunks, chunk ``k`` on stage ``k mod pp``, so the fill's first
+  micro-batch makes ``pp v - 1`` stage-to-stage sends before the last stage starts, and the drain as many
+  (Narayanan et al. 2021, section 2.2.2: interleaving shrinks the bubble "at the cost of extra communication",
+  the communication growing by ``v``; Megatron-Core ``megatron/core/pipeline_parallel/schedules.py``
+  ``forward_backward_pipelining_with_interleaving`` at core_r0.8.0, baf94af3c667: the warm-up
+  ``(pp - rank - 1) 2 + (v - 1) pp`` micro-batch chunks): ``2 (pp v - 1)`` calls of the ``T / calls`` each
+  exposed (``2 (pp - 1)`` at v 1), at most ``T x slots / m``.  Off: ``T x slots / m``.
 
 **What hiding costs.**  A collective hidden behind compute still runs on the GPU: its kernels hold SMs the
 concurrent GEMMs and attention lose for as long as it runs (:func:`sm_holders`).  NCCL runs each channel as one
@@ -173,7 +179,8 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
         return T * slots / m
     if rule == "pp":
         if layout.overlap_pp:
-            return min(T * slots / m, T / comm.calls * 2 * (layout.pp - 1)) if comm.calls else 0.0
+            hops = layout.pp * layout.interleave - 1  # the fill's (and the drain's) chunk-to-chunk sends
+            return min(T * slots / m, T / comm.calls * 2 * hops) if comm.calls else 0.0
         return T * slots / m
     if not layout.overlap_dp:
         return T
