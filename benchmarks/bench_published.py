@@ -443,7 +443,8 @@ def layer_report() -> str:
         lines.append(f"{name:<26} {f:>7.2f} {mf:>5.1f} {b:>7.2f} {mb:>5.1f} {c:>8.2f} {f + b + c:>12.2f} "
                      f"{mf + mb:>5.1f} {(f + b + c) / (mf + mb):>6.2f}")
     lines.append("(ms per layer; fc = forecast; 'tp comm' = the exposed tp collectives: 2 all-reduces forward and 2 "
-                 "backward, with sequence parallelism also the backward's all-gathers of the GEMM inputs)")
+                 "backward, with sequence parallelism also what the backward's all-gathers of the GEMM inputs leave exposed "
+                 "beside their input-gradient GEMMs: none here)")
     return "\n".join(lines)
 
 
