@@ -311,8 +311,11 @@ def _training_rows() -> list[TrainRow]:
 #:   accumulation), accumulated by the ``main_grad.add_`` hook (``megatron/model/distributed.py``); overlap: none
 #:   modelled -- the DP all-reduce after forward-backward (``training.py`` ``train_step``, moot at dp 1), p2p
 #:   ``req.wait()`` then ``torch.cuda.synchronize()`` (``p2p_communication.py``), TP collectives in the forward
-#:   exposed (only a column-linear's backward input-gradient all-reduce runs beside its weight-gradient GEMM,
-#:   ``mpu/layers.py``, and that is off under sequence parallelism, ``arguments.py``); no distributed optimizer
+#:   exposed (a column-linear's backward input-gradient all-reduce runs beside its weight-gradient GEMM,
+#:   ``mpu/layers.py``, off under sequence parallelism, ``arguments.py``; under sequence parallelism the backward's
+#:   re-gather of the GEMM input is started ``async_op=True`` before the input-gradient GEMM and waited on after it,
+#:   ``LinearWithGradAccumulationAndAsyncCommunication.backward``, ``mpu/layers.py`` at d898a8991d: the planner's
+#:   own ``sp`` rule, whatever the switches, :mod:`roofline.planner.overlap`); no distributed optimizer
 #:   yet (it merged 2022-06-08, d07d29df14), no context parallelism.  'Present Work' rows: sequence parallelism
 #:   and selective recomputation; 'Full Recompute' rows: the paper's baseline (Table 4's "Full recompute
 #:   (baseline)" row as transcribed, apart from its "Sequence Parallelism" rows: tensor parallelism without
@@ -440,7 +443,8 @@ def layer_report() -> str:
         lines.append(f"{name:<26} {f:>7.2f} {mf:>5.1f} {b:>7.2f} {mb:>5.1f} {c:>8.2f} {f + b + c:>12.2f} "
                      f"{mf + mb:>5.1f} {(f + b + c) / (mf + mb):>6.2f}")
     lines.append("(ms per layer; fc = forecast; 'tp comm' = the exposed tp collectives: 2 all-reduces forward and 2 "
-                 "backward, with sequence parallelism also the backward's all-gathers of the GEMM inputs)")
+                 "backward, with sequence parallelism also what the backward's all-gathers of the GEMM inputs leave exposed "
+                 "beside their input-gradient GEMMs: none here)")
     return "\n".join(lines)
 
 
@@ -530,8 +534,8 @@ def llama3() -> str:
     from roofline.catalog import get_system
     from roofline.planner import Layout, TrainingRun, estimate, plan, training_flops
 
-    lines = [f"{'row':<18} {'layout':<34} {'meas PaLM':>9} {'meas 6N+c':>9} {'forecast':>9} {'fc/PaLM':>7} "
-             f"{'fc/6N+c':>7} {'TFLOP/s':>7} {'pub':>5} {'fits':>4}"]
+    lines = [f"{'row':<18} {'layout':<40} {'meas PaLM':>9} {'meas 6N+c':>9} {'forecast':>9} {'fc/PaLM':>7} "
+             f"{'fc/6N+c':>7} {'TFLOP/s':>7} {'pub':>5} {'fits':>4} {'rank':>11} {'best/pub':>8}"]
     for label, gpus, tp, cp, pp, seq, batch, tflops, _mfu in LLAMA3_ROWS:
         dp = gpus // (tp * cp * pp)
         run = TrainingRun.of("llama-3-405b", seq=seq, global_batch=batch, **LLAMA3_FRAMEWORK)
@@ -546,9 +550,15 @@ def llama3() -> str:
             e, fits = p.ranked[0], True
         else:
             e, fits = estimate(run, Layout(tp=tp, cp=cp, pp=pp, dp=dp, zero=1, recompute=recomputes[-1]), system), False
-        lines.append(f"{label:<18} {e.describe()[:34]:<34} {palm:>8.2f}s {ours:>8.2f}s {e.time:>8.2f}s "
+        # the published layout's rank among every layout of the same search space, tp, cp, pp and dp free (as the
+        # training part ranks its rows), and the planner's best over its forecast
+        full = plan(run, system, top=10**7, zeros=(1, 2), recomputes=recomputes, max_cp=cp)
+        rank = next((i + 1 for i, x in enumerate(full.ranked) if x.layout == e.layout), 0)
+        best = full.ranked[0] if full.ranked else e
+        lines.append(f"{label:<18} {e.describe()[:40]:<40} {palm:>8.2f}s {ours:>8.2f}s {e.time:>8.2f}s "
                      f"{e.time / palm:>7.2f} {e.time / ours:>7.2f} {e.model_tflops_per_device:>7.0f} {tflops:>5.0f} "
-                     f"{'yes' if fits else 'NO':>4}")
+                     f"{'yes' if fits else 'NO':>4} {rank:>5}/{len(full.ranked):<5} {best.time / e.time:>8.2f}")
+        lines.append(f"{'':<18}   best: {best.describe()}, forecast {best.time:.2f}s")
         for v in (1, 2, 4, 8):
             x = estimate(run, Layout(tp=tp, cp=cp, pp=pp, dp=dp, zero=e.layout.zero, micro_batch=e.layout.micro_batch,
                                      recompute=e.layout.recompute, interleave=v), system)
@@ -557,7 +567,9 @@ def llama3() -> str:
                          f"{'fits' if x.fits else 'does not fit'}")
     lines += ["(held out: in no verdict line; meas PaLM = PaLM's 6N + 12LHQT, the MFU Meta cites; meas 6N+c = the "
               "planner's training_flops, causal attention; TFLOP/s = the planner's model TFLOP/s per GPU at its "
-              "forecast (training_flops), pub = Table 4's)", f"source: {LLAMA3}"]
+              "forecast (training_flops), pub = Table 4's; rank = the published layout's place among every "
+              "fitting layout of the same space -- ZeRO 1/2, the row's recomputations, cp up to the published -- "
+              "tp, cp, pp, dp free; best/pub = the best's forecast over the published's)", f"source: {LLAMA3}"]
     return "\n".join(lines)
 
 

@@ -65,6 +65,16 @@ def test_overlap_rules_on_a_two_stage_two_replica_toy():
     assert _toy(overlap_dp=False, overlap_pp=False).time == pytest.approx(25.5)
 
 
+def test_interleaved_fill_and_drain_expose_2_pp_v_minus_1_sends():
+    """Interleaved over v chunks the fill's first micro-batch crosses pp v chunks, pp v - 1 sends, the drain as many
+    (Narayanan et al. 2021 section 2.2.2): 8 calls of 0.1 s (T = 0.8 s), pp 2, m 4, slots 5; v 1: 2 x 1 = 2 calls,
+    0.2 s; v 2: 2 x 3 = 6 calls, 0.6 s; v 4: 2 x 7 = 14 calls, 1.4 s, capped at all of them on every slot,
+    0.8 x 5 / 4 = 1.0 s."""
+    c = Comm("pp send/recv", 0.8, ("node",), "micro-batch", 1.0, 8, 0.8)
+    got = [exposed(c, Layout(pp=2, dp=2, interleave=v), 4, 5, 1.0, 2.0) for v in (1, 2, 4)]
+    assert got == pytest.approx([0.2, 0.6, 1.0])
+
+
 def test_zero3_gathers_prefetched_by_hand():
     """ZeRO 3, 4 micro-batches, F = 1, B = 2: a 16 s all-gather is 2 s per pass; prefetched, each hides behind
     its forward (1 s) or backward (2 s): 4 x (1 + 0) = 4 s exposed; a 12 s reduce-scatter, 3 s per backward:

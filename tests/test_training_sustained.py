@@ -75,6 +75,30 @@ def test_a100_collectives_run_at_nccls_230_of_300_gb_per_s():
     assert ar.forecast == pytest.approx(ar.time / 0.7667, rel=1e-9)
 
 
+def test_nccl_efficiency_applies_to_the_nvlink_tier_only():
+    """The catalog's NCCL figure (0.7667, nccl-tests#149) is NVLink collective bus bandwidth: a dp all-reduce over
+    2 DGX A100 nodes (tp 8, so the dp ranks are one a node: all of it on the cluster tier) is forecast at its bound,
+    so are the pipeline's point-to-point sends; a hierarchical one (dp 16 over 2 nodes, tp 1) charges its node
+    parts / 0.7667 and its cluster part at 1 -- the parts read from roofline.collectives.cost, a second route."""
+    from roofline.collectives import cost
+
+    run = TrainingRun.of("llama-2-7b", seq=1024, global_batch=32)
+    sys2 = get_system("dgx-a100", nodes=2)
+    e = estimate(run, Layout(tp=8, dp=2, zero=0, micro_batch=1, recompute="none", sp=False), sys2)
+    dp = next(c for c in e.comms if c.name == "dp grad all-reduce")
+    assert dp.tiers == ("cluster",) and dp.forecast == pytest.approx(dp.time, rel=1e-12)
+    e = estimate(run, Layout(tp=1, dp=16, zero=0, micro_batch=1, recompute="none", sp=False), sys2)
+    dp = next(c for c in e.comms if c.name == "dp grad all-reduce")
+    parts = cost("all_reduce", dp.message_bytes, sys2, ranks=16, per_node=8).parts
+    node = sum(p.time for p in parts if p.tier == "node")
+    far = sum(p.time for p in parts if p.tier != "node")
+    assert node > 0 and far > 0
+    assert dp.forecast == pytest.approx(far + node / 0.7667, rel=1e-9)
+    e = estimate(run, Layout(tp=1, pp=2, dp=8, zero=0, micro_batch=1, recompute="none", sp=False), sys2)
+    pp = next(c for c in e.comms if c.name == "pp send/recv")
+    assert pp.forecast == pytest.approx(pp.time, rel=1e-12)
+
+
 def test_which_hidden_collectives_hold_sms():
     """NCCL's 24 CTAs for data-parallel syncs (the gradients' behind the backward, the weights' behind the forward,
     ZeRO 3's gathers behind both); Transformer Engine's userbuffers, 16 SMs on 6 of a sequence-parallel layer's 10
@@ -99,7 +123,8 @@ def test_sm_contention_is_hidden_seconds_times_the_phase_share():
     """A ZeRO-1 step on 8 DGX H100 nodes: each data-parallel sync's hidden seconds (its forecast less its exposed
     part, overlap.exposed) x 1 (NCCL holds its 24 SMs throughout) x the share the phase it hides behind loses per
     second beside 24 held SMs (the gradients' reduce-scatter: the backward's; the weights' all-gather: the
-    forward's); tp overlap off, so its all-reduces hold none.  The shares: every compute-bound tensor op's
+    forward's); tp overlap off, so its all-reduces hold none; sequence parallelism's backward all-gathers hide
+    behind their GEMMs' input gradients whatever the switch, holding NCCL's 24 over the backward.  The shares: every compute-bound tensor op's
     forecast x (132 q(132) / (108 q(108)) - 1), summed over the phase, over the phase's forecast."""
     from roofline.gemm_shape import op_quantization
     from roofline.planner.overlap import exposed
@@ -114,6 +139,11 @@ def test_sm_contention_is_hidden_seconds_times_the_phase_share():
         if c.name.startswith("dp"):
             hidden = c.forecast - exposed(c, e.layout, e.micro_batches, e.slots, e.forecast_forward, bwd)
             want += hidden * fc.contention_share(24, "backward" if "grad" in c.name else "forward")
+        elif c.name == "tp all-gather (weight-gradient input)":
+            hidden = c.forecast - exposed(c, e.layout, e.micro_batches, e.slots, e.forecast_forward,
+                                          e.forecast_backward)
+            assert hidden > 0
+            want += hidden * fc.contention_share(24, "backward")
     assert want > 0 and e.sm_contention == pytest.approx(want, rel=1e-12)
     assert e.parts()["SM contention"] == pytest.approx(want, rel=1e-12)
     # the backward share by a second route: the shard's ops analysed here, each sped back to the sustained clock
@@ -153,6 +183,29 @@ def test_sequence_parallel_backward_gathers_each_column_parallel_input_again():
     ag = next(c for c in estimate(run, Layout(tp=8, recompute="none"), s).comms if c.name == name)
     assert (ag.calls, ag.message_bytes) == (512, 1024 * 4096 * 2)
     assert name not in {c.name for c in estimate(run, Layout(tp=8, recompute="none", sp=False), s).comms}
+
+
+def test_sequence_parallel_gather_hides_behind_its_gemms_input_gradient():
+    """The sp rule (overlap.exposed), by hand on a toy Comm: 4 calls (one layer's two gathers x 2 micro-batches),
+    T = 4 s, so 1 s a call; dgrad shares (0.2, 0.6) of a backward of 2 s: 0.4 s and 1.2 s, so each group exposes
+    (1 - 0.4) + max(0, 1 - 1.2) = 0.6 s; 2 groups x 0.6 x slots 3 / m 2 = 1.8 s -- whatever overlap_tp says.
+    Megatron-Core core_r0.8.0 (baf94af3) tensor_parallel/layers.py: the gather is async_op=True, waited on after
+    ``grad_output.matmul(weight)``."""
+    from roofline.planner.layout import Comm
+    from roofline.planner.overlap import exposed, sm_holders
+
+    c = Comm("tp all-gather (weight-gradient input)", 4.0, ("node",), "micro-batch", 1.0, 4, 4.0, 0.0, (0.2, 0.6))
+    for tp_on in (False, True):
+        lay = Layout(tp=2, overlap_tp=tp_on)
+        assert exposed(c, lay, 2, 3.0, 5.0, 2.0) == pytest.approx(2 * 0.6 * 3 / 2)  # forward (5 s) plays no part
+    assert sm_holders(c, Layout(tp=2)) == (24, 1.0, "backward")  # NCCL's channels, beside the backward
+    # the shares by hand for Llama-2-7B at seq 4,096 (h 4096, 32 heads of 128, MHA, ffn 11008 gated), 32 layers:
+    # kn qkv 4096 x 12288, proj 4096^2, fc1 4096 x 22016, fc2 11008 x 4096; denominator 2 x sum + 2 x 4096 x 32 x 128
+    from roofline.planner.overlap import sp_dgrad_shares
+    run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=8)
+    qkv, proj, fc1, fc2 = 4096 * 12288, 4096 * 4096, 4096 * 22016, 11008 * 4096
+    total = 2 * (qkv + proj + fc1 + fc2) + 2 * 4096 * 32 * 128
+    assert sp_dgrad_shares(run.arch, 4096, 32) == pytest.approx((qkv / total / 32, fc1 / total / 32))
 
 
 def test_shard_parts_sum_to_the_shard_forecast():

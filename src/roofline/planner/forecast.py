@@ -26,8 +26,10 @@ compute-bound tensor-core op of the shard (GEMMs, attention) runs at :func:`sust
 the device's cited ``training-sustained`` table (sustained / burst matmul FLOP/s, Stas Bekman's MSMF / MAMF), 1
 without one.  Memory-bound ops keep their rate: the HBM clock is not the SM clock.
 
-Collectives: each call's bound time over the NCCL efficiency curve of the device's calibration at its message
-bytes (``collective``, ``interconnect``), where the device has one.
+Collectives: each call's node-tier (NVLink) bound time over the NCCL efficiency curve of the device's calibration
+at its message bytes (``collective``, ``interconnect``), where the device has one; the cluster tier's parts and
+point-to-point sends at their bound (the curves are NVLink collective measurements;
+:meth:`~roofline.planner.cache._Cache.collective_forecast`).
 """
 
 from __future__ import annotations

@@ -73,8 +73,12 @@ class Comm:
     overlappable_with: str  # 'micro-batch' or 'step'
     message_bytes: float = 0.0
     calls: float = 0.0
-    forecast: float = 0.0  # expected seconds per step: ``time`` over the device's collective efficiency
+    forecast: float = 0.0  # expected seconds per step: ``time``, its NVLink parts over the device's NCCL efficiency
     params: float = 0.0  # parameters a gradient or weight sync carries per call (0: not one)
+    #: for a collective each call of which hides behind one GEMM's input gradient (sequence parallelism's backward
+    #: all-gathers, :func:`roofline.planner.overlap.exposed`): per call of one layer, the share of one micro-batch's
+    #: backward that GEMM's input gradient takes; () for every other collective
+    dgrad_shares: tuple[float, ...] = ()
 
     @property
     def bytes_per_step(self) -> float:

@@ -22,10 +22,25 @@ included); a collective of ``T`` forecast seconds per step exposes:
   between the GEMMs that need their result, so they are exposed, ``T x slots / m`` (the bubble's slots
   too: they are on the busiest stage's critical path), unless asked (``--tp-comm-overlap``, userbuffers),
   then hidden behind the same micro-batch's compute, ``slots max(0, T/m - (F + B))``.
+* **sequence parallelism's backward all-gathers** (their own rule, whatever ``overlap_tp`` says): each
+  column-parallel GEMM's input, kept as its sequence shard, is all-gathered again for the weight gradient,
+  started asynchronously before that GEMM's input gradient and waited on after it (Megatron-Core
+  ``megatron/core/tensor_parallel/layers.py`` ``LinearWithGradAccumulationAndAsyncCommunication.backward`` at
+  core_r0.8.0, baf94af3c667: ``handle = torch.distributed._all_gather_base(..., async_op=True)``, ``grad_input =
+  grad_output.matmul(weight)``, ``handle.wait()``; the same in Megatron-LM ``megatron/mpu/layers.py`` at
+  d898a8991d1a): per call ``max(0, T_call - t_dgrad)``, ``t_dgrad`` that GEMM's input gradient's share of the
+  micro-batch's backward ``B`` (:func:`sp_dgrad_shares`), times the slots as the tp rule.  While hidden it holds
+  NCCL's SMs over the backward (with ``overlap_tp`` on, userbuffers' bulk overlap: :data:`UB_SMS`).
 * **pipeline** (``overlap_pp``, default on): in 1F1B's steady state each send overlaps the next
   micro-batch's compute (Megatron-LM's batched isend/irecv, ``--overlap-p2p-communication``); the
-  warm-up's forward sends and the cool-down's backward sends are on the critical path: ``2 (pp - 1)``
-  calls of the ``T / calls`` each exposed.  Off: ``T x slots / m``.
+  warm-up's forward sends and the cool-down's backward sends are on the critical path.  Interleaved over
+  ``v`` chunks a micro-batch crosses ``pp v`` chunks, chunk ``k`` on stage ``k mod pp``, so the fill's first
+  micro-batch makes ``pp v - 1`` stage-to-stage sends before the last stage starts, and the drain as many
+  (Narayanan et al. 2021, section 2.2.2: interleaving shrinks the bubble "at the cost of extra communication",
+  the communication growing by ``v``; Megatron-Core ``megatron/core/pipeline_parallel/schedules.py``
+  ``forward_backward_pipelining_with_interleaving`` at core_r0.8.0, baf94af3c667: the warm-up
+  ``(pp - rank - 1) 2 + (v - 1) pp`` micro-batch chunks): ``2 (pp v - 1)`` calls of the ``T / calls`` each
+  exposed (``2 (pp - 1)`` at v 1), at most ``T x slots / m``.  Off: ``T x slots / m``.
 
 **What hiding costs.**  A collective hidden behind compute still runs on the GPU: its kernels hold SMs the
 concurrent GEMMs and attention lose for as long as it runs (:func:`sm_holders`).  NCCL runs each channel as one
@@ -46,9 +61,40 @@ from typing import Any
 OVERLAP_DEFAULTS = {"dp": True, "tp": False, "pp": True}
 
 
+#: the planner's name for sequence parallelism's backward all-gather of a column-parallel GEMM's input
+SP_GATHER = "tp all-gather (weight-gradient input)"
+
+
+def sp_dgrad_shares(arch: Any, seq: int, layers_here: int) -> tuple[float, ...]:
+    """Per call of one layer, the share of one micro-batch's backward (``layers_here`` layers) that the input
+    gradient of the GEMM each sequence-parallel all-gather hides behind takes: the qkv GEMM's and the first MLP
+    GEMM's, ``(k n of that GEMM) / (2 sum of k n over qkv, proj, fc1, fc2 + 2 seq heads head_dim)`` / ``layers_here``
+    -- the layer backward's FLOPs per token (each GEMM's input and weight gradient, ``2 k n`` FLOPs each; the
+    causal attention core's backward, twice its forward's ``2 seq heads head_dim``), the input gradient's
+    ``2 k n`` of them.  An approximation, stated: the share of the backward's *FLOPs* taken for its share of the
+    backward's *time* (the memory-bound ops, slower per FLOP, make it a little generous), the dense layer's
+    shapes for every layer (an MoE layer's first expert GEMM runs after the token dispatch, not taken apart).
+
+    >>> from types import SimpleNamespace as N
+    >>> a = N(hidden=4, heads=1, kv_heads=1, head_dim=4, v_head_dim=4, intermediate=16, gated=False)
+    >>> [round(x, 4) for x in sp_dgrad_shares(a, 2, 1)]  # kn: qkv 48, proj 16, fc1 64, fc2 64; 2*192 + 2*2*4 = 400
+    [0.12, 0.16]
+    """
+    h, d = arch.hidden, arch.head_dim
+    qkv = h * (arch.heads * d + arch.kv_heads * (d + arch.v_head_dim))
+    proj = arch.heads * arch.v_head_dim * h
+    fc1 = h * arch.intermediate * (2 if arch.gated else 1)
+    fc2 = arch.intermediate * h
+    total = 2 * (qkv + proj + fc1 + fc2) + 2 * seq * arch.heads * d
+    return (qkv / total / layers_here, fc1 / total / layers_here)
+
+
 @lru_cache(maxsize=256)
 def rule_of(name: str) -> str:
-    """Which switch governs a collective named by the planner ('tp all-reduce', 'dp grad reduce-scatter', ...)."""
+    """Which switch governs a collective named by the planner ('tp all-reduce', 'dp grad reduce-scatter', ...);
+    ``sp`` for sequence parallelism's backward all-gathers, which follow their own rule whatever the switches."""
+    if name == SP_GATHER:
+        return "sp"
     head = name.split(" ", 1)[0]
     if head in ("tp", "cp", "ep"):
         return "tp"
@@ -87,6 +133,8 @@ def sm_holders(comm: Any, layout: Any) -> tuple[int, float, str]:
     rule = rule_of(comm.name)
     if rule == "pp":
         return 0, 0.0, "both"
+    if rule == "sp":  # a plain NCCL all-gather beside the input-gradient GEMM, unless userbuffers run it (bulk)
+        return (UB_SMS, UB_SM_SHARE, "both") if layout.overlap_tp else (NCCL_CTAS, 1.0, "backward")
     if rule == "tp":  # userbuffers for tp's own collectives; NCCL for the cp exchange and the expert all-to-alls
         if not layout.overlap_tp:
             return 0, 0.0, "both"
@@ -118,13 +166,21 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
     seconds per step) not hidden behind compute under ``layout``'s switches (module docs)."""
     T, m = comm.forecast, micro_batches
     rule = rule_of(comm.name)
+    if rule == "sp":
+        if not comm.calls or not comm.dgrad_shares:
+            return T * slots / m
+        # each call exposes what its GEMM's input gradient does not cover; ``calls / len(dgrad_shares)`` groups
+        # (layers x micro-batches) of one call per share; on the critical path in the bubble's slots too
+        one, groups = T / comm.calls, comm.calls / len(comm.dgrad_shares)
+        return slots / m * groups * sum(max(0.0, one - backward * s) for s in comm.dgrad_shares)
     if rule == "tp":
         if layout.overlap_tp:
             return slots * max(0.0, T / m - (forward + backward))
         return T * slots / m
     if rule == "pp":
         if layout.overlap_pp:
-            return min(T * slots / m, T / comm.calls * 2 * (layout.pp - 1)) if comm.calls else 0.0
+            hops = layout.pp * layout.interleave - 1  # the fill's (and the drain's) chunk-to-chunk sends
+            return min(T * slots / m, T / comm.calls * 2 * hops) if comm.calls else 0.0
         return T * slots / m
     if not layout.overlap_dp:
         return T
@@ -142,4 +198,5 @@ def describe(layout: Any) -> str:
         return "on" if flag else "off"
     return (f"overlap: dp {on(layout.overlap_dp)} (gradient buckets behind backward, ZeRO-3 gathers prefetched), "
             f"tp {on(layout.overlap_tp)} (tp/cp/ep collectives{' hidden' if layout.overlap_tp else ' exposed'}), "
-            f"pp {on(layout.overlap_pp)} (steady-state sends{' hidden' if layout.overlap_pp else ' exposed'})")
+            f"pp {on(layout.overlap_pp)} (steady-state sends{' hidden' if layout.overlap_pp else ' exposed'}); "
+            "sequence-parallel backward all-gathers behind their GEMM's input gradient")

@@ -47,7 +47,7 @@ from roofline.planner.layout import (
     stage_layers,
 )
 from roofline.planner.layout import interleaves as fitting_interleaves
-from roofline.planner.overlap import exposed, sm_holders
+from roofline.planner.overlap import exposed, sm_holders, sp_dgrad_shares
 from roofline.system import System
 
 
@@ -136,8 +136,10 @@ class Estimate(_Facts):
         out: dict[str, float] = {}
         bwd = self.forecast_backward + self.forecast_recompute
         for c in self.comms:
+            # sequence parallelism's gathers hide behind input gradients: the backward's, not the recomputation's
+            b = self.forecast_backward if c.dgrad_shares else bwd
             out[c.name] = out.get(c.name, 0.0) + exposed(c, self.layout, self.micro_batches, self.slots,
-                                                         self.forecast_forward, bwd)
+                                                         self.forecast_forward, b)
         return out
 
     @cached_property
@@ -159,7 +161,8 @@ class Estimate(_Facts):
         for c in self.comms:
             sms, share, phase = sm_holders(c, self.layout)
             if sms and share:
-                shown = exposed(c, self.layout, self.micro_batches, self.slots, self.forecast_forward, bwd)
+                shown = exposed(c, self.layout, self.micro_batches, self.slots, self.forecast_forward,
+                                self.forecast_backward if c.dgrad_shares else bwd)
                 total += max(0.0, c.forecast - shown) * share * fc.contention_share(sms, phase)
         return total
 
@@ -471,11 +474,12 @@ def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[An
 def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
     """``add(label, collective, bytes, ranks, stride, calls, scope)``: one collective, timed on its tiers, into ``comms``."""
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str,
-            params: float = 0.0) -> None:
+            params: float = 0.0, dgrad_shares: tuple[float, ...] = ()) -> None:
         if ranks > 1 and times > 0:
-            t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, devices_per_node))
-            fc = t * times / cache.collective_efficiency(float(nbytes))
-            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc, float(params)))
+            per_node = _per_node(stride, ranks, devices_per_node)
+            t, tiers = cache.collective(coll, float(nbytes), ranks, per_node)
+            fc = cache.collective_forecast(coll, float(nbytes), ranks, per_node) * times
+            comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc, float(params), dgrad_shares))
     return add
 
 
@@ -501,12 +505,11 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
         * m, "micro-batch")
     if lay.sp and lay.tp > 1:
         # sequence parallelism keeps only each column-parallel GEMM's sequence shard of its input, so the backward
-        # all-gathers it again for the weight gradient (Megatron-Core ``tensor_parallel/layers.py``
-        # ``LinearWithGradAccumulationAndAsyncCommunication.backward`` at core_r0.8.0: ``if ctx.sequence_parallel:
-        # ... torch.distributed._all_gather_base(all_gather_buffer, input, ...)``; Transformer Engine's bulk
-        # qkv/fc1 dgrad overlaps): two per layer (the qkv and the first MLP GEMM), each micro-batch
+        # all-gathers it again for the weight gradient: two per layer (the qkv and the first MLP GEMM), each
+        # micro-batch, each started asynchronously before that GEMM's input gradient and waited on after it
+        # (:func:`roofline.planner.overlap.exposed`'s ``sp`` rule, :func:`~roofline.planner.overlap.sp_dgrad_shares`)
         add("tp all-gather (weight-gradient input)", "all_gather", hidden_msg, lay.tp, 1, 2 * layers_here * m,
-            "micro-batch")
+            "micro-batch", dgrad_shares=sp_dgrad_shares(a, run.seq, layers_here))
     if lay.cp > 1:
         kv = 2 * lay.micro_batch * run.seq * kv_heads_per_device(a, lay.tp) * a.head_dim * act
         add("cp kv all-gather", "all_gather", kv, lay.cp, lay.tp, (2 + rec) * layers_here * m, "micro-batch")
