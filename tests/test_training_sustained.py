@@ -257,3 +257,21 @@ def test_weight_gradient_gemms_are_looked_up_as_the_bf16_gemms_they_are():
     gemm = np.asarray(w.column("kind")) == "matmul"
     assert gemm.sum() > 0
     assert set(curve_precisions(w)[gemm].tolist()) == {"bf16"}
+
+
+def test_a_users_fitted_gemm_or_attention_curve_is_not_scaled_to_the_sustained_clock_again():
+    """The user's own calibration (``roofline calibrate``, perhaps from a training trace already at the sustained
+    clock) fitted the matmul or the attention compute curve: its rates are measurements, so sustained_rate is 1; a
+    user curve of another kind (elementwise memory) leaves the cited 0.8415 in place."""
+    from dataclasses import replace
+
+    from roofline.calibration import Calibration, EfficiencyCurve
+
+    dev = get_device("h100")
+    for kind in ("matmul", "attention"):
+        user = Calibration(dev.name, "", "cuda-launch", "2026-12-02", "my runs", 0.0,
+                           (EfficiencyCurve(kind, "compute", 0.7, 1e3, 1.0, (1e6, 1e13)),))
+        assert pf.sustained_rate(replace(dev, calibration=user), "bf16") == 1.0
+    other = Calibration(dev.name, "", "cuda-launch", "2026-12-02", "my runs", 0.0,
+                        (EfficiencyCurve("elementwise", "memory", 0.8, 1e3, 1.0, (1e3, 1e10)),))
+    assert pf.sustained_rate(replace(dev, calibration=other), "bf16") == pytest.approx(0.8415)

@@ -91,9 +91,15 @@ def sustained_rate(device: Any, precision: str) -> float:
     """The share of its short-burst FLOP rate a compute-bound tensor-core kernel holds through a sustained training
     step on ``device`` at ``precision``: the device's cited ``training-sustained`` table (one flat point: the
     power-saturated sustained matmul rate over the boost-clock burst one, e.g. the H200's MSMF 708.5 / MAMF 841.9
-    TFLOP/s bf16 = 0.8415), else 1 (no published sustained figure: the burst rate stands)."""
+    TFLOP/s bf16 = 0.8415), else 1 (no published sustained figure: the burst rate stands).  Also 1 where the
+    user's own calibration (``roofline calibrate``) fitted the matmul or attention compute curves: those rates are
+    the user's measurements, perhaps from a training trace already at the sustained clock, and are not scaled
+    again."""
     from roofline.forecast import effective_calibration
 
+    user = getattr(device, "calibration", None)
+    if user is not None and {(c.kind, c.term) for c in user.curves} & {("matmul", "compute"), ("attention", "compute")}:
+        return 1.0
     cal = effective_calibration(device)
     curve = None if cal is None else cal.curve("training-sustained", "compute", precision)
     if not isinstance(curve, TabulatedCurve):
