@@ -264,3 +264,11 @@ def test_llm_cli_bad_rbits_fusions_kv_reads_are_one_line(flag, value, message, c
     code = main(["llm", "llama-2-7b", "--device", "h100", flag, value])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("roofline: error: ") and message in err[0]
+
+
+def test_llm_cli_train_refuses_the_inference_kernel_options(capsys):
+    from roofline.cli import main
+
+    code = main(["llm", "llama-2-7b", "--device", "h100", "--train", "--fusions", "qkv"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "drop them with --train" in err[0]
