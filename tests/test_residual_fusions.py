@@ -220,3 +220,55 @@ def test_fusions_empty_names_and_case_in_files():
     # a file written by hand in capitals reads as the CLI's --fusions QKV does
     assert read_spec({**raw, "fusions": ["QKV", " Gate-Up"]}, "w.json").fusions == ("qkv", "gate-up")
     assert make_spec("llama-2-7b", fusions="QKV,Gate-Up").fusions == ("qkv", "gate-up")
+
+
+MLPERF_CLI = ["llama-2-70b", "--device", "h100", "--tp", "2", "--wbits", "fp8", "--abits", "fp8", "--kvbits", "fp8",
+              "--rbits", "fp16", "--fusions", "qkv,gate-up,reduce-norm", "--flash", "--forecast"]
+
+
+def _llm_cli_forecast(tmp_path, *extra):
+    from roofline.cli import main
+
+    out = tmp_path / "llm.json"
+    assert main(["llm", *MLPERF_CLI, *extra, "--json", str(out)]) == 0
+    return json.loads(out.read_text())["forecast"]["total_time"]
+
+
+def test_llm_cli_rbits_fusions_kv_reads_reproduce_one_serve_request(tmp_path, capsys):
+    # issue 30's acceptance check at the command line: one request of 512 tokens (2 output tokens, so one decode
+    # step, at context 513) is timed by serve as `roofline llm --phase prefill --prompt 512` (TTFT) and
+    # `--phase decode --context 513` (TPOT) with the same precisions and fusions: two routes to one forecast
+    prefill = _llm_cli_forecast(tmp_path, "--phase", "prefill", "--prompt", "512")
+    decode = _llm_cli_forecast(tmp_path, "--phase", "decode", "--context", "513")
+    r = roofline.serve("llama-2-70b", H100, isl=512, osl=2, requests=1, concurrency=1, exact=True, tp=2,
+                       rbits="fp16", fusions=ALL, **FP8)
+    assert r.figures["ttft_p50_s"] == pytest.approx(prefill, rel=1e-9)
+    assert r.figures["tpot_p50_s"] == pytest.approx(decode, rel=1e-9)
+    # --kv-reads reaches the spec: per-query-head decode reads each of the 4 KV heads per device once per query
+    # head (8 times), so the step is slower, and equals serve's with kv_reads="per-query-head"
+    per_head = _llm_cli_forecast(tmp_path, "--phase", "decode", "--context", "513", "--kv-reads", "per-query-head")
+    r = roofline.serve("llama-2-70b", H100, isl=512, osl=2, requests=1, concurrency=1, exact=True, tp=2,
+                       rbits="fp16", fusions=ALL, kv_reads="per-query-head", **FP8)
+    assert per_head > decode and r.figures["tpot_p50_s"] == pytest.approx(per_head, rel=1e-9)
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--rbits", "8", "rbits: '8' reads as int8, an integer format"),
+    ("--fusions", "nope", "fusion 'nope' is not one of qkv, gate-up, reduce-norm"),
+    ("--kv-reads", "x", "kv_reads 'x' is not one of shared, per-query-head"),
+])
+def test_llm_cli_bad_rbits_fusions_kv_reads_are_one_line(flag, value, message, capsys):
+    from roofline.cli import main
+
+    code = main(["llm", "llama-2-7b", "--device", "h100", flag, value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("roofline: error: ") and message in err[0]
+
+
+def test_llm_cli_train_refuses_the_inference_kernel_options(capsys):
+    from roofline.cli import main
+
+    code = main(["llm", "llama-2-7b", "--device", "h100", "--train", "--fusions", "qkv"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "drop them with --train" in err[0]

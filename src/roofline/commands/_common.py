@@ -99,6 +99,25 @@ def add_phase_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
                    help=f"default {default}" + (" (prefill + decode)" if default == "generate" else ""))
 
 
+def add_llm_model_options(p: argparse.ArgumentParser, *, kv_reads: bool = True, fusions_note: str = "") -> None:
+    """``--rbits``, ``--fusions`` (and ``--kv-reads``), one definition for ``roofline serve`` and ``roofline llm``.
+
+    The values go to :func:`roofline.llm.spec.make_spec` unparsed (None: not given), which checks them: a bad
+    one is its one-line error.  ``fusions_note``: the command's own word on the default (serve's ``--engine``)."""
+    from roofline.llm.table import FUSIONS, KV_READS
+
+    p.add_argument("--rbits", metavar="BITS", help="residual-stream precision where it differs from --abits (norms, "
+                   "GEMM outputs, TP all-reduce): a float format no narrower than --abits, fp32, bf16, fp16 or fp8 "
+                   "(a bare 8 would be int8: give fp8); an FP8 checkpoint of a float16 model: --abits fp8 --rbits fp16")
+    p.add_argument("--fusions", metavar="NAME[,NAME...]", help=f"kernel fusions the engine runs: {', '.join(FUSIONS)} "
+                   f"(default none; '' for none{fusions_note})")
+    if kv_reads:
+        p.add_argument("--kv-reads", default=KV_READS[0], metavar="|".join(KV_READS),
+                       help=f"how attention reads a KV head its query heads share: {KV_READS[0]}, once per group "
+                            f"(FlashAttention, XQA; the default), or {KV_READS[1]}, once per query head "
+                            "(TensorRT-LLM v0.5's masked MHA)")
+
+
 #: what each command-line quantity kind is, for :func:`cli_quantity`: (unit, example prefix)
 _CLI_UNITS = {"flops": ("FLOP/s", "G"), "bandwidth": ("B/s", "G")}
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from roofline.commands._common import (
     EXAMPLE_HELP,
     add_device_option,
+    add_llm_model_options,
     add_output_options,
     add_phase_option,
     add_tf32_option,
@@ -62,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--abits", default="16", metavar="BITS", help="activation precision (default 16 = bf16)")
     p.add_argument("--kvbits", default="16", metavar="BITS", help="KV-cache precision (default 16 = bf16)")
     p.add_argument("--group-size", type=int, default=128, metavar="N", help="int4 quantisation group (default 128)")
+    add_llm_model_options(p)
     p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel devices (per-device figures)")
     p.add_argument("--flash", action="store_true", help="fused attention: no score tensor in memory")
     p.add_argument("--all-logits", action="store_true", help="lm_head on every token, not the last of each sequence")
@@ -102,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     spec = llm.make_spec(args.model, phase=args.phase, batch=1 if batch_max else int(args.batch), prompt=args.prompt,
                          context=args.context, gen=args.gen, wbits=args.wbits, abits=args.abits, kvbits=args.kvbits,
                          tp=args.tp, flash=args.flash, group_size=args.group_size, all_logits=args.all_logits,
-                         moe_routing=args.moe_routing)
+                         moe_routing=args.moe_routing, kv_reads=args.kv_reads, rbits=args.rbits,
+                         fusions=args.fusions)
     device = device_of(args)
     if batch_max:
         spec = spec.replace(batch=llm.fitting_batch(spec, device))
@@ -143,6 +146,8 @@ def train(args: argparse.Namespace) -> int:
 
     if args.sweep or args.batch == "max":
         raise RooflineError("--train times one step: drop --sweep and --batch max")
+    if args.rbits is not None or args.fusions is not None or args.kv_reads != "shared":
+        raise RooflineError("--rbits, --fusions and --kv-reads set up inference kernels: drop them with --train")
     run = TrainingRun.of(args.model, seq=args.prompt or 4096, global_batch=int(args.batch))
     device = device_of(args)
     workload = training_workload(run, tp=args.tp, recompute=args.recompute)

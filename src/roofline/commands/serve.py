@@ -8,7 +8,7 @@ import math
 import sys
 from typing import Any
 
-from roofline.commands._common import EXAMPLE_HELP, add_device_option
+from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_llm_model_options
 from roofline.errors import RooflineError
 
 EPILOG = """examples:
@@ -38,11 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "one curve each with --sweep-rate)")
     for name, what in (("wbits", "weight"), ("abits", "activation"), ("kvbits", "KV-cache")):
         p.add_argument(f"--{name}", default="16", metavar="BITS", help=f"{what} precision (default 16 = bf16)")
-    p.add_argument("--rbits", metavar="BITS", help="residual-stream precision where it differs from --abits (norms, "
-                   "GEMM outputs, TP all-reduce): a float format no narrower than --abits, fp32, bf16, fp16 or fp8 "
-                   "(a bare 8 would be int8: give fp8); an FP8 checkpoint of a float16 model: --abits fp8 --rbits fp16")
-    p.add_argument("--fusions", metavar="NAME[,NAME...]", help="kernel fusions the engine runs: qkv, gate-up, "
-                   "reduce-norm (default none; '' for none; --engine trtllm-mlperf-v4.1 gives all three)")
+    add_llm_model_options(p, kv_reads=False, fusions_note="; --engine trtllm-mlperf-v4.1 gives all three")
     p.add_argument("--isl", default="1024", metavar="N|LO:HI:uniform|MED:SIGMA:lognormal|Q0,...,Qk:quantiles",
                    help="input tokens: fixed, uniform, log-normal, or a data set's quantiles at equal steps of "
                         "probability, smallest to largest (48,109,152,266,1021:quantiles: the 0/25/50/75/100th "
