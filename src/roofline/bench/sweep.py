@@ -91,11 +91,6 @@ def run_sweep(numba: ModuleType, k: ModuleType, sizes: list[int], thread_counts:
     buf = rng.random(max(sizes) // 8)
     buf += 0.5
 
-    def arrays(ws: int, narrays: int) -> tuple[int, Any, Any, Any]:
-        n = (ws // 8) // narrays
-        return (n, buf[:n], buf[n:2 * n] if narrays > 1 else buf[:n],
-                buf[2 * n:3 * n] if narrays > 2 else buf[:n])
-
     total_steps = len(sizes) * len(thread_counts)
     step = 0
     for t in thread_counts:
@@ -103,7 +98,7 @@ def run_sweep(numba: ModuleType, k: ModuleType, sizes: list[int], thread_counts:
         out = np.zeros(t)
         for ws in sizes:
             for kind, (name, (bpe, narrays)) in enumerate(KERNELS.items()):
-                n, a, b, c = arrays(ws, narrays)
+                n, a, b, c = split_arrays(buf, ws, narrays)
                 stat, _ = measure_rate(stream_call(k, kind, a, b, c, 1, t, out),
                                        float(bpe * n), cfg.repeats, cfg.min_sample_seconds, t, f"sweep {name}")
                 curves[t][name].append(stat)
@@ -116,17 +111,22 @@ def run_sweep(numba: ModuleType, k: ModuleType, sizes: list[int], thread_counts:
     return curves, long_runs
 
 
+def split_arrays(buf: NDArray[np.float64], ws: int, narrays: int) -> tuple[int, Any, Any, Any]:
+    """(elements per array, a, b, c): a working set of ``ws`` bytes as ``narrays`` consecutive views of ``buf``
+    (the unused ones repeat the first)."""
+    n = (ws // 8) // narrays
+    return (n, buf[:n], buf[n:2 * n] if narrays > 1 else buf[:n], buf[2 * n:3 * n] if narrays > 2 else buf[:n])
+
+
 def long_samples(k: ModuleType, buf: NDArray[np.float64], threads: int, cfg: BenchConfig) -> dict[str, Stat]:
     """One slice of main memory's long samples over all of ``buf``: read, copy, triad and in place, each the
     best of >= 7 samples of >= 50 ms (STREAM-style: several passes per sample)."""
     out = np.zeros(threads)
-    ws = buf.size * 8
     runs: dict[str, Stat] = {}
     for name in (*LONG_KERNELS, IN_PLACE):
         kind = k.ERT_ADD if name == IN_PLACE else list(KERNELS).index(name)
         bpe, narrays = (ERT_BYTES_PER_ELEMENT, 1) if name == IN_PLACE else KERNELS[name]
-        n = (ws // 8) // narrays
-        a, b, c = buf[:n], buf[n:2 * n] if narrays > 1 else buf[:n], buf[2 * n:3 * n] if narrays > 2 else buf[:n]
+        n, a, b, c = split_arrays(buf, buf.size * 8, narrays)
         runs[name], _ = measure_rate(stream_call(k, kind, a, b, c, 1, threads, out),
                                      float(bpe * n), max(7, cfg.repeats), max(0.05, cfg.min_sample_seconds),
                                      threads, f"DRAM {name}")

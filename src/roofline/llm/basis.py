@@ -102,7 +102,7 @@ def basis(arch: Arch, batch: Any, new: Any, lo: Any, hi: Any | None = None,
     return out.reshape(-1, len(TERMS))
 
 
-def activation_bytes(table: OpTable, eb: Mapping[str, Any]) -> tuple[Any, Any]:
+def activation_element_bytes(table: OpTable, eb: Mapping[str, Any]) -> tuple[Any, Any]:
     """Bytes per activation element of each op's reads and writes: the residual precision ``eb['r']`` (the
     activations' ``eb['a']`` when absent) where :attr:`OpTable.stream` says so, else ``eb['a']``; scalars or
     (configs, 1) columns when every op takes one size, else arrays broadcasting to (configs, ops)."""
@@ -129,7 +129,7 @@ def evaluate(table: OpTable, B: np.ndarray, eb: Mapping[str, Any]) -> dict[str, 
         return x.reshape(-1, 1) if x.ndim else x
 
     weight = mm("wq") * col(eb["wq"]) + mm("wu") * col(eb["wu"])
-    a_read, a_write = activation_bytes(table, eb)
+    a_read, a_write = activation_element_bytes(table, eb)
     read = weight + mm("ar") * a_read + mm("kr") * col(eb["kv"]) + mm("xr")
     written = mm("aw") * a_write + mm("kw") * col(eb["kv"])
     return {"flops": mm("flops"), "weight_bytes": weight, "bytes_read": read, "bytes_written": written}

@@ -21,7 +21,7 @@ import numpy as np
 from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.formula import scenario_times
-from roofline.llm.basis import basis
+from roofline.llm.basis import activation_element_bytes, basis
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions, parse_precision
 from roofline.llm.table import ATTN, GEMM, LINK, VEC, OpTable, build_table, check_tp
@@ -96,10 +96,13 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
     else:
         combos, which = np.unique(sizes, axis=0, return_inverse=True)
         which = which.reshape(-1)
-    stream = np.ones((len(table), 2), dtype=bool) if table.stream is None else table.stream
-    sr, sw = stream[keep, 0], stream[keep, 1]
-    bytes_coef = np.stack([c["wq"][keep] * wq + c["wu"][keep] * wu
-                           + c["ar"][keep] * np.where(sr, r, a)[:, None] + c["aw"][keep] * np.where(sw, r, a)[:, None]
+
+    def activations(a: float, r: float) -> np.ndarray:  # the kept ops' activation bytes coefficients
+        rd, wr = (np.broadcast_to(x, (len(table),))[keep][:, None]
+                  for x in activation_element_bytes(table, {"a": a, "r": r}))
+        return np.asarray(c["ar"][keep] * rd + c["aw"][keep] * wr)
+
+    bytes_coef = np.stack([c["wq"][keep] * wq + c["wu"][keep] * wu + activations(a, r)
                            + (c["kr"][keep] + c["kw"][keep]) * kv + c["xr"][keep] for wq, wu, a, kv, r in combos])
     roles = table.roles[keep]
     return scenario_times(B, c["flops"][keep], bytes_coef[0] if which is None else bytes_coef,

@@ -104,7 +104,12 @@ def sustained_rate(device: Any, precision: str) -> float:
     curve = None if cal is None else cal.curve("training-sustained", "compute", precision)
     if not isinstance(curve, TabulatedCurve):
         return 1.0
-    return float(min(max(float(np.asarray(curve.efficiency(np.array([curve.points[0].x])))[0]), 1e-3), 1.0))
+    return _efficiency_at(curve, curve.points[0].x)
+
+
+def _efficiency_at(curve: Any, x: float) -> float:
+    """A calibration curve's efficiency at one size, kept within [0.001, 1]."""
+    return float(min(max(float(np.asarray(curve.efficiency(np.array([x])))[0]), 1e-3), 1.0))
 
 
 def contention_factor(kinds: np.ndarray, m: np.ndarray, n: np.ndarray, batch: np.ndarray, sms: int, held: int
@@ -326,4 +331,4 @@ def collective_efficiency(device: Any, message_bytes: float) -> float:
     curve = None if cal is None else cal.curve("collective", "interconnect", "bf16")
     if curve is None or message_bytes <= 0:
         return 1.0
-    return float(min(max(float(np.asarray(curve.efficiency(np.array([message_bytes])))[0]), 1e-3), 1.0))
+    return _efficiency_at(curve, message_bytes)
