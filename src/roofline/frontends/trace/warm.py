@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 
 from roofline.frontends.trace.ranks import warm
 
@@ -20,4 +21,14 @@ try:
     warm()
 except Exception:  # noqa: BLE001  (no torch, a torch without meta kernels: each worker then pays it, or says why)
     pass
-atexit.register(os._exit, 0)
+
+def _is_forkserver() -> bool:
+    """True only in multiprocessing's forkserver, which Python starts as ``python -c 'from multiprocessing.forkserver
+    import main; main(...)'`` (CPython ``Lib/multiprocessing/forkserver.py``, ``ensure_running``).  Any other process
+    that imports this module (pytest's ``--doctest-modules`` collection does) keeps its own exit status: an
+    ``os._exit(0)`` there turned a failing test run's exit 1 into 0."""
+    return sys.argv[:1] == ["-c"] and "multiprocessing.forkserver" in sys.modules
+
+
+if _is_forkserver():
+    atexit.register(os._exit, 0)
