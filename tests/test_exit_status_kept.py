@@ -4,6 +4,9 @@ failed test became 0 and CI read a red suite as green)."""
 
 import subprocess
 import sys
+from pathlib import Path
+
+import roofline
 
 
 def test_importing_the_forkserver_warm_up_keeps_a_scripts_exit_status(tmp_path):
@@ -20,8 +23,7 @@ def test_a_failing_test_fails_the_run_with_doctest_collection_on(tmp_path):
     # failing test must exit 1; --collect-only of src/roofline would not run the failure, so run both together
     bad = tmp_path / "test_bad.py"
     bad.write_text("def test_bad():\n    assert 1 == 2\n")
-    import roofline
-    src = __import__("pathlib").Path(roofline.__file__).parent
+    src = Path(roofline.__file__).parent
     rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--doctest-modules",
                          str(bad), str(src / "frontends" / "trace")], capture_output=True, timeout=600).returncode
     assert rc == 1
