@@ -65,16 +65,25 @@ def parse(path: Path, parser: str, warm: Path | None = None) -> tuple[float, int
     """(read_events seconds, events kept, events seen, seconds placing the ops, same Workload as the per-event
     walk): the last two only when ``warm`` is given."""
     extra = [str(warm), str(ROOT / "tests")] if warm else []
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path), parser, *extra],
-                         capture_output=True, text=True, env=_env(), check=True)
+    out = _run([sys.executable, "-c", CHILD, str(path), parser, *extra], env=_env())
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT"))
     _, dt, kept, seen, place, same = line.split()
     return float(dt), int(kept), int(seen), float(place), same
 
 
+def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` run to completion; a failing child stops the benchmark with the child's own last lines."""
+    out = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-5:])
+        shown = " ".join("<script>" if "\n" in a else a for a in argv)
+        raise SystemExit(f"bench_trace_parse: {shown} exited {out.returncode}:\n{tail}")
+    return out
+
+
 def wall(argv: list[str], root: Path = ROOT) -> float:
     t = time.perf_counter()
-    subprocess.run(argv, capture_output=True, env=_env(root), check=True)
+    _run(argv, env=_env(root))
     return time.perf_counter() - t
 
 

@@ -64,3 +64,25 @@ def test_without_msgspec_it_is_json(monkeypatch):
 def test_lengths(n):
     value = [0.25] * n
     assert json.loads(dumps(value)) == value
+
+
+def test_bytes_and_text_agree_and_splice_every_list():
+    from roofline.render import dumps_bytes
+
+    # many spliced lists side by side and nested, and one at the very start and end of the text
+    value = [[0.5] * 300, {"a": [1] * 300, "b": [[2.5] * 256, [3.0] * 257]}, "x", [4.0] * 400]
+    raw = dumps_bytes(value)
+    assert isinstance(raw, bytes) and raw.decode("ascii") == dumps(value)
+    assert json.loads(raw) == value
+    assert b"\\u0000" not in raw  # no placeholder left behind
+
+
+def test_workload_columns_written_the_same_finite_or_not():
+    import roofline
+
+    w = roofline.Workload.from_dict({"schema": "roofline.workload/3", "ops": [
+        {"name": "a", "flops": 1.0, "bytes_read": 2.0, "bytes_written": 3.0, "measured_seconds": 0.5},
+        {"name": "b", "flops": 4.0, "bytes_read": 5.0, "bytes_written": 6.0}]})
+    ops = w.to_dict()["ops"]
+    assert ops["flops"] == [1.0, 4.0] and all(type(x) is float for x in ops["flops"])  # the all-finite route
+    assert ops["measured_seconds"] == [0.5, None]  # NaN (not measured) written as null
