@@ -103,6 +103,33 @@ def test_every_parser_gives_the_reference_events(tmp_path, pretty):
             _same(read_events(path, parser), ref)
 
 
+@pytest.mark.parametrize("region", [700, 4096])
+def test_small_regions_decoded_in_place_give_the_reference_events(tmp_path, monkeypatch, region):
+    """Regions of a few events: hundreds of buffer refills, each region decoded inside the reader's buffer (its
+    neighbouring bytes set to brackets and put back), cuts tried inside events (a '}' in a string or in the
+    arguments); the chunked route itself (no fallback: _read_chunked is called directly), as the reference."""
+    from roofline.frontends.trace import chunked
+    from roofline.frontends.trace.events import _read_chunked
+
+    one = _odd_trace(tmp_path / "one.json", pretty=False).read_text()
+    head, _, rest = one.partition('"traceEvents": [\n')
+    body, _, tail = rest.rpartition("\n]")
+    p = tmp_path / "odd.json"
+    p.write_text(head + '"traceEvents": [\n' + ",\n".join([body] * 30) + "\n]" + tail)  # 30 copies of the odd events
+    text = p.read_text()
+    assert text.count("}") > 1000 and len(text) > 20 * region  # many regions, many places to cut
+    ref = read_events(p, "reference")
+    monkeypatch.setattr(chunked, "REGION", region)
+    monkeypatch.setattr(chunked, "MAX_CUTS", 64)  # the args' inner '}' are cut candidates too
+    calls = []
+    real = chunked._Typed.region_in
+    monkeypatch.setattr(chunked._Typed, "region_in", lambda self, *a: calls.append(a[1:]) or real(self, *a))
+    for decoder in ("msgspec", "stdlib"):
+        _same(_read_chunked(p, "odd.json", decoder), ref)
+    assert len(calls) > 20  # the msgspec route decoded most regions where they lie
+    assert p.read_text() == text  # the file is only read
+
+
 def test_recorded_trace_all_parsers(tmp_path):
     from torch.profiler import ProfilerActivity, profile
 

@@ -121,10 +121,29 @@ class _Typed:
         self.raw_calls: dict[bytes, tuple[int, bool]] = {}
 
     def region(self, data: bytes) -> None:
+        self._decode(b"[" + data + b"]", data)
+
+    def region_in(self, buf: bytearray, start: int, end: int) -> None:
+        """``buf[start:end]`` decoded where it lies, without a copy: the byte before it (already read: the array's
+        ``[``, a ``,`` or a space) and the one after it (a ``,``, ``]`` or space: the reader cuts only there) are
+        set to ``[`` and ``]`` for the decode, and put back after the region's events are kept.  The decoded
+        raw arguments point into ``buf`` until then; nothing keeps them past this call (the reader resizes the
+        buffer next)."""
+        before, after = buf[start - 1], buf[end]
+        buf[start - 1], buf[end] = 0x5B, 0x5D  # '[' and ']'
         try:
-            events = self.decoder.decode(b"[" + data + b"]")
+            self._decode(memoryview(buf)[start - 1:end + 1], None, buf, start, end)
+        finally:
+            buf[start - 1], buf[end] = before, after
+
+    def _decode(self, text: Any, data: bytes | None, buf: bytearray | None = None, start: int = 0,
+                end: int = 0) -> None:
+        """The events of ``text`` (a JSON array: ``data`` in brackets, or ``buf[start:end]`` in them) kept."""
+        try:
+            events = self.decoder.decode(text)
         except (self.msgspec.ValidationError, OverflowError):  # valid JSON, other types than a profiler writes
-            _Plain(self.cols, prefilter=False).region(data)  # (or a number beyond int64 or float): the exact rules
+            region = data if data is not None else bytes(buf[start:end])  # type: ignore[index]
+            _Plain(self.cols, prefilter=False).region(region)  # (or a number beyond int64 or float): the exact rules
             return
         except self.msgspec.DecodeError:
             raise BadRegion from None
@@ -281,7 +300,8 @@ class Reader:
 
     def __init__(self, f: Any, decoder: str, where: str = "trace") -> None:
         self.f, self.where = f, where
-        self.buf, self.pos, self.eof = b"", 0, False
+        self.buf: bytes | bytearray = b""
+        self.pos, self.eof = 0, False
         self.cols = Columns(where=where)
         self.sink: _Typed | _Plain = _Typed(self.cols) if decoder == "msgspec" else _Plain(self.cols)
 
@@ -295,8 +315,17 @@ class Reader:
         if not more:
             self.eof = True
             return False
-        self.buf = self.buf[self.pos:] + more
-        self.pos = 0
+        # the buffer from one byte before pos (room for the next region's '[': see _Typed.region_in), moved down
+        # in place and extended; a buffer something still points into (never, once a region is kept) is copied
+        keep = max(self.pos - 1, 0)
+        try:
+            if not isinstance(self.buf, bytearray):
+                raise BufferError
+            del self.buf[:keep]
+            self.buf += more
+        except BufferError:
+            self.buf = bytearray(self.buf[keep:]) + more
+        self.pos -= keep
         return True
 
     def next_char(self) -> int:
@@ -368,7 +397,10 @@ class Reader:
                 continue
             tries += 1
             try:
-                self.sink.region(buf[start:j + 1])
+                if isinstance(buf, bytearray) and start >= 1 and isinstance(self.sink, _Typed):
+                    self.sink.region_in(buf, start, j + 1)
+                else:
+                    self.sink.region(bytes(buf[start:j + 1]))
             except BadRegion:
                 continue
             return j + 1
