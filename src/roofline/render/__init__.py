@@ -87,7 +87,7 @@ class JsonRenderer(Renderer):
 
     def render(self, analysis: Analysis, *, title: str | None = None, summary: Summary | None = None,
                path: str | Path = "") -> bytes:
-        return dumps_bytes(analysis.to_dict()) + b"\n"
+        return dumps_bytes(analysis.to_dict(), end=b"\n")
 
 
 class CsvRenderer(Renderer):
@@ -135,17 +135,18 @@ def dumps(value: Any) -> str:
     return dumps_bytes(value).decode("ascii")
 
 
-def dumps_bytes(value: Any) -> bytes:
+def dumps_bytes(value: Any, end: bytes = b"") -> bytes:
     """``json.dumps(value)`` as ASCII bytes, the same JSON values, with each long list of plain numbers encoded by
     msgspec when it is installed.  A spliced list is written compactly and its floats in msgspec's shortest
     round-trip form (``0.00001`` for ``1e-05``): the same numbers when read.  Lists with NaN or infinity (json
     writes ``NaN``, msgspec ``null``), big integers or anything else stay with json.  Each list is swapped for a
     placeholder string carrying a random nonce, so no string from a file can match one, and the placeholders
-    are cut out of json's text by one split (no pattern scan over the whole text; no text copy of the lists)."""
+    are cut out of json's text by one split (no pattern scan over the whole text; no text copy of the lists).
+    ``end`` is written after the value (a file's last newline, without another copy of the whole text)."""
     try:
         import msgspec
     except ImportError:
-        return json.dumps(value).encode("ascii")
+        return json.dumps(value).encode("ascii") + end
     import secrets
 
     nonce, raw = secrets.token_hex(8), []
@@ -179,13 +180,14 @@ def dumps_bytes(value: Any) -> bytes:
 
     text = json.dumps(swap(value)).encode("ascii")
     if not raw:
-        return text
+        return text + end
     # json writes each placeholder as "\u0000<nonce>:<k>\u0000" (quotes included): split there, splice list k in
     head, *pieces = text.split(b'"\\u0000' + nonce.encode("ascii") + b":")
     out = [head]
     for piece in pieces:
         k, _, rest = piece.partition(b'\\u0000"')
         out += (raw[int(k)], rest)
+    out.append(end)
     return b"".join(out)
 
 

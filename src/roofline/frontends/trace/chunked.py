@@ -184,7 +184,11 @@ class _Typed:
         names, threads = cols.names, cols.threads
         cols.cat.fromlist(codes)
         cols.name.fromlist([names.setdefault(n, len(names)) for n in event_names])
-        cols.thread.fromlist([threads.setdefault(w, len(threads)) for w in zip(pids, tids, strict=True)])
+        p0, t0 = pids[0], tids[0]
+        if pids.count(p0) == len(pids) and tids.count(t0) == len(tids):  # one thread (a CPU trace's regions): in C
+            cols.thread.fromlist([threads.setdefault((p0, t0), len(threads))] * len(pids))
+        else:
+            cols.thread.fromlist([threads.setdefault(w, len(threads)) for w in zip(pids, tids, strict=True)])
         cols.ts += ts
         cols.dur += dur
         cols.call.fromlist([g[0] for g in got])
