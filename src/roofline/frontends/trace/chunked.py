@@ -142,7 +142,7 @@ class _Typed:
         try:
             events = self.decoder.decode(text)
         except (self.msgspec.ValidationError, OverflowError):  # valid JSON, other types than a profiler writes
-            region = data if data is not None else bytes(buf[start:end])  # type: ignore[index]
+            region = data if data is not None else bytes(memoryview(buf)[start:end])  # type: ignore[arg-type]
             _Plain(self.cols, prefilter=False).region(region)  # (or a number beyond int64 or float): the exact rules
             return
         except self.msgspec.DecodeError:
@@ -404,7 +404,7 @@ class Reader:
                 if isinstance(buf, bytearray) and start >= 1 and isinstance(self.sink, _Typed):
                     self.sink.region_in(buf, start, j + 1)
                 else:
-                    self.sink.region(bytes(buf[start:j + 1]))
+                    self.sink.region(bytes(memoryview(buf)[start:j + 1]))  # one copy
             except BadRegion:
                 continue
             return j + 1
