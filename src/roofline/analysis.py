@@ -43,7 +43,7 @@ from roofline.errors import RooflineError
 from roofline.formatters import FORMATTERS
 from roofline.formula import roofline_times
 from roofline.workload import Workload
-from roofline.workload_columns import CACHE_BYTES
+from roofline.workload_columns import CACHE_BYTES, finite_or_null
 
 if TYPE_CHECKING:
     from roofline.forecast import Forecast
@@ -325,11 +325,7 @@ class Analysis:
     def to_dict(self) -> dict[str, Any]:
         """Inputs (device, workload) and the per-op results; loading re-analyses identically."""
 
-        def clean(a: float | np.ndarray) -> list[float | None]:
-            arr = np.asarray(a, dtype=float)
-            if np.isfinite(arr).all():  # the common case: one C-speed conversion
-                return arr.tolist()
-            return [None if not math.isfinite(x) else x for x in arr.tolist()]
+        clean = finite_or_null
 
         ceilings, fallbacks = [c.label for c in self.ceilings], self.fallbacks
         at = self.ceiling_index.tolist()

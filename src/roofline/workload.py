@@ -48,6 +48,7 @@ from roofline.workload_columns import (
     _json_strings,
     _shown,
     _units_by_kind,
+    finite_or_null,
 )
 from roofline.workload_facts import (
     WORKLOAD_SCHEMA,
@@ -266,10 +267,7 @@ class Workload:
         ops = {}
         for c in self._written_columns():
             if c in _NUMERIC:
-                col = np.asarray(self.columns[c], dtype=float)
-                # all finite (the common case): one C-speed conversion; else NaN and infinity written as null
-                ops[c] = col.tolist() if np.isfinite(col).all() else [
-                    None if not math.isfinite(v) else v for v in col.tolist()]
+                ops[c] = finite_or_null(self.columns[c])
             else:
                 ops[c] = self.column(c).tolist()
         return {"schema": WORKLOAD_SCHEMA, "title": self.title, "source": self.source,

@@ -110,6 +110,15 @@ MIN_SECONDS, MAX_SECONDS = 1e-15, 1e9
 MAX_DIM = 2.0 ** 53  # a GEMM dimension: integers beyond this are not exact as floats
 
 
+def finite_or_null(values: Any) -> list[float | None]:
+    """Numbers as a JSON list: floats, with NaN and infinity as None (null).  An all-finite column (the common
+    case) is converted in one C-speed call."""
+    arr = np.asarray(values, dtype=float)
+    if np.isfinite(arr).all():
+        return arr.tolist()
+    return [None if not math.isfinite(x) else x for x in arr.tolist()]
+
+
 def _encode(values: Sequence[str], seed: list[str]) -> tuple[list[str], np.ndarray]:
     """String table (``seed`` first, then new values in order of appearance) and int32 codes."""
     index = {v: i for i, v in enumerate(seed)}
