@@ -132,18 +132,16 @@ class _Typed:
         before, after = buf[start - 1], buf[end]
         buf[start - 1], buf[end] = 0x5B, 0x5D  # '[' and ']'
         try:
-            self._decode(memoryview(buf)[start - 1:end + 1], None, buf, start, end)
+            self._decode(memoryview(buf)[start - 1:end + 1], memoryview(buf)[start:end])
         finally:
             buf[start - 1], buf[end] = before, after
 
-    def _decode(self, text: Any, data: bytes | None, buf: bytearray | None = None, start: int = 0,
-                end: int = 0) -> None:
-        """The events of ``text`` (a JSON array: ``data`` in brackets, or ``buf[start:end]`` in them) kept."""
+    def _decode(self, text: Any, region: Any) -> None:
+        """The events of ``text`` (a JSON array: the bytes of ``region`` in brackets) kept."""
         try:
             events = self.decoder.decode(text)
         except (self.msgspec.ValidationError, OverflowError):  # valid JSON, other types than a profiler writes
-            region = data if data is not None else bytes(memoryview(buf)[start:end])  # type: ignore[arg-type]
-            _Plain(self.cols, prefilter=False).region(region)  # (or a number beyond int64 or float): the exact rules
+            _Plain(self.cols, prefilter=False).region(bytes(region))  # (or a number past int64 or float): the exact rules
             return
         except self.msgspec.DecodeError:
             raise BadRegion from None
