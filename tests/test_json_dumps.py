@@ -21,6 +21,19 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _no_msgspec(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_msgspec(name, *a, **k):
+        if name == "msgspec":
+            raise ImportError(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_msgspec)
+
+
 def test_same_values_as_json():
     rng = np.random.default_rng(34)
     floats = np.concatenate([rng.lognormal(0, 30, 3000), -rng.uniform(0, 1e-6, 1000), [0.0, -0.0, 5e-324, 1e308]])
@@ -46,16 +59,7 @@ def test_a_string_like_a_placeholder_is_kept():
 
 
 def test_without_msgspec_it_is_json(monkeypatch):
-    import builtins
-
-    real = builtins.__import__
-
-    def no_msgspec(name, *a, **k):
-        if name == "msgspec":
-            raise ImportError(name)
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_msgspec)
+    _no_msgspec(monkeypatch)
     value = {"x": [0.5] * 300}
     assert dumps(value) == json.dumps(value)
 
@@ -86,3 +90,56 @@ def test_workload_columns_written_the_same_finite_or_not():
     ops = w.to_dict()["ops"]
     assert ops["flops"] == [1.0, 4.0] and all(type(x) is float for x in ops["flops"])  # the all-finite route
     assert ops["measured_seconds"] == [0.5, None]  # NaN (not measured) written as null
+
+
+def test_lazy_numbers_across_slices_are_the_list():
+    from roofline.render import SLICE, dumps_bytes
+    from roofline.workload_columns import JsonNumbers, finite_or_null
+
+    # NaN and infinities on both sides of each slice edge and at both ends: the list has null there (finite_or_null)
+    v = np.linspace(-3.0, 7.0, 2 * SLICE + 5)
+    for i in (0, SLICE - 1, SLICE, 2 * SLICE, len(v) - 1):
+        v[i] = (math.nan, math.inf, -math.inf)[i % 3]
+    lazy = finite_or_null(v, lazy=True)
+    assert isinstance(lazy, JsonNumbers) and isinstance(finite_or_null(v[:255], lazy=True), list)  # LAZY_MIN 256
+    listed = finite_or_null(v)
+    assert listed[0] is None and listed[SLICE] is None and listed[1] == v[1]
+    raw = dumps_bytes({"a": lazy, "b": [lazy, "x"]})
+    assert raw == dumps_bytes({"a": listed, "b": [listed, "x"]})  # the same bytes as the list's route
+    assert json.loads(raw) == {"a": listed, "b": [listed, "x"]}  # and the list's values, null for non-finite
+
+
+def test_lazy_numbers_without_msgspec_are_json(monkeypatch):
+    from roofline.render import dumps_bytes
+    from roofline.workload_columns import finite_or_null
+
+    v = np.arange(300, dtype=float)
+    v[7] = math.nan
+    _no_msgspec(monkeypatch)
+    assert dumps_bytes({"x": finite_or_null(v, lazy=True)}) == json.dumps({"x": finite_or_null(v)}).encode()
+
+
+def test_string_lists_printable_ascii_by_msgspec_others_by_json():
+    from roofline.render import dumps_bytes
+
+    plain = ['a "quoted" \\ name', "x/y", "~"] * 100  # printable ASCII: msgspec's compact list
+    odd = ["caf\u00e9", "tab\there", "\ud800"] * 100  # non-ASCII, a control character, a lone surrogate: json
+    raw = dumps_bytes({"plain": plain, "odd": odd})
+    assert json.loads(raw) == {"plain": plain, "odd": odd}
+    assert b'"x/y","~"' in raw  # compact: spliced
+    assert b'"caf\\u00e9", "tab\\there", "\\ud800"' in raw  # json's own escapes and separators
+
+
+def test_json_file_of_a_long_analysis_is_its_to_dict():
+    import roofline
+    from roofline.render import JsonRenderer
+
+    n = 600  # above LAZY_MIN: every numeric column takes the lazy route
+    ops = [{"name": f"op{i}", "flops": float(i) * 1e3, "bytes_read": 1e3 + i, "bytes_written": 10.0,
+            **({"measured_seconds": 1e-6 * (i + 1)} if i % 3 else {})} for i in range(n)]
+    w = roofline.Workload.from_dict({"schema": "roofline.workload/3", "ops": ops})
+    a = roofline.analyze(w, "h100-sxm")
+    raw = JsonRenderer().render(a)
+    assert raw.endswith(b"\n") and json.loads(raw) == json.loads(json.dumps(a.to_dict()))
+    back = roofline.Analysis.from_dict(json.loads(raw))
+    assert np.array_equal(back.time, a.time) and back.workload.to_dict() == w.to_dict()

@@ -322,10 +322,13 @@ class Analysis:
         return f"memory-bound, {self.level_label(i)}"
 
     # -- (de)serialisation -------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """Inputs (device, workload) and the per-op results; loading re-analyses identically."""
+    def to_dict(self, lazy: bool = False) -> dict[str, Any]:
+        """Inputs (device, workload) and the per-op results; loading re-analyses identically.  ``lazy``: long
+        numeric columns as :class:`~roofline.workload_columns.JsonNumbers`, the JSON renderer's route
+        (:func:`roofline.render.dumps_bytes` writes them without a Python float per value)."""
 
-        clean = finite_or_null
+        def clean(values: Any) -> Any:
+            return finite_or_null(values, lazy)
 
         ceilings, fallbacks = [c.label for c in self.ceilings], self.fallbacks
         at = self.ceiling_index.tolist()
@@ -333,7 +336,7 @@ class Analysis:
         return {
             "schema": ANALYSIS_SCHEMA,
             "device": self.device.to_dict(),
-            "workload": self.workload.to_dict(),
+            "workload": self.workload.to_dict(lazy),
             "options": {"above_roof_tolerance": self.above_roof_tolerance if np.ndim(self.above_roof_tolerance) == 0
                         else clean(self.above_roof_tolerance), "forecast": self.forecast is not None,
                         "tf32": self.tf32},

@@ -263,11 +263,13 @@ class Workload:
         return f"<table><caption>Workload {for_html(self.title, _REPR_NAME)}</caption>{body}</table>"
 
     # -- (de)serialisation -------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, lazy: bool = False) -> dict[str, Any]:
+        """The ``roofline.workload`` object; ``lazy``: long numeric columns as
+        :class:`~roofline.workload_columns.JsonNumbers` (for :func:`roofline.render.dumps_bytes`)."""
         ops = {}
         for c in self._written_columns():
             if c in _NUMERIC:
-                ops[c] = finite_or_null(self.columns[c])
+                ops[c] = finite_or_null(self.columns[c], lazy)
             else:
                 ops[c] = self.column(c).tolist()
         return {"schema": WORKLOAD_SCHEMA, "title": self.title, "source": self.source,

@@ -110,10 +110,30 @@ MIN_SECONDS, MAX_SECONDS = 1e-15, 1e9
 MAX_DIM = 2.0 ** 53  # a GEMM dimension: integers beyond this are not exact as floats
 
 
-def finite_or_null(values: Any) -> list[float | None]:
+@dataclass(frozen=True, eq=False)
+class JsonNumbers:
+    """A long per-op column on its way to JSON, left as its float array: the list :func:`finite_or_null` would
+    make (floats, NaN and infinity as null), written by :func:`roofline.render.dumps_bytes` a slice at a time
+    instead of as one Python float object per op (a 250k-op analysis has ~10M of them).  Only ``to_dict(lazy=True)``
+    makes one; :meth:`tolist` is the list itself."""
+
+    values: np.ndarray
+
+    def tolist(self) -> list[float | None]:
+        return finite_or_null(self.values)
+
+
+#: Columns shorter than this stay lists even when ``lazy`` (render.dumps_bytes writes such lists with json).
+LAZY_MIN = 256
+
+
+def finite_or_null(values: Any, lazy: bool = False) -> Any:
     """Numbers as a JSON list: floats, with NaN and infinity as None (null).  An all-finite column (the common
-    case) is converted in one C-speed call."""
+    case) is converted in one C-speed call.  ``lazy``: a column of :data:`LAZY_MIN` values or more is returned as
+    a :class:`JsonNumbers` instead (the JSON renderer's route)."""
     arr = np.asarray(values, dtype=float)
+    if lazy and arr.ndim == 1 and len(arr) >= LAZY_MIN:
+        return JsonNumbers(arr)
     if np.isfinite(arr).all():
         return arr.tolist()
     return [None if not math.isfinite(x) else x for x in arr.tolist()]

@@ -87,7 +87,7 @@ class JsonRenderer(Renderer):
 
     def render(self, analysis: Analysis, *, title: str | None = None, summary: Summary | None = None,
                path: str | Path = "") -> bytes:
-        return dumps_bytes(analysis.to_dict(), end=b"\n")
+        return dumps_bytes(analysis.to_dict(lazy=True), end=b"\n")
 
 
 class CsvRenderer(Renderer):
@@ -139,17 +139,23 @@ def dumps_bytes(value: Any, end: bytes = b"") -> bytes:
     """``json.dumps(value)`` as ASCII bytes, the same JSON values, with each long list of plain numbers encoded by
     msgspec when it is installed.  A spliced list is written compactly and its floats in msgspec's shortest
     round-trip form (``0.00001`` for ``1e-05``): the same numbers when read.  Lists with NaN or infinity (json
-    writes ``NaN``, msgspec ``null``), big integers or anything else stay with json.  Each list is swapped for a
-    placeholder string carrying a random nonce, so no string from a file can match one, and the placeholders
-    are cut out of json's text by one split (no pattern scan over the whole text; no text copy of the lists).
-    ``end`` is written after the value (a file's last newline, without another copy of the whole text)."""
+    writes ``NaN``, msgspec ``null``), big integers or anything else stay with json.  A long list of strings
+    that are all printable ASCII is msgspec's too (compact; json and msgspec escape such text alike, only ``"``
+    and ``\\``); any other string stays with json (its ``\\uXXXX`` escapes).  A
+    :class:`~roofline.workload_columns.JsonNumbers` (``to_dict(lazy=True)``) is its list, written by msgspec a
+    slice of :data:`SLICE` values at a time (NaN and infinity as null, as the list has them), so no Python float
+    per value is made.  Each list is swapped for a placeholder string carrying a random nonce, so no string from
+    a file can match one, and json's text is cut at the placeholders (no pattern scan over the whole text, no
+    copy of its pieces).  ``end`` is written after the value (a file's last newline)."""
+    from roofline.workload_columns import JsonNumbers
+
     try:
         import msgspec
     except ImportError:
-        return json.dumps(value).encode("ascii") + end
+        return json.dumps(_listed(value)).encode("ascii") + end
     import secrets
 
-    nonce, raw = secrets.token_hex(8), []
+    nonce, raw = secrets.token_hex(8), []  # raw[k]: the pieces of list k
     numbers, scalars = {float, int, bool, type(None)}, {str, float, int, bool, type(None)}
 
     def plain(v: list[Any], types: set[type]) -> bytes | None:
@@ -162,33 +168,74 @@ def dumps_bytes(value: Any, end: bytes = b"") -> bytes:
         except (OverflowError, TypeError, ValueError):  # an int past 64 bits
             return None
 
+    def placeholder(*got: Any) -> str:
+        raw.append(got)
+        return f"\0{nonce}:{len(raw) - 1}\0"
+
     def swap(v: Any) -> Any:
         if isinstance(v, dict):
             return {k: swap(x) for k, x in v.items()}
+        if isinstance(v, JsonNumbers):
+            return placeholder(*_numbers(v.values, msgspec.json.encode))
         if isinstance(v, (list, tuple)):
             if len(v) < 256 or not isinstance(v, list):
                 return v if all(type(x) in scalars for x in v) else [swap(x) for x in v]
             types = set(map(type, v))
+            if types == {str}:  # printable ASCII only: both escape it alike (just " and \\)
+                joined = "".join(v)
+                return placeholder(msgspec.json.encode(v)) if joined.isascii() and joined.isprintable() else v
             if types <= scalars:
                 got = plain(v, types) if types <= numbers else None
-                if got is None:
-                    return v
-                raw.append(got)
-                return f"\0{nonce}:{len(raw) - 1}\0"
+                return v if got is None else placeholder(got)
             return [swap(x) for x in v]
         return v
 
-    text = json.dumps(swap(value)).encode("ascii")
+    return _splice(json.dumps(swap(value)).encode("ascii"), nonce, raw, end)
+
+
+def _splice(text: bytes, nonce: str, raw: list[tuple[Any, ...]], end: bytes) -> bytes:
+    """``text`` with placeholder ``k`` (json writes each as ``"\\u0000<nonce>:<k>\\u0000"``, quotes included)
+    replaced by the pieces ``raw[k]``, then ``end``: cut at each placeholder (memoryviews, no copies), one join."""
     if not raw:
         return text + end
-    # json writes each placeholder as "\u0000<nonce>:<k>\u0000" (quotes included): split there, splice list k in
-    head, *pieces = text.split(b'"\\u0000' + nonce.encode("ascii") + b":")
-    out = [head]
-    for piece in pieces:
-        k, _, rest = piece.partition(b'\\u0000"')
-        out += (raw[int(k)], rest)
-    out.append(end)
+    mark, close = b'"\\u0000' + nonce.encode("ascii") + b":", b'\\u0000"'
+    view, at = memoryview(text), 0
+    out: list[Any] = []
+    while (i := text.find(mark, at)) >= 0:
+        j = text.index(close, i + len(mark))
+        out += (view[at:i], *raw[int(text[i + len(mark):j])])
+        at = j + len(close)
+    out += (view[at:], end)
     return b"".join(out)
+
+
+#: values per slice a :class:`~roofline.workload_columns.JsonNumbers` is written in (a slice's floats are made,
+#: encoded and freed before the next: about 0.5 MB of them at a time)
+SLICE = 1 << 14
+
+
+def _numbers(values: Any, encode: Any) -> list[Any]:
+    """The pieces of ``encode(finite_or_null(values))`` for msgspec's ``encode``, a slice at a time: msgspec
+    writes NaN and infinity as null, so each slice's ``tolist()`` is encoded as it is, its brackets cut off, and
+    the slices are set between one pair of brackets, commas between."""
+    out: list[Any] = [b"["]
+    for i in range(0, len(values), SLICE):
+        out += (b",",) * (i > 0) + (memoryview(encode(values[i:i + SLICE].tolist()))[1:-1],)
+    out.append(b"]")
+    return out
+
+
+def _listed(value: Any) -> Any:
+    """``value`` with each :class:`~roofline.workload_columns.JsonNumbers` as its list (json's route)."""
+    from roofline.workload_columns import JsonNumbers
+
+    if isinstance(value, dict):
+        return {k: _listed(x) for k, x in value.items()}
+    if isinstance(value, JsonNumbers):
+        return value.tolist()
+    if isinstance(value, list):
+        return [_listed(x) for x in value]
+    return value
 
 
 def _analysis_repr(a: Analysis) -> str:
