@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.formatters import FORMATTERS
 from roofline.render.paths import CHART_EXTENSIONS, EXTENSIONS, check_chart_path, check_output_path
+from roofline.workload_columns import JsonNumbers
 
 if TYPE_CHECKING:
     from roofline.analysis import Analysis
@@ -147,8 +148,6 @@ def dumps_bytes(value: Any, end: bytes = b"") -> bytes:
     per value is made.  Each list is swapped for a placeholder string carrying a random nonce, so no string from
     a file can match one, and json's text is cut at the placeholders (no pattern scan over the whole text, no
     copy of its pieces).  ``end`` is written after the value (a file's last newline)."""
-    from roofline.workload_columns import JsonNumbers
-
     try:
         import msgspec
     except ImportError:
@@ -227,8 +226,6 @@ def _numbers(values: Any, encode: Any) -> list[Any]:
 
 def _listed(value: Any) -> Any:
     """``value`` with each :class:`~roofline.workload_columns.JsonNumbers` as its list (json's route)."""
-    from roofline.workload_columns import JsonNumbers
-
     if isinstance(value, dict):
         return {k: _listed(x) for k, x in value.items()}
     if isinstance(value, JsonNumbers):
