@@ -59,12 +59,13 @@ def run(args: argparse.Namespace) -> int:
     from roofline.errors import RooflineError
     from roofline.fileio import check_writable, write_files_atomic
     from roofline.frontends.trace import analyse_trace, from_trace, read_traces, with_ranks
-    from roofline.frontends.trace.ranks import expand, start_workers_early
+    from roofline.frontends.trace.ranks import expand
+    from roofline.frontends.workers import start_early
     from roofline.render.ranks import IMAGE_EXTENSIONS, TEXT_EXTENSIONS, render, view_lines
 
     if args.jobs < 1:
         raise RooflineError(f"--jobs {args.jobs}: give a number of processes >= 1")
-    start_workers_early(args.jobs, args.dask)  # the workers' warm-up overlaps the checks and the device below
+    start_early(args.jobs, args.dask)  # started by roofline.cli already, unless an option was abbreviated
     check_outputs(args)
     if args.ranks:
         if not str(args.ranks).lower().endswith((*TEXT_EXTENSIONS, *IMAGE_EXTENSIONS)):

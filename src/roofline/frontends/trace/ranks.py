@@ -26,6 +26,7 @@ from roofline.errors import RooflineError
 from roofline.frontends.trace.events import read_events
 from roofline.frontends.trace.placer import Placer
 from roofline.frontends.trace.ranksummary import RankSummary, summarize_rank
+from roofline.frontends.workers import mp_context, start_early
 from roofline.text import shown_path
 from roofline.workload import Workload
 
@@ -161,46 +162,15 @@ def _kept(best: _Slowest, k: int | None, files: list[str], parser: str) -> Workl
 
 def warm() -> None:
     """What a rank task pays once per process before its first rank, paid here instead: torch's import and what
-    its first meta replay imports lazily (``torch._refs`` kernels import ``torch._dynamo``, sympy: about 1.8 s
-    here, more than the import of torch itself).  Run by the forkserver the pool's and a local Dask cluster's
-    worker processes are forked from (:mod:`.warm`), so they start warm: once per run, not once per worker."""
+    its first meta replay imports lazily (``torch._refs`` kernels import ``torch._dynamo``, sympy: about 1.1 s
+    here, as long as the import of torch itself).  Run by the forkserver the pool's and a local Dask cluster's
+    worker processes are forked from (:mod:`.warm`, :mod:`roofline.frontends.workers`), so they start warm: once
+    per run, not once per worker."""
     from roofline.frontends.trace.replay import Replayer
 
     torch = Replayer().torch
     x = torch.empty((8, 16), device="meta")
     torch.ops.aten.native_layer_norm(x, [16], None, None, 1e-5)  # a decomposed meta kernel: _refs, _dynamo
-
-
-#: what the forkserver imports before it forks a worker (multiprocessing.set_forkserver_preload); for a local Dask
-#: cluster, ``distributed`` first
-PRELOAD = ["roofline.frontends.trace.warm"]
-
-
-def _mp_context(dask: bool = False) -> Any:
-    """forkserver where the platform has it (a fresh, single-threaded server process that imports
-    :data:`PRELOAD` once and forks each worker from it: no copy of the driver's memory or threads, no import
-    paid per worker, and a forked worker exits without the interpreter's teardown), else spawn.  The preload
-    counts only for the server's start (one per process: the first run's list stays)."""
-    import multiprocessing
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload((["distributed"] if dask else []) + PRELOAD)
-    return ctx
-
-
-def start_workers_early(jobs: int, dask: str | None) -> None:
-    """Start the forkserver now, when the run will fork workers from it (``jobs`` > 1 or a local Dask cluster):
-    its warm-up (:func:`warm`, about 3.5 s here) then runs while the driver still parses its arguments, imports
-    distributed and starts the scheduler, instead of after them."""
-    if not (dask == "local" or (dask is None and isinstance(jobs, int) and jobs > 1)):
-        return
-    ctx = _mp_context(dask == "local")
-    if ctx.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
 
 
 def _on_processes(files: list[str], jobs: int, parser: str, pick: Picker) -> tuple[list[RankSummary | str], Any]:
@@ -209,7 +179,7 @@ def _on_processes(files: list[str], jobs: int, parser: str, pick: Picker) -> tup
 
     out: list[RankSummary | str] = []
     best = _Slowest()
-    with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=_mp_context()) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=mp_context()) as pool:
         futures = [pool.submit(_pool_task, f, i, parser) for i, f in enumerate(files)]
         for i, fut in enumerate(futures):
             try:
@@ -225,6 +195,23 @@ def _on_processes(files: list[str], jobs: int, parser: str, pick: Picker) -> tup
         return out, work
 
 
+#: a local cluster's own periodic work, set down to what a batch of rank reads uses: each of these wakes a process
+#: that would otherwise sleep (the scheduler, two nannies, two workers), and on 2 cores each wake-up is taken from a
+#: rank being read.  Defaults (distributed.yaml) in the comments:
+QUIET_LOCAL = {
+    "distributed.worker.profile.enabled": False,  # the statistical profiler: a sample of the task thread every
+                                                  # 10 ms, for a dashboard that is off
+    "distributed.admin.tick.interval": "1s",  # 20 ms: the event loop's health check (a loop blocked past
+                                              # tick.limit, 3 s, is still reported)
+    "distributed.admin.system-monitor.interval": "5s",  # 500 ms: CPU, memory and network sampled for the dashboard
+    "distributed.worker.memory.monitor-interval": "1s",  # 100 ms: a worker's RSS checked against its memory limits
+    "distributed.scheduler.worker-saturation": 1.0,  # 1.1: a worker is handed a rank only when it has none to
+                                                     # read (1.1 keeps a second one queued there; ceil(1.1) = 2)
+    "distributed.scheduler.work-stealing": False,  # a rebalance every 1 s, of ranks queued on a busy worker: with
+                                                   # none queued there, there is nothing to steal
+}
+
+
 def _client(address: str) -> tuple[Any, Any]:
     try:
         import distributed
@@ -234,14 +221,12 @@ def _client(address: str) -> tuple[Any, Any]:
     if address == "local":
         import dask
 
-        # worker processes forked from a forkserver that imported PRELOAD once (see _mp_context); distributed
-        # would preload its own list, importing pandas and more here first: ours is set instead
-        method = _mp_context(dask=True).get_start_method()
+        # worker processes forked from a forkserver that imported PRELOAD once (roofline.frontends.workers);
+        # distributed would preload its own list, importing pandas and more here first: ours is set instead
+        method = mp_context(dask=True).get_start_method()
         if method == "forkserver" and hasattr(distributed.utils, "_forkserver_preload_set"):
             distributed.utils._forkserver_preload_set = True
-        # no statistical profiler in the workers (it samples the task thread every 10 ms for a dashboard that is off)
-        with dask.config.set({"distributed.worker.multiprocessing-method": method,
-                              "distributed.worker.profile.enabled": False}):
+        with dask.config.set({"distributed.worker.multiprocessing-method": method, **QUIET_LOCAL}):
             cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
         return Client(cluster), cluster
     try:
@@ -305,7 +290,7 @@ def read_traces(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     from roofline import arguments as arg
     from roofline.frontends.trace.crossrank import cross_rank
 
-    start_workers_early(jobs, dask)
+    start_early(jobs, dask)
     files = expand(arg.paths(paths, "read_traces", "paths"))
     if not files:
         raise RooflineError("read_traces: no trace files given")
