@@ -46,9 +46,9 @@ def test_the_command_starts_the_server_before_it_parses(monkeypatch, capsys):
     assert "--device" in capsys.readouterr().err
 
 
-def test_a_local_cluster_runs_quiet_and_its_workers_start_frozen(tmp_path):
-    """_client("local"): the scheduler and both workers carry QUIET_LOCAL (each value as set), the scheduler has
-    no work-stealing extension, and each worker was forked from the warm forkserver: torch imported and the
+def test_a_local_cluster_runs_quiet_and_its_workers_start_frozen():
+    """_client("local"): both workers carry QUIET_LOCAL (each value as set; the nanny hands them the config it was
+    made under), the scheduler has no work-stealing extension and a worker saturation of 1.0, and each worker was forked from the warm forkserver: torch imported and the
     heap frozen (gc.get_freeze_count() > 0: nothing else in a fresh worker calls gc.freeze)."""
     pytest.importorskip("distributed", reason="dask.distributed is not installed (the dask extra)")
     pytest.importorskip("torch")

@@ -204,7 +204,7 @@ def _main(argv: list[str] | None) -> int:
     from roofline.frontends import workers
 
     # the trace reader's worker processes are forked from a server that takes ~2.5 s to warm up: started first,
-    # it warms while the commands are imported and the arguments parsed (it starts 0.2 s sooner here: 0.2 s, not 0.4)
+    # it warms while the commands are imported and the arguments parsed (here it starts 0.2 s after the command, not 0.4)
     workers.start_early(*workers.from_argv(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(argv)

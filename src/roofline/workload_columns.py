@@ -123,7 +123,8 @@ class JsonNumbers:
         return finite_or_null(self.values)
 
 
-#: Columns shorter than this stay lists even when ``lazy`` (render.dumps_bytes writes such lists with json).
+#: Columns shorter than this stay lists even when ``lazy``; render.dumps_bytes splices lists of this length or
+#: more through msgspec and writes shorter ones with json (the one threshold for both).
 LAZY_MIN = 256
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.formatters import FORMATTERS
 from roofline.render.paths import CHART_EXTENSIONS, EXTENSIONS, check_chart_path, check_output_path
-from roofline.workload_columns import JsonNumbers
+from roofline.workload_columns import LAZY_MIN, JsonNumbers
 
 if TYPE_CHECKING:
     from roofline.analysis import Analysis
@@ -177,7 +177,7 @@ def dumps_bytes(value: Any, end: bytes = b"") -> bytes:
         if isinstance(v, JsonNumbers):
             return placeholder(*_numbers(v.values, msgspec.json.encode))
         if isinstance(v, (list, tuple)):
-            if len(v) < 256 or not isinstance(v, list):
+            if len(v) < LAZY_MIN or not isinstance(v, list):
                 return v if all(type(x) in scalars for x in v) else [swap(x) for x in v]
             types = set(map(type, v))
             if types == {str}:  # printable ASCII only: both escape it alike (just " and \\)
