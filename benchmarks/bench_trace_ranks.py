@@ -1,6 +1,6 @@
 """Many ranks: ``roofline trace 'dir/rank*.json'`` with --jobs 1, --jobs 2 and --dask local, on synthetic ranks.
 
-    python benchmarks/bench_trace_ranks.py [--ranks 16] [--rank-mb 128] [--straggler 5] [--no-dask]
+    python benchmarks/bench_trace_ranks.py [--ranks 16] [--rank-mb 128] [--straggler 5] [--no-dask] [--repeat 3]
     python benchmarks/bench_trace.py --ranks 16 --rank-mb 32          # the same, from bench_trace.py
 
 1. Records one real CPU trace here (bench_trace.record_small: torch.profiler, ``record_shapes=True,
@@ -19,6 +19,10 @@
    subreaper of the command's descendants, so a forkserver the command leaves to exit on its own, and the
    workers it reaped, are reaped and counted here).
 4. Checks the straggler is named (``rank S is a straggler ... cause: slower ops``) in each run's output.
+5. ``--repeat N``: the modes N times, alternated, and each mode's median.  Beside the medians, the serial
+   warm-up (one process importing torch, distributed for Dask, and paying its first meta replay's lazy imports,
+   timed in a fresh interpreter) and the ratio an ideal 2-worker run would reach with it (Amdahl's law): what
+   no second core can share bounds the speed-up before any overhead of the engine.
 
 Target (issue 34): --dask local with 2 workers >= 1.6x faster than --jobs 1.  The machine is shared: the load
 average is printed with the table.  Temp files are deleted at the end unless ``--keep``.
@@ -216,12 +220,77 @@ def run_cli(argv: list[str], root: Path = ROOT) -> tuple[float, float, str, int,
     return wall, cpu, out, s.peaks.get(proc.pid, 0), sorted(workers, reverse=True)
 
 
+#: the one-process warm-up a rank read needs before its first rank: what the forkserver imports for a local Dask
+#: cluster's workers (PRELOAD in roofline.frontends.workers, distributed first) and what --jobs 1 pays in its
+#: own process (no distributed); timed inside a fresh interpreter, its start and teardown left out
+WARMUP = ("import time; t = time.perf_counter(); {imports}import roofline.frontends.trace.warm; "
+          "print(time.perf_counter() - t)")
+
+
+def serial_warmup(root: Path, dask: bool) -> float:
+    """Seconds one process spends importing torch (and distributed, for ``dask``) and paying the lazy imports
+    of its first meta replay (roofline.frontends.trace.warm): work no second core can share."""
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    env["PYTHONPATH"] = str(root / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    code = WARMUP.format(imports="import distributed; " if dask else "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return float(out.stdout.split()[-1])
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def _row(label: str, tree: Path, extra: list[str], pattern: str, tmp: Path, args: Any) -> tuple[float, tuple]:
+    load = os.getloadavg()[0]
+    wall, cpu, out, driver, workers = run_cli([pattern, "--device", DEVICE, "--json", str(tmp / "a.json"), *extra],
+                                              root=tree)
+    found = re.search(rf"rank {args.straggler} is a straggler\b.*cause: (\S+ ?\S*)", out)
+    cause = found.group(1).split(" (")[0] if found else "NOT FOUND"
+    others = re.findall(r"rank (\d+) is a straggler", out)
+    return wall, (label, f"{wall:.1f}", f"{cpu:.1f}", f"{driver / (1 << 20):.0f}",
+                  ", ".join(f"{w / (1 << 20):.0f}" for w in workers[:4]) or "-",
+                  f"rank {args.straggler}: {cause}" + (f" (+{len(others) - 1} more)" if len(others) > 1 else ""),
+                  f"{load:.1f}")
+
+
+def ideal_ratio(t1: float, serial_jobs: float, serial_dask: float, workers: int = 2) -> float:
+    """Amdahl's law for the many-rank read: ``--jobs 1``'s wall ``t1`` less its serial warm-up is what splits over
+    ``workers``; the Dask run pays its own (longer: distributed too) warm-up once, before any rank starts."""
+    return t1 / (serial_dask + (t1 - serial_jobs) / workers)
+
+
+def _print_runs(rows: list[tuple[str, float, tuple]], base: dict[tuple[Path, int], float]) -> None:
+    width = max(26, *(len(r[2][0]) for r in rows))
+    print(f"\n{'mode':{width}} {'wall s':>7} {'CPU s':>6} {'vs jobs1':>8} {'driver MB':>9}  {'worker peak MB':16} "
+          f"{'straggler found':28} load")
+    for key, wall, r in rows:
+        print(f"{r[0]:{width}} {r[1]:>7} {r[2]:>6} {base[key] / wall:>7.2f}x {r[3]:>9}  {r[4]:16} {r[5]:28} {r[6]}")
+
+
+def _print_medians(walls: dict[tuple[str, Path], list[float]], trees: list[Path], warm: dict[Path, tuple]) -> None:
+    """Per tree: each mode's median wall, its ratio to the median --jobs 1, and the ratio an ideal 2-worker run
+    would reach (Amdahl: the serial warm-up S once, the rest of --jobs 1's wall T1 split in two:
+    T1 / (S_dask + (T1 - S_jobs1) / 2); an upper bound, since the driver's own start and merge do not split)."""
+    print("\nmedians (each mode's runs alternated in one batch):")
+    for tree in trees:
+        t1 = _median(walls[("--jobs 1", tree)])
+        s1, sd = warm[tree]
+        ideal = ideal_ratio(t1, s1, sd)
+        cells = [f"{m} {_median(v):.2f} s ({t1 / _median(v):.2f}x)" for (m, t), v in walls.items() if t == tree]
+        print(f"  {tree.name}: " + "; ".join(cells) + f"; serial warm-up {s1:.2f} s (jobs) / {sd:.2f} s (dask); "
+              f"ideal 2-worker ratio {ideal:.2f}x")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=16)
     ap.add_argument("--rank-mb", type=float, default=128.0, help="size of each rank's trace (default 128)")
     ap.add_argument("--straggler", type=int, default=5)
     ap.add_argument("--no-dask", action="store_true", help="skip the --dask local run")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run the modes N times, alternated (jobs1, jobs2, dask, jobs1, ...), and print medians")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--ab", default=None, metavar="OTHER_TREE",
@@ -238,35 +307,25 @@ def main(argv: list[str] | None = None) -> None:
         copies, mb = build_ranks(small, tmp, args.ranks, args.rank_mb, args.straggler)
         print(f"{args.ranks} ranks of {mb:.1f} MB ({copies} steps each), written in {time.perf_counter() - t:.1f} s; "
               f"straggler: rank {args.straggler} (x{STRAGGLER_SCALE})")
-        pattern = str(tmp / "rank*.json")
         modes = [("--jobs 1", ["--jobs", "1"]), ("--jobs 2", ["--jobs", "2"])]
         if not args.no_dask:
             modes.append(("--dask local (2 workers)", ["--dask", "local"]))
-        rows = []
         trees = [ROOT] + ([Path(args.ab).resolve()] if args.ab else [])
-        base: dict[Path, float] = {}
-        for (label, extra), tree in ((m, t) for m in modes for t in trees):
-            load = os.getloadavg()[0]
-            wall, cpu, out, driver, workers = run_cli([pattern, "--device", DEVICE, "--json", str(tmp / "a.json"),
-                                                       *extra], root=tree)
-            base.setdefault(tree, wall)
-            label = label if len(trees) == 1 else f"{tree.name}: {label}"
-            found = re.search(rf"rank {args.straggler} is a straggler\b.*cause: (\S+ ?\S*)", out)
-            cause = found.group(1).split(" (")[0] if found else "NOT FOUND"
-            others = re.findall(r"rank (\d+) is a straggler", out)
-            rows.append((label, f"{wall:.1f}", f"{cpu:.1f}", f"{base[tree] / wall:.2f}x", f"{driver / (1 << 20):.0f}",
-                         ", ".join(f"{w / (1 << 20):.0f}" for w in workers[:4]) or "-",
-                         f"rank {args.straggler}: {cause}" + (f" (+{len(others) - 1} more)" if len(others) > 1 else ""),
-                         f"{load:.1f}"))
-        total = args.ranks * mb
-        width = max(26, *(len(r[0]) for r in rows))
-        print(f"\n{'mode':{width}} {'wall s':>7} {'CPU s':>6} {'vs jobs1':>8} {'driver MB':>9}  {'worker peak MB':16} "
-              f"{'straggler found':28} load")
-        for r in rows:
-            print(f"{r[0]:{width}} {r[1]:>7} {r[2]:>6} {r[3]:>8} {r[4]:>9}  {r[5]:16} {r[6]:28} {r[7]}")
-        print(f"(target: --dask local >= 1.6x --jobs 1; {total:.0f} MB of traces in all; peak RSS = VmHWM; CPU s: "
-              f"user + system of the command and its workers (CPU s / wall s near {os.cpu_count()}: the cores were "
-              f"ours); load = 1-min load average at each start, {os.cpu_count()} cores; "
+        rows, walls, base = [], {}, {}
+        for rep in range(max(1, args.repeat)):
+            for (label, extra), tree in ((m, t) for m in modes for t in trees):
+                shown = label if len(trees) == 1 else f"{tree.name}: {label}"
+                wall, row = _row(shown + (f" #{rep + 1}" if args.repeat > 1 else ""), tree, extra,
+                                 str(tmp / "rank*.json"), tmp, args)
+                base.setdefault((tree, rep), wall)
+                walls.setdefault((label, tree), []).append(wall)
+                rows.append(((tree, rep), wall, row))
+        _print_runs(rows, base)
+        warm = {tree: (serial_warmup(tree, False), serial_warmup(tree, True)) for tree in trees}
+        _print_medians(walls, trees, warm)
+        print(f"(target: --dask local >= 1.6x --jobs 1; {args.ranks * mb:.0f} MB of traces in all; peak RSS = VmHWM; "
+              f"CPU s: user + system of the command and its workers (CPU s / wall s near {os.cpu_count()}: the cores "
+              f"were ours); load = 1-min load average at each start, {os.cpu_count()} cores; "
               f"{time.strftime('%H:%M UTC', time.gmtime())})")
     finally:
         if args.keep:
