@@ -35,6 +35,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -237,9 +238,7 @@ def serial_warmup(root: Path, dask: bool) -> float:
     return float(out.stdout.split()[-1])
 
 
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+_median = statistics.median  # the standard library's (was written again here)
 
 
 def _row(label: str, tree: Path, extra: list[str], pattern: str, tmp: Path, args: Any) -> tuple[float, tuple]:
