@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from roofline import analyze, get_device
-from roofline.workload import Workload
-from roofline.workload_columns import OP_KINDS
+from roofline.work.workload import Workload
+from roofline.work.workload_columns import OP_KINDS
 
 
 def synthetic(n: int, seed: int = 0) -> Workload:

@@ -23,7 +23,7 @@ from roofline.llm import metrics as llm_metrics
 from roofline.llm import sizes as llm_sizes
 from roofline.llm import table as llm_table
 from roofline.llm.model import build_workload
-from roofline.llm_report import report as llm_report
+from roofline.words.llm_report import report as llm_report
 
 BATCHES = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 1024]
 CONTEXTS = [128, 256, 384, 512, 768, 1024, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 8192, 10240, 12288, 16384,

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from roofline.bench.network import cross_run_check
-from roofline.system import System
+from roofline.hardware.system import System
 
 
 def torchrun(name: str, nproc: int, *args: str) -> float:
@@ -70,7 +70,7 @@ def main() -> int:
     print(f"{'--quick' if quick else 'full'} wall (torchrun included): {walls[0]:.1f} s and {walls[1]:.1f} s"
           + (f" (target <= 60 s): {'yes' if max(walls) <= limit else 'NO'}" if quick else ""))
     if nproc == 2:  # the tests' tensor-parallel MLP, timed for real, against run 1's all-reduce fit
-        from roofline.collectives import on_tier
+        from roofline.engine.collectives import on_tier
 
         torchrun("tp_mlp", 2, str(Path(__file__).parents[1] / "tests" / "tp_mlp.py"), str(tmp / "mlp.json"))
         mlp = json.loads((tmp / "mlp.json").read_text())

@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 import roofline  # noqa: E402
-from roofline.forecast import compute_forecast  # noqa: E402
+from roofline.engine.forecast import compute_forecast  # noqa: E402
 
 GPT_FAST = ("pytorch-labs/gpt-fast README.md, 'Benchmarks' (commit 32971d3129541c5bfb4f715abc33d1c5f408d204): "
             "8xA100-80GB power-limited to 330 W, batch 1, 5-token prompt, tokens/s")

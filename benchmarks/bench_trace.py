@@ -93,7 +93,7 @@ out.update(stage)
 out["ops"] = len(w)
 out["flops"] = float(w.total_flops)
 if analyze_too:
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
     from roofline.bench.resolve import resolve_device
     t = time.perf_counter()
     tol = w.measured.ops.tolerance() if w.measured and w.measured.ops is not None else 0.1

@@ -108,7 +108,7 @@ def step_bench(r: Result, ctx: Context) -> None:
     if need_torch_cuda(r) is None:
         return
     from roofline import cli
-    from roofline.device import Device
+    from roofline.hardware.device import Device
 
     out = ctx.tmp / "gpu_device.json"
     with contextlib.redirect_stdout(io.StringIO()) as printed:  # the one table is the script's
@@ -145,7 +145,7 @@ def step_bench(r: Result, ctx: Context) -> None:
 
 def roof_check(r: Result, what: str, measured: float, datasheet: float, achievable: float | None, unit: str) -> None:
     """Measured <= datasheet; and >= 0.7 of it, or >= 0.9 of the cited achievable figure where there is one."""
-    from roofline.units import format_bandwidth, format_flops
+    from roofline.core.units import format_bandwidth, format_flops
 
     def format_si(v: float, unit: str) -> str:
         return format_flops(v) if unit == "FLOP/s" else format_bandwidth(v)

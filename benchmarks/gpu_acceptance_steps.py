@@ -72,7 +72,7 @@ class Context:
 def catalog_entry(gpu_name: str) -> Any:
     """The catalog device of the GPU torch names (``NVIDIA H200`` -> h200); None when none matches."""
     from roofline.catalog import resolve_device
-    from roofline.errors import RooflineError
+    from roofline.core.errors import RooflineError
 
     short = re.sub(r"^nvidia\s+", "", gpu_name.strip(), flags=re.I)
     tokens = short.lower().split()

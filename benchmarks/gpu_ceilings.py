@@ -20,9 +20,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from roofline.bench.gpu import cuda_available, run_gpu_bench  # noqa: E402
 from roofline.catalog import closest, get_device, normalize  # noqa: E402
-from roofline.device import Device  # noqa: E402
-from roofline.errors import RooflineError  # noqa: E402
-from roofline.units import format_bandwidth, format_flops  # noqa: E402
+from roofline.core.errors import RooflineError  # noqa: E402
+from roofline.core.units import format_bandwidth, format_flops  # noqa: E402
+from roofline.hardware.device import Device  # noqa: E402
 
 
 def catalog_match(gpu_name: str) -> Device | None:

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from roofline import ComputeCeiling, Device, MemoryCeiling, Op, Workload, analyze, get_device
-from roofline.advice import MIN_GAIN, NO_LEVER, advise, fusion_chains
+from roofline.words.advice import MIN_GAIN, NO_LEVER, advise, fusion_chains
 
 CPU = Device.simple("cpu", "100 GFLOP/s", "10 GB/s")
 
@@ -154,7 +154,7 @@ def test_headroom_uses_measured_time():
 
 def test_roofline_advise_is_callable_after_the_submodule_is_imported():
     import roofline
-    import roofline.advice  # noqa: F401
+    import roofline.words.advice  # noqa: F401
 
     a = analyze(Workload.from_ops(chain_ops()), CPU)
     assert roofline.advise(a, devices=False).levers[0].name == "fusion"
@@ -176,8 +176,8 @@ def test_llm_weight_lever_equals_from_llm_with_fewer_weight_bits():
 
 
 def test_batching_lever_states_each_sequences_latency_not_the_inverse_throughput():
+    from roofline.core.units import format_seconds
     from roofline.frontends.llm import from_llm
-    from roofline.units import format_seconds
 
     dev = get_device("h100")
     a = analyze(from_llm("llama-3-8b", phase="decode", batch=1, prompt=1024), dev)
@@ -192,9 +192,9 @@ def test_batching_lever_states_each_sequences_latency_not_the_inverse_throughput
 
 
 def test_llm_generate_tokens_are_output_tokens_as_in_the_llm_report():
-    from roofline.advice import tokens
     from roofline.frontends.llm import from_llm
-    from roofline.llm_report import report as llm_report
+    from roofline.words.advice import tokens
+    from roofline.words.llm_report import report as llm_report
 
     a = analyze(from_llm("llama-3-8b", phase="generate", batch=8, prompt=1024, gen=256), get_device("h100"))
     assert tokens(a.workload) == 8 * 256  # output tokens, not 8 x (1024 + 256)

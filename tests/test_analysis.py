@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from roofline import Device, Op, Workload, analyze
-from roofline.analysis import Analysis
-from roofline.device import ComputeCeiling, Interconnect, MemoryCeiling
+from roofline.engine.analysis import Analysis
+from roofline.hardware.device import ComputeCeiling, Interconnect, MemoryCeiling
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_analysis_json_round_trip(tmp_path, seed):
 
 
 def test_saved_analysis_of_other_schema_version(tmp_path, seed):
-    from roofline.errors import RooflineError
+    from roofline.core.errors import RooflineError
 
     a = analyze(Workload.from_ops([Op("app", flops=1, bytes_read=1)]), seed)
     d = a.to_dict()
@@ -240,7 +240,7 @@ def test_per_op_tolerance_array(seed):
     assert "above roof" in a.verdict(0) and "above roof" not in a.verdict(1)
     # one number still works for every op
     assert analyze(w, seed, above_roof_tolerance=0.15).above_roof.tolist() == [False, False]
-    from roofline.errors import RooflineError
+    from roofline.core.errors import RooflineError
 
     with pytest.raises(RooflineError, match=r"expected one number or 2 \(one per op\)"):
         analyze(w, seed, above_roof_tolerance=[0.1, 0.1, 0.1])

@@ -98,7 +98,7 @@ def test_no_module_imports_its_parent_package(graph) -> None:
 
 #: calls of import_module / __import__ whose argument is not a literal, each with why it is not a roofline module
 DYNAMIC_IMPORTS = {
-    ("errors.py", "require"): "imports an optional third-party dependency by name",
+    ("core/errors.py", "require"): "imports an optional third-party dependency by name",
     ("frontends/target.py", "_import_module"): "imports the user's own module (roofline torch MODULE:CALLABLE)",
 }
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from roofline import Op, Workload, analyze, get_device
-from roofline.calibration_curves import CitedPoint, TabulatedCurve, by_head_dim
 from roofline.catalog.calibrations import cited_calibration, devices_with_cited_calibration
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.hardware.calibration_curves import CitedPoint, TabulatedCurve, by_head_dim
 from roofline.planner.forecast import FLASH_BACKWARD_RATE, flash_backward_rate
 
 H100, H200, A100 = "NVIDIA H100 SXM5 80GB", "NVIDIA H200 SXM 141GB", "NVIDIA A100 SXM4 80GB"

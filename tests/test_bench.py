@@ -21,7 +21,7 @@ from roofline.bench import cpu as bench_cpu
 from roofline.bench import gemm as bench_gemm
 from roofline.bench import levels, machine, sampling, spec
 from roofline.bench import sweep as bench_sweep
-from roofline.device import Device, MemoryCeiling
+from roofline.hardware.device import Device, MemoryCeiling
 
 KiB, MiB = 1024, 1024 * 1024
 
@@ -232,7 +232,7 @@ def test_spec_roof_follows_the_family(cpu_family) -> None:
 def test_fallbacks_follow_the_family(cpu_family) -> None:
     """The roofs a bench of this family publishes (vector and matrix fp64/fp32, a matrix roof per 16-bit
     precision timed: bench.cpu._compute_ceilings), and where a bf16/fp16 op then runs."""
-    from roofline.device import ComputeCeiling, Provenance
+    from roofline.hardware.device import ComputeCeiling, Provenance
 
     _, _, expected = cpu_family
     timed = {p for p, _, _ in bench_gemm.gemm_plan(spec.native_precisions(machine.cpu_flags()), True, True)}
@@ -536,7 +536,7 @@ def test_ctrl_c_leaves_no_partial_file_and_the_cache_intact(who, tmp_path, monke
 def test_bad_input_found_in_the_child_is_the_same_one_line_error(monkeypatch) -> None:
     pytest.importorskip("numba")
     from roofline.bench import run_bench
-    from roofline.errors import RooflineError
+    from roofline.core.errors import RooflineError
 
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs 2 CPUs")

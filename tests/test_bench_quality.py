@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from roofline.bench import consistency, contention, quality, sampling, spec
-from roofline.calibration import Calibration, SuitePoint
-from roofline.device import Device
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.hardware.calibration import Calibration, SuitePoint
+from roofline.hardware.device import Device
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -192,7 +192,7 @@ def _flagged(dev: Device) -> Device:
 def test_the_warning_leads_the_headline_caption_and_html() -> None:
     from roofline import Op, Workload, analyze
     from roofline.render.html import caption
-    from roofline.summary import headline, summarize
+    from roofline.words.summary import headline, summarize
 
     dev = _flagged(Device.simple("seed", "100 GFLOP/s", "10 GB/s"))
     s = summarize(analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9)], title="app"), dev))
@@ -212,7 +212,7 @@ def _fake_bench_script(cache: Path, name: str, seconds: float, flagged: bool, ar
         from dataclasses import replace
         from roofline import cli
         from roofline.bench import quality
-        from roofline.device import Device
+        from roofline.hardware.device import Device
 
         def fake(**kw):
             print("measuring", flush=True)
@@ -330,8 +330,8 @@ def test_a_noisy_calibration_is_named_in_the_forecast_headline() -> None:
     from dataclasses import replace
 
     from roofline import Op, Workload, analyze
-    from roofline.forecast import with_forecast
-    from roofline.summary import headline, summarize
+    from roofline.engine.forecast import with_forecast
+    from roofline.words.summary import headline, summarize
 
     dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
     cal = replace(_calibration([0.1]), device="seed", machine="", quality=("torch runs 2 threads but only 1 free",))
@@ -392,7 +392,7 @@ def test_the_terminal_report_names_the_device_file_and_run() -> None:
 
     from roofline import Op, Workload, analyze
     from roofline.render.terminal import summary_lines
-    from roofline.summary import summarize
+    from roofline.words.summary import summarize
 
     run = {"id": "abc123def456", "started": "2026-12-01T23:00:00+00:00", "pid": 42, "host": "vm"}
     dev = replace(Device.simple("seed", "100 GFLOP/s", "10 GB/s"),

@@ -13,8 +13,8 @@ import pytest
 from roofline import cli
 from roofline.bench import audit as bench_audit
 from roofline.bench import spec
-from roofline.bench_facts import BENCH_VERSION, BenchFacts
-from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
+from roofline.hardware.bench_facts import BENCH_VERSION, BenchFacts
+from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 
 pytest.importorskip("llvmlite")
 
@@ -294,7 +294,7 @@ def test_spec_roofs_are_drawn_dashed_and_labelled_theoretical() -> None:
     pytest.importorskip("matplotlib")
     from dataclasses import replace
 
-    from roofline.bench_facts import SpecRoof
+    from roofline.hardware.bench_facts import SpecRoof
     from roofline.render.chart import SPEC_COLOR, plot
 
     dev = synthetic_device()  # fp32 roofs only

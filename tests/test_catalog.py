@@ -9,8 +9,8 @@ from importlib import resources
 import pytest
 
 from roofline.catalog import closest, devices, get_device, normalize
-from roofline.device import Device
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.hardware.device import Device
 
 ALL = devices()
 

@@ -26,7 +26,7 @@ def test_axes_include_every_point_and_ridge():
     ax = fig.axes[0]
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
     # the data are plotted in a display scale; a tick's label ('100 TFLOP/s') over its value gives it
-    from roofline.units import parse_quantity
+    from roofline.core.units import parse_quantity
 
     fig.canvas.draw()
     tick, label = next((v, t.get_text()) for v, t in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)

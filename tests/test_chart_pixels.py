@@ -13,10 +13,10 @@ pytest.importorskip("matplotlib")
 from matplotlib.text import Text  # noqa: E402
 
 from roofline import Op, Workload, analyze  # noqa: E402
-from roofline.bench_facts import BenchFacts, ErtCurve, SpecRoof  # noqa: E402
 from roofline.catalog import get_device  # noqa: E402
-from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance  # noqa: E402
-from roofline.units import format_bandwidth, format_flops  # noqa: E402
+from roofline.core.units import format_bandwidth, format_flops  # noqa: E402
+from roofline.hardware.bench_facts import BenchFacts, ErtCurve, SpecRoof  # noqa: E402
+from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling, Provenance  # noqa: E402
 
 TOP = 5  # the top ops by time that must be labelled
 LINE_GIDS = ("roof", "achievable", "ridge-line", "connector", "leader")  # lines no label may be crossed by

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from roofline import Op, Workload, analyze, get_device
-from roofline.calibration_curves import streaming_efficiency
 from roofline.catalog.calibrations import cited_calibration
-from roofline.forecast import compute_forecast, curve_precisions
+from roofline.engine.forecast import compute_forecast, curve_precisions
+from roofline.hardware.calibration_curves import streaming_efficiency
 
 A100 = "NVIDIA A100 SXM4 80GB"
 US = 1e-6

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from roofline.catalog import get_system, resolve_system, systems
-from roofline.collectives import cost, on_tier
-from roofline.errors import RooflineError
-from roofline.system import NetworkTier, System
+from roofline.core.errors import RooflineError
+from roofline.engine.collectives import cost, on_tier
+from roofline.hardware.system import NetworkTier, System
 
 GB = 1e9
 US = 1e-6

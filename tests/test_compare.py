@@ -75,7 +75,7 @@ def test_local_device_chart_and_html(tmp_path, monkeypatch, capsys):
 
 
 def test_generic_precision_rescales_bytes(tmp_path):
-    from roofline.comparison import at_precision
+    from roofline.words.comparison import at_precision
 
     w, _ = workload_file(tmp_path)
     w8 = at_precision(w, "fp8")
@@ -173,8 +173,8 @@ def test_precision_without_a_roof_says_what_it_runs_as(tmp_path, capsys):
 
 
 def test_llm_on_a100_at_fp8_runs_as_fp16():
-    from roofline.comparison import compare
     from roofline.frontends.llm import from_llm
+    from roofline.words.comparison import compare
 
     [row] = compare(from_llm("llama-3-8b", phase="decode"), [get_device("a100")], ["fp8"])
     # an LLM at fp8: weights and activations fp8 on the matrix unit -> A100's fp16 matrix roof (fp8, then fp16 in the

@@ -1,4 +1,4 @@
-"""User cost formulas (roofline.costs.register_op) through the PyTorch frontend, and `roofline ops`."""
+"""User cost formulas (roofline.work.costs.register_op) through the PyTorch frontend, and `roofline ops`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from roofline import costs, from_torch  # noqa: E402
+from roofline import from_torch  # noqa: E402
 from roofline.cli import main  # noqa: E402
-from roofline.costs import Cost, T  # noqa: E402
-from roofline.errors import RooflineError  # noqa: E402
+from roofline.core.errors import RooflineError  # noqa: E402
+from roofline.work import costs  # noqa: E402
+from roofline.work.costs import Cost, T  # noqa: E402
 
 
 @torch.library.custom_op("roofline_test::fused_mlp", mutates_args=())

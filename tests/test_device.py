@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 
 
 def base_dict():
@@ -130,7 +130,7 @@ def test_device_file_read_errors_are_one_line(tmp_path):
 def test_version_1_bench_devices_load_with_typed_bench_facts():
     """A /1 device written by `roofline bench` kept its sweep, ERT curve, threads and caches in metadata;
     /2 reads them as typed bench facts (the migration moves them) and writes them there."""
-    from roofline.device import Device
+    from roofline.hardware.device import Device
 
     v1 = {"schema": "roofline.device/1", "name": "local: toy (2 threads)", "kind": "cpu",
           "compute": [{"unit": "vector", "precision": "fp64", "flops": 100e9}],
@@ -163,8 +163,8 @@ def test_version_1_bench_devices_load_with_typed_bench_facts():
     (lambda m: m["sweep"].update(spread=[1, 2]), "metadata.sweep.spread must be an object"),
 ])
 def test_bad_version_1_bench_metadata_is_one_line(change, message):
-    from roofline.device import Device
-    from roofline.errors import RooflineError
+    from roofline.core.errors import RooflineError
+    from roofline.hardware.device import Device
 
     v1 = {"schema": "roofline.device/1", "name": "local", "kind": "cpu",
           "compute": [{"unit": "vector", "precision": "fp64", "flops": 1e9}],

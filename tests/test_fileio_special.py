@@ -14,8 +14,8 @@ import threading
 
 import pytest
 
-from roofline.errors import RooflineError
-from roofline.fileio import open_input, output_kind, read_bytes, std_descriptor, write_files_atomic
+from roofline.core.errors import RooflineError
+from roofline.core.fileio import open_input, output_kind, read_bytes, std_descriptor, write_files_atomic
 
 
 def node(tmp_path, name: str, minor: int):

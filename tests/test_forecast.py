@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from roofline import Device, Op, Workload, analyze
-from roofline.advice import advise
-from roofline.calibration import (
+from roofline.cli import main
+from roofline.core.errors import RooflineError
+from roofline.engine.forecast import compute_forecast, with_forecast
+from roofline.hardware.calibration import (
     CALIBRATION_SCHEMA,
     Calibration,
     EfficiencyCurve,
@@ -18,10 +20,8 @@ from roofline.calibration import (
     fit_curve,
     forecast_seconds,
 )
-from roofline.cli import main
-from roofline.device import MemoryCeiling, OverheadFloor
-from roofline.errors import RooflineError
-from roofline.forecast import compute_forecast, with_forecast
+from roofline.hardware.device import MemoryCeiling, OverheadFloor
+from roofline.words.advice import advise
 
 
 def dev(**kw):
@@ -156,7 +156,7 @@ def test_saved_analysis_keeps_its_forecast(tmp_path):
     a = analyze(Workload.from_ops([Op("g", kind="matmul", flops=1e9)]), dev(calibration=_curve_cal([c])),
                 forecast=True)
     a.save(tmp_path / "a.json")
-    from roofline.analysis import Analysis
+    from roofline.engine.analysis import Analysis
 
     back = Analysis.load(tmp_path / "a.json")
     assert back.forecast is not None and back.forecast.time == pytest.approx(a.forecast.time)
@@ -321,7 +321,7 @@ def test_gpu_forecast_uses_the_launch_floor():
 def test_measured_analysis_reports_bound_and_forecast_against_measured():
     torch = pytest.importorskip("torch")
     from roofline.measurement import measure
-    from roofline.summary import summarize
+    from roofline.words.summary import summarize
 
     net = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
     a = measure(net, torch.randn(64, 256), device=dev(), repeats=5)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from roofline import Device, Op, Workload, analyze
-from roofline.device import ComputeCeiling, MemoryCeiling, OverheadFloor
+from roofline.hardware.device import ComputeCeiling, MemoryCeiling, OverheadFloor
 
 
 def device(achievable_compute: bool = False) -> Device:
@@ -234,8 +234,8 @@ def test_chart_with_close_achievable_roofs_keeps_labels_clear():
 
     from roofline import from_llm
     from roofline.catalog import get_device
+    from roofline.core.units import format_bandwidth, format_flops
     from roofline.render.chart import achievable_roofs, plot
-    from roofline.units import format_bandwidth, format_flops
 
     dev = get_device("h100")
     if not dev.achievable_memory:
@@ -280,7 +280,7 @@ def test_csv_has_the_forecast_columns():
 
 
 def test_json_export_keeps_the_forecast_and_reloads_it():
-    from roofline.analysis import Analysis
+    from roofline.engine.analysis import Analysis
     from roofline.render import renderer_for
 
     a = analyze(ops(), device(), forecast=True)

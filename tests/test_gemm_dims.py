@@ -11,8 +11,8 @@ import pytest
 
 import roofline
 from roofline import Op, Workload
-from roofline.errors import RooflineError
-from roofline.gemm_shape import TILES, attention_quantization, dims_from_flops, quantization
+from roofline.core.errors import RooflineError
+from roofline.engine.gemm_shape import TILES, attention_quantization, dims_from_flops, quantization
 
 
 def _dims(w: Workload, name: str) -> tuple[float, float, float, float]:

@@ -122,7 +122,7 @@ def _nccl_rows() -> list[list[str]]:
 
 
 def test_published_nccl_tests_busbw_is_roofline_bus_factor() -> None:
-    from roofline.costs import BUS_FACTORS
+    from roofline.work.costs import BUS_FACTORS
 
     rows = _nccl_rows()
     assert len(rows) == 31  # 8 B .. 8 GiB, x2

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from roofline import Device, Op, Workload, analyze, from_llm, get_device, summarize
-from roofline.stats import OpTimings, Timing
-from roofline.summary import chart_heading, headline, table_glossary
-from roofline.workload import MeasuredRun
+from roofline.core.stats import OpTimings, Timing
+from roofline.words.summary import chart_heading, headline, table_glossary
+from roofline.work.workload import MeasuredRun
 
 GIB = 2**30
 

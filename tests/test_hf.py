@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from roofline.cli import main  # noqa: E402
-from roofline.errors import MissingExtraError, RooflineError  # noqa: E402
+from roofline.core.errors import MissingExtraError, RooflineError  # noqa: E402
 from roofline.frontends.hf import build_config, from_hf_config, load_config_dict  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "configs"

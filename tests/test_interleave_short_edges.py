@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from roofline.catalog import get_system
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.planner import Layout, TrainingRun, check, estimate, layouts
 from roofline.planner.layout import in_flight, interleaves, short_edge, stage_layers
 

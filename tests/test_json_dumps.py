@@ -94,7 +94,7 @@ def test_workload_columns_written_the_same_finite_or_not():
 
 def test_lazy_numbers_across_slices_are_the_list():
     from roofline.render import SLICE, dumps_bytes
-    from roofline.workload_columns import JsonNumbers, finite_or_null
+    from roofline.work.workload_columns import JsonNumbers, finite_or_null
 
     # NaN and infinities on both sides of each slice edge and at both ends: the list has null there (finite_or_null)
     v = np.linspace(-3.0, 7.0, 2 * SLICE + 5)
@@ -111,7 +111,7 @@ def test_lazy_numbers_across_slices_are_the_list():
 
 def test_lazy_numbers_without_msgspec_are_json(monkeypatch):
     from roofline.render import dumps_bytes
-    from roofline.workload_columns import finite_or_null
+    from roofline.work.workload_columns import finite_or_null
 
     v = np.arange(300, dtype=float)
     v[7] = math.nan

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import roofline
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.llm.model import build_workload
 from roofline.llm.spec import LLMSpec, make_spec, parse_precision, read_spec
 
@@ -41,7 +41,7 @@ def test_multi_head_attention_is_unchanged():
 def test_serve_one_request_decode_follows_the_variant():
     # one request of 1000 prompt tokens and 2 output tokens: its TPOT is the llm decode step at context 1001,
     # under the same variant (the serving table batches prefill and decode in one table)
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
 
     for reads in ("shared", "per-query-head"):
         spec = make_spec("llama-2-70b", phase="decode", tp=4, context=1001, flash=True, kv_reads=reads)

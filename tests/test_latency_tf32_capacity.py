@@ -9,17 +9,17 @@ from dataclasses import replace
 import pytest
 
 from roofline import Device, Op, Workload, analyze, get_device
-from roofline.analysis import Analysis
 from roofline.catalog import get_system
-from roofline.ceilings import Interconnect
 from roofline.cli import main
-from roofline.collectives import cost, on_link
-from roofline.comparison import compare
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.engine.analysis import Analysis
+from roofline.engine.collectives import cost, on_link
 from roofline.frontends.llm import from_llm
-from roofline.llm_report import report
+from roofline.hardware.ceilings import Interconnect
 from roofline.planner.layout import Layout
 from roofline.planner.serve import ServingRun, estimate_serving
+from roofline.words.comparison import compare
+from roofline.words.llm_report import report
 
 US = 1e-6
 MIB, GIB = 2**20, 2**30
@@ -28,7 +28,7 @@ SIZES = (8.0, 1e6, 1e9)  # message bytes: 8 B, 1 MB, 1 GB
 
 def one_collective(message: float, ranks: int, factor: float) -> Workload:
     """One all-reduce of ``message`` bytes over ``ranks`` devices, its bytes counted as the frontends count them:
-    the message x the ring bus factor 2(n-1)/n (roofline.costs.collective, the LLM table)."""
+    the message x the ring bus factor 2(n-1)/n (roofline.work.costs.collective, the LLM table)."""
     return Workload.from_ops([Op("layers.all_reduce", kind="collective", bytes_read=factor * message, level="interconnect")],
                              info={"collective_ranks": ranks})
 

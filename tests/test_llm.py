@@ -11,8 +11,7 @@ import pytest
 
 from roofline import ComputeCeiling, Device, Interconnect, MemoryCeiling, analyze
 from roofline.cli import main
-from roofline.costs import T, cost
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.frontends.llm import (
     batch_sweep,
     device_ceilings,
@@ -31,7 +30,8 @@ from roofline.llm.basis import experts_touched
 from roofline.llm.model import build_workload
 from roofline.llm.sizes import kv_cache_bytes
 from roofline.llm.spec import LLMSpec
-from roofline.llm_report import report as llm_report
+from roofline.words.llm_report import report as llm_report
+from roofline.work.costs import T, cost
 
 CONFIGS = Path(__file__).parent / "configs"
 
@@ -95,7 +95,7 @@ def test_prefill_counts_the_causal_triangle_like_the_core_attention_formula():
     qk, pv = op(w, "prefill.layers.attn.qk"), op(w, "prefill.layers.attn.pv")
     assert qk.flops + pv.flops == 2 * b * h * (P * (P + 1) // 2) * (dh + dh)
     core = cost("attention", [T((b, h, P, dh), 2)] * 3, [T((b, h, P, dh), 2)], causal=True)
-    assert qk.flops + pv.flops == core.flops  # independent route: roofline.costs
+    assert qk.flops + pv.flops == core.flops  # independent route: roofline.work.costs
     # unfused: the full P x P score tensor is written by QK^T and read by PV
     assert qk.bytes_written == b * h * P * P * 2
     flash = from_llm("llama-2-7b", phase="prefill", batch=b, prompt=P, flash=True)
@@ -106,7 +106,7 @@ def test_prefill_counts_the_causal_triangle_like_the_core_attention_formula():
 
 
 def test_op_table_flops_equal_the_tensor_formulas_of_costs_for_a_prefill_continuing_a_cache():
-    """Two routes to one count: the LLM op table (size formulas over symbolic terms) and roofline.costs
+    """Two routes to one count: the LLM op table (size formulas over symbolic terms) and roofline.work.costs
     on tensors.  A chunked prefill: b=2 sequences add s=5 tokens to a cache, the last sees S=12 keys.
 
     Attention, per layer, llama-2-7b (h=32 heads, dh=dv=128): the new queries sit at positions
@@ -428,7 +428,7 @@ def test_unknown_model_names_the_closest_three():
 def test_a_model_prefix_resolves_when_unique_and_lists_its_matches_when_not():
     import warnings
 
-    from roofline.names import NameResolved
+    from roofline.core.names import NameResolved
 
     # 'llama-2-7' starts llama-2-7b and llama-2-70b (their normalised names 'llama27b', 'llama270b'): refused
     with pytest.raises(RooflineError, match=r"ambiguous model 'llama-2-7': it starts 2 names \(llama-2-70b, llama-2-7b\)"):

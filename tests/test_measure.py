@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from roofline import ComputeCeiling, Device, MemoryCeiling, Provenance
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.core.stats import SINGLE_SAMPLE_TOLERANCE, OpTimings, Timing
 from roofline.measurement import (
     join_events,
     kernel,
@@ -19,7 +20,6 @@ from roofline.measurement import (
     time_calls,
     timing_of,
 )
-from roofline.stats import SINGLE_SAMPLE_TOLERANCE, OpTimings, Timing
 
 N = 4_000_000  # 3 arrays x 32 MB: past the 32 MB L3 of the CI machine
 
@@ -222,8 +222,8 @@ def test_roofline_measure_is_callable_after_the_submodule_is_imported():
 
 def test_cli_torch_measure(tmp_path, capsys):
     pytest.importorskip("torch")
-    from roofline.analysis import Analysis
     from roofline.cli import main
+    from roofline.engine.analysis import Analysis
 
     (tmp_path / "mymodel.py").write_text(
         "import torch\n\ndef build():\n    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU())\n")

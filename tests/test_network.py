@@ -14,8 +14,8 @@ import pytest
 
 from roofline.bench.network import QUICK_SIZES, fit
 from roofline.catalog import get_device
-from roofline.collectives import on_tier
-from roofline.system import MeasuredCollective, NetworkTier, System
+from roofline.engine.collectives import on_tier
+from roofline.hardware.system import MeasuredCollective, NetworkTier, System
 
 torch = pytest.importorskip("torch")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}

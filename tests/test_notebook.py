@@ -183,7 +183,7 @@ def test_repr_texts() -> None:
     assert repr(dev) == "<Device 'seed': 100 GFLOP/s fp32 vector, DRAM 10 GB/s>"
     assert repr(roofline.device("h100")) == "<Device 'NVIDIA H100 SXM5 80GB': 989.4 TFLOP/s bf16 matrix, HBM 3.35 TB/s>"
     # the bound is the summary layer's binding roof, word for word
-    from roofline.summary import binding_roof
+    from roofline.words.summary import binding_roof
 
     b = binding_roof(a)
     assert repr(a) == (f"<Analysis of 'seed app' on 'seed': 400 ms, {b.kind}-bound on {b.name} "
@@ -207,7 +207,7 @@ def test_hostile_names_in_reprs_are_one_line_and_escaped() -> None:
         assert "<img" not in page and "\x1b" not in page and "&lt;img src=x" in page
 
 
-# ----------------------------------------------------------------------------- roofline.device
+# ----------------------------------------------------------------------------- roofline.hardware.device
 def test_device_lookup_by_name_and_the_module_still_imports() -> None:
     assert roofline.device("h100") is roofline.get_device("H100-SXM5-80GB")
     assert roofline.device("A100-80GB").name == "NVIDIA A100 SXM4 80GB"
@@ -218,12 +218,12 @@ def test_device_lookup_by_name_and_the_module_still_imports() -> None:
     # the submodule is still importable by name (the package attribute is the function)
     import sys
 
-    from roofline.device import Device as D
-    from roofline.device import MemoryCeiling  # noqa: F401
+    from roofline.hardware.device import Device as D
+    from roofline.hardware.device import MemoryCeiling  # noqa: F401
 
-    assert D is Device and callable(roofline.device)
-    assert importlib.import_module("roofline.device") is sys.modules["roofline.device"]
-    assert isinstance(sys.modules["roofline.device"], ModuleType)
+    assert D is Device and callable(roofline.hardware.device)
+    assert importlib.import_module("roofline.hardware.device") is sys.modules["roofline.hardware.device"]
+    assert isinstance(sys.modules["roofline.hardware.device"], ModuleType)
 
 
 def test_device_lookup_reads_a_device_file(tmp_path: Path) -> None:

@@ -728,10 +728,10 @@ def test_input_dimensions_are_bounded():
         from_onnx(m, {"n": 10**20})
 
 
-# -- the op table, formulas moved to roofline.costs, user formulas ----------------------------------
+# -- the op table, formulas moved to roofline.work.costs, user formulas ----------------------------------
 def test_op_table_and_dispatch_list_the_same_op_types():
-    from roofline import costs
     from roofline.frontends.onnx import ENTRIES, OPS
+    from roofline.work import costs
 
     assert set(OPS) == set(ENTRIES)
     assert costs.builtin_ops("onnx") is OPS
@@ -776,7 +776,7 @@ def _relu_model():
 
 
 def test_user_formula_counts_a_custom_domain_op():
-    from roofline import costs
+    from roofline.work import costs
 
     m = model([h.make_node("FusedMLP", ["x", "w"], ["y"], name="mlp", domain="com.me")],
               [vi("x", [4, 8])], [vi("y", [4, 16])], [init("w", (8, 16))], domains=["com.me"])
@@ -794,7 +794,7 @@ def test_user_formula_counts_a_custom_domain_op():
 
 
 def test_user_formula_overrides_a_builtin_and_unregister_restores_it():
-    from roofline import costs
+    from roofline.work import costs
 
     def three_per_element(ins, outs):
         r, w = costs.traffic(ins, outs)
@@ -812,11 +812,11 @@ def test_user_formula_overrides_a_builtin_and_unregister_restores_it():
 
 
 def test_user_formula_returning_no_cost_is_one_line():
-    from roofline import costs
+    from roofline.work import costs
 
     costs.register_op("onnx", "Relu", lambda ins, outs: 42, override=True)
     try:
-        with pytest.raises(RooflineError, match="registered for onnx op Relu returned int, not a roofline.costs.Cost"):
+        with pytest.raises(RooflineError, match="registered for onnx op Relu returned int, not a roofline.work.costs.Cost"):
             from_onnx(_relu_model())
     finally:
         costs.unregister_op("onnx", "Relu")

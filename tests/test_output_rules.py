@@ -11,7 +11,7 @@ import pytest
 from roofline import RooflineError
 from roofline.catalog import get_device, get_system
 from roofline.cli import main
-from roofline.names import NameResolved, resolve
+from roofline.core.names import NameResolved, resolve
 
 
 def resolved(call, *args, **kw):
@@ -119,7 +119,7 @@ def test_batch_errors_have_one_wording(capsys, value):
 # -- numbers and placeholders -------------------------------------------------------------------------------
 
 def test_a_small_ratio_keeps_its_significant_digits():
-    from roofline.summary import Ratio
+    from roofline.words.summary import Ratio
 
     # 0.0012 with two decimals was '0.00': two significant digits below 0.1
     assert Ratio(0.0012, 0.00105, 0.00131).describe() == "0.0012 (0.001..0.0013)"

@@ -9,12 +9,12 @@ import pytest
 
 from roofline.catalog import get_system
 from roofline.cli import main
-from roofline.collectives import cost
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.engine.collectives import cost
+from roofline.hardware.system import NetworkTier, System
 from roofline.llm.config import load_arch
 from roofline.llm.sizes import param_counts
 from roofline.planner import Layout, TrainingRun, check, estimate, layouts, plan, training_flops
-from roofline.system import NetworkTier, System
 
 
 def test_training_flops_llama2_7b():
@@ -222,7 +222,7 @@ def test_serving_stage_is_the_llm_decode_step():
     """One replica, tp 4, no pipeline, 1 generated token: the time per token is the decode step of
     'roofline llm' at context prompt + 1 on the same device (its compute ops; the tp all-reduces are the
     collective model's here) plus 2 all-reduces per layer of batch x hidden bf16 values."""
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
     from roofline.frontends.llm import from_llm
     from roofline.planner import ServingRun, estimate_serving
 
@@ -261,7 +261,7 @@ def test_training_workload_two_routes():
     node, no other parallelism, ZeRO 0, no recomputation): the ops' roofline times add up to the pipeline's
     micro-batch slots x (forward + backward) + the optimizer; on one device its FLOPs, without the
     optimizer, are training_flops."""
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
     from roofline.frontends.llm import from_llm
     from roofline.llm.training import training_workload
 
@@ -315,7 +315,7 @@ def test_llm_on_a_system_uses_the_node_tier(capsys):
     """roofline llm --system: the tensor-parallel all-reduces run under the node tier (450 GB/s NVLink per GPU
     on DGX H100, 0.6 us per hop, in-switch reduction), timed as the planner times them; --tp past a node is
     refused."""
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
     from roofline.frontends.llm import from_llm
 
     s = get_system("dgx-h100")
@@ -485,7 +485,7 @@ def test_fp8_training_on_the_fp8_roof_with_fp32_master_weights():
     """--precision fp8 (Transformer Engine): the GEMMs on the fp8 matrix roof (H100: 2x the bf16 one), the
     rest as under bf16; per parameter a bf16 weight 2, a bf16 gradient 2, the fp32 master 4, Adam's m and v
     4 + 4, and for the GEMM weights their cached fp8 copy and transpose 2."""
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
     from roofline.llm.training import stage_params, state_bytes, training_ceilings, training_workload
 
     s = get_system("dgx-h100")
@@ -635,8 +635,8 @@ def test_tpu_vector_ops_run_on_the_fp32_vector_roof():
     """TPU v5p: the VPU's fp32 roof, 2 TensorCores x 2048 fp32 ALUs x 2 FLOPs x 1.75 GHz (the clock
     459e12 / (2 x 4 MXUs x 128 x 128 x 2) implies) = 14.3 TFLOP/s, carries the norms and Adam; before, with no
     vector roof, they fell back to the int8 matrix peak (918 TOP/s)."""
-    from roofline.analysis import analyze
     from roofline.catalog import get_device
+    from roofline.engine.analysis import analyze
     from roofline.llm.training import training_ceilings, training_workload
 
     dev = get_device("tpu-v5p")

@@ -61,7 +61,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def test_demo_page_leads_with_the_answer_and_stays_short(browser: Any, demo: Any) -> None:
     from selenium.webdriver.common.by import By
 
-    from roofline.summary import headline
+    from roofline.words.summary import headline
 
     browser.get(Path(demo.report).as_uri())
     expected = [headline(s) for s in demo.summaries.values()]
@@ -82,8 +82,8 @@ def test_demo_page_leads_with_the_answer_and_stays_short(browser: Any, demo: Any
 
 
 def test_every_chart_draws_the_roofs_its_ops_use(browser: Any, demo: Any) -> None:
-    from roofline.summary import roofs_of_ops
-    from roofline.units import format_bandwidth, format_flops
+    from roofline.core.units import format_bandwidth, format_flops
+    from roofline.words.summary import roofs_of_ops
 
     browser.get(Path(demo.report).as_uri())
     for k, a in enumerate(demo.analyses.values()):

@@ -10,8 +10,8 @@ import json
 import pytest
 
 import roofline
-from roofline.analysis import analyze
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.engine.analysis import analyze
 from roofline.llm.model import build_workload
 from roofline.llm.spec import LLMSpec, make_spec, read_spec
 from roofline.llm.table import build_table, parse_fusions

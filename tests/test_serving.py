@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import roofline
-from roofline.analysis import analyze
 from roofline.cli import main
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.engine.analysis import analyze
 from roofline.llm.model import build_workload
 from roofline.llm.spec import make_spec
 from roofline.serving.engine import simulate
@@ -113,7 +113,7 @@ def test_bucket_interpolation_within_two_percent(model, tp):
     assert worst[False] < 0.02
     # A chunk after a cached prefix enters the table as the fresh chunk with its query-key pairs (FLOPs and
     # KV bytes exact), so its mean query block (tokens / sequences) is not the exact one: where the fused
-    # attention's tile/wave quantization (roofline.gemm_shape) and its cited streaming curve (by bytes) bind,
+    # attention's tile/wave quantization (roofline.engine.gemm_shape) and its cited streaming curve (by bytes) bind,
     # with few decodes beside the chunk, that cost up to 6.7% (333 new tokens after 2,000 cached, 1-3
     # decodes, tp 8) while the H100's cited attention curve was flat.  Since it runs by keys (FA3 Figure 5(d),
     # cuDNN, causal: 0.32 of peak at 512 keys to 0.54 at 16k), the substituted chunk's keys (its mean per

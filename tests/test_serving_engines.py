@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import roofline
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.llm.spec import make_spec
 from roofline.serving.engines import ENGINES, engine_settings
 from roofline.serving.run import kv_blocks

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import roofline
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.serving.requests import Lengths, parse_lengths
 from roofline.serving.run import iteration_time
 

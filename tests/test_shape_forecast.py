@@ -12,11 +12,11 @@ import pytest
 
 import roofline
 from roofline import Op, Workload, analyze, get_device
-from roofline.calibration import Calibration, EfficiencyCurve, load_calibration
 from roofline.catalog import devices
 from roofline.catalog.calibrations import cited_calibration, devices_with_cited_calibration
-from roofline.errors import RooflineError
-from roofline.gemm_shape import TILES, quantization
+from roofline.core.errors import RooflineError
+from roofline.engine.gemm_shape import TILES, quantization
+from roofline.hardware.calibration import Calibration, EfficiencyCurve, load_calibration
 
 H100 = "NVIDIA H100 SXM5 80GB"
 GEMM = 2 * 128 * 4096 * 4096  # FLOPs of a 128 x 4096 x 4096 product

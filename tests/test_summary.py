@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from roofline import ComputeCeiling, Device, MemoryCeiling, Op, Workload, analyze
-from roofline.formula import roofline_times, scenario_times
-from roofline.summary import binding_roof, dominant_ceiling, summarize
-from roofline.units import format_count, format_seconds, format_speedup
+from roofline.core.formula import roofline_times, scenario_times
+from roofline.core.units import format_count, format_seconds, format_speedup
+from roofline.words.summary import binding_roof, dominant_ceiling, summarize
 
 DEV = Device("split", kind="gpu", compute=(
     ComputeCeiling("matrix", "fp8", 2000e9), ComputeCeiling("matrix", "bf16", 1000e9),
@@ -48,10 +48,10 @@ def test_binding_roof_is_the_roof_carrying_the_most_time() -> None:
 
 def test_chart_terminal_html_and_compare_name_the_same_binding_roof(tmp_path) -> None:
     pytest.importorskip("plotly")
-    from roofline.comparison import compare
     from roofline.render import terminal
     from roofline.render.chart import plot
     from roofline.render.html import render_html
+    from roofline.words.comparison import compare
 
     w = split_workload()
     a = analyze(w, DEV)
@@ -63,7 +63,7 @@ def test_chart_terminal_html_and_compare_name_the_same_binding_roof(tmp_path) ->
 
 
 def test_interconnect_and_ties() -> None:
-    from roofline.device import Interconnect
+    from roofline.hardware.device import Interconnect
 
     dev = Device("linked", kind="gpu", compute=(ComputeCeiling("vector", "fp32", 100e9),),
                  memory=(MemoryCeiling("HBM", 100e9),), interconnect=Interconnect("NVLink", 10e9))
@@ -91,7 +91,7 @@ def test_measured_summary_compares_like_with_like() -> None:
 
 def test_renderers_are_picked_by_name_or_extension(tmp_path) -> None:
     pytest.importorskip("plotly")
-    from roofline.errors import RooflineError
+    from roofline.core.errors import RooflineError
     from roofline.render import RENDERERS, renderer_for
 
     a = analyze(split_workload(), DEV)
@@ -111,8 +111,8 @@ def test_renderers_are_picked_by_name_or_extension(tmp_path) -> None:
 
 def test_renderers_do_not_compute_the_model(monkeypatch) -> None:
     pytest.importorskip("plotly")
-    import roofline.advice
-    import roofline.analysis
+    import roofline.engine.analysis
+    import roofline.words.advice
     from roofline.render import renderer_for
 
     a = analyze(split_workload(), DEV)
@@ -120,8 +120,8 @@ def test_renderers_do_not_compute_the_model(monkeypatch) -> None:
     def boom(*args, **kw):
         raise AssertionError("a renderer recomputed the model")
 
-    monkeypatch.setattr(roofline.analysis, "analyze", boom)
-    monkeypatch.setattr(roofline.advice, "advise", boom)
+    monkeypatch.setattr(roofline.engine.analysis, "analyze", boom)
+    monkeypatch.setattr(roofline.words.advice, "advise", boom)
     for name in ("chart", "html", "csv", "text", "json"):
         out = renderer_for(name).render(a, summary=summarize(a), path="x.png")
         assert out
@@ -156,7 +156,7 @@ def test_summary_reads_like_the_terminal() -> None:
 
 
 def test_headline_states_the_answer_with_its_numbers() -> None:
-    from roofline.summary import headline
+    from roofline.words.summary import headline
 
     a = analyze(split_workload(), DEV)
     # 0.3 + 0.25 + 0.4 = 0.95 s; HBM carries 0.4 / 0.95 = 42%; attainable (600 + 250 + 10) GFLOP / 0.95 s = 905.3 GFLOP/s
@@ -166,8 +166,8 @@ def test_headline_states_the_answer_with_its_numbers() -> None:
 
 def test_llm_headline_has_time_per_token_throughput_and_the_best_lever_on_that_device() -> None:
     from roofline import from_llm, get_device
-    from roofline.advice import advise
-    from roofline.summary import best_lever, headline
+    from roofline.words.advice import advise
+    from roofline.words.summary import best_lever, headline
 
     a = analyze(from_llm("llama-2-7b", phase="decode", batch=1, context=1024), get_device("h100"))
     s = summarize(a, advice=advise(a))  # every catalog device offered too: the headline must not pick one

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from roofline.errors import RooflineError
-from roofline.system import System
+from roofline.core.errors import RooflineError
+from roofline.hardware.system import System
 
 DGX = {"schema": "roofline.system/1", "name": "DGX H100 x 4", "device": "h100", "devices_per_node": 8, "nodes": 4,
        "tiers": [{"name": "NVLink 4", "scope": "node", "bandwidth": "450 GB/s", "latency": "3 us",

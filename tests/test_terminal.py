@@ -28,8 +28,8 @@ def test_a_100_column_terminal_gets_whole_numbers(argv: list[str], monkeypatch, 
 
 def test_the_op_table_keeps_its_figures_whole_and_drops_columns_before_wrapping(monkeypatch, capsys) -> None:
     from roofline import analyze, from_llm, get_device
+    from roofline.core.units import format_flop, format_seconds
     from roofline.render.terminal import render
-    from roofline.units import format_flop, format_seconds
 
     a = analyze(from_llm("llama-2-7b", phase="decode"), get_device("h100"))
     monkeypatch.setenv("COLUMNS", "100")

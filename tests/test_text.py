@@ -1,9 +1,9 @@
-"""The sanitiser for names from files (roofline.text), rule by rule, expectations written by hand."""
+"""The sanitiser for names from files (roofline.core.text), rule by rule, expectations written by hand."""
 
 from __future__ import annotations
 
-from roofline.errors import RooflineError
-from roofline.text import LIMIT, display, for_chart, for_csv, for_html, for_terminal, one_line, shorten, visible
+from roofline.core.errors import RooflineError
+from roofline.core.text import LIMIT, display, for_chart, for_csv, for_html, for_terminal, one_line, shorten, visible
 
 
 def test_visible_writes_escape_as_text() -> None:

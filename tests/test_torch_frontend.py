@@ -15,10 +15,10 @@ from torch import nn  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from roofline.cli import main  # noqa: E402
-from roofline.costs import ELEMENTWISE_FLOPS, FORMULAS, T  # noqa: E402
-from roofline.errors import RooflineError  # noqa: E402
+from roofline.core.errors import RooflineError  # noqa: E402
+from roofline.core.precision import of_dtype as precision_of  # noqa: E402
 from roofline.frontends.torch import from_torch  # noqa: E402
-from roofline.precision import of_dtype as precision_of  # noqa: E402
+from roofline.work.costs import ELEMENTWISE_FLOPS, FORMULAS, T  # noqa: E402
 
 META = "meta"
 
@@ -473,8 +473,8 @@ def test_roofline_bugs_inside_user_code_keep_their_traceback():
 
 def test_ops_table_is_the_dispatch():
     """Every aten op the recorder costs is a row of OPS, and every row of OPS is costed with its formula."""
-    from roofline.costs import ELEMENTWISE_FLOPS, builtin_ops
     from roofline.frontends.torch import _ATTRS, _FIXED, OPS, _Recorder
+    from roofline.work.costs import ELEMENTWISE_FLOPS, builtin_ops
 
     assert builtin_ops("torch") is OPS
     assert all(k == r.op and r.formula in FORMULAS and r.description for k, r in OPS.items())

@@ -15,13 +15,13 @@ torch = pytest.importorskip("torch")
 import models  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
-from roofline import costs  # noqa: E402
 from roofline.cli import main  # noqa: E402
-from roofline.errors import RooflineError  # noqa: E402
+from roofline.core.errors import RooflineError  # noqa: E402
 from roofline.frontends.torch import from_torch  # noqa: E402
 from roofline.frontends.trace import from_trace, read_trace  # noqa: E402
 from roofline.frontends.trace.events import read_events  # noqa: E402
-from roofline.summary import summarize, trace_lines  # noqa: E402
+from roofline.words.summary import summarize, trace_lines  # noqa: E402
+from roofline.work import costs  # noqa: E402
 
 
 def record(path: Path, model, x, *, training: bool = False, shapes: bool = True, stack: bool = True) -> Path:
@@ -341,7 +341,7 @@ def test_calibrate_from_trace(traces, tmp_path, capsys):
     assert main(["calibrate", "--from-trace", str(path), "--device", "xeon-8480", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "calibration of" in text
-    from roofline.calibration import load_calibration
+    from roofline.hardware.calibration import load_calibration
 
     cal = load_calibration(json.loads(out.read_text()), str(out))
     assert cal.device.startswith("Intel Xeon Platinum 8480+") and cal.curves
@@ -354,7 +354,7 @@ def test_calibrate_from_trace(traces, tmp_path, capsys):
 
 
 def test_held_out_ops_are_not_fitted(traces):
-    from roofline.calibration import HELD_OUT, fit_measured, measured_points
+    from roofline.hardware.calibration import HELD_OUT, fit_measured, measured_points
 
     path, _, _ = traces["block_train"]
     a = from_trace(path, "xeon-8480")

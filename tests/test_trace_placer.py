@@ -18,7 +18,7 @@ from test_trace import record  # noqa: E402
 from test_trace_gpu_ranks import gpu_rank  # noqa: E402
 from trace_placer_reference import ReferencePlacer  # noqa: E402
 
-from roofline.errors import RooflineError  # noqa: E402
+from roofline.core.errors import RooflineError  # noqa: E402
 from roofline.frontends.trace.events import read_events  # noqa: E402
 from roofline.frontends.trace.placer import Placer, _depths  # noqa: E402
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from roofline.catalog import get_system
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.planner import Layout, TrainingRun, estimate
 from roofline.planner.forecast import _rows
-from roofline.workload import WorkloadBuilder
+from roofline.work.workload import WorkloadBuilder
 
 GPT2 = "gpt2"  # h 768, 12 heads of 64, 12 layers, 4h GeLU MLP, vocab 50257
 
@@ -165,8 +165,8 @@ def test_flash_backward_runs_below_the_forwards_rate(monkeypatch):
     cuDNN backward / forward at 4k keys, head dim 128 (FA3 paper Figures 6 and 5(c): 499 / 609 = 0.8194); the
     shard's backward grows by A (1 / 0.8194 - 1), A the backward attention rows' forecast at the forward's rate
     (compute-bound, so at the sustained clock too: the analysis' time / sustained_rate, 708.5 / 841.9 on the H100)."""
-    from roofline.analysis import analyze
     from roofline.catalog import get_device
+    from roofline.engine.analysis import analyze
     from roofline.planner import forecast as pf
 
     run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=1)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from roofline.analysis import analyze
 from roofline.catalog import get_device, get_system
+from roofline.engine.analysis import analyze
 from roofline.planner import Layout, TrainingRun, estimate
 from roofline.planner import forecast as pf
 from roofline.planner.forecast import _rows
-from roofline.workload import WorkloadBuilder
+from roofline.work.workload import WorkloadBuilder
 
 
 def test_sustained_rate_is_the_cited_msmf_over_mamf():
@@ -79,8 +79,8 @@ def test_nccl_efficiency_applies_to_the_nvlink_tier_only():
     """The catalog's NCCL figure (0.7667, nccl-tests#149) is NVLink collective bus bandwidth: a dp all-reduce over
     2 DGX A100 nodes (tp 8, so the dp ranks are one a node: all of it on the cluster tier) is forecast at its bound,
     so are the pipeline's point-to-point sends; a hierarchical one (dp 16 over 2 nodes, tp 1) charges its node
-    parts / 0.7667 and its cluster part at 1 -- the parts read from roofline.collectives.cost, a second route."""
-    from roofline.collectives import cost
+    parts / 0.7667 and its cluster part at 1 -- the parts read from roofline.engine.collectives.cost, a second route."""
+    from roofline.engine.collectives import cost
 
     run = TrainingRun.of("llama-2-7b", seq=1024, global_batch=32)
     sys2 = get_system("dgx-a100", nodes=2)
@@ -126,7 +126,7 @@ def test_sm_contention_is_hidden_seconds_times_the_phase_share():
     forward's); tp overlap off, so its all-reduces hold none; sequence parallelism's backward all-gathers hide
     behind their GEMMs' input gradients whatever the switch, holding NCCL's 24 over the backward.  The shares: every compute-bound tensor op's
     forecast x (132 q(132) / (108 q(108)) - 1), summed over the phase, over the phase's forecast."""
-    from roofline.gemm_shape import op_quantization
+    from roofline.engine.gemm_shape import op_quantization
     from roofline.planner.overlap import exposed
 
     run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=64)
@@ -248,7 +248,7 @@ def test_weight_gradient_gemms_are_looked_up_as_the_bf16_gemms_they_are():
     reduces over) it would read as 8 x 2 k n / (n x tokens) = 16 k / tokens bits per weight: GPT-2's 768-wide
     layers over 4,096 tokens, 16 x 768 / 4,096 = 3 bits, an 'int4-weights' lookup (forecast.curve_precisions).
     With no weight bytes every GEMM row of the shard takes its own precision's curve: bf16."""
-    from roofline.forecast import curve_precisions
+    from roofline.engine.forecast import curve_precisions
 
     run = TrainingRun.of("gpt2", seq=4096, global_batch=1)
     ops = WorkloadBuilder()
@@ -265,7 +265,7 @@ def test_a_users_fitted_gemm_or_attention_curve_is_not_scaled_to_the_sustained_c
     user curve of another kind (elementwise memory) leaves the cited 0.8415 in place."""
     from dataclasses import replace
 
-    from roofline.calibration import Calibration, EfficiencyCurve
+    from roofline.hardware.calibration import Calibration, EfficiencyCurve
 
     dev = get_device("h100")
     for kind in ("matmul", "attention"):

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from roofline.errors import RooflineError
-from roofline.units import (
+from roofline.core.errors import RooflineError
+from roofline.core.units import (
     format_bandwidth,
     format_bytes,
     format_flops,

@@ -134,7 +134,7 @@ def test_every_command_fits_every_width(name, width, here, tables, monkeypatch, 
 def test_flops_and_bytes_are_totals_when_count_goes(monkeypatch, capsys) -> None:
     """llama-3-8b decode, batch 1: gate_proj is one [1 x 4096] x [4096 x 14336] GEMM per layer, 32 layers:
     2 x 4096 x 14336 = 117,440,512 FLOP each (117.4 MFLOP), x 32 = 3,758,096,384 (3.758 GFLOP) in all."""
-    from roofline.units import format_flop
+    from roofline.core.units import format_flop
 
     each, total = 2 * 4096 * 14336, 2 * 4096 * 14336 * 32
     assert format_flop(each) == "117.4 MFLOP" and format_flop(total) == "3.758 GFLOP"

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from roofline.errors import RooflineError
-from roofline.workload import Op, Workload, WorkloadBuilder
+from roofline.core.errors import RooflineError
+from roofline.work.workload import Op, Workload, WorkloadBuilder
 
 
 def sample():
@@ -181,9 +181,9 @@ def _as_version_1(d: dict) -> dict:
 
 
 def test_version_1_files_load_migrated():
+    from roofline.core.stats import OpTimings, Timing
     from roofline.frontends.llm import from_llm
-    from roofline.stats import OpTimings, Timing
-    from roofline.workload import MeasuredRun
+    from roofline.work.workload import MeasuredRun
 
     w = from_llm("llama-2-7b", phase="generate", batch=2, prompt=64, gen=8)
     v1 = _as_version_1(w.to_dict())
@@ -265,7 +265,7 @@ def test_devices_and_oversized_files_are_not_read(tmp_path, monkeypatch):
 def test_version_1_analysis_files_load_migrated():
     """A saved /1 analysis: its /1 device and /1 workload are migrated, and it re-analyses to the same figures."""
     from roofline import Device, analyze
-    from roofline.analysis import Analysis
+    from roofline.engine.analysis import Analysis
 
     dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
     a = analyze(Workload.from_ops([Op("app", flops=0.8e9, bytes_read=4e9, measured_seconds=1.0)]), dev)

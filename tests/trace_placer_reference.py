@@ -14,17 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from roofline import costs
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.core.stats import Timing
+from roofline.core.text import shown_path
 from roofline.frontends.torch import FUSED_FUNCTIONS
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents
 from roofline.frontends.trace.nesting import parents
 from roofline.frontends.trace.replay import NotReplayed, Replayer
-from roofline.stats import Timing
-from roofline.text import shown_path
-from roofline.workload import MeasuredRun, TraceRecord, UnsupportedOp, Workload, WorkloadBuilder
-from roofline.workload_columns import COLUMNS
-from roofline.workload_facts import Unmatched
+from roofline.work import costs
+from roofline.work.workload import MeasuredRun, TraceRecord, UnsupportedOp, Workload, WorkloadBuilder
+from roofline.work.workload_columns import COLUMNS
+from roofline.work.workload_facts import Unmatched
 
 HOW_TO_RECORD = ("record one with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
                  "record_shapes=True, with_stack=True) and prof.export_chrome_trace('trace.json')")
@@ -85,7 +85,7 @@ class _Walk:
         self.row_codes.append(code)
 
     def _row(self, got: tuple[Any, ...], place: int, backward: bool) -> tuple[Any, ...]:
-        """One row's columns (:data:`~roofline.workload_columns.COLUMNS`, in order), as WorkloadBuilder.row
+        """One row's columns (:data:`~roofline.work.workload_columns.COLUMNS`, in order), as WorkloadBuilder.row
         fills them; ``got`` is kept with it (its id is the row's key)."""
         op_name, c, precision = got[:3]
         dims = got[3] if len(got) > 3 and got[3] else {}
@@ -302,8 +302,8 @@ class ReferencePlacer:
 def _gloo_collective(name: str, call: dict[str, Any], world: int) -> tuple[str, costs.Cost, str] | None:
     """A ``gloo:<collective>`` annotation (what gloo records on its worker thread): the message from its
     recorded inputs (all-gather's message is the gathered output: the input times the ranks)."""
+    from roofline.core.precision import of_dtype
     from roofline.frontends.trace.replay import DTYPES
-    from roofline.precision import of_dtype
 
     coll = name.removeprefix(GLOO_PREFIX)
     dims, types = call.get("Input Dims"), call.get("Input type")
@@ -334,6 +334,6 @@ def _collective(call: dict[str, Any]) -> tuple[str, costs.Cost, str]:
     size = costs.COMMS_DTYPE_BYTES.get(dtype, 4)
     elems_in, elems_out = (call.get(k) for k in ("In msg nelems", "Out msg nelems"))
     elems = max(x if isinstance(x, (int, float)) and x >= 0 else 0 for x in (elems_in, elems_out))
-    from roofline.precision import TORCH_DTYPES, of_dtype
+    from roofline.core.precision import TORCH_DTYPES, of_dtype
 
     return name, costs.collective(name, elems * size, ranks, size), of_dtype(TORCH_DTYPES.get(dtype.lower(), "")) or "fp32"

@@ -12,8 +12,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from roofline.errors import RooflineError
-from roofline.text import one_line
+from roofline.core.errors import RooflineError
+from roofline.core.text import one_line
 
 
 class Parser(argparse.ArgumentParser):
@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
 
     def _parse_optional(self, arg_string: str) -> Any:
         # an option by a unique prefix ('--quic' for '--quick') is taken, and said on stderr: the one rule of
-        # roofline.names for every name a user types (argparse lists an ambiguous prefix's matches itself)
+        # roofline.core.names for every name a user types (argparse lists an ambiguous prefix's matches itself)
         # argparse's private return differs by version: (action, option, [sep,] explicit) up to 3.12.x/3.13.0,
         # a list of such tuples after; only a single match is a unique prefix (several: argparse's error)
         found = super()._parse_optional(arg_string)
@@ -60,14 +60,14 @@ class Parser(argparse.ArgumentParser):
 
 def unknown_command(typed: str, commands: list[str]) -> str:
     """"unknown command 'devcies'; did you mean 'devices'?", by the project's one name matcher
-    (:func:`roofline.names.closest`): its best match, and any other command that contains what was typed.
+    (:func:`roofline.core.names.closest`): its best match, and any other command that contains what was typed.
 
     >>> unknown_command("devcies", ["devices", "device", "demo"])
     "unknown command 'devcies'; did you mean 'devices'?"
     >>> unknown_command("dev", ["devices", "device", "demo"])
     "unknown command 'dev'; did you mean 'device' or 'devices'?"
     """
-    from roofline.names import closest, normalize
+    from roofline.core.names import closest, normalize
 
     index = {normalize(c): c for c in commands}
     key = normalize(typed)
@@ -80,14 +80,14 @@ def unknown_command(typed: str, commands: list[str]) -> str:
 
 def unrecognized(extras: list[str], options: list[str]) -> str:
     """"unrecognized arguments: --quik; did you mean '--quick'?": the closest options to the first unknown one
-    (:func:`roofline.names.closest`, names this similar only).
+    (:func:`roofline.core.names.closest`, names this similar only).
 
     >>> unrecognized(["--quik"], ["--quick", "--show", "--out", "-h", "--help"])
     "unrecognized arguments: --quik; did you mean '--quick'?"
     >>> unrecognized(["stray"], ["--quick"])
     'unrecognized arguments: stray'
     """
-    from roofline.names import TYPO_CUTOFF, closest, normalize
+    from roofline.core.names import TYPO_CUTOFF, closest, normalize
 
     typed = extras[0].split("=", 1)[0]
     text = "unrecognized arguments: " + " ".join(extras[:5])  # argparse's own wording, then the suggestion
@@ -102,7 +102,7 @@ def unrecognized(extras: list[str], options: list[str]) -> str:
 def _similar(a: str, b: str) -> bool:
     import difflib
 
-    from roofline.names import TYPO_CUTOFF, normalize
+    from roofline.core.names import TYPO_CUTOFF, normalize
 
     return difflib.SequenceMatcher(None, normalize(a), normalize(b)).ratio() >= TYPO_CUTOFF
 
@@ -119,7 +119,7 @@ def note(text: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from roofline.commands import COMMANDS
-    from roofline.version import __version__
+    from roofline.core.version import __version__
 
     parser = Parser(
         prog="roofline",
@@ -182,7 +182,7 @@ def _observed() -> bool:
 def _run(argv: list[str] | None) -> int:
     import warnings
 
-    from roofline.names import NameResolved
+    from roofline.core.names import NameResolved
 
     _NOTED.clear()
     with warnings.catch_warnings():

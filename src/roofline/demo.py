@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from roofline.analysis import Analysis, analyze
 from roofline.catalog import get_device
-from roofline.device import Device
-from roofline.errors import RooflineError
-from roofline.summary import Summary, summarize
-from roofline.workload import Op, Workload
+from roofline.core.errors import RooflineError
+from roofline.engine.analysis import Analysis, analyze
+from roofline.hardware.device import Device
+from roofline.words.summary import Summary, summarize
+from roofline.work.workload import Op, Workload
 
 if TYPE_CHECKING:
     import torch
@@ -77,7 +77,7 @@ class DemoResult:
 
 def demo_cnn(batch: int = 16) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     """A small CNN (conv/bn/relu/pool/linear) and a batch of 32x32 images, on the CPU, in fp32."""
-    from roofline.errors import require
+    from roofline.core.errors import require
 
     require("torch", "torch")  # MissingExtraError (an ImportError) naming the extra when torch is missing
     import torch
@@ -127,7 +127,7 @@ def local_device(*, quick: bool = True, tiny: bool = False, progress: Callable[[
 
 def prepare_outdir(outdir: str | Path) -> Path:
     """Create the output folder (before any work), or a one-line error saying why it cannot be."""
-    from roofline.fileio import check_writable
+    from roofline.core.fileio import check_writable
 
     path = Path(outdir)
     try:
@@ -195,9 +195,9 @@ def _add_cnn(out: DemoResult, here: Device, tiny: bool) -> None:
 
 def _write_report(out: DemoResult, here: Device, gpu: Device) -> None:
     """A chart per analysis and the HTML report, each section led by its summary (levers on its own device)."""
-    from roofline.advice import advise
     from roofline.render.chart import save_chart
     from roofline.render.html import Section, compare_figure, save_report
+    from roofline.words.advice import advise
 
     sections = []
     for key, a in out.analyses.items():
@@ -209,7 +209,7 @@ def _write_report(out: DemoResult, here: Device, gpu: Device) -> None:
         sections.append(Section(out.titles[key], a, summary=out.summaries[key]))
     extra, answers = [], []
     if "llama-decode-local" in out.analyses:
-        from roofline.comparison import answer, compare
+        from roofline.words.comparison import answer, compare
 
         pair = [out.analyses["llama-decode-local"], out.analyses["llama-decode-gpu"]]
         extra.append(("Llama-3-8B decode: this machine vs " + gpu.name,
@@ -226,7 +226,7 @@ def _write_report(out: DemoResult, here: Device, gpu: Device) -> None:
 
 
 def _bench_line(d: Device) -> str:
-    from roofline.units import format_bandwidth, format_flops
+    from roofline.core.units import format_bandwidth, format_flops
 
     best = max(d.compute, key=lambda c: c.flops)
     return (f"peak {format_flops(best.flops)} ({best.label}), "

@@ -1,18 +1,12 @@
-"""How core objects show themselves (``repr``, ``print``, Jupyter's HTML): a registry the render layer fills.
+"""Moved to :mod:`roofline.core.formatters`. This path stays importable for one release (0.x), then goes.
 
-The core data classes (:class:`~roofline.analysis.Analysis`) look their display up here at call time and
-fall back to a plain form when nothing is registered; :mod:`roofline.render` registers its formatters when
-it is imported (``import roofline`` imports it), as pandas attaches its formatters.  Neither side imports
-the other: this module sits below both.
-
->>> FORMATTERS.get("no such kind") is None
-True
+``import roofline.formatters`` and ``from roofline.formatters import X`` give the module itself (one object, so a patch
+through either name is seen through both).
 """
 
-from __future__ import annotations
+import sys
 
-from collections.abc import Callable
-from typing import Any
+from roofline.core import formatters as _moved
+from roofline.core.formatters import *  # noqa: F403  (for static tools; at run time the alias below is what counts)
 
-#: kind ("repr", "str", "html") -> a function of the object that returns its text
-FORMATTERS: dict[str, Callable[[Any], str]] = {}
+sys.modules[__name__] = _moved

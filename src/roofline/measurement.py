@@ -9,14 +9,14 @@
   of its profiled runs); the analysis then gives achieved FLOP/s, achieved
   bandwidth and efficiency = achieved / attainable at the level the op is
   judged at (the fastest memory level its working set fits, see
-  :mod:`roofline.analysis`), and flags points above that roof.
+  :mod:`roofline.engine.analysis`), and flags points above that roof.
 * :func:`measure_callable` and the :func:`kernel` decorator do the same for
   any Python callable (numpy, numba, cupy, ...), given its FLOPs and bytes.
 
 Without ``device=`` the roofs are the measured local device (the ``roofline bench``
 cache); with none cached, a one-line error says to run ``roofline bench`` first
 (nothing is measured or written behind the caller's back).  Spread and the
-above-roof tolerance follow :mod:`roofline.stats` (interquartile range; an op
+above-roof tolerance follow :mod:`roofline.core.stats` (interquartile range; an op
 is flagged only beyond its own fast-side spread).  The whole-run timing and the
 per-op quartiles are kept in ``workload.measured`` (:class:`MeasuredRun`).
 
@@ -43,12 +43,12 @@ from typing import Any
 
 import numpy as np
 
-from roofline.analysis import Analysis, analyze
-from roofline.device import Device
-from roofline.errors import RooflineError, first_line, require
-from roofline.precision import of_dtype
-from roofline.stats import OpTimings, Timing
-from roofline.workload import MeasuredRun, Op, Workload
+from roofline.core.errors import RooflineError, first_line, require
+from roofline.core.precision import of_dtype
+from roofline.core.stats import OpTimings, Timing
+from roofline.engine.analysis import Analysis, analyze
+from roofline.hardware.device import Device
+from roofline.work.workload import MeasuredRun, Op, Workload
 
 MIN_BATCH_SECONDS = 2e-3  # time calls in batches at least this long, so the clock's resolution does not matter
 
@@ -123,7 +123,7 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
     0.0625
     """
     _check_kernel("measure_callable", flops, bytes, name, kind, unit)
-    from roofline import arguments as arg
+    from roofline.core import arguments as arg
 
     arg.function(fn, "measure_callable", "fn")
     arg.positive_int(repeats, "measure_callable", "repeats")
@@ -153,10 +153,10 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
 
 
 def _check_kernel(func: str, flops: Any, nbytes: Any, name: Any, kind: Any, unit: Any) -> None:
-    """The API boundary (:mod:`roofline.arguments`): FLOPs and bytes finite numbers >= 0 or callables, a
+    """The API boundary (:mod:`roofline.core.arguments`): FLOPs and bytes finite numbers >= 0 or callables, a
     known op kind and unit, a name (str) or None."""
-    from roofline import arguments as arg
-    from roofline.workload_columns import OP_KINDS
+    from roofline.core import arguments as arg
+    from roofline.work.workload_columns import OP_KINDS
 
     arg.number_or_callable(flops, func, "flops")
     arg.number_or_callable(nbytes, func, "bytes")
@@ -207,7 +207,7 @@ def kernel(flops: float | Callable[..., float], bytes: float | Callable[..., flo
     _check_kernel("kernel", flops, bytes, name, kind, unit)
 
     def wrap(fn: Callable[..., Any]) -> Kernel:
-        from roofline import arguments as arg
+        from roofline.core import arguments as arg
 
         return Kernel(arg.function(fn, "kernel", "the decorated function"), flops, bytes, name, kind, precision,
                       unit)
@@ -350,8 +350,8 @@ def _time_model(torch: Any, model: Any, call: Callable[[], Any], repeats: int, w
 
 
 def _check_model_run(torch: Any, model: Any, repeats: Any, warmup: Any, profile_runs: Any) -> None:
-    """The API boundary of :func:`measure` (:mod:`roofline.arguments`)."""
-    from roofline import arguments as arg
+    """The API boundary of :func:`measure` (:mod:`roofline.core.arguments`)."""
+    from roofline.core import arguments as arg
 
     if not isinstance(model, torch.nn.Module):
         raise arg.type_error("measure", "model", "a torch.nn.Module", model)
@@ -368,8 +368,8 @@ def measure(model: Any, *inputs: Any, device: Device | str | None = None, repeat
     The whole model is timed ``repeats`` times (median and quartiles in ``workload.measured``);
     ``profile_runs`` runs under ``torch.profiler`` give the per-op times (median per op; q1 / median / q3
     in ``workload.measured.ops``; a profiled run's wall time in ``workload.measured.profiled_seconds``).
-    The analysis carries the forecast (:mod:`roofline.forecast`) beside the bound, so both are
-    compared with the measured times (:class:`roofline.summary.ForecastSummary`).  Each op's above-roof tolerance is its own fast-side spread
+    The analysis carries the forecast (:mod:`roofline.engine.forecast`) beside the bound, so both are
+    compared with the measured times (:class:`roofline.words.summary.ForecastSummary`).  Each op's above-roof tolerance is its own fast-side spread
     over those runs (at least 2%; 10% for an op timed in only one run), not the whole model's.
 
     >>> import torch

@@ -1,4 +1,12 @@
-"""The package's version (``roofline.__version__``), kept apart so that whatever stamps it (the CLI's
-``--version``, the HTML report's footer) imports this and not the package."""
+"""Moved to :mod:`roofline.core.version`. This path stays importable for one release (0.x), then goes.
 
-__version__ = "0.1.0"
+``import roofline.version`` and ``from roofline.version import X`` give the module itself (one object, so a patch
+through either name is seen through both).
+"""
+
+import sys
+
+from roofline.core import version as _moved
+from roofline.core.version import *  # noqa: F403  (for static tools; at run time the alias below is what counts)
+
+sys.modules[__name__] = _moved

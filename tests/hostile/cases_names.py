@@ -3,7 +3,7 @@
 Hostile names (rich markup, mathtext, terminal escapes, spreadsheet formulas, HTML, 300 characters, 10 MB) reach
 every renderer through every command that takes names from files: analyze, plot, report (a saved analysis),
 compare, device (a device file), llm (a config's ``_name_or_path``) and the Python API.  Each case checks the
-output is safe for its medium (:mod:`roofline.text`).  Partial-output cases make the last output fail and check
+output is safe for its medium (:mod:`roofline.core.text`).  Partial-output cases make the last output fail and check
 that nothing was written; extreme-number cases draw charts and tables at the edges of the accepted range.
 """
 
@@ -189,7 +189,7 @@ add(
          (*AN, "--csv", "r.csv", "--html", "r.html", "--json", "a.json"), files={"w.json": named("a\ud800b")},
          expect="ok", check="'a\\\\ud800b' in out and " + exists("r.csv", "r.html", "a.json")),
     Case("names/escape-api-error", "control-chars", "api",
-         code=api("from roofline.errors import RooflineError\n"
+         code=api("from roofline.core.errors import RooflineError\n"
                   "raise RooflineError('bad name \\x1b[2J\\x9b here', where='f\\x07.json')\n"),
          names="bad name \\x1b[2J\\x9b here"),
 )
@@ -298,7 +298,7 @@ add(
     Case("names/huge-level-analyze", "long-names", "analyze", ("analyze", "w.json", "--device", "d.json"),
          files={"w.json": named("a"), "d.json": dev(level=HUGE)}, expect="ok", check=f"{HUGE_MARK!r} in out"),
     Case("names/huge-name-in-error", "long-names", "api",
-         code=api("from roofline.errors import RooflineError\nraise RooflineError('bad ' + 'z' * 10_000_000)\n"),
+         code=api("from roofline.core.errors import RooflineError\nraise RooflineError('bad ' + 'z' * 10_000_000)\n"),
          names="...[+", check="len(err) < 5000"),
     Case("names/huge-plot-point", "long-names", "plot",
          ("plot", "--device", "h100", "--point", "p" * 1_000_000 + ":1e9:1e6", "--csv", "r.csv"), expect="ok",
@@ -309,7 +309,7 @@ add(
 FOUR = ("c.png", "a.json", "r.csv", "r.html")
 BOOM = api(
     "import argparse\nimport roofline.render as R\nfrom roofline.commands import _common\n"
-    "from roofline.errors import RooflineError\n"
+    "from roofline.core.errors import RooflineError\n"
     "class Boom(R.{cls}):\n"
     "    def render(self, *a, **k):\n"
     "        raise RooflineError('boom: the {what} renderer failed')\n"

@@ -140,7 +140,7 @@ def _child_main(case: Case, tmp: Path) -> int:
         from roofline import cli
 
         return cli.main([_expand(a, tmp) for a in case.argv])
-    from roofline.errors import RooflineError
+    from roofline.core.errors import RooflineError
 
     try:
         exec(compile(_expand(case.code, tmp), f"<case {case.name}>", "exec"), {"__name__": "__case__"})

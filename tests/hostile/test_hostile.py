@@ -39,7 +39,7 @@ def test_the_corpus_is_large_and_covers_every_class() -> None:
 
 
 def test_every_public_function_has_a_wrong_type_and_a_wrong_value_case() -> None:
-    # the API boundary rule (README, roofline.arguments): each function in roofline.__all__ is called wrongly
+    # the API boundary rule (README, roofline.core.arguments): each function in roofline.__all__ is called wrongly
     # by at least two api-boundary cases (catalog_devices takes no argument: its case calls it rightly)
     import inspect
 

@@ -1,4 +1,4 @@
-"""Measured ceilings: this machine's hierarchical roofline, as a :class:`~roofline.device.Device`.
+"""Measured ceilings: this machine's hierarchical roofline, as a :class:`~roofline.hardware.device.Device`.
 
 ``run_bench`` measures (CPU with numba kernels and numpy/torch GEMM; the CUDA
 GPU with torch when ``gpu=True``) and returns a Device whose every ceiling has
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from roofline.bench.cache import cache_dir, load_local_device, local_device_path, save_local_device, writer_lock
-from roofline.device import Device
+from roofline.hardware.device import Device
 
 if TYPE_CHECKING:
     from roofline.bench.sampling import Progress
@@ -52,14 +52,14 @@ def run_bench(*, quick: bool = True, full: bool = False, threads: int | None = N
 
     The CPU is measured in a child process (:mod:`roofline.bench._worker`): the OpenMP and
     numba settings measuring needs (threads pinned to cores, passive waiting) stay there.
-    A :class:`~roofline.errors.RooflineError` in it comes back as the same one-line error;
+    A :class:`~roofline.core.errors.RooflineError` in it comes back as the same one-line error;
     Ctrl-C stops it and raises KeyboardInterrupt here.  (:func:`roofline.bench.cpu.run_cpu_bench`
     measures in this process, settings included.)
     """
     from dataclasses import replace
 
-    from roofline import arguments as arg
     from roofline.bench import overhead, quality
+    from roofline.core import arguments as arg
 
     run = quality.new_run()
 

@@ -42,8 +42,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-from roofline.device import Device
-from roofline.errors import MissingExtraError, RooflineError
+from roofline.core.errors import MissingExtraError, RooflineError
+from roofline.hardware.device import Device
 
 Progress = Callable[[float, str], None]
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT

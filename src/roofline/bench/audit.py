@@ -7,7 +7,7 @@ at L1/L2/L3/DRAM working sets), and judges each against
 - the compute roof of its unit and precision (the device's documented fallback
   when that roof is absent, e.g. bf16 -> fp32 on a CPU without native bf16), and
 - the memory level its working set fits (:meth:`Device.judging_level`, the
-  same rule as measured ops in :mod:`roofline.analysis`; main memory when none does),
+  same rule as measured ops in :mod:`roofline.engine.analysis`; main memory when none does),
 
 as ``efficiency = roofline time / measured median time``, where roofline time =
 max(FLOPs / peak, bytes / bandwidth).  Efficiencies are computed against the
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from roofline.bench_facts import AuditResult
-from roofline.ceilings import MethodFigure
-from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
-from roofline.units import format_bandwidth, format_bytes, format_flops
+from roofline.core.units import format_bandwidth, format_bytes, format_flops
+from roofline.hardware.bench_facts import AuditResult
+from roofline.hardware.ceilings import MethodFigure
+from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 
 Call = Callable[[], Any]
 
@@ -226,7 +226,7 @@ def format_audit(results: tuple[AuditResult, ...] | list[AuditResult]) -> str:
     """The audit as a table: kernel, judged by, efficiency (before raising), own spread, verdict."""
     if not results:
         return ""
-    from roofline.text import display  # kernel, roof and level names come from a cache file: data
+    from roofline.core.text import display  # kernel, roof and level names come from a cache file: data
 
     rows = [(display(r.kernel), display(f"{r.roof}, {r.level}"), display(r.binding), f"{r.efficiency:.2f}",
              f"{r.noise:.0%}", f"raised {display(r.raised)}" if r.raised else ("above roof" if r.above_roof else "ok"))

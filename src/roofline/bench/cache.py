@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from roofline.bench_facts import BENCH_VERSION
-from roofline.device import ComputeCeiling, Device, MemoryCeiling
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.hardware.bench_facts import BENCH_VERSION
+from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling
 
 CACHE_FILE = "local-device.json"
 LOCK_FILE = "local-device.lock"

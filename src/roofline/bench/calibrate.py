@@ -10,7 +10,7 @@ Each suite op runs :data:`CALLS` times per forward inside a one-op module measur
 :func:`roofline.measure` (per-op times from ``torch.profiler``, as a measured model's ops
 get them); its figure is the median over every call of every profiled run, with quartiles.
 Its FLOPs and bytes come from the same cost tables as any traced model.  The curves
-(:func:`roofline.calibration.fit`) then fit measured time against
+(:func:`roofline.hardware.calibration.fit`) then fit measured time against
 overhead + roof time / efficiency(size).  A suite op that fails here is listed in
 ``failed`` and the rest go on.  A suite measured under contention (:func:`noise_causes`: the same
 detection as the bench, plus torch threads above the free cores and times quantised to a scheduler
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from roofline.bench import contention, machine
-from roofline.calibration import Calibration, SuitePoint, fit, with_forecasts
-from roofline.device import Device
-from roofline.errors import RooflineError, first_line, require
+from roofline.core.errors import RooflineError, first_line, require
+from roofline.hardware.calibration import Calibration, SuitePoint, fit, with_forecasts
+from roofline.hardware.device import Device
 
 SUITE_VERSION = 1
 CALLS = 4  # calls of the op per forward: more samples per profiled run

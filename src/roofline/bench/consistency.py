@@ -23,8 +23,8 @@ ISA's ratios; a figure that breaks one is *flagged* (and the run may be measured
 from __future__ import annotations
 
 from roofline.bench import uarch
-from roofline.device import Device
-from roofline.units import format_bandwidth, format_flops
+from roofline.core.units import format_bandwidth, format_flops
+from roofline.hardware.device import Device
 
 ISA_TOLERANCE = 0.10  # a ratio may miss the ISA's by 10 % (clock steps between runs, GEMM vs FMA kernels)
 MEMORY_TOLERANCE = 0.05  # a slower level may beat a faster one by 5 % (plateau edges, sampling)

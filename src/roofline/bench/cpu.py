@@ -70,9 +70,9 @@ from roofline.bench.sweep import (
     sweep_sizes,
     threading_layer,
 )
-from roofline.bench_facts import BENCH_VERSION, BenchFacts, CacheInfo, ErtCurve, SpecRoof
-from roofline.device import ComputeCeiling, Device, MemoryCeiling
-from roofline.errors import RooflineError, require
+from roofline.core.errors import RooflineError, require
+from roofline.hardware.bench_facts import BENCH_VERSION, BenchFacts, CacheInfo, ErtCurve, SpecRoof
+from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling
 
 
 class _Kernels:
@@ -115,7 +115,7 @@ class _Kernels:
 
 
 def run_cpu_bench(config: BenchConfig | None = None, progress: Progress | None = None) -> Device:
-    """Measure this machine and return it as a :class:`~roofline.device.Device` (kind ``cpu``).
+    """Measure this machine and return it as a :class:`~roofline.hardware.device.Device` (kind ``cpu``).
 
     >>> from roofline.bench.cpu import BenchConfig, run_cpu_bench          # doctest: +SKIP
     >>> dev = run_cpu_bench(BenchConfig.quick())                           # doctest: +SKIP

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline.bench import machine
-from roofline.device import ComputeCeiling, Device, MemoryCeiling, Provenance
-from roofline.errors import RooflineError, require
-from roofline.stats import SPREAD_WARN, quartiles, relative_spread
+from roofline.core.errors import RooflineError, require
+from roofline.core.stats import SPREAD_WARN, quartiles, relative_spread
+from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling, Provenance
 
 Progress = Callable[[float, str], None]
 
@@ -39,7 +39,7 @@ def cuda_available() -> bool:
 
 
 def _stats(samples: list[float]) -> tuple[float, float, float]:
-    """Median and quartiles (roofline.stats: the one spread definition)."""
+    """Median and quartiles (roofline.core.stats: the one spread definition)."""
     q1, med, q3 = quartiles(samples)
     return med, q1, q3
 
@@ -143,7 +143,7 @@ def run_gpu_bench(*, quick: bool = True, progress: Progress | None = None, devic
             "versions": machine.versions(), "cuda": torch.version.cuda, "host_cpu": machine.cpu_model(),
             "warnings": warnings}
     report(1.0, "done")
-    from roofline.bench_facts import BENCH_VERSION, BenchFacts
+    from roofline.hardware.bench_facts import BENCH_VERSION, BenchFacts
 
     facts = BenchFacts(version=BENCH_VERSION, machine=machine.fingerprint(f"gpu {name}"))
     return Device(name=f"local: {name}", vendor="NVIDIA" if "nvidia" in name.lower() else "", kind="gpu",

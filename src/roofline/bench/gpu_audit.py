@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.bench.audit import AuditKernel, Call, run_audit
-from roofline.device import Device
-from roofline.errors import require
-from roofline.units import format_bytes
+from roofline.core.errors import require
+from roofline.core.units import format_bytes
+from roofline.hardware.device import Device
 
 SIZES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
@@ -105,7 +105,7 @@ def audit_gpu(device: Device, *, repeats: int = 7, kernels: list[AuditKernel] | 
     """:func:`roofline.bench.audit.run_audit` on the CUDA GPU, each kernel timed with CUDA events."""
     torch = require("torch", "torch")
     from roofline.bench.gpu import time_cuda
-    from roofline.stats import quartiles
+    from roofline.core.stats import quartiles
 
     def time_call(call: Call) -> tuple[float, float, float, float, int]:
         secs = time_cuda(torch, call, inner=5, repeats=repeats)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from roofline.stats import quartiles
+from roofline.core.stats import quartiles
 
 
 @dataclass(frozen=True)

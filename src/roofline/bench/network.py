@@ -12,7 +12,7 @@ Every rank runs all-reduce, all-gather, reduce-scatter, all-to-all and send/recv
 warm-up; each sample is a batch of calls started by a barrier and timed on every rank (the slowest rank's
 time counts), taken in rounds over every collective and size.
 Reported as nccl-tests does (its doc/PERFORMANCE.md): algorithm bandwidth = message / time, bus bandwidth
-= algorithm bandwidth x the collective's bus factor (:data:`roofline.costs.BUS_FACTORS`), median time and
+= algorithm bandwidth x the collective's bus factor (:data:`roofline.work.costs.BUS_FACTORS`), median time and
 interquartile spread.  Each collective is fitted, on its own, to ``t = alpha + message / bandwidth``
 (least squares on relative error; R^2 on log time), so a backend that implements a collective its own way
 (gloo's reduce-scatter is not NCCL's ring) is predicted from what it measured, not from NCCL's factors.
@@ -40,8 +40,8 @@ from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from roofline.costs import BUS_FACTORS
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.work.costs import BUS_FACTORS
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 FULL_SIZES = tuple(8 * 4**k for k in range(14))  # 8 B .. 512 MiB (x4), plus 1 GiB below
@@ -62,7 +62,7 @@ def _env_int(env: Any, name: str, minimum: int) -> int | None:
         return None
     t = text.strip()
     if not (t.isascii() and t.isdigit()) or len(t) > 18 or int(t) < minimum:
-        from roofline.fileio import shown
+        from roofline.core.fileio import shown
 
         raise RooflineError(f"environment variable {name}={shown(text, 40)} must be a whole number from {minimum} "
                             "(torchrun sets it)")
@@ -78,7 +78,7 @@ def launch_env(env: Any = None) -> dict[str, Any]:
     >>> launch_env({"RANK": "1", "WORLD_SIZE": "2"})["RANK"]
     1
     """
-    from roofline.fileio import shown
+    from roofline.core.fileio import shown
 
     env = os.environ if env is None else env
     got: dict[str, Any] = {k: _env_int(env, k, 1 if k.endswith("SIZE") else 0)
@@ -113,7 +113,7 @@ class Fit:
     bandwidth2: float = math.inf
 
     def time(self, nbytes: float) -> float:
-        from roofline.system import alpha_beta
+        from roofline.hardware.system import alpha_beta
 
         return alpha_beta(nbytes, self.alpha, self.bandwidth, self.split_bytes, self.alpha2, self.bandwidth2)
 
@@ -314,7 +314,7 @@ def measure_tiers(dist: Any, torch: Any, device: Any, backend: str, wanted: tupl
     sizes = QUICK_SIZES if quick else (*FULL_SIZES, 1 << 30)
     repeats = repeats or (21 if quick else 31)
     tiers = _tier_groups(dist, rank, world, local, nodes, timedelta(seconds=timeout_s), one_rank)
-    from roofline.system import MeasuredCollective
+    from roofline.hardware.system import MeasuredCollective
 
     results: dict[str, dict[str, MeasuredCollective]] = {}
     fitted: list[Any] = []
@@ -359,9 +359,9 @@ def build_system(results: dict[str, dict[str, Any]], device: Any, local: int, no
     bandwidth and alpha per step, for the cost model's other collectives and group sizes), and every
     collective's own fit in ``measured``."""
     from roofline.bench.machine import now
-    from roofline.collectives import steps
-    from roofline.device import Provenance
-    from roofline.system import NetworkTier, System
+    from roofline.engine.collectives import steps
+    from roofline.hardware.device import Provenance
+    from roofline.hardware.system import NetworkTier, System
 
     tiers = []
     for scope, by in results.items():

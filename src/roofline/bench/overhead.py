@@ -8,7 +8,7 @@
 - ``cuda-graph``: the same launches captured in a CUDA graph and replayed, per kernel.
 
 Each figure is the median of its samples, with the interquartile range as its spread
-(:mod:`roofline.stats`).
+(:mod:`roofline.core.stats`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.bench import machine
-from roofline.device import OverheadFloor, Provenance
-from roofline.stats import Timing
+from roofline.core.stats import Timing
+from roofline.hardware.device import OverheadFloor, Provenance
 
 REPEATS = 15
 

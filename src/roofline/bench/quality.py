@@ -12,7 +12,7 @@
 
 Roofs set from an *inferred* clock are ``unverified`` (a note, not a flag).  The warning
 (:func:`warning`) leads every output that uses the device: the terminal headline, chart captions
-and the HTML report's top line all start with it (:func:`roofline.summary.headline`).
+and the HTML report's top line all start with it (:func:`roofline.words.summary.headline`).
 ``device.metadata["run"]`` names the run that made the device (id, start time, pid, host).
 
 >>> q = {"status": "disturbed", "flags": ["disturbed"], "causes": ["disturbed: steal 9% of CPU time"]}

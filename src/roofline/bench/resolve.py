@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from roofline import catalog
 from roofline.bench.cache import load_local_device
-from roofline.device import Device
+from roofline.hardware.device import Device
 
 
 def resolve_device(spec: str | Device) -> Device:
     """A Device from a catalog name, a device JSON file, or 'local' (the cached bench result)."""
     if isinstance(spec, Device):
         return spec
-    from roofline import arguments as arg
+    from roofline.core import arguments as arg
 
     arg.text(arg.need(spec, str, "resolve_device", "spec", "a device name, a device JSON path (str) or a Device"),
              "resolve_device", "spec")

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from roofline.ceilings import MethodFigure
-from roofline.device import Provenance
-from roofline.errors import RooflineError
-from roofline.stats import SPREAD_WARN, quartiles, relative_spread
+from roofline.core.errors import RooflineError
+from roofline.core.stats import SPREAD_WARN, quartiles, relative_spread
+from roofline.hardware.ceilings import MethodFigure
+from roofline.hardware.device import Provenance
 
 KiB = 1024
 MiB = 1024 * 1024

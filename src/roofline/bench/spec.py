@@ -37,8 +37,8 @@ from typing import Any
 
 from roofline.bench import host as _host
 from roofline.bench import uarch as _uarch
-from roofline.bench_facts import SpecRoof
-from roofline.units import format_flops
+from roofline.core.units import format_flops
+from roofline.hardware.bench_facts import SpecRoof
 
 SPEC_LOW, SPEC_HIGH = 0.5, 1.1  # a measured vector roof outside [50 %, 110 %] of spec is warned about
 

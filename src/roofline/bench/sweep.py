@@ -36,9 +36,9 @@ from roofline.bench.sampling import (
     stat_provenance,
     warn_spread,
 )
-from roofline.bench_facts import ErtCurve, Sweep, SweepCurve
-from roofline.device import MemoryCeiling
-from roofline.units import format_bytes
+from roofline.core.units import format_bytes
+from roofline.hardware.bench_facts import ErtCurve, Sweep, SweepCurve
+from roofline.hardware.device import MemoryCeiling
 
 #: STREAM byte counting per fp64 element, and arrays per kernel
 KERNELS: dict[str, tuple[int, int]] = {"read": (8, 1), "write": (8, 1), "copy": (16, 2), "triad": (24, 3)}

@@ -5,7 +5,7 @@ Each file is ``{"schema": "roofline.catalog/1", "vendor": ..., "sources": {key:
 ``provenance.source`` names a key of ``sources``.  Lookup ignores case and
 punctuation and knows aliases.  This module is the one reader of devices and systems: a
 system file names its device as the catalog does (it installs :func:`get_device` as the
-name lookup of :mod:`roofline.system`, which does not import the catalog).
+name lookup of :mod:`roofline.hardware.system`, which does not import the catalog).
 
 >>> from roofline.catalog import get_device
 >>> get_device("h100").name
@@ -21,11 +21,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from roofline import names
-from roofline.device import Device
-from roofline.errors import RooflineError
-from roofline.names import normalize
-from roofline.system import SYSTEM_SCHEMA, System, name_devices_with
+from roofline.core import names
+from roofline.core.errors import RooflineError
+from roofline.core.names import normalize
+from roofline.hardware.device import Device
+from roofline.hardware.system import SYSTEM_SCHEMA, System, name_devices_with
 
 CATALOG_SCHEMA = "roofline.catalog/1"
 
@@ -69,15 +69,15 @@ def _index() -> dict[str, Device]:
 
 
 def closest(name: str, n: int = 3) -> list[str]:
-    """The (up to) ``n`` catalog device names closest to ``name`` (:func:`roofline.names.closest`)."""
+    """The (up to) ``n`` catalog device names closest to ``name`` (:func:`roofline.core.names.closest`)."""
     return names.closest(name, {alias: dev.name for alias, dev in _index().items()}, n, names.TYPO_CUTOFF)
 
 
 def get_device(name: str) -> Device:
     """A catalog device by name or alias, or a unique prefix of one (said in a
-    :class:`~roofline.names.NameResolved` warning: 'mi300' is AMD Instinct MI300X); an ambiguous prefix
-    fails listing its matches, an unknown name with the closest (:func:`roofline.names.resolve`)."""
-    from roofline import arguments as arg
+    :class:`~roofline.core.names.NameResolved` warning: 'mi300' is AMD Instinct MI300X); an ambiguous prefix
+    fails listing its matches, an unknown name with the closest (:func:`roofline.core.names.resolve`)."""
+    from roofline.core import arguments as arg
 
     arg.text(name, "get_device", "name")
     return names.resolve(name, _index(), "device", shown=lambda d: d.name, hint=" (see 'roofline devices')")
@@ -132,13 +132,13 @@ def systems() -> tuple[System, ...]:
 
 def get_system(name: str, *, nodes: int | None = None) -> System:
     """A catalog system by name or alias, with ``nodes`` nodes (default: its one node; :func:`with_nodes`);
-    names resolve by the rule of :func:`roofline.names.resolve` (a unique prefix taken, and said).
+    names resolve by the rule of :func:`roofline.core.names.resolve` (a unique prefix taken, and said).
 
     >>> s = get_system("dgx-h100", nodes=16)
     >>> s.devices, s.tier("node").bandwidth / 1e9, s.tier("cluster").per_device_bandwidth(8) / 1e9
     (128, 450.0, 50.0)
     """
-    from roofline import arguments as arg
+    from roofline.core import arguments as arg
 
     arg.text(name, "get_system", "name")
     arg.optional_int(nodes, "get_system", "nodes")
@@ -151,7 +151,7 @@ def with_nodes(system: System, nodes: int) -> System:
     """``system`` scaled to ``nodes`` nodes (1 to 2**20; more than one needs a cluster tier)."""
     from dataclasses import replace
 
-    from roofline.fileio import shown
+    from roofline.core.fileio import shown
 
     if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 2**20:
         raise RooflineError(f"nodes must be a whole number from 1 to {2**20}, got {shown(nodes)}")

@@ -12,12 +12,12 @@ import re
 import sys
 from pathlib import Path
 
-from roofline.analysis import Analysis
-from roofline.calibration import Calibration
-from roofline.device import Device
-from roofline.errors import RooflineError
-from roofline.fileio import check_writable
-from roofline.summary import Summary
+from roofline.core.errors import RooflineError
+from roofline.core.fileio import check_writable
+from roofline.engine.analysis import Analysis
+from roofline.hardware.calibration import Calibration
+from roofline.hardware.device import Device
+from roofline.words.summary import Summary
 
 EXAMPLE_HELP = argparse.RawDescriptionHelpFormatter
 
@@ -71,7 +71,7 @@ def add_output_options(p: argparse.ArgumentParser, group_by: tuple[str, ...] = (
 
 def add_tf32_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--tf32 on|off|default``: which fp32 matrix-unit ops a GPU with TF32 runs on its tf32 roof
-    (:data:`roofline.analysis.TF32_KINDS`)."""
+    (:data:`roofline.engine.analysis.TF32_KINDS`)."""
     p.add_argument("--tf32", choices=("default", "on", "off"), default="default",
                    help="fp32 convolutions/matmuls on a GPU with TF32: default = PyTorch's (convolutions on the "
                         "tf32 roof, cudnn.allow_tf32=True; matmuls on fp32, cuda.matmul.allow_tf32=False), "
@@ -133,10 +133,10 @@ def cli_quantity(text: str, kind: str, option: str) -> float:
     10000000000.0
     >>> cli_quantity("10", "bandwidth", "--bandwidth")
     Traceback (most recent call last):
-    roofline.errors.RooflineError: --bandwidth '10': give a unit, e.g. '10 GB/s' (a bare number would be 10 B/s)
+    roofline.core.errors.RooflineError: --bandwidth '10': give a unit, e.g. '10 GB/s' (a bare number would be 10 B/s)
     """
 
-    from roofline.units import IEC, SI, format_bandwidth, format_flops, parse_quantity
+    from roofline.core.units import IEC, SI, format_bandwidth, format_flops, parse_quantity
 
     unit, example_prefix = _CLI_UNITS[kind]
     value = parse_quantity(text, kind, field=option)  # garbage, a wrong unit: parse_quantity's message
@@ -164,7 +164,7 @@ def forecast_option(analysis: Analysis, args: argparse.Namespace) -> Analysis:
     """``analysis`` with its forecast when ``--forecast`` asks (the ``--calibration`` file applied)."""
     if not getattr(args, "forecast", False):
         return analysis
-    from roofline.forecast import with_forecast
+    from roofline.engine.forecast import with_forecast
 
     cal = calibration_option(args)
     if cal is None and analysis.forecast is not None:
@@ -177,9 +177,9 @@ def calibration_option(args: argparse.Namespace) -> Calibration | None:
     path = getattr(args, "calibration", None)
     if not path:
         return None
-    from roofline.calibration import load_calibration
-    from roofline.fileio import read_json
-    from roofline.text import shown_path
+    from roofline.core.fileio import read_json
+    from roofline.core.text import shown_path
+    from roofline.hardware.calibration import load_calibration
 
     return load_calibration(read_json(path), shown_path(path))
 
@@ -205,19 +205,19 @@ def check_outputs(args: argparse.Namespace) -> None:
 def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None) -> None:
     """Terminal table (and the LLM facts, the advice when asked) + every requested output file.
 
-    The facts are summarised once (:func:`roofline.summary.summarize`) and every renderer reads them.
+    The facts are summarised once (:func:`roofline.words.summary.summarize`) and every renderer reads them.
     Advice is computed here, at the edge: levers on this device for the HTML report, other catalog
     devices too only with ``--advice``.  All or nothing: the terminal text and every output are rendered
     before anything is printed or written (:func:`write_outputs`).
     """
+    from roofline.core.text import display
     from roofline.render import terminal
-    from roofline.summary import summarize
-    from roofline.text import display
+    from roofline.words.summary import summarize
 
     analysis = forecast_option(analysis, args)
     advice = None
     if getattr(args, "advice", False) or getattr(args, "html", None):
-        from roofline.advice import advise
+        from roofline.words.advice import advise
 
         advice = advise(analysis, devices=bool(getattr(args, "advice", False)))
     summary = summarize(analysis, advice=advice)
@@ -255,10 +255,10 @@ def render_outputs(analysis: Analysis, args: argparse.Namespace, *, title: str |
 
 
 def write_all(outputs: list[tuple[str, str, bytes]], *, report: bool = True) -> None:
-    """Write every (label, path, bytes) all-or-nothing (:func:`roofline.fileio.write_files_atomic`), then say
+    """Write every (label, path, bytes) all-or-nothing (:func:`roofline.core.fileio.write_files_atomic`), then say
     where each went."""
-    from roofline.fileio import write_files_atomic
-    from roofline.text import visible
+    from roofline.core.fileio import write_files_atomic
+    from roofline.core.text import visible
 
     write_files_atomic([(path, data) for _, path, data in outputs])
     if report:

@@ -29,9 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.analysis import analyze
     from roofline.commands._common import resolve
-    from roofline.workload import Workload
+    from roofline.engine.analysis import analyze
+    from roofline.work.workload import Workload
 
     check_outputs(args)
     workload = Workload.load(args.workload)

@@ -10,12 +10,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from roofline.device import Device, Provenance
-from roofline.errors import RooflineError
-from roofline.fileio import check_writable
-from roofline.stats import SPREAD_WARN, relative_spread
-from roofline.text import display, visible
-from roofline.units import format_bandwidth, format_bytes, format_flops
+from roofline.core.errors import RooflineError
+from roofline.core.fileio import check_writable
+from roofline.core.stats import SPREAD_WARN, relative_spread
+from roofline.core.text import display, visible
+from roofline.core.units import format_bandwidth, format_bytes, format_flops
+from roofline.hardware.device import Device, Provenance
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             _write(device, args, plot_dir, cache=True)
             return 0
         if not args.gpu:
-            from roofline.errors import require
+            from roofline.core.errors import require
 
             require("numba", "bench")  # the one-line 'pip install roofline[bench]' before anything else
         with _progress() as progress:

@@ -18,17 +18,17 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from roofline.bench.network import COLLECTIVES, measure_tiers
-from roofline.errors import RooflineError, first_line
+from roofline.core.errors import RooflineError, first_line
 
 if TYPE_CHECKING:
-    from roofline.system import System
+    from roofline.hardware.system import System
 
 
 class _Parser(argparse.ArgumentParser):
     """A usage error is one ``roofline: error:`` line and exit code 2, as every roofline command's."""
 
     def error(self, message: str) -> NoReturn:
-        from roofline.text import one_line
+        from roofline.core.text import one_line
 
         print(one_line(f"roofline: error: network bench: {message} (see '{self.prog} --help')"), file=sys.stderr)
         raise SystemExit(2)
@@ -81,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
     if not 0 < args.timeout < math.inf:
         raise RooflineError(f"--timeout {args.timeout}: a positive number of seconds")
     if args.out:
-        from roofline.fileio import check_writable
+        from roofline.core.fileio import check_writable
 
         check_writable(args.out)
     if args.plot:
@@ -125,7 +125,7 @@ def _report_and_write(args: argparse.Namespace, system: System | None, fitted: l
 
         outputs.append((args.plot, network_chart_bytes(system, args.plot)))
     if outputs:
-        from roofline.fileio import write_files_atomic
+        from roofline.core.fileio import write_files_atomic
 
         write_files_atomic(outputs)
         for path, _ in outputs:

@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from roofline.calibration import Calibration
-from roofline.errors import RooflineError
-from roofline.fileio import check_writable
-from roofline.units import format_seconds
+from roofline.core.errors import RooflineError
+from roofline.core.fileio import check_writable
+from roofline.core.units import format_seconds
+from roofline.hardware.calibration import Calibration
 
 EPILOG = """\
 examples:
@@ -96,7 +96,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                             f"{'; '.join(cal.quality)}; nothing written")
     # every output only once measuring is over (an interrupted run leaves every file as it was)
     if args.out:
-        from roofline.fileio import write_text_atomic
+        from roofline.core.fileio import write_text_atomic
 
         write_text_atomic(args.out, _json(cal))
         print(f"saved: {args.out}")
@@ -111,10 +111,10 @@ def from_trace(args: argparse.Namespace) -> int:
     from roofline import bench
     from roofline.bench.machine import now
     from roofline.bench.resolve import resolve_device
-    from roofline.calibration import fit_measured
-    from roofline.fileio import write_text_atomic
+    from roofline.core.fileio import write_text_atomic
+    from roofline.core.text import shown_path
     from roofline.frontends.trace import from_trace as analyse_trace
-    from roofline.text import shown_path
+    from roofline.hardware.calibration import fit_measured
 
     local = args.device in (None, "local")
     if args.show:
@@ -151,7 +151,7 @@ def _json(cal: Calibration) -> str:
 
 def render(cal: Calibration) -> str:
     """The curves, then every suite op with its measured and fitted time, then what failed."""
-    from roofline.text import display, visible  # every name here comes from a cache or calibration file: data
+    from roofline.core.text import display, visible  # every name here comes from a cache or calibration file: data
 
     lines = [f"WARNING: NOISY calibration: {display('; '.join(cal.quality), 512)}"] if cal.quality else []
     lines += [f"calibration of {display(cal.device)}", f"  {display(cal.describe())}", f"  suite: {display(cal.suite)}",

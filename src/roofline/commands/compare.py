@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from roofline.commands._common import EXAMPLE_HELP, add_phase_option, add_tf32_option, count_arg
-from roofline.comparison import CompareRow, answer, compare, glossary, ranked_by, time_basis
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.words.comparison import CompareRow, answer, compare, glossary, ranked_by, time_basis
 
 if TYPE_CHECKING:
-    from roofline.workload import Workload
+    from roofline.work.workload import Workload
 
 EPILOG = """\
 examples:
@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def load_workload(spec: str, args: argparse.Namespace) -> Workload:
     """The workload in a file, or of a model name."""
-    from roofline.workload import Workload
+    from roofline.work.workload import Workload
 
     path = Path(spec)
     low = spec.lower()
@@ -69,11 +69,11 @@ def load_workload(spec: str, args: argparse.Namespace) -> Workload:
     if low.endswith(".csv"):
         return Workload.load(spec)
     if low.endswith(".json") or path.is_file():
-        from roofline.fileio import read_json
+        from roofline.core.fileio import read_json
 
         data = read_json(spec)
         if isinstance(data, dict) and str(data.get("schema", "")).startswith("roofline.analysis"):
-            from roofline.analysis import Analysis
+            from roofline.engine.analysis import Analysis
 
             return Analysis.from_dict(data, where=spec).workload
         return Workload.from_dict(data, where=spec)
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Every output path checked (extension, writable folder) before anything is computed."""
-    from roofline.fileio import check_writable
+    from roofline.core.fileio import check_writable
     from roofline.render import check_chart_path
 
     if args.output:
@@ -121,9 +121,9 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> list[str]:
     """The ranking as the terminal shows it (:mod:`roofline.render.fit`: as wide as the terminal), with each
     fallback's note under it."""
+    from roofline.core.text import display
+    from roofline.core.units import format_count, format_seconds
     from roofline.render.fit import Column, table_lines, terminal_width, wrap_line
-    from roofline.text import display
-    from roofline.units import format_count, format_seconds
 
     llm, best = workload.llm, rows[0].time
     width = terminal_width()
@@ -176,8 +176,8 @@ def _outputs(args: argparse.Namespace, workload: Workload, rows: list[CompareRow
 
 
 def _html_page(workload: Workload, rows: list[CompareRow], title: str) -> bytes:
+    from roofline.core.units import format_count, format_seconds
     from roofline.render.html import Section, compare_figure, render_report
-    from roofline.units import format_count, format_seconds
 
     best, llm = rows[0].time, workload.llm
     fig = compare_figure([r.analysis for r in rows], title, [_label(r) for r in rows])
@@ -196,7 +196,7 @@ def _csv_bytes(rows: list[CompareRow]) -> bytes:
     import csv
     import io
 
-    from roofline.text import for_csv
+    from roofline.core.text import for_csv
 
     best = rows[0].time
     buf = io.StringIO()
@@ -215,6 +215,6 @@ def _label(r: CompareRow) -> str:
 
 def _vs_best(time: float, best: float) -> str:
     """'best' for the fastest row, else '1/3.3 as fast' / '1/480 as fast' (how fast against the best)."""
-    from roofline.units import format_speedup
+    from roofline.core.units import format_speedup
 
     return "best" if time <= best else format_speedup(best / time)

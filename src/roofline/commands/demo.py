@@ -24,9 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from roofline.core.text import visible
     from roofline.demo import prepare_outdir, run_demo
-    from roofline.summary import headline
-    from roofline.text import visible
+    from roofline.words.summary import headline
 
     prepare_outdir(args.out)
 

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from roofline.bench.resolve import resolve_device
-    from roofline.units import format_bandwidth, format_flops, format_gib, format_seconds
+    from roofline.core.units import format_bandwidth, format_flops, format_gib, format_seconds
 
     if args.output:
         from roofline.render import check_chart_path
@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(d.to_json())
         return 0
+    from roofline.core.text import display
     from roofline.render.fit import Column, table_lines, terminal_width, wrap_line
-    from roofline.text import display
 
     width = terminal_width()
     out: list[str] = []

@@ -19,9 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from roofline.catalog import devices
+    from roofline.core.text import display
+    from roofline.core.units import format_bandwidth, format_flops
     from roofline.render.fit import Column, table_lines
-    from roofline.text import display
-    from roofline.units import format_bandwidth, format_flops
 
     devs = devices()
     if args.json:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _capacity(d: Any) -> str:
     """What a workload may hold (Device.memory_capacity), in GiB as nvidia-smi counts; '-' when not stated."""
-    from roofline.units import format_gib
+    from roofline.core.units import format_gib
 
     cap = d.memory_capacity
     return "-" if cap is None else format_gib(cap)

@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
     from roofline.frontends.hf import from_hf_config
 
     check_outputs(args)

@@ -17,10 +17,10 @@ from roofline.commands._common import (
     count_or_max_arg,
     emit,
 )
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 
 if TYPE_CHECKING:
-    from roofline.device import Device
+    from roofline.hardware.device import Device
     from roofline.llm.metrics import BatchSweep
 
 EPILOG = """examples:
@@ -83,7 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
     from roofline.frontends import llm
 
     if args.list:
@@ -140,9 +140,9 @@ def device_of(args: argparse.Namespace) -> Device:
 
 def train(args: argparse.Namespace) -> int:
     """``--train``: one training step on one of ``--tp`` devices, op by op (forward, backward, recomputed, Adam)."""
-    from roofline.analysis import analyze
+    from roofline.core.units import format_gib
+    from roofline.engine.analysis import analyze
     from roofline.llm.training import TrainingRun, training_workload
-    from roofline.units import format_gib
 
     if args.sweep or args.batch == "max":
         raise RooflineError("--train times one step: drop --sweep and --batch max")
@@ -201,7 +201,7 @@ def list_text() -> str:
 
 def sweep_text(sw: BatchSweep) -> str:
     """Rows at powers of two (and the last batch) of a batch sweep."""
-    from roofline.units import format_bytes, format_seconds
+    from roofline.core.units import format_bytes, format_seconds
 
     lat = "TTFT" if sw.phase == "prefill" else "time/token"
     tps = "prompt tok/s" if sw.phase == "prefill" else "tokens/s"

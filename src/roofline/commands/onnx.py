@@ -13,7 +13,7 @@ from roofline.commands._common import (
     emit,
     resolve,
 )
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 
 EPILOG = """\
 examples:
@@ -61,7 +61,7 @@ def parse_inputs(specs: list[str]) -> dict[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
     from roofline.frontends.onnx import from_onnx
 
     check_outputs(args)

@@ -1,9 +1,9 @@
 """roofline ops: every op a frontend costs, the formula of each and what it counts.
 
 The built-in rows are the frontends' op tables (``roofline.frontends.torch_ops.OPS``,
-``roofline.frontends.onnx.OPS``, registered with :mod:`roofline.costs` when this command imports the frontends,
-read through :func:`roofline.costs.builtin_ops`); formulas
-registered with :func:`roofline.costs.register_op` in this process are listed too,
+``roofline.frontends.onnx.OPS``, registered with :mod:`roofline.work.costs` when this command imports the frontends,
+read through :func:`roofline.work.costs.builtin_ops`); formulas
+registered with :func:`roofline.work.costs.register_op` in this process are listed too,
 marked ``(user)``, in place of the built-in row they replace.
 """
 
@@ -14,14 +14,15 @@ import json
 from dataclasses import dataclass
 
 from roofline.commands._common import EXAMPLE_HELP
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 
 #: The help text's example: a formula for a custom op, registered from Python.
 EXAMPLE = '''\
 cost formulas: give a custom op (or a built-in one, with override=True) a formula of your own:
 
   import torch
-  from roofline import costs, from_torch
+  from roofline import from_torch
+  from roofline.work import costs
 
   @torch.library.custom_op("mylib::fused_mlp", mutates_args=())
   def fused_mlp(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
@@ -49,12 +50,12 @@ overload packet ('aten.mm', 'mylib.fused_mlp'); ONNX node op types ('Gemm', 'com
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from roofline.costs import FRONTENDS
+    from roofline.work.costs import FRONTENDS
 
     p = sub.add_parser("ops", help="list the ops each frontend costs, with their formulas", formatter_class=EXAMPLE_HELP,
                        description="List every op a frontend has a cost formula for: the formula "
-                                   "(roofline.costs) and what it counts.  Formulas registered with "
-                                   "roofline.costs.register_op in this process are marked (user).",
+                                   "(roofline.work.costs) and what it counts.  Formulas registered with "
+                                   "roofline.work.costs.register_op in this process are marked (user).",
                        epilog="examples:\n  roofline ops\n  roofline ops --frontend torch\n"
                               "  roofline ops --frontend onnx --json\n\n" + EXAMPLE)
     p.add_argument("--frontend", choices=FRONTENDS, default=None, help="only this frontend (default: all)")
@@ -75,7 +76,7 @@ class Row:
 
 def rows(frontend: str) -> list[Row]:
     """A frontend's ops: its table in order, a user formula in place of the row it replaces, then other user ops."""
-    from roofline import costs
+    from roofline.work import costs
 
     try:
         _import_table(frontend)
@@ -95,7 +96,7 @@ def rows(frontend: str) -> list[Row]:
 
 
 def _import_table(frontend: str) -> None:
-    """Import ``frontend``'s op table, which registers it with :mod:`roofline.costs` (costs imports no frontend)."""
+    """Import ``frontend``'s op table, which registers it with :mod:`roofline.work.costs` (costs imports no frontend)."""
     if frontend == "torch":
         import roofline.frontends.torch_ops  # noqa: F401
     else:
@@ -112,15 +113,15 @@ def _user_row(frontend: str, op: str, fn: object, replaces: str = "") -> Row:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.costs import FRONTENDS
+    from roofline.work.costs import FRONTENDS
 
     found = [r for fe in ([args.frontend] if args.frontend else FRONTENDS) for r in rows(fe)]
     if args.json:
         print(json.dumps([{"frontend": r.frontend, "op": r.op, "formula": r.formula, "counts": r.counts,
                            "user": r.user} for r in found], indent=1))
         return 0
+    from roofline.core.text import display
     from roofline.render.fit import Column, table_lines
-    from roofline.text import display
 
     # user formulas' names and docstrings are data: control characters made visible
     cells = [{"frontend": r.frontend, "op": display(r.op), "formula": display(r.formula) + (" (user)" if r.user else ""),
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     columns = [Column("frontend", kind="label", priority=1), Column("op", kind="name", keep=True),
                Column("formula", kind="name", priority=2, min_width=16), Column("counts", kind="text", keep=True,
                                                                                min_width=40)]
-    title = f"{len(found)} ops with a cost formula ('(user)': registered with roofline.costs.register_op)"
+    title = f"{len(found)} ops with a cost formula ('(user)': registered with roofline.work.costs.register_op)"
     print("\n".join(table_lines(columns, cells, title=title, indent=0,
                                  more="roofline ops --json has every row whole")))
     return 0

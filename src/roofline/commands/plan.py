@@ -8,10 +8,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from roofline.commands._common import EXAMPLE_HELP, count_arg, write_all
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.core.text import display, visible
+from roofline.core.units import format_count, format_gib, format_seconds
 from roofline.planner.forecast import STATED_ERROR, tied
-from roofline.text import display, visible
-from roofline.units import format_count, format_gib, format_seconds
 
 if TYPE_CHECKING:
     from roofline.planner import Estimate, Layout, ServingEstimate
@@ -199,7 +199,7 @@ MAX_PRICE = 1e6
 
 def _check_args(args: argparse.Namespace) -> None:
     """Every output path and option checked before anything is estimated."""
-    from roofline.fileio import check_writable
+    from roofline.core.fileio import check_writable
 
     if args.json:
         check_writable(args.json)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from roofline.commands._common import EXAMPLE_HELP, add_output_options, check_outputs, cli_quantity, emit
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def parse_point(text: str) -> tuple[str, float, float, float]:
     """'name:flops:bytes[:seconds]' -> Op fields; numbers accept SI prefixes ('2.2T', '4e9', '1.5ms')."""
-    from roofline.units import parse_quantity
+    from roofline.core.units import parse_quantity
 
     parts = text.split(":")
     if len(parts) not in (3, 4) or not parts[0]:
@@ -51,10 +51,10 @@ def parse_point(text: str) -> tuple[str, float, float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.analysis import analyze
     from roofline.commands._common import resolve
-    from roofline.device import Device
-    from roofline.workload import Op, Workload
+    from roofline.engine.analysis import analyze
+    from roofline.hardware.device import Device
+    from roofline.work.workload import Op, Workload
 
     check_outputs(args)
     if args.peak is not None and args.bandwidth is None:

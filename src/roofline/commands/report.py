@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.analysis import Analysis
+    from roofline.engine.analysis import Analysis
 
     check_outputs(args)
     analysis = Analysis.load(args.analysis)

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_llm_model_options
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 
 EPILOG = """examples:
   roofline serve llama-3-70b --device h100 --tp 8 --rate 10 --isl 512:2048:uniform --osl 128:512:uniform
@@ -85,7 +85,7 @@ def _tps(text: str) -> tuple[int, ...]:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from roofline.fileio import check_writable
+    from roofline.core.fileio import check_writable
 
     if not args.device and not args.system:
         raise RooflineError("--device (or --system) is required (see 'roofline devices')")
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def result_text(r: Any, usd: float | None = None) -> str:
-    from roofline.units import format_bytes
+    from roofline.core.units import format_bytes
 
     f, m = r.figures, r.memory
     lines = [r.headline() + ".",
@@ -181,7 +181,7 @@ def result_text(r: Any, usd: float | None = None) -> str:
 
 def _setup_line(s: dict[str, Any]) -> str:
     """The run's model, read from :func:`roofline.serving.run.setup`: precisions, length laws, bytes model."""
-    from roofline.text import display
+    from roofline.core.text import display
 
     return (f"model: wbits {s['wbits']}, abits {s['abits']}, kvbits {s['kvbits']}, rbits {s['rbits']}; "
             f"kv reads {s['kv_reads']}; isl {display(s['isl'], 80)}, osl {display(s['osl'], 80)}; "

@@ -14,7 +14,7 @@ from roofline.commands._common import (
     emit,
     resolve,
 )
-from roofline.errors import RooflineError, require
+from roofline.core.errors import RooflineError, require
 from roofline.frontends.target import call_target, parse_input, user_code
 
 EPILOG = """\
@@ -73,7 +73,7 @@ def build(target: str, specs: list[str]) -> tuple[Any, tuple[Any, ...]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
     from roofline.frontends.torch import from_torch
 
     check_outputs(args)

@@ -56,8 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.errors import RooflineError
-    from roofline.fileio import check_writable, write_files_atomic
+    from roofline.core.errors import RooflineError
+    from roofline.core.fileio import check_writable, write_files_atomic
     from roofline.frontends.trace import analyse_trace, from_trace, read_traces, with_ranks
     from roofline.frontends.trace.ranks import expand
     from roofline.frontends.workers import start_early

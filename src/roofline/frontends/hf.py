@@ -20,7 +20,7 @@ The config is validated before anything is built (:func:`roofline.llm.config.che
 sizes must be whole numbers within the limits stated there (``ROOFLINE_MAX_LAYERS``,
 ``ROOFLINE_MAX_HIDDEN``, ``ROOFLINE_MAX_VOCAB``, ...), rope scaling a known type;
 ``batch``, ``seq_len`` and ``kv_len`` are at most ``ROOFLINE_MAX_DIM``
-(:func:`roofline.limits.check_dims`).
+(:func:`roofline.core.limits.check_dims`).
 
 >>> from roofline.frontends.hf import from_hf_config
 >>> w = from_hf_config({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
@@ -37,10 +37,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import RooflineError, require
-from roofline.limits import check_dims
-from roofline.precision import TORCH_DTYPES
-from roofline.workload import Workload
+from roofline.core.errors import RooflineError, require
+from roofline.core.limits import check_dims
+from roofline.core.precision import TORCH_DTYPES
+from roofline.work.workload import Workload
 
 #: dtype names accepted on the command line and in the API (the model's float dtypes) -> torch dtype attribute.
 DTYPES = {k: v for k, v in TORCH_DTYPES.items() if v in ("float32", "bfloat16", "float16", "float64")}
@@ -51,7 +51,7 @@ REQUIRED = (("hidden_size", "n_embd", "d_model"), ("num_hidden_layers", "n_layer
 
 def load_config_dict(config: str | Path | Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     """The config as a dict and a name for messages; validates the fields every model needs."""
-    from roofline.fileio import read_json
+    from roofline.core.fileio import read_json
 
     if isinstance(config, Mapping):
         data, where = dict(config), "config"
@@ -123,7 +123,7 @@ def from_hf_config(config: str | Path | Mapping[str, Any], phase: str = "prefill
     >>> w.info["phase"], w.info["tokens"]
     ('prefill', 16)
     """
-    from roofline import arguments as arg
+    from roofline.core import arguments as arg
     from roofline.frontends.torch import from_torch
 
     if isinstance(config, bytes) or not isinstance(config, (str, os.PathLike, Mapping)):

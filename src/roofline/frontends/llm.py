@@ -20,7 +20,7 @@ and weight bytes (tests/test_llm.py).  Remaining differences, all deliberate:
   8), ``'best'`` takes ``top_k`` (2 of 8).
 * HF's RMSNorm traces as pow / mean / mul / rsqrt elementwise and reduction ops,
   RoPE as mul / add / neg / cat, and SDPA carries its softmax inside; here each
-  is one norm, rope or softmax op with the FLOP constants of roofline.costs.
+  is one norm, rope or softmax op with the FLOP constants of roofline.work.costs.
 * The embedding table is never read whole: an op reads the rows it gathers.
   A "weights + KV cache over bandwidth" estimate that counts the table whole is
   1.7% slower than this model for Llama-2-7B decode at batch 1.
@@ -28,7 +28,7 @@ and weight bytes (tests/test_llm.py).  Remaining differences, all deliberate:
 
 >>> from roofline import Device, analyze
 >>> from roofline.frontends.llm import from_llm
->>> from roofline.llm_report import report
+>>> from roofline.words.llm_report import report
 >>> w = from_llm("llama-2-7b", phase="decode", batch=1, context=1024)
 >>> round(w.info["params"] / 1e9, 2)
 6.74
@@ -63,7 +63,7 @@ from roofline.llm.model import build_workload
 from roofline.llm.sizes import param_counts
 from roofline.llm.spec import PHASES, LLMSpec, Precisions, make_spec
 from roofline.llm.training import TrainingRun, training_workload
-from roofline.workload import Workload
+from roofline.work.workload import Workload
 
 __all__ = [
     "Arch", "BatchSweep", "Footprint", "GridSweep", "LLMSpec", "Precisions", "batch_sweep",
@@ -102,7 +102,7 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     >>> w.op(int(list(w.tables["name"]).index("decode.layers.attn.q_proj"))).precision
     'bf16'
     """
-    from roofline import arguments as arg
+    from roofline.core import arguments as arg
 
     if not isinstance(name_or_config, (str, os.PathLike, Mapping, Arch)):
         raise arg.type_error("from_llm", "name_or_config", "a model name, a config.json path, a config dict or an "

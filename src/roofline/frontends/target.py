@@ -3,12 +3,12 @@
 ``MODULE`` is a dotted module name or a path to a ``.py`` file; ``CALLABLE``
 returns an ``nn.Module`` or a ``(module, inputs)`` pair.  Used by ``roofline
 torch`` (traced on the meta device) and by :func:`roofline.measurement.measure_target`
-(built for real and timed); bad input is a one-line :class:`~roofline.errors.RooflineError`.
+(built for real and timed); bad input is a one-line :class:`~roofline.core.errors.RooflineError`.
 
 >>> parse_input("8x512:int64")
 ((8, 512), 'int64')
 
-Shapes are bounded (:func:`roofline.limits.check_dims`): each dimension at most ``ROOFLINE_MAX_DIM``
+Shapes are bounded (:func:`roofline.core.limits.check_dims`): each dimension at most ``ROOFLINE_MAX_DIM``
 (default 10**12, an environment variable), and the element count must fit int64.
 
 User code is the user's: an exception raised while importing MODULE or calling
@@ -32,9 +32,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import RooflineError, require
-from roofline.limits import check_dims
-from roofline.precision import TORCH_DTYPES
+from roofline.core.errors import RooflineError, require
+from roofline.core.limits import check_dims
+from roofline.core.precision import TORCH_DTYPES
 
 #: roofline's own source folder: exceptions raised from here are roofline bugs, not the user's
 _OWN = str(Path(__file__).resolve().parents[1])

@@ -9,14 +9,14 @@ Per aten op:
 
 * FLOPs: ``torch.utils.flop_counter``'s registry where it covers the op (mm,
   addmm, bmm, baddbmm, convolution and their backwards), else the formula in
-  :mod:`roofline.costs` that the op table :data:`~roofline.frontends.torch_ops.OPS` names (``roofline ops``
-  prints it).  A formula given with :func:`roofline.costs.register_op`
+  :mod:`roofline.work.costs` that the op table :data:`~roofline.frontends.torch_ops.OPS` names (``roofline ops``
+  prints it).  A formula given with :func:`roofline.work.costs.register_op`
   (``"torch"``, ``"aten.mm"`` or a custom op such as ``"mylib.fused_mlp"``)
   comes first.  ``F.scaled_dot_product_attention``
   and ``F.rms_norm`` are recorded as one fused op each (``costs.attention`` /
   ``costs.norm``); causal attention counts the lower triangle only, about half
   of what ``FlopCounterMode`` reports for the same call (it ignores the mask).
-* Bytes: compulsory traffic (the unfused model, :data:`roofline.workload_columns.UNFUSED`):
+* Bytes: compulsory traffic (the unfused model, :data:`roofline.work.workload_columns.UNFUSED`):
   every tensor argument read once, every output written once, dtype-aware.
   An expanded (stride-0) argument counts its distinct elements only.  Views
   and metadata ops (:data:`VIEW_OPS`) move nothing and do not appear; copies
@@ -48,9 +48,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from roofline import costs
-from roofline.costs import T
-from roofline.errors import RooflineError, first_line, require
+from roofline.core.errors import RooflineError, first_line, require
+from roofline.core.precision import of_dtype
+from roofline.engine.gemm_shape import dims_from_flops
 from roofline.frontends.torch_ops import (
     _ATTRS,
     _FIXED,
@@ -61,9 +61,9 @@ from roofline.frontends.torch_ops import (
     VIEW_OPS,
     Attrs,
 )
-from roofline.gemm_shape import dims_from_flops
-from roofline.precision import of_dtype
-from roofline.workload import UnsupportedOp, Workload, WorkloadBuilder
+from roofline.work import costs
+from roofline.work.costs import T
+from roofline.work.workload import UnsupportedOp, Workload, WorkloadBuilder
 
 #: data-dependent reads on meta tensors return these.
 ASSUMED_ITEM = {"bool": True, "int": 1, "float": 1.0}
@@ -132,7 +132,7 @@ class _Recorder:
         return r
 
     def resolve(self, func: Any) -> _Rule | None:
-        """The rule of ``func``: a user formula (:data:`roofline.costs.USER_FORMULAS`), else its :data:`OPS` row."""
+        """The rule of ``func``: a user formula (:data:`roofline.work.costs.USER_FORMULAS`), else its :data:`OPS` row."""
         packet = func.overloadpacket
         ns = func.namespace
         name = packet.__name__ if ns == "aten" else f"{ns}.{packet.__name__}"
@@ -425,7 +425,7 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
     if mode not in ("inference", "training"):
         raise RooflineError(f"mode must be 'inference' or 'training', got {mode!r}")
     if not isinstance(model, torch.nn.Module):
-        from roofline import arguments as arg
+        from roofline.core import arguments as arg
 
         raise arg.type_error("from_torch", "model", "a torch.nn.Module", model)
     kwargs = dict(kwargs or {})
@@ -509,9 +509,9 @@ def _notes(rec: _Recorder, training: bool, loss: Callable[[Any], Any] | None
         warnings.append(f"{len(unsupported)} op type(s) without a FLOP formula counted as 0 FLOPs (bytes kept): "
                         + ", ".join(u.name for u in unsupported))
     assumptions = ["FLOPs of mm/addmm/bmm/baddbmm/convolution (and convolution backward) from torch.utils.flop_counter; "
-                   "all others from roofline.costs"]
+                   "all others from roofline.work.costs"]
     if rec.user_ops:
-        assumptions.append("user cost formulas (roofline.costs.register_op) for " + ", ".join(sorted(rec.user_ops)))
+        assumptions.append("user cost formulas (roofline.work.costs.register_op) for " + ", ".join(sorted(rec.user_ops)))
     if rec.fused:
         assumptions.append(FUSED_ASSUMPTION)
     if rec.item_reads:

@@ -1,11 +1,11 @@
-"""The PyTorch frontend's op table: aten op -> the :mod:`roofline.costs` formula it uses, what it counts, and
+"""The PyTorch frontend's op table: aten op -> the :mod:`roofline.work.costs` formula it uses, what it counts, and
 the attributes the formula reads from each call.
 
-:data:`OPS` (``str(packet)`` -> :class:`~roofline.costs.OpRule`) is the table as data, what ``roofline ops``
+:data:`OPS` (``str(packet)`` -> :class:`~roofline.work.costs.OpRule`) is the table as data, what ``roofline ops``
 prints; :data:`_ATTRS` and :data:`_FIXED` give each formula its attributes (per call, or the same for every
 call).  Views and metadata ops (:data:`VIEW_OPS`) move nothing.  The recorder of
 :mod:`roofline.frontends.torch` reads these tables; importing this module registers :data:`OPS` with
-:func:`roofline.costs.register_table`.
+:func:`roofline.work.costs.register_table`.
 
 >>> OPS["aten.mm"].formula, OPS["aten.relu"].description
 ('matmul', '1 FLOP per output element (relu)')
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from roofline import costs
+from roofline.work import costs
 
 #: aten ops that only make a view or read metadata: no traffic, not recorded.
 VIEW_OPS = frozenset("""
@@ -163,9 +163,9 @@ _cudnn_attention_backward _scaled_dot_product_flash_attention_for_cpu_backward""
 _FLOP_ALIASES = {"aten._scaled_dot_product_flash_attention_for_cpu_backward":
                  "_scaled_dot_product_efficient_attention_backward"}
 
-#: Every aten op the frontend costs: ``str(packet)`` ('aten.mm') -> formula in :mod:`roofline.costs` and what it
+#: Every aten op the frontend costs: ``str(packet)`` ('aten.mm') -> formula in :mod:`roofline.work.costs` and what it
 #: counts.  Ops not here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a
-#: user formula (:func:`roofline.costs.register_op`) covers them.  ``roofline ops`` prints this table.
+#: user formula (:func:`roofline.work.costs.register_op`) covers them.  ``roofline ops`` prints this table.
 OPS: dict[str, costs.OpRule] = {
     **_ops("matmul", "mm bmm addmm baddbmm _scaled_mm",
            f"2 * M * K * N per product ({_FROM_FLOP_COUNTER}); a bias input adds bytes only"),

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from roofline.costs import aligned_causal_pairs
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.llm.config import Arch
 from roofline.llm.table import EXP, FULL, KEY, KEYW, ONE, PAIR, PAIRW, SEQ, TERMS, TOK, OpTable
+from roofline.work.costs import aligned_causal_pairs
 
 
 def _sum_min(lo: np.ndarray, hi: np.ndarray, w: float) -> np.ndarray:

@@ -46,11 +46,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from roofline import names
-from roofline.errors import RooflineError
-from roofline.names import normalize
+from roofline.core import names
+from roofline.core.errors import RooflineError
+from roofline.core.names import normalize
 
-#: HF activation names -> keys of roofline.costs.ELEMENTWISE_FLOPS.
+#: HF activation names -> keys of roofline.work.costs.ELEMENTWISE_FLOPS.
 ACTIVATIONS = {
     "silu": "silu", "swish": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
     "gelu_fast": "gelu_tanh", "gelu_python": "gelu", "relu": "relu",
@@ -80,7 +80,7 @@ ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su"
 
 def limit(name: str) -> int:
     """The current value of limit ``name`` (:data:`LIMITS`): its environment variable, else the default."""
-    from roofline.errors import env_limit
+    from roofline.core.errors import env_limit
 
     default, env, _ = LIMITS[name]
     return env_limit(env, default)
@@ -235,7 +235,7 @@ def list_models() -> list[dict[str, str]]:
 
 
 def closest(name: str, n: int = 3) -> list[str]:
-    """The (up to) ``n`` bundled model names closest to ``name`` (:func:`roofline.names.closest`)."""
+    """The (up to) ``n`` bundled model names closest to ``name`` (:func:`roofline.core.names.closest`)."""
     return names.closest(name, _index(), n, names.TYPO_CUTOFF)
 
 
@@ -256,7 +256,7 @@ def find_config(spec: str) -> tuple[dict[str, Any], str]:
     """(config dict, where) for a bundled name / HF id, a config.json path, or a folder holding one."""
     path = _config_path(spec)
     if path is not None:
-        from roofline.fileio import read_json
+        from roofline.core.fileio import read_json
 
         data = read_json(path)
         if not isinstance(data, dict):

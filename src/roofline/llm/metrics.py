@@ -1,6 +1,6 @@
 """What the LLM numbers mean on a device: memory fit, the largest batch that fits, the ridge batch, and
 vectorised sweeps of the phase times.  Pure functions returning data.  The facts of one analysed run
-(TTFT, time per token, tokens/s) are read by :func:`roofline.llm_report.report`.
+(TTFT, time per token, tokens/s) are read by :func:`roofline.words.llm_report.report`.
 
 >>> from roofline.frontends.llm import make_spec
 >>> fp = footprint(make_spec("llama-2-7b", phase="decode", context=1024))
@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from roofline.device import Device
-from roofline.errors import RooflineError
-from roofline.formula import scenario_times
+from roofline.core.errors import RooflineError
+from roofline.core.formula import scenario_times
+from roofline.core.precision import BITS
+from roofline.hardware.device import Device
 from roofline.llm.basis import activation_element_bytes, basis
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions, parse_precision
 from roofline.llm.table import ATTN, GEMM, LINK, VEC, OpTable, build_table, check_tp
-from roofline.precision import BITS
 
 #: Largest batch the ridge-batch and max-batch searches consider.
 MAX_BATCH = 1 << 16
@@ -47,7 +47,7 @@ def device_ceilings(device: Device, precisions: Precisions) -> dict[str, float]:
 
 def collective_latency(spec: LLMSpec, device: Device, phase: str) -> float:
     """Seconds of per-hop latency in one ``phase`` step's collectives over the tp group: per collective op, steps x the
-    link's latency (:func:`roofline.collectives.on_link`, the formula the per-op bound adds to bus bytes / bandwidth),
+    link's latency (:func:`roofline.engine.collectives.on_link`, the formula the per-op bound adds to bus bytes / bandwidth),
     times its count; 0 without a link latency or at tp 1.  A sweep adds it, so it agrees with ``llm --tp`` at its point.
 
     >>> from roofline.catalog import get_device
@@ -59,7 +59,7 @@ def collective_latency(spec: LLMSpec, device: Device, phase: str) -> float:
     link = device.interconnect
     if link is None or link.latency <= 0 or spec.tp <= 1:
         return 0.0
-    from roofline.collectives import canonical, on_link
+    from roofline.engine.collectives import canonical, on_link
 
     table = build_table(spec.arch, phase, spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
     return float(sum(on_link(canonical(name), 1.0, spec.tp, link).latency * float(count)
@@ -83,7 +83,7 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
     ``B`` (N, terms), ``peaks`` (N or 1, roles), ``bws`` (N or 1, 2), ``eb`` bytes per element
     (scalars or length-N arrays).  ``split``: return (compute time, memory time) summed per
     configuration instead.  The element sizes are folded into the bytes coefficients, one row
-    per distinct precision combination; :func:`roofline.formula.scenario_times` does the rest.
+    per distinct precision combination; :func:`roofline.core.formula.scenario_times` does the rest.
     """
     c = table.coef
     keep = np.ones(len(table), dtype=bool) if mask is None else mask
@@ -377,7 +377,7 @@ _SWEEP_USAGE = "use batch=1..256, batch=1..4096:*2 (powers of 2), batch=1..1000:
 
 
 def max_sweep_points() -> int:
-    from roofline.errors import env_limit
+    from roofline.core.errors import env_limit
 
     return env_limit("ROOFLINE_MAX_SWEEP_POINTS", MAX_SWEEP_POINTS)
 

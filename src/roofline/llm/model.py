@@ -1,4 +1,4 @@
-"""An LLM run's per-op :class:`~roofline.workload.Workload`: its op table evaluated at the run's point.
+"""An LLM run's per-op :class:`~roofline.work.workload.Workload`: its op table evaluated at the run's point.
 
 The table (:mod:`roofline.llm.table`) evaluated at the basis row of each phase step
 (:mod:`roofline.llm.basis`) of the run (:class:`~roofline.llm.spec.LLMSpec`): one op per table row, per
@@ -16,8 +16,8 @@ from roofline.llm.basis import basis, evaluate
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, memory_bytes, param_counts, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions
 from roofline.llm.table import ATTN, ATTN_DIMS, GEMM, GEMM_DIMS, LINK, SEQ, TOK, VEC, OpTable, build_table
-from roofline.workload import Workload, WorkloadBuilder
-from roofline.workload_facts import PhaseTotals
+from roofline.work.workload import Workload, WorkloadBuilder
+from roofline.work.workload_facts import PhaseTotals
 
 ASSUMPTIONS = (
     "per device: tp splits heads, MLP/expert width and vocabulary; norms, residual adds, router, MLA "
@@ -177,7 +177,7 @@ def run_info(spec: LLMSpec) -> dict[str, Any]:
 
 def rows_workload(spec: LLMSpec, table: OpTable, rows: np.ndarray, ops: np.ndarray | None = None) -> Workload:
     """One workload holding ``table``'s ops (or the subset ``ops``, indices) at every basis row of ``rows``
-    (configs, terms), config after config: a batch of steps forecast in one :func:`~roofline.analysis.analyze`
+    (configs, terms), config after config: a batch of steps forecast in one :func:`~roofline.engine.analysis.analyze`
     call (the serving simulator's step tables).  The op columns are those :func:`build_workload` writes."""
     import dataclasses
 

@@ -14,16 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from roofline.errors import RooflineError
-from roofline.limits import max_dim
+from roofline.core.errors import RooflineError
+from roofline.core.limits import max_dim
+from roofline.core.precision import BITS, canonical, wider
 from roofline.llm.basis import MOE_ROUTINGS, parse_moe_routing
 from roofline.llm.config import Arch, load_arch
 from roofline.llm.table import FUSIONS, KV_READS, check_tp, parse_fusions, parse_kv_reads
-from roofline.precision import BITS, canonical, wider
 
 PHASES = ("prefill", "decode", "generate")
 #: Accepted precisions: bits -> name, and names (case-insensitive, a few spellings).
-#: Precisions an LLM's weights, activations and KV cache may take (spellings: roofline.precision).
+#: Precisions an LLM's weights, activations and KV cache may take (spellings: roofline.core.precision).
 LLM_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 #: precisions the residual stream may take: float formats only (an engine keeps the stream, norms and GEMM
 #: outputs in floating point; integer formats are for quantised GEMM inputs and weights)
@@ -231,7 +231,7 @@ def read_spec(raw: Any, where: str, field: str = "llm") -> LLMSpec | None:
 
 def _check_typed(d: dict[str, Any], types: Mapping[str, str], field: str, where: str, *,
                  required: bool = True) -> None:
-    from roofline.fileio import as_bool, as_int, as_str, as_str_list
+    from roofline.core.fileio import as_bool, as_int, as_str, as_str_list
 
     for key, kind in types.items():
         f = f"{field}.{key}"
@@ -252,7 +252,7 @@ def _check_typed(d: dict[str, Any], types: Mapping[str, str], field: str, where:
 
 def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
     """The LLM run object (``llm``; ``info.llm`` in /1 files), every field type-checked."""
-    from roofline.fileio import as_object, as_str, as_str_list, shown
+    from roofline.core.fileio import as_object, as_str, as_str_list, shown
 
     llm = as_object(raw, field, where)
     _check_typed(llm, _LLM_RUN, field, where)

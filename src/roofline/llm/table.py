@@ -9,7 +9,7 @@ the sliding-window versions of keys and pairs.  An :class:`OpTable` holds, per
 op, one coefficient row per quantity (FLOPs; weight elements, quantised and
 not; activation, KV-cache elements read and written; raw bytes).  One
 configuration is one row of the basis matrix (:mod:`roofline.llm.basis`); a sweep of 10,000
-configurations is one matrix product, and a :class:`~roofline.workload.Workload`
+configurations is one matrix product, and a :class:`~roofline.work.workload.Workload`
 (:mod:`roofline.llm.model`) is the same table evaluated at a single point, so the two can never disagree.
 
 Everything is per device: with tensor parallelism ``tp`` the heads, the MLP
@@ -27,9 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from roofline.costs import ELEMENTWISE_FLOPS, NORM_AFFINE_FLOPS, NORM_FLOPS, SOFTMAX_FLOPS, attention_flops, gemm_flops
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.llm.config import Arch
+from roofline.work.costs import (
+    ELEMENTWISE_FLOPS,
+    NORM_AFFINE_FLOPS,
+    NORM_FLOPS,
+    SOFTMAX_FLOPS,
+    attention_flops,
+    gemm_flops,
+)
 
 #: The basis columns: values of one step's shape that every coefficient multiplies
 #: (``b`` sequences each adding ``s`` new tokens that see ``S`` keys; see :func:`roofline.llm.basis.basis`).
@@ -51,7 +58,7 @@ ROLES = ("gemm", "attn", "vector", "link")
 GEMM, ATTN, VEC, LINK = range(len(ROLES))
 #: What an op's coefficient rows count, per basis term (:func:`roofline.llm.basis.evaluate` turns elements into bytes):
 #:
-#: * ``flops``: FLOPs (every coefficient from :mod:`roofline.costs`: ``gemm_flops``, ``attention_flops``,
+#: * ``flops``: FLOPs (every coefficient from :mod:`roofline.work.costs`: ``gemm_flops``, ``attention_flops``,
 #:   the per-element ``ELEMENTWISE_FLOPS``/``NORM_FLOPS``/``SOFTMAX_FLOPS``).
 #: * ``wq``: weight elements read at the weights' precision (quantised: projections, MLP and expert GEMMs).
 #: * ``wu``: weight elements read kept unquantised (16-bit under weight quantisation): the embedding rows
@@ -213,7 +220,7 @@ FUSIONS = ("qkv", "gate-up", "reduce-norm")
 def parse_fusions(value: object) -> tuple[str, ...]:
     """A tuple of :data:`FUSIONS` names, in that order, no repeats (from a comma-separated string or a sequence);
     a name not among them is a one-line error."""
-    from roofline.fileio import shown
+    from roofline.core.fileio import shown
 
     items = value.split(",") if isinstance(value, str) else value
     if items is None:
@@ -235,7 +242,7 @@ def parse_kv_reads(value: object) -> str:
     """``value`` if it names a :data:`KV_READS` variant; anything else is a one-line error."""
     if isinstance(value, str) and value.strip().lower() in KV_READS:
         return value.strip().lower()
-    from roofline.fileio import shown
+    from roofline.core.fileio import shown
 
     raise RooflineError(f"kv_reads {shown(value)} is not one of {', '.join(KV_READS)}")
 

@@ -40,14 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.llm.basis import basis, evaluate
 from roofline.llm.config import Arch, load_arch
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.model import role_columns
 from roofline.llm.spec import Precisions, _positive_int
 from roofline.llm.table import EXP, FULL, GEMM, KEY, KEYW, LINK, ONE, PAIR, TOK, build_table, check_tp
-from roofline.workload import Workload, WorkloadBuilder
+from roofline.work.workload import Workload, WorkloadBuilder
 
 RECOMPUTE = ("none", "selective", "full")
 #: the backward's FLOPs and bytes, per forward's (activation and weight gradients)

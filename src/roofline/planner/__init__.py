@@ -23,7 +23,7 @@ device and per micro-batch of ``micro_batch`` sequences of ``seq`` tokens:
   (14 B), 13 FLOPs (:data:`ADAM_FLOPS`); over the device's shard (/ dp from ZeRO 1 on).
 * **Pipeline** (1F1B): ``(m + (pp - 1) / v) x`` one micro-batch's forward and backward, for ``m``
   micro-batches and ``v`` interleaved chunks per device: bubble ``(pp - 1) / (v m + pp - 1)`` of the step.
-* **Collectives** (:mod:`roofline.collectives`, on the tier each group crosses): tensor parallel, 2
+* **Collectives** (:mod:`roofline.engine.collectives`, on the tier each group crosses): tensor parallel, 2
   all-reduces per layer forward and 2 backward of the micro-batch's activations (with sequence
   parallelism, each a reduce-scatter plus an all-gather: the same bytes), and the vocabulary-parallel
   embedding's one forward; context parallel, the K and V

@@ -1,7 +1,7 @@
 """What many layouts on one system share, computed once: per-shard forward times and per-group collectives.
 
 A shard is one device's part of a step (heads and widths / tp, tokens / cp, experts / ep); its ops are
-timed at their roofline time on the device's roofs (:func:`roofline.formula.roofline_times`, the roofs
+timed at their roofline time on the device's roofs (:func:`roofline.core.formula.roofline_times`, the roofs
 the LLM model uses: :func:`roofline.llm.metrics.device_ceilings`).
 """
 
@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.collectives import cost as collective_cost
-from roofline.formula import roofline_times
+from roofline.core.formula import roofline_times
+from roofline.engine.collectives import cost as collective_cost
+from roofline.hardware.system import System
 from roofline.llm.basis import basis, evaluate, experts_touched
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.spec import Precisions
 from roofline.llm.table import EXP, FULL, KEY, KEYW, LINK, PAIR, PAIRW, build_table
 from roofline.llm.training import TrainingRun, _masks, _split_queries, forward_ops, stage_params, training_ceilings
 from roofline.planner.forecast import ShardForecast, collective_efficiency, shard_forecast, shard_forecasts
-from roofline.system import System
 
 if TYPE_CHECKING:
     from roofline.planner.serve import ServingRun

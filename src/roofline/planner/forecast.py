@@ -2,7 +2,7 @@
 
 A shard (heads and widths / tp, tokens / cp, experts / ep, one micro-batch) is a :class:`~roofline.Workload`
 of its forward ops with their GEMM shapes (``m, n, k, batch``: :func:`roofline.llm.model.gemm_dims`) and of
-their backward ops, analysed on the device with ``forecast=True`` (:mod:`roofline.forecast`: achievable roofs,
+their backward ops, analysed on the device with ``forecast=True`` (:mod:`roofline.engine.forecast`: achievable roofs,
 tile and wave quantization over the device's SMs, the cited efficiency curves, the launch floor per kernel).
 So a GEMM cut 1/8 wide pays the quantization of its own shape, and every kernel its launch.
 
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline.calibration_curves import TabulatedCurve, by_head_dim
+from roofline.hardware.calibration_curves import TabulatedCurve, by_head_dim
 from roofline.llm.basis import basis
 from roofline.llm.model import gemm_dims
 from roofline.llm.table import EXP, GEMM_DIMS, LINK, VEC
@@ -55,7 +55,7 @@ from roofline.llm.training import (
     row_params,
 )
 from roofline.planner.overlap import CONTENTION_SMS
-from roofline.workload import WorkloadBuilder
+from roofline.work.workload import WorkloadBuilder
 
 #: The planner's stated forecast error (relative, either way): the band of forecast / measured step time its
 #: training benchmark holds the median to (``benchmarks/bench_published.py``, training part: [0.9, 1.1]).
@@ -78,7 +78,7 @@ def flash_backward_rate(device: Any, keys: np.ndarray, head_dim: np.ndarray, pre
     and head dim ``head_dim``: the device's cited ``attention-backward`` curve (``relative_to`` ``forward``: the
     published backward / forward TFLOP/s of the kernel its framework uses, by keys and head dim; the catalog
     calibrations cite each point), else :data:`FLASH_BACKWARD_RATE`."""
-    from roofline.forecast import effective_calibration
+    from roofline.engine.forecast import effective_calibration
 
     cal = effective_calibration(device)
     curve = None if cal is None else cal.curve("attention-backward", "compute", precision)
@@ -95,7 +95,7 @@ def sustained_rate(device: Any, precision: str) -> float:
     user's own calibration (``roofline calibrate``) fitted the matmul or attention compute curves: those rates are
     the user's measurements, perhaps from a training trace already at the sustained clock, and are not scaled
     again."""
-    from roofline.forecast import effective_calibration
+    from roofline.engine.forecast import effective_calibration
 
     user = getattr(device, "calibration", None)
     if user is not None and {(c.kind, c.term) for c in user.curves} & {("matmul", "compute"), ("attention", "compute")}:
@@ -115,7 +115,7 @@ def _efficiency_at(curve: Any, x: float) -> float:
 def contention_factor(kinds: np.ndarray, m: np.ndarray, n: np.ndarray, batch: np.ndarray, sms: int, held: int
                       ) -> np.ndarray:
     """How much longer each op runs on ``sms - held`` SMs than on ``sms`` (tile and wave quantization,
-    :func:`roofline.gemm_shape.op_quantization`): ``sms q(sms) / ((sms - held) q(sms - held))`` for GEMMs and
+    :func:`roofline.engine.gemm_shape.op_quantization`): ``sms q(sms) / ((sms - held) q(sms - held))`` for GEMMs and
     attention of known shape, 1 for every other op.
 
     >>> # 12 x 11 = 132 tiles of 128x128: one full wave on 132 SMs (q 1); on 108, 64x64 tiles fill 5 waves best,
@@ -124,7 +124,7 @@ def contention_factor(kinds: np.ndarray, m: np.ndarray, n: np.ndarray, batch: np
     ...                               np.array([1.0]), 132, 24)[0]), 4)
     1.25
     """
-    from roofline.gemm_shape import op_quantization
+    from roofline.engine.gemm_shape import op_quantization
 
     if held <= 0 or held >= sms:
         return np.ones(len(kinds))
@@ -240,7 +240,7 @@ def _op_seconds(run: TrainingRun, shards: list[tuple[int, int, int, int]], devic
     """(the analysis of every shard's rows, each row's forecast seconds x count with the training step's own
     rates -- sustained clock, fused attention's backward --, each shard's (table, owner, backward), which rows are
     compute-bound tensor-core ops)."""
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
 
     ops = WorkloadBuilder()
     made = [_rows(ops, run, sh) for sh in shards]
@@ -297,7 +297,7 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
     w = a.workload
     kinds = np.asarray(w.column("kind")).astype(str)
     # what each op loses beside a collective holding c SMs (compute-bound tensor-core ops only), per prepared c
-    from roofline.forecast import effective_calibration
+    from roofline.engine.forecast import effective_calibration
 
     cal = effective_calibration(device)
     sms = cal.quantization.sms if cal is not None and cal.quantization is not None else 0
@@ -325,7 +325,7 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
 def collective_efficiency(device: Any, message_bytes: float) -> float:
     """The share of the interconnect's rate a collective of ``message_bytes`` per device reaches: the device's
     cited (or the user's) curve of ``collective`` ops bound by the interconnect, 1 without one."""
-    from roofline.forecast import effective_calibration
+    from roofline.engine.forecast import effective_calibration
 
     cal = effective_calibration(device)
     curve = None if cal is None else cal.curve("collective", "interconnect", "bf16")

@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from roofline.errors import RooflineError
-from roofline.system import System
+from roofline.core.errors import RooflineError
+from roofline.hardware.system import System
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ class _Facts:
     def fit_clause(self) -> str:
         """'does not fit: 84.21 GiB per device on pipeline stage 2 of 16 (weights 12 GiB, ...), 79.15 GiB on the
         device; ' for a layout past memory, else ''."""
-        from roofline.units import format_gib
+        from roofline.core.units import format_gib
 
         if self.fits:
             return ""

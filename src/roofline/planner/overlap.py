@@ -48,7 +48,7 @@ thread block resident for the whole collective (:data:`NCCL_CTAS` of them); Tran
 ``--tp-comm-overlap`` uses, run their pipelined and bulk overlaps on :data:`UB_SMS` SMs and their ring exchanges on
 the copy engines (:data:`UB_SM_SHARE`).  The forecast charges each collective's hidden seconds the slowdown of the
 compute-bound tensor-core ops of the phase it hides behind when they run on ``SMs - c`` SMs: their tile and wave
-quantization over the fewer SMs (:mod:`roofline.gemm_shape`; the shares come with the shard's forecast,
+quantization over the fewer SMs (:mod:`roofline.engine.gemm_shape`; the shares come with the shard's forecast,
 :class:`~roofline.planner.forecast.ShardForecast`); memory-bound ops are taken as unslowed.
 """
 

@@ -6,14 +6,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.hardware.system import System
 from roofline.llm.table import check_tp
 from roofline.llm.training import TrainingRun
 from roofline.planner.cache import _Cache
 from roofline.planner.layout import Layout, divisors
 from roofline.planner.serve import ServingEstimate, ServingRun, estimate_serving, serving_layouts
 from roofline.planner.train import Estimate, estimate, layouts
-from roofline.system import System
 
 #: layouts named as the nearest to fitting (or the nearest batches that divide) when none does
 NEAREST = 3

@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.core.units import format_share
+from roofline.hardware.system import System
 from roofline.llm.config import Arch, load_arch
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import Precisions, _positive_int, make_spec
 from roofline.llm.table import EXP, build_table, check_tp, kv_heads_per_device
 from roofline.planner.cache import _Cache
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors
-from roofline.system import System
-from roofline.units import format_share
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class ServingEstimate(_Facts):
         """The answer for this layout, the deciding fact first, one time basis per clause: per output token
         (with the communication the layout exposes, and with all of it hidden: the bound) and the matching
         tokens/s over the system, then TTFT."""
-        from roofline.units import format_count, format_seconds
+        from roofline.core.units import format_count, format_seconds
 
         lay = self.layout
         return (f"{self.fit_clause()}{self.describe()}: per output token {format_seconds(self.time)} "

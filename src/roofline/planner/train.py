@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.hardware.system import System
 from roofline.llm.table import check_tp, kv_heads_per_device
 from roofline.llm.training import (
     BACKWARD,
@@ -48,7 +49,6 @@ from roofline.planner.layout import (
 )
 from roofline.planner.layout import interleaves as fitting_interleaves
 from roofline.planner.overlap import exposed, sm_holders, sp_dgrad_shares
-from roofline.system import System
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ class Estimate(_Facts):
     def headline(self) -> str:
         """The answer for this layout, the deciding fact first: the forecast step time and the bound beside it
         (one step: global batch x seq tokens), the matching tokens/s and MFU."""
-        from roofline.units import format_count, format_seconds
+        from roofline.core.units import format_count, format_seconds
 
         return (f"{self.fit_clause()}{self.describe()}: step {format_seconds(self.time)} forecast, "
                 f"{format_seconds(self.bound)} bound (one step of {self.run.global_batch:,} x {self.run.seq:,} "

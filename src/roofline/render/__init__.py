@@ -1,4 +1,4 @@
-"""Renderers read an :class:`~roofline.analysis.Analysis`; they never compute the model.
+"""Renderers read an :class:`~roofline.engine.analysis.Analysis`; they never compute the model.
 
 Renderers are classes picked by name or by output-file extension
 (:func:`renderer_for`), as pyinstrument's are:
@@ -11,8 +11,8 @@ Renderers are classes picked by name or by output-file extension
 
 Plotting libraries are imported only inside the renderer that uses them.
 
-Importing this package registers how an :class:`~roofline.analysis.Analysis` shows itself (``repr``,
-``print``, Jupyter's HTML) in :data:`roofline.formatters.FORMATTERS`, as pandas attaches its formatters;
+Importing this package registers how an :class:`~roofline.engine.analysis.Analysis` shows itself (``repr``,
+``print``, Jupyter's HTML) in :data:`roofline.core.formatters.FORMATTERS`, as pandas attaches its formatters;
 ``import roofline`` imports it, and each formatter loads its renderer on first use.
 """
 
@@ -23,13 +23,13 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline.formatters import FORMATTERS
+from roofline.core.formatters import FORMATTERS
 from roofline.render.paths import CHART_EXTENSIONS, EXTENSIONS, check_chart_path, check_output_path
-from roofline.workload_columns import LAZY_MIN, JsonNumbers
+from roofline.work.workload_columns import LAZY_MIN, JsonNumbers
 
 if TYPE_CHECKING:
-    from roofline.analysis import Analysis
-    from roofline.summary import Summary
+    from roofline.engine.analysis import Analysis
+    from roofline.words.summary import Summary
 
 __all__ = [
     "CHART_EXTENSIONS", "EXTENSIONS", "RENDERERS", "ChartRenderer", "CsvRenderer", "HtmlRenderer", "JsonRenderer",
@@ -48,7 +48,7 @@ class Renderer:
 
     def save(self, analysis: Analysis, path: str | Path, *, title: str | None = None,
              summary: Summary | None = None) -> None:
-        from roofline.fileio import write_bytes_atomic, write_text_atomic
+        from roofline.core.fileio import write_bytes_atomic, write_text_atomic
 
         out = self.render(analysis, title=title, summary=summary, path=path)
         if isinstance(out, bytes):
@@ -143,7 +143,7 @@ def dumps_bytes(value: Any, end: bytes = b"") -> bytes:
     writes ``NaN``, msgspec ``null``), big integers or anything else stay with json.  A long list of strings
     that are all printable ASCII is msgspec's too (compact; json and msgspec escape such text alike, only ``"``
     and ``\\``); any other string stays with json (its ``\\uXXXX`` escapes).  A
-    :class:`~roofline.workload_columns.JsonNumbers` (``to_dict(lazy=True)``) is its list, written by msgspec a
+    :class:`~roofline.work.workload_columns.JsonNumbers` (``to_dict(lazy=True)``) is its list, written by msgspec a
     slice of :data:`SLICE` values at a time (NaN and infinity as null, as the list has them), so no Python float
     per value is made.  Each list is swapped for a placeholder string carrying a random nonce, so no string from
     a file can match one, and json's text is cut at the placeholders (no pattern scan over the whole text, no
@@ -208,7 +208,7 @@ def _splice(text: bytes, nonce: str, raw: list[tuple[Any, ...]], end: bytes) -> 
     return b"".join(out)
 
 
-#: values per slice a :class:`~roofline.workload_columns.JsonNumbers` is written in (a slice's floats are made,
+#: values per slice a :class:`~roofline.work.workload_columns.JsonNumbers` is written in (a slice's floats are made,
 #: encoded and freed before the next: about 0.5 MB of them at a time)
 SLICE = 1 << 14
 
@@ -225,7 +225,7 @@ def _numbers(values: Any, encode: Any) -> list[Any]:
 
 
 def _listed(value: Any) -> Any:
-    """``value`` with each :class:`~roofline.workload_columns.JsonNumbers` as its list (json's route)."""
+    """``value`` with each :class:`~roofline.work.workload_columns.JsonNumbers` as its list (json's route)."""
     if isinstance(value, dict):
         return {k: _listed(x) for k, x in value.items()}
     if isinstance(value, JsonNumbers):

@@ -2,7 +2,7 @@
 
 Both read only the Device (its ceilings and the typed bench facts ``bench.sweep`` / ``bench.ert``),
 so ``roofline bench --show --plot DIR`` redraws a cached measurement.  Names from the device file
-(device, levels, kernels) are drawn through :func:`roofline.text.for_chart` (no mathtext).
+(device, levels, kernels) are drawn through :func:`roofline.core.text.for_chart` (no mathtext).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline.device import Device
-from roofline.fileio import write_bytes_atomic
-from roofline.text import for_chart
-from roofline.units import format_bandwidth, format_bytes
+from roofline.core.fileio import write_bytes_atomic
+from roofline.core.text import for_chart
+from roofline.core.units import format_bandwidth, format_bytes
+from roofline.hardware.device import Device
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -20,7 +20,7 @@ colour of its own when its line would look like another's).  Ops whose markers
 overlap share one label ("8 matmuls"); the legend never names an op, and the
 caption lists the top ``TOP_OPS`` ops when one has no label of its own
 (``max_labels`` labels at most are tried).  Compute roofs: the precisions the
-ops use only (:func:`roofline.summary.drawn_ceilings`).
+ops use only (:func:`roofline.words.summary.drawn_ceilings`).
 
 Figures are built without pyplot (:func:`new_figure`): no backend is switched,
 and in a notebook a chart shows itself (``_repr_png_``).
@@ -42,8 +42,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.bench_facts import SpecRoof
-from roofline.device import ComputeCeiling, Device, MemoryCeiling
+from roofline.core.text import for_chart
+from roofline.core.units import format_bandwidth, format_flops, scale_for
+from roofline.hardware.bench_facts import SpecRoof
+from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.render.labels import place_labels
 from roofline.render.style import (
     ACHIEVABLE_COLOR,
@@ -60,15 +62,13 @@ from roofline.render.style import (
     SPEC_COLOR,
     point_size,
 )
-from roofline.summary import Summary, chart_heading, drawn_ceilings, summarize
-from roofline.text import for_chart
-from roofline.units import format_bandwidth, format_flops, scale_for
+from roofline.words.summary import Summary, chart_heading, drawn_ceilings, summarize
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from roofline.analysis import Analysis
+    from roofline.engine.analysis import Analysis
 
 MAX_POINTS = 5000  # beyond this only the top ops by time are drawn
 #: the widest axis range drawn (log axes): matplotlib cannot place ticks and labels across the whole float range
@@ -284,16 +284,16 @@ def plot(subject: Analysis | Device, *, title: str | None = None, max_labels: in
     """Draw the roofline of a device (and an analysis's points) and return the Figure.
 
     ``ceilings``: which compute roofs to draw (default: the ones the ops use plus
-    the fastest in the precisions they use, :func:`roofline.summary.drawn_ceilings`;
+    the fastest in the precisions they use, :func:`roofline.words.summary.drawn_ceilings`;
     every ceiling for a bare device).  ``levels``: which
     memory levels (default: all the device has).  ``summary``: the analysis's facts
-    (:func:`roofline.summary.summarize`; computed when not given): the ridge marked is
+    (:func:`roofline.words.summary.summarize`; computed when not given): the ridge marked is
     the dominant ceiling's, and the title names the binding roof.  Labels are placed in
     pixels for ``figsize``: resizing the returned Figure afterwards can make them collide.
 
     The Figure is built without pyplot (no backend is switched); in a notebook it shows itself.
     """
-    from roofline import arguments as arg
+    from roofline.core import arguments as arg
 
     if not isinstance(subject, Device) and not (hasattr(subject, "workload") and hasattr(subject, "device")):
         raise arg.type_error("plot", "subject", "an Analysis or a Device", subject)  # (renderers import no Analysis)
@@ -504,7 +504,7 @@ def chart_bytes(subject: Analysis | Device, fmt: str = "png", *, title: str | No
 
 def save_chart(subject: Analysis | Device, path: str | Path, *, title: str | None = None, **kw: Any) -> None:
     """Render to PNG/SVG/PDF (by extension), written all-or-nothing."""
-    from roofline.fileio import write_bytes_atomic
+    from roofline.core.fileio import write_bytes_atomic
     from roofline.render.paths import check_chart_path
 
     check_chart_path(path)

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.summary import dominant_ceiling
-from roofline.text import for_chart
-from roofline.units import format_bandwidth, format_flops, scale_for
+from roofline.core.text import for_chart
+from roofline.core.units import format_bandwidth, format_flops, scale_for
+from roofline.words.summary import dominant_ceiling
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from roofline.analysis import Analysis
+    from roofline.engine.analysis import Analysis
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
@@ -97,7 +97,7 @@ def compare_chart_bytes(analyses: Sequence[Analysis], fmt: str = "png", **kw: An
 
 def save_compare_chart(analyses: Sequence[Analysis], path: str | Path, **kw: Any) -> None:
     """PNG/SVG/PDF by extension, written all-or-nothing."""
-    from roofline.fileio import write_bytes_atomic
+    from roofline.core.fileio import write_bytes_atomic
     from roofline.render.paths import check_chart_path
 
     check_chart_path(path)

@@ -1,10 +1,10 @@
 """Per-op analysis results as CSV (and as a pandas DataFrame when pandas is installed).
 
-An analysis with a forecast (:mod:`roofline.forecast`) gains ``forecast_seconds`` (one run),
+An analysis with a forecast (:mod:`roofline.engine.forecast`) gains ``forecast_seconds`` (one run),
 ``forecast_verdict`` and ``forecast_efficiency`` beside the bound's columns.
 
 Text cells that start like a formula (``=``, ``+``, ``-``, ``@``, tab, CR) get a leading ``'``
-(:func:`roofline.text.for_csv`); numbers are written as numbers, a negative one included.
+(:func:`roofline.core.text.for_csv`); numbers are written as numbers, a negative one included.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.summary import noisy_ops
-from roofline.text import for_csv
-from roofline.workload import COLUMNS
+from roofline.core.text import for_csv
+from roofline.words.summary import noisy_ops
+from roofline.work.workload import COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from roofline.analysis import Analysis
+    from roofline.engine.analysis import Analysis
 
 
 def result_columns(a: Analysis) -> dict[str, Any]:
@@ -76,14 +76,14 @@ def to_csv(a: Analysis) -> str:
 
 
 def save_csv(a: Analysis, path: str | Path) -> None:
-    from roofline.fileio import write_text_atomic
+    from roofline.core.fileio import write_text_atomic
 
     write_text_atomic(path, to_csv(a))
 
 
 def to_dataframe(a: Analysis) -> pd.DataFrame:
     """A pandas DataFrame of per-op results, sorted by time (needs pandas)."""
-    from roofline.errors import require
+    from roofline.core.errors import require
 
     require("pandas", "all")  # MissingExtraError naming the extra when pandas is missing
     import pandas as pd

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from roofline.core.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 from roofline.render.chart import achievable_roofs
 from roofline.render.html_parts import esc, intensity_text, name, pct
 from roofline.render.style import ACHIEVABLE_COLOR
-from roofline.summary import Summary, dominant_ceiling, drawn_ceilings, roofs_of_ops, summarize
-from roofline.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
+from roofline.words.summary import Summary, dominant_ceiling, drawn_ceilings, roofs_of_ops, summarize
 
 if TYPE_CHECKING:
-    from roofline.analysis import Analysis
+    from roofline.engine.analysis import Analysis
 
 KIND_COLORS = {
     "matmul": "#d62728", "conv": "#9467bd", "attention": "#e377c2", "elementwise": "#2ca02c", "norm": "#17becf",
@@ -85,7 +85,7 @@ def _clip_decade(e: int) -> int:
 
 def _shown_ceilings(a: Analysis) -> tuple[list[Any], set[tuple[str, str]]]:
     """All the device's compute ceilings (fastest first) and the keys shown by default: the roofs every chart
-    draws (:func:`roofline.summary.drawn_ceilings`: the ops' ones and the fastest in their precisions); the
+    draws (:func:`roofline.words.summary.drawn_ceilings`: the ops' ones and the fastest in their precisions); the
     others are in the legend only, for the 'all precision ceilings' button."""
     return sorted(a.device.compute, key=lambda c: -c.flops), {c.key for c in drawn_ceilings(a)}
 
@@ -157,7 +157,7 @@ def _decade_ticks(lo: float, hi: float, fmt: Callable[[float], str]) -> dict[str
 def figure(a: Analysis, summary: Summary | None = None) -> dict[str, Any]:
     """The plotly figure of one analysis, as plain ``{"data": [...], "layout": {...}}``.
 
-    The ridge marked is the dominant ceiling's (:mod:`roofline.summary`)."""
+    The ridge marked is the dominant ceiling's (:mod:`roofline.words.summary`)."""
     summary = summary or summarize(a)
     points, xs, ys = _point_traces(a)
     x_lo, x_hi, y_lo, y_hi = _ranges([a], xs, ys)
@@ -283,7 +283,7 @@ def _achievable_trace(label: str, x: list[float], y: list[float], provenance: st
 
 def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared",
                    labels: Sequence[str] | None = None) -> dict[str, Any]:
-    """Every device's roofs its ops are bounded or judged by (:func:`roofline.summary.roofs_of_ops`: the dominant
+    """Every device's roofs its ops are bounded or judged by (:func:`roofline.words.summary.roofs_of_ops`: the dominant
     ceiling solid, other ceilings dashed, cache levels dotted) and its points, one colour per device."""
     labels = [name(x) for x in (labels if labels is not None else [a.device.name for a in analyses])]
     traces: list[dict[str, Any]] = []

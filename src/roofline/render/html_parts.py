@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.summary import noisy_ops
-from roofline.text import LIMIT, display, for_html
-from roofline.units import (
+from roofline.core.text import LIMIT, display, for_html
+from roofline.core.units import (
     format_bandwidth,
     format_bytes,
     format_flop,
@@ -23,13 +22,14 @@ from roofline.units import (
     format_seconds,
     format_share,
 )
+from roofline.words.summary import noisy_ops
 
 if TYPE_CHECKING:
-    from roofline.advice import Advice
-    from roofline.analysis import Analysis
-    from roofline.device import Device
-    from roofline.llm_report import LLMReport
-    from roofline.summary import Summary
+    from roofline.engine.analysis import Analysis
+    from roofline.hardware.device import Device
+    from roofline.words.advice import Advice
+    from roofline.words.llm_report import LLMReport
+    from roofline.words.summary import Summary
 
 MAX_TABLE_ROWS = 1000  # per-op table rows beyond this: only the top ops by time
 

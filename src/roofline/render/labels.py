@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from roofline.core.text import for_chart
+from roofline.core.units import format_share
 from roofline.render.style import (
     GAP,
     JUDGED_MARKERS,
@@ -31,8 +33,6 @@ from roofline.render.style import (
     marker_points,
     point_size,
 )
-from roofline.text import for_chart
-from roofline.units import format_share
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

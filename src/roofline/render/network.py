@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from roofline.core.text import for_chart
+from roofline.core.units import format_seconds
 from roofline.render.chart import figure_bytes
-from roofline.text import for_chart
-from roofline.units import format_seconds
 
 COLORS = {"all_reduce": "#1f4e79", "all_gather": "#2ca02c", "reduce_scatter": "#ff7f0e", "all_to_all": "#9467bd",
           "send_recv": "#d62728"}
@@ -70,12 +70,12 @@ def network_chart_bytes(system: Any, path: str, extra: Sequence[tuple[str, str, 
 
 
 def collective_lines(label: str, collective: str, f: Any) -> str:
-    """nccl-tests' columns for one measured collective (a :class:`roofline.system.MeasuredCollective`): size,
+    """nccl-tests' columns for one measured collective (a :class:`roofline.hardware.system.MeasuredCollective`): size,
     time, algbw, busbw, spread; then the fit."""
     import math
 
     from roofline.bench.network import bus_factor
-    from roofline.units import format_bytes
+    from roofline.core.units import format_bytes
 
     bus = bus_factor(collective, f.ranks)
     regime2 = (f"; from {format_bytes(f.split_bytes)}: {format_seconds(f.alpha2)} + bytes / "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from roofline.errors import RooflineError
-from roofline.fileio import check_writable
+from roofline.core.errors import RooflineError
+from roofline.core.fileio import check_writable
 
 CHART_EXTENSIONS = (".png", ".svg", ".pdf")
 EXTENSIONS = (*CHART_EXTENSIONS, ".html", ".htm", ".json", ".csv", ".txt")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from roofline.core.text import for_chart
+from roofline.core.units import format_count, format_seconds
 from roofline.render.chart import figure_bytes
-from roofline.text import for_chart
-from roofline.units import format_count, format_seconds
 
 #: colours of the parts: the ops, the bubble, then each collective, the optimizer
 COLORS = {"ops": "#1f4e79", "bubble": "#bdbdbd", "optimizer": "#7f7f7f"}

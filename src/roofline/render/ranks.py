@@ -3,7 +3,7 @@ CSV, HTML (and images: :mod:`roofline.render.ranks_chart`).
 
 They only read the view: every figure (totals, the heat map's step times, the longest waits, the chart's
 points) is computed in :mod:`roofline.frontends.trace.crossrank`.  Names from the traces (files, ops,
-collectives) are escaped for each medium (:mod:`roofline.text`).
+collectives) are escaped for each medium (:mod:`roofline.core.text`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import io
 import json
 from typing import TYPE_CHECKING, Any
 
-from roofline.errors import RooflineError, require
-from roofline.text import for_csv, for_html, visible
+from roofline.core.errors import RooflineError, require
+from roofline.core.text import for_csv, for_html, visible
 
 if TYPE_CHECKING:
     from roofline.frontends.trace.crossrank import MultiRankTrace

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from roofline.core.text import visible
 from roofline.render.chart import figure_bytes, flops_tick, new_figure
-from roofline.text import visible
 
 if TYPE_CHECKING:
     from roofline.frontends.trace.crossrank import MultiRankTrace

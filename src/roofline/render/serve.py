@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from roofline.core.text import for_chart
 from roofline.render.chart import figure_bytes
 from roofline.render.html_parts import esc
-from roofline.text import for_chart
 
 _ROWS = (("TTFT", "ttft"), ("TPOT", "tpot"), ("end to end", "e2e"))
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.text import for_chart
+from roofline.core.text import for_chart
 
 if TYPE_CHECKING:
     from roofline.llm.metrics import BatchSweep
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def plot_sweep(sweep: BatchSweep, path: str, *, title: str = "") -> None:
     """Throughput (tokens/s) against per-token latency (ms), one point per batch; matplotlib, lazily."""
-    from roofline.errors import require
+    from roofline.core.errors import require
 
     require("matplotlib", "all")
     from roofline.render.chart import new_figure
@@ -47,7 +47,7 @@ def plot_sweep(sweep: BatchSweep, path: str, *, title: str = "") -> None:
     ax.legend(fontsize=8, loc="lower right")
     import io
 
-    from roofline.fileio import write_bytes_atomic
+    from roofline.core.fileio import write_bytes_atomic
 
     buf = io.BytesIO()
     fig.savefig(buf, format=path.rsplit(".", 1)[-1].lower(), bbox_inches="tight")

@@ -13,7 +13,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from roofline.summary import (
+from roofline.core.text import display, one_line, visible
+from roofline.core.units import (
+    format_bandwidth,
+    format_bytes,
+    format_count,
+    format_flop,
+    format_flops,
+    format_gib,
+    format_seconds,
+    format_share,
+)
+from roofline.words.summary import (
     ForecastSummary,
     Summary,
     binding_roof,
@@ -24,25 +35,14 @@ from roofline.summary import (
     table_glossary,
     trace_lines,
 )
-from roofline.text import display, one_line, visible
-from roofline.units import (
-    format_bandwidth,
-    format_bytes,
-    format_count,
-    format_flop,
-    format_flops,
-    format_gib,
-    format_seconds,
-    format_share,
-)
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from roofline.analysis import Analysis
-    from roofline.device import Device
-    from roofline.llm_report import LLMReport
+    from roofline.engine.analysis import Analysis
+    from roofline.hardware.device import Device
     from roofline.render.fit import Column
+    from roofline.words.llm_report import LLMReport
 
 GROUP_KEYS = {"module": "group", "group": "group", "type": "module_type", "module_type": "module_type",
               "kind": "kind", "op": "module_type", "node": "name", "name": "name", "precision": "precision"}
@@ -265,7 +265,7 @@ def _op_row(a: Analysis, i: int, measured: bool, fc_ratio: np.ndarray, notes: di
     """One op's cells by column: the bound's, the measured ones, the forecast's beside the bound
     (``fc_ratio``: forecast / measured per op); FLOPs and bytes per instance and in total; the verdict's
     notes numbered in ``notes``; ``noisy``: its measured time is marked ``±``, see
-    :func:`roofline.summary.noisy_ops`)."""
+    :func:`roofline.words.summary.noisy_ops`)."""
     w = a.workload
     name = w.strings("name", i)
     group = w.strings("group", i)

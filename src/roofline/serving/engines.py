@@ -63,8 +63,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.errors import RooflineError
-from roofline.fileio import shown
+from roofline.core.errors import RooflineError
+from roofline.core.fileio import shown
 
 #: Cited settings per engine (module docs): keyword arguments of :func:`roofline.serve`.
 ENGINES: dict[str, dict[str, Any]] = {

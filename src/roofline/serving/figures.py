@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.serving.engine import ReplicaResult
 
 PERCENTILES = (50, 90, 99)

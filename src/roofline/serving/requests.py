@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from roofline.errors import RooflineError, env_limit
-from roofline.fileio import shown
-from roofline.limits import max_dim
+from roofline.core.errors import RooflineError, env_limit
+from roofline.core.fileio import shown
+from roofline.core.limits import max_dim
 
 #: Default most requests one simulation takes (``ROOFLINE_MAX_REQUESTS`` overrides it).
 MAX_REQUESTS = 1_000_000

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from roofline.device import Device
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.core.units import format_bytes
+from roofline.hardware.device import Device
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, make_spec
 from roofline.serving.engine import ReplicaResult, simulate
@@ -31,7 +32,6 @@ from roofline.serving.figures import Slo, figures, parse_slo
 from roofline.serving.requests import Lengths, check_count, parse_lengths, poisson_arrivals, read_trace
 from roofline.serving.scheduler import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, Scheduler
 from roofline.serving.steps import StepModel
-from roofline.units import format_bytes
 
 #: Activations are sized for at least this many tokens (vLLM profiles a step of max_num_batched_tokens,
 #: at least 2048 by default).
@@ -156,11 +156,11 @@ def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: fl
 
 def _arguments(model: Any, device: Any, system: Any, tp: Any, rate: Any, concurrency: Any, requests: Any,
                seed: Any, overhead: Any, flags: dict[str, Any]) -> None:
-    """The API boundary (:mod:`roofline.arguments`) of :func:`serve`: types and ranges before any work."""
+    """The API boundary (:mod:`roofline.core.arguments`) of :func:`serve`: types and ranges before any work."""
     from collections.abc import Mapping
 
-    from roofline import arguments as arg
-    from roofline.device import Device
+    from roofline.core import arguments as arg
+    from roofline.hardware.device import Device
     from roofline.llm.config import Arch
 
     arg.need(model, (str, Mapping, Arch), "serve", "model", "a model name or config path (str), a config (dict) or an Arch")
@@ -289,8 +289,8 @@ def _iteration_arguments(decode_batch: Any, kv_tokens: Any, chunks: Any
     """The operating point of :func:`iteration_time` checked: whole numbers >= 0 within the length limit
     (:func:`~roofline.serving.requests.max_length`), ``kv_tokens`` a finite number of keys, at least one per
     decoding sequence (its own) and at most ``ROOFLINE_MAX_DIM``; else one line naming the argument."""
-    from roofline import arguments as arg
-    from roofline.limits import max_dim
+    from roofline.core import arguments as arg
+    from roofline.core.limits import max_dim
     from roofline.serving.requests import max_length
 
     f = "iteration_time"

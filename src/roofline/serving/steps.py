@@ -6,7 +6,7 @@ chunks (``c`` new tokens after ``o`` cached ones) as one batch: every GEMM, norm
 sequence's keys.  Its op table is the LLM frontend's table (:func:`roofline.llm.table.build_table`, fused
 attention by default) at the sum of the sequences' basis rows (:mod:`roofline.llm.basis`), the routed
 experts recomputed from the total tokens.  Its time is that workload's ``forecast.total_time``
-(:func:`roofline.analysis.analyze` with ``forecast=True``), or its bound (``bound=True``).
+(:func:`roofline.engine.analysis.analyze` with ``forecast=True``), or its bound (``bound=True``).
 
 The forecast of an op depends only on that op's own row, so the iteration's time is the sum over three
 groups of ops, each a function of fewer numbers (a test checks the sum against the whole table):
@@ -24,7 +24,7 @@ groups of ops, each a function of fewer numbers (a test checks the sum against t
 
 ``exact=True`` evaluates every iteration's whole table (slow; for tests and checks).  ``cuda_graphs=True``:
 every iteration replays a CUDA graph, so each kernel pays the device's ``cuda-graph`` overhead floor instead of
-its ``cuda-launch`` one (:func:`roofline.forecast.compute_forecast` with that framework; the forecast's default
+its ``cuda-launch`` one (:func:`roofline.engine.forecast.compute_forecast` with that framework; the forecast's default
 is the launch).  TensorRT-LLM's MLPerf harness runs eager (``use_graphs = False``).
 """
 
@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from roofline.costs import aligned_causal_pairs
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.llm.basis import basis, experts_touched
 from roofline.llm.model import rows_workload
 from roofline.llm.table import EXP, FULL, KEY, KEYW, ONE, PAIR, PAIRW, SEQ, TERMS, TOK, build_table
+from roofline.work.costs import aligned_causal_pairs
 
 if TYPE_CHECKING:
-    from roofline.device import Device
+    from roofline.hardware.device import Device
     from roofline.llm.spec import LLMSpec
 
 #: Geometric step of the attention table's grids (a node every 25%; see tests for the 2% check).
@@ -98,8 +98,8 @@ class StepModel:
     # -- the forecast of op subsets at basis rows ---------------------------------------------
     def times(self, rows: np.ndarray, ops: np.ndarray | None = None) -> np.ndarray:
         """Seconds per config of ``rows`` (configs, terms): the ops ``ops`` (all by default), forecast or bound."""
-        from roofline.analysis import analyze
-        from roofline.forecast import compute_forecast
+        from roofline.engine.analysis import analyze
+        from roofline.engine.forecast import compute_forecast
 
         rows = np.atleast_2d(rows)
         w = rows_workload(self.spec, self.table, rows, ops)

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.serving.figures import Slo
 from roofline.serving.run import ServeResult, serve
 

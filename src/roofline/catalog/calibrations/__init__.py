@@ -1,8 +1,8 @@
 """Cited calibrations shipped with catalog devices (``roofline.calibration/2``), one JSON file per device.
 
 Each file holds what published *kernel-level* measurements say about one catalog device: the SM count tile
-and wave quantization use (:mod:`roofline.gemm_shape`), and efficiency curves by op kind, each point cited
-(:mod:`roofline.calibration_curves`).  Nothing in them is fitted to, or chosen by looking at, whole-model
+and wave quantization use (:mod:`roofline.engine.gemm_shape`), and efficiency curves by op kind, each point cited
+(:mod:`roofline.hardware.calibration_curves`).  Nothing in them is fitted to, or chosen by looking at, whole-model
 step times, time to first token or tokens/s.  A device without a file has a first-principles forecast only
 (achievable roofs and its overhead floor), and the forecast says so.
 
@@ -18,7 +18,7 @@ import json
 from functools import lru_cache
 from importlib import resources
 
-from roofline.calibration import Calibration
+from roofline.hardware.calibration import Calibration
 
 
 @lru_cache(maxsize=1)

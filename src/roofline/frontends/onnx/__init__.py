@@ -1,4 +1,4 @@
-"""ONNX file -> :class:`~roofline.workload.Workload`: per-node FLOPs and bytes from the graph alone.
+"""ONNX file -> :class:`~roofline.work.workload.Workload`: per-node FLOPs and bytes from the graph alone.
 
 The package: :mod:`.load` (loading, limits, shape inference, constant folding), :mod:`.ops`
 (the op table :data:`OPS` and the per-op cost code), :mod:`.fusion` (runtime fusions), :mod:`.walk`
@@ -7,7 +7,7 @@ The package: :mod:`.load` (loading, limits, shape inference, constant folding), 
 No runtime runs and no weight is read: the graph is loaded with
 ``load_external_data=False``, symbolic dimensions are bound (by the caller, or
 to 1 with a warning), ``onnx.shape_inference`` gives every tensor's shape, and
-each node's op type keys into the cost formulas of :mod:`roofline.costs` (the
+each node's op type keys into the cost formulas of :mod:`roofline.work.costs` (the
 same formulas the PyTorch frontend uses; :data:`OPS` is the ONNX op table).
 
 What is counted, and how:
@@ -40,7 +40,7 @@ environment variable, a positive integer):
 * ``ROOFLINE_ONNX_MAX_NODES`` (default 1,000,000): nodes walked in all, subgraphs
   expanded (each ``If`` branch is walked once, whatever the nesting).
 * ``ROOFLINE_MAX_DIM`` (default 10**12): a dimension given in ``input_shapes`` /
-  ``--input`` (:func:`roofline.limits.check_dims`).
+  ``--input`` (:func:`roofline.core.limits.check_dims`).
 * Constant folding evaluates shapes, not data: a node is evaluated only when its
   result holds at most ``_STATIC_MAX`` (4,096) elements, judged from its inputs
   *before* it runs; a bigger one (``Range`` to 3e8, ``ConstantOfShape`` /
@@ -66,7 +66,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import RooflineError, require
+from roofline.core.errors import RooflineError, require
 from roofline.frontends.onnx.load import (
     DEFAULT_DIM,
     LIMITS,
@@ -79,7 +79,7 @@ from roofline.frontends.onnx.load import (
 )
 from roofline.frontends.onnx.ops import ENTRIES, OPS, NodeView
 from roofline.frontends.onnx.walk import VIEW_OPS, Ctx, walk_graph
-from roofline.workload import Workload, WorkloadBuilder
+from roofline.work.workload import Workload, WorkloadBuilder
 
 
 def _proto(onnx: Any, model: str | os.PathLike[str] | Any) -> tuple[Any, str, Path | None]:
@@ -116,10 +116,10 @@ def _report(ctx: Ctx, builder: WorkloadBuilder, where: str) -> None:
 
 
 def _arguments(model: Any, input_shapes: Any, default_dim: Any, fuse: Any, title: Any) -> None:
-    """The API boundary (:mod:`roofline.arguments`), before the file is read: a path or a ModelProto;
+    """The API boundary (:mod:`roofline.core.arguments`), before the file is read: a path or a ModelProto;
     shapes a mapping of names to a shape (a list/tuple of whole numbers, or '1x3x224x224') or a
     symbol's whole number; default_dim a whole number >= 1."""
-    from roofline import arguments as arg
+    from roofline.core import arguments as arg
 
     if isinstance(model, (str, bytes, os.PathLike)):
         arg.path(model, "from_onnx", "model")

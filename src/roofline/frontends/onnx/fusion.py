@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline.costs import Cost, T, cost
 from roofline.frontends.onnx.load import TensorInfo
 from roofline.frontends.onnx.ops import ENTRIES, Entry, NodeView, node_traffic
+from roofline.work.costs import Cost, T, cost
 
 _LAYOUT = frozenset({"Transpose", "Split", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity"})
 

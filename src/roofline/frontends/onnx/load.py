@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roofline.costs import T
-from roofline.errors import RooflineError, require
+from roofline.core.errors import RooflineError, require
+from roofline.core.precision import ONNX_ELEM
 from roofline.frontends.onnx.ops import MS
-from roofline.precision import ONNX_ELEM
-from roofline.workload import WorkloadBuilder
+from roofline.work.costs import T
+from roofline.work.workload import WorkloadBuilder
 
 DEFAULT_DIM = 1
 #: limit name -> (default, environment variable)
@@ -29,7 +29,7 @@ LIMITS = {"depth": (8, "ROOFLINE_ONNX_MAX_DEPTH"), "nodes": (1_000_000, "ROOFLIN
 
 def limit(name: str) -> int:
     """The current value of limit ``name`` (:data:`LIMITS`): its environment variable, else the default."""
-    from roofline.errors import env_limit
+    from roofline.core.errors import env_limit
 
     default, env = LIMITS[name]
     return env_limit(env, default)
@@ -42,8 +42,8 @@ NO_FOLD = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "Rando
 def load_model(path: str | os.PathLike[str]) -> Any:
     """Parse an .onnx file without reading external weight data; one-line errors for bad files."""
     onnx = require("onnx", "onnx")
-    from roofline.fileio import max_input_bytes, read_bytes
-    from roofline.text import shown_path
+    from roofline.core.fileio import max_input_bytes, read_bytes
+    from roofline.core.text import shown_path
 
     where = shown_path(path)
     # the one input reader (regular files only); up to protobuf's 2 GiB even under a smaller input limit,
@@ -101,7 +101,7 @@ def check_external_data(model: Any, base: Path | None, builder: WorkloadBuilder,
     if external:
         builder.assume(f"{external} initializer(s) hold external data: sizes come from their declared "
                        "dims and dtype; the weight files are never read")
-    from roofline.text import shorten
+    from roofline.core.text import shorten
 
     for location, n in missing.items():
         builder.warn(f"{where}: external data file {shorten(location, 120)!r} ({n} initializer(s)) not found "
@@ -130,7 +130,7 @@ def _parse_shape(value: Any, name: str) -> tuple[int, ...]:
         raise RooflineError(f"input {name!r}: shape {value!r} must be integers like 1x3x224x224") from None
     if any(d <= 0 for d in dims):
         raise RooflineError(f"input {name!r}: shape {value!r} has a dimension <= 0")
-    from roofline.limits import check_dims
+    from roofline.core.limits import check_dims
 
     return check_dims(dims, f"input {name!r}")
 
@@ -175,7 +175,7 @@ def _given(input_shapes: Mapping[str, Any], by_name: Mapping[str, Any],
         elif key in symbols_declared and isinstance(value, int) and not isinstance(value, bool):
             if value < 1:
                 raise RooflineError(f"input {key!r}: symbolic dimension {value} must be >= 1", where=where)
-            from roofline.limits import check_dims
+            from roofline.core.limits import check_dims
 
             symbols[key] = check_dims((int(value),), f"input {key!r}")[0]
         else:

@@ -1,10 +1,10 @@
-"""The ONNX op table: op type -> the :mod:`roofline.costs` formula it uses, and the code applying it to a node.
+"""The ONNX op table: op type -> the :mod:`roofline.work.costs` formula it uses, and the code applying it to a node.
 
-:data:`OPS` (op type -> :class:`~roofline.costs.OpRule`) is the table as data, what
+:data:`OPS` (op type -> :class:`~roofline.work.costs.OpRule`) is the table as data, what
 ``roofline ops`` prints; :data:`ENTRIES` (op type -> entry) is the dispatch.  Both are
 built from the one list of rows in :data:`_ROWS`, so they list the same op types.
 An entry reads a :class:`NodeView` (the node's tensors and attributes) and returns a
-:class:`~roofline.costs.Cost`; :func:`node_cost` adds the node's weight bytes.
+:class:`~roofline.work.costs.Cost`; :func:`node_cost` adds the node's weight bytes.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from roofline import costs
-from roofline.costs import ELEMENTWISE_FLOPS, Cost, Formula, OpRule, T, cost, traffic, with_weights
+from roofline.work import costs
+from roofline.work.costs import ELEMENTWISE_FLOPS, Cost, Formula, OpRule, T, cost, traffic, with_weights
 
 MS = "com.microsoft"
 #: Data inputs per op type where some inputs are metadata (shapes, axes, starts/ends, scalars).
@@ -408,7 +408,7 @@ costs.register_table("onnx", OPS)  # what `roofline ops` lists and register_op c
 
 
 def _user_entry(key: str, fn: Formula) -> Entry:
-    """A user formula (:func:`roofline.costs.register_op`) as an entry: it gets the node's data inputs and outputs."""
+    """A user formula (:func:`roofline.work.costs.register_op`) as an entry: it gets the node's data inputs and outputs."""
     return lambda n: costs.apply_user("onnx", key, fn, n.data_inputs(), n.outs)
 
 

@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline.costs import T
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.core.precision import ONNX_ELEM, ONNX_NUMERIC
+from roofline.engine.gemm_shape import dims_from_flops
 from roofline.frontends.onnx.fusion import Fused, plan_fusions
 from roofline.frontends.onnx.load import NO_FOLD, TensorInfo, as_t, big_generator, collect, limit
 from roofline.frontends.onnx.ops import DATA_INPUTS, INT8_OPS, MIN_RANK, Entry, NodeView, entry_for, node_cost, other
-from roofline.gemm_shape import dims_from_flops
-from roofline.precision import ONNX_ELEM, ONNX_NUMERIC
-from roofline.workload import Op, WorkloadBuilder
+from roofline.work.costs import T
+from roofline.work.workload import Op, WorkloadBuilder
 
 #: Views and metadata: no bytes move, no op is emitted.
 VIEW_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout", "Shape", "Size",
@@ -278,7 +278,7 @@ def _emit(ctx: Ctx, op: _NodeOp, tensors: Mapping[str, TensorInfo], consts: set[
     except (KeyError, IndexError, ValueError, TypeError, ZeroDivisionError, OverflowError) as exc:
         # a node whose attributes or shapes its formula cannot take (MatMulNBits without K, a 2-D Attention):
         # one line naming it, never a traceback
-        from roofline.errors import first_line
+        from roofline.core.errors import first_line
 
         raise RooflineError(f"node {op.name!r} ({op.op_type}): cannot be costed: {type(exc).__name__}: "
                             f"{first_line(exc)}", where=ctx.where) from None
@@ -314,7 +314,7 @@ def _subgraph(ctx: Ctx, node: Any, name: str, tensors: dict[str, TensorInfo], co
         known, trips = _loop(ctx, node, name, tensors, const_values, graph)
     else:
         known, trips = _scan(ctx, node, name, tensors)
-    from roofline import workload_columns as _workload
+    from roofline.work import workload_columns as _workload
 
     top = getattr(_workload, "MAX_COUNT", math.inf)
     if count * max(trips, 1) > top:

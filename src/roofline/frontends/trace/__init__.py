@@ -21,7 +21,7 @@ two give the same ops and FLOPs for the same model):
   op each, as in the frontend.
 * ``record_param_comms`` (what torch.distributed records per collective) is a
   ``collective`` op under the interconnect roof: bytes = message bytes x the
-  nccl-tests bus factor (:func:`roofline.costs.collective`).
+  nccl-tests bus factor (:func:`roofline.work.costs.collective`).
 * Attribution: ``group`` is the path of enclosing ``nn.Module: Type_i`` events
   (recorded with ``with_stack=True``) below the outermost one (the model, as
   :func:`roofline.from_torch`'s paths are), and of ``record_function`` scopes,
@@ -43,13 +43,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from roofline.core.stats import SINGLE_SAMPLE_TOLERANCE
 from roofline.frontends.trace.crossrank import MultiRankTrace
 from roofline.frontends.trace.events import read_events
 from roofline.frontends.trace.placer import HOW_TO_RECORD, Placer
 from roofline.frontends.trace.ranks import read_traces
-from roofline.stats import SINGLE_SAMPLE_TOLERANCE
-from roofline.workload import Workload
-from roofline.workload_facts import RankFigures, Unmatched
+from roofline.work.workload import Workload
+from roofline.work.workload_facts import RankFigures, Unmatched
 
 
 def read_trace(path: str | os.PathLike[str], *, title: str | None = None) -> Workload:
@@ -69,7 +69,7 @@ def read_trace(path: str | os.PathLike[str], *, title: str | None = None) -> Wor
     >>> [w.strings("name", i) for i in range(len(w))], w.total_flops  # 2*8*64*64 + 8*64
     (['addmm', 'relu'], 66048.0)
     """
-    from roofline import arguments as arg
+    from roofline.core import arguments as arg
 
     arg.path(path, "read_trace", "path")
     if title is not None:
@@ -88,9 +88,9 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 
     >>> # a = from_trace("trace.json", "h100-sxm")   # see read_trace for recording one
     """
-    from roofline import arguments as arg
     from roofline.bench.resolve import resolve_device
-    from roofline.device import Device
+    from roofline.core import arguments as arg
+    from roofline.hardware.device import Device
 
     files = arg.paths(paths, "from_trace", "paths")
     arg.need(device, (str, Device), "from_trace", "device", "a Device or a device name (str)")
@@ -108,7 +108,7 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 def analyse_trace(work: Workload, device: Any, *, forecast: bool = True) -> Any:
     """A trace's workload under ``device``'s roofs (a :class:`~roofline.Device`; each op one sample), flagged
     when the trace's times are not the device's kind."""
-    from roofline.analysis import analyze
+    from roofline.engine.analysis import analyze
 
     dev = device
     recorded = work.trace.device_type if work.trace is not None else "cpu"

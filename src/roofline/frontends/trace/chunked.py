@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from roofline.core.limits import MAX_TRACE_MICROSECONDS as MAX_US
 from roofline.frontends.trace.columns import (
     ANNOTATION,
     CATEGORY_OF,
@@ -51,7 +52,6 @@ from roofline.frontends.trace.columns import (
     check_id,
     check_times,
 )
-from roofline.limits import MAX_TRACE_MICROSECONDS as MAX_US
 
 #: the code of each kept ``cat`` (``python_function`` only for ``nn.Module: `` events, checked by name)
 _CODE_OF = {**CATEGORY_OF, "python_function": MODULE}
@@ -73,7 +73,7 @@ PREFILTER = re.compile(
 
 def too_much_space(where: str, run: int) -> Exception:
     """The error for a run of ``run`` whitespace characters (beyond :data:`MAX_EVENT_CHARS`)."""
-    from roofline.errors import RooflineError
+    from roofline.core.errors import RooflineError
 
     return RooflineError(f"not a profiler trace: more than {MAX_EVENT_CHARS >> 20} MB of whitespace in a row "
                          f"({run:,} characters)", where=where)

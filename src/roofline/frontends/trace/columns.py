@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from roofline.errors import RooflineError
-from roofline.limits import MAX_TRACE_MICROSECONDS, max_trace_events, max_trace_names
+from roofline.core.errors import RooflineError
+from roofline.core.limits import MAX_TRACE_MICROSECONDS, max_trace_events, max_trace_names
 
 #: Event categories kept, by code (the ``cat`` column).
 CATEGORIES = ("cpu_op", "user_annotation", "module", "runtime", "kernel")
@@ -34,13 +34,13 @@ INT64 = 2**63
 
 def bad_number(where: str, index: int, field: str, value: Any, rule: str) -> RooflineError:
     """'<file>: event <i>: <field> <value> is not <rule>' (a number from the trace out of range)."""
-    from roofline.fileio import shown
+    from roofline.core.fileio import shown
 
     return RooflineError(f"event {index:,}: {field} {shown(value, 40)} is not {rule}", where=where)
 
 
 def check_times(where: str, index: int, ts: Any, dur: Any) -> tuple[float, float]:
-    """An event's ts and dur as floats, each finite and within :data:`~roofline.limits.MAX_TRACE_MICROSECONDS`."""
+    """An event's ts and dur as floats, each finite and within :data:`~roofline.core.limits.MAX_TRACE_MICROSECONDS`."""
     out = []
     for name, v in (("ts", ts), ("dur", dur)):
         try:

@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
 from roofline.frontends.trace.ranksummary import Breakdown, OpFigures, RankSummary
 
 STRAGGLER_SHARE = 0.05  # own time over the median rank's by this share of its work makes a straggler

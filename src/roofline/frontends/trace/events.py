@@ -5,9 +5,9 @@ A trace is one JSON object whose ``traceEvents`` array holds every event
 ``.json.gz``).  The array is decoded one event at a time, so memory grows with
 the events kept (about 60 bytes each, and one entry per distinct name and
 argument list, a few hundred bytes each), not with the file: a 1 GB trace never
-becomes a 10 GB tree of dicts.  Both are capped (:func:`roofline.limits.max_trace_events`,
-:func:`roofline.limits.max_trace_names`), and so is the input after decompression
-(:func:`roofline.fileio.open_input`).
+becomes a 10 GB tree of dicts.  Both are capped (:func:`roofline.core.limits.max_trace_events`,
+:func:`roofline.core.limits.max_trace_names`), and so is the input after decompression
+(:func:`roofline.core.fileio.open_input`).
 
 Kept (``ph == "X"``, complete events), by ``cat``:
 
@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.core.text import shown_path
 from roofline.frontends.trace.chunked import Fallback, Reader, too_much_space
 from roofline.frontends.trace.columns import (
     ANNOTATION,
@@ -53,7 +54,6 @@ from roofline.frontends.trace.columns import (
     Columns,
     TraceEvents,
 )
-from roofline.text import shown_path
 
 #: ``schemaVersion`` values this reader understands.
 SCHEMA_VERSIONS = (1,)
@@ -139,8 +139,8 @@ class _Scanner:
 
 def _open_binary(path: Path) -> Any:
     """The trace's bytes, decompressed when gzip, through the one input reader (regular files only, the
-    input limit counted after decompression: :func:`roofline.fileio.open_input`)."""
-    from roofline.fileio import open_input
+    input limit counted after decompression: :func:`roofline.core.fileio.open_input`)."""
+    from roofline.core.fileio import open_input
 
     return open_input(path, decompress=True)
 

@@ -16,17 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from roofline import costs
-from roofline.errors import RooflineError, env_limit
+from roofline.core.errors import RooflineError, env_limit
+from roofline.core.stats import Timing
+from roofline.core.text import shown_path
 from roofline.frontends.torch import FUSED_FUNCTIONS
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents
 from roofline.frontends.trace.nesting import parents
 from roofline.frontends.trace.replay import NotReplayed, Replayer
-from roofline.stats import Timing
-from roofline.text import shown_path
-from roofline.workload import MeasuredRun, TraceRecord, UnsupportedOp, Workload, WorkloadBuilder
-from roofline.workload_columns import COLUMNS
-from roofline.workload_facts import Unmatched
+from roofline.work import costs
+from roofline.work.workload import MeasuredRun, TraceRecord, UnsupportedOp, Workload, WorkloadBuilder
+from roofline.work.workload_columns import COLUMNS
+from roofline.work.workload_facts import Unmatched
 
 HOW_TO_RECORD = ("record one with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
                  "record_shapes=True, with_stack=True) and prof.export_chrome_trace('trace.json')")
@@ -55,7 +55,7 @@ class _Rows:
         self.codes = np.zeros(0, dtype=np.int64)  # each placed row's distinct row
 
     def add(self, got: tuple[Any, ...], place: int, backward: bool) -> None:
-        """One distinct row's columns (:data:`~roofline.workload_columns.COLUMNS`, in order), as
+        """One distinct row's columns (:data:`~roofline.work.workload_columns.COLUMNS`, in order), as
         WorkloadBuilder.row fills them.  ``got``: (op name, cost, precision) and optionally the op's GEMM
         dimensions ({m, n, k, batch} or None)."""
         op_name, c, precision = got[:3]
@@ -78,7 +78,7 @@ class _Rows:
         then repeated by code (the same columns and string tables as building every row: the distinct rows
         are in order of first use), with ``seconds`` as the measured time (checked as ``Workload.replace``
         checks it)."""
-        from roofline.workload_columns import _check_numeric
+        from roofline.work.workload_columns import _check_numeric
 
         b = WorkloadBuilder()
         b.extend(**{name: [r[j] for r in self.distinct] for j, name in enumerate(COLUMNS)})
@@ -526,8 +526,8 @@ class Placer:
 def _gloo_collective(name: str, call: dict[str, Any], world: int) -> tuple[str, costs.Cost, str] | None:
     """A ``gloo:<collective>`` annotation (what gloo records on its worker thread): the message from its
     recorded inputs (all-gather's message is the gathered output: the input times the ranks)."""
+    from roofline.core.precision import of_dtype
     from roofline.frontends.trace.replay import DTYPES
-    from roofline.precision import of_dtype
 
     coll = name.removeprefix(GLOO_PREFIX)
     dims, types = call.get("Input Dims"), call.get("Input type")
@@ -558,6 +558,6 @@ def _collective(call: dict[str, Any]) -> tuple[str, costs.Cost, str]:
     size = costs.COMMS_DTYPE_BYTES.get(dtype, 4)
     elems_in, elems_out = (call.get(k) for k in ("In msg nelems", "Out msg nelems"))
     elems = max(x if isinstance(x, (int, float)) and x >= 0 else 0 for x in (elems_in, elems_out))
-    from roofline.precision import TORCH_DTYPES, of_dtype
+    from roofline.core.precision import TORCH_DTYPES, of_dtype
 
     return name, costs.collective(name, elems * size, ranks, size), of_dtype(TORCH_DTYPES.get(dtype.lower(), "")) or "fp32"

@@ -22,13 +22,13 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.core.errors import RooflineError
+from roofline.core.text import shown_path
 from roofline.frontends.trace.events import read_events
 from roofline.frontends.trace.placer import Placer
 from roofline.frontends.trace.ranksummary import RankSummary, summarize_rank
 from roofline.frontends.workers import mp_context, start_early
-from roofline.text import shown_path
-from roofline.workload import Workload
+from roofline.work.workload import Workload
 
 CONNECT_TIMEOUT_S = 10.0  # a Dask scheduler that does not answer within this is refused
 RETRIES = 1  # Dask retries per rank task (a parse error fails again; a lost worker may not)
@@ -287,7 +287,7 @@ def read_traces(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
     >>> # t = read_traces("run/rank*.json", jobs=4); t.stragglers[0].line()
     """
-    from roofline import arguments as arg
+    from roofline.core import arguments as arg
     from roofline.frontends.trace.crossrank import cross_rank
 
     start_early(jobs, dask)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, RUNTIME, TraceEvents
-from roofline.workload import Workload
+from roofline.work.workload import Workload
 
 MAX_OPS = 4000  # distinct op costs kept per rank (about 100 bytes each: the summary stays well under 1 MB)
 _STEP = re.compile(r"ProfilerStep#(\d+)$")

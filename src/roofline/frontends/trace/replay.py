@@ -21,8 +21,8 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
-from roofline import costs
-from roofline.errors import RooflineError, require
+from roofline.core.errors import RooflineError, require
+from roofline.work import costs
 
 #: c10 type names the profiler writes -> torch dtype attribute names.
 DTYPES = {"float": "float32", "double": "float64", "c10::Half": "float16", "c10::BFloat16": "bfloat16",
@@ -146,7 +146,7 @@ class Replayer:
     def _costed(self, op: Any, args: list[Any], kwargs: dict[str, Any], out: Any) -> Any:
         """The recorder's cost of one replayed call; a user's cost formula that raises is one line naming the op
         (as ``from_torch`` names it), never a traceback."""
-        from roofline.errors import first_line
+        from roofline.core.errors import first_line
 
         try:
             return self.rec.cost_of(op, tuple(args), kwargs, out)
@@ -154,7 +154,7 @@ class Replayer:
             raise
         except Exception as exc:
             raise RooflineError(f"the cost of op {op.overloadpacket} failed: {type(exc).__name__}: "
-                                f"{first_line(exc)} (a cost formula given with roofline.costs.register_op?)") from exc
+                                f"{first_line(exc)} (a cost formula given with roofline.work.costs.register_op?)") from exc
 
     def _arguments(self, schema: Any, types: list[Any], dims: list[Any], strides: list[Any], concrete: list[Any]
                    ) -> tuple[list[Any], dict[str, Any]]:

@@ -1,0 +1,170 @@
+"""The API boundary rule: every public function checks its arguments before it does anything with them.
+
+A wrong *type* raises :class:`ArgumentTypeError` (both a :class:`~roofline.RooflineError` and a
+``TypeError``); a wrong *value* raises :class:`~roofline.RooflineError` (a ``ValueError``).  The message
+names the function, the parameter, what it accepts and what it got, as numpy and pandas do::
+
+    analyze: device must be a Device or a device name (str), got int 7
+
+so ``except TypeError`` / ``except ValueError`` work as in any Python library, and ``except
+RooflineError`` (what the CLI turns into one ``roofline: error:`` line) catches both.
+
+>>> positive_int(3, "f", "n")
+3
+>>> try:
+...     positive_int("3", "f", "n")
+... except TypeError as exc:
+...     print(exc)
+f: n must be a whole number (int) >= 1, got str '3'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from roofline.core.errors import RooflineError
+
+
+class ArgumentTypeError(RooflineError, TypeError):
+    """An argument of the wrong type given to a public function (a RooflineError and a TypeError)."""
+
+
+def got(value: Any) -> str:
+    """'int 7', "str 'x'", 'NoneType None': the type and the value, shortened, for a message."""
+    from roofline.core.fileio import shown
+
+    if value is None:
+        return "None"
+    try:
+        text = shown(value, 40) if isinstance(value, (str, int, float, bool, list, dict, tuple)) else ""
+    except Exception:  # a value whose repr fails is still named by its type
+        text = ""
+    return f"{type(value).__name__} {text}".strip()
+
+
+def type_error(func: str, param: str, accepts: str, value: Any) -> ArgumentTypeError:
+    return ArgumentTypeError(f"{func}: {param} must be {accepts}, got {got(value)}")
+
+
+def value_error(func: str, param: str, accepts: str, value: Any) -> RooflineError:
+    return RooflineError(f"{func}: {param} must be {accepts}, got {got(value)}")
+
+
+def need(value: Any, types: type | tuple[type, ...], func: str, param: str, accepts: str) -> Any:
+    """``value`` when it is an instance of ``types`` (bool is never an int here), else a type error."""
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise type_error(func, param, accepts, value)
+    if not isinstance(value, types):
+        raise type_error(func, param, accepts, value)
+    return value
+
+
+def boolean(value: Any, func: str, param: str) -> bool:
+    return bool(need(value, bool, func, param, "True or False"))
+
+
+def positive_int(value: Any, func: str, param: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """A whole number (an int, not a bool or a float) from ``minimum`` (to ``maximum``)."""
+    rule = f"a whole number (int) >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise type_error(func, param, rule, value)
+    if value < minimum or (maximum is not None and value > maximum):
+        raise value_error(func, param, rule, value)
+    return int(value)
+
+
+def optional_int(value: Any, func: str, param: str, minimum: int = 1) -> int | None:
+    return None if value is None else positive_int(value, func, param, minimum)
+
+
+def number(value: Any, func: str, param: str, minimum: float | None = 0.0) -> float:
+    """A finite real number (int or float, not a bool or a string) >= ``minimum``."""
+    rule = "a finite number" + (f" >= {minimum:g}" if minimum is not None else "")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not _is_numpy_number(value):
+        raise type_error(func, param, rule, value)
+    try:
+        x = float(value)
+    except OverflowError:
+        raise value_error(func, param, rule, value) from None
+    if not math.isfinite(x) or (minimum is not None and x < minimum):
+        raise value_error(func, param, rule, value)
+    return x
+
+
+def _is_numpy_number(value: Any) -> bool:
+    import numbers
+
+    return isinstance(value, numbers.Real)
+
+
+def number_or_callable(value: Any, func: str, param: str) -> Any:
+    """A finite number >= 0, or a callable giving one (a kernel's FLOPs or bytes)."""
+    if callable(value):
+        return value
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) or _is_numpy_number(value)):
+        raise type_error(func, param, "a finite number >= 0 or a callable returning one", value)
+    return number(value, func, param)
+
+
+def text(value: Any, func: str, param: str, empty: bool = False) -> str:
+    """A string (non-blank unless ``empty``)."""
+    s = need(value, str, func, param, "a string" if empty else "a non-empty string")
+    if not empty and not s.strip():
+        raise value_error(func, param, "a non-empty string", value)
+    return str(s)
+
+
+def choice(value: Any, allowed: Sequence[str], func: str, param: str) -> str:
+    rule = "one of " + ", ".join(repr(a) for a in allowed)
+    if not isinstance(value, str):
+        raise type_error(func, param, rule, value)
+    if value not in allowed:
+        raise value_error(func, param, rule, value)
+    return value
+
+
+def function(value: Any, func: str, param: str) -> Callable[..., Any]:
+    if not callable(value):
+        raise type_error(func, param, "a callable", value)
+    return value
+
+
+def path(value: Any, func: str, param: str) -> str | os.PathLike[str]:
+    """A path: str or os.PathLike (bytes are not: a path here is text)."""
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+        raise type_error(func, param, "a path (str or os.PathLike)", value)
+    if isinstance(value, str) and not value.strip():
+        raise value_error(func, param, "a non-empty path", value)
+    return value
+
+
+def paths(value: Any, func: str, param: str) -> list[str | os.PathLike[str]]:
+    """One path, or a non-empty list/tuple of paths (a str is one path, never its characters)."""
+    if isinstance(value, (str, os.PathLike)) and not isinstance(value, bytes):
+        return [path(value, func, param)]
+    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Sequence) and not _iterable(value):
+        raise type_error(func, param, "a path or a list of paths (str or os.PathLike)", value)
+    items = list(value)
+    if not items:
+        raise value_error(func, param, "a path or a non-empty list of paths (no trace files given)", value)
+    for i, p in enumerate(items):
+        path(p, func, f"{param}[{i}]")
+    return items
+
+
+def _iterable(value: Any) -> bool:
+    return hasattr(value, "__iter__") and not isinstance(value, Mapping)
+
+
+def mapping(value: Any, func: str, param: str, accepts: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise type_error(func, param, accepts, value)
+    return value
+
+
+__all__ = ["ArgumentTypeError", "boolean", "choice", "function", "got", "mapping", "need", "number",
+           "number_or_callable", "optional_int", "path", "paths", "positive_int", "text", "type_error",
+           "value_error"]
