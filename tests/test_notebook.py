@@ -221,7 +221,7 @@ def test_device_lookup_by_name_and_the_module_still_imports() -> None:
     from roofline.hardware.device import Device as D
     from roofline.hardware.device import MemoryCeiling  # noqa: F401
 
-    assert D is Device and callable(roofline.hardware.device)
+    assert D is Device and callable(roofline.device)
     assert importlib.import_module("roofline.hardware.device") is sys.modules["roofline.hardware.device"]
     assert isinstance(sys.modules["roofline.hardware.device"], ModuleType)
 

@@ -87,7 +87,7 @@ SPECIAL_OUTPUTS = [
     out_bad("trace-json-fifo-no-reader", (*TR, "--json", "o.json"), {"t.json": TRACE}, "o.json", FIFO, "o.json"),
     out_bad("plan-json-fifo-no-reader", (*PLAN, "--json", "o.json"), {}, "o.json", FIFO, "o.json"),
     out_ok("analyze-json-symlink-to-file", (*AN, "--json", "o.json"), {"w.json": W, "real.json": "old"}, "o.json",
-           link("real.json"), "'roofline.engine.analysis' in Path(tmp, 'real.json').read_text()"),
+           link("real.json"), "'roofline.analysis' in Path(tmp, 'real.json').read_text()"),
     out_ok("analyze-json-symlink-to-null", (*AN, "--json", "o.json"), {"w.json": W, "n": NULL}, "o.json",
            link("{tmp}/n"), "Path(tmp, 'n').is_char_device()"),
     out_bad("analyze-json-dangling-symlink", (*AN, "--json", "o.json"), {"w.json": W}, "o.json",
