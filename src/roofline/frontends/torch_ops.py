@@ -2,7 +2,7 @@
 the attributes the formula reads from each call.
 
 :data:`OPS` (``str(packet)`` -> :class:`~roofline.work.costs.OpRule`) is the table as data, what ``roofline ops``
-prints; :data:`_ATTRS` and :data:`_FIXED` give each formula its attributes (per call, or the same for every
+prints (its rows here, and the aten ops a formula declared in :func:`roofline.work.costs.formula`); :data:`_ATTRS` and :data:`_FIXED` give each formula its attributes (per call, or the same for every
 call).  Views and metadata ops (:data:`VIEW_OPS`) move nothing.  The recorder of
 :mod:`roofline.frontends.torch` reads these tables; importing this module registers :data:`OPS` with
 :func:`roofline.work.costs.register_table`.
@@ -164,7 +164,8 @@ _FLOP_ALIASES = {"aten._scaled_dot_product_flash_attention_for_cpu_backward":
                  "_scaled_dot_product_efficient_attention_backward"}
 
 #: Every aten op the frontend costs: ``str(packet)`` ('aten.mm') -> formula in :mod:`roofline.work.costs` and what it
-#: counts.  Ops not here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a
+#: counts: the rows below, then (added by :func:`roofline.work.costs.register_table`) the ops the formulas declared
+#: themselves (``@costs.formula(name, torch=[...])``: applied to the op's tensors, no attribute read).  Ops not here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a
 #: user formula (:func:`roofline.work.costs.register_op`) covers them.  ``roofline ops`` prints this table.
 OPS: dict[str, costs.OpRule] = {
     **_ops("matmul", "mm bmm addmm baddbmm _scaled_mm",
@@ -199,17 +200,7 @@ OPS: dict[str, costs.OpRule] = {
     **{f"aten.{n}": costs.OpRule(f"aten.{n}", "interpolate",
                                  f"{costs.INTERPOLATE_FLOPS[mode]:g} FLOPs per output element ({mode})")
        for n, mode in _INTERPOLATE.items()},
-    **_ops("embedding", "embedding embedding_bag _embedding_bag"),
-    **_ops("gather", "index _unsafe_index index_select gather take _unsafe_masked_index"),
-    **_ops("memory", """
-clone _to_copy copy_ contiguous cat stack index_put index_put_ _index_put_impl_
-scatter scatter_ scatter_add scatter_add_ scatter_reduce masked_scatter index_add index_add_ index_copy index_copy_
-index_fill index_fill_ repeat repeat_interleave tril triu tril_ triu_ flip roll constant_pad_nd reflection_pad1d
-reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d zeros ones full zeros_like
-ones_like full_like fill fill_ zero_ arange linspace scalar_tensor new_zeros new_ones new_full lift_fresh_copy
-select_scatter slice_scatter diagonal_scatter as_strided_scatter embedding_dense_backward
-max_pool2d_with_indices_backward max_pool3d_with_indices_backward _pdist_forward rand randn randint rand_like
-randn_like randint_like bernoulli bernoulli_ uniform_ normal_ masked_select nonzero"""),
+    # embedding, gather and memory: their aten ops are declared with the formulas (roofline.work.costs.formula)
 }
 
 #: Per-op attributes of the formula, computed from each call's arguments (ops not here: see :data:`_FIXED`).
