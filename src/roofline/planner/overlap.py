@@ -57,6 +57,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from roofline.planner.dims import overlap_rule
+
 #: the switches and their defaults (what Megatron-LM's recommended training flags do)
 OVERLAP_DEFAULTS = {"dp": True, "tp": False, "pp": True}
 
@@ -95,12 +97,7 @@ def rule_of(name: str) -> str:
     ``sp`` for sequence parallelism's backward all-gathers, which follow their own rule whatever the switches."""
     if name == SP_GATHER:
         return "sp"
-    head = name.split(" ", 1)[0]
-    if head in ("tp", "cp", "ep"):
-        return "tp"
-    if head == "pp":
-        return "pp"
-    return "dp"
+    return overlap_rule(name.split(" ", 1)[0])  # the parallel dimension's switch (planner.dims); 'dp' else
 
 
 #: Thread blocks (one per channel, each resident on an SM for the whole collective) an NCCL collective holds while it
