@@ -190,9 +190,7 @@ OPS: dict[str, costs.OpRule] = {
     **_ops("norm", "native_layer_norm_backward native_group_norm_backward native_batch_norm_backward "
                    "cudnn_batch_norm_backward _fused_rms_norm_backward",
            "normalisation backward with weight/bias gradients: 11 FLOPs per input element"),
-    **_ops("softmax", "_softmax _log_softmax _safe_softmax softmax log_softmax"),
-    **_ops("reduction", """sum mean amax amin max min prod var std var_mean std_mean linalg_vector_norm norm argmax
-                           argmin cumsum cumprod logsumexp all any count_nonzero aminmax nansum topk histc bincount"""),
+    **costs.declared("torch", "softmax"), **costs.declared("torch", "reduction"),  # placed here, declared in costs
     **_ops("pool", _POOLS, "prod(kernel) FLOPs per output element"),
     **_ops("pool", "avg_pool2d_backward avg_pool3d_backward", "prod(kernel) FLOPs per output element (of the gradient)"),
     **_ops("pool", "_adaptive_avg_pool2d _adaptive_avg_pool3d adaptive_max_pool2d adaptive_max_pool3d "

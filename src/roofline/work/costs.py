@@ -188,6 +188,12 @@ def formula(name: str, *, torch: Sequence[str] = (), onnx: Sequence[str] = (), c
     return register
 
 
+def declared(frontend: str, name: str) -> dict[str, OpRule]:
+    """The ops formula ``name`` declared for ``frontend`` (:data:`TARGETS`), in order: for a frontend's table that
+    places them among its own rows (where it does not, they follow its rows)."""
+    return {op: rule for op, rule in TARGETS[frontend].items() if rule.formula == name}
+
+
 def unregister_formula(name: str) -> None:
     """Remove formula ``name`` and the ops it declared (from the frontends' tables too)."""
     FORMULAS.pop(name, None)
@@ -219,6 +225,11 @@ def with_weights(c: Cost, name: str, inputs: Sequence[T], outputs: Sequence[T], 
         if is_w:
             w += SOURCE_READ[name](list(inputs), list(outputs)) if i == 0 and name in SOURCE_READ else t.nbytes
     return Cost(c.kind, c.flops, c.bytes_read, c.bytes_written, float(min(w, c.bytes_read)))
+
+
+def _aten(names: str) -> list[str]:
+    """'mm bmm' -> ['aten.mm', 'aten.bmm']: aten overload packets as the PyTorch frontend keys them."""
+    return [f"aten.{n}" for n in names.split()]
 
 
 # -- formulas on sizes (no tensors): the LLM model calls these with symbolic token counts -------------
@@ -324,13 +335,18 @@ def norm(inputs: list[T], outputs: list[T], norm: str = "layer", affine: str = "
     return _cost("norm", per * inputs[0].numel, inputs, outputs)
 
 
-@formula("softmax")
+@formula("softmax", torch=_aten("_softmax _log_softmax _safe_softmax softmax log_softmax"),
+         onnx=["Softmax", "LogSoftmax", "Hardmax"])
 def softmax(inputs: list[T], outputs: list[T]) -> Cost:
     """Softmax (or log-softmax): 5 FLOPs per element."""
     return _cost("softmax", SOFTMAX_FLOPS * inputs[0].numel, inputs, outputs)
 
 
-@formula("reduction")
+@formula("reduction", torch=_aten("""sum mean amax amin max min prod var std var_mean std_mean linalg_vector_norm norm
+                                    argmax argmin cumsum cumprod logsumexp all any count_nonzero aminmax nansum topk
+                                    histc bincount"""),
+         onnx=["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+               "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "TopK"])
 def reduction(inputs: list[T], outputs: list[T]) -> Cost:
     """Sum/mean/max/...: one FLOP per input element."""
     return _cost("reduction", inputs[0].numel, inputs, outputs)
@@ -351,11 +367,6 @@ def interpolate(inputs: list[T], outputs: list[T], mode: str = "nearest") -> Cos
 
 
 # -- the ops that move data: 0 FLOPs (their targets declared here, the frontends' tables take them in) ------
-def _aten(names: str) -> list[str]:
-    """'mm bmm' -> ['aten.mm', 'aten.bmm']: aten overload packets as the PyTorch frontend keys them."""
-    return [f"aten.{n}" for n in names.split()]
-
-
 #: aten ops costed as :func:`memory`: copies, concatenation, padding, fills, scatters, random fills.
 _ATEN_MOVE = """
 clone _to_copy copy_ contiguous cat stack index_put index_put_ _index_put_impl_
@@ -475,25 +486,25 @@ def variadic(inputs: list[T], outputs: list[T], extra: int = 0) -> Cost:
     return _cost("elementwise", (max(len(inputs) - 1, 0) + extra) * outputs[0].numel, inputs, outputs)
 
 
-@formula("softsign")
+@formula("softsign", onnx=["Softsign"])
 def softsign(inputs: list[T], outputs: list[T]) -> Cost:
     """x / (1 + |x|): 3 FLOPs per output element (abs, add 1, divide)."""
     return _cost("elementwise", 3 * outputs[0].numel, inputs, outputs)
 
 
-@formula("quick_gelu")
+@formula("quick_gelu", onnx=["com.microsoft.QuickGelu"])
 def quick_gelu(inputs: list[T], outputs: list[T]) -> Cost:
     """x * sigmoid(1.702 x): 8 FLOPs per output element (two sigmoid-sized steps, 2 * 4)."""
     return _cost("elementwise", 2 * ELEMENTWISE_FLOPS["sigmoid"] * outputs[0].numel, inputs, outputs)
 
 
-@formula("quantize_linear")
+@formula("quantize_linear", onnx=["QuantizeLinear"])
 def quantize_linear(inputs: list[T], outputs: list[T]) -> Cost:
     """Quantize: 5 FLOPs per output element (divide by the scale, round, add the zero point, saturate: 2)."""
     return _cost("elementwise", 5 * outputs[0].numel, inputs, outputs)
 
 
-@formula("dequantize_linear")
+@formula("dequantize_linear", onnx=["DequantizeLinear"])
 def dequantize_linear(inputs: list[T], outputs: list[T]) -> Cost:
     """Dequantize: 2 FLOPs per output element (subtract the zero point, multiply by the scale)."""
     return _cost("elementwise", 2 * outputs[0].numel, inputs, outputs)

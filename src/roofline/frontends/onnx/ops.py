@@ -307,6 +307,12 @@ def _rows(formula: str, entry: Entry, *ops: str, counts: str = "") -> list[Row]:
     return [(op, OpRule(op, formula, counts), entry) for op in ops]
 
 
+def _declared(formula: str) -> list[Row]:
+    """The op types ``formula`` declared (``@costs.formula(name, onnx=[...])``), placed here in the table: the
+    formula over the node's data inputs.  (Declared op types not placed follow the table's rows.)"""
+    return [(op, rule, _on_data(formula)) for op, rule in costs.declared("onnx", formula).items()]
+
+
 def _elementwise(op: str, *ops: str) -> list[Row]:
     """Op types costed as ``ELEMENTWISE_FLOPS[op]`` FLOPs per output element."""
     return _rows("elementwise", _on_all("elementwise", op=op), *ops,
@@ -315,8 +321,6 @@ def _elementwise(op: str, *ops: str) -> list[Row]:
 
 _ONE_OP = ("Not", "And", "Or", "Xor", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift", "Mod",
            "IsNaN", "IsInf", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")
-_REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-           "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "TopK")
 _NORM_COUNTS = "the norm's FLOPs per input element (NORM_FLOPS) + 1 per learned scale and shift"
 
 _ROWS: list[Row] = [
@@ -350,10 +354,10 @@ _ROWS: list[Row] = [
     *_rows("norm", _on_data("norm", norm="rms"), "LpNormalization",
            counts="3 FLOPs per input element, as RMS norm: square-accumulate (2) + scale (1)"),
     *_rows("lrn", _lrn, "LRN"),
-    *_rows("softmax", _on_data("softmax"), "Softmax", "LogSoftmax", "Hardmax"),
+    *_declared("softmax"),
     # pooling and reductions
     *_rows("pool", _pool, "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"),
-    *_rows("reduction", _on_data("reduction"), *_REDUCE),
+    *_declared("reduction"),
     *_rows("interpolate", _resize, "Resize", "Upsample"),
     # elementwise and activations
     *_elementwise("add", "Add"), *_elementwise("sub", "Sub"), *_elementwise("mul", "Mul"),
@@ -372,10 +376,7 @@ _ROWS: list[Row] = [
     *_elementwise("gelu", f"{MS}.Gelu", f"{MS}.BiasGelu"), *_elementwise("gelu_tanh", f"{MS}.FastGelu"),
     *_elementwise("add", *_ONE_OP),  # one op (or one transcendental) each
     *_rows("elementwise", _gelu, "Gelu", counts="5 FLOPs per output element (erf), 9 with approximate='tanh'"),
-    *_rows("softsign", _on_data("softsign"), "Softsign"),
-    *_rows("quick_gelu", _on_data("quick_gelu"), f"{MS}.QuickGelu"),
-    *_rows("quantize_linear", _on_data("quantize_linear"), "QuantizeLinear"),
-    *_rows("dequantize_linear", _on_data("dequantize_linear"), "DequantizeLinear"),
+    *_declared("softsign"), *_declared("quick_gelu"), *_declared("quantize_linear"), *_declared("dequantize_linear"),
     *_rows("variadic", _on_all("variadic"), "Sum", "Max", "Min", counts="n - 1 FLOPs per output element, n inputs"),
     *_rows("variadic", _on_all("variadic", extra=1), "Mean", counts="n FLOPs per output element: n - 1 adds, a divide"),
     # data movement: 0 FLOPs, compulsory bytes (Slice, GatherElements, GatherND and the copies: declared with their
