@@ -20,7 +20,7 @@ MEMORY = {"weights", "gradients", "optimizer", "activations", "kv"}
 
 def test_every_dimension_is_a_layout_field_and_the_table_is_whole():
     fields = dataclasses.fields(Layout)
-    # Layout's first fields are the dimensions in names()' order (the training search builds layouts positionally)
+    # every dimension is an int field of Layout, 1 by default: its first fields, in names()' order (tp, pp, dp, ...)
     assert tuple(f.name for f in fields[:len(DIMS)]) == names() == ("tp", "pp", "dp", "cp", "ep")
     assert all(f.default == 1 for f in fields[:len(DIMS)])
     for d in DIMS:

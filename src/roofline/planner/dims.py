@@ -181,14 +181,14 @@ def overlap_rule(head: str) -> str:
     return d.overlap if d is not None else "dp"
 
 
-def shapes(run: Any, system: Any, mode: str, options: Mapping[str, Any] | None = None) -> Iterator[dict[str, int]]:
-    """Every choice of the dimensions' sizes a ``mode`` ('train' or 'serve') search tries: the table's
-    hooks nested in its order (tp outermost), each :attr:`ParallelDim.devices` one dividing what the outer
-    ones left of ``system.devices``."""
+def shapes(run: Any, system: Any, mode: str, options: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """Every choice of the dimensions' sizes a ``mode`` ('train' or 'serve') search tries, as Layout keywords
+    (name -> int): the table's hooks nested in its order (tp outermost), each :attr:`ParallelDim.devices` one
+    dividing what the outer ones left of ``system.devices``."""
     opts = options or {}
-    chosen: dict[str, int] = {}
+    chosen: dict[str, Any] = {}
 
-    def walk(k: int, left: int) -> Iterator[dict[str, int]]:
+    def walk(k: int, left: int) -> Iterator[dict[str, Any]]:
         if k == len(DIMS):
             yield dict(chosen)
             return

@@ -36,7 +36,6 @@ from roofline.llm.training import (
 )
 from roofline.planner.cache import _Cache, _Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
-from roofline.planner.dims import names as dim_names
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
@@ -592,7 +591,7 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
         yield from _layouts_of(run, shape, micro_batches, zeros, recomputes, interleaves, overlap, sp, short_edges)
 
 
-def _layouts_of(run: TrainingRun, shape: dict[str, int], micro_batches: tuple[int, ...] | None,
+def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
                 overlap: tuple[bool, bool, bool], sp: bool = True, short_edges: bool = True) -> Iterator[Layout]:
     """The layouts of one choice of the parallel dimensions' sizes (``shape``: :func:`~roofline.planner.dims.shapes`):
@@ -603,7 +602,7 @@ def _layouts_of(run: TrainingRun, shape: dict[str, int], micro_batches: tuple[in
     fit = fitting_interleaves(split) if short_edges else tuple(v for v in divisors(math.gcd(*split))
                                                                if v == 1 or pp > 1)
     vs = [v for v in (interleaves or fit) if v in fit]
-    sizes = tuple(shape[n] for n in dim_names())  # Layout's first fields, in its order (tests/test_parallel_dims.py)
+    overlap_dp, overlap_tp, overlap_pp = overlap
     for mb in (micro_batches or divisors(per_replica)):
         m = per_replica // mb if per_replica % mb == 0 else 0
         if not m or (pp > 1 and m < pp):
@@ -613,4 +612,5 @@ def _layouts_of(run: TrainingRun, shape: dict[str, int], micro_batches: tuple[in
                 continue
             for zero in zeros:
                 for rec in recomputes:
-                    yield Layout(*sizes, zero, mb, sp, rec, v, 0.0, None, *overlap)
+                    yield Layout(**shape, zero=zero, micro_batch=mb, sp=sp, recompute=rec, interleave=v,
+                                 overlap_dp=overlap_dp, overlap_tp=overlap_tp, overlap_pp=overlap_pp)
