@@ -11,7 +11,7 @@ from roofline.catalog import resolve_system
 from roofline.commands.plan import SEARCHED, layout_keys
 from roofline.core.errors import RooflineError
 from roofline.planner import Layout, ServingRun, TrainingRun, dims
-from roofline.planner.dims import DIMS, DIMS_BY_NAME, ParallelDim, divisors, names, shapes, stride
+from roofline.planner.dims import DIMS, DIMS_BY_NAME, ParallelDim, divisors, names, replicas, shapes, stride
 from roofline.planner.overlap import OVERLAP_DEFAULTS, rule_of
 from roofline.work.costs import BUS_FACTORS
 
@@ -39,6 +39,10 @@ def test_devices_describe_and_strides_from_the_table():
     assert Layout(tp=8, dp=2).describe().startswith("tp8 pp1 dp2 zero1")  # cp, ep 1: not named
     # ranks tp fastest, then cp, dp, pp: cp groups 4 apart, dp 4 * 2 = 8, pp 4 * 2 * 8 = 64; ep within dp: 8
     assert [stride(lay, n) for n in ("tp", "cp", "dp", "pp", "ep")] == [1, 4, 8, 64, 8]
+    # the same weights on the dimensions whose memory effect leaves the weights whole: dp x cp = 16; an
+    # expert's, divided over ep as well: 16 / 4 = 4
+    assert (replicas(lay), replicas(lay, expert=True)) == (16, 4)
+    assert [d.name for d in DIMS if d.devices and "weights" not in d.memory] == ["cp", "dp"]
 
 
 def test_overlap_rules_follow_each_dimension():

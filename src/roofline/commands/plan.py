@@ -46,7 +46,8 @@ the time per output token, ttft the prompt's.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("plan", help=f"rank parallel layouts ({', '.join(dim_names())}, ZeRO) of LLM training on a system",
+    summary = f"rank parallel layouts ({', '.join(dim_names())}, ZeRO) of LLM training on a system"
+    p = subparsers.add_parser("plan", help=summary,
                               description="Estimate an LLM training step on a system for every parallel layout: "
                                           "compute on the device's roofs, the 1F1B pipeline bubble, every collective "
                                           "on the network tier it crosses, memory per device; rank those that fit.",

@@ -2,9 +2,10 @@
 the attributes the formula reads from each call.
 
 :data:`OPS` (``str(packet)`` -> :class:`~roofline.work.costs.OpRule`) is the table as data, what ``roofline ops``
-prints (its rows here, and the aten ops a formula declared in :func:`roofline.work.costs.formula`); :data:`_ATTRS` and :data:`_FIXED` give each formula its attributes (per call, or the same for every
-call).  Views and metadata ops (:data:`VIEW_OPS`) move nothing.  The recorder of
-:mod:`roofline.frontends.torch` reads these tables; importing this module registers :data:`OPS` with
+prints (its rows here, and the aten ops a formula declared in :func:`roofline.work.costs.formula`);
+:data:`_ATTRS` and :data:`_FIXED` give each formula its attributes (per call, or the same for every call).
+Views and metadata ops (:data:`VIEW_OPS`) move nothing.  The recorder of :mod:`roofline.frontends.torch`
+reads these tables; importing this module registers :data:`OPS` with
 :func:`roofline.work.costs.register_table`.
 
 >>> OPS["aten.mm"].formula, OPS["aten.relu"].description
@@ -165,8 +166,9 @@ _FLOP_ALIASES = {"aten._scaled_dot_product_flash_attention_for_cpu_backward":
 
 #: Every aten op the frontend costs: ``str(packet)`` ('aten.mm') -> formula in :mod:`roofline.work.costs` and what it
 #: counts: the rows below, then (added by :func:`roofline.work.costs.register_table`) the ops the formulas declared
-#: themselves (``@costs.formula(name, torch=[...])``: applied to the op's tensors, no attribute read).  Ops not here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a
-#: user formula (:func:`roofline.work.costs.register_op`) covers them.  ``roofline ops`` prints this table.
+#: themselves (``@costs.formula(name, torch=[...])``: applied to the op's tensors, no attribute read).  Ops not
+#: here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a user formula
+#: (:func:`roofline.work.costs.register_op`) covers them.  ``roofline ops`` prints this table.
 OPS: dict[str, costs.OpRule] = {
     **_ops("matmul", "mm bmm addmm baddbmm _scaled_mm",
            f"2 * M * K * N per product ({_FROM_FLOP_COUNTER}); a bias input adds bytes only"),

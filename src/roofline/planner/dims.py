@@ -2,8 +2,9 @@
 a device's memory it divides, where its ranks sit, and the sizes a search tries.
 
 :data:`DIMS` is the table; the planner reads it for a layout's devices, its description, its size checks,
-the stride of each dimension's groups, the overlap switch of each collective and the layouts a search
-enumerates (:func:`shapes`), and ``roofline plan --layout`` for its keys.  A new dimension is one
+the stride of each dimension's groups, the devices holding the same weights (:func:`replicas`), the overlap
+switch of each collective and the layouts a search enumerates (:func:`shapes`), and ``roofline plan
+--layout`` for its keys.  A new dimension is one
 :class:`ParallelDim` here, an int field of the same name on :class:`~roofline.planner.layout.Layout`
 (default 1), and its cost hooks: the collectives and memory it changes in ``planner.train`` /
 ``planner.serve``, and the shard it leaves a device in ``planner.cache`` / ``llm.training``.
@@ -131,8 +132,9 @@ DIMS: tuple[ParallelDim, ...] = (
                 "tp", _cp_train, _cp_serve, rank=1),
     ParallelDim("pp", "pipeline parallelism", ("layers",), ("send_recv",),
                 ("weights", "gradients", "optimizer", "kv"), "pp", _pp_train, _pp_serve, rank=3, shown=True),
-    ParallelDim("dp", "data parallelism", ("batch",), ("all_reduce", "reduce_scatter", "all_gather"),
-                ("weights", "gradients", "optimizer"), "dp", _dp_train, _dp_serve, rank=2, shown=True),
+    # dp by itself divides none of a device's memory: ZeRO shards the states over the replicas (:func:`replicas`)
+    ParallelDim("dp", "data parallelism", ("batch",), ("all_reduce", "reduce_scatter", "all_gather"), (), "dp",
+                _dp_train, _dp_serve, rank=2, shown=True),
     ParallelDim("ep", "expert parallelism", ("experts",), ("all_to_all",), ("weights", "gradients", "optimizer"),
                 "tp", _ep, _ep, devices=False, within="dp"),
 )
@@ -173,6 +175,21 @@ def stride(layout: Any, name: str) -> int:
     if not d.devices:
         return stride(layout, d.within)
     return math.prod(int(getattr(layout, o.name)) for o in DIMS if o.devices and o.rank < d.rank)
+
+
+def replicas(layout: Any, expert: bool = False) -> int:
+    """How many devices hold the same weights (a gradient is reduced over them, ZeRO shards over them): the
+    product of the devices dimensions whose :attr:`ParallelDim.memory` does not divide the weights (dp x cp);
+    of an expert's, over the carved dimensions that do as well (dp x cp / ep).
+
+    >>> from types import SimpleNamespace as L
+    >>> replicas(L(tp=8, cp=2, pp=4, dp=4, ep=2)), replicas(L(tp=8, cp=2, pp=4, dp=4, ep=2), expert=True)
+    (8, 4)
+    """
+    n = math.prod(int(getattr(layout, d.name)) for d in DIMS if d.devices and "weights" not in d.memory)
+    if expert:
+        n //= math.prod(int(getattr(layout, d.name)) for d in DIMS if not d.devices and "weights" in d.memory)
+    return n
 
 
 def overlap_rule(head: str) -> str:

@@ -58,6 +58,7 @@ from functools import lru_cache
 from typing import Any
 
 from roofline.planner.dims import overlap_rule
+from roofline.planner.dims import replicas as replicas_of
 
 #: the switches and their defaults (what Megatron-LM's recommended training flags do)
 OVERLAP_DEFAULTS = {"dp": True, "tp": False, "pp": True}
@@ -181,7 +182,7 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
         return T * slots / m
     if not layout.overlap_dp:
         return T
-    one = bucket_share(comm.params, layout.dp * layout.cp)  # the last (first) bucket's share: never hidden
+    one = bucket_share(comm.params, replicas_of(layout))  # the last (first) bucket's share: never hidden
     if comm.overlappable_with == "step":
         return max(one * T, T - (backward if "grad" in comm.name else forward))
     if "all-gather" in comm.name:  # ZeRO 3's prefetched weight gathers (its unit a layer, not a bucket: no floor)

@@ -36,6 +36,7 @@ from roofline.llm.training import (
 )
 from roofline.planner.cache import _Cache, _Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
+from roofline.planner.dims import replicas as replicas_of
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
@@ -84,8 +85,9 @@ class Estimate(_Facts):
         if sh is None:
             return ()
         everyone = _stages(sh, lay, self.stage_layers, self.run.arch.layers, tuple(range(lay.pp)))
+        replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
         return tuple(self.micro_batches * micro_batch_flops(st.flops, st.recompute_flops) + optimizer_flops(
-            _held(lay.zero, 1, st.dense, st.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)) for st in everyone)
+            _held(lay.zero, 1, st.dense, st.expert, replicas, expert_replicas)) for st in everyone)
 
     @property
     def flops(self) -> float:
@@ -306,7 +308,7 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     per layer :func:`~roofline.llm.training.activation_bytes_per_layer`), with the last stage's fp32
     logits of the micro-batch it runs."""
     a, lay = run.arch, layout
-    replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
+    replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
     layers = a.layers / lay.pp if layers is None else layers
     last = stage == lay.pp - 1 if last is None else last
     if per_layer is None:
@@ -427,7 +429,7 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
         got = cache.memo[skey] = (stages, max(stages, key=lambda st: st.compute),
                                   max(stages, key=lambda st: st.dense + st.expert))
     stages, busy, heavy = got
-    held = _held(lay.zero, 1, heavy.dense, heavy.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)
+    held = _held(lay.zero, 1, heavy.dense, heavy.expert, replicas_of(lay), replicas_of(lay, expert=True))
     dev = system.device
     opt_bytes = optimizer_bytes(held, run.main_grad_bytes)
     opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], opt_bytes / dev.main_memory.bandwidth)
@@ -541,7 +543,7 @@ def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float
     for the experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)."""
     comms: list[Comm] = []
     add = _adder(cache, system.devices_per_node, comms)
-    replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
+    replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
     groups = [("dp", dense, replicas, lay.tp), ("expert dp", expert, expert_replicas,
                                                 lay.tp * lay.ep if lay.cp == 1 else lay.tp)]
     for label, held, ranks, apart in groups:
