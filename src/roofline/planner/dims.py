@@ -153,7 +153,7 @@ def device_factors() -> str:
 
 def devices(layout: Any) -> int:
     """The devices ``layout`` spans: the product of its :attr:`ParallelDim.devices` dimensions."""
-    return math.prod(int(getattr(layout, d.name)) for d in DIMS if d.devices)
+    return math.prod(getattr(layout, d.name) for d in DIMS if d.devices)
 
 
 def describe(layout: Any) -> list[str]:
@@ -174,7 +174,7 @@ def stride(layout: Any, name: str) -> int:
     d = DIMS_BY_NAME[name]
     if not d.devices:
         return stride(layout, d.within)
-    return math.prod(int(getattr(layout, o.name)) for o in DIMS if o.devices and o.rank < d.rank)
+    return math.prod(getattr(layout, o.name) for o in DIMS if o.devices and o.rank < d.rank)
 
 
 def replicas(layout: Any, expert: bool = False) -> int:
@@ -186,9 +186,9 @@ def replicas(layout: Any, expert: bool = False) -> int:
     >>> replicas(L(tp=8, cp=2, pp=4, dp=4, ep=2)), replicas(L(tp=8, cp=2, pp=4, dp=4, ep=2), expert=True)
     (8, 4)
     """
-    n = math.prod(int(getattr(layout, d.name)) for d in DIMS if d.devices and "weights" not in d.memory)
+    n = math.prod(getattr(layout, d.name) for d in DIMS if d.devices and "weights" not in d.memory)
     if expert:
-        n //= math.prod(int(getattr(layout, d.name)) for d in DIMS if not d.devices and "weights" in d.memory)
+        n //= math.prod(getattr(layout, d.name) for d in DIMS if not d.devices and "weights" in d.memory)
     return n
 
 
