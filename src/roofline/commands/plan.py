@@ -11,6 +11,7 @@ from roofline.commands._common import EXAMPLE_HELP, count_arg, write_all
 from roofline.core.errors import RooflineError
 from roofline.core.text import display, visible
 from roofline.core.units import format_count, format_gib, format_seconds
+from roofline.planner.dims import names as dim_names
 from roofline.planner.forecast import STATED_ERROR, tied
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ the time per output token, ttft the prompt's.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("plan", help="rank parallel layouts (tp, pp, dp, cp, ep, ZeRO) of LLM training on a system",
+    summary = f"rank parallel layouts ({', '.join(dim_names())}, ZeRO) of LLM training on a system"
+    p = subparsers.add_parser("plan", help=summary,
                               description="Estimate an LLM training step on a system for every parallel layout: "
                                           "compute on the device's roofs, the 1F1B pipeline bubble, every collective "
                                           "on the network tier it crosses, memory per device; rank those that fit.",
@@ -73,8 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help=f"--train forecast: {what} (default {default})")
     p.add_argument("--price", type=float, default=None, metavar="USD", help="price per device-hour")
     p.add_argument("--layout", default=None, metavar="K=V,...",
-                   help="fix the keys named and search the rest; every key named (tp,pp,dp,cp,ep,zero,mb,recompute,"
-                        "interleave), or sp=/stages=: time that one layout")
+                   help=f"fix the keys named and search the rest; every key named ({','.join(dim_names())},zero,mb,"
+                        "recompute,interleave), or sp=/stages=: time that one layout")
     p.add_argument("--top", type=int, default=10, metavar="N", help="layouts shown (default 10)")
     p.add_argument("--json", metavar="FILE", help="also write the ranked layouts as JSON")
     p.add_argument("-o", "--output", metavar="CHART", help="write where each layout's time goes (.png, .svg, .pdf)")
@@ -97,7 +99,7 @@ def _parse_stages(part: str, value: str) -> tuple[int, ...]:
 
 
 #: the keys the search varies: naming all of them (or sp=/stages=, which it does not vary) times one layout
-SEARCHED = ("tp", "pp", "dp", "cp", "ep", "zero", "micro_batch", "recompute", "interleave")
+SEARCHED = (*dim_names(), "zero", "micro_batch", "recompute", "interleave")
 
 
 def parse_layout(text: str, overlap: float) -> Layout:
@@ -110,7 +112,7 @@ def parse_layout(text: str, overlap: float) -> Layout:
 
 def layout_keys(text: str, overlap: float) -> dict[str, Any]:
     """The Layout fields ``--layout`` names (with ``overlap``), checked (see :func:`parse_layout`)."""
-    names = {"tp": "tp", "pp": "pp", "dp": "dp", "cp": "cp", "ep": "ep", "zero": "zero", "mb": "micro_batch",
+    names = {**{d: d for d in dim_names()}, "zero": "zero", "mb": "micro_batch",
              "micro_batch": "micro_batch", "recompute": "recompute", "interleave": "interleave", "sp": "sp",
              "stages": "stages", "v": "interleave"}
     values: dict[str, Any] = {"overlap": overlap}

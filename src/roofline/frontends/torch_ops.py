@@ -2,9 +2,10 @@
 the attributes the formula reads from each call.
 
 :data:`OPS` (``str(packet)`` -> :class:`~roofline.work.costs.OpRule`) is the table as data, what ``roofline ops``
-prints; :data:`_ATTRS` and :data:`_FIXED` give each formula its attributes (per call, or the same for every
-call).  Views and metadata ops (:data:`VIEW_OPS`) move nothing.  The recorder of
-:mod:`roofline.frontends.torch` reads these tables; importing this module registers :data:`OPS` with
+prints (its rows here, and the aten ops a formula declared in :func:`roofline.work.costs.formula`);
+:data:`_ATTRS` and :data:`_FIXED` give each formula its attributes (per call, or the same for every call).
+Views and metadata ops (:data:`VIEW_OPS`) move nothing.  The recorder of :mod:`roofline.frontends.torch`
+reads these tables; importing this module registers :data:`OPS` with
 :func:`roofline.work.costs.register_table`.
 
 >>> OPS["aten.mm"].formula, OPS["aten.relu"].description
@@ -164,8 +165,10 @@ _FLOP_ALIASES = {"aten._scaled_dot_product_flash_attention_for_cpu_backward":
                  "_scaled_dot_product_efficient_attention_backward"}
 
 #: Every aten op the frontend costs: ``str(packet)`` ('aten.mm') -> formula in :mod:`roofline.work.costs` and what it
-#: counts.  Ops not here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a
-#: user formula (:func:`roofline.work.costs.register_op`) covers them.  ``roofline ops`` prints this table.
+#: counts: the rows below, then (added by :func:`roofline.work.costs.register_table`) the ops the formulas declared
+#: themselves (``@costs.formula(name, torch=[...])``: applied to the op's tensors, no attribute read).  Ops not
+#: here (and not views, :data:`VIEW_OPS`) are kind ``other`` and listed as unsupported, unless a user formula
+#: (:func:`roofline.work.costs.register_op`) covers them.  ``roofline ops`` prints this table.
 OPS: dict[str, costs.OpRule] = {
     **_ops("matmul", "mm bmm addmm baddbmm _scaled_mm",
            f"2 * M * K * N per product ({_FROM_FLOP_COUNTER}); a bias input adds bytes only"),
@@ -189,9 +192,7 @@ OPS: dict[str, costs.OpRule] = {
     **_ops("norm", "native_layer_norm_backward native_group_norm_backward native_batch_norm_backward "
                    "cudnn_batch_norm_backward _fused_rms_norm_backward",
            "normalisation backward with weight/bias gradients: 11 FLOPs per input element"),
-    **_ops("softmax", "_softmax _log_softmax _safe_softmax softmax log_softmax"),
-    **_ops("reduction", """sum mean amax amin max min prod var std var_mean std_mean linalg_vector_norm norm argmax
-                           argmin cumsum cumprod logsumexp all any count_nonzero aminmax nansum topk histc bincount"""),
+    **costs.declared("torch", "softmax"), **costs.declared("torch", "reduction"),  # placed here, declared in costs
     **_ops("pool", _POOLS, "prod(kernel) FLOPs per output element"),
     **_ops("pool", "avg_pool2d_backward avg_pool3d_backward", "prod(kernel) FLOPs per output element (of the gradient)"),
     **_ops("pool", "_adaptive_avg_pool2d _adaptive_avg_pool3d adaptive_max_pool2d adaptive_max_pool3d "
@@ -199,17 +200,7 @@ OPS: dict[str, costs.OpRule] = {
     **{f"aten.{n}": costs.OpRule(f"aten.{n}", "interpolate",
                                  f"{costs.INTERPOLATE_FLOPS[mode]:g} FLOPs per output element ({mode})")
        for n, mode in _INTERPOLATE.items()},
-    **_ops("embedding", "embedding embedding_bag _embedding_bag"),
-    **_ops("gather", "index _unsafe_index index_select gather take _unsafe_masked_index"),
-    **_ops("memory", """
-clone _to_copy copy_ contiguous cat stack index_put index_put_ _index_put_impl_
-scatter scatter_ scatter_add scatter_add_ scatter_reduce masked_scatter index_add index_add_ index_copy index_copy_
-index_fill index_fill_ repeat repeat_interleave tril triu tril_ triu_ flip roll constant_pad_nd reflection_pad1d
-reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d zeros ones full zeros_like
-ones_like full_like fill fill_ zero_ arange linspace scalar_tensor new_zeros new_ones new_full lift_fresh_copy
-select_scatter slice_scatter diagonal_scatter as_strided_scatter embedding_dense_backward
-max_pool2d_with_indices_backward max_pool3d_with_indices_backward _pdist_forward rand randn randint rand_like
-randn_like randint_like bernoulli bernoulli_ uniform_ normal_ masked_select nonzero"""),
+    # embedding, gather and memory: their aten ops are declared with the formulas (roofline.work.costs.formula)
 }
 
 #: Per-op attributes of the formula, computed from each call's arguments (ops not here: see :data:`_FIXED`).

@@ -3,9 +3,11 @@ every layout ranked (``roofline plan``).
 
 The training step of one device (forward, backward, recomputation, optimizer, bytes held) is the LLM
 model's (:mod:`roofline.llm.training`); the planner only shards it over a layout and schedules it:
-:mod:`~roofline.planner.layout` (layouts, group placement), :mod:`~roofline.planner.cache` (shard times
-and collectives shared by layouts), :mod:`~roofline.planner.train` and :mod:`~roofline.planner.serve` (one
-layout's estimate), :mod:`~roofline.planner.search` (every layout ranked).
+:mod:`~roofline.planner.dims` (the parallel dimensions, declared once: what each divides, its collectives,
+its memory effect, the sizes a search tries), :mod:`~roofline.planner.layout` (layouts, group placement),
+:mod:`~roofline.planner.cache` (shard times and collectives shared by layouts), :mod:`~roofline.planner.train`
+and :mod:`~roofline.planner.serve` (one layout's estimate), :mod:`~roofline.planner.search` (every layout
+ranked).
 
 A layout splits ``devices = tp x cp x pp x dp`` ways (ranks numbered tp fastest, then cp, dp, pp, as
 Megatron-LM does; ``ep`` carves expert groups out of dp); ``zero`` is the ZeRO stage (3 = FSDP).  Per

@@ -1,7 +1,8 @@
 """A parallel layout of an LLM step over a system's devices, and the facts every estimate of one derives.
 
 :class:`Layout` splits ``devices = tp x cp x pp x dp`` ways (ranks numbered tp fastest, then cp, dp, pp, as
-Megatron-LM does; ``ep`` carves expert groups out of dp) with a ZeRO stage, micro-batch, recomputation and
+Megatron-LM does; ``ep`` carves expert groups out of dp; the dimensions are declared in
+:data:`roofline.planner.dims.DIMS`, one int field here each) with a ZeRO stage, micro-batch, recomputation and
 interleaving; :func:`_per_node` places a group's ranks on the nodes; :class:`Comm` is one kind of collective
 in a step.  The search over layouts is :mod:`roofline.planner.search`.
 """
@@ -14,11 +15,15 @@ from functools import lru_cache
 
 from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
+from roofline.planner.dims import describe as describe_dims
+from roofline.planner.dims import devices as devices_of
+from roofline.planner.dims import names as dim_names
 
 
 @dataclass(frozen=True)
 class Layout:
-    """How a step is split over devices (see :mod:`roofline.planner`)."""
+    """How a step is split over devices (see :mod:`roofline.planner`); tp .. ep are the parallel dimensions of
+    :data:`roofline.planner.dims.DIMS`."""
 
     tp: int = 1
     pp: int = 1
@@ -39,12 +44,10 @@ class Layout:
 
     @property
     def devices(self) -> int:
-        return self.tp * self.cp * self.pp * self.dp
+        return devices_of(self)
 
     def describe(self) -> str:
-        parts = [f"tp{self.tp}", f"pp{self.pp}", f"dp{self.dp}"]
-        parts += [f"cp{self.cp}"] if self.cp > 1 else []
-        parts += [f"ep{self.ep}"] if self.ep > 1 else []
+        parts = describe_dims(self)
         parts += [f"zero{self.zero}", f"mb{self.micro_batch}", self.recompute]
         parts += [f"v{self.interleave}"] if self.interleave > 1 else []
         parts += [f"stages={compact_stages(self.stages)}"] if self.stages else []
@@ -246,7 +249,7 @@ class _Facts:
 
 
 def _check_sizes(lay: Layout) -> None:
-    for label in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "interleave"):
+    for label in (*dim_names(), "micro_batch", "interleave"):
         v = getattr(lay, label)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise RooflineError(f"{label} must be a whole number >= 1, got {v!r}")
@@ -270,8 +273,3 @@ def _per_node(stride: int, size: int, devices_per_node: int) -> int:
         raise RooflineError(f"a group of {size} ranks {stride} apart splits unevenly over nodes of {d} devices")
     return per
 
-
-def divisors(n: int) -> list[int]:
-    """The divisors of ``n``, ascending (trial division up to its square root)."""
-    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
-    return small + [n // k for k in reversed(small) if k * k != n]

@@ -57,6 +57,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from roofline.planner.dims import overlap_rule
+from roofline.planner.dims import replicas as replicas_of
+
 #: the switches and their defaults (what Megatron-LM's recommended training flags do)
 OVERLAP_DEFAULTS = {"dp": True, "tp": False, "pp": True}
 
@@ -95,12 +98,7 @@ def rule_of(name: str) -> str:
     ``sp`` for sequence parallelism's backward all-gathers, which follow their own rule whatever the switches."""
     if name == SP_GATHER:
         return "sp"
-    head = name.split(" ", 1)[0]
-    if head in ("tp", "cp", "ep"):
-        return "tp"
-    if head == "pp":
-        return "pp"
-    return "dp"
+    return overlap_rule(name.split(" ", 1)[0])  # the parallel dimension's switch (planner.dims); 'dp' else
 
 
 #: Thread blocks (one per channel, each resident on an SM for the whole collective) an NCCL collective holds while it
@@ -184,7 +182,7 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
         return T * slots / m
     if not layout.overlap_dp:
         return T
-    one = bucket_share(comm.params, layout.dp * layout.cp)  # the last (first) bucket's share: never hidden
+    one = bucket_share(comm.params, replicas_of(layout))  # the last (first) bucket's share: never hidden
     if comm.overlappable_with == "step":
         return max(one * T, T - (backward if "grad" in comm.name else forward))
     if "all-gather" in comm.name:  # ZeRO 3's prefetched weight gathers (its unit a layer, not a bucket: no floor)

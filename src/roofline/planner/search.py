@@ -8,10 +8,10 @@ from typing import Any
 
 from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
-from roofline.llm.table import check_tp
 from roofline.llm.training import TrainingRun
 from roofline.planner.cache import _Cache
-from roofline.planner.layout import Layout, divisors
+from roofline.planner.dims import divisors, tp_fits
+from roofline.planner.layout import Layout
 from roofline.planner.serve import ServingEstimate, ServingRun, estimate_serving, serving_layouts
 from roofline.planner.train import Estimate, estimate, layouts
 
@@ -84,7 +84,7 @@ def no_layout_divides(run: TrainingRun, system: System) -> str:
     """Why no training layout divides ``system``, in one line: the constraint that failed for the shapes
     tp x cp x pp x dp that split the devices, and the nearest global batches that do divide (with a layout)."""
     a, n, d = run.arch, system.devices, system.devices_per_node
-    tps = [t for t in divisors(d) if _tp_ok(a, t)]
+    tps = [t for t in divisors(d) if tp_fits(a, t)]
     if not tps:
         return f"no tp within a node of {d} devices divides {a.name}'s {a.heads} heads and its widths"
     notes = [] if all(run.seq % t == 0 for t in tps) else [
@@ -105,11 +105,3 @@ def no_layout_divides(run: TrainingRun, system: System) -> str:
     return (f"global batch {run.global_batch} is no whole number (>= pp) of micro-batches over the data-parallel "
             f"ranks of any tp x pp x dp of {n} devices{seq}; nearest that divide: "
             + ", ".join(f"--global-batch {gb} ({offers[gb]})" for gb in near))
-
-
-def _tp_ok(arch: Any, tp: int) -> bool:
-    try:
-        check_tp(arch, tp)
-    except RooflineError:
-        return False
-    return True

@@ -19,7 +19,9 @@ from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_re
 from roofline.llm.spec import Precisions, _positive_int, make_spec
 from roofline.llm.table import EXP, build_table, check_tp, kv_heads_per_device
 from roofline.planner.cache import _Cache
-from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors
+from roofline.planner.dims import describe as describe_dims
+from roofline.planner.dims import device_factors, shapes, stride
+from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node
 
 
 @dataclass(frozen=True)
@@ -98,9 +100,7 @@ class ServingEstimate(_Facts):
                 f"{self.run.batch:,}; TTFT {format_seconds(self.ttft)} (prompt {self.run.prompt:,})")
 
     def describe(self) -> str:
-        lay = self.layout
-        return " ".join([f"tp{lay.tp}", f"pp{lay.pp}", f"dp{lay.dp}"] + ([f"cp{lay.cp}"] if lay.cp > 1 else [])
-                        + ([f"ep{lay.ep}"] if lay.ep > 1 else []))
+        return " ".join(describe_dims(self.layout))
 
 
 def check_serving(run: ServingRun, layout: Layout, system: System) -> None:
@@ -108,9 +108,9 @@ def check_serving(run: ServingRun, layout: Layout, system: System) -> None:
     _check_sizes(lay)
     if lay.interleave != 1 or lay.stages is not None:
         raise RooflineError(f"{'interleave' if lay.interleave != 1 else 'stages='} is a training pipeline's; serving "
-                            "layouts split tp x cp x pp x dp (ep)")
+                            f"layouts split {device_factors()} (ep)")
     if lay.devices != system.devices:
-        raise RooflineError(f"layout {lay.describe()} uses tp x cp x pp x dp = {lay.devices} devices; "
+        raise RooflineError(f"layout {lay.describe()} uses {device_factors()} = {lay.devices} devices; "
                             f"{system.name!r} has {system.devices}")
     check_tp(a, lay.tp)
     if a.layers % lay.pp:
@@ -143,15 +143,16 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
     # the softmax max and sum per head), 2 ep all-to-alls (dispatch, combine) per MoE layer; pp sends
     add("tp all-reduce", "all_reduce", mb * a.hidden * act, lay.tp, 1, 2 * a.layers)
     heads = a.heads // lay.tp
-    add("cp attention combine", "all_reduce", mb * heads * (a.v_head_dim + 2) * 4, lay.cp, lay.tp, a.layers)
-    add("ep all-to-all", "all_to_all", mb * a.top_k * a.hidden * act, lay.ep, lay.tp * lay.cp, 2 * a.moe_layers)
-    add("pp send/recv", "send_recv", mb * a.hidden * act, lay.pp, lay.tp * lay.cp * lay.dp, lay.pp)
+    add("cp attention combine", "all_reduce", mb * heads * (a.v_head_dim + 2) * 4, lay.cp, stride(lay, "cp"),
+        a.layers)
+    add("ep all-to-all", "all_to_all", mb * a.top_k * a.hidden * act, lay.ep, stride(lay, "ep"), 2 * a.moe_layers)
+    add("pp send/recv", "send_recv", mb * a.hidden * act, lay.pp, stride(lay, "pp"), lay.pp)
     # time to first token: the prompt of one sequence, split over cp, through every stage
     prompt_msg = run.prompt / lay.cp * a.hidden * act
     t_ar = cache.collective("all_reduce", prompt_msg, lay.tp, _per_node(1, lay.tp, d))[0] if lay.tp > 1 else 0.0
     kv = 2 * run.prompt * kv_heads_per_device(a, lay.tp) * a.head_dim * act
-    t_cp = cache.collective("all_gather", kv, lay.cp, _per_node(lay.tp, lay.cp, d))[0] if lay.cp > 1 else 0.0
-    t_pp = (cache.collective("send_recv", prompt_msg, lay.pp, _per_node(lay.tp * lay.cp * lay.dp, lay.pp, d))[0]
+    t_cp = cache.collective("all_gather", kv, lay.cp, _per_node(stride(lay, "cp"), lay.cp, d))[0] if lay.cp > 1 else 0.0
+    t_pp = (cache.collective("send_recv", prompt_msg, lay.pp, _per_node(stride(lay, "pp"), lay.pp, d))[0]
             if lay.pp > 1 else 0.0)
     ttft = cache.serving_prefill(run, lay.tp, lay.cp) + a.layers * (2 * t_ar + t_cp) + (lay.pp - 1) * t_pp
     spec = make_spec(a, phase="generate", batch=run.batch, prompt=run.prompt, gen=run.gen, tp=lay.tp, flash=True)
@@ -165,17 +166,8 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
 def serving_layouts(run: ServingRun, system: System, *, max_cp: int = 8, overlap: float = 0.0) -> Iterator[Layout]:
     """Every tp x cp x pp x dp that divides ``system`` (tp within a node, cp up to ``max_cp`` dividing the
     prompt, pp dividing the layers and the batch), and ep dividing the experts and dp for an MoE model."""
-    a, n = run.arch, system.devices
-    for tp in divisors(system.devices_per_node):
-        try:
-            check_tp(a, tp)
-        except RooflineError:
-            continue
-        for cp in (c for c in divisors(n // tp) if c <= max_cp and run.prompt % c == 0):
-            for pp in (p for p in divisors(n // (tp * cp)) if a.layers % p == 0 and run.batch % p == 0):
-                dp = n // (tp * cp * pp)
-                for ep in ([e for e in divisors(dp) if a.experts % e == 0] if a.experts else [1]):
-                    yield Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, overlap=overlap)
+    for shape in shapes(run, system, "serve", {"max_cp": max_cp}):  # tp, cp, pp, dp, ep: planner.dims
+        yield Layout(**shape, overlap=overlap)
 
 
 def _expert_weight_bytes(a: Arch, tp: int, precisions: Precisions) -> float:

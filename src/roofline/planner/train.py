@@ -35,6 +35,8 @@ from roofline.llm.training import (
     training_flops,
 )
 from roofline.planner.cache import _Cache, _Shard
+from roofline.planner.dims import device_factors, divisors, shapes, stride
+from roofline.planner.dims import replicas as replicas_of
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
@@ -42,7 +44,6 @@ from roofline.planner.layout import (
     _check_sizes,
     _Facts,
     _per_node,
-    divisors,
     in_flight,
     interleave_fits,
     stage_layers,
@@ -84,8 +85,9 @@ class Estimate(_Facts):
         if sh is None:
             return ()
         everyone = _stages(sh, lay, self.stage_layers, self.run.arch.layers, tuple(range(lay.pp)))
+        replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
         return tuple(self.micro_batches * micro_batch_flops(st.flops, st.recompute_flops) + optimizer_flops(
-            _held(lay.zero, 1, st.dense, st.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)) for st in everyone)
+            _held(lay.zero, 1, st.dense, st.expert, replicas, expert_replicas)) for st in everyone)
 
     @property
     def flops(self) -> float:
@@ -257,7 +259,7 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     a, lay = run.arch, layout
     _check_sizes(lay)
     if lay.devices != system.devices:
-        raise RooflineError(f"layout {lay.describe()} uses tp x cp x pp x dp = {lay.devices} devices; "
+        raise RooflineError(f"layout {lay.describe()} uses {device_factors()} = {lay.devices} devices; "
                             f"{system.name!r} has {system.devices}")
     if lay.overlap:
         raise RooflineError("overlap= is serving's share; a training step overlaps by rule: overlap_dp, overlap_tp, "
@@ -306,7 +308,7 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     per layer :func:`~roofline.llm.training.activation_bytes_per_layer`), with the last stage's fp32
     logits of the micro-batch it runs."""
     a, lay = run.arch, layout
-    replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
+    replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
     layers = a.layers / lay.pp if layers is None else layers
     last = stage == lay.pp - 1 if last is None else last
     if per_layer is None:
@@ -427,7 +429,7 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
         got = cache.memo[skey] = (stages, max(stages, key=lambda st: st.compute),
                                   max(stages, key=lambda st: st.dense + st.expert))
     stages, busy, heavy = got
-    held = _held(lay.zero, 1, heavy.dense, heavy.expert, lay.dp * lay.cp, lay.dp * lay.cp // lay.ep)
+    held = _held(lay.zero, 1, heavy.dense, heavy.expert, replicas_of(lay), replicas_of(lay, expert=True))
     dev = system.device
     opt_bytes = optimizer_bytes(held, run.main_grad_bytes)
     opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], opt_bytes / dev.main_memory.bandwidth)
@@ -512,14 +514,15 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
             "micro-batch", dgrad_shares=sp_dgrad_shares(a, run.seq, layers_here))
     if lay.cp > 1:
         kv = 2 * lay.micro_batch * run.seq * kv_heads_per_device(a, lay.tp) * a.head_dim * act
-        add("cp kv all-gather", "all_gather", kv, lay.cp, lay.tp, (2 + rec) * layers_here * m, "micro-batch")
-        add("cp kv reduce-scatter", "reduce_scatter", kv, lay.cp, lay.tp, layers_here * m, "micro-batch")
+        add("cp kv all-gather", "all_gather", kv, lay.cp, stride(lay, "cp"), (2 + rec) * layers_here * m,
+            "micro-batch")
+        add("cp kv reduce-scatter", "reduce_scatter", kv, lay.cp, stride(lay, "cp"), layers_here * m, "micro-batch")
     if lay.ep > 1:
         routed = tokens * a.top_k * a.hidden * act
-        add("ep all-to-all", "all_to_all", routed, lay.ep, lay.tp * lay.cp, (4 + 2 * rec) * a.moe_layers * layers_here
+        add("ep all-to-all", "all_to_all", routed, lay.ep, stride(lay, "ep"), (4 + 2 * rec) * a.moe_layers * layers_here
             / a.layers * m, "micro-batch")
     # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
-    add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, lay.tp * lay.cp * lay.dp, 2 * lay.interleave * m,
+    add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, stride(lay, "pp"), 2 * lay.interleave * m,
         "micro-batch")
     if lay.pp > 1 and lay.tp > 1 and not lay.sp:
         # ... and without sequence parallelism the receiver all-gathers the tp pieces back into the whole tensor
@@ -540,12 +543,12 @@ def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float
     for the experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)."""
     comms: list[Comm] = []
     add = _adder(cache, system.devices_per_node, comms)
-    replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
+    replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
     groups = [("dp", dense, replicas, lay.tp), ("expert dp", expert, expert_replicas,
                                                 lay.tp * lay.ep if lay.cp == 1 else lay.tp)]
-    for label, held, ranks, stride in groups:
+    for label, held, ranks, apart in groups:
         if held > 0:
-            _zero_comms(add, label, lay.zero, held, ranks, stride, m, grad_bytes)
+            _zero_comms(add, label, lay.zero, held, ranks, apart, m, grad_bytes)
     return tuple(comms)
 
 
@@ -586,40 +589,30 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
     tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022); ``short_edges``: the
     one-layer-short edge stages under interleaving (off: only ``v`` dividing every stage, a framework whose
     interleaved schedule needs equal chunks)."""
-    a, n, d = run.arch, system.devices, system.devices_per_node
-    for tp in divisors(d):
-        try:
-            check_tp(a, tp)
-        except RooflineError:
-            continue
-        for cp in divisors(n // tp):
-            if ((max_cp is not None and cp > max_cp) or (cp > 1 and run.seq % (2 * cp))
-                    or (sp and tp > 1 and run.seq % (cp * tp))):  # sequence parallelism splits the cp shard over tp
-                continue
-            for pp in (p for p in divisors(n // (tp * cp)) if p <= a.layers):
-                yield from _layouts_of(run, n // (tp * cp * pp), tp, cp, pp, micro_batches, zeros, recomputes,
-                                       interleaves, overlap, sp, short_edges)
+    for shape in shapes(run, system, "train", {"max_cp": max_cp, "sp": sp}):  # tp, cp, pp, dp, ep: planner.dims
+        yield from _layouts_of(run, shape, micro_batches, zeros, recomputes, interleaves, overlap, sp, short_edges)
 
 
-def _layouts_of(run: TrainingRun, dp: int, tp: int, cp: int, pp: int, micro_batches: tuple[int, ...] | None,
+def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
                 overlap: tuple[bool, bool, bool], sp: bool = True, short_edges: bool = True) -> Iterator[Layout]:
-    a = run.arch
-    if run.global_batch % dp:
-        return
+    """The layouts of one choice of the parallel dimensions' sizes (``shape``: :func:`~roofline.planner.dims.shapes`):
+    each micro-batch, interleaving, ZeRO stage and recomputation."""
+    dp, pp = shape["dp"], shape["pp"]
     per_replica = run.global_batch // dp
-    split = stage_layers(a.layers, pp)
+    split = stage_layers(run.arch.layers, pp)
     fit = fitting_interleaves(split) if short_edges else tuple(v for v in divisors(math.gcd(*split))
                                                                if v == 1 or pp > 1)
     vs = [v for v in (interleaves or fit) if v in fit]
-    for ep in ([e for e in divisors(dp) if a.experts % e == 0] if a.experts else [1]):
-        for mb in (micro_batches or divisors(per_replica)):
-            m = per_replica // mb if per_replica % mb == 0 else 0
-            if not m or (pp > 1 and m < pp):
+    overlap_dp, overlap_tp, overlap_pp = overlap
+    for mb in (micro_batches or divisors(per_replica)):
+        m = per_replica // mb if per_replica % mb == 0 else 0
+        if not m or (pp > 1 and m < pp):
+            continue
+        for v in vs:
+            if v > 1 and m % pp:
                 continue
-            for v in vs:
-                if v > 1 and m % pp:
-                    continue
-                for zero in zeros:
-                    for rec in recomputes:
-                        yield Layout(tp, pp, dp, cp, ep, zero, mb, sp, rec, v, 0.0, None, *overlap)
+            for zero in zeros:
+                for rec in recomputes:
+                    yield Layout(**shape, zero=zero, micro_batch=mb, sp=sp, recompute=rec, interleave=v,
+                                 overlap_dp=overlap_dp, overlap_tp=overlap_tp, overlap_pp=overlap_pp)

@@ -1,8 +1,10 @@
 """Per-op cost formulas: FLOPs and bytes as pure functions of tensor shapes.
 
-One registry, filled by :func:`formula`; the PyTorch frontend (aten op ->
-formula) and the ONNX frontend (op type -> formula) each keep a key table over
-these same functions.  Registering a name twice is an error.
+One registry, filled by :func:`formula`, which also names the ops a formula
+costs as they are: ``@formula("memory", torch=["aten.clone", ...], onnx=["Concat", ...])``
+(a new op is that one decorator; ``roofline ops`` and both frontends read it).  Ops whose
+attributes a formula reads (matmul's K, a norm's kind) keep their row in the frontend's key
+table, beside the code that reads them.  Registering a name or an op twice is an error.
 
 Conventions (say them exactly):
 
@@ -24,7 +26,8 @@ Conventions (say them exactly):
 
 Frontends map their op names to these formulas in data tables of :class:`OpRule`
 (``frontends.torch.OPS``, ``frontends.onnx.OPS``; ``roofline ops`` prints them), which
-each frontend registers here when imported (:func:`register_table`): this module imports no frontend.
+each frontend registers here when imported (:func:`register_table`, which adds the ops the formulas
+declared, :data:`TARGETS`): this module imports no frontend.
 A user gives an op a formula, or replaces a built-in one, with :func:`register_op`.
 """
 
@@ -119,18 +122,86 @@ class Cost:
 
 Formula = Callable[..., Cost]
 FORMULAS: dict[str, Formula] = {}
+FRONTENDS = ("torch", "onnx")
 
 
-def formula(name: str) -> Callable[[Formula], Formula]:
-    """Register a cost formula under ``name``; a second registration is an error."""
+@dataclass(frozen=True)
+class OpRule:
+    """One row of a frontend's op table: the formula an op uses and what it counts."""
+
+    op: str
+    formula: str
+    counts: str = ""
+
+    @property
+    def description(self) -> str:
+        """What is counted: ``counts``, else the first line of the formula's docstring."""
+        if self.counts:
+            return self.counts
+        doc = getattr(FORMULAS.get(self.formula), "__doc__", None) or ""
+        return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+#: frontend -> op -> its row, for the ops a formula declared with :func:`formula` (``torch=``, ``onnx=``), in
+#: the order declared; each frontend's table takes them in when it registers (:func:`register_table`).
+TARGETS: dict[str, dict[str, OpRule]] = {fe: {} for fe in FRONTENDS}
+#: frontend -> the op table it ships, registered by the frontend's module when it is imported
+#: (:func:`register_table`): the frontends sit above this module, which never imports them.
+_TABLES: dict[str, dict[str, OpRule]] = {}
+
+
+def formula(name: str, *, torch: Sequence[str] = (), onnx: Sequence[str] = (), counts: str = ""
+            ) -> Callable[[Formula], Formula]:
+    """Register a cost formula under ``name``, and the ops that use it as they are (no attribute of the op
+    read): ``torch`` (overload packets, 'aten.mm') and ``onnx`` (op types, 'MatMul'; 'com.me.Op' outside the
+    default domain).  The PyTorch frontend applies the formula to the op's tensors, the ONNX one to the node's
+    data inputs; ``counts`` is their ``roofline ops`` line (default: the docstring's first line).  A second
+    registration of ``name``, or of an op some formula already has, is an error (:func:`unregister_formula`
+    undoes one).  An op whose attributes the formula reads stays in its frontend's table with the code that
+    reads them (``roofline.frontends.torch_ops._ATTRS``, ``roofline.frontends.onnx.ops``).
+
+    >>> @formula("roofline_doc.twice", torch=["roofline_doc.twice"], onnx=["com.roofline_doc.Twice"])
+    ... def twice(inputs, outputs):
+    ...     '''2 FLOPs per output element'''
+    ...     return Cost("elementwise", 2.0 * outputs[0].numel, *traffic(inputs, outputs))
+    >>> TARGETS["onnx"]["com.roofline_doc.Twice"].formula, cost("roofline_doc.twice", [T((4,), 4)], [T((4,), 4)]).flops
+    ('roofline_doc.twice', 8.0)
+    >>> unregister_formula("roofline_doc.twice")
+    """
+    targets = {"torch": list(torch), "onnx": list(onnx)}
 
     def register(fn: Formula) -> Formula:
         if name in FORMULAS:
             raise ValueError(f"cost formula {name!r} is already registered")
+        for fe, ops in targets.items():
+            for i, op in enumerate(ops):
+                if op in TARGETS[fe] or op in _TABLES.get(fe, {}) or op in ops[:i]:
+                    raise ValueError(f"{fe} op {op!r} already has a cost formula (formula {name!r})")
         FORMULAS[name] = fn
+        for fe, ops in targets.items():
+            for op in ops:
+                rule = TARGETS[fe][op] = OpRule(op, name, counts)
+                if fe in _TABLES:  # the frontend is imported: its table (what it looks ops up in) has it now
+                    _TABLES[fe][op] = rule
         return fn
 
     return register
+
+
+def declared(frontend: str, name: str) -> dict[str, OpRule]:
+    """The ops formula ``name`` declared for ``frontend`` (:data:`TARGETS`), in order: for a frontend's table that
+    places them among its own rows (where it does not, they follow its rows)."""
+    return {op: rule for op, rule in TARGETS[frontend].items() if rule.formula == name}
+
+
+def unregister_formula(name: str) -> None:
+    """Remove formula ``name`` and the ops it declared (from the frontends' tables too)."""
+    FORMULAS.pop(name, None)
+    for fe, ops in TARGETS.items():
+        for op in [op for op, rule in ops.items() if rule.formula == name]:
+            rule = ops.pop(op)
+            if _TABLES.get(fe, {}).get(op) is rule:
+                del _TABLES[fe][op]
 
 
 def cost(name: str, inputs: Sequence[T], outputs: Sequence[T], *, weights: Sequence[bool] = (),
@@ -154,6 +225,11 @@ def with_weights(c: Cost, name: str, inputs: Sequence[T], outputs: Sequence[T], 
         if is_w:
             w += SOURCE_READ[name](list(inputs), list(outputs)) if i == 0 and name in SOURCE_READ else t.nbytes
     return Cost(c.kind, c.flops, c.bytes_read, c.bytes_written, float(min(w, c.bytes_read)))
+
+
+def _aten(names: str) -> list[str]:
+    """'mm bmm' -> ['aten.mm', 'aten.bmm']: aten overload packets as the PyTorch frontend keys them."""
+    return [f"aten.{n}" for n in names.split()]
 
 
 # -- formulas on sizes (no tensors): the LLM model calls these with symbolic token counts -------------
@@ -259,13 +335,18 @@ def norm(inputs: list[T], outputs: list[T], norm: str = "layer", affine: str = "
     return _cost("norm", per * inputs[0].numel, inputs, outputs)
 
 
-@formula("softmax")
+@formula("softmax", torch=_aten("_softmax _log_softmax _safe_softmax softmax log_softmax"),
+         onnx=["Softmax", "LogSoftmax", "Hardmax"])
 def softmax(inputs: list[T], outputs: list[T]) -> Cost:
     """Softmax (or log-softmax): 5 FLOPs per element."""
     return _cost("softmax", SOFTMAX_FLOPS * inputs[0].numel, inputs, outputs)
 
 
-@formula("reduction")
+@formula("reduction", torch=_aten("""sum mean amax amin max min prod var std var_mean std_mean linalg_vector_norm norm
+                                    argmax argmin cumsum cumprod logsumexp all any count_nonzero aminmax nansum topk
+                                    histc bincount"""),
+         onnx=["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+               "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "TopK"])
 def reduction(inputs: list[T], outputs: list[T]) -> Cost:
     """Sum/mean/max/...: one FLOP per input element."""
     return _cost("reduction", inputs[0].numel, inputs, outputs)
@@ -285,7 +366,26 @@ def interpolate(inputs: list[T], outputs: list[T], mode: str = "nearest") -> Cos
     return _cost("elementwise", INTERPOLATE_FLOPS[mode] * outputs[0].numel, inputs, outputs)
 
 
-@formula("embedding")
+# -- the ops that move data: 0 FLOPs (their targets declared here, the frontends' tables take them in) ------
+#: aten ops costed as :func:`memory`: copies, concatenation, padding, fills, scatters, random fills.
+_ATEN_MOVE = """
+clone _to_copy copy_ contiguous cat stack index_put index_put_ _index_put_impl_
+scatter scatter_ scatter_add scatter_add_ scatter_reduce masked_scatter index_add index_add_ index_copy index_copy_
+index_fill index_fill_ repeat repeat_interleave tril triu tril_ triu_ flip roll constant_pad_nd reflection_pad1d
+reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d zeros ones full zeros_like
+ones_like full_like fill fill_ zero_ arange linspace scalar_tensor new_zeros new_ones new_full lift_fresh_copy
+select_scatter slice_scatter diagonal_scatter as_strided_scatter embedding_dense_backward
+max_pool2d_with_indices_backward max_pool3d_with_indices_backward _pdist_forward rand randn randint rand_like
+randn_like randint_like bernoulli bernoulli_ uniform_ normal_ masked_select nonzero"""
+#: ONNX op types costed as :func:`memory`.
+_ONNX_MOVE = ["Transpose", "Concat", "Cast", "CastLike", "Expand", "Tile", "Pad", "Split", "ScatterND",
+              "ScatterElements", "Scatter", "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Compress", "OneHot",
+              "NonZero", "Range", "EyeLike", "Trilu", "ConstantOfShape", "Unique", "MaxUnpool", "RandomNormal",
+              "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "CenterCropPad", "Col2Im",
+              "DynamicQuantizeLinear"]
+
+
+@formula("embedding", torch=_aten("embedding embedding_bag _embedding_bag"))
 def embedding(inputs: list[T], outputs: list[T]) -> Cost:
     """Row gather: 0 FLOPs; reads the indices and only the rows gathered, writes the output.
 
@@ -301,7 +401,15 @@ def _rows_read(inputs: list[T], outputs: list[T]) -> float:
     return float(idx.numel * math.prod(table.shape[1:]) * table.itemsize)
 
 
-@formula("gather")
+@formula("slice", onnx=["Slice"])
+def slice_(inputs: list[T], outputs: list[T]) -> Cost:
+    """Slice: 0 FLOPs; reads only the elements it keeps (numel of each output x input 0's itemsize)."""
+    read = sum(t.numel * inputs[0].itemsize for t in outputs)
+    return Cost("memory", 0.0, float(read), traffic([], outputs)[1])
+
+
+@formula("gather", torch=_aten("index _unsafe_index index_select gather take _unsafe_masked_index"),
+         onnx=["GatherElements", "GatherND"])
 def gather(inputs: list[T], outputs: list[T]) -> Cost:
     """Index/gather: 0 FLOPs; reads the index tensors and at most one source element per output element.
 
@@ -317,7 +425,7 @@ def _picked(inputs: list[T], outputs: list[T]) -> float:
     return float(min(inputs[0].nbytes, outputs[0].numel * inputs[0].itemsize))
 
 
-@formula("memory")
+@formula("memory", torch=_aten(_ATEN_MOVE), onnx=_ONNX_MOVE)
 def memory(inputs: list[T], outputs: list[T]) -> Cost:
     """Copies, concatenation, casts, gathers: 0 FLOPs, compulsory bytes."""
     return _cost("memory", 0.0, inputs, outputs)
@@ -378,25 +486,25 @@ def variadic(inputs: list[T], outputs: list[T], extra: int = 0) -> Cost:
     return _cost("elementwise", (max(len(inputs) - 1, 0) + extra) * outputs[0].numel, inputs, outputs)
 
 
-@formula("softsign")
+@formula("softsign", onnx=["Softsign"])
 def softsign(inputs: list[T], outputs: list[T]) -> Cost:
     """x / (1 + |x|): 3 FLOPs per output element (abs, add 1, divide)."""
     return _cost("elementwise", 3 * outputs[0].numel, inputs, outputs)
 
 
-@formula("quick_gelu")
+@formula("quick_gelu", onnx=["com.microsoft.QuickGelu"])
 def quick_gelu(inputs: list[T], outputs: list[T]) -> Cost:
     """x * sigmoid(1.702 x): 8 FLOPs per output element (two sigmoid-sized steps, 2 * 4)."""
     return _cost("elementwise", 2 * ELEMENTWISE_FLOPS["sigmoid"] * outputs[0].numel, inputs, outputs)
 
 
-@formula("quantize_linear")
+@formula("quantize_linear", onnx=["QuantizeLinear"])
 def quantize_linear(inputs: list[T], outputs: list[T]) -> Cost:
     """Quantize: 5 FLOPs per output element (divide by the scale, round, add the zero point, saturate: 2)."""
     return _cost("elementwise", 5 * outputs[0].numel, inputs, outputs)
 
 
-@formula("dequantize_linear")
+@formula("dequantize_linear", onnx=["DequantizeLinear"])
 def dequantize_linear(inputs: list[T], outputs: list[T]) -> Cost:
     """Dequantize: 2 FLOPs per output element (subtract the zero point, multiply by the scale)."""
     return _cost("elementwise", 2 * outputs[0].numel, inputs, outputs)
@@ -407,13 +515,6 @@ def skip_norm(inputs: list[T], outputs: list[T], norm: str = "layer", affine: st
     """Residual add + normalisation: NORM_FLOPS[norm] + 1 per learned scale / shift + 1 per element of input 0."""
     per = NORM_FLOPS[norm] + NORM_AFFINE_FLOPS.get(affine, 0) + 1
     return _cost("norm", per * inputs[0].numel, inputs, outputs)
-
-
-@formula("slice")
-def slice_(inputs: list[T], outputs: list[T]) -> Cost:
-    """Slice: 0 FLOPs; reads only the elements it keeps (numel of each output x input 0's itemsize)."""
-    read = sum(t.numel * inputs[0].itemsize for t in outputs)
-    return Cost("memory", 0.0, float(read), traffic([], outputs)[1])
 
 
 #: Formulas that read only part of input 0 (gathers): bytes read from it.
@@ -457,24 +558,6 @@ def collective(name: str, message_bytes: float, ranks: int, element_bytes: float
 
 
 # -- op tables and user formulas ------------------------------------------------------------------
-@dataclass(frozen=True)
-class OpRule:
-    """One row of a frontend's op table: the formula an op uses and what it counts."""
-
-    op: str
-    formula: str
-    counts: str = ""
-
-    @property
-    def description(self) -> str:
-        """What is counted: ``counts``, else the first line of the formula's docstring."""
-        if self.counts:
-            return self.counts
-        doc = getattr(FORMULAS.get(self.formula), "__doc__", None) or ""
-        return doc.strip().splitlines()[0] if doc.strip() else ""
-
-
-FRONTENDS = ("torch", "onnx")
 #: (frontend, op) -> a user's formula; looked up before the frontend's own table.
 USER_FORMULAS: dict[tuple[str, str], Formula] = {}
 
@@ -493,7 +576,8 @@ def register_op(frontend: str, op: str, fn: Formula, *, override: bool = False) 
         raise ValueError(f"frontend {frontend!r} is not one of {', '.join(FRONTENDS)}")
     if not callable(fn):
         raise TypeError(f"the formula for {op!r} is not callable")
-    if not override and ((frontend, op) in USER_FORMULAS or op in _TABLES.get(frontend, {})):
+    if not override and ((frontend, op) in USER_FORMULAS or op in _TABLES.get(frontend, {})
+                         or op in TARGETS[frontend]):
         raise ValueError(f"{frontend} op {op!r} already has a cost formula; pass override=True to replace it")
     if not override and frontend not in _TABLES:
         _UNCHECKED.add((frontend, op))  # checked against the frontend's table when it registers
@@ -519,9 +603,6 @@ def unregister_op(frontend: str, op: str) -> None:
     _UNCHECKED.discard((frontend, op))
 
 
-#: frontend -> the op table it ships, registered by the frontend's module when it is imported
-#: (:func:`register_table`): the frontends sit above this module, which never imports them.
-_TABLES: dict[str, dict[str, OpRule]] = {}
 #: user formulas given without override=True before their frontend's table was registered: a duplicate of a
 #: built-in formula among them is the same error, raised when the table arrives
 _UNCHECKED: set[tuple[str, str]] = set()
@@ -529,9 +610,17 @@ _UNCHECKED: set[tuple[str, str]] = set()
 
 def register_table(frontend: str, table: dict[str, OpRule]) -> None:
     """Record the op table ``frontend`` ships (``roofline.frontends.torch`` and ``roofline.frontends.onnx`` call
-    this when imported; ``roofline ops`` imports both first).  A second, different table is an error."""
+    this when imported; ``roofline ops`` imports both first), completed with the ops the formulas declared
+    (:data:`TARGETS`, after the table's own rows; a formula registered later adds its ops then).  An op both in
+    the table and declared, or a second, different table, is an error."""
     if frontend not in FRONTENDS:
         raise ValueError(f"frontend {frontend!r} is not one of {', '.join(FRONTENDS)}")
+    if frontend not in _TABLES:
+        both = [op for op in TARGETS[frontend] if op in table and table[op] is not TARGETS[frontend][op]]
+        if both:
+            raise ValueError(f"{frontend} op {both[0]!r} is in the frontend's table and declared by formula "
+                             f"{TARGETS[frontend][both[0]].formula!r}")
+        table.update(TARGETS[frontend])
     clash = sorted(op for f, op in _UNCHECKED if f == frontend and op in table)
     if clash:
         for op in clash:  # undone, so the frontend (and its built-in formulas) can still be imported after the error

@@ -2,7 +2,8 @@
 
 :data:`OPS` (op type -> :class:`~roofline.work.costs.OpRule`) is the table as data, what
 ``roofline ops`` prints; :data:`ENTRIES` (op type -> entry) is the dispatch.  Both are
-built from the one list of rows in :data:`_ROWS`, so they list the same op types.
+built from the one list of rows in :data:`_ROWS` and the op types the formulas declared themselves
+(``@costs.formula(name, onnx=[...])``, costed over the node's data inputs), so they list the same op types.
 An entry reads a :class:`NodeView` (the node's tensors and attributes) and returns a
 :class:`~roofline.work.costs.Cost`; :func:`node_cost` adds the node's weight bytes.
 """
@@ -306,6 +307,12 @@ def _rows(formula: str, entry: Entry, *ops: str, counts: str = "") -> list[Row]:
     return [(op, OpRule(op, formula, counts), entry) for op in ops]
 
 
+def _declared(formula: str) -> list[Row]:
+    """The op types ``formula`` declared (``@costs.formula(name, onnx=[...])``), placed here in the table: the
+    formula over the node's data inputs.  (Declared op types not placed follow the table's rows.)"""
+    return [(op, rule, _on_data(formula)) for op, rule in costs.declared("onnx", formula).items()]
+
+
 def _elementwise(op: str, *ops: str) -> list[Row]:
     """Op types costed as ``ELEMENTWISE_FLOPS[op]`` FLOPs per output element."""
     return _rows("elementwise", _on_all("elementwise", op=op), *ops,
@@ -314,12 +321,6 @@ def _elementwise(op: str, *ops: str) -> list[Row]:
 
 _ONE_OP = ("Not", "And", "Or", "Xor", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift", "Mod",
            "IsNaN", "IsInf", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh")
-_REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-           "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "TopK")
-_MOVE = ("Transpose", "Concat", "Cast", "CastLike", "Expand", "Tile", "Pad", "Split", "ScatterND", "ScatterElements",
-         "Scatter", "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Compress", "OneHot", "NonZero", "Range",
-         "EyeLike", "Trilu", "ConstantOfShape", "Unique", "MaxUnpool", "RandomNormal", "RandomUniform",
-         "RandomNormalLike", "RandomUniformLike", "Bernoulli", "CenterCropPad", "Col2Im", "DynamicQuantizeLinear")
 _NORM_COUNTS = "the norm's FLOPs per input element (NORM_FLOPS) + 1 per learned scale and shift"
 
 _ROWS: list[Row] = [
@@ -353,10 +354,10 @@ _ROWS: list[Row] = [
     *_rows("norm", _on_data("norm", norm="rms"), "LpNormalization",
            counts="3 FLOPs per input element, as RMS norm: square-accumulate (2) + scale (1)"),
     *_rows("lrn", _lrn, "LRN"),
-    *_rows("softmax", _on_data("softmax"), "Softmax", "LogSoftmax", "Hardmax"),
+    *_declared("softmax"),
     # pooling and reductions
     *_rows("pool", _pool, "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"),
-    *_rows("reduction", _on_data("reduction"), *_REDUCE),
+    *_declared("reduction"),
     *_rows("interpolate", _resize, "Resize", "Upsample"),
     # elementwise and activations
     *_elementwise("add", "Add"), *_elementwise("sub", "Sub"), *_elementwise("mul", "Mul"),
@@ -375,18 +376,13 @@ _ROWS: list[Row] = [
     *_elementwise("gelu", f"{MS}.Gelu", f"{MS}.BiasGelu"), *_elementwise("gelu_tanh", f"{MS}.FastGelu"),
     *_elementwise("add", *_ONE_OP),  # one op (or one transcendental) each
     *_rows("elementwise", _gelu, "Gelu", counts="5 FLOPs per output element (erf), 9 with approximate='tanh'"),
-    *_rows("softsign", _on_data("softsign"), "Softsign"),
-    *_rows("quick_gelu", _on_data("quick_gelu"), f"{MS}.QuickGelu"),
-    *_rows("quantize_linear", _on_data("quantize_linear"), "QuantizeLinear"),
-    *_rows("dequantize_linear", _on_data("dequantize_linear"), "DequantizeLinear"),
+    *_declared("softsign"), *_declared("quick_gelu"), *_declared("quantize_linear"), *_declared("dequantize_linear"),
     *_rows("variadic", _on_all("variadic"), "Sum", "Max", "Min", counts="n - 1 FLOPs per output element, n inputs"),
     *_rows("variadic", _on_all("variadic", extra=1), "Mean", counts="n FLOPs per output element: n - 1 adds, a divide"),
-    # data movement: 0 FLOPs, compulsory bytes
+    # data movement: 0 FLOPs, compulsory bytes (Slice, GatherElements, GatherND and the copies: declared with their
+    # formulas, roofline.work.costs.formula)
     *_rows("embedding", _gather, "Gather",
            counts="0 FLOPs; reads the indices and the slices gathered along the axis, writes the output"),
-    *_rows("slice", _on_data("slice"), "Slice"),
-    *_rows("gather", _on_data("gather"), "GatherElements", "GatherND"),
-    *_rows("memory", _on_data("memory"), *_MOVE),
 ]
 
 
@@ -404,7 +400,9 @@ def _table(rows: list[Row]) -> tuple[dict[str, OpRule], dict[str, Entry]]:
 #: ONNX op type (``domain.Op`` outside the default domain) -> its formula and what it counts.
 #: ENTRIES: the same op types -> the code applying the formula to a node.
 OPS, ENTRIES = _table(_ROWS)
-costs.register_table("onnx", OPS)  # what `roofline ops` lists and register_op checks against
+costs.register_table("onnx", OPS)  # what `roofline ops` lists and register_op checks against; adds costs.TARGETS
+#: the op types a formula declared (``@costs.formula(name, onnx=[...])``): the formula over the node's data inputs
+ENTRIES.update({op: _on_data(rule.formula) for op, rule in OPS.items() if op not in ENTRIES})
 
 
 def _user_entry(key: str, fn: Formula) -> Entry:
@@ -413,6 +411,11 @@ def _user_entry(key: str, fn: Formula) -> Entry:
 
 
 def entry_for(key: str) -> Entry | None:
-    """The entry for op ``key``: a user's formula first (``costs.USER_FORMULAS``), else the table's, else None."""
+    """The entry for op ``key``: a user's formula first (``costs.USER_FORMULAS``), else the table's (a formula's
+    declared op type: the formula over the node's data inputs), else None."""
     fn = costs.USER_FORMULAS.get(("onnx", key))
-    return ENTRIES.get(key) if fn is None else _user_entry(key, fn)
+    if fn is not None:
+        return _user_entry(key, fn)
+    entry = ENTRIES.get(key)
+    rule = OPS.get(key) if entry is None else None  # declared by a formula registered after this module's import
+    return _on_data(rule.formula) if rule is not None else entry
