@@ -70,6 +70,7 @@ GPUS_WITHOUT_LAUNCH_SOURCE = {
     "AMD Instinct MI250X",
     "AMD Instinct MI300X",
     "AMD Instinct MI325X",
+    "AMD Instinct MI355X",
     "Apple M2 Ultra (76-core GPU)",
     "Apple M4 Max (40-core GPU)",
 }

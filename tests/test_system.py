@@ -49,7 +49,7 @@ def _bad(change) -> str:
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda d: d.update(schema="roofline.system/9"), "schema: expected 'roofline.system/1'"),
+    (lambda d: d.update(schema="roofline.system/9"), "schema: expected 'roofline.system/2' (or an older roofline.system/1)"),
     (lambda d: d.pop("tiers"), "missing field 'tiers'"),
     (lambda d: d.update(nodes=0), "nodes"),
     (lambda d: d.update(device="no-such-gpu"), "device:"),
