@@ -471,14 +471,16 @@ def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[An
     return got
 
 
-def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
-    """``add(label, collective, bytes, ranks, stride, calls, scope)``: one collective, timed on its tiers, into ``comms``."""
+def _adder(cache: _Cache, system: System, comms: list[Comm]) -> Any:
+    """``add(label, collective, bytes, ranks, stride, calls, scope)``: one collective, timed on its tiers (chosen by
+    the scale-up domain the group spans), into ``comms``."""
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str,
             params: float = 0.0, dgrad_shares: tuple[float, ...] = ()) -> None:
         if ranks > 1 and times > 0:
-            per_node = _per_node(stride, ranks, devices_per_node)
-            t, tiers = cache.collective(coll, float(nbytes), ranks, per_node)
-            fc = cache.collective_forecast(coll, float(nbytes), ranks, per_node) * times
+            per_node = _per_node(stride, ranks, system.devices_per_node)
+            per_domain = _per_node(stride, ranks, system.domain)
+            t, tiers = cache.collective(coll, float(nbytes), ranks, per_node, per_domain)
+            fc = cache.collective_forecast(coll, float(nbytes), ranks, per_node, per_domain) * times
             comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc, float(params), dgrad_shares))
     return add
 
@@ -497,7 +499,7 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     act = run.precisions.bytes()["a"]
     tokens = lay.micro_batch * run.seq / lay.cp
     comms: list[Comm] = []
-    add = _adder(cache, system.devices_per_node, comms)
+    add = _adder(cache, system, comms)
     hidden_msg = tokens * a.hidden * act
     # 2 per layer forward, 2 backward; the vocabulary-parallel embedding's forward and lm_head's input
     # gradient backward (one of them per edge stage)
@@ -539,7 +541,7 @@ def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float
     """The gradient sync, reduced over the ranks that hold the same weights: dp x cp of them (tp apart), and
     for the experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)."""
     comms: list[Comm] = []
-    add = _adder(cache, system.devices_per_node, comms)
+    add = _adder(cache, system, comms)
     replicas, expert_replicas = lay.dp * lay.cp, lay.dp * lay.cp // lay.ep
     groups = [("dp", dense, replicas, lay.tp), ("expert dp", expert, expert_replicas,
                                                 lay.tp * lay.ep if lay.cp == 1 else lay.tp)]
@@ -586,7 +588,7 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
     tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022); ``short_edges``: the
     one-layer-short edge stages under interleaving (off: only ``v`` dividing every stage, a framework whose
     interleaved schedule needs equal chunks)."""
-    a, n, d = run.arch, system.devices, system.devices_per_node
+    a, n, d = run.arch, system.devices, system.domain  # tp within a scale-up domain (an NVL72 rack: up to 72)
     for tp in divisors(d):
         try:
             check_tp(a, tp)
