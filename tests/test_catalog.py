@@ -152,3 +152,65 @@ def test_json_round_trip(dev: Device):
     again = Device.from_dict(dev.to_dict())
     assert again == dev
     assert Device.from_dict(json.loads(dev.to_json())) == dev
+
+
+P, T = 1e15, 1e12
+# catalog name -> the dense matrix roofs (FLOP/s, INT8 in OP/s), typed in from the cited tables (dense = the
+# datasheet's sparse figure / 2 where only that is given): GB200 NVL72 per-GPU column 20/10/10/5/2.5 PF sparse
+# (zdszero copy of NVIDIA's table); HGX B200 18 PF FP4 sparse, 'FP8/FP6' 9; Verda's dense B300 / GB300 columns;
+# stas00/ml-engineering @744d01e dense table (B300 fp6 4,500, fp4 12,600; MI355X 2,500 / 5,000 / 10,100 / 10,100);
+# H20 148 FP16 / 296 INT8 (zangshuxian), 296 FP8 (TweakTown); Cloud TPU docs v6e 918 bf16 / 918 fp8 / 1836 int8,
+# TPU7x 2307 bf16 / 4614 fp8; RTX PRO 6000 '4000 TOPS' FP4 AI (sparse) / 2.
+NEW_ROOFS: dict[str, dict[str, float]] = {
+    "b200": {"fp4": 9 * P, "fp6": 4.5 * P, "fp8": 4.5 * P, "bf16": 2.25 * P},
+    "gb200": {"fp4": 10 * P, "fp6": 5 * P, "fp8": 5 * P, "int8": 5 * P, "bf16": 2.5 * P, "fp16": 2.5 * P,
+              "tf32": 1.25 * P, "fp64": 40 * T},
+    "b300": {"fp4": 12.6 * P, "fp6": 4.5 * P, "fp8": 4.5 * P, "bf16": 2.25 * P, "int8": 0.15 * P},
+    "gb300": {"fp4": 15 * P, "fp6": 5 * P, "fp8": 5 * P, "bf16": 2.5 * P, "int8": 0.165 * P},
+    "h20": {"fp8": 296 * T, "int8": 296 * T, "bf16": 148 * T, "fp16": 148 * T, "tf32": 74 * T},
+    "rtx-pro-6000": {"fp4": 2 * P},
+    "mi355x": {"fp4": 10.1 * P, "fp6": 10.1 * P, "fp8": 5 * P, "int8": 5 * P, "bf16": 2.5 * P, "fp64": 78.6 * T},
+    "tpu-v6e": {"bf16": 918 * T, "fp8": 918 * T, "int8": 1836 * T},
+    "tpu-v7": {"bf16": 2307 * T, "fp8": 4614 * T},
+}
+# (HBM/DRAM bandwidth B/s, capacity bytes, interconnect B/s per direction or None), from the same sources
+NEW_MEMORY = {"gb200": (8e12, 186e9, 900e9), "b300": (7.7e12, 270e9, 900e9), "gb300": (8e12, 279e9, 900e9),
+              "h20": (4e12, 96e9, 450e9), "rtx-pro-6000": (1597e9, 96e9, None), "mi355x": (8e12, 288e9, 537.6e9),
+              "tpu-v6e": (1638e9, 32e9, 400e9), "tpu-v7": (7.37e12, 192 * 2**30, 600e9)}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_ROOFS))
+def test_new_devices_carry_their_cited_roofs(name: str):
+    d = get_device(name)
+    for prec, flops in NEW_ROOFS[name].items():
+        roof = d.ceiling("matrix", prec)
+        assert roof is not None and roof.flops == pytest.approx(flops), (name, prec)
+        assert roof.provenance.source and roof.provenance.url.startswith("https://") and roof.provenance.note
+    if name in NEW_MEMORY:
+        bw, cap, link = NEW_MEMORY[name]
+        main = d.memory[0]
+        assert main.bandwidth == pytest.approx(bw) and main.capacity == pytest.approx(cap)
+        assert (d.interconnect.bandwidth if d.interconnect else None) == (None if link is None else pytest.approx(link))
+
+
+def test_no_roof_the_vendor_does_not_publish():
+    # TPU7x is published as BF16 and FP8 only; v6e has no FP4; Hopper's H20 has no FP4 or FP6
+    assert {c.key for c in get_device("tpu-v7").compute} == {("matrix", "bf16"), ("matrix", "fp8")}
+    for name in ("tpu-v6e", "h20", "h100"):
+        assert get_device(name).ceiling("matrix", "fp4") is None, name
+    # FP6 at the FP8 rate on Blackwell and at the FP4 rate on CDNA 4 -- each cited on its own row, not copied
+    assert get_device("b200").ceiling("matrix", "fp6").provenance.note != get_device("b200").ceiling(
+        "matrix", "fp8").provenance.note
+    assert "FP6" in get_device("mi355x").ceiling("matrix", "fp6").provenance.note
+
+
+@pytest.mark.parametrize("name", ["gb200", "b200"])
+def test_device_command_shows_the_fp4_roof_with_its_citation(name: str, capsys):
+    from roofline.cli import main
+
+    assert main(["device", name]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if re.match(r"\s+matrix\s+fp4\s", line))
+    ref = re.search(r"\[(\d+)\]\s*$", row).group(1)  # the row's footnote
+    note = out[out.index(f"  [{ref}] "):]
+    assert "zdszero" in note.split("\n  [")[0] and "FP4 Tensor Core" in note.split("\n  [")[0].replace("\n      ", " ")

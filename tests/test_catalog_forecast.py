@@ -70,6 +70,7 @@ GPUS_WITHOUT_LAUNCH_SOURCE = {
     "AMD Instinct MI250X",
     "AMD Instinct MI300X",
     "AMD Instinct MI325X",
+    "AMD Instinct MI355X",
     "Apple M2 Ultra (76-core GPU)",
     "Apple M4 Max (40-core GPU)",
 }
@@ -185,3 +186,24 @@ def test_forecast_fields_survive_a_round_trip():
     assert again.achievable_compute == d.achievable_compute
     assert again.achievable_memory == d.achievable_memory
     assert again.overhead == d.overhead
+
+
+NEW_DEVICES = ("gb200", "b300", "gb300", "h20", "rtx-pro-6000", "mi355x", "tpu-v6e", "tpu-v7", "b200")
+
+
+@pytest.mark.parametrize("name", NEW_DEVICES)
+def test_a_device_without_a_cited_calibration_forecasts_its_bound(name: str):
+    """No cited kernel table exists for these devices (yet): efficiency 1 and no sustained figures, so every
+    op's forecast work is its roofline bound (the overhead floor comes on top), and the forecast says so."""
+    import numpy as np
+
+    from roofline.engine.analysis import analyze
+    from roofline.engine.forecast import effective_calibration
+    from roofline.frontends.llm import from_llm
+
+    dev = get_device(name)
+    assert effective_calibration(dev) is None
+    a = analyze(from_llm("llama-2-7b", phase="decode", batch=8, context=1024), dev, forecast=True)
+    f = a.forecast
+    assert np.allclose(f.work, a.time)
+    assert any("no calibration" in n for n in f.notes)

@@ -137,3 +137,83 @@ def test_bad_layouts_and_systems_are_one_line():
         get_system("cpu-100gbe", nodes=4).tier("node")
     with pytest.raises(RooflineError, match="nodes must be"):
         get_system("dgx-h100", nodes=0)
+
+
+S = float(1 << 30)  # a 1 GiB buffer
+
+
+def test_a_group_inside_one_nvl72_domain_stays_on_nvlink_across_trays():
+    """8 ranks on 2 trays of 4 (per_node 4) of a GB200 NVL72: one NVLink domain of 72, so the scale-up tier
+    only, even across nodes.  NVLink 5 with NVLS (in-switch reduction) at 900 GB/s per direction, alpha 0.6 us:
+    t = 2 x 0.6 us + S / 900 GB/s = 1.2e-6 + 1073741824 / 9e11 = 1.19425e-3 s."""
+    s = get_system("gb200-nvl72")
+    c = cost("all_reduce", S, s, ranks=8, per_node=4)
+    assert [p.tier for p in c.parts] == ["node"]
+    assert c.time == pytest.approx(2 * 0.6 * US + S / (900 * GB))
+    # an all-gather of the same group: ring, 7 steps, 7/8 of S over 900 GB/s (also across the two trays)
+    g = cost("all_gather", S, s, ranks=8, per_node=4)
+    assert [p.tier for p in g.parts] == ["node"]
+    assert g.time == pytest.approx(7 * 0.6 * US + 7 / 8 * S / (900 * GB))
+
+
+def test_the_same_group_across_two_dgx_b200_crosses_the_network():
+    """The same 8 ranks, 4 per node, on two DGX B200 (domain = node): hierarchical.  Reduce-scatter over the
+    4 in each node on NVLink 5 (ring: 3 steps x 0.6 us + 3/4 S / 900 GB/s), all-reduce of the S/4 shard over
+    the 2 nodes on InfiniBand (8 NICs of 50 GB/s shared by 8 GPUs: 50 GB/s each; ring: 2 steps x 2.7 us +
+    2(2-1)/2 x S/4 / 50 GB/s), all-gather back (as the reduce-scatter)."""
+    s = get_system("dgx-b200", nodes=2)
+    c = cost("all_reduce", S, s, ranks=8, per_node=4)
+    assert [p.tier for p in c.parts] == ["node", "cluster", "node"]
+    node = 3 * 0.6 * US + 3 / 4 * S / (900 * GB)
+    net = 2 * 2.7 * US + S / 4 / (50 * GB)
+    assert c.time == pytest.approx(2 * node + net)
+
+
+def test_groups_over_several_nvl72_racks_are_hierarchical_by_rack():
+    """144 GB200s = 2 racks (domains of 72).  A group of 144 ranks, 72 per domain: all-reduce = reduce-scatter
+    inside each rack (ring on NVLink, 71 steps, 71/72 S), all-reduce of S/72 across the 2 racks on the per-GPU
+    400 Gb/s NICs (50 GB/s; ring: 2 steps, S/72), all-gather inside the rack; a group of 2, one per rack
+    (per_domain 1), goes over the network alone."""
+    s = get_system("gb200-nvl72", devices=144)
+    assert (s.nodes, s.domain, s.domains) == (36, 72, 2)
+    c = cost("all_reduce", S, s, ranks=144)
+    assert [p.tier for p in c.parts] == ["node", "cluster", "node"]
+    rs = 71 * 0.6 * US + 71 / 72 * S / (900 * GB)
+    assert c.time == pytest.approx(2 * rs + 2 * 2.7 * US + S / 72 / (50 * GB))
+    pair = cost("send_recv", S, s, ranks=2, per_node=1, per_domain=1)
+    assert [p.tier for p in pair.parts] == ["cluster"] and pair.time == pytest.approx(2.7 * US + S / (50 * GB))
+    with pytest.raises(RooflineError, match="per domain does not fit"):
+        cost("all_reduce", S, s, ranks=144, per_domain=144)  # no domain holds 144
+
+
+def test_an_all_to_all_on_a_torus_is_limited_by_its_bisection():
+    """TPU v6e-256, a 16x16 torus at 400 GB/s per chip and direction over 4 links (100 GB/s each).  An
+    all-to-all of S per chip over all 256: n S / 4 = 64 S bytes cross the cut through one axis, which severs
+    16 rings twice each (wrap-around) = 32 links x 100 GB/s = 3.2 TB/s (the doc's 'bisection bandwidth per
+    Pod'); 64 S / 3.2 TB/s is 8x each chip's own 255/256 S / 400 GB/s.  255 steps of 1 us.
+    TPU v5p 4x4x4 at 600 GB/s over 6 links: 64 S / 4 = 16 S over 2 x 64 / 4 = 32 links of 100 GB/s."""
+    v6e = get_system("tpu-v6e-256")
+    assert v6e.domain == 256 and v6e.tier("node").dims == (16, 16)
+    c = cost("all_to_all", S, v6e, ranks=256, per_node=8)
+    assert [p.tier for p in c.parts] == ["node"]
+    assert c.time == pytest.approx(255 * US + 64 * S / 3.2e12)
+    v5p = cost("all_to_all", S, get_system("tpu-v5p-64"), ranks=64)
+    assert v5p.time == pytest.approx(63 * US + 16 * S / 3.2e12)
+    # the reduce-scatter keeps the multi-axis rings (unchanged): 2 axes at once, 15 + 15 steps
+    rs = cost("reduce_scatter", S, v6e, ranks=256, per_node=8)
+    assert rs.time == pytest.approx(30 * US + 255 / 256 * S / (400 * GB))
+
+
+def test_new_catalog_systems_are_cited_and_their_domains_as_published():
+    # (name, devices per node, nodes as listed, devices per scale-up domain, scale-up GB/s, NICs per node, NIC GB/s)
+    want = {"dgx-b200": (8, 1, 8, 900, 8, 50), "dgx-b300": (8, 1, 8, 900, 8, 100), "dgx-h200": (8, 1, 8, 450, 8, 50),
+            "gb200-nvl72": (4, 18, 72, 900, 4, 50), "gb300-nvl72": (4, 18, 72, 900, 4, 100),
+            "mi355x-platform": (8, 1, 8, 537.6, 8, 50), "tpu-v6e-256": (8, 32, 256, 400, None, None)}
+    for name, (per, nodes, domain, up, nics, nic_bw) in want.items():
+        s = get_system(name)
+        assert (s.devices_per_node, s.nodes, s.domain) == (per, nodes, domain), name
+        assert s.tier("node").bandwidth == pytest.approx(up * GB), name
+        if nics is not None:
+            assert (s.tier("cluster").nics_per_node, s.tier("cluster").bandwidth) == (nics, nic_bw * GB), name
+    assert get_system("gb200-nvl72").tier("node").in_switch_reduction  # NVLS
+    assert not get_system("mi355x-platform").tier("node").in_switch_reduction

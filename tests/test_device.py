@@ -175,3 +175,17 @@ def test_bad_version_1_bench_metadata_is_one_line(change, message):
     with pytest.raises(RooflineError) as e:
         Device.from_dict(v1, where="old.json")
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_fp6_and_fp4_are_precisions_with_their_widths_and_upcast_to_fp8():
+    """fp6 (E2M3/E3M2) and fp4 (E2M1) are 6 and 4 bits an element; a device without their roof runs them on
+    its fp8 roof (an H100 upcasts FP4 weights), a Blackwell on its own FP4 roof (9 PFLOP/s dense on a B200)."""
+    from roofline.catalog import get_device
+    from roofline.core.precision import BITS, PRECISIONS, canonical
+
+    assert (BITS["fp6"], BITS["fp4"]) == (6, 4) and PRECISIONS[-2:] == ("fp6", "fp4")
+    assert (canonical("E2M1"), canonical("e3m2"), canonical("FP4")) == ("fp4", "fp6", "fp4")
+    h100 = get_device("h100").choose_compute("matrix", "fp4")
+    assert h100.ceiling.precision == "fp8" and h100.fallback
+    b200 = get_device("b200").choose_compute("matrix", "fp4")
+    assert b200.ceiling.precision == "fp4" and b200.ceiling.flops == 9e15 and not b200.fallback

@@ -67,11 +67,11 @@ def test_a_device_typo_gets_close_names_only():
 
 
 def test_systems_follow_the_same_rule():
-    # 'dgx-h' starts only the alias 'dgxh100'; 'dgx' starts 'dgxh100' and 'dgxa100'
-    system, notes = resolved(get_system, "dgx-h")
-    assert system.name == "NVIDIA DGX H100" and notes == ["'dgx-h' taken as NVIDIA DGX H100 (the one system it starts)"]
-    with pytest.raises(RooflineError, match=r"ambiguous system 'dgx': it starts 2 names \(NVIDIA DGX A100, NVIDIA DGX H100\)"):
-        get_system("dgx")
+    # 'dgx-h1' starts only the alias 'dgxh100'; 'dgx-h' starts 'dgxh100' and 'dgxh200' (the DGX H200 of issue 49)
+    system, notes = resolved(get_system, "dgx-h1")
+    assert system.name == "NVIDIA DGX H100" and notes == ["'dgx-h1' taken as NVIDIA DGX H100 (the one system it starts)"]
+    with pytest.raises(RooflineError, match=r"ambiguous system 'dgx-h': it starts 2 names \(NVIDIA DGX H100, NVIDIA DGX H200\)"):
+        get_system("dgx-h")
 
 
 def test_resolve_by_hand():

@@ -1,4 +1,4 @@
-"""The system format (roofline.system/1): devices x nodes joined by network tiers, checked field by field."""
+"""The system format (roofline.system/2; /1 files migrate): devices x nodes joined by network tiers, checked field by field."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _bad(change) -> str:
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda d: d.update(schema="roofline.system/9"), "schema: expected 'roofline.system/1'"),
+    (lambda d: d.update(schema="roofline.system/9"), "schema: expected 'roofline.system/2' (or an older roofline.system/1)"),
     (lambda d: d.pop("tiers"), "missing field 'tiers'"),
     (lambda d: d.update(nodes=0), "nodes"),
     (lambda d: d.update(device="no-such-gpu"), "device:"),
@@ -74,3 +74,65 @@ def test_bad_system_files_are_one_line(change, message):
         d = copy.deepcopy(DGX)
         change(d)
         assert System.from_dict(d).tiers[0].name == "\x1b[31mred"
+
+
+def test_an_old_system_file_loads_with_its_domain_its_node(tmp_path):
+    """A roofline.system/1 file (DGX above: 8 per node, 4 nodes) has no domains: its scale-up domain is its node
+    (8 devices, 4 domains); written back it is a /2 file saying so, and that reads back equal."""
+    s = System.from_dict(DGX)
+    assert (s.domain, s.domains) == (8, 4)
+    out = s.to_dict()
+    assert out["schema"] == "roofline.system/2" and out["domain_devices"] == 8
+    path = tmp_path / "s.json"
+    path.write_text(s.to_json())
+    assert System.load(path) == s
+    # the /1 file on disk, as an older roofline wrote it, loads too
+    path.write_text(json.dumps(DGX))
+    assert System.load(path) == s
+
+
+NVL = {"schema": "roofline.system/2", "name": "rack", "device": "gb200", "devices_per_node": 4, "nodes": 18,
+       "domain_devices": 72,
+       "tiers": [{"name": "NVLink 5", "scope": "node", "bandwidth": "900 GB/s", "latency": "0.6 us",
+                  "in_switch_reduction": True}]}
+
+
+def test_a_domain_spans_nodes_and_needs_the_network_only_beyond_it():
+    """18 trays of 4 in one domain of 72: no cluster tier needed for the rack; 36 trays (2 racks) need one."""
+    s = System.from_dict(NVL)
+    assert (s.devices, s.domain, s.domains) == (72, 72, 1)
+    with pytest.raises(RooflineError, match="144 devices across domains of 72 need a cluster tier"):
+        System.from_dict({**NVL, "nodes": 36})
+    with pytest.raises(RooflineError, match="domain_devices 70 is no whole number of nodes of 4 devices"):
+        System.from_dict({**NVL, "domain_devices": 70})
+    # a partial rack: 16 trays are one domain of 64
+    assert System.from_dict({**NVL, "nodes": 16}).domain == 64
+
+
+def test_devices_give_the_nodes_in_the_system_granularity():
+    from roofline.catalog import get_system, resolve_system
+
+    s = get_system("gb200-nvl72", devices=64)  # 64 / 4 per tray = 16 trays, one (partial) rack
+    assert (s.nodes, s.devices, s.domains) == (16, 64, 1)
+    assert get_system("gb200-nvl72", devices=288).domains == 4  # 288 / 72 = 4 racks
+    assert get_system("dgx-b200", devices=16).nodes == 2
+    with pytest.raises(RooflineError, match="multiple of 4") as e:
+        get_system("gb200-nvl72", devices=6)
+    assert "\n" not in str(e.value) and "nearest: 4 or 8" in str(e.value)
+    with pytest.raises(RooflineError, match="multiple of 8"):
+        get_system("dgx-b200", devices=12)  # a DGX comes in whole nodes of 8
+    with pytest.raises(RooflineError, match="not both"):
+        resolve_system("dgx-b200", nodes=2, devices=16)
+    with pytest.raises(RooflineError, match="no cluster tier"):
+        get_system("tpu-v6e-256", devices=512)  # one pod: ICI only
+
+
+def test_plan_devices_is_a_count_and_a_bad_one_is_one_line(capsys):
+    from roofline.cli import main
+
+    assert main(["plan", "llama-3-8b", "--system", "gb200-nvl72", "--devices", "6", "--train"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "multiple of 4" in err
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    assert "COUNT" in capsys.readouterr().out.replace("\n", " ")

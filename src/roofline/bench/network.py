@@ -20,7 +20,7 @@ interquartile spread.  Each collective is fitted, on its own, to ``t = alpha + m
 On one node the ranks form the node tier; across nodes (``LOCAL_WORLD_SIZE`` < ``WORLD_SIZE``) each
 collective is measured twice: within every node at once (the node tier) and across nodes, one rank per
 node (the cluster tier), every local rank's group at once (what each device gets while all of a node's
-devices talk across nodes).  Rank 0 writes the system file (``roofline.system/1``, each tier's ``measured``
+devices talk across nodes).  Rank 0 writes the system file (``roofline.system/2``, each tier's ``measured``
 fits with provenance) only when every rank has finished; any failure (a rank that dies, a collective that
 stalls past ``--timeout``, given to ``init_process_group`` and every tier's group) ends every rank with one
 line and exit code 2, and writes nothing.  Under NCCL a stalled collective is ended by torch's own watchdog

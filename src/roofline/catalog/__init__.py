@@ -130,39 +130,72 @@ def systems() -> tuple[System, ...]:
     return tuple(s for _, s in _systems())
 
 
-def get_system(name: str, *, nodes: int | None = None) -> System:
-    """A catalog system by name or alias, with ``nodes`` nodes (default: its one node; :func:`with_nodes`);
-    names resolve by the rule of :func:`roofline.core.names.resolve` (a unique prefix taken, and said).
+def get_system(name: str, *, nodes: int | None = None, devices: int | None = None) -> System:
+    """A catalog system by name or alias, with ``nodes`` nodes or ``devices`` devices in all (default: as the
+    catalog lists it; :func:`with_nodes`, :func:`with_devices`); names resolve by the rule of
+    :func:`roofline.core.names.resolve` (a unique prefix taken, and said).
 
     >>> s = get_system("dgx-h100", nodes=16)
     >>> s.devices, s.tier("node").bandwidth / 1e9, s.tier("cluster").per_device_bandwidth(8) / 1e9
     (128, 450.0, 50.0)
+    >>> s = get_system("gb200-nvl72", devices=64)      # 16 trays of 4, one NVLink domain of 64
+    >>> s.nodes, s.domain, s.domains
+    (16, 64, 1)
     """
     from roofline.core import arguments as arg
 
     arg.text(name, "get_system", "name")
     arg.optional_int(nodes, "get_system", "nodes")
+    arg.optional_int(devices, "get_system", "devices")
     index = {normalize(k): s for aliases, s in _systems() for k in (s.name, *aliases)}
     found = names.resolve(name, index, "system", shown=lambda s: s.name)
-    return found if nodes is None else with_nodes(found, nodes)
+    return _scaled(found, nodes, devices)
+
+
+def _scaled(system: System, nodes: int | None, devices: int | None) -> System:
+    if nodes is not None and devices is not None:
+        raise RooflineError("give the nodes or the devices, not both")
+    if devices is not None:
+        return with_devices(system, devices)
+    return system if nodes is None else with_nodes(system, nodes)
 
 
 def with_nodes(system: System, nodes: int) -> System:
-    """``system`` scaled to ``nodes`` nodes (1 to 2**20; more than one needs a cluster tier)."""
+    """``system`` scaled to ``nodes`` nodes (1 to 2**20; more devices than one scale-up domain need a cluster
+    tier)."""
     from dataclasses import replace
 
     from roofline.core.fileio import shown
 
     if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 2**20:
         raise RooflineError(f"nodes must be a whole number from 1 to {2**20}, got {shown(nodes)}")
-    if nodes > 1 and not any(t.scope == "cluster" for t in system.tiers):
-        raise RooflineError(f"system {system.name!r} has no cluster tier: it cannot span {nodes} nodes")
+    domain = system.domain_devices or system.devices_per_node
+    if nodes * system.devices_per_node > domain and not any(t.scope == "cluster" for t in system.tiers):
+        raise RooflineError(f"system {system.name!r} has no cluster tier: it cannot span {nodes} nodes "
+                            f"(more than its scale-up domain of {domain} devices)")
     return replace(system, nodes=nodes)
 
 
-def resolve_system(spec: str, *, nodes: int | None = None) -> System:
-    """A System from a catalog name or a system JSON file (``roofline.system/1``)."""
+def with_devices(system: System, devices: int) -> System:
+    """``system`` with ``devices`` devices in all: a whole number of its nodes (a GB200 NVL72 comes in trays of
+    4 GPUs, so any multiple of 4, a partial rack included; a DGX in whole nodes of 8), else one line naming the
+    granularity.  The nodes follow (:func:`with_nodes`), and the racks or pods from the domain
+    (:attr:`System.domains`)."""
+    from roofline.core.fileio import shown
+
+    per = system.devices_per_node
+    if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
+        raise RooflineError(f"devices must be a whole number >= 1, got {shown(devices)}")
+    if devices % per:
+        unit = "node" if (system.domain_devices or per) == per else "node (tray)"
+        raise RooflineError(f"--devices {devices}: {system.name} comes in whole nodes of {per} devices (one {unit} "
+                            f"is the smallest part), so the count must be a multiple of {per} "
+                            f"(nearest: {max(per, devices // per * per)} or {-(-devices // per) * per})")
+    return with_nodes(system, devices // per)
+
+
+def resolve_system(spec: str, *, nodes: int | None = None, devices: int | None = None) -> System:
+    """A System from a catalog name or a system JSON file (``roofline.system/2``, or an older one)."""
     if spec.lower().endswith(".json") or _is_file(spec):
-        s = System.load(spec)
-        return s if nodes is None else with_nodes(s, nodes)
-    return get_system(spec, nodes=nodes)
+        return _scaled(System.load(spec), nodes, devices)
+    return get_system(spec, nodes=nodes, devices=devices)

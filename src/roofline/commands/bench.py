@@ -76,7 +76,7 @@ The network is measured by a module torchrun launches on every rank (gloo on CPU
 
 It times all-reduce, all-gather, reduce-scatter, all-to-all and send/recv from 8 B to 1 GiB (--quick: to
 16 MiB), fits t = alpha + bytes / bandwidth per collective and tier (within a node; across nodes), prints
-nccl-tests' algbw/busbw tables, and writes a system file (roofline.system/1) with the measured tiers
+nccl-tests' algbw/busbw tables, and writes a system file (roofline.system/2) with the measured tiers
 ('roofline plan MODEL --system system.json ...'); --plot comm.png draws the communication roofline.
 """
 

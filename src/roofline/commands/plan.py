@@ -55,6 +55,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="bundled model name or Hugging Face id, or a config.json")
     p.add_argument("--system", required=True, help="catalog system (dgx-h100, ...) or a system JSON file")
     p.add_argument("--nodes", type=int, default=None, help="nodes of the system (default: the system's)")
+    p.add_argument("--devices", type=int, default=None, metavar="N",
+                   help="the total device COUNT (e.g. 64 GPUs), an alternative to --nodes: nodes and racks follow; "
+                        "a whole number of the system's nodes (an NVL72 tray is 4 GPUs). Unlike 'compare --devices', "
+                        "which takes device names")
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--train", action="store_true", help="plan a training step")
     mode.add_argument("--serve", action="store_true", help="plan serving (decode throughput, per-token latency)")
@@ -152,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.planner import ServingRun, TrainingRun
 
     _check_args(args)
-    system = resolve_system(args.system, nodes=args.nodes)
+    system = resolve_system(args.system, nodes=args.nodes, devices=args.devices)
     run_: TrainingRun | ServingRun = (ServingRun.of(args.model, batch=args.batch, prompt=args.prompt, gen=args.gen)
                                       if args.serve else
                                       TrainingRun.of(args.model, seq=args.seq, global_batch=args.global_batch,

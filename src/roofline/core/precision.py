@@ -16,11 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Every precision, widest float first.  ``tf32`` is fp32 storage computed on TF32 tensor cores.
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
+#: Every precision, widest float first, then the sub-byte floats (appended last, so the codes of the older
+#: ones are unchanged).  ``tf32`` is fp32 storage computed on TF32 tensor cores.  ``fp6`` (E2M3 / E3M2) and
+#: ``fp4`` (E2M1) name the roofs Blackwell and CDNA 4 publish for their 6- and 4-bit tensor-core rates; the
+#: block scales of the formats built on them (MXFP6, MXFP4, NVFP4) are the formats' bytes, not the element's.
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp6", "fp4")
 
-#: Bits per element as stored (tf32 is stored as fp32).
-BITS: dict[str, int] = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+#: Bits per element as stored (tf32 is stored as fp32; fp6 and fp4 packed, without their block scales).
+BITS: dict[str, int] = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4,
+                        "fp6": 6, "fp4": 4}
 
 #: Other spellings users and files write for a precision (lower case).
 ALIASES: dict[str, str] = {
@@ -29,6 +33,7 @@ ALIASES: dict[str, str] = {
     "bfloat16": "bf16",
     "float16": "fp16", "half": "fp16",
     "float8": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "e4m3": "fp8", "e5m2": "fp8",
+    "float6": "fp6", "e2m3": "fp6", "e3m2": "fp6", "float4": "fp4", "e2m1": "fp4",
 }
 
 #: A bare width stands for the precision LLM configs mean by it (16 -> bf16, 8 -> int8).

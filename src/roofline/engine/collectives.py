@@ -20,13 +20,16 @@ For one collective of a ``message_bytes`` buffer over ``ranks`` devices on one t
   not NCCL's factors); other collectives and sizes use the tier's bandwidth and latency as above.
 * A torus tier (TPU ICI): a group spanning k of its dimensions runs rings on those k axes at once, so
   the bus bytes move at ``k / len(dims)`` of the chip's bandwidth (its links split over the dimensions),
-  with one ring's steps per dimension.
+  with one ring's steps per dimension.  An all-to-all on a torus is limited by the bisection of the group's
+  sub-torus (:func:`_torus_all_to_all`).
 
-A collective over devices on several nodes is hierarchical (what NCCL and every large-scale
-framework do): all-reduce = reduce-scatter inside each node, all-reduce of the node's shard
-across nodes, all-gather inside each node; reduce-scatter and all-gather do their two halves;
-all-to-all sends (d-1)/n of the buffer inside the node and (n-d)/n across nodes.  Small messages
-come out latency-bound, as they are.
+The tier is chosen by the scale-up *domain* the group spans (:attr:`System.domain`), not by the node: a
+group inside one domain runs on the scale-up tier even across nodes (8 ranks on 2 trays of a GB200 NVL72
+stay on NVLink; on two DGX B200 they cross InfiniBand).  A collective over devices in several domains is
+hierarchical (what NCCL and every large-scale framework do): all-reduce = reduce-scatter inside each
+domain, all-reduce of the domain's shard across domains, all-gather inside each domain; reduce-scatter and
+all-gather do their two halves; all-to-all sends (d-1)/n of the buffer inside the domain and (n-d)/n
+across.  Small messages come out latency-bound, as they are.
 
 >>> from roofline.catalog import get_system
 >>> s = get_system("dgx-h100", nodes=2)
@@ -165,6 +168,8 @@ def on_tier(collective: str, message_bytes: float, ranks: int, tier: NetworkTier
         return Part(collective, tier.scope, ranks, 2, 2 * tier.latency, message_bytes, message_bytes / bw)
     if tier.topology == "torus" and tier.dims and collective in ("all_reduce", "reduce_scatter", "all_gather"):
         return _torus(collective, message_bytes, ranks, tier, bw)
+    if tier.topology == "torus" and tier.dims and collective == "all_to_all":
+        return _torus_all_to_all(message_bytes, ranks, tier, bw)
     n_steps = steps(collective, ranks, algorithm)
     sent = _factor(collective, ranks) * message_bytes
     return Part(collective, tier.scope, ranks, n_steps, n_steps * tier.latency, sent, sent / bw)
@@ -179,6 +184,24 @@ def _torus(collective: str, message_bytes: float, ranks: int, tier: NetworkTier,
     sent = _factor(collective, ranks) * message_bytes
     used = bw * min(len(dims), len(tier.dims)) / len(tier.dims)
     return Part(collective, tier.scope, ranks, n_steps, n_steps * tier.latency, sent, sent / used)
+
+
+def _torus_all_to_all(message_bytes: float, ranks: int, tier: NetworkTier, bw: float) -> Part:
+    """An all-to-all on a torus is limited by its bisection, not by each chip's links: every device sends
+    ``message_bytes / n`` to each of the ``n`` in the group, so ``n/2 x n/2 x message / n = n x message / 4``
+    bytes cross the cut through the group's longest dimension ``L`` (How to Scale Your Model, part 3).  That
+    cut severs the ``n / L`` rings along it twice each where the dimension wraps round (a full torus axis of more
+    than 2), once otherwise; each link carries a chip's bandwidth over its ``2 x len(dims)`` links.  The time
+    is the larger of the bisection's and each chip's own injection (the nccl-tests bytes over ``bw``)."""
+    dims = _torus_dims(tier.dims, ranks)
+    longest = max(dims)
+    wraps = 2 if longest > 2 and longest in tier.dims else 1
+    links = wraps * ranks // longest
+    link_bw = bw / (2 * len(tier.dims))
+    sent = _factor("all_to_all", ranks) * message_bytes
+    transfer = max(ranks * message_bytes / 4 / (links * link_bw), sent / bw)
+    n_steps = steps("all_to_all", ranks)
+    return Part("all_to_all", tier.scope, ranks, n_steps, n_steps * tier.latency, sent, transfer)
 
 
 def _torus_dims(dims: tuple[int, ...], ranks: int) -> list[int]:
@@ -230,21 +253,38 @@ def on_link(collective: str, link_bytes: float, ranks: int, link: Interconnect) 
 
 
 def cost(collective: str, message_bytes: float, system: System, *, ranks: int, per_node: int | None = None,
-         algorithm: str = "ring") -> CollectiveCost:
+         per_domain: int | None = None, algorithm: str = "ring") -> CollectiveCost:
     """One collective over a group of ``ranks`` devices, ``per_node`` of them in each node (default: as many
-    as fit, ``min(ranks, devices_per_node)``): on the node tier when the group is inside a node, on the
-    cluster tier when it has one device per node, hierarchical across both otherwise.
+    as fit, ``min(ranks, devices_per_node)``) and ``per_domain`` in each scale-up domain (default: the group's
+    nodes taken consecutively, as many as a domain holds): on the scale-up ('node') tier when the group is
+    inside one domain -- across trays of an NVL72 too --, on the cluster tier when it has one device per
+    domain, hierarchical across both otherwise.  A system whose domain is its node decides by the node.
     """
     _check(collective, message_bytes, algorithm)
     _check_group(ranks, per_node)
+    from roofline.core import arguments as arg
+
+    arg.optional_int(per_domain, "collectives.cost", "per_domain")
     d = system.devices_per_node
     per = min(ranks, d) if per_node is None else per_node
     if ranks < 1 or per < 1 or per > d or ranks % per or ranks // per > system.nodes:
         raise RooflineError(f"a group of {ranks} devices with {per} per node does not fit {system.name!r} "
                             f"({d} devices per node x {system.nodes} nodes)")
-    nodes = ranks // per
+    per_dom = per * min(ranks // per, max(1, system.domain // d)) if per_domain is None else per_domain
+    if per_dom < per or per_dom > max(system.domain, per) or ranks % per_dom:
+        raise RooflineError(f"a group of {ranks} devices with {per_dom} per domain does not fit {system.name!r} "
+                            f"(scale-up domains of {system.domain} devices)")
+    return _over_domains(collective, message_bytes, system, ranks, per_dom, algorithm)
+
+
+def _over_domains(collective: str, message_bytes: float, system: System, ranks: int, per: int,
+                  algorithm: str) -> CollectiveCost:
+    """``ranks`` devices, ``per`` of them in each scale-up domain: the scale-up tier inside a domain, the
+    cluster tier between domains (hierarchical, as NCCL does)."""
+    d = system.devices_per_node
+    domains = ranks // per
     parts: tuple[Part, ...]
-    if nodes == 1:
+    if domains == 1:
         tier = system.tier("node") if ranks > 1 else None
         parts = (on_tier(collective, message_bytes, ranks, tier, d, algorithm=algorithm),) if tier else ()
         return CollectiveCost(collective, message_bytes, ranks, parts)
@@ -255,22 +295,22 @@ def cost(collective: str, message_bytes: float, system: System, *, ranks: int, p
     node = system.tier("node")
     if collective == "all_reduce":
         parts = (on_tier("reduce_scatter", message_bytes, per, node, d),
-                 on_tier("all_reduce", message_bytes / per, nodes, cluster, d, algorithm=algorithm),
+                 on_tier("all_reduce", message_bytes / per, domains, cluster, d, algorithm=algorithm),
                  on_tier("all_gather", message_bytes, per, node, d))
     elif collective == "reduce_scatter":
         parts = (on_tier("reduce_scatter", message_bytes, per, node, d),
-                 on_tier("reduce_scatter", message_bytes / per, nodes, cluster, d))
+                 on_tier("reduce_scatter", message_bytes / per, domains, cluster, d))
     elif collective == "all_gather":
-        parts = (on_tier("all_gather", message_bytes / per, nodes, cluster, d),
+        parts = (on_tier("all_gather", message_bytes / per, domains, cluster, d),
                  on_tier("all_gather", message_bytes, per, node, d))
-    elif collective == "all_to_all":  # (per-1)/ranks of the buffer stays in the node, the rest crosses nodes
+    elif collective == "all_to_all":  # (per-1)/ranks of the buffer stays in the domain, the rest crosses domains
         intra = message_bytes * (per - 1) / ranks
         inter = message_bytes * (ranks - per) / ranks
         bw_node, bw_cluster = node.per_device_bandwidth(d), cluster.per_device_bandwidth(d)
         parts = (Part("all_to_all", "node", per, per - 1, (per - 1) * node.latency, intra, intra / bw_node),
                  Part("all_to_all", "cluster", ranks, ranks - per, (ranks - per) * cluster.latency, inter,
                       inter / bw_cluster))
-    else:  # send/recv and broadcast across nodes go over the slower tier
+    else:  # send/recv and broadcast across domains go over the slower tier
         parts = (on_tier(collective, message_bytes, ranks, cluster, d, algorithm=algorithm),)
     return CollectiveCost(collective, message_bytes, ranks, parts)
 

@@ -61,6 +61,9 @@ PRECISION_FALLBACK: dict[str, tuple[str, ...]] = {
     "fp8": ("fp8", "fp16", "bf16", "fp32"),
     "int8": ("int8", "fp8", "fp16", "bf16", "fp32"),
     "int4": ("int4", "int8", "fp8", "fp16", "bf16", "fp32"),
+    # a device without a 6- or 4-bit float roof upcasts to fp8 (Hopper runs FP4 weights that way)
+    "fp6": ("fp6", "fp8", "fp16", "bf16", "fp32"),
+    "fp4": ("fp4", "fp8", "fp16", "bf16", "fp32"),
 }
 
 

@@ -3,14 +3,18 @@
 A :class:`System` is what a parallel run executes on: ``devices_per_node`` x
 ``nodes`` copies of one :class:`~roofline.hardware.device.Device`, joined by network
 tiers, each with the bandwidth it gives, its latency (alpha, per message step)
-and its topology.  A tier's scope is ``node`` (NVLink/NVSwitch, Infinity Fabric,
-ICI inside a slice) or ``cluster`` (InfiniBand, RoCE, Ethernet between nodes).
+and its topology.  A tier's scope is ``node``, the scale-up tier (NVLink/NVSwitch,
+Infinity Fabric, ICI inside a slice), or ``cluster`` (InfiniBand, RoCE, Ethernet, the
+scale-out tier).  The scale-up tier joins the devices of one *domain*: ``domain_devices``
+of them, a whole number of nodes -- one node on a DGX, 18 trays of 4 GPUs on a GB200
+NVL72, 32 hosts of 8 chips in a TPU v6e pod.  Collectives choose the tier by the domain
+their group spans, not by the node (:func:`roofline.engine.collectives.cost`).
 File quantities take units ('450 GB/s', '3 us') or SI base units (B/s, s).
 
-``roofline.system/1``::
+``roofline.system/2``::
 
-    {"schema": "roofline.system/1", "name": "DGX H100 x 4", "device": "h100",
-     "devices_per_node": 8, "nodes": 4,
+    {"schema": "roofline.system/2", "name": "DGX H100 x 4", "device": "h100",
+     "devices_per_node": 8, "nodes": 4, "domain_devices": 8,
      "tiers": [{"name": "NVLink 4", "scope": "node", "bandwidth": "450 GB/s", "latency": "3 us",
                 "topology": "switch", "in_switch_reduction": true, "provenance": {...}},
                {"name": "InfiniBand NDR", "scope": "cluster", "bandwidth": "50 GB/s", "nics_per_node": 8,
@@ -19,7 +23,9 @@ File quantities take units ('450 GB/s', '3 us') or SI base units (B/s, s).
 ``device`` is a catalog name or a device object (``roofline.device/3``).  A node
 tier's ``bandwidth`` is per device and direction; a cluster tier's is per NIC
 and direction, ``nics_per_node`` of them shared by the node's devices.  A torus
-gives its ``dims`` (their product: the devices in the tier's scope).
+gives its ``dims`` (their product: the devices in the tier's scope, a domain for the
+node tier).  ``domain_devices`` is optional (default: one node); a ``roofline.system/1``
+file (no domains) loads through :func:`migrate`, its domain its node.
 
 >>> s = System.from_dict({"schema": "roofline.system/1", "name": "pair", "device": "h100", "devices_per_node": 2,
 ...                       "nodes": 2, "tiers": [{"name": "NVLink", "scope": "node", "bandwidth": "450 GB/s",
@@ -43,7 +49,9 @@ from roofline.core.fileio import as_bool, as_int, as_list, as_object, as_str, sh
 from roofline.core.units import parse_quantity
 from roofline.hardware.device import Device, Provenance
 
-SYSTEM_SCHEMA = "roofline.system/1"
+SYSTEM_SCHEMA = "roofline.system/2"
+#: Older versions that still load (migrated on load, :func:`migrate`).
+SYSTEM_SCHEMAS_READ = ("roofline.system/1", SYSTEM_SCHEMA)
 SCOPES = ("node", "cluster")
 TOPOLOGIES = ("ring", "switch", "torus")
 
@@ -187,17 +195,30 @@ class NetworkTier:
 
 @dataclass(frozen=True)
 class System:
-    """``devices_per_node`` x ``nodes`` devices joined by ``tiers`` (at most one per scope)."""
+    """``devices_per_node`` x ``nodes`` devices joined by ``tiers`` (at most one per scope); the node tier spans
+    a scale-up domain of ``domain_devices`` (0: one node, the default; else a whole number of nodes)."""
 
     name: str
     device: Device
     devices_per_node: int
     nodes: int
     tiers: tuple[NetworkTier, ...]
+    domain_devices: int = 0
 
     @property
     def devices(self) -> int:
         return self.devices_per_node * self.nodes
+
+    @property
+    def domain(self) -> int:
+        """Devices one scale-up domain joins here: the system's domain, or fewer when the system is smaller
+        (a partial NVL72 rack of 16 trays is one domain of 64 GPUs)."""
+        return min(self.domain_devices or self.devices_per_node, self.devices)
+
+    @property
+    def domains(self) -> int:
+        """Scale-up domains (racks, pods) the devices fill, the last one possibly partial."""
+        return -(-self.devices // (self.domain_devices or self.devices_per_node))
 
     def tier(self, scope: str) -> NetworkTier:
         """The tier of ``scope`` ('node' or 'cluster'); a one-line error when the system has none."""
@@ -221,32 +242,31 @@ class System:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SYSTEM_SCHEMA, "name": self.name, "device": self.device.to_dict(),
                 "devices_per_node": self.devices_per_node, "nodes": self.nodes,
+                "domain_devices": self.domain_devices or self.devices_per_node,
                 "tiers": [t.to_dict() for t in self.tiers]}
 
     @classmethod
     def from_dict(cls, d: Any, *, where: str = "system") -> System:
-        """Validate a ``roofline.system/1`` object field by field and build it."""
+        """Validate a ``roofline.system/2`` object (or an older one, :func:`migrate`) field by field and build it."""
         as_object(d, "system", where)
-        if d.get("schema") != SYSTEM_SCHEMA:
-            raise RooflineError(f"schema: expected {SYSTEM_SCHEMA!r}, got {shown(d.get('schema'))}", where=where)
+        if d.get("schema") not in SYSTEM_SCHEMAS_READ:
+            raise RooflineError(f"schema: expected {SYSTEM_SCHEMA!r} (or an older "
+                                f"{', '.join(SYSTEM_SCHEMAS_READ[:-1])}), got {shown(d.get('schema'))}", where=where)
+        d = migrate(d)
         for key in ("name", "device", "devices_per_node", "nodes", "tiers"):
             if d.get(key) is None:
                 raise RooflineError(f"missing field {key!r}", where=where)
         per_node = as_int(d["devices_per_node"], "devices_per_node", where, minimum=1, maximum=2**16)
         nodes = as_int(d["nodes"], "nodes", where, minimum=1, maximum=2**20)
+        domain = as_int(d.get("domain_devices") or per_node, "domain_devices", where, minimum=1, maximum=2**26)
+        if domain % per_node:
+            raise RooflineError(f"domain_devices {domain} is no whole number of nodes of {per_node} devices",
+                                where=where)
         tiers = tuple(NetworkTier.from_dict(t, f"tiers[{i}]", where)
                       for i, t in enumerate(as_list(d["tiers"], "tiers", where)))
-        for scope, needed, devices in (("node", per_node > 1, per_node), ("cluster", nodes > 1, per_node * nodes)):
-            found = [t for t in tiers if t.scope == scope]
-            if len(found) > 1:
-                raise RooflineError(f"tiers: {len(found)} {scope} tiers; give at most one per scope", where=where)
-            if needed and not found:
-                raise RooflineError(f"tiers: {devices} devices across {'a node' if scope == 'node' else 'nodes'} "
-                                    f"need a {scope} tier", where=where)
-            if found and found[0].dims and math.prod(found[0].dims) != devices:
-                raise RooflineError(f"tiers: the {scope} torus {'x'.join(map(str, found[0].dims))} holds "
-                                    f"{math.prod(found[0].dims)} devices, the system {devices}", where=where)
-        return cls(as_str(d["name"], "name", where, empty=False), _device(d["device"], where), per_node, nodes, tiers)
+        _check_tiers(tiers, per_node, nodes, domain, where)
+        return cls(as_str(d["name"], "name", where, empty=False), _device(d["device"], where), per_node, nodes, tiers,
+                   0 if domain == per_node else domain)
 
     @classmethod
     def load(cls, path: str | Path) -> System:
@@ -257,6 +277,34 @@ class System:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+
+def migrate(d: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A system object of an older schema as the current one: /1 -> /2 adds ``domain_devices``, one node (a /1
+    system's node tier joined exactly its node's devices)."""
+    if d.get("schema") == "roofline.system/1":
+        out = {k: v for k, v in d.items() if k != "domain_devices"}
+        out.update(schema=SYSTEM_SCHEMA, domain_devices=d.get("devices_per_node"))
+        return out
+    return d
+
+
+def _check_tiers(tiers: tuple[NetworkTier, ...], per_node: int, nodes: int, domain: int, where: str) -> None:
+    """At most one tier per scope; a node (scale-up) tier where a domain holds more than one device, a cluster
+    tier where the devices fill more than one domain; a torus's dims hold its scope's devices."""
+    devices = per_node * nodes
+    spans = f"{devices} devices across nodes" if domain == per_node else f"{devices} devices across domains of {domain}"
+    for scope, needed, held, label in (("node", min(domain, devices) > 1, domain, f"{per_node} devices across a node"
+                                        if domain == per_node else f"domains of {domain} devices"),
+                                       ("cluster", devices > domain, devices, spans)):
+        found = [t for t in tiers if t.scope == scope]
+        if len(found) > 1:
+            raise RooflineError(f"tiers: {len(found)} {scope} tiers; give at most one per scope", where=where)
+        if needed and not found:
+            raise RooflineError(f"tiers: {label} need a {scope} tier", where=where)
+        if found and found[0].dims and math.prod(found[0].dims) != held:
+            raise RooflineError(f"tiers: the {scope} torus {'x'.join(map(str, found[0].dims))} holds "
+                                f"{math.prod(found[0].dims)} devices, the system {held}", where=where)
 
 
 def _device(raw: Any, where: str) -> Device:

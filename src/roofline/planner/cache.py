@@ -153,28 +153,31 @@ class _Cache:
             got = self.times[key] = float(t[compute] @ table.counts[compute])
         return got
 
-    def collective(self, name: str, nbytes: float, ranks: int, per_node: int) -> tuple[float, tuple[str, ...]]:
-        got = self._collective(name, nbytes, ranks, per_node)
+    def collective(self, name: str, nbytes: float, ranks: int, per_node: int, per_domain: int | None = None
+                   ) -> tuple[float, tuple[str, ...]]:
+        got = self._collective(name, nbytes, ranks, per_node, per_domain)
         return got[0], got[1]
 
-    def _collective(self, name: str, nbytes: float, ranks: int, per_node: int
+    def _collective(self, name: str, nbytes: float, ranks: int, per_node: int, per_domain: int | None = None
                     ) -> tuple[float, tuple[str, ...], float]:
-        """(bound seconds, tiers crossed, bound seconds of the node-tier parts) of one call."""
-        key = (name, nbytes, ranks, per_node)
+        """(bound seconds, tiers crossed, bound seconds of the node-tier parts) of one call; ``per_domain``: the
+        group's members in each scale-up domain (:func:`roofline.engine.collectives.cost`)."""
+        key = (name, nbytes, ranks, per_node, per_domain)
         got = self.collectives.get(key)
         if got is None:
-            c = collective_cost(name, nbytes, self.system, ranks=ranks, per_node=per_node)
+            c = collective_cost(name, nbytes, self.system, ranks=ranks, per_node=per_node, per_domain=per_domain)
             got = self.collectives[key] = (c.time, tuple(dict.fromkeys(p.tier for p in c.parts)),
                                            sum(p.time for p in c.parts if p.tier == "node"))
         return got
 
-    def collective_forecast(self, name: str, nbytes: float, ranks: int, per_node: int) -> float:
+    def collective_forecast(self, name: str, nbytes: float, ranks: int, per_node: int,
+                            per_domain: int | None = None) -> float:
         """Forecast seconds of one call: its node-tier (NVLink) parts over the device's NCCL efficiency
         (:meth:`collective_efficiency`), every other part at its bound.  The catalog's curves are NVLink
         measurements -- A100: nccl-tests issue 149, ~230 of 300 GB/s NVLink 3 bus bandwidth; H100: nccl-tests
         issue 212, 370 of 450 GB/s NVLink 4 -- of collectives: no cited figure is in the catalog for the
         cluster tier (InfiniBand, RoCE) or for point-to-point sends, so those stay at 1 (their bound)."""
-        t, _, node = self._collective(name, nbytes, ranks, per_node)
+        t, _, node = self._collective(name, nbytes, ranks, per_node, per_domain)
         if name == "send_recv" or node <= 0:
             return t
         return t - node + node / self.collective_efficiency(float(nbytes))

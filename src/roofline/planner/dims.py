@@ -65,8 +65,8 @@ def divisors(n: int) -> list[int]:
 
 # -- the sizes a search tries (hooks of the table) ----------------------------------------------------
 def _tp(run: Any, system: Any, left: int, chosen: Mapping[str, int], opts: Mapping[str, Any]) -> Iterable[int]:
-    """tp within a node, dividing the heads and the widths (:func:`roofline.llm.table.check_tp`)."""
-    return (t for t in divisors(system.devices_per_node) if tp_fits(run.arch, t))
+    """tp within a scale-up domain (a node; an NVL72 rack), dividing the heads and the widths (:func:`roofline.llm.table.check_tp`)."""
+    return (t for t in divisors(system.domain) if tp_fits(run.arch, t))  # tp within a scale-up domain
 
 
 def tp_fits(arch: Any, tp: int) -> bool:

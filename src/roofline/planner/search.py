@@ -83,10 +83,10 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
 def no_layout_divides(run: TrainingRun, system: System) -> str:
     """Why no training layout divides ``system``, in one line: the constraint that failed for the shapes
     tp x cp x pp x dp that split the devices, and the nearest global batches that do divide (with a layout)."""
-    a, n, d = run.arch, system.devices, system.devices_per_node
+    a, n, d = run.arch, system.devices, system.domain
     tps = [t for t in divisors(d) if tp_fits(a, t)]
     if not tps:
-        return f"no tp within a node of {d} devices divides {a.name}'s {a.heads} heads and its widths"
+        return f"no tp within a scale-up domain of {d} devices divides {a.name}'s {a.heads} heads and its widths"
     notes = [] if all(run.seq % t == 0 for t in tps) else [
         f"sequence parallelism splits the {run.seq} tokens over tp {', '.join(str(t) for t in tps if run.seq % t == 0)} "
         "only"]

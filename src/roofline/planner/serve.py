@@ -133,9 +133,14 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
     act = run.precisions.bytes()["a"]
     comms: list[Comm] = []
 
+    def on(coll: str, nbytes: float, ranks: int, stride: int) -> tuple[float, tuple[str, ...]]:
+        """One call's bound and tiers, the tier chosen by the scale-up domain the group spans."""
+        return cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, d),
+                                _per_node(stride, ranks, system.domain))
+
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float) -> None:
         if ranks > 1 and times > 0:
-            t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, d))
+            t, tiers = on(coll, nbytes, ranks, stride)
             comms.append(Comm(label, t * times, tiers, "token"))
 
     # per output token each stage runs its layers / pp layers for each of the pp micro-batches: per device,
@@ -149,11 +154,10 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
     add("pp send/recv", "send_recv", mb * a.hidden * act, lay.pp, stride(lay, "pp"), lay.pp)
     # time to first token: the prompt of one sequence, split over cp, through every stage
     prompt_msg = run.prompt / lay.cp * a.hidden * act
-    t_ar = cache.collective("all_reduce", prompt_msg, lay.tp, _per_node(1, lay.tp, d))[0] if lay.tp > 1 else 0.0
+    t_ar = on("all_reduce", prompt_msg, lay.tp, 1)[0] if lay.tp > 1 else 0.0
     kv = 2 * run.prompt * kv_heads_per_device(a, lay.tp) * a.head_dim * act
-    t_cp = cache.collective("all_gather", kv, lay.cp, _per_node(stride(lay, "cp"), lay.cp, d))[0] if lay.cp > 1 else 0.0
-    t_pp = (cache.collective("send_recv", prompt_msg, lay.pp, _per_node(stride(lay, "pp"), lay.pp, d))[0]
-            if lay.pp > 1 else 0.0)
+    t_cp = on("all_gather", kv, lay.cp, stride(lay, "cp"))[0] if lay.cp > 1 else 0.0
+    t_pp = on("send_recv", prompt_msg, lay.pp, stride(lay, "pp"))[0] if lay.pp > 1 else 0.0
     ttft = cache.serving_prefill(run, lay.tp, lay.cp) + a.layers * (2 * t_ar + t_cp) + (lay.pp - 1) * t_pp
     spec = make_spec(a, phase="generate", batch=run.batch, prompt=run.prompt, gen=run.gen, tp=lay.tp, flash=True)
     experts = _expert_weight_bytes(a, lay.tp, run.precisions)
@@ -164,7 +168,7 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
 
 
 def serving_layouts(run: ServingRun, system: System, *, max_cp: int = 8, overlap: float = 0.0) -> Iterator[Layout]:
-    """Every tp x cp x pp x dp that divides ``system`` (tp within a node, cp up to ``max_cp`` dividing the
+    """Every tp x cp x pp x dp that divides ``system`` (tp within a scale-up domain, cp up to ``max_cp`` dividing the
     prompt, pp dividing the layers and the batch), and ep dividing the experts and dp for an MoE model."""
     for shape in shapes(run, system, "serve", {"max_cp": max_cp}):  # tp, cp, pp, dp, ep: planner.dims
         yield Layout(**shape, overlap=overlap)

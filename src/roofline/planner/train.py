@@ -473,14 +473,16 @@ def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[An
     return got
 
 
-def _adder(cache: _Cache, devices_per_node: int, comms: list[Comm]) -> Any:
-    """``add(label, collective, bytes, ranks, stride, calls, scope)``: one collective, timed on its tiers, into ``comms``."""
+def _adder(cache: _Cache, system: System, comms: list[Comm]) -> Any:
+    """``add(label, collective, bytes, ranks, stride, calls, scope)``: one collective, timed on its tiers (chosen by
+    the scale-up domain the group spans), into ``comms``."""
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str,
             params: float = 0.0, dgrad_shares: tuple[float, ...] = ()) -> None:
         if ranks > 1 and times > 0:
-            per_node = _per_node(stride, ranks, devices_per_node)
-            t, tiers = cache.collective(coll, float(nbytes), ranks, per_node)
-            fc = cache.collective_forecast(coll, float(nbytes), ranks, per_node) * times
+            per_node = _per_node(stride, ranks, system.devices_per_node)
+            per_domain = _per_node(stride, ranks, system.domain)
+            t, tiers = cache.collective(coll, float(nbytes), ranks, per_node, per_domain)
+            fc = cache.collective_forecast(coll, float(nbytes), ranks, per_node, per_domain) * times
             comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc, float(params), dgrad_shares))
     return add
 
@@ -499,7 +501,7 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     act = run.precisions.bytes()["a"]
     tokens = lay.micro_batch * run.seq / lay.cp
     comms: list[Comm] = []
-    add = _adder(cache, system.devices_per_node, comms)
+    add = _adder(cache, system, comms)
     hidden_msg = tokens * a.hidden * act
     # 2 per layer forward, 2 backward; the vocabulary-parallel embedding's forward and lm_head's input
     # gradient backward (one of them per edge stage)
@@ -542,7 +544,7 @@ def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float
     """The gradient sync, reduced over the ranks that hold the same weights: dp x cp of them (tp apart), and
     for the experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)."""
     comms: list[Comm] = []
-    add = _adder(cache, system.devices_per_node, comms)
+    add = _adder(cache, system, comms)
     replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
     groups = [("dp", dense, replicas, lay.tp), ("expert dp", expert, expert_replicas,
                                                 lay.tp * lay.ep if lay.cp == 1 else lay.tp)]
