@@ -213,6 +213,8 @@ def test_sweep_rate_finds_the_edge_of_the_slo(tmp_path, capsys):
     rates = [rate for rate, _ in curve.points]
     met = [rate for rate, r in curve.points if r.figures.meets_slo]
     assert curve.best_rate == max(met)
+    # a rate meets only while its run keeps up with the rate offered (issue 48 item 4)
+    assert all(r.figures.load is not None and r.figures.load.keeps_up for _, r in curve.points if r.figures.meets_slo)
     # the best rate meets the SLO and the next rate simulated above it misses it
     above = [rate for rate in rates if rate > curve.best_rate]
     assert above and not dict(curve.points)[min(above)].figures.meets_slo

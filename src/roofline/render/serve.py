@@ -30,7 +30,7 @@ def sec(x: Any) -> str:
 def load_words(load: Load) -> str:
     """A Poisson run's rate served against the rate offered, in words (:class:`~roofline.serving.figures.Load`)."""
     served = (f"serves {load.served_per_s:.3g} req/s of the {load.arrived_per_s:.3g} that arrived "
-              f"({load.served_share:.0%}; {load.offered_per_s:.3g} offered)")
+              f"({load.served_share:.0%}; {load.offered_per_s:.3g} offered, as drawn)")
     if load.verdict == "keeps up":
         return served
     if load.verdict == "saturated":
@@ -118,10 +118,11 @@ def sweep_text(curves: Sequence[RateCurve], slo: Slo, usd: Mapping[int, float]) 
         if best is None:
             lines.append(f"tp{c.tp}: no rate swept meets {slo.describe()}")
         else:
-            full = c.kv_full_from()
-            lines.append(f"tp{c.tp}: highest rate meeting {slo.describe()}: {c.best_rate:.3g} req/s offered; "
+            full, load = c.kv_full_from(), best.figures.load
+            arrived = f" ({load.arrived_per_s:.3g} arrived)" if load is not None else ""
+            lines.append(f"tp{c.tp}: highest rate meeting {slo.describe()}: {c.best_rate:.3g} req/s offered{arrived}; "
                          f"{headline(best)}" + (f"; KV cache full from {full:.3g} req/s" if full else "")
-                         + (f"; ${usd[c.tp]:.3g}/Mtok" if c.tp in usd else ""))
+                         + (f"; ${usd[c.tp]:.3g}/Mtok" if c.tp in usd else "") + _bounded_by(c))
         rows = [{"rate/s": f"{rate:.3g}", "tokens/s": f"{r.figures.output_tokens_per_s:,.0f}",
                  "TTFT p99": sec(r.figures.ttft.p99), "TPOT p99": sec(r.figures.tpot.p99),
                  "preempt": str(r.figures.preemptions), "SLO": point_verdict(r.figures)} for rate, r in c.points]
@@ -129,6 +130,18 @@ def sweep_text(curves: Sequence[RateCurve], slo: Slo, usd: Mapping[int, float]) 
                               Column("TPOT p99", keep=True), Column("preempt", priority=1),
                               Column("SLO", kind="label", keep=True)], rows)
     return "\n".join(lines) + "\n"
+
+
+def _bounded_by(c: RateCurve) -> str:
+    """Why no higher rate met, when it is not the latency: the next rate missed by the load."""
+    miss = c.next_miss()
+    if miss is None:
+        return ""
+    rate, r = miss
+    load = r.figures.load
+    if load is None or point_verdict(r.figures) in ("met", "missed"):
+        return ""
+    return f"; at {rate:.3g} req/s: {load_words(load)}"
 
 
 def _usage_svg(time_s: Sequence[float], used: Sequence[float]) -> str:

@@ -41,6 +41,12 @@ class RateCurve:
         """The lowest simulated rate at which the KV cache filled (None: never)."""
         return next((rate for rate, r in self.points if r.figures.kv_cache_full_at_s is not None), None)
 
+    def next_miss(self) -> tuple[float, ServeResult] | None:
+        """The lowest simulated rate above the best that missed (None: none above it): what bounds the best, e.g.
+        a run too short to reach steady state (more requests may find a higher rate)."""
+        floor = -math.inf if self.best_rate is None else self.best_rate
+        return next(((rate, r) for rate, r in self.points if rate > floor and not r.figures.meets_slo), None)
+
     def to_dict(self) -> dict[str, Any]:
         return {"tp": self.tp, "devices": self.points[0][1].devices if self.points else 0,
                 "best_rate_per_s": self.best_rate, "kv_cache_full_from_rate_per_s": self.kv_full_from(),
