@@ -261,3 +261,21 @@ def test_engine_config_and_cli_flags():
     assert cfg.batching.policy().describe() == ("continuous batching (inflight batching of whole prompts, 4096 "
                                                 "tokens per iteration)")
     assert replace(cfg, timing=Timing(bound=True)).batching is cfg.batching
+
+
+def test_cli_scheduler_flag_and_config_errors_are_one_line(tmp_path, capsys):
+    from roofline.cli import main
+
+    out = tmp_path / "s.json"
+    assert main(["serve", "llama-2-7b", "--device", "h100", "--scheduler", "whole-prompts", "--max-tokens", "512",
+                 "--concurrency", "2", "--requests", "2", "--isl", "64", "--osl", "4", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["scheduler"] == ("continuous batching (inflight batching of whole prompts, "
+                                                       "512 tokens per iteration)")
+    capsys.readouterr()
+    for argv, needle in ((["--scheduler", "vllm"], "unknown scheduler 'vllm'; known: chunked, prefill-first"),
+                         (["--max-batch", "0"], "max_batch (--max-batch)"),
+                         (["--block-size", "0"], "block_size (--block-size)"),
+                         (["--gpu-memory-utilization", "2"], "gpu_memory_utilization (--gpu-memory-utilization)")):
+        code = main(["serve", "llama-2-7b", "--device", "h100", "--rate", "1", *argv])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and needle in err[0], err

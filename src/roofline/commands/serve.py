@@ -20,12 +20,12 @@ EPILOG = """examples:
 Iteration times are the forecast of each iteration's op table (--bound: the roofline bound).  The scheduler is
 vLLM-style continuous batching: prefill-first, or --chunked-prefill (Sarathi-Serve) under --max-tokens (default
 2048); a paged KV cache of --block-size tokens (16) in --gpu-memory-utilization (0.9) of memory after weights and
-activations; preemption by recomputation (--scheduler names a policy of roofline.serving.schedulers: prefill-first,
-chunked, whole-prompts).  --max-batch and --max-tokens are off unless given.  A --rate run that serves under
-90% of the rate offered misses any --slo: it is saturated, or too short to reach steady state (more
---requests).  Not modelled:
-prefix caching, disaggregated prefill/decode, speculative decoding.  --requests at most ROOFLINE_MAX_REQUESTS
-(default 1,000,000).  'roofline plan --serve' ranks layouts by one decode step instead (no arrivals)."""
+activations; preemption by recomputation.  --scheduler names a policy of roofline.serving.schedulers
+(prefill-first, chunked, whole-prompts).  --max-batch and --max-tokens are off unless given.  A --rate run that
+serves under 90% of the rate its requests arrived at misses any --slo: it is saturated, or too short to reach
+steady state (give more --requests).  Not modelled: prefix caching, disaggregated prefill/decode, speculative
+decoding.  --requests at most ROOFLINE_MAX_REQUESTS (default 1,000,000).  'roofline plan --serve' ranks layouts
+by one decode step instead (no arrivals)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -21,6 +21,7 @@ parallelism.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -73,7 +74,7 @@ class Plan:
     chunks: tuple[tuple[int, int], ...] = ()
 
 
-class Scheduler:
+class Scheduler(ABC):
     """A scheduler policy: :meth:`plan` forms one iteration.  Subclasses set :attr:`name` by registering
     (:func:`roofline.serving.schedulers.registry.register`) and say how a waiting prompt's tokens are taken
     (:meth:`admitted_tokens`); :meth:`victim` picks whom to preempt."""
@@ -93,14 +94,17 @@ class Scheduler:
         attention table spans it."""
         return 0
 
+    @abstractmethod
     def describe(self) -> str:
         """The policy in words, with its limits."""
         raise NotImplementedError
 
+    @abstractmethod
     def plan(self, s: State) -> Plan:
         """The next iteration."""
         raise NotImplementedError
 
+    @abstractmethod
     def admitted_tokens(self, left: int, used: int, budget: int | None, first: bool) -> int:
         """Tokens of a waiting prompt (``left`` still to prefill) admitted now, ``used`` of the iteration's
         ``budget`` taken (``first``: no prompt admitted yet this iteration); 0 stops admission."""
