@@ -117,14 +117,17 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 import roofline
+from roofline.serving.config import Batching, Kernels, Precision, ServeConfig, Timing
 from roofline.serving.engine import bytes_per_request
-from roofline.serving.engines import engine_settings
-from roofline.serving.requests import Lengths
+from roofline.serving.engines import engine_config
+from roofline.serving.figures import ServingFigures
+from roofline.serving.requests import Lengths, Traffic
 from roofline.serving.run import iteration_time
 
 MLPERF = "MLPerf Inference v4.0/v4.1 Llama-2-70B, NVIDIA closed (mlperf_log_summary.txt of each row)"
@@ -171,7 +174,7 @@ MLPERF_ISL_MEAN = 222.33
 #: --qformat=fp8' in v4.0, at 92014844; the README beside builder.py in v4.1: 'quantize.py --dtype float16
 #: --qformat fp8 --kv_cache_dtype fp8'; TensorRT-LLM's FP8Linear quantises its 16-bit input and returns the model
 #: dtype: roofline.llm.table.QUANTITIES)
-MLPERF_PRECISION: dict[str, Any] = dict(wbits="fp8", abits="fp8", kvbits="fp8", rbits="fp16")
+MLPERF_PRECISION = Precision(wbits="fp8", abits="fp8", kvbits="fp8", rbits="fp16")
 #: Offline rows' 'samples_per_query' (the same logs' Test Parameters): the samples one Offline query issues at
 #: once; each replica is simulated holding its share (39-56 batch limits), so the drain at the end weighs in
 #: the throughput as much as in the run (a 6-batch run reads 1.7-3.4% lower)
@@ -199,7 +202,8 @@ ROWS = (
     ("llama-2-70b", 32, 1, 2048, 128, 303),
 )
 #: TensorRT-LLM v0.5.0's engine as the table ran it (module docstring): FP8 GEMMs and KV cache, masked MHA decode
-TRTLLM_V05: dict[str, Any] = dict(wbits="fp8", abits="fp8", kvbits="fp8", kv_reads="per-query-head")
+TRTLLM_V05 = ServeConfig(precision=Precision(wbits="fp8", abits="fp8", kvbits="fp8"),
+                         kernels=Kernels(kv_reads="per-query-head"))
 #: Diagnostics, not in the verdict: (label, model, batch, tp, input, output, published tokens/s of the tp GPUs,
 #: KV reads).  The later revision's two rows (per-GPU figure x its TP); the XQA blog's pair.
 DIAGNOSTICS = (
@@ -214,16 +218,16 @@ def speed() -> None:
     print(f"Speed (load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; machine shared)")
     print(f"  {'scheduler':16} {'requests':>8} {'iterations':>10} {'wall s':>8} {'CPU s':>7} {'iter/s':>9} "
           f"{'B/request':>9}  target (on CPU time: the machine is shared)")
-    for label, chunked in (("prefill-first", False), ("chunked 2048", True)):
+    for label, scheduler in (("prefill-first", "prefill-first"), ("chunked 2048", "chunked")):
         walls, cpus = [], []
         for _ in range(2):
             t0, c0 = time.perf_counter(), time.process_time()
-            r = roofline.serve("llama-3-70b", "h100", tp=8, isl="128:1024:uniform", osl="64:512:uniform",
-                               requests=10_000, rate=20.0, seed=0, chunked=chunked)
+            r = roofline.serve("llama-3-70b", "h100", tp=8, traffic=Traffic(isl="128:1024:uniform", osl="64:512:uniform",
+                               requests=10_000, rate=20.0, seed=0), config=ServeConfig(batching=Batching(scheduler)))
             walls.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)
         wall, w = statistics.median(walls), statistics.median(cpus)
-        it = r.figures["iterations"]
+        it = r.figures.iterations
         per = bytes_per_request()
         print(f"  {label:16} {10_000:>8,} {it:>10,} {wall:>8.2f} {w:>7.2f} {it / w:>9,.0f} {per:>9}  <= 5 s: "
               f"{'met' if w <= 5 else 'MISSED'} (x{w / 5:.2f})")
@@ -234,24 +238,28 @@ def mlperf_engine(rnd: str) -> str:
     return "trtllm-mlperf-v4.1" if rnd == "v4.1" else "trtllm-mlperf-v4"
 
 
-def mlperf_row(row: tuple[Any, ...], load: float = 1.0) -> tuple[float, float | None, dict[str, Any]]:
+def mlperf_config(rnd: str, max_batch: int | None = None) -> ServeConfig:
+    """The engine profile of an MLPerf round with the checkpoint's precisions (and the row's batch limit)."""
+    cfg = engine_config(mlperf_engine(rnd))
+    return replace(cfg, precision=MLPERF_PRECISION, batching=replace(cfg.batching, max_batch=max_batch))
+
+
+def mlperf_row(row: tuple[Any, ...], load: float = 1.0) -> tuple[float, float | None, ServingFigures]:
     """(simulated output tokens/s of the 8 GPUs, simulated p99 TPOT or None, figures) of one MLPerf row;
     ``load`` scales a Server row's rate (1: the published rate)."""
     _, device, tp, scenario, batch, tokens, samples, scheduled, _ = row
     replicas = 8 // tp
     m = tokens / samples  # the row's own output tokens per sample
-    common: dict[str, Any] = dict(tp=tp, isl=Lengths.from_quantiles(MLPERF_ISL_PERCENTILES),
-                                  osl=f"1:{round(2 * m) - 1}:uniform", max_batch=batch, **MLPERF_PRECISION,
-                                  **engine_settings(mlperf_engine(row[0])))
+    lengths = Traffic(isl=Lengths.from_quantiles(MLPERF_ISL_PERCENTILES), osl=f"1:{round(2 * m) - 1}:uniform")
     if scenario == "Offline":
         logged = MLPERF_OFFLINE_SAMPLES.get((row[0], device, tokens))
         n = logged // replicas if logged else OFFLINE_BATCHES * batch
-        r = roofline.serve("llama-2-70b", device, requests=n, concurrency=n, **common)
+        traffic = replace(lengths, requests=n, concurrency=n)
     else:
         rate = scheduled / replicas * load
-        r = roofline.serve("llama-2-70b", device, requests=int(rate * SERVER_SECONDS), rate=rate, **common)
-    f = r.figures
-    return f["output_tokens_per_s"] * replicas, (f["tpot_p99_s"] if scenario == "Server" else None), f
+        traffic = replace(lengths, requests=int(rate * SERVER_SECONDS), rate=rate)
+    f = roofline.serve("llama-2-70b", device, tp=tp, traffic=traffic, config=mlperf_config(row[0], batch)).figures
+    return f.output_tokens_per_s * replicas, (f.tpot.p99 if scenario == "Server" else None), f
 
 
 def operating_point(row: tuple[Any, ...]) -> float | None:
@@ -268,8 +276,8 @@ def operating_point(row: tuple[Any, ...]) -> float | None:
     prompts = max(1, round(rate * tpot))
     new = round(rate * tpot * MLPERF_ISL_MEAN / prompts)
     t = iteration_time("llama-2-70b", device, tp=tp, decode_batch=decodes,
-                       kv_tokens=decodes * (MLPERF_ISL_MEAN + m / 2), chunks=((new, 0),) * prompts, **MLPERF_PRECISION,
-                       fusions=engine_settings(mlperf_engine(rnd))["fusions"])
+                       kv_tokens=decodes * (MLPERF_ISL_MEAN + m / 2), chunks=((new, 0),) * prompts,
+                       config=mlperf_config(rnd))
     return t / tpot
 
 
@@ -295,26 +303,26 @@ def accuracy_mlperf() -> tuple[list[float], list[float]]:
             offline = (thr, tokens)
         elif tpot and sim_tpot:
             tpot_r.append(sim_tpot / tpot)
-            cols = f"{tpot * 1e3:>6.0f}ms {sim_tpot * 1e3:>6.0f}ms {sim_tpot / tpot:>6.2f} {f['ttft_p99_s']:>7.2f}s"
+            cols = f"{tpot * 1e3:>6.0f}ms {sim_tpot * 1e3:>6.0f}ms {sim_tpot / tpot:>6.2f} {f.ttft.p99:>7.2f}s"
             _, same, _ = mlperf_row(row, load=offline[0] / offline[1])
             diag = f"{same * 1e3:>7.0f}ms" if same else ""
             op = operating_point(row)
             diag += f" {op:>12.2f}" if op is not None else ""
         print(f"  {rnd:5} {'8x ' + device:8} {tp:>2} {scenario:8} {batch:>5} {tokens:>9,.0f} {thr:>9,.0f} "
-              f"{thr / tokens:>6.2f} {cols} {f['preemptions']:>7,} {diag:>9}")
+              f"{thr / tokens:>6.2f} {cols} {f.preemptions:>7,} {diag:>9}")
     print("  same load: the Server rate x simulated/published Offline throughput; iter sim/pub: one iteration at "
           "the published operating point (Little's law on the log's means) over its mean TPOT (module docs)")
     return thr_r, tpot_r
 
 
-def trtllm_row(model: str, batch: int, tp: int, isl: int, osl: int, **engine: Any) -> dict[str, float | str]:
+def trtllm_row(model: str, batch: int, tp: int, isl: int, osl: int, config: ServeConfig) -> dict[str, float | str]:
     """Output tokens/s of the row's tp GPUs, forecast and bound, of one static batch (or the error line)."""
     out: dict[str, float | str] = {}
     for mode in ("forecast", "bound"):
         try:
-            r = roofline.serve(model, "h200", tp=tp, isl=isl, osl=osl, requests=batch, concurrency=batch,
-                               bound=mode == "bound", **engine)
-            out[mode] = r.figures["output_tokens_per_s"]
+            r = roofline.serve(model, "h200", tp=tp, traffic=Traffic(isl=isl, osl=osl, requests=batch, concurrency=batch),
+                               config=replace(config, timing=Timing(bound=mode == "bound")))
+            out[mode] = r.figures.output_tokens_per_s
         except roofline.RooflineError as e:
             out[mode] = str(e)
     return out
@@ -328,7 +336,7 @@ def accuracy_trtllm() -> list[float]:
           f"{'bound':>9} {'ratio':>6}")
     ratios: list[float] = []
     for model, batch, tp, isl, osl, published in ROWS:
-        out = trtllm_row(model, batch, tp, isl, osl, **TRTLLM_V05)
+        out = trtllm_row(model, batch, tp, isl, osl, TRTLLM_V05)
         f, b = out["forecast"], out["bound"]
         if isinstance(f, str) or isinstance(b, str):
             print(f"  {model:12} {batch:>5} {tp:>2} {f'{isl}/{osl}':>9} {published:>9,}  not simulated: {f}")
@@ -339,7 +347,7 @@ def accuracy_trtllm() -> list[float]:
     _verdict("TensorRT-LLM v0.5 table", ratios)
     print("  diagnostics (not in the verdict; module docstring):")
     for label, model, batch, tp, isl, osl, published, reads in DIAGNOSTICS:
-        f = trtllm_row(model, batch, tp, isl, osl, **{**TRTLLM_V05, "kv_reads": reads})["forecast"]
+        f = trtllm_row(model, batch, tp, isl, osl, replace(TRTLLM_V05, kernels=Kernels(kv_reads=reads)))["forecast"]
         shown = f"{f:>9,.0f} {f / published:>6.2f}" if isinstance(f, float) else f"not simulated: {f}"
         print(f"  {label:20} {model} batch {batch:>3} tp {tp} {f'{isl}/{osl}':>8} {published:>6,} {shown}  ({reads})")
     return ratios

@@ -457,10 +457,19 @@ def test_serve_chart_draws_the_slo_and_names_its_throughput_basis():
     from matplotlib.image import imread
 
     from roofline.render import serve
+    from roofline.serving.figures import KvUse, Percentiles, ServingFigures, Slo
+    from roofline.serving.run import ServeResult
+    from roofline.serving.sweep import RateCurve
 
-    doc = {"model": "m", "slo": "p99 TTFT 2000 ms, TPOT 50 ms", "slo_limits": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
-           "curves": [{"tp": 1, "devices": 8, "points": [
-               {"output_tokens_per_s": x, "tpot_p99_s": t, "ttft_p99_s": 10 * t} for x, t in ((100, 0.01), (900, 0.02))]}]}
+    def run(x: float, t: float) -> ServeResult:
+        """A run of 8 replicas of tp 1 at x output tokens/s, p99 TPOT t and TTFT 10 t (the rest placeholders)."""
+        def p(v: float) -> Percentiles:
+            return Percentiles(v, v, v, v)
+
+        f = ServingFigures(1, 1.0, x, x, 1.0, p(10 * t), p(t), p(11 * t), 8, 1, 0, 1, None, 1, KvUse((), ()))
+        return ServeResult("m", "d", 1, 8, "s", "forecast", f, {}, "r")
+
+    curve = RateCurve(1, ((1.0, run(100, 0.01)), (2.0, run(900, 0.02))), 2.0)
     figs = []
     original = serve.figure_bytes
 
@@ -470,7 +479,7 @@ def test_serve_chart_draws_the_slo_and_names_its_throughput_basis():
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(serve, "figure_bytes", catch)
-        png = serve.serve_chart_bytes(doc, "c.png")
+        png = serve.serve_chart_bytes("m", [curve], Slo(ttft=2.0, tpot=0.05), "c.png")
     assert imread(io.BytesIO(png)).shape[0] > 100
     tpot, ttft = figs[0].axes
     for ax, limit in ((tpot, 0.05), (ttft, 2.0)):

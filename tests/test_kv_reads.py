@@ -5,6 +5,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from serving_calls import serve
 
 import roofline
 from roofline.core.errors import RooflineError
@@ -46,12 +47,12 @@ def test_serve_one_request_decode_follows_the_variant():
     for reads in ("shared", "per-query-head"):
         spec = make_spec("llama-2-70b", phase="decode", tp=4, context=1001, flash=True, kv_reads=reads)
         decode = analyze(build_workload(spec), H200, forecast=True).forecast.total_time
-        r = roofline.serve("llama-2-70b", H200, tp=4, isl=1000, osl=2, requests=1, concurrency=1, exact=True,
+        r = serve("llama-2-70b", H200, tp=4, isl=1000, osl=2, requests=1, concurrency=1, exact=True,
                            kv_reads=reads)
-        assert r.figures["tpot_p50_s"] == pytest.approx(decode, rel=1e-12)
-    slow = roofline.serve("llama-2-70b", H200, tp=4, isl=1000, osl=2, requests=1, concurrency=1,
-                          kv_reads="per-query-head").figures["tpot_p50_s"]
-    fast = roofline.serve("llama-2-70b", H200, tp=4, isl=1000, osl=2, requests=1, concurrency=1).figures["tpot_p50_s"]
+        assert r.figures.tpot.p50 == pytest.approx(decode, rel=1e-12)
+    slow = serve("llama-2-70b", H200, tp=4, isl=1000, osl=2, requests=1, concurrency=1,
+                          kv_reads="per-query-head").figures.tpot.p50
+    fast = serve("llama-2-70b", H200, tp=4, isl=1000, osl=2, requests=1, concurrency=1).figures.tpot.p50
     assert slow > fast
 
 
@@ -59,7 +60,7 @@ def test_kv_reads_bad_input_and_files():
     with pytest.raises(RooflineError, match="kv_reads 'per-head' is not one of shared, per-query-head"):
         make_spec("llama-2-7b", kv_reads="per-head")
     with pytest.raises(RooflineError, match="kv_reads"):
-        roofline.serve("llama-2-7b", H200, isl=16, osl=4, requests=1, concurrency=1, kv_reads=3)
+        serve("llama-2-7b", H200, isl=16, osl=4, requests=1, concurrency=1, kv_reads=3)
     spec = make_spec("llama-2-70b", kv_reads="per-query-head")
     assert LLMSpec.from_dict(spec.to_dict()) == spec
     old = spec.to_dict()
@@ -81,8 +82,9 @@ def test_table2_runs_the_v05_engine_in_fp8():
     b = _bench()
     # the table is FP8 ('H200 FP8 Max throughput'); 8 as a number names int8, which has no cited GEMM curve
     assert parse_precision(8, "wbits") == "int8"
-    assert {parse_precision(b.TRTLLM_V05[k], k) for k in ("wbits", "abits", "kvbits")} == {"fp8"}
-    assert b.TRTLLM_V05["kv_reads"] == "per-query-head"
+    p = b.TRTLLM_V05.precision
+    assert {parse_precision(getattr(p, k), k) for k in ("wbits", "abits", "kvbits")} == {"fp8"}
+    assert b.TRTLLM_V05.kernels.kv_reads == "per-query-head"
     # the release rows: 7, the two multi-GPU figures totals over their TP (the revision's per-GPU x TP)
     assert len(b.ROWS) == 7
     assert [r[5] for r in b.ROWS if r[2] > 1] == [1_654 * 4, 341 * 2]

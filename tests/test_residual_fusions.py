@@ -8,6 +8,7 @@ KV cache (1 B), the residual stream in fp16 (2 B): TensorRT-LLM's FP8 recipe on 
 import json
 
 import pytest
+from serving_calls import serve
 
 import roofline
 from roofline.core.errors import RooflineError
@@ -133,10 +134,10 @@ def test_serve_one_request_is_the_llm_forecast_with_rbits_and_fusions():
                       forecast=True).forecast.total_time
     decode = analyze(build_workload(make_spec("llama-2-70b", phase="decode", context=1001, **kw)), H100,
                      forecast=True).forecast.total_time
-    r = roofline.serve("llama-2-70b", H100, isl=1000, osl=2, requests=1, concurrency=1, exact=True,
+    r = serve("llama-2-70b", H100, isl=1000, osl=2, requests=1, concurrency=1, exact=True,
                        **{k: v for k, v in kw.items() if k != "flash"})
-    assert r.figures["ttft_p50_s"] == pytest.approx(prefill, rel=1e-12)
-    assert r.figures["tpot_p50_s"] == pytest.approx(decode, rel=1e-12)
+    assert r.figures.ttft.p50 == pytest.approx(prefill, rel=1e-12)
+    assert r.figures.tpot.p50 == pytest.approx(decode, rel=1e-12)
 
 
 def test_spec_files_round_trip_and_bad_input():
@@ -168,11 +169,11 @@ def test_cli_rbits_and_fusions(tmp_path, capsys):
     assert doc["requests"] == 4
     # the CLI's run is the API's with the same knobs (two routes to one simulation)
     kw = dict(concurrency=4, requests=4, isl=200, osl=8, **FP8)
-    api = roofline.serve("llama-2-7b", H100, rbits="fp16", fusions=("qkv", "gate-up"), **kw).figures
+    api = serve("llama-2-7b", H100, rbits="fp16", fusions=("qkv", "gate-up"), **kw).figures.to_dict()
     for key in ("ttft_p50_s", "tpot_p50_s", "ttft_p99_s", "tpot_p99_s"):
         assert doc[key] == pytest.approx(api[key], rel=1e-12)
-    plain = roofline.serve("llama-2-7b", H100, **kw).figures
-    wide = roofline.serve("llama-2-7b", H100, rbits="fp16", **kw).figures
+    plain = serve("llama-2-7b", H100, **kw).figures.to_dict()
+    wide = serve("llama-2-7b", H100, rbits="fp16", **kw).figures.to_dict()
     for key in ("ttft_p50_s", "tpot_p50_s"):
         # a 2-byte residual stream instead of 1 byte: every norm, residual add and GEMM output moves more bytes,
         # weights unchanged, so each iteration is slower
@@ -187,14 +188,15 @@ def test_cli_rbits_and_fusions(tmp_path, capsys):
 
 
 def test_mlperf_engine_profiles_fuse_what_their_builds_fuse():
-    from roofline.serving.engines import engine_settings
+    from dataclasses import replace
+
+    from roofline.serving.engines import engine_config
 
     # v4.0's builder.py: the fused QKV projection only; v4.1's adds --use_fused_mlp and, at tp > 1, --reduce_fusion
-    assert engine_settings("trtllm-mlperf-v4")["fusions"] == ("qkv",)
-    assert engine_settings("trtllm-mlperf-v4.1")["fusions"] == ALL
-    v4 = {k: v for k, v in engine_settings("trtllm-mlperf-v4").items() if k != "fusions"}
-    v41 = {k: v for k, v in engine_settings("trtllm-mlperf-v4.1").items() if k != "fusions"}
-    assert v4 == v41  # the same harness otherwise
+    v4, v41 = engine_config("trtllm-mlperf-v4"), engine_config("trtllm-mlperf-v4.1")
+    assert v4.kernels.fusions == ("qkv",)
+    assert v41.kernels.fusions == ALL
+    assert v4 == replace(v41, kernels=replace(v41.kernels, fusions=("qkv",)))  # the same harness otherwise
 
 
 def test_rbits_takes_float_formats_no_narrower_than_abits():
@@ -240,16 +242,16 @@ def test_llm_cli_rbits_fusions_kv_reads_reproduce_one_serve_request(tmp_path, ca
     # `--phase decode --context 513` (TPOT) with the same precisions and fusions: two routes to one forecast
     prefill = _llm_cli_forecast(tmp_path, "--phase", "prefill", "--prompt", "512")
     decode = _llm_cli_forecast(tmp_path, "--phase", "decode", "--context", "513")
-    r = roofline.serve("llama-2-70b", H100, isl=512, osl=2, requests=1, concurrency=1, exact=True, tp=2,
+    r = serve("llama-2-70b", H100, isl=512, osl=2, requests=1, concurrency=1, exact=True, tp=2,
                        rbits="fp16", fusions=ALL, **FP8)
-    assert r.figures["ttft_p50_s"] == pytest.approx(prefill, rel=1e-9)
-    assert r.figures["tpot_p50_s"] == pytest.approx(decode, rel=1e-9)
+    assert r.figures.ttft.p50 == pytest.approx(prefill, rel=1e-9)
+    assert r.figures.tpot.p50 == pytest.approx(decode, rel=1e-9)
     # --kv-reads reaches the spec: per-query-head decode reads each of the 4 KV heads per device once per query
     # head (8 times), so the step is slower, and equals serve's with kv_reads="per-query-head"
     per_head = _llm_cli_forecast(tmp_path, "--phase", "decode", "--context", "513", "--kv-reads", "per-query-head")
-    r = roofline.serve("llama-2-70b", H100, isl=512, osl=2, requests=1, concurrency=1, exact=True, tp=2,
+    r = serve("llama-2-70b", H100, isl=512, osl=2, requests=1, concurrency=1, exact=True, tp=2,
                        rbits="fp16", fusions=ALL, kv_reads="per-query-head", **FP8)
-    assert per_head > decode and r.figures["tpot_p50_s"] == pytest.approx(per_head, rel=1e-9)
+    assert per_head > decode and r.figures.tpot.p50 == pytest.approx(per_head, rel=1e-9)
     capsys.readouterr()
 
 

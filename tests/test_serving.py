@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from serving_calls import serve
 
 import roofline
 from roofline.cli import main
@@ -13,7 +14,7 @@ from roofline.llm.model import build_workload
 from roofline.llm.spec import make_spec
 from roofline.serving.engine import simulate
 from roofline.serving.run import kv_blocks
-from roofline.serving.scheduler import Scheduler
+from roofline.serving.schedulers import get
 from roofline.serving.steps import StepModel, geometric_grid
 
 H100 = roofline.device("h100")
@@ -32,25 +33,25 @@ def test_one_request_is_llm_prefill_and_decode(model, tp):
     # the one decode step after the prefill reads the prompt's KV and writes the new token's: context n + 1
     decode = llm_forecast(model, "decode", tp, context=n + 1)
     for exact in (True, False):
-        r = roofline.serve(model, H100, tp=tp, isl=n, osl=2, requests=1, concurrency=1, exact=exact)
-        assert r.figures["ttft_p50_s"] == pytest.approx(prefill, rel=1e-12)  # prefill-only: exact either way
+        r = serve(model, H100, tp=tp, isl=n, osl=2, requests=1, concurrency=1, exact=exact)
+        assert r.figures.ttft.p50 == pytest.approx(prefill, rel=1e-12)  # prefill-only: exact either way
         # exact: the whole table; default: the attention interpolated in the table (within 2%, far less here)
-        assert r.figures["tpot_p50_s"] == pytest.approx(decode, rel=1e-12 if exact else 5e-3)
+        assert r.figures.tpot.p50 == pytest.approx(decode, rel=1e-12 if exact else 5e-3)
     # four decode steps: the TPOT is the mean of the llm decode steps at contexts n+1 .. n+4
-    r = roofline.serve(model, H100, tp=tp, isl=n, osl=5, requests=1, concurrency=1, exact=True)
+    r = serve(model, H100, tp=tp, isl=n, osl=5, requests=1, concurrency=1, exact=True)
     steps = [llm_forecast(model, "decode", tp, context=n + j) for j in range(1, 5)]
-    assert r.figures["tpot_p50_s"] == pytest.approx(sum(steps) / 4, rel=1e-12)
-    assert r.figures["e2e_p50_s"] == pytest.approx(prefill + sum(steps), rel=1e-12)
+    assert r.figures.tpot.p50 == pytest.approx(sum(steps) / 4, rel=1e-12)
+    assert r.figures.e2e.p50 == pytest.approx(prefill + sum(steps), rel=1e-12)
 
 
 def test_little_law_on_a_closed_loop():
     # L = lambda x W: C clients always in the system, so requests/s x mean latency = C (edges: the last C
     # requests drain with fewer in flight, a share of about C / requests of the run)
     c, n = 16, 800
-    r = roofline.serve("llama-2-7b", H100, isl=256, osl=64, requests=n, concurrency=c)
+    r = serve("llama-2-7b", H100, isl=256, osl=64, requests=n, concurrency=c)
     f = r.figures
-    assert f["requests_per_s"] * f["e2e_mean_s"] == pytest.approx(c, rel=0.05)
-    assert f["max_running"] == c  # fixed lengths that fit: a static batch of C, as vendors measure
+    assert f.requests_per_s * f.e2e.mean == pytest.approx(c, rel=0.05)
+    assert f.max_running == c  # fixed lengths that fit: a static batch of C, as vendors measure
 
 
 def _cache_run(concurrency, blocks=128):
@@ -58,7 +59,7 @@ def _cache_run(concurrency, blocks=128):
     steps = StepModel(spec, H100)
     n = 4 * concurrency
     isl, osl = np.full(n, 16), np.full(n, 240)
-    return simulate(steps, Scheduler(), np.zeros(n), isl, osl, blocks=blocks, block_size=16, concurrency=concurrency)
+    return simulate(steps, get("prefill-first")(), np.zeros(n), isl, osl, blocks=blocks, block_size=16, concurrency=concurrency)
 
 
 def test_kv_cache_fills_at_the_predicted_concurrency():
@@ -81,18 +82,18 @@ def test_kv_blocks_by_hand():
 
 def test_chunked_prefill_lowers_p99_tpot():
     kw = dict(isl="2048:4096:uniform", osl=128, requests=300, rate=2.0, seed=3)
-    first = roofline.serve("llama-2-7b", H100, **kw)
-    chunked = roofline.serve("llama-2-7b", H100, chunked=True, **kw)
+    first = serve("llama-2-7b", H100, **kw)
+    chunked = serve("llama-2-7b", H100, scheduler="chunked", **kw)
     # prefill-first stalls every decode for a whole prompt; chunks of 2048 tokens share iterations with decodes
-    assert chunked.figures["tpot_p99_s"] < first.figures["tpot_p99_s"]
+    assert chunked.figures.tpot.p99 < first.figures.tpot.p99
 
 
 def test_seeds_reproduce():
     kw = dict(isl="128:1024:uniform", osl="16:128:uniform", requests=200, rate=20.0)
-    a, b = (roofline.serve("llama-2-7b", H100, seed=7, **kw).figures for _ in range(2))
-    c = roofline.serve("llama-2-7b", H100, seed=8, **kw).figures
-    assert a["ttft_p99_s"] == b["ttft_p99_s"] and a["tpot_p99_s"] == b["tpot_p99_s"]
-    assert a["output_tokens_per_s"] != c["output_tokens_per_s"]
+    a, b = (serve("llama-2-7b", H100, seed=7, **kw).figures for _ in range(2))
+    c = serve("llama-2-7b", H100, seed=8, **kw).figures
+    assert a.ttft.p99 == b.ttft.p99 and a.tpot.p99 == b.tpot.p99
+    assert a.output_tokens_per_s != c.output_tokens_per_s
 
 
 @pytest.mark.parametrize("model,tp", [("llama-2-7b", 1), ("llama-3-70b", 8)])
@@ -137,13 +138,13 @@ def test_geometric_grid():
 
 
 def test_replicas_of_a_system_share_the_requests():
-    one = roofline.serve("llama-2-7b", H100, tp=1, isl=512, osl=64, requests=64, concurrency=8)
-    sys8 = roofline.serve("llama-2-7b", system="dgx-h100", tp=1, isl=512, osl=64, requests=512, concurrency=64)
+    one = serve("llama-2-7b", H100, tp=1, isl=512, osl=64, requests=64, concurrency=8)
+    sys8 = serve("llama-2-7b", system="dgx-h100", tp=1, isl=512, osl=64, requests=512, concurrency=64)
     assert sys8.replicas == 8
     # 8 identical replicas, 8 clients each: 8x the throughput at the same per-request latency
-    assert sys8.figures["output_tokens_per_s"] == pytest.approx(8 * one.figures["output_tokens_per_s"], rel=1e-9)
-    assert sys8.figures["per_device"]["output_tokens_per_s"] == pytest.approx(
-        one.figures["output_tokens_per_s"], rel=1e-9)
+    assert sys8.figures.output_tokens_per_s == pytest.approx(8 * one.figures.output_tokens_per_s, rel=1e-9)
+    assert sys8.figures.per_device_output_tokens_per_s == pytest.approx(
+        one.figures.output_tokens_per_s, rel=1e-9)
 
 
 def test_cli_json_keys(tmp_path, capsys):
@@ -196,23 +197,27 @@ def test_bad_options(capsys, monkeypatch, tmp_path):
 
 def test_api_errors():
     with pytest.raises(RooflineError, match="give --rate R"):
-        roofline.serve("llama-2-7b", H100)  # neither --rate nor --concurrency
+        serve("llama-2-7b", H100)  # neither --rate nor --concurrency
     with pytest.raises(RooflineError, match="LO:HI:uniform"):
-        roofline.serve("llama-2-7b", H100, isl="9:3:uniform", rate=1.0)
+        serve("llama-2-7b", H100, isl="9:3:uniform", rate=1.0)
 
 
 def test_sweep_rate_finds_the_edge_of_the_slo(tmp_path, capsys):
     from roofline.serving.figures import Slo
+    from roofline.serving.requests import Traffic
     from roofline.serving.sweep import sweep_rate
 
     slo = Slo(ttft=1.0, tpot=0.012)
-    (curve,) = sweep_rate("llama-2-7b", tps=(1,), slo=slo, start=4.0, device=H100, isl=512, osl=64, requests=120)
+    (curve,) = sweep_rate("llama-2-7b", H100, tps=(1,), traffic=Traffic(isl=512, osl=64, requests=120), slo=slo,
+                          start=4.0)
     rates = [rate for rate, _ in curve.points]
-    met = [rate for rate, r in curve.points if r.figures["meets_slo"]]
+    met = [rate for rate, r in curve.points if r.figures.meets_slo]
     assert curve.best_rate == max(met)
+    # a rate meets only while its run keeps up with the rate offered (issue 48 item 4)
+    assert all(r.figures.load is not None and r.figures.load.keeps_up for _, r in curve.points if r.figures.meets_slo)
     # the best rate meets the SLO and the next rate simulated above it misses it
     above = [rate for rate in rates if rate > curve.best_rate]
-    assert above and not dict(curve.points)[min(above)].figures["meets_slo"]
+    assert above and not dict(curve.points)[min(above)].figures.meets_slo
     html, chart, js = tmp_path / "s.html", tmp_path / "s.svg", tmp_path / "s.json"
     code = main(["serve", "llama-2-7b", "--device", "h100", "--isl", "512", "--osl", "64", "--requests", "60",
                  "--sweep-rate", "--rate", "8", "--slo", "ttft=1s,tpot=12ms", "--html", str(html), "-o", str(chart),
@@ -226,11 +231,11 @@ def test_sweep_rate_finds_the_edge_of_the_slo(tmp_path, capsys):
 def test_trace_file_drives_the_arrivals(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"arrival": 0.5, "input": 1000, "output": 1}\n{"arrival": 100, "input": 1000, "output": 3}\n')
-    r = roofline.serve("llama-2-7b", H100, trace=str(path))
+    r = serve("llama-2-7b", H100, trace=str(path))
     f = r.figures
     # two requests far apart: each TTFT is the lone prefill of 1000 tokens; the last token at 100 s + e2e
-    assert f["ttft_p50_s"] == pytest.approx(llm_forecast("llama-2-7b", "prefill", prompt=1000), rel=1e-12)
+    assert f.ttft.p50 == pytest.approx(llm_forecast("llama-2-7b", "prefill", prompt=1000), rel=1e-12)
     prefill = llm_forecast("llama-2-7b", "prefill", prompt=1000)
     second = prefill + sum(llm_forecast("llama-2-7b", "decode", context=1000 + j) for j in (1, 2))  # 3 tokens
-    assert f["makespan_s"] == pytest.approx(100 + second - 0.5, rel=1e-6)  # from the first arrival
-    assert f["requests"] == 2 and f["output_tokens_per_s"] == pytest.approx(4 / f["makespan_s"])
+    assert f.makespan_s == pytest.approx(100 + second - 0.5, rel=1e-6)  # from the first arrival
+    assert f.requests == 2 and f.output_tokens_per_s == pytest.approx(4 / f.makespan_s)

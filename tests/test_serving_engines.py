@@ -2,16 +2,19 @@
 
 import json
 from collections import deque
+from dataclasses import FrozenInstanceError, replace
 
 import numpy as np
 import pytest
+from serving_calls import serve
 
 import roofline
 from roofline.core.errors import RooflineError
 from roofline.llm.spec import make_spec
-from roofline.serving.engines import ENGINES, engine_settings
+from roofline.serving.engines import ENGINES, engine_config
+from roofline.serving.requests import Traffic
 from roofline.serving.run import kv_blocks
-from roofline.serving.scheduler import Scheduler, State
+from roofline.serving.schedulers import State, get
 
 H100 = roofline.device("h100")
 
@@ -37,25 +40,24 @@ def test_whole_prompts_join_the_decodes_under_the_token_budget():
     # budget 10: 3 decodes leave 7; the 5-token prompt joins (3 + 5 = 8 <= 10), the 4-token one would make
     # 12 > 10 and waits whole (chunked prefill would have taken 2 of its tokens)
     s = _state([16, 16, 16, 5, 4], running=(0, 1, 2), gen=1)
-    plan = Scheduler(whole_prompts=True, token_budget=10).plan(s)
+    plan = get("whole-prompts")(token_budget=10).plan(s)
     assert sorted(plan.decode.tolist()) == [0, 1, 2]
     assert plan.chunks == ((3, 5),)
     assert list(s.waiting) == [4]
-    chunked = Scheduler(chunked=True, token_budget=10).plan(_state([16, 16, 16, 5, 4], running=(0, 1, 2), gen=1))
+    chunked = get("chunked")(token_budget=10).plan(_state([16, 16, 16, 5, 4], running=(0, 1, 2), gen=1))
     assert chunked.chunks == ((3, 5), (4, 2))  # the contrast: 10 - 3 - 5 = 2 tokens of the next prompt
 
 
 def test_a_prompt_over_the_whole_budget_still_runs():
     # a 12-token prompt can never fit a 10-token budget: alone in its iteration it runs whole, never starves
     s = _state([12, 3])
-    plan = Scheduler(whole_prompts=True, token_budget=10).plan(s)
+    plan = get("whole-prompts")(token_budget=10).plan(s)
     assert plan.chunks == ((0, 12),)  # the 3-token prompt would make 15 > 10: it waits for the next iteration
     assert list(s.waiting) == [1]
 
 
 def test_whole_prompts_describe_themselves():
-    assert "inflight batching of whole prompts, 4096 tokens" in Scheduler(whole_prompts=True,
-                                                                          token_budget=4096).describe()
+    assert "inflight batching of whole prompts, 4096 tokens" in get("whole-prompts")(token_budget=4096).describe()
 
 
 def test_kv_of_free_memory_by_hand():
@@ -72,20 +74,24 @@ def test_kv_of_free_memory_by_hand():
 
 
 def test_engine_profile_runs_and_limits_the_batch():
-    kw = engine_settings("trtllm-mlperf-v4")
-    r = roofline.serve("llama-2-7b", H100, isl=200, osl=20, requests=64, concurrency=64, max_batch=24, **kw)
-    assert r.figures["max_running"] == 24  # gpu_batch_size caps the running batch
+    cfg = engine_config("trtllm-mlperf-v4")
+    cfg = replace(cfg, batching=replace(cfg.batching, max_batch=24))
+    r = roofline.serve("llama-2-7b", H100, traffic=Traffic(isl=200, osl=20, requests=64, concurrency=64), config=cfg)
+    assert r.figures.max_running == 24  # gpu_batch_size caps the running batch
     assert "inflight batching of whole prompts, 4096 tokens" in r.scheduler
     # 64 requests x 20 tokens each, all completed
-    assert r.figures["requests"] == 64
+    assert r.figures.requests == 64
 
 
-def test_engine_settings_are_copies_and_unknown_names_are_one_line():
-    a = engine_settings("vllm-v0")
-    a["max_batch"] = 1
-    assert ENGINES["vllm-v0"]["max_batch"] == 256  # vLLM SchedulerConfig's max_num_seqs default
+def test_engine_configs_are_frozen_and_unknown_names_are_one_line():
+    a = engine_config("vllm-v0")
+    with pytest.raises(FrozenInstanceError):
+        a.batching.max_batch = 1  # type: ignore[misc]
+    assert replace(a.batching, max_batch=1).max_batch == 1
+    assert ENGINES["vllm-v0"].batching.max_batch == 256  # vLLM SchedulerConfig's max_num_seqs default
+    assert ENGINES["vllm-v0"].batching.scheduler == "prefill-first"
     with pytest.raises(RooflineError, match="unknown engine .sglang.; known: trtllm-mlperf-v4, trtllm-mlperf-v4.1, vllm-v0"):
-        engine_settings("sglang")
+        engine_config("sglang")
 
 
 def test_cli_engine_and_flags_that_win(tmp_path, capsys):
@@ -112,7 +118,7 @@ def test_cli_engine_and_flags_that_win(tmp_path, capsys):
 def test_hostile_engine_names_are_one_short_line():
     for name in ("x" * 100_000, "\x1b[31mred", 7, None):
         with pytest.raises(RooflineError) as e:
-            engine_settings(name)  # type: ignore[arg-type]
+            engine_config(name)  # type: ignore[arg-type]
         msg = str(e.value)
         assert "\n" not in msg and "\x1b" not in msg and len(msg) < 160
 
@@ -134,10 +140,9 @@ def test_cuda_graphs_trade_the_launch_floor_for_the_graph_floor():
     kernels = float(build_workload(make_spec("llama-2-7b", phase="prefill", prompt=n, flash=True)).columns["count"].sum())
     launch, graph = H100.overhead_floor("cuda-launch").seconds, H100.overhead_floor("cuda-graph").seconds
     assert (launch, graph) == (3e-06, 1.27e-06)
-    eager = roofline.serve("llama-2-7b", H100, isl=n, osl=1, requests=1, concurrency=1, exact=True)
-    graphs = roofline.serve("llama-2-7b", H100, isl=n, osl=1, requests=1, concurrency=1, exact=True,
-                            cuda_graphs=True)
-    drop = eager.figures["ttft_p50_s"] - graphs.figures["ttft_p50_s"]
+    eager = serve("llama-2-7b", H100, isl=n, osl=1, requests=1, concurrency=1, exact=True)
+    graphs = serve("llama-2-7b", H100, isl=n, osl=1, requests=1, concurrency=1, exact=True, cuda_graphs=True)
+    drop = eager.figures.ttft.p50 - graphs.figures.ttft.p50
     assert drop == pytest.approx((launch - graph) * kernels, rel=1e-9)
 
 

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from serving_calls import serve
 
-import roofline
 from roofline.core.errors import RooflineError
 from roofline.serving.requests import Lengths, parse_lengths
 from roofline.serving.run import iteration_time
@@ -36,20 +36,20 @@ def test_quantile_law_parsed_as_given() -> None:
 def test_constant_quantiles_serve_as_a_fixed_length() -> None:
     # two routes to the same requests: every draw of (64, 64) is 64; a closed loop draws no arrivals
     kw = dict(osl=8, requests=6, concurrency=3)
-    a = roofline.serve("llama-2-7b", "h100", isl=Lengths.from_quantiles((64, 64)), **kw)
-    b = roofline.serve("llama-2-7b", "h100", isl=64, **kw)
+    a = serve("llama-2-7b", "h100", isl=Lengths.from_quantiles((64, 64)), **kw)
+    b = serve("llama-2-7b", "h100", isl=64, **kw)
     for key in ("output_tokens_per_s", "ttft_p99_s", "tpot_p99_s", "iterations"):
-        assert a.figures[key] == b.figures[key]
+        assert a.figures.to_dict()[key] == b.figures.to_dict()[key]
 
 
 def test_iteration_time_is_the_simulated_step() -> None:
     # one request of 300 input and 2 output tokens, every iteration exact: its TTFT is the prefill of 300 fresh
     # tokens; its one TPOT interval is a decode of 1 sequence holding 300 + 1 keys (the prefill made token 1)
-    r = roofline.serve("llama-2-7b", "h100", isl=300, osl=2, requests=1, concurrency=1, exact=True)
+    r = serve("llama-2-7b", "h100", isl=300, osl=2, requests=1, concurrency=1, exact=True)
     prefill = iteration_time("llama-2-7b", "h100", chunks=((300, 0),))
     decode = iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=301)
-    assert r.figures["ttft_p50_s"] == pytest.approx(prefill, rel=1e-12)
-    assert r.figures["tpot_p50_s"] == pytest.approx(decode, rel=1e-12)
+    assert r.figures.ttft.p50 == pytest.approx(prefill, rel=1e-12)
+    assert r.figures.tpot.p50 == pytest.approx(decode, rel=1e-12)
     # more work costs more time: a prefill chunk joining the decode
     assert iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=301, chunks=((300, 0),)) > decode
 
@@ -136,9 +136,9 @@ def test_serve_result_records_its_model(tmp_path) -> None:
     assert "residual stream in fp16" in s["bytes_model"] and s["bytes_model"].endswith("reduce-norm; residual stream in fp16")
     assert not any("forecast" in k for k in s)
     # the API gives the same record; without rbits, the residual stream is the activations' precision
-    r = roofline.serve("llama-2-7b", "h100", isl=64, osl=4, requests=1, concurrency=1)
+    r = serve("llama-2-7b", "h100", isl=64, osl=4, requests=1, concurrency=1)
     assert r.setup["rbits"] == r.setup["abits"] == "bf16" and r.setup["fusions"] == [] and r.setup["isl"] == "64"
-    assert r.to_dict()["setup"] == r.setup
+    assert r.to_dict(headline="")["setup"] == r.setup
 
 
 def test_serve_report_shows_its_model(capsys) -> None:

@@ -68,6 +68,8 @@ _LAZY = {
     "summarize": "roofline.words.summary",
     "headline": "roofline.words.summary",
     "serve": "roofline.serving.run",
+    "ServeConfig": "roofline.serving.config",
+    "Traffic": "roofline.serving.requests",
 }
 
 __all__ = [

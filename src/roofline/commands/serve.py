@@ -20,9 +20,12 @@ EPILOG = """examples:
 Iteration times are the forecast of each iteration's op table (--bound: the roofline bound).  The scheduler is
 vLLM-style continuous batching: prefill-first, or --chunked-prefill (Sarathi-Serve) under --max-tokens (default
 2048); a paged KV cache of --block-size tokens (16) in --gpu-memory-utilization (0.9) of memory after weights and
-activations; preemption by recomputation.  --max-batch and --max-tokens are off unless given.  Not modelled:
-prefix caching, disaggregated prefill/decode, speculative decoding.  --requests at most ROOFLINE_MAX_REQUESTS
-(default 1,000,000).  'roofline plan --serve' ranks layouts by one decode step instead (no arrivals)."""
+activations; preemption by recomputation.  --scheduler names a policy of roofline.serving.schedulers
+(prefill-first, chunked, whole-prompts).  --max-batch and --max-tokens are off unless given.  A --rate run that
+serves under 90% of the rate its requests arrived at misses any --slo: it is saturated, or too short to reach
+steady state (give more --requests).  Not modelled: prefix caching, disaggregated prefill/decode, speculative
+decoding.  --requests at most ROOFLINE_MAX_REQUESTS (default 1,000,000).  'roofline plan --serve' ranks layouts
+by one decode step instead (no arrivals)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=int, metavar="C", help="closed loop of C clients")
     p.add_argument("--requests", type=int, default=1000, metavar="N", help="requests simulated (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="random seed of lengths and arrivals (default 0)")
-    p.add_argument("--chunked-prefill", action="store_true", help="mix prefill chunks with decodes (Sarathi-Serve)")
+    p.add_argument("--scheduler", metavar="NAME", help="the scheduler policy (roofline.serving.schedulers: "
+                   "prefill-first, the default; chunked; whole-prompts)")
+    p.add_argument("--chunked-prefill", action="store_true", help="mix prefill chunks with decodes (Sarathi-Serve): "
+                   "--scheduler chunked")
     p.add_argument("--max-batch", type=int, metavar="N", help="most running sequences (default: off)")
     p.add_argument("--max-tokens", type=int, metavar="N", help="token budget per iteration (default: off; 2048 "
                    "with --chunked-prefill)")
@@ -109,131 +115,79 @@ def _check(args: argparse.Namespace) -> None:
         check_chart_path(args.output)
 
 
-def _engine_kw(args: argparse.Namespace) -> dict[str, Any]:
-    """Batching and KV-cache keywords: the flags given, else ``--engine``'s settings, else vLLM's defaults."""
-    from roofline.serving.engines import engine_settings
+def _given(group: Any, **values: Any) -> Any:
+    """``group`` with the values the flags gave (None: not given, the group's kept)."""
+    from dataclasses import replace
 
-    eng = engine_settings(args.engine) if args.engine else {}
-    given = dict(max_batch=args.max_batch, max_tokens=args.max_tokens, block_size=args.block_size,
-                 gpu_memory_utilization=args.gpu_memory_utilization, fusions=args.fusions)
-    out = {**eng, **{k: v for k, v in given.items() if v is not None}}
-    out["chunked"] = args.chunked_prefill or bool(eng.get("chunked", False))
-    return out
+    return replace(group, **{k: v for k, v in values.items() if v is not None})
+
+
+def _config(args: argparse.Namespace) -> Any:
+    """The :class:`~roofline.serving.config.ServeConfig`: ``--engine``'s cited one (else vLLM's defaults), with
+    the flags given on top of it (the flags win)."""
+    from roofline.serving.config import Precision, ServeConfig, Timing
+    from roofline.serving.engines import engine_config
+
+    base = engine_config(args.engine) if args.engine else ServeConfig()
+    scheduler = "chunked" if args.chunked_prefill else args.scheduler
+    return ServeConfig(
+        precision=Precision(args.wbits, args.abits, args.kvbits, args.rbits),
+        kernels=_given(base.kernels, flash=not args.unfused, fusions=args.fusions,
+                       cuda_graphs=args.cuda_graphs or base.kernels.cuda_graphs),
+        batching=_given(base.batching, scheduler=scheduler, max_batch=args.max_batch, max_tokens=args.max_tokens),
+        memory=_given(base.memory, block_size=args.block_size, gpu_memory_utilization=args.gpu_memory_utilization),
+        timing=Timing(bound=args.bound, overhead=args.iteration_overhead))
 
 
 def run(args: argparse.Namespace) -> int:
+    from roofline.render.fit import wrap
+    from roofline.render.serve import headline, result_text
     from roofline.serving.figures import parse_slo
+    from roofline.serving.requests import Traffic
     from roofline.serving.run import serve
 
     _check(args)
     tps = _tps(args.tp)
     slo = parse_slo(args.slo) if args.slo else None
-    kw: dict[str, Any] = dict(device=args.device, system=args.system, isl=args.isl, osl=args.osl,
-                              requests=args.requests, seed=args.seed, wbits=args.wbits, abits=args.abits,
-                              kvbits=args.kvbits, rbits=args.rbits, bound=args.bound, flash=not args.unfused,
-                              overhead=args.iteration_overhead, cuda_graphs=args.cuda_graphs, **_engine_kw(args))
+    config = _config(args)
+    traffic = Traffic(isl=args.isl, osl=args.osl, rate=args.rate, concurrency=args.concurrency,
+                      requests=args.requests, seed=args.seed, trace=args.trace)
     if args.sweep_rate:
-        return _sweep(args, tps, slo, kw)
+        return _sweep(args, tps, slo, traffic, config)
     if len(tps) > 1:
         raise RooflineError("several --tp sizes are compared by --sweep-rate: add it, or give one")
-    r = serve(args.model, tp=tps[0], trace=args.trace, rate=args.rate, concurrency=args.concurrency, slo=slo, **kw)
-    doc = r.to_dict()
-    if args.price:
-        from roofline.serving.sweep import price_per_mtok
-
-        doc["usd_per_mtok"] = price_per_mtok(args.price, r.devices, r.figures["output_tokens_per_s"])
-    from roofline.render.fit import wrap
-
-    text = wrap(result_text(r, doc.get("usd_per_mtok")))
-    outputs = _outputs(args, doc, [r], None)
-    sys.stdout.write(text)
+    r = serve(args.model, args.device, system=args.system, tp=tps[0], traffic=traffic, config=config, slo=slo)
+    usd = r.usd_per_mtok(args.price) if args.price else None
+    doc = r.to_dict(headline=headline(r)) | ({"usd_per_mtok": usd} if usd is not None else {})
+    outputs = _outputs(args, doc, [r], None, slo)
+    sys.stdout.write(wrap(result_text(r, usd)))
     _write(outputs)
     return 0
 
 
-def result_text(r: Any, usd: float | None = None) -> str:
-    from roofline.core.units import format_bytes
+def _sweep(args: argparse.Namespace, tps: tuple[int, ...], slo: Any, traffic: Any, config: Any) -> int:
+    from dataclasses import replace
 
-    f, m = r.figures, r.memory
-    lines = [r.headline() + ".",
-             f"{r.model} on {r.devices}x {r.device}: {r.requests}; {r.scheduler}",
-             *([_setup_line(r.setup)] if r.setup else []),
-             f"memory per device: weights {format_bytes(m['weights'])}, activations {format_bytes(m['activations'])}, "
-             f"KV cache {format_bytes(m['kv_cache'])} ({f['kv_cache_blocks']:,} blocks) of {format_bytes(m['usable'])}"]
-    from roofline.render.fit import Column, table_lines
+    from roofline.render.fit import wrap
+    from roofline.render.serve import sweep_text
+    from roofline.serving.sweep import sweep_rate
 
-    rows = [{"": name, **{k: _sec(f[f"{name}_{k}_s"]) for k in ("p50", "p90", "p99", "mean")}}
-            for name in ("ttft", "tpot", "e2e")]
-    lines += table_lines([Column("", kind="label", keep=True), *(Column(k, keep=True) for k in ("p50", "p90", "p99")),
-                          Column("mean", priority=1)], rows)
-    lines.append(f"throughput {f['output_tokens_per_s']:,.0f} output tokens/s ({f['per_device']['output_tokens_per_s']:,.0f}"
-                 f" per device), {f['requests_per_s']:.3g} req/s over {f['makespan_s']:.3g} s; {f['iterations']:,} "
-                 f"iterations, at most {f['max_running']} running, {f['preemptions']} preemption(s)")
-    if "meets_slo" in f:
-        lines.append(f"SLO (p99 TTFT {_sec(f['slo']['ttft_p99_s'])}, TPOT {_sec(f['slo']['tpot_p99_s'])}): "
-                     f"{'met' if f['meets_slo'] else 'missed'}; goodput {f['goodput_tokens_per_s']:,.0f} tokens/s; "
-                     f"{f['slo_attainment']:.1%} of requests within both")
-    if usd is not None:
-        lines.append(f"cost ${usd:.3g} per million output tokens at this rate")
-    lines += [f"note: {n}" for n in r.notes]
-    return "\n".join(lines) + "\n"
-
-
-def _setup_line(s: dict[str, Any]) -> str:
-    """The run's model, read from :func:`roofline.serving.run.setup`: precisions, length laws, bytes model."""
-    from roofline.core.text import display
-
-    return (f"model: wbits {s['wbits']}, abits {s['abits']}, kvbits {s['kvbits']}, rbits {s['rbits']}; "
-            f"kv reads {s['kv_reads']}; isl {display(s['isl'], 80)}, osl {display(s['osl'], 80)}; "
-            f"bytes model: {s['bytes_model']}")
-
-
-def _sec(x: Any) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
-
-
-def _sweep(args: argparse.Namespace, tps: tuple[int, ...], slo: Any, kw: dict[str, Any]) -> int:
-    from roofline.serving.sweep import price_per_mtok, sweep_rate
-
-    if args.trace or args.concurrency:
-        raise RooflineError("--sweep-rate sweeps Poisson rates: drop --trace and --concurrency")
     if slo is None:
         raise RooflineError("--sweep-rate needs --slo (e.g. ttft=2s,tpot=200ms)")
-    curves = sweep_rate(args.model, tps=tps, slo=slo, start=args.rate or 1.0, **kw)
-    lines, doc = [], {"schema": "roofline.serve-sweep/1", "model": args.model, "slo": slo.describe(),
-                      "slo_limits": {"ttft_p99_s": slo.ttft, "tpot_p99_s": slo.tpot}, "curves": []}
-    for c in curves:
-        d = c.to_dict()
-        best = c.best
-        if best is not None and args.price:
-            d["usd_per_mtok"] = price_per_mtok(args.price, best.devices, best.figures["output_tokens_per_s"])
-        doc["curves"].append(d)
-        if best is None:
-            lines.append(f"tp{c.tp}: no rate swept meets {slo.describe()}")
-        else:
-            full = c.kv_full_from()
-            lines.append(f"tp{c.tp}: highest rate meeting {slo.describe()}: {c.best_rate:.3g} req/s offered; "
-                         f"{best.headline()}" + (f"; KV cache full from {full:.3g} req/s" if full else "")
-                         + (f"; ${d['usd_per_mtok']:.3g}/Mtok" if "usd_per_mtok" in d else ""))
-        from roofline.render.fit import Column, table_lines
-
-        rows = [{"rate/s": f"{p['rate_per_s']:.3g}", "tokens/s": f"{p['output_tokens_per_s']:,.0f}",
-                 "TTFT p99": _sec(p["ttft_p99_s"]), "TPOT p99": _sec(p["tpot_p99_s"]), "preempt": str(p["preemptions"]),
-                 "SLO": "met" if p["meets_slo"] else "missed"} for p in d["points"]]
-        lines += table_lines([Column("rate/s", keep=True), Column("tokens/s", keep=True), Column("TTFT p99", keep=True),
-                              Column("TPOT p99", keep=True), Column("preempt", priority=1),
-                              Column("SLO", kind="label", keep=True)], rows)
-    outputs = _outputs(args, doc, [b for b in (c.best for c in curves) if b is not None], curves)
-    from roofline.render.fit import wrap
-
-    sys.stdout.write(wrap("\n".join(lines) + "\n"))
+    curves = sweep_rate(args.model, args.device, system=args.system, tps=tps, traffic=replace(traffic, rate=None),
+                        config=config, slo=slo, start=args.rate or 1.0)
+    usd = {c.tp: c.best.usd_per_mtok(args.price) for c in curves if c.best is not None and args.price}
+    doc = {"schema": "roofline.serve-sweep/1", "model": args.model, "slo": slo.describe(),
+           "slo_limits": {"ttft_p99_s": slo.ttft, "tpot_p99_s": slo.tpot},
+           "curves": [c.to_dict() | ({"usd_per_mtok": usd[c.tp]} if c.tp in usd else {}) for c in curves]}
+    outputs = _outputs(args, doc, [b for b in (c.best for c in curves) if b is not None], curves, slo)
+    sys.stdout.write(wrap(sweep_text(curves, slo, usd)))
     _write(outputs)
     return 0
 
 
-def _outputs(args: argparse.Namespace, doc: dict[str, Any], results: list[Any], curves: Any) -> list[tuple[str, str, bytes]]:
+def _outputs(args: argparse.Namespace, doc: dict[str, Any], results: list[Any], curves: Any,
+             slo: Any) -> list[tuple[str, str, bytes]]:
     out: list[tuple[str, str, bytes]] = []
     if args.json:
         out.append(("json", args.json, (json.dumps(_finite(doc), indent=1, default=_jsonable) + "\n").encode()))
@@ -241,9 +195,9 @@ def _outputs(args: argparse.Namespace, doc: dict[str, Any], results: list[Any], 
         from roofline.render.serve import serve_chart_bytes, serve_html
 
         if args.html:
-            out.append(("html", args.html, serve_html(doc, results, curves).encode()))
+            out.append(("html", args.html, serve_html(results, curves).encode()))
         if args.output:
-            out.append(("chart", args.output, serve_chart_bytes(doc, args.output)))
+            out.append(("chart", args.output, serve_chart_bytes(args.model, curves, slo, args.output)))
     return out
 
 

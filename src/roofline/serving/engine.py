@@ -1,6 +1,6 @@
 """The simulation: one replica's iterations, from arrivals to the last token, on a step model.
 
-Each loop turn the scheduler forms one iteration (:class:`~roofline.serving.scheduler.Plan`), the step model
+Each loop turn the scheduler forms one iteration (:class:`~roofline.serving.schedulers.base.Plan`), the step model
 times it (:class:`~roofline.serving.steps.StepModel`), and the clock moves by that time (plus a per-iteration
 CPU overhead, 0 unless given).  Tokens appear at the end of the iteration that makes them: the first from the
 iteration that completes a prompt's prefill, one more from each decode.  A closed loop of C clients issues
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.serving.scheduler import Scheduler, State
+from roofline.serving.schedulers.base import Scheduler, State
 from roofline.serving.steps import StepModel
 
 #: KV-use samples kept (the record halves its resolution when full).

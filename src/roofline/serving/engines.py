@@ -1,7 +1,9 @@
-"""Settings of the serving engines people run, each value cited: keyword arguments of :func:`roofline.serve`.
+"""Settings of the serving engines people run, each value cited: a :class:`~roofline.serving.config.ServeConfig`
+per engine.
 
 A profile states how an engine forms its batches and sizes its KV cache; it is not fitted to any throughput or
-latency figure.  ``roofline.serve(model, device, **engine_settings("trtllm-mlperf-v4"), max_batch=806, ...)``.
+latency figure.  ``cfg = engine_config("trtllm-mlperf-v4")``, then ``roofline.serve(model, device, traffic=...,
+config=replace(cfg, batching=replace(cfg.batching, max_batch=806)))`` (``dataclasses.replace``).
 
 ``trtllm-mlperf-v4``: NVIDIA's MLPerf Inference v4.0/v4.1 Llama-2-70B harness (TensorRT-LLM):
 
@@ -19,11 +21,11 @@ latency figure.  ``roofline.serve(model, device, **engine_settings("trtllm-mlper
   0.10'; read as the same policy, not verified for 0.10): the active requests in order, each generation
   request counting its beam width (1) against ``max_num_tokens``, each unchunked context its whole prompt;
   the first that does not fit ends the iteration's list (``break``), and the running-batch limit counts
-  contexts and generations alike: the ``whole_prompts`` scheduler (decodes first, then prompts FIFO);
+  contexts and generations alike: the ``whole-prompts`` scheduler (decodes first, then prompts FIFO);
 * ``use_graphs = False`` (GPUBaseConfig): every kernel is launched, the device's ``cuda-launch`` floor, which
   the forecast applies by default;
 * the running-batch limit ``gpu_batch_size`` is per system (806 / 896 on H200, 896 / 1024 on H100 TP2,
-  Offline / Server): give it as ``max_batch``;
+  Offline / Server): give it as ``Batching.max_batch``;
 * the kernels the engine runs fused (``fusions``, :data:`roofline.llm.table.FUSIONS`): the QKV projection as
   one GEMM (TensorRT-LLM's ``Attention.qkv``, in every version), and no other: the v4.0 build
   (closed/NVIDIA/code/llama2-70b/tensorrt/builder.py in mlcommons/inference_results_v4.0 at 92014844) passes
@@ -61,23 +63,26 @@ block reuse and vLLM's prefix caching are not enabled in these configurations).
 
 from __future__ import annotations
 
-from typing import Any
-
 from roofline.core.errors import RooflineError
 from roofline.core.fileio import shown
+from roofline.serving.config import Batching, Kernels, Memory, ServeConfig
 
-#: Cited settings per engine (module docs): keyword arguments of :func:`roofline.serve`.
-ENGINES: dict[str, dict[str, Any]] = {
-    "trtllm-mlperf-v4": {"whole_prompts": True, "max_tokens": 4096, "gpu_memory_utilization": 0.90,
-                         "kv_of_free": True, "fusions": ("qkv",)},
-    "trtllm-mlperf-v4.1": {"whole_prompts": True, "max_tokens": 4096, "gpu_memory_utilization": 0.90,
-                           "kv_of_free": True, "fusions": ("qkv", "gate-up", "reduce-norm")},
-    "vllm-v0": {"chunked": False, "max_batch": 256, "block_size": 16, "gpu_memory_utilization": 0.9},
+#: Cited settings per engine (module docs).
+ENGINES: dict[str, ServeConfig] = {
+    "trtllm-mlperf-v4": ServeConfig(batching=Batching("whole-prompts", max_tokens=4096),
+                                    memory=Memory(gpu_memory_utilization=0.90, kv_of_free=True),
+                                    kernels=Kernels(fusions=("qkv",))),
+    "trtllm-mlperf-v4.1": ServeConfig(batching=Batching("whole-prompts", max_tokens=4096),
+                                      memory=Memory(gpu_memory_utilization=0.90, kv_of_free=True),
+                                      kernels=Kernels(fusions=("qkv", "gate-up", "reduce-norm"))),
+    "vllm-v0": ServeConfig(batching=Batching("prefill-first", max_batch=256),
+                           memory=Memory(block_size=16, gpu_memory_utilization=0.9)),
 }
 
 
-def engine_settings(name: str) -> dict[str, Any]:
-    """The keyword arguments of engine ``name`` (a copy); an unknown name is one line naming the known ones."""
+def engine_config(name: str) -> ServeConfig:
+    """The configuration of engine ``name`` (frozen: ``dataclasses.replace`` derives another); an unknown name
+    is one line naming the known ones."""
     if not isinstance(name, str) or name not in ENGINES:
         raise RooflineError(f"unknown engine {shown(name)}; known: {', '.join(sorted(ENGINES))}")
-    return dict(ENGINES[name])
+    return ENGINES[name]

@@ -8,15 +8,26 @@
   replicas); ``per_device`` divides by the devices;
 * goodput: under an SLO (``ttft``, ``tpot`` limits applied to the p99s, as MLPerf Inference's Server
   scenario does), the throughput when both p99s meet it, else 0; ``meets_slo`` says which;
-  ``slo_attainment`` is the share of requests meeting both limits on their own.
+  ``slo_attainment`` is the share of requests meeting both limits on their own;
+* load (Poisson runs): the rate the requests arrived at (requests over their arrivals' span; the rate offered,
+  as drawn) against the rate served (``requests_per_s``, requests over the makespan).  A run serving less than
+  ``1 - SATURATION_TOLERANCE`` of the rate that arrived does not keep up, and
+  never meets an SLO: either it is **saturated** (its queue grows), or it is **too short to reach steady
+  state**: the requests still in flight when the last one arrives take about a request's lifetime to drain,
+  and a drain of one lifetime costs more than the tolerance unless the arrivals span at least
+  ``(1 - tol) / tol`` lifetimes (9 at 10 %).  A request's lifetime here is the p99 of its generation time
+  (first token to last: no queueing in it), so a long enough run that still falls short is saturated.
+
+Each figure is typed (:class:`ServingFigures`, :class:`Percentiles`); ``to_dict`` writes the JSON keys
+(``ttft_p99_s``, ``per_device``, ...) where JSON is written, and ``from_dict`` reads them back.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 
@@ -63,13 +74,233 @@ def parse_slo(text: str) -> Slo:
     return Slo(values.get("ttft"), values.get("tpot"))
 
 
-def _pct(x: np.ndarray) -> dict[int, float]:
-    x = x[np.isfinite(x)]
-    return {p: (float(np.percentile(x, p)) if len(x) else math.nan) for p in PERCENTILES}
+SATURATION_TOLERANCE = 0.10  # the share of the offered rate a run may fall short by (module docs)
 
 
-def figures(results: Sequence[ReplicaResult], devices: int, slo: Slo | None = None) -> dict[str, Any]:
-    """The run's figures (JSON-ready keys; module docs define each)."""
+@dataclass(frozen=True)
+class Percentiles:
+    """p50, p90, p99 (``numpy.percentile``, linear) and the mean of one figure, in seconds (nan: no value)."""
+
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> Percentiles:
+        """The figure's percentiles over the finite values of ``x``."""
+        x = np.asarray(x, dtype=float)
+        x = x[np.isfinite(x)]
+        if not len(x):
+            return cls(math.nan, math.nan, math.nan, math.nan)
+        p50, p90, p99 = (float(np.percentile(x, p)) for p in PERCENTILES)
+        return cls(p50, p90, p99, float(np.mean(x)))
+
+    def to_dict(self, name: str) -> dict[str, float]:
+        """``{name}_p50_s``, ``_p90_s``, ``_p99_s``, ``_mean_s``: the published keys."""
+        return {f"{name}_p{p}_s": getattr(self, f"p{p}") for p in PERCENTILES} | {f"{name}_mean_s": self.mean}
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], name: str) -> Percentiles:
+        return cls(*(_num(doc.get(f"{name}_{k}_s")) for k in ("p50", "p90", "p99", "mean")))
+
+
+def _num(x: Any) -> float:
+    """A figure read back from JSON (null: nan, as written)."""
+    return math.nan if x is None else float(x)
+
+
+@dataclass(frozen=True)
+class KvUse:
+    """KV blocks in use over time: sample times (s) and the share of the blocks used then."""
+
+    time_s: tuple[float, ...] = field(repr=False)
+    used_share: tuple[float, ...] = field(repr=False)
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {"time_s": list(self.time_s), "used_share": list(self.used_share)}
+
+
+Verdict = Literal["keeps up", "saturated", "too short"]
+
+
+@dataclass(frozen=True)
+class Load:
+    """A Poisson run's rate served against the rate its requests arrived at, and what a shortfall means
+    (module docs).  ``offered_per_s`` is the rate asked for; the drawn arrivals' own rate (``requests`` over
+    their span) is what the run is judged by, so that the draw's chance does not count as a shortfall."""
+
+    offered_per_s: float
+    requests: int
+    arrival_span_s: float
+    makespan_s: float
+    generation_p99_s: float
+    tolerance: float = SATURATION_TOLERANCE
+
+    @property
+    def served_per_s(self) -> float:
+        return self.requests / self.makespan_s if self.makespan_s > 0 else math.nan
+
+    @property
+    def arrived_per_s(self) -> float:
+        return self.requests / self.arrival_span_s if self.arrival_span_s > 0 else math.inf
+
+    @property
+    def served_share(self) -> float:
+        """Rate served over rate arrived: the arrival span over the makespan (both from the first arrival)."""
+        return self.arrival_span_s / self.makespan_s if self.makespan_s > 0 else 0.0
+
+    @property
+    def keeps_up(self) -> bool:
+        """Served at least ``1 - tolerance`` of the rate the requests arrived at."""
+        return self.served_share >= 1 - self.tolerance
+
+    @property
+    def steady_lifetimes(self) -> float:
+        """Lifetimes the arrivals must span for a drain of one to stay within the tolerance: (1 - tol) / tol."""
+        return (1 - self.tolerance) / self.tolerance
+
+    @property
+    def steady_state(self) -> bool:
+        """The arrivals span enough lifetimes that a shortfall is not the drain alone."""
+        return self.arrival_span_s >= self.steady_lifetimes * self.generation_p99_s
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.keeps_up:
+            return "keeps up"
+        return "saturated" if self.steady_state else "too short"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"offered_requests_per_s": self.offered_per_s, "arrived_requests_per_s": self.arrived_per_s,
+                "served_share": self.served_share, "tolerance": self.tolerance,
+                "arrival_span_s": self.arrival_span_s, "generation_p99_s": self.generation_p99_s,
+                "keeps_up": self.keeps_up, "steady_state": self.steady_state, "verdict": self.verdict}
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], requests: int, makespan_s: float) -> Load:
+        return cls(_num(doc["offered_requests_per_s"]), requests, _num(doc["arrival_span_s"]), makespan_s,
+                   _num(doc["generation_p99_s"]), _num(doc["tolerance"]))
+
+
+@dataclass(frozen=True)
+class SloOutcome:
+    """The run judged against an SLO: ``within`` (both p99s meet it), ``meets_slo`` (within, and the run keeps
+    up with its offered rate), goodput and the share of requests within both limits on their own."""
+
+    slo: Slo
+    within: bool
+    meets_slo: bool
+    goodput_tokens_per_s: float
+    slo_attainment: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"meets_slo": self.meets_slo, "goodput_tokens_per_s": self.goodput_tokens_per_s,
+                "slo_attainment": self.slo_attainment,
+                "slo": {"ttft_p99_s": self.slo.ttft, "tpot_p99_s": self.slo.tpot}}
+
+
+@dataclass(frozen=True)
+class ServingFigures:
+    """The figures of a serving run (module docs define each); ``devices`` divides the per-device figures."""
+
+    requests: int
+    makespan_s: float
+    output_tokens_per_s: float
+    input_tokens_per_s: float
+    requests_per_s: float
+    ttft: Percentiles
+    tpot: Percentiles
+    e2e: Percentiles
+    devices: int
+    iterations: int
+    preemptions: int
+    max_running: int
+    kv_cache_full_at_s: float | None
+    kv_cache_blocks: int
+    kv_cache_use: KvUse
+    slo: SloOutcome | None = None
+    load: Load | None = None
+
+    @property
+    def per_device_output_tokens_per_s(self) -> float:
+        return self.output_tokens_per_s / self.devices
+
+    @property
+    def per_device_requests_per_s(self) -> float:
+        return self.requests_per_s / self.devices
+
+    @property
+    def meets_slo(self) -> bool | None:
+        """None when no SLO was given."""
+        return None if self.slo is None else self.slo.meets_slo
+
+    def to_dict(self) -> dict[str, Any]:
+        """The published JSON keys, in their order (``load`` only for a Poisson run)."""
+        out: dict[str, Any] = {"requests": self.requests, "makespan_s": self.makespan_s,
+                               "output_tokens_per_s": self.output_tokens_per_s,
+                               "input_tokens_per_s": self.input_tokens_per_s, "requests_per_s": self.requests_per_s}
+        for name in ("ttft", "tpot", "e2e"):
+            out |= getattr(self, name).to_dict(name)
+        out["per_device"] = {"output_tokens_per_s": self.per_device_output_tokens_per_s,
+                             "requests_per_s": self.per_device_requests_per_s}
+        out |= {"iterations": self.iterations, "preemptions": self.preemptions, "max_running": self.max_running,
+                "kv_cache_full_at_s": self.kv_cache_full_at_s, "kv_cache_blocks": self.kv_cache_blocks,
+                "kv_cache_use": self.kv_cache_use.to_dict()}
+        if self.slo is not None:
+            out |= self.slo.to_dict()
+        if self.load is not None:
+            out["load"] = self.load.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> ServingFigures:
+        """The figures of a JSON document :meth:`to_dict` wrote (nulls read as nan)."""
+        ttft, tpot, e2e = (Percentiles.from_dict(doc, n) for n in ("ttft", "tpot", "e2e"))
+        devices = int(doc["devices"]) if "devices" in doc else _devices_of(doc)
+        slo = None
+        if "meets_slo" in doc:
+            limits = Slo(doc["slo"]["ttft_p99_s"], doc["slo"]["tpot_p99_s"])
+            slo = SloOutcome(limits, _within(limits, ttft, tpot), bool(doc["meets_slo"]),
+                             _num(doc["goodput_tokens_per_s"]), _num(doc["slo_attainment"]))
+        use = doc["kv_cache_use"]
+        return cls(int(doc["requests"]), _num(doc["makespan_s"]), _num(doc["output_tokens_per_s"]),
+                   _num(doc["input_tokens_per_s"]), _num(doc["requests_per_s"]), ttft, tpot, e2e, devices,
+                   int(doc["iterations"]), int(doc["preemptions"]), int(doc["max_running"]),
+                   doc["kv_cache_full_at_s"], int(doc["kv_cache_blocks"]),
+                   KvUse(tuple(use["time_s"]), tuple(use["used_share"])), slo,
+                   Load.from_dict(doc["load"], int(doc["requests"]), _num(doc["makespan_s"])) if "load" in doc else None)
+
+
+def _devices_of(doc: dict[str, Any]) -> int:
+    """The devices a figures document divided by (a sweep point's has no ``devices`` beside it)."""
+    whole, per = doc.get("requests_per_s"), doc["per_device"].get("requests_per_s")
+    return round(whole / per) if whole and per and math.isfinite(whole / per) else 1
+
+
+def _within(slo: Slo, ttft: Percentiles, tpot: Percentiles) -> bool:
+    """Both p99s within the limits (a run with no TPOT, single-token outputs, meets a TPOT limit)."""
+    ok_ttft = slo.ttft is None or ttft.p99 <= slo.ttft
+    ok_tpot = slo.tpot is None or not math.isfinite(tpot.p99) or tpot.p99 <= slo.tpot
+    return bool(ok_ttft and ok_tpot)
+
+
+def price_per_mtok(price_per_device_hour: float, devices: int, output_tokens_per_s: float) -> float:
+    """US$ per million output tokens at ``output_tokens_per_s`` on ``devices`` devices at this hourly price.
+
+    >>> price_per_mtok(2.5, 8, 10_000.0)  # 8 x $2.5 an hour = $20 / 3600 s / 10,000 tokens/s x 1e6
+    0.5555555555555556
+    """
+    return price_per_device_hour * devices / 3600.0 / output_tokens_per_s * 1e6
+
+
+def _rate(n: float, seconds: float) -> float:
+    return n / seconds if seconds > 0 else math.nan
+
+
+def figures(results: Sequence[ReplicaResult], devices: int, slo: Slo | None = None,
+            offered_rate: float | None = None) -> ServingFigures:
+    """The run's figures (module docs define each); ``offered_rate``: the Poisson rate, for the load."""
     arrival = np.concatenate([r.arrival for r in results])
     first = np.concatenate([r.first for r in results])
     last = np.concatenate([r.last for r in results])
@@ -78,38 +309,29 @@ def figures(results: Sequence[ReplicaResult], devices: int, slo: Slo | None = No
     ttft = first - arrival
     with np.errstate(divide="ignore", invalid="ignore"):
         tpot = np.where(osl > 1, (last - first) / (osl - 1), np.nan)
-    e2e = last - arrival
     makespan = float(np.nanmax(last) - np.min(arrival))
-    tokens = float(osl.sum())
-    out: dict[str, Any] = {"requests": len(osl), "makespan_s": makespan,
-                           "output_tokens_per_s": tokens / makespan if makespan > 0 else math.nan,
-                           "input_tokens_per_s": float(isl.sum()) / makespan if makespan > 0 else math.nan,
-                           "requests_per_s": len(osl) / makespan if makespan > 0 else math.nan}
-    for name, x in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
-        for p, v in _pct(x).items():
-            out[f"{name}_p{p}_s"] = v
-        out[f"{name}_mean_s"] = float(np.nanmean(x)) if np.isfinite(x).any() else math.nan
-    out["per_device"] = {"output_tokens_per_s": out["output_tokens_per_s"] / devices,
-                         "requests_per_s": out["requests_per_s"] / devices}
-    out["iterations"] = sum(r.iterations for r in results)
-    out["preemptions"] = sum(r.preemptions for r in results)
-    out["max_running"] = max(r.max_running for r in results)
+    tokens_per_s = _rate(float(osl.sum()), makespan)
     full = [r.first_full for r in results if not math.isnan(r.first_full)]
-    out["kv_cache_full_at_s"] = min(full) if full else None
-    out["kv_cache_blocks"] = results[0].blocks
     u = results[0].usage
-    out["kv_cache_use"] = {"time_s": u.time[: u.n].tolist(),
-                           "used_share": (u.used[: u.n] / max(results[0].blocks, 1)).tolist()}
+    load = None
+    if offered_rate is not None:
+        gen = Percentiles.of(last - first).p99
+        load = Load(float(offered_rate), len(osl), float(np.max(arrival) - np.min(arrival)), makespan,
+                    gen if math.isfinite(gen) else 0.0)
+    ttft_p, tpot_p = Percentiles.of(ttft), Percentiles.of(tpot)
+    outcome = None
     if slo is not None:
-        ok_ttft = slo.ttft is None or out["ttft_p99_s"] <= slo.ttft
-        ok_tpot = slo.tpot is None or not math.isfinite(out["tpot_p99_s"]) or out["tpot_p99_s"] <= slo.tpot
         each = np.ones(len(osl), dtype=bool)
         if slo.ttft is not None:
             each &= ttft <= slo.ttft
         if slo.tpot is not None:
             each &= ~(tpot > slo.tpot)
-        out["meets_slo"] = bool(ok_ttft and ok_tpot)
-        out["goodput_tokens_per_s"] = out["output_tokens_per_s"] if out["meets_slo"] else 0.0
-        out["slo_attainment"] = float(each.mean())
-        out["slo"] = {"ttft_p99_s": slo.ttft, "tpot_p99_s": slo.tpot}
-    return out
+        within = _within(slo, ttft_p, tpot_p)
+        meets = within and (load is None or load.keeps_up)
+        outcome = SloOutcome(slo, within, meets, tokens_per_s if meets else 0.0, float(each.mean()))
+    return ServingFigures(
+        len(osl), makespan, tokens_per_s, _rate(float(isl.sum()), makespan), _rate(len(osl), makespan), ttft_p,
+        tpot_p, Percentiles.of(last - arrival), devices, sum(r.iterations for r in results),
+        sum(r.preemptions for r in results), max(r.max_running for r in results), min(full) if full else None,
+        results[0].blocks, KvUse(tuple(u.time[: u.n].tolist()),
+                                 tuple((u.used[: u.n] / max(results[0].blocks, 1)).tolist())), outcome, load)

@@ -220,3 +220,73 @@ def _field(rec: dict[str, object], name: str, path: str, line: int) -> float:
     if not (math.isfinite(v) and v.is_integer() and v >= 1 and v <= 2**31 - 1):
         raise RooflineError(f"trace {path!r} line {line}: {name} {raw!r} is not an integer token count >= 1")
     return v
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The requests a run serves, as ``roofline serve`` takes them: ``requests`` of lengths ``isl`` / ``osl``
+    (:func:`parse_lengths` forms, or a :class:`Lengths`) arriving as a Poisson process of ``rate`` requests/s or
+    from a closed loop of ``concurrency`` clients, drawn with ``seed``; or a ``trace`` file holding them all.
+
+    >>> Traffic(rate=0)
+    Traceback (most recent call last):
+    ...
+    roofline.core.errors.RooflineError: Traffic: rate must be a finite number of requests per second > 0, got int 0
+    """
+
+    isl: str | int | Lengths = 1024
+    osl: str | int | Lengths = 256
+    rate: float | None = None
+    concurrency: int | None = None
+    requests: int = 1000
+    seed: int = 0
+    trace: str | None = None
+
+    def __post_init__(self) -> None:
+        from roofline.core import arguments as arg
+
+        if self.rate is not None and not arg.number(self.rate, "Traffic", "rate", minimum=None) > 0:
+            raise arg.value_error("Traffic", "rate", "a finite number of requests per second > 0", self.rate)
+        arg.optional_int(self.concurrency, "Traffic", "concurrency")
+        arg.positive_int(self.requests, "Traffic", "requests")
+        arg.positive_int(self.seed, "Traffic", "seed", minimum=0)
+        if self.trace is not None:
+            arg.path(self.trace, "Traffic", "trace")
+
+
+@dataclass(frozen=True)
+class Requests:
+    """The requests drawn (or read): arrival times (s) and lengths per request, in arrival order."""
+
+    arrival: np.ndarray
+    isl: np.ndarray
+    osl: np.ndarray
+    concurrency: int | None
+    text: str
+    #: the length laws drawn from, as --isl / --osl take them; a trace: its file
+    isl_law: str = ""
+    osl_law: str = ""
+    #: the Poisson rate offered (requests/s; None: a closed loop or a trace)
+    rate: float | None = None
+
+
+def make_requests(t: Traffic) -> Requests:
+    """The requests of ``t``: a trace, or ``t.requests`` drawn lengths with Poisson ``rate`` or a closed loop."""
+    if t.trace is not None:
+        if t.rate is not None or t.concurrency is not None:
+            raise RooflineError("--trace holds the arrivals: drop --rate and --concurrency")
+        a, i, o = read_trace(t.trace)
+        return Requests(a, i, o, None, f"trace {t.trace} ({len(i)} requests)", f"trace {t.trace}", f"trace {t.trace}")
+    n = check_count(t.requests)
+    if (t.rate is None) == (t.concurrency is None):
+        raise RooflineError("give --rate R (Poisson arrivals) or --concurrency C (closed loop), or --trace FILE")
+    li, lo = (x.check(opt) if isinstance(x, Lengths) else parse_lengths(x, opt)
+              for x, opt in ((t.isl, "--isl"), (t.osl, "--osl")))
+    rng = np.random.default_rng(t.seed)
+    i, o = li.draw(rng, n), lo.draw(rng, n)
+    if t.concurrency is not None:
+        return Requests(np.zeros(n), i, o, int(t.concurrency), f"{n} requests, closed loop of {t.concurrency}",
+                        li.describe(), lo.describe())
+    rate = float(t.rate)  # type: ignore[arg-type]
+    return Requests(poisson_arrivals(rng, rate, n), i, o, None, f"{n} requests, Poisson {rate:g} req/s (seed "
+                    f"{t.seed})", li.describe(), lo.describe(), rate)

@@ -9,14 +9,20 @@ The KV cache of each device holds what ``gpu_memory_utilization`` of its memory 
 weights and the activations of the largest prefill step (one sequence of the token budget, or of the longest
 prompt, at least 2048 tokens as vLLM profiles), in blocks of ``block_size`` tokens (vLLM's defaults: 0.9, 16).
 
->>> r = serve("llama-2-7b", "h100", isl=128, osl=16, requests=4, concurrency=2)
->>> r.figures["requests"], r.figures["preemptions"]
+>>> r = serve("llama-2-7b", "h100", traffic=Traffic(isl=128, osl=16, requests=4, concurrency=2))
+>>> r.figures.requests, r.figures.preemptions
 (4, 0)
+
+How the engine runs (scheduler, precisions, kernels, KV cache, timing) is a :class:`ServeConfig`:
+
+>>> cfg = ServeConfig(batching=Batching("chunked", max_batch=64), timing=Timing(bound=True))
+>>> serve("llama-2-7b", "h100", traffic=Traffic(isl=128, osl=16, requests=4, rate=2.0), config=cfg).scheduler
+'continuous batching (chunked prefill, 2048 tokens per iteration), max batch 64'
+
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,11 +33,14 @@ from roofline.core.units import format_bytes
 from roofline.hardware.device import Device
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, make_spec
+from roofline.serving.config import Batching, ServeConfig, Timing, check_config
 from roofline.serving.engine import ReplicaResult, simulate
-from roofline.serving.figures import Slo, figures, parse_slo
-from roofline.serving.requests import Lengths, check_count, parse_lengths, poisson_arrivals, read_trace
-from roofline.serving.scheduler import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, Scheduler
+from roofline.serving.figures import ServingFigures, Slo, figures, parse_slo, price_per_mtok
+from roofline.serving.requests import Requests, Traffic, make_requests
+from roofline.serving.schedulers import Scheduler
 from roofline.serving.steps import StepModel
+
+__all__ = ["Batching", "ServeConfig", "ServeResult", "Timing", "Traffic", "iteration_time", "kv_blocks", "serve"]
 
 #: Activations are sized for at least this many tokens (vLLM profiles a step of max_num_batched_tokens,
 #: at least 2048 by default).
@@ -40,7 +49,8 @@ PROFILE_TOKENS = 2048
 
 @dataclass(frozen=True)
 class ServeResult:
-    """A serving run: its setup in words and numbers, and its :mod:`figures <roofline.serving.figures>`."""
+    """A serving run: its setup in words and numbers, and its :class:`figures
+    <roofline.serving.figures.ServingFigures>`.  ``render.serve`` draws it; :meth:`to_dict` is its JSON."""
 
     model: str
     device: str
@@ -48,7 +58,7 @@ class ServeResult:
     replicas: int
     scheduler: str
     ranked_by: str  # 'forecast' or 'bound'
-    figures: dict[str, Any]
+    figures: ServingFigures
     memory: dict[str, float]
     requests: str
     notes: tuple[str, ...] = field(default=())
@@ -60,66 +70,16 @@ class ServeResult:
     def devices(self) -> int:
         return self.tp * self.replicas
 
-    def headline(self) -> str:
-        f = self.figures
-        where = f"{self.devices}x {self.device} tp{self.tp}" + (f" ({self.replicas} replicas)" if self.replicas > 1 else "")
-        text = (f"serves {f['requests_per_s']:.3g} req/s ({f['output_tokens_per_s']:,.0f} output tokens/s) at p99 "
-                f"TTFT {_s(f['ttft_p99_s'])} and TPOT {_s(f['tpot_p99_s'])} on {where} ({self.ranked_by})")
-        if f.get("kv_cache_full_at_s") is not None:
-            text += f"; KV cache full at {f['kv_cache_full_at_s']:.3g} s, {f['preemptions']} preemption(s)"
-        if "meets_slo" in f:
-            text += "; meets the SLO" if f["meets_slo"] else "; misses the SLO"
-        return text
+    def usd_per_mtok(self, price_per_device_hour: float) -> float:
+        """US$ per million output tokens at this run's throughput (:func:`~roofline.serving.figures.price_per_mtok`)."""
+        return price_per_mtok(price_per_device_hour, self.devices, self.figures.output_tokens_per_s)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, headline: str) -> dict[str, Any]:
+        """The ``roofline.serve/1`` document, with the ``headline`` the report printed."""
         return {"schema": "roofline.serve/1", "model": self.model, "device": self.device, "tp": self.tp,
                 "replicas": self.replicas, "devices": self.devices, "scheduler": self.scheduler,
                 "ranked_by": self.ranked_by, "requests_model": self.requests, "memory_per_device": self.memory,
-                "headline": self.headline(), **self.figures, "notes": list(self.notes), "setup": self.setup}
-
-
-def _s(x: float) -> str:
-    if not math.isfinite(x):
-        return "n/a"
-    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
-
-
-@dataclass(frozen=True)
-class Requests:
-    arrival: np.ndarray
-    isl: np.ndarray
-    osl: np.ndarray
-    concurrency: int | None
-    text: str
-    #: the length laws drawn from, as --isl / --osl take them; a trace: its file
-    isl_law: str = ""
-    osl_law: str = ""
-
-
-def make_requests(*, isl: str | int | Lengths = 1024, osl: str | int | Lengths = 256,
-                  trace: str | None = None, rate: float | None = None, concurrency: int | None = None, requests: int = 1000,
-                  seed: int = 0) -> Requests:
-    """The requests: a trace, or ``requests`` drawn lengths with Poisson ``rate`` or a closed loop."""
-    if trace is not None:
-        if rate is not None or concurrency is not None:
-            raise RooflineError("--trace holds the arrivals: drop --rate and --concurrency")
-        a, i, o = read_trace(trace)
-        return Requests(a, i, o, None, f"trace {trace} ({len(i)} requests)", f"trace {trace}", f"trace {trace}")
-    n = check_count(requests)
-    if (rate is None) == (concurrency is None):
-        raise RooflineError("give --rate R (Poisson arrivals) or --concurrency C (closed loop), or --trace FILE")
-    li, lo = (x.check(opt) if isinstance(x, Lengths) else parse_lengths(x, opt)
-              for x, opt in ((isl, "--isl"), (osl, "--osl")))
-    rng = np.random.default_rng(seed)
-    i, o = li.draw(rng, n), lo.draw(rng, n)
-    if concurrency is not None:
-        if isinstance(concurrency, bool) or not isinstance(concurrency, (int, np.integer)) or concurrency < 1:
-            raise RooflineError(f"--concurrency must be an integer >= 1, got {concurrency!r}")
-        return Requests(np.zeros(n), i, o, int(concurrency), f"{n} requests, closed loop of {concurrency}",
-                        li.describe(), lo.describe())
-    arrival = poisson_arrivals(rng, rate, n)  # type: ignore[arg-type]
-    return Requests(arrival, i, o, None, f"{n} requests, Poisson {rate:g} req/s (seed {seed})", li.describe(),
-                    lo.describe())
+                "headline": headline, **self.figures.to_dict(), "notes": list(self.notes), "setup": self.setup}
 
 
 def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: float, act_tokens: int,
@@ -154,88 +114,70 @@ def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: fl
                     "kv_cache": blocks * block_size * per_token, "kv_bytes_per_token": per_token}
 
 
-def _arguments(model: Any, device: Any, system: Any, tp: Any, rate: Any, concurrency: Any, requests: Any,
-               seed: Any, overhead: Any, flags: dict[str, Any]) -> None:
+def _arguments(model: Any, device: Any, system: Any, tp: Any, func: str = "serve") -> None:
     """The API boundary (:mod:`roofline.core.arguments`) of :func:`serve`: types and ranges before any work."""
     from collections.abc import Mapping
 
     from roofline.core import arguments as arg
-    from roofline.hardware.device import Device
     from roofline.llm.config import Arch
 
-    arg.need(model, (str, Mapping, Arch), "serve", "model", "a model name or config path (str), a config (dict) or an Arch")
+    arg.need(model, (str, Mapping, Arch), func, "model", "a model name or config path (str), a config (dict) or an Arch")
     if device is not None:
-        arg.need(device, (str, Device), "serve", "device", "a Device or a device name (str)")
+        arg.need(device, (str, Device), func, "device", "a Device or a device name (str)")
     if system is not None:
-        arg.text(system, "serve", "system")
-    arg.positive_int(tp, "serve", "tp")
-    if rate is not None and not arg.number(rate, "serve", "rate") > 0:
-        raise arg.value_error("serve", "rate", "a finite number of requests per second > 0", rate)
-    arg.optional_int(concurrency, "serve", "concurrency")
-    arg.positive_int(requests, "serve", "requests")
-    arg.positive_int(seed, "serve", "seed", minimum=0)
-    arg.number(overhead, "serve", "overhead")
-    for k, v in flags.items():
-        arg.boolean(v, "serve", k)
+        arg.text(system, func, "system")
+    arg.positive_int(tp, func, "tp")
+
+
+def _traffic(traffic: Any) -> Traffic:
+    from roofline.core import arguments as arg
+
+    return Traffic() if traffic is None else arg.need(traffic, Traffic, "serve", "traffic",
+                                                      "a roofline.serving.requests.Traffic")
+
+
+def _slo(slo: Any) -> Slo | None:
+    from roofline.core import arguments as arg
+
+    if slo is None or isinstance(slo, Slo):
+        return slo
+    return parse_slo(arg.need(slo, str, "serve", "slo", "a Slo or a text such as 'ttft=2s,tpot=200ms'"))
 
 
 def serve(model: Any, device: str | Device | None = None, *, system: str | None = None, tp: int = 1,
-          isl: str | int | Lengths = 1024, osl: str | int | Lengths = 256, trace: str | None = None,
-          rate: float | None = None, concurrency: int | None = None, requests: int = 1000, seed: int = 0, wbits: int | str = 16,
-          abits: int | str = 16, kvbits: int | str = 16, scheduler: Scheduler | None = None,
-          chunked: bool = False, max_batch: int | None = None, max_tokens: int | None = None,
-          block_size: int = BLOCK_SIZE, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
-          slo: str | Slo | None = None, bound: bool = False, exact: bool = False, flash: bool = True,
-          overhead: float = 0.0, whole_prompts: bool = False, kv_of_free: bool = False,
-          cuda_graphs: bool = False, kv_reads: str = "shared", rbits: int | str | None = None,
-          fusions: str | tuple[str, ...] = ()) -> ServeResult:
-    """Simulate serving ``model`` on ``device`` (``tp`` devices per replica) or ``system`` (module docs).
-
-    ``bound``: iteration times from the roofline bound instead of the forecast; ``exact``: every iteration's
-    whole table evaluated (slow); ``overhead``: CPU seconds added to each iteration (0: none counted);
-    ``whole_prompts``: inflight batching of whole prompts under the token budget (TensorRT-LLM's IFB,
-    :mod:`~roofline.serving.scheduler`); ``kv_of_free``: ``gpu_memory_utilization`` is a fraction of the
-    memory left after weights and activations (TensorRT-LLM) rather than of the total (vLLM);
-    ``cuda_graphs``: every iteration replays a CUDA graph (the ``cuda-graph`` overhead floor per kernel);
-    ``kv_reads``: how attention reads a KV head shared by query heads (:data:`roofline.llm.table.KV_READS`);
-    ``rbits``: the residual stream's precision where it differs from ``abits`` (an FP8 checkpoint of a
-    float16 model: ``abits='fp8', rbits='fp16'``; :class:`roofline.llm.spec.Precisions`); ``fusions``: the
-    kernel fusions the engine runs (:data:`roofline.llm.table.FUSIONS`).
-    :mod:`roofline.serving.engines` holds cited settings of the engines people run.
+          traffic: Traffic | None = None, config: ServeConfig | None = None,
+          slo: str | Slo | None = None) -> ServeResult:
+    """Simulate serving ``model`` on ``device`` (``tp`` devices per replica) or ``system`` (module docs): the
+    requests of ``traffic`` (:class:`~roofline.serving.requests.Traffic`), the engine as ``config`` sets it up
+    (:class:`~roofline.serving.config.ServeConfig`: precisions, kernels, scheduler policy and limits, KV cache,
+    timing), judged against ``slo`` (``'ttft=2s,tpot=200ms'`` or a :class:`~roofline.serving.figures.Slo`).
+    :mod:`roofline.serving.engines` holds cited configurations of the engines people run.
     """
-    _arguments(model, device, system, tp, rate, concurrency, requests, seed, overhead,
-               dict(chunked=chunked, bound=bound, exact=exact, flash=flash, whole_prompts=whole_prompts,
-                    kv_of_free=kv_of_free, cuda_graphs=cuda_graphs))
+    cfg, traffic_, slo_ = check_config(config, "serve"), _traffic(traffic), _slo(slo)
+    _arguments(model, device, system, tp)
     dev, replicas, name = _devices(device, system, tp)
-    spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash,
-                     kv_reads=kv_reads, rbits=rbits, fusions=fusions)
-    reqs = make_requests(isl=isl, osl=osl, trace=trace, rate=rate, concurrency=concurrency, requests=requests,
-                         seed=seed)
-    sched = scheduler or Scheduler(chunked=chunked, token_budget=max_tokens, max_batch=max_batch,
-                                   whole_prompts=whole_prompts)
-    for v, opt in ((max_batch, "--max-batch"), (max_tokens, "--max-tokens"), (block_size, "--block-size")):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise RooflineError(f"{opt} must be an integer >= 1, got {v!r}")
+    spec = make_spec(model, phase="prefill", tp=tp, **cfg.spec_options())
+    reqs = make_requests(traffic_)
+    sched, mem, timing = cfg.batching.policy(), cfg.memory, cfg.timing
     act_tokens = max(int(reqs.isl.max() + reqs.osl.max()), sched.token_budget or 0, PROFILE_TOKENS)
-    blocks, memory = kv_blocks(spec, dev, block_size=block_size, utilization=gpu_memory_utilization,
-                               act_tokens=act_tokens, of_free=kv_of_free)
+    blocks, memory = kv_blocks(spec, dev, block_size=mem.block_size, utilization=mem.gpu_memory_utilization,
+                               act_tokens=act_tokens, of_free=mem.kv_of_free)
     longest = int((reqs.isl + reqs.osl).max())
-    if longest > blocks * block_size:
-        raise RooflineError(f"a request of {longest} tokens needs more KV cache than the {blocks * block_size:,} "
+    if longest > blocks * mem.block_size:
+        raise RooflineError(f"a request of {longest} tokens needs more KV cache than the {blocks * mem.block_size:,} "
                             f"tokens ({format_bytes(memory['kv_cache'])} per device) left on {dev.name} (tp {tp})")
-    steps = StepModel(spec, dev, bound=bound, exact=exact, cuda_graphs=cuda_graphs)
+    steps = StepModel(spec, dev, bound=timing.bound, exact=timing.exact, cuda_graphs=cfg.kernels.cuda_graphs)
     steps.prefetch_prompts(reqs.isl)
-    if not exact:
-        top_batch = min(max_batch or blocks, blocks, len(reqs.isl))
-        steps.build_attention_table((sched.token_budget or 0) if sched.chunked else 0, top_batch, longest)
-    results = _replicas(steps, sched, reqs, replicas, blocks, block_size, overhead)
-    slo_ = parse_slo(slo) if isinstance(slo, str) else slo
-    figs = figures(results, tp * replicas, slo_)
+    if not timing.exact:
+        top_batch = min(cfg.batching.max_batch or blocks, blocks, len(reqs.isl))
+        steps.build_attention_table(sched.mixed_prefill_tokens, top_batch, longest)
+    results = _replicas(steps, sched, reqs, replicas, blocks, mem.block_size, timing.overhead)
+    figs = figures(results, tp * replicas, slo_, reqs.rate)
     notes = ["prefix caching, disaggregated prefill/decode and speculative decoding are not modelled"]
-    if overhead == 0:
+    if timing.overhead == 0:
         notes.append("no per-iteration CPU overhead counted (scheduling, sampling, detokenization)")
-    return ServeResult(spec.arch.name, name, tp, replicas, sched.describe(), "bound" if bound else "forecast",
-                       figs, memory, reqs.text, tuple(notes), setup(spec, steps.table, reqs, cuda_graphs))
+    return ServeResult(spec.arch.name, name, tp, replicas, sched.describe(), "bound" if timing.bound else "forecast",
+                       figs, memory, reqs.text, tuple(notes), setup(spec, steps.table, reqs, cfg.kernels.cuda_graphs))
 
 
 def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[str, Any]:
@@ -254,19 +196,20 @@ def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[
 
 
 def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batch: int = 0,
-                   kv_tokens: float = 0.0, chunks: tuple[tuple[int, int], ...] = (), wbits: int | str = 16,
-                   abits: int | str = 16, kvbits: int | str = 16, bound: bool = False, flash: bool = True,
-                   cuda_graphs: bool = False, kv_reads: str = "shared", rbits: int | str | None = None,
-                   fusions: str | tuple[str, ...] = ()) -> float:
+                   kv_tokens: float = 0.0, chunks: tuple[tuple[int, int], ...] = (),
+                   config: ServeConfig | None = None) -> float:
     """Seconds of one serving iteration as :func:`serve` times it, exactly (every op of its table): a decode
     batch of ``decode_batch`` sequences reading ``kv_tokens`` keys in all, and prefill ``chunks`` of (new
     tokens, cached tokens before them), on one replica of ``tp`` devices.  A check of the step model at a
     chosen operating point (e.g. one a published run states through Little's law), apart from any queueing.
+    ``config`` gives the precisions, kernels and ``timing.bound`` (its scheduler, memory and the rest of its
+    timing do not enter one iteration).
 
     One decode of one sequence is bound by HBM: every weight but the embedding table (read a row at a time)
     and 128 tokens' keys and values, 16-bit, at 3.35 TB/s; activations and norms add under 1 %:
 
-    >>> t = iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128, bound=True)
+    >>> t = iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128,
+    ...                    config=ServeConfig(timing=Timing(bound=True)))
     >>> w = 2 * (32 * (4 * 4096**2 + 3 * 4096 * 11008) + 32000 * 4096)  # 32 layers + lm_head, 2 bytes each
     >>> kv = 2 * 128 * 32 * 2 * 4096  # 2 bytes x 128 tokens x 32 layers x (K, V) x 4096
     >>> 1.0 < t / ((w + kv) / 3.35e12) < 1.01
@@ -274,13 +217,12 @@ def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batc
     >>> iteration_time("llama-2-7b", "h100", decode_batch=1, kv_tokens=128) > t  # the forecast is above it
     True
     """
-    _arguments(model, device, None, tp, None, None, 1, 0, 0.0, dict(bound=bound, flash=flash,
-                                                                    cuda_graphs=cuda_graphs))
+    cfg = check_config(config, "iteration_time")
+    _arguments(model, device, None, tp, "iteration_time")
     decode_batch, kv_tokens, chunks = _iteration_arguments(decode_batch, kv_tokens, chunks)
     dev, _, _ = _devices(device, None, tp)
-    spec = make_spec(model, phase="prefill", tp=tp, wbits=wbits, abits=abits, kvbits=kvbits, flash=flash,
-                     kv_reads=kv_reads, rbits=rbits, fusions=fusions)
-    steps = StepModel(spec, dev, bound=bound, exact=True, cuda_graphs=cuda_graphs)
+    spec = make_spec(model, phase="prefill", tp=tp, **cfg.spec_options())
+    steps = StepModel(spec, dev, bound=cfg.timing.bound, exact=True, cuda_graphs=cfg.kernels.cuda_graphs)
     return steps.iteration_time(decode_batch, kv_tokens, list(chunks))
 
 

@@ -3,17 +3,22 @@
 Per tp size: the rate doubles from ``start`` until the SLO is missed (at most :data:`DOUBLINGS` times), then
 :data:`BISECTIONS` bisections between the last rate met and the first missed; every simulated rate is a point
 of the curve.  Each point is a full simulation of the same number of requests with the same seed (the
-arrival gaps scale with the rate, the lengths stay the same).
+arrival gaps scale with the rate, the lengths stay the same).  A rate "meets" the SLO only when its p99s do and
+the run keeps up with it (:class:`~roofline.serving.figures.Load`: served within the tolerance of the rate
+offered): a saturated rate, or one whose run is too short to reach steady state, misses.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.core.errors import RooflineError
+from roofline.hardware.device import Device
+from roofline.serving.config import ServeConfig
 from roofline.serving.figures import Slo
+from roofline.serving.requests import Traffic
 from roofline.serving.run import ServeResult, serve
 
 DOUBLINGS = 12
@@ -34,31 +39,57 @@ class RateCurve:
 
     def kv_full_from(self) -> float | None:
         """The lowest simulated rate at which the KV cache filled (None: never)."""
-        return next((rate for rate, r in self.points if r.figures.get("kv_cache_full_at_s") is not None), None)
+        return next((rate for rate, r in self.points if r.figures.kv_cache_full_at_s is not None), None)
+
+    def next_miss(self) -> tuple[float, ServeResult] | None:
+        """The lowest simulated rate above the best that missed (None: none above it): what bounds the best, e.g.
+        a run too short to reach steady state (more requests may find a higher rate)."""
+        floor = -math.inf if self.best_rate is None else self.best_rate
+        return next(((rate, r) for rate, r in self.points if rate > floor and not r.figures.meets_slo), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"tp": self.tp, "devices": self.points[0][1].devices if self.points else 0,
                 "best_rate_per_s": self.best_rate, "kv_cache_full_from_rate_per_s": self.kv_full_from(),
-                "points": [{"rate_per_s": rate, **{k: r.figures[k] for k in _KEYS}} for rate, r in self.points]}
+                "points": [_point(rate, r) for rate, r in self.points]}
 
 
 _KEYS = ("output_tokens_per_s", "requests_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-         "e2e_p99_s", "preemptions", "meets_slo")
+         "e2e_p99_s", "preemptions", "meets_slo", "load")
 
 
-def sweep_rate(model: Any, *, tps: tuple[int, ...], slo: Slo, start: float = 1.0, **kwargs: Any) -> list[RateCurve]:
-    """A :class:`RateCurve` per tp size (``kwargs`` go to :func:`roofline.serve`; ``rate`` is swept)."""
+def _point(rate: float, r: ServeResult) -> dict[str, Any]:
+    figures = r.figures.to_dict()
+    return {"rate_per_s": rate, **{k: figures[k] for k in _KEYS if k in figures}}
+
+
+@dataclass(frozen=True)
+class Where:
+    """The devices a sweep runs on: a ``device`` (one replica of tp devices) or a ``system`` (its devices / tp
+    replicas), as :func:`roofline.serve` takes them."""
+
+    device: str | Device | None = None
+    system: str | None = None
+
+
+def sweep_rate(model: Any, device: str | Device | None = None, *, system: str | None = None, tps: tuple[int, ...],
+               traffic: Traffic, config: ServeConfig | None = None, slo: Slo, start: float = 1.0) -> list[RateCurve]:
+    """A :class:`RateCurve` per tp size of :func:`roofline.serve` runs of ``traffic`` (its ``rate`` swept from
+    ``start``; its lengths, request count and seed kept) under ``config``."""
     if slo.ttft is None and slo.tpot is None:
         raise RooflineError("--sweep-rate needs --slo (e.g. ttft=2s,tpot=200ms)")
-    return [_curve(model, tp, slo, start, kwargs) for tp in tps]
+    if traffic.trace is not None or traffic.concurrency is not None:
+        raise RooflineError("--sweep-rate sweeps Poisson rates: drop --trace and --concurrency")
+    return [_curve(model, Where(device, system), tp, traffic, config, slo, start) for tp in tps]
 
 
-def _curve(model: Any, tp: int, slo: Slo, start: float, kwargs: dict[str, Any]) -> RateCurve:
+def _curve(model: Any, where: Where, tp: int, traffic: Traffic, config: ServeConfig | None, slo: Slo,
+           start: float) -> RateCurve:
     runs: dict[float, ServeResult] = {}
 
     def meets(rate: float) -> bool:
-        runs[rate] = r = serve(model, tp=tp, rate=rate, slo=slo, **kwargs)
-        return bool(r.figures["meets_slo"])
+        runs[rate] = r = serve(model, where.device, system=where.system, tp=tp, traffic=replace(traffic, rate=rate),
+                               config=config, slo=slo)
+        return bool(r.figures.meets_slo)
 
     lo: float | None = None
     hi: float | None = None
@@ -84,7 +115,3 @@ def _curve(model: Any, tp: int, slo: Slo, start: float, kwargs: dict[str, Any]) 
                 hi = mid
     return RateCurve(tp, tuple(sorted(runs.items())), lo)
 
-
-def price_per_mtok(price_per_device_hour: float, devices: int, output_tokens_per_s: float) -> float:
-    """US$ per million output tokens at ``output_tokens_per_s`` on ``devices`` devices at this hourly price."""
-    return price_per_device_hour * devices / 3600.0 / output_tokens_per_s * 1e6

@@ -1,35 +1,30 @@
-"""The scheduler: which sequences run in the next iteration, in a paged KV cache.  A small class to subclass.
+"""What every scheduler policy shares: the state it sees, the plan it returns, and the mechanisms of a paged KV
+cache under continuous batching.  The policies (one class per file in this package, registered by name) decide
+how an iteration is formed.
 
-Choices, as the engines people run make them:
+Mechanisms, as the engines people run have them:
 
 * **iteration-level continuous batching** (Orca, OSDI 2022; vLLM): the batch is re-formed every iteration;
   a finished sequence leaves at once and a waiting one joins;
-* **prefill-first** (vLLM's default scheduler before V1): when requests wait and their prompts fit, the
-  iteration prefills them (whole prompts, FIFO) and no sequence decodes; otherwise every running sequence
-  decodes one token;
-* **chunked prefill** (Sarathi-Serve, OSDI 2024; vLLM V1's default): every running sequence decodes, and the
-  rest of a token budget (``token_budget``, default :data:`CHUNK_TOKENS`) goes to prefill chunks of the
-  oldest prompts, unfinished ones first;
 * **paged KV cache** (vLLM, SOSP 2023): blocks of ``block_size`` tokens; a prompt's blocks are taken when it
   is admitted, a decoding sequence takes a block when its last one fills;
 * **preemption by recomputation** (vLLM's default): when a decode finds no free block, the most recently
-  admitted running sequence is evicted, its blocks freed, and it returns to the head of the queue, to
-  prefill its prompt and the tokens it had generated again;
-* **inflight batching of whole prompts** (TensorRT-LLM's in-flight fused batching, as NVIDIA's MLPerf
-  Inference v4.x harness runs it: ``trtllm_batching_mode=IFB``, context chunking not enabled): chunked mode
-  with ``whole_prompts=True``: every running sequence decodes and waiting prompts join whole while the
-  iteration's tokens stay within the budget (``max_num_tokens``);
-* ``max_batch`` (running sequences) and ``token_budget`` (tokens per prefill-first iteration) are off unless
-  given: by default only the KV cache limits the batch.
+  admitted running sequence is evicted (:meth:`Scheduler.victim`), its blocks freed, and it returns to the head
+  of the queue, to prefill its prompt and the tokens it had generated again;
+* admission FIFO while the prompt's blocks are free; ``max_batch`` (running sequences) and ``token_budget``
+  (tokens per iteration) are off unless given (a policy may default the budget): by default only the KV cache
+  limits the batch.
 
 Out of scope: prefix caching, disaggregated prefill/decode, speculative decoding, priorities, pipeline
-parallelism.  Override :meth:`Scheduler.plan` (or :meth:`Scheduler.victim`) to model another engine.
+parallelism.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -79,36 +74,48 @@ class Plan:
     chunks: tuple[tuple[int, int], ...] = ()
 
 
-class Scheduler:
-    """vLLM-style continuous batching: prefill-first, or chunked prefill under a token budget (module docs)."""
+class Scheduler(ABC):
+    """A scheduler policy: :meth:`plan` forms one iteration.  Subclasses set :attr:`name` by registering
+    (:func:`roofline.serving.schedulers.registry.register`) and say how a waiting prompt's tokens are taken
+    (:meth:`admitted_tokens`); :meth:`victim` picks whom to preempt."""
 
-    def __init__(self, *, chunked: bool = False, token_budget: int | None = None,
-                 max_batch: int | None = None, whole_prompts: bool = False) -> None:
-        self.chunked = chunked or whole_prompts
-        self.whole_prompts = whole_prompts
-        self.token_budget = token_budget if token_budget is not None else (CHUNK_TOKENS if self.chunked else None)
+    #: the registry name (set by ``register``)
+    name: ClassVar[str] = ""
+    #: the token budget when none is given (None: no budget)
+    default_budget: ClassVar[int | None] = None
+
+    def __init__(self, *, token_budget: int | None = None, max_batch: int | None = None) -> None:
+        self.token_budget = token_budget if token_budget is not None else self.default_budget
         self.max_batch = max_batch
 
+    @property
+    def mixed_prefill_tokens(self) -> int:
+        """The most prefill tokens an iteration runs beside decodes (0: prefills run alone): the step model's
+        attention table spans it."""
+        return 0
+
+    @abstractmethod
     def describe(self) -> str:
-        mode = f"chunked prefill, {self.token_budget} tokens per iteration" if self.chunked else "prefill-first"
-        if self.whole_prompts:
-            mode = f"inflight batching of whole prompts, {self.token_budget} tokens per iteration"
-        limits = [f"max batch {self.max_batch}"] if self.max_batch else []
-        if not self.chunked and self.token_budget:
-            limits.append(f"max {self.token_budget} prefill tokens per iteration")
-        return ", ".join([f"continuous batching ({mode})", *limits])
+        """The policy in words, with its limits."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def plan(self, s: State) -> Plan:
+        """The next iteration."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def admitted_tokens(self, left: int, used: int, budget: int | None, first: bool) -> int:
+        """Tokens of a waiting prompt (``left`` still to prefill) admitted now, ``used`` of the iteration's
+        ``budget`` taken (``first``: no prompt admitted yet this iteration); 0 stops admission."""
+        raise NotImplementedError
 
     def victim(self, s: State) -> int:
         """Position in ``s.running`` of the sequence to preempt: the most recently admitted."""
         return len(s.running) - 1
 
-    def plan(self, s: State) -> Plan:
-        if self.chunked:
-            return self._chunked(s)
-        chunks = self._admit(s, self.token_budget)
-        if chunks:
-            return Plan(np.zeros(0, dtype=np.int64), tuple(chunks))
-        return Plan(self._decodes(s))
+    def _limits(self) -> list[str]:
+        return [f"max batch {self.max_batch}"] if self.max_batch else []
 
     def _admit(self, s: State, budget: int | None) -> list[tuple[int, int]]:
         """Waiting requests admitted FIFO while their prompt's blocks are free (and the limits allow)."""
@@ -119,12 +126,8 @@ class Scheduler:
             need = s.blocks_for(s.target[r])
             if need > s.free_blocks or (self.max_batch and len(s.running) >= self.max_batch):
                 break
-            left = int(s.target[r] - s.done[r])
-            whole = not self.chunked or self.whole_prompts  # a prompt joins whole or waits
-            take = left if budget is None or whole else min(left, budget - used)
-            # whole prompts: one that overflows the budget waits, unless it could never fit (it then runs)
-            over = budget is not None and used + left > budget
-            if take <= 0 or (whole and over and (out or (self.chunked and left <= (self.token_budget or 0)))):
+            take = self.admitted_tokens(int(s.target[r] - s.done[r]), used, budget, not out)
+            if take <= 0:
                 break
             s.waiting.popleft()
             s.running.append(r)
@@ -153,18 +156,3 @@ class Scheduler:
             s.waiting.appendleft(r)
             s.preemptions += 1
         return np.zeros(0, dtype=np.int64)
-
-    def _chunked(self, s: State) -> Plan:
-        dec = self._decodes(s)
-        budget = (self.token_budget or CHUNK_TOKENS) - len(dec)
-        chunks: list[tuple[int, int]] = []
-        run = np.asarray(s.running, dtype=np.int64)
-        for r in run[s.done[run] < s.target[run]].tolist():  # admitted, prefill unfinished (oldest first)
-            if budget <= 0:
-                break
-            take = min(int(s.target[r] - s.done[r]), budget)
-            chunks.append((r, take))
-            budget -= take
-        if budget > 0:
-            chunks += self._admit(s, budget)
-        return Plan(dec, tuple(chunks))
