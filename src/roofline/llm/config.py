@@ -156,7 +156,8 @@ class Arch:
     keys) or ``chunked`` (Llama 4: the keys of the query's own chunk of ``sliding_window`` tokens).
     ``qk_norm_layers`` layers normalise each head's q and k (Qwen3, Llama 4), with a learned scale when
     ``qk_norm_weights``; ``attention_sinks``: one learned logit per head joins each softmax (gpt-oss);
-    ``nope_layers`` layers apply no RoPE (Llama 4).
+    ``nope_layers`` layers apply no RoPE (Llama 4); ``expert_bias``: the router and the experts' projections
+    carry biases (gpt-oss).
     """
 
     name: str
@@ -198,6 +199,7 @@ class Arch:
     qk_norm_layers: int = 0
     qk_norm_weights: bool = True
     attention_sinks: bool = False
+    expert_bias: bool = False
     warnings: tuple[str, ...] = ()
 
     @property
@@ -453,8 +455,8 @@ def _attention_extras(f: _Fields, layers: int) -> dict[str, Any]:
     kw: dict[str, Any] = {}
     if mt in ("qwen3", "qwen3_moe"):  # transformers Qwen3Attention: q_norm, k_norm = Qwen3RMSNorm(head_dim)
         kw.update(qk_norm_layers=layers)
-    if mt == "gpt_oss":  # transformers GptOssAttention: self.sinks, one learned logit per head
-        kw.update(attention_sinks=True)
+    if mt == "gpt_oss":  # transformers GptOssAttention: self.sinks, one learned logit per head; the router's and
+        kw.update(attention_sinks=True, expert_bias=True)  # the experts' projections carry biases (GptOssExperts)
     if mt in ("llama4", "llama4_text"):
         rope = _llama4_rope_layers(f, layers)
         kw["nope_layers"] = layers - rope

@@ -414,17 +414,20 @@ def _mlp_block(r: _Layer) -> None:
     if arch.moe_layers:
         E, k, M = arch.experts, arch.top_k, arch.moe_layers
         fe = arch.moe_intermediate / t
-        r.gemm("layers.moe.router", M, d, E, quantized=False)
+        r.gemm("layers.moe.router", M, d, E, quantized=False, bias=arch.expert_bias)
         r.add("layers.moe.topk", "softmax", VEC, M, flops={TOK: SOFTMAX_FLOPS * E}, ar={TOK: E}, aw={TOK: 2 * k})
-        # routed experts: n*k token-expert assignments, k rows per token; weights of the experts touched
+        # routed experts: n*k token-expert assignments, k rows per token; weights of the experts touched (and
+        # their biases, unquantised, where the experts carry them)
         for proj in (("gate_proj", "up_proj") if arch.gated else ("up_proj",)):
             r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: gemm_flops(k, d, fe)},
-                  wq={EXP: d * fe}, ar={TOK: k * d}, aw={TOK: k * fe}, stream=(False, True))
+                  wq={EXP: d * fe}, wu={EXP: fe} if arch.expert_bias else {}, ar={TOK: k * d}, aw={TOK: k * fe},
+                  stream=(False, True))
         r.elementwise("layers.moe.experts.act", M, act, 1, k * fe, to_gemm=not arch.gated)
         if arch.gated:
             r.elementwise("layers.moe.experts.mul", M, "mul", 2, k * fe, to_gemm=True)
         r.add("layers.moe.experts.down_proj", "matmul", GEMM, M, flops={TOK: gemm_flops(k, fe, d)},
-              wq={EXP: fe * d}, ar={TOK: k * fe}, aw={TOK: k * d}, stream=(False, True))
+              wq={EXP: fe * d}, wu={EXP: d} if arch.expert_bias else {}, ar={TOK: k * fe}, aw={TOK: k * d},
+              stream=(False, True))
         shared = arch.shared_experts
         if shared:
             _mlp(r, "layers.moe.shared.", M, d, arch.moe_intermediate * shared / t, arch.gated, act, False)
