@@ -490,13 +490,15 @@ def _moe(f: _Fields, intermediate: int, layers: int) -> dict[str, Any]:
     DeepSeek style (``n_routed_experts``, shared experts); which layers are MoE: :func:`moe_layer_ids`."""
     cfg = f.cfg
     top = cfg.get("num_experts_per_tok")
-    for key in ("num_local_experts", "n_routed_experts", "num_experts"):
-        if key in cfg and not cfg[key] and top:  # 0 experts routed to top-k: not a dense model either
-            raise RooflineError(f"{key} is {cfg[key]!r} but num_experts_per_tok is {top!r}: a mixture of experts "
+    spellings = ("num_local_experts", "n_routed_experts", "num_experts")
+    for name in spellings:
+        if name in cfg and not cfg[name] and top:  # 0 experts routed to top-k: not a dense model either
+            raise RooflineError(f"{name} is {cfg[name]!r} but num_experts_per_tok is {top!r}: a mixture of experts "
                                 "needs experts (a dense model gives neither)", where=f.where)
-    key = next((k for k in ("num_local_experts", "n_routed_experts", "num_experts") if cfg.get(k)), None)
-    if key is None:
+    found = [name for name in spellings if cfg.get(name)]
+    if not found:
         return {}
+    key = found[0]
     kw: dict[str, Any] = dict(experts=f.pos_int(key, cfg[key]), top_k=f.need_int("num_experts_per_tok"),
                               dense_layers=layers - len(moe_layer_ids(f, layers)))
     if f.model_type in ("llama4", "llama4_text"):
