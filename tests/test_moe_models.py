@@ -236,6 +236,12 @@ def test_gpt_oss_attention_sinks_and_alternating_sliding_windows_by_hand():
     assert full.flops == 2 * 2 * 64 * 64 * 1000  # 2 sequences x 64 heads x head_dim 64 x 1,000 keys
     assert sliding.flops == 2 * 2 * 64 * 64 * 128
     assert "expert weights as bf16: MXFP4 not yet modelled" in w.warnings
+    p = from_llm("gpt-oss-20b", phase="prefill", prompt=1000)
+    sliding = op(p, "prefill.layers.attn.sliding.qk")
+    # query p sees keys max(1, p - 127)..p: 128 x 129 / 2 pairs for the first 128, then 128 each
+    assert sliding.flops == 2 * 64 * 64 * (128 * 129 // 2 + (1000 - 128) * 128)
+    # every key is read once (8 KV heads x 64), however small the window, with the queries (64 heads x 64)
+    assert sliding.bytes_read == (1000 * 64 * 64 + 1000 * 8 * 64) * 2
 
 
 def test_llama4_chunked_attention_by_hand():

@@ -111,7 +111,9 @@ def basis(arch: Arch, batch: Any, new: Any, lo: Any, hi: Any | None = None,
         out[..., PAIRW] = b * np.where(s == 1, keys_c, _sum_chunked(S - s + 1, S, w))
     elif arch.window_layers:
         keys_w = _sum_min(S0, S1, w) / steps  # mean over the steps of min(S, w)
-        out[..., KEYW] = b * keys_w
+        # the new queries S-s+1..S together read the keys from the first one's window start to S: every key
+        # of a prefill within reach is read once (decode: the window's, averaged over the steps)
+        out[..., KEYW] = b * np.where(s == 1, keys_w, np.minimum(S, s + w - 1))
         # pairs: sum over the new queries at positions S-s+1..S of min(pos, w); decode (s == 1): keys_w
         out[..., PAIRW] = b * np.where(s == 1, keys_w, _sum_min(S - s + 1, S, w))
     else:
