@@ -129,6 +129,27 @@ def test_parameter_counts_equal_the_hand_count_tensor_by_tensor(name):
     assert active == pytest.approx(hand_active, rel=1e-9)
 
 
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "gpt-oss-120b", "gpt-oss-20b", "kimi-k2", "llama-4-scout",
+                                  "llama-4-maverick", "mixtral-8x22b", "deepseek-r1"])
+def test_parameter_counts_equal_transformers_own_modules(name):
+    """A second, independent route: transformers builds the bundled config's language model on the meta device
+    (no memory) and counts its parameters; the tool's count is the same to the parameter."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = {k: v for k, v in bundled()[name].items() if not k.startswith("_") and k != "quantization_config"}
+    cfg = cfg.get("text_config", cfg)  # Llama 4: Llama4ForCausalLM of the text_config
+    mt = {"kimi_k2": "deepseek_v3"}.get(cfg["model_type"], cfg["model_type"])  # Kimi K2 runs DeepseekV3ForCausalLM
+    # transformers 5 types attn_temperature_tuning as a bool where Meta's config gives 4; it sizes no weight
+    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "attn_temperature_tuning")}
+    try:
+        config = transformers.AutoConfig.for_model(mt, **kwargs)
+    except ValueError:
+        pytest.skip(f"this transformers does not know model_type {mt}")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    assert param_counts(load_arch(name))[0] == sum(p.numel() for p in model.parameters())
+
+
 @pytest.mark.parametrize("name", sorted(CARDS))
 def test_parameter_counts_match_the_publishers_cards(name):
     card_total, card_active, counted, _source = CARDS[name]
