@@ -294,6 +294,23 @@ def test_chunked_generate_averages_the_keys_over_the_steps():
     assert row[KEYW] == pytest.approx((8190 + 8191 + 8192 + 1 + 2) / 5)
 
 
+def test_a_saved_workload_keeps_the_new_fields_and_checks_them(tmp_path):
+    import json
+
+    from roofline.work.workload import Workload
+
+    w = from_llm("llama-4-scout", phase="decode", context=9000)
+    path = tmp_path / "scout.json"
+    w.save(path)
+    back = Workload.load(path)
+    assert back.llm.arch == w.llm.arch and back.llm.arch.local_attention == "chunked"
+    raw = json.loads(path.read_text())
+    raw["llm"]["arch"]["local_attention"] = "diagonal"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(RooflineError, match="local_attention 'diagonal' is not one of sliding, chunked"):
+        Workload.load(path)
+
+
 # -- every name through the CLI and the Python API --------------------------------------------------------
 @pytest.mark.parametrize("name", NEW)
 def test_every_new_model_runs_through_llm_and_from_llm(name, capsys):

@@ -146,8 +146,8 @@ class Arch:
     width (equal except for MLA).  ``window_layers`` of the ``layers`` use a
     sliding attention window of ``sliding_window`` tokens.  MoE: ``experts``
     routed experts (0 = dense), ``top_k`` per token, ``shared_experts`` always
-    on, each of width ``moe_intermediate``; the first ``dense_layers`` layers
-    keep a dense MLP of width ``intermediate``.  MLA: ``kv_lora_rank`` > 0.
+    on, each of width ``moe_intermediate``; ``dense_layers`` of the layers (DeepSeek's first ones, or
+    interleaved) keep a dense MLP of width ``intermediate``.  MLA: ``kv_lora_rank`` > 0.
 
     Which layers are dense is not kept, only how many (:func:`moe_layer_ids`): the op table counts each op
     once per layer it runs in, so MoE layers interleaved with dense ones (Llama 4 Maverick, a Qwen
