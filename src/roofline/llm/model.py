@@ -28,6 +28,9 @@ ASSUMPTIONS = (
     "generate = prefill + gen decode steps at contexts prompt+1 .. prompt+gen, evaluated at the mean over the "
     "steps with count x gen (FLOPs and bytes exact)",
     "lm_head on the last token of each sequence (all tokens with all_logits); embedding reads only the rows gathered",
+    "parameters: both embedding tables (input and lm_head; one when tied) count in the total and in the active "
+    "count; a DeepSeek MTP module (num_nextn_predict_layers) and a multimodal config's vision encoder are neither "
+    "modelled nor counted",
     "int4 carries one fp16 scale per group; int8/fp8 scales ignored; embedding, lm_head, router, norms and biases "
     "stay 16-bit under weight quantisation",
     "norms, softmax, activations and adds compute in fp32 on the vector unit; scale and mask fold into softmax; "
