@@ -224,6 +224,8 @@ def test_deepseek_moe_layer_freq_above_one_and_bad_values():
         parse_config({**cfg, "moe_layer_freq": 0})
     with pytest.raises(RooflineError, match="mlp_only_layers"):
         parse_config({**TINY, "mlp_only_layers": [8]})
+    with pytest.raises(RooflineError, match="decoder_sparse_step must be a positive integer, got 0"):
+        parse_config({**TINY, "decoder_sparse_step": 0})
     with pytest.raises(RooflineError, match="text_config must be an object"):
         parse_config({"model_type": "llama4", "text_config": 3})
 

@@ -385,6 +385,12 @@ class _Fields:
         v = self.cfg.get(key)
         return default if v is None else self.pos_int(key, v) if not (_whole(v) and v == 0) else 0
 
+    def step(self, key: str, default: int = 1) -> int:
+        """A layer stride (``decoder_sparse_step``, ``interleave_moe_layer_step``, ...): absent, ``default``; else
+        a positive integer (0 would divide by zero in the model's own code)."""
+        v = self.cfg.get(key)
+        return default if v is None else self.pos_int(key, v)
+
     def activation(self, key: str, default: str) -> str:
         return _activation(self.cfg.get(key, default), key, self.where)
 
@@ -481,7 +487,7 @@ def _llama4_rope_layers(f: _Fields, layers: int) -> int:
             raise RooflineError(f"no_rope_layers must hold one 0 or 1 per layer ({layers}), got {flags!r}",
                                 where=f.where)
         return sum(1 for x in flags if x)
-    interval = f.get_int("no_rope_layer_interval", 4) or 4
+    interval = f.step("no_rope_layer_interval", 4)
     return sum(1 for i in range(layers) if (i + 1) % interval != 0)
 
 
@@ -536,7 +542,7 @@ def moe_layer_ids(f: _Fields, layers: int) -> list[int]:
     if f.model_type in ("llama4", "llama4_text"):
         if cfg.get("moe_layers") is not None:
             return sorted(set(_layer_list(f, "moe_layers", layers)))
-        step = f.get_int("interleave_moe_layer_step", 1) or 1
+        step = f.step("interleave_moe_layer_step")
         return list(range(step - 1, layers, step))
     dense_first = min(layers, f.get_int("first_k_dense_replace"))
     freq = cfg.get("moe_layer_freq", 1)
@@ -546,7 +552,7 @@ def moe_layer_ids(f: _Fields, layers: int) -> list[int]:
                                 where=f.where)
         return [i for i in range(dense_first, layers) if freq[i]]
     freq = 1 if freq is None else f.pos_int("moe_layer_freq", freq)
-    step = f.get_int("decoder_sparse_step", 1) or 1
+    step = f.step("decoder_sparse_step")
     dense = set(_layer_list(f, "mlp_only_layers", layers))
     return [i for i in range(dense_first, layers) if i % freq == 0 and (i + 1) % step == 0 and i not in dense]
 
