@@ -327,3 +327,10 @@ def test_llm_list_shows_the_new_models(capsys):
     out = capsys.readouterr().out
     for name in NEW:
         assert name in out
+
+
+def test_compare_and_serve_take_the_new_names(capsys):
+    assert main(["compare", "qwen3-30b-a3b", "--device", "h100,a100", "--phase", "decode"]) == 0
+    assert main(["serve", "gpt-oss-20b", "--device", "h100", "--requests", "20", "--rate", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "qwen3-30b-a3b" in out and "gpt-oss-20b" in out
