@@ -51,6 +51,7 @@ from typing import Any
 
 from roofline.core import names
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import shown
 from roofline.core.names import normalize
 
 #: HF activation names -> keys of roofline.work.costs.ELEMENTWISE_FLOPS.
@@ -352,7 +353,7 @@ def _language_model(cfg: Mapping[str, Any], where: str, mt: str,
     if text is None:
         return cfg, mt
     if not isinstance(text, Mapping):
-        raise RooflineError(f"text_config must be an object, got {text!r}", where=where)
+        raise RooflineError(f"text_config must be an object, got {shown(text)}", where=where)
     check_config(text, f"{where}: text_config")
     inner = {**text, "quantization_config": cfg.get("quantization_config", text.get("quantization_config"))}
     inner_mt = str(text.get("model_type") or mt)
@@ -484,7 +485,7 @@ def _llama4_rope_layers(f: _Fields, layers: int) -> int:
     flags = f.cfg.get("no_rope_layers")
     if flags:
         if not isinstance(flags, list) or len(flags) != layers or any(x not in (0, 1) for x in flags):
-            raise RooflineError(f"no_rope_layers must hold one 0 or 1 per layer ({layers}), got {flags!r}",
+            raise RooflineError(f"no_rope_layers must hold one 0 or 1 per layer ({layers}), got {shown(flags)}",
                                 where=f.where)
         return sum(1 for x in flags if x)
     interval = f.step("no_rope_layer_interval", 4)
@@ -524,7 +525,8 @@ def _layer_list(f: _Fields, key: str, layers: int) -> list[int]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(_whole(x) and 0 <= x < layers for x in value):
-        raise RooflineError(f"{key} must be a list of layer indices in 0..{layers - 1}, got {value!r}", where=f.where)
+        raise RooflineError(f"{key} must be a list of layer indices in 0..{layers - 1}, got {shown(value)}",
+                            where=f.where)
     return [int(x) for x in value]
 
 
@@ -548,8 +550,8 @@ def moe_layer_ids(f: _Fields, layers: int) -> list[int]:
     freq = cfg.get("moe_layer_freq", 1)
     if isinstance(freq, list):  # one 0/1 flag per layer
         if len(freq) != layers or any(x not in (0, 1) or isinstance(x, bool) for x in freq):
-            raise RooflineError(f"moe_layer_freq: a list must hold one 0 or 1 per layer ({layers}), got {freq!r}",
-                                where=f.where)
+            raise RooflineError(f"moe_layer_freq: a list must hold one 0 or 1 per layer ({layers}), got "
+                                f"{shown(freq)}", where=f.where)
         return [i for i in range(dense_first, layers) if freq[i]]
     freq = 1 if freq is None else f.pos_int("moe_layer_freq", freq)
     step = f.step("decoder_sparse_step")
