@@ -36,8 +36,8 @@ ASSUMPTIONS = (
     "norms, softmax, activations and adds compute in fp32 on the vector unit; scale and mask fold into softmax; "
     "RoPE 3 FLOPs per q/k element",
     "MLA: naive (decompressed KV) prefill, absorbed decode over the latent cache; sliding-window layers attend to "
-    "and cache at most the window; chunked local layers (Llama 4) attend to their own chunk's keys and are "
-    "sized as caching a whole chunk; logit soft-capping not counted",
+    "and cache at most the window; chunked local layers (Llama 4) attend to their own chunk's keys and cache "
+    "min(context, chunk) tokens (the chunk in progress holds fewer); logit soft-capping not counted",
 )
 
 
