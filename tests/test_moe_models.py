@@ -258,6 +258,8 @@ def test_gpt_oss_attention_sinks_and_alternating_sliding_windows_by_hand():
     assert (full.count, sliding.count) == (18, 18)
     assert full.flops == 2 * 2 * 64 * 64 * 1000  # 2 sequences x 64 heads x head_dim 64 x 1,000 keys
     assert sliding.flops == 2 * 2 * 64 * 64 * 128
+    # the cache: 18 full layers of 1,000 tokens and 18 sliding ones of 128, 8 KV heads x (64 + 64), bf16, 2 seqs
+    assert w.info["kv_cache_bytes"] == 2 * (18 * 1000 + 18 * 128) * 8 * 128 * 2
     assert "expert weights as bf16: MXFP4 not yet modelled" in w.warnings
     p = from_llm("gpt-oss-20b", phase="prefill", prompt=1000)
     sliding = op(p, "prefill.layers.attn.sliding.qk")
@@ -284,6 +286,8 @@ def test_llama4_chunked_attention_by_hand():
     assert op(d, "decode.layers.attn.chunked.qk").flops == 2 * h * dh * 100
     assert op(d, "decode.layers.attn.qk").flops == 2 * h * dh * (C + 100)
     assert op(d, "decode.layers.attn.chunked.qk").bytes_read == (h * dh + kv * dh * 100) * 2
+    # the cache: 12 global layers of C + 100 tokens, 36 chunked layers of at most a chunk; K and V, bf16
+    assert d.info["kv_cache_bytes"] == (12 * (C + 100) + 36 * C) * kv * 2 * dh * 2
 
 
 def test_chunked_generate_averages_the_keys_over_the_steps():
