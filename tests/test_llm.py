@@ -433,13 +433,16 @@ def test_a_model_prefix_resolves_when_unique_and_lists_its_matches_when_not():
     # 'llama-2-7' starts llama-2-7b and llama-2-70b (their normalised names 'llama27b', 'llama270b'): refused
     with pytest.raises(RooflineError, match=r"ambiguous model 'llama-2-7': it starts 2 names \(llama-2-70b, llama-2-7b\)"):
         from_llm("llama-2-7")
-    # 'gpt' starts only gpt2 (of the bundled names, HF ids and aliases): taken, and said
+    # 'phi' starts only phi-3-mini (of the bundled names, HF ids and aliases): taken, and said
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        w = from_llm("gpt", phase="decode")
-    assert "gpt2" in w.title.lower()
+        w = from_llm("phi", phase="decode")
+    assert "phi-3-mini" in w.title.lower()
     assert [str(x.message) for x in seen if x.category is NameResolved] == [
-        "'gpt' taken as gpt2 (the one model it starts)"]
+        "'phi' taken as phi-3-mini (the one model it starts)"]
+    # 'gpt' starts gpt2 and the two gpt-oss models: refused, and listed
+    with pytest.raises(RooflineError, match=r"ambiguous model 'gpt': it starts 3 names \(gpt-oss-120b, gpt-oss-20b, gpt2\)"):
+        from_llm("gpt")
     # an exact spelling (case and punctuation ignored) is no prefix: silent
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

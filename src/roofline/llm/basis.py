@@ -26,6 +26,17 @@ def _sum_min(lo: np.ndarray, hi: np.ndarray, w: float) -> np.ndarray:
     return (m * (m + 1) - (lo - 1) * lo) / 2 + (hi - m) * w
 
 
+def _sum_chunked(lo: np.ndarray, hi: np.ndarray, c: float) -> np.ndarray:
+    """sum_{p=lo..hi} (((p-1) mod c) + 1), vectorised: the keys a query at position p (1-based) sees under
+    chunked local attention (Llama 4: the keys of its own chunk of ``c`` tokens up to itself); 0 where hi < lo."""
+    def upto(p: np.ndarray) -> np.ndarray:  # the sum over 1..p
+        p = np.maximum(p, 0)
+        q, r = np.floor_divide(p, c), np.mod(p, c)
+        return q * c * (c + 1) / 2 + r * (r + 1) / 2
+
+    return np.maximum(upto(hi) - upto(lo - 1), 0)
+
+
 #: How a step's tokens spread over the routed experts (see :func:`experts_touched`).
 MOE_ROUTINGS = ("expected", "worst", "best")
 
@@ -91,9 +102,18 @@ def basis(arch: Arch, batch: Any, new: Any, lo: Any, hi: Any | None = None,
     out[..., FULL] = n * S
     out[..., EXP] = experts_touched(arch.experts, arch.top_k, n, moe_routing)
     w = arch.sliding_window or math.inf
-    if arch.window_layers:
+    if arch.window_layers and arch.local_attention == "chunked":
+        # the query at position p sees ((p-1) mod w) + 1 keys: its chunk's, up to itself; the new queries
+        # S-s+1..S together read the keys from the start of the first one's chunk to S (decode: its own
+        # chunk's, averaged over the steps)
+        keys_c = _sum_chunked(S0, S1, w) / steps
+        out[..., KEYW] = b * np.where(s == 1, keys_c, S - np.floor_divide(np.maximum(S - s, 0), w) * w)
+        out[..., PAIRW] = b * np.where(s == 1, keys_c, _sum_chunked(S - s + 1, S, w))
+    elif arch.window_layers:
         keys_w = _sum_min(S0, S1, w) / steps  # mean over the steps of min(S, w)
-        out[..., KEYW] = b * keys_w
+        # the new queries S-s+1..S together read the keys from the first one's window start to S: every key
+        # of a prefill within reach is read once (decode: the window's, averaged over the steps)
+        out[..., KEYW] = b * np.where(s == 1, keys_w, np.minimum(S, s + w - 1))
         # pairs: sum over the new queries at positions S-s+1..S of min(pos, w); decode (s == 1): keys_w
         out[..., PAIRW] = b * np.where(s == 1, keys_w, _sum_min(S - s + 1, S, w))
     else:

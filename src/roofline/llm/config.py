@@ -11,8 +11,11 @@ ignores case and punctuation and accepts Hugging Face ids::
 
 Any local config.json (a file, or a directory holding one) works too.  Families:
 Llama 2/3, Mistral, Mixtral (MoE), Qwen2, Gemma/Gemma-2, GPT-2 and OPT
-(LayerNorm, GELU/ReLU MLP without gate, learned positions), Phi-3 and
-DeepSeek-V2/V3 (MLA attention, shared + routed experts).  An unknown
+(LayerNorm, GELU/ReLU MLP without gate, learned positions), Phi-3,
+DeepSeek-V2/V3 and Kimi K2 (MLA attention, shared + routed experts), Qwen3 and
+Qwen3-MoE (QK-norm), gpt-oss (attention sinks, alternating sliding windows) and
+Llama 4 (the language model of its ``text_config``: MoE interleaved with dense
+layers, chunked local attention, NoPE layers).  An unknown
 ``model_type`` is read as Llama-style, with a warning.
 
 Every size field is checked before anything is built (:func:`check_config`, also
@@ -48,6 +51,7 @@ from typing import Any
 
 from roofline.core import names
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import shown
 from roofline.core.names import normalize
 
 #: HF activation names -> keys of roofline.work.costs.ELEMENTWISE_FLOPS.
@@ -55,25 +59,29 @@ ACTIVATIONS = {
     "silu": "silu", "swish": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
     "gelu_fast": "gelu_tanh", "gelu_python": "gelu", "relu": "relu",
 }
-LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "deepseek_v2", "deepseek_v3")
+LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "deepseek_v2", "deepseek_v3",
+              "kimi_k2", "qwen3", "qwen3_moe", "gpt_oss", "llama4", "llama4_text")
 KNOWN_TYPES = (*LLAMA_LIKE, "gpt2", "opt")
 
 #: limit name -> (default, environment variable overriding it, the config fields it bounds)
 LIMITS: dict[str, tuple[int, str, tuple[str, ...]]] = {
-    "layers": (10_000, "ROOFLINE_MAX_LAYERS", ("num_hidden_layers", "n_layer", "num_layers", "first_k_dense_replace")),
+    "layers": (10_000, "ROOFLINE_MAX_LAYERS", ("num_hidden_layers", "n_layer", "num_layers", "first_k_dense_replace",
+                                               "interleave_moe_layer_step", "decoder_sparse_step",
+                                               "no_rope_layer_interval")),
     "hidden": (10**6, "ROOFLINE_MAX_HIDDEN",
                ("hidden_size", "n_embd", "d_model", "intermediate_size", "ffn_dim", "n_inner", "head_dim",
                 "moe_intermediate_size", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-                "v_head_dim", "word_embed_proj_dim")),
+                "v_head_dim", "word_embed_proj_dim", "intermediate_size_mlp")),
     "vocab": (10**7, "ROOFLINE_MAX_VOCAB", ("vocab_size",)),
     "heads": (10**5, "ROOFLINE_MAX_HEADS", ("num_attention_heads", "n_head", "num_key_value_heads")),
     "experts": (10**5, "ROOFLINE_MAX_EXPERTS", ("num_local_experts", "n_routed_experts", "num_experts",
                                                 "num_experts_per_tok", "n_shared_experts")),
-    "positions": (10**8, "ROOFLINE_MAX_POSITIONS", ("max_position_embeddings", "n_positions", "sliding_window")),
+    "positions": (10**8, "ROOFLINE_MAX_POSITIONS", ("max_position_embeddings", "n_positions", "sliding_window",
+                                                    "attention_chunk_size")),
 }
 #: flag fields that must be JSON booleans when present ("false" as a string would read as true)
 BOOL_FIELDS = ("tie_word_embeddings", "attention_bias", "mlp_bias", "enable_bias", "use_sliding_window",
-               "use_cache", "is_decoder")
+               "use_cache", "is_decoder", "use_qk_norm")
 #: rope_scaling / rope_parameters ``rope_type`` values transformers knows
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope", "proportional")
 
@@ -139,8 +147,18 @@ class Arch:
     width (equal except for MLA).  ``window_layers`` of the ``layers`` use a
     sliding attention window of ``sliding_window`` tokens.  MoE: ``experts``
     routed experts (0 = dense), ``top_k`` per token, ``shared_experts`` always
-    on, each of width ``moe_intermediate``; the first ``dense_layers`` layers
-    keep a dense MLP of width ``intermediate``.  MLA: ``kv_lora_rank`` > 0.
+    on, each of width ``moe_intermediate``; ``dense_layers`` of the layers (DeepSeek's first ones, or
+    interleaved) keep a dense MLP of width ``intermediate``.  MLA: ``kv_lora_rank`` > 0.
+
+    Which layers are dense is not kept, only how many (:func:`moe_layer_ids`): the op table counts each op
+    once per layer it runs in, so MoE layers interleaved with dense ones (Llama 4 Maverick, a Qwen
+    ``decoder_sparse_step``, a DeepSeek ``moe_layer_freq``) cost what the same counts cost in any order.
+    ``local_attention``: how the ``window_layers`` attend locally: ``sliding`` (the last ``sliding_window``
+    keys) or ``chunked`` (Llama 4: the keys of the query's own chunk of ``sliding_window`` tokens).
+    ``qk_norm_layers`` layers normalise each head's q and k (Qwen3, Llama 4), with a learned scale when
+    ``qk_norm_weights``; ``attention_sinks``: one learned logit per head joins each softmax (gpt-oss);
+    ``nope_layers`` layers apply no RoPE (Llama 4); ``expert_bias``: the router and the experts' projections
+    carry biases (gpt-oss).
     """
 
     name: str
@@ -177,6 +195,12 @@ class Arch:
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
+    local_attention: str = "sliding"
+    nope_layers: int = 0
+    qk_norm_layers: int = 0
+    qk_norm_weights: bool = True
+    attention_sinks: bool = False
+    expert_bias: bool = False
     warnings: tuple[str, ...] = ()
 
     @property
@@ -304,8 +328,10 @@ def parse_config(cfg: Mapping[str, Any], *, where: str = "config") -> Arch:
         warnings.append(f"model_type {mt!r} is not one roofline knows ({', '.join(KNOWN_TYPES)}); read as Llama-style")
     name = str(cfg.get("_name") or cfg.get("_name_or_path") or where)
     source = str(cfg.get("_source") or where)
+    cfg, mt = _language_model(cfg, where, mt, warnings)
     fields = _Fields(cfg, where, mt)
     kw = _gpt2(fields) if mt == "gpt2" else _opt(fields) if mt == "opt" else _llama_like(fields)
+    warnings.extend(kw.pop("notes", ()))
     kw.setdefault("head_dim", 0)
     d, heads, kv = kw["hidden"], kw["heads"], kw["kv_heads"]
     if not kw["head_dim"]:
@@ -318,6 +344,22 @@ def parse_config(cfg: Mapping[str, Any], *, where: str = "config") -> Arch:
     if kw.get("experts") and kw["top_k"] > kw["experts"]:
         raise RooflineError(f"num_experts_per_tok {kw['top_k']} exceeds the {kw['experts']} experts", where=where)
     return Arch(name=name, source=source, model_type=mt, warnings=tuple(warnings), **kw)
+
+
+def _language_model(cfg: Mapping[str, Any], where: str, mt: str,
+                    warnings: list[str]) -> tuple[Mapping[str, Any], str]:
+    """A multimodal config's language model (Llama 4: its ``text_config``), with a warning; else ``cfg``."""
+    text = cfg.get("text_config")
+    if text is None:
+        return cfg, mt
+    if not isinstance(text, Mapping):
+        raise RooflineError(f"text_config must be an object, got {shown(text)}", where=where)
+    check_config(text, f"{where}: text_config")
+    inner = {**text, "quantization_config": cfg.get("quantization_config", text.get("quantization_config"))}
+    inner_mt = str(text.get("model_type") or mt)
+    if "vision_config" in cfg:
+        warnings.append("the language model only: the vision encoder and its projector are not modelled")
+    return inner, inner_mt
 
 
 class _Fields:
@@ -343,6 +385,12 @@ class _Fields:
     def get_int(self, key: str, default: int = 0) -> int:
         v = self.cfg.get(key)
         return default if v is None else self.pos_int(key, v) if not (_whole(v) and v == 0) else 0
+
+    def step(self, key: str, default: int = 1) -> int:
+        """A layer stride (``decoder_sparse_step``, ``interleave_moe_layer_step``, ...): absent, ``default``; else
+        a positive integer (0 would divide by zero in the model's own code)."""
+        v = self.cfg.get(key)
+        return default if v is None else self.pos_int(key, v)
 
     def activation(self, key: str, default: str) -> str:
         return _activation(self.cfg.get(key, default), key, self.where)
@@ -392,38 +440,123 @@ def _llama_like(f: _Fields) -> dict[str, Any]:
         qkv_bias=attn_bias or mt == "qwen2", o_bias=attn_bias, mlp_bias=bool(cfg.get("mlp_bias", False)),
         tie_embeddings=bool(cfg.get("tie_word_embeddings", gemma)),
         norms_per_layer=4 if mt == "gemma2" else 2, embed_scale=gemma)
-    if cfg.get("head_dim") is not None and not mt.startswith("deepseek"):
+    if cfg.get("head_dim") is not None and not cfg.get("kv_lora_rank"):
         kw["head_dim"] = f.pos_int("head_dim", cfg["head_dim"])
-    kw.update(_moe(f, kw["intermediate"], layers))
+    moe = _moe(f, kw["intermediate"], layers)
+    kw["intermediate"] = moe.pop("dense_intermediate", kw["intermediate"])
+    kw.update(moe)
     if cfg.get("kv_lora_rank"):
         nope = f.need_int("qk_nope_head_dim")
         rope = f.need_int("qk_rope_head_dim")
         kw.update(kv_lora_rank=f.pos_int("kv_lora_rank", cfg["kv_lora_rank"]), q_lora_rank=f.get_int("q_lora_rank"),
                   qk_nope_head_dim=nope, qk_rope_head_dim=rope, head_dim=nope + rope, v_head_dim=f.need_int("v_head_dim"))
     kw.update(_windows(f, layers))
+    kw.update(_attention_extras(f, layers))
     return kw
 
 
+def _attention_extras(f: _Fields, layers: int) -> dict[str, Any]:
+    """QK-norm (Qwen3: RMSNorm with a scale on each head's q and k; Llama 4: the same without a scale, on its
+    RoPE layers), attention sinks (gpt-oss), Llama 4's NoPE layers and its chunked local attention."""
+    cfg, mt = f.cfg, f.model_type
+    kw: dict[str, Any] = {}
+    if mt in ("qwen3", "qwen3_moe"):  # transformers Qwen3Attention: q_norm, k_norm = Qwen3RMSNorm(head_dim)
+        kw.update(qk_norm_layers=layers)
+    if mt == "gpt_oss":  # transformers GptOssAttention: self.sinks, one learned logit per head; the router's and
+        kw.update(attention_sinks=True, expert_bias=True)  # the experts' projections carry biases (GptOssExperts)
+    if mt in ("llama4", "llama4_text"):
+        rope = _llama4_rope_layers(f, layers)
+        kw["nope_layers"] = layers - rope
+        if cfg.get("use_qk_norm"):  # Llama4TextL2Norm (no weight) on q and k of the RoPE layers
+            kw.update(qk_norm_layers=rope, qk_norm_weights=False)
+        chunk = cfg.get("attention_chunk_size")
+        if chunk and rope:  # the RoPE layers attend within chunks, the NoPE ones globally
+            kw.update(local_attention="chunked", window_layers=rope,
+                      sliding_window=f.pos_int("attention_chunk_size", chunk))
+    quant = cfg.get("quantization_config")
+    if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == "mxfp4":
+        kw["notes"] = ("expert weights as bf16: MXFP4 not yet modelled",)
+    return kw
+
+
+def _llama4_rope_layers(f: _Fields, layers: int) -> int:
+    """Llama 4's RoPE layers (the others are NoPE, global): ``no_rope_layers`` (1 = RoPE), else every layer
+    but each ``no_rope_layer_interval``-th (Llama4TextConfig: ``int((layer_idx + 1) % interval != 0)``)."""
+    flags = f.cfg.get("no_rope_layers")
+    if flags:
+        if not isinstance(flags, list) or len(flags) != layers or any(x not in (0, 1) for x in flags):
+            raise RooflineError(f"no_rope_layers must hold one 0 or 1 per layer ({layers}), got {shown(flags)}",
+                                where=f.where)
+        return sum(1 for x in flags if x)
+    interval = f.step("no_rope_layer_interval", 4)
+    return sum(1 for i in range(layers) if (i + 1) % interval != 0)
+
+
 def _moe(f: _Fields, intermediate: int, layers: int) -> dict[str, Any]:
-    """Routed experts, Mixtral style (every layer, expert width = intermediate) or DeepSeek style."""
+    """Routed experts: Mixtral / gpt-oss / Llama 4 style (``num_local_experts``), Qwen style (``num_experts``) or
+    DeepSeek style (``n_routed_experts``, shared experts); which layers are MoE: :func:`moe_layer_ids`."""
     cfg = f.cfg
     top = cfg.get("num_experts_per_tok")
-    for key in ("num_local_experts", "n_routed_experts"):
-        if key in cfg and not cfg[key] and top:  # 0 experts routed to top-k: not a dense model either
-            raise RooflineError(f"{key} is {cfg[key]!r} but num_experts_per_tok is {top!r}: a mixture of experts "
+    spellings = ("num_local_experts", "n_routed_experts", "num_experts")
+    for name in spellings:
+        if name in cfg and not cfg[name] and top:  # 0 experts routed to top-k: not a dense model either
+            raise RooflineError(f"{name} is {cfg[name]!r} but num_experts_per_tok is {top!r}: a mixture of experts "
                                 "needs experts (a dense model gives neither)", where=f.where)
-    if cfg.get("num_local_experts"):
-        return dict(experts=f.pos_int("num_local_experts", cfg["num_local_experts"]),
-                    top_k=f.need_int("num_experts_per_tok"), moe_intermediate=intermediate)
-    if cfg.get("n_routed_experts"):
-        kw = dict(experts=f.pos_int("n_routed_experts", cfg["n_routed_experts"]),
-                  top_k=f.need_int("num_experts_per_tok"), shared_experts=f.get_int("n_shared_experts"),
-                  moe_intermediate=f.need_int("moe_intermediate_size"),
-                  dense_layers=min(layers, f.get_int("first_k_dense_replace")))
-        if cfg.get("moe_layer_freq", 1) not in (1, None):
-            raise RooflineError(f"moe_layer_freq {cfg['moe_layer_freq']!r} is not supported (only 1)", where=f.where)
-        return kw
-    return {}
+    found = [name for name in spellings if cfg.get(name)]
+    if not found:
+        return {}
+    key = found[0]
+    kw: dict[str, Any] = dict(experts=f.pos_int(key, cfg[key]), top_k=f.need_int("num_experts_per_tok"),
+                              dense_layers=layers - len(moe_layer_ids(f, layers)))
+    if f.model_type in ("llama4", "llama4_text"):
+        # experts and the shared expert of intermediate_size; the dense layers' MLP of intermediate_size_mlp
+        kw.update(moe_intermediate=intermediate, shared_experts=1,
+                  dense_intermediate=f.get_int("intermediate_size_mlp") or intermediate)
+    elif key == "num_local_experts":
+        kw.update(moe_intermediate=intermediate)  # Mixtral, gpt-oss: every expert as wide as intermediate_size
+    else:
+        kw.update(moe_intermediate=f.need_int("moe_intermediate_size"), shared_experts=f.get_int("n_shared_experts"))
+    return kw
+
+
+def _layer_list(f: _Fields, key: str, layers: int) -> list[int]:
+    """A config's list of layer indices (``mlp_only_layers``, ``moe_layers``), each checked."""
+    value = f.cfg.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(_whole(x) and 0 <= x < layers for x in value):
+        raise RooflineError(f"{key} must be a list of layer indices in 0..{layers - 1}, got {shown(value)}",
+                            where=f.where)
+    return [int(x) for x in value]
+
+
+def moe_layer_ids(f: _Fields, layers: int) -> list[int]:
+    """The indices of a MoE config's layers that route to experts, the others keeping a dense MLP:
+
+    * DeepSeek: ``first_k_dense_replace`` dense layers first, then every ``moe_layer_freq``-th layer
+      (transformers' DeepseekV3: ``layer_idx >= first_k_dense_replace and layer_idx % moe_layer_freq == 0``);
+    * Qwen MoE: every ``decoder_sparse_step``-th layer, 1-based, not in ``mlp_only_layers`` (transformers'
+      Qwen3MoeDecoderLayer: ``(layer_idx + 1) % decoder_sparse_step == 0``);
+    * Llama 4: ``moe_layers``, else every ``interleave_moe_layer_step``-th layer, 1-based (Llama4TextConfig:
+      ``range(interleave_moe_layer_step - 1, num_hidden_layers, interleave_moe_layer_step)``).
+    """
+    cfg = f.cfg
+    if f.model_type in ("llama4", "llama4_text"):
+        if cfg.get("moe_layers") is not None:
+            return sorted(set(_layer_list(f, "moe_layers", layers)))
+        step = f.step("interleave_moe_layer_step")
+        return list(range(step - 1, layers, step))
+    dense_first = min(layers, f.get_int("first_k_dense_replace"))
+    freq = cfg.get("moe_layer_freq", 1)
+    if isinstance(freq, list):  # one 0/1 flag per layer
+        if len(freq) != layers or any(x not in (0, 1) or isinstance(x, bool) for x in freq):
+            raise RooflineError(f"moe_layer_freq: a list must hold one 0 or 1 per layer ({layers}), got "
+                                f"{shown(freq)}", where=f.where)
+        return [i for i in range(dense_first, layers) if freq[i]]
+    freq = 1 if freq is None else f.pos_int("moe_layer_freq", freq)
+    step = f.step("decoder_sparse_step")
+    dense = set(_layer_list(f, "mlp_only_layers", layers))
+    return [i for i in range(dense_first, layers) if i % freq == 0 and (i + 1) % step == 0 and i not in dense]
 
 
 def _windows(f: _Fields, layers: int) -> dict[str, Any]:

@@ -28,12 +28,16 @@ ASSUMPTIONS = (
     "generate = prefill + gen decode steps at contexts prompt+1 .. prompt+gen, evaluated at the mean over the "
     "steps with count x gen (FLOPs and bytes exact)",
     "lm_head on the last token of each sequence (all tokens with all_logits); embedding reads only the rows gathered",
+    "parameters: both embedding tables (input and lm_head; one when tied) count in the total and in the active "
+    "count; a DeepSeek MTP module (num_nextn_predict_layers) and a multimodal config's vision encoder are neither "
+    "modelled nor counted",
     "int4 carries one fp16 scale per group; int8/fp8 scales ignored; embedding, lm_head, router, norms and biases "
     "stay 16-bit under weight quantisation",
     "norms, softmax, activations and adds compute in fp32 on the vector unit; scale and mask fold into softmax; "
     "RoPE 3 FLOPs per q/k element",
     "MLA: naive (decompressed KV) prefill, absorbed decode over the latent cache; sliding-window layers attend to "
-    "and cache at most the window; logit soft-capping not counted",
+    "and cache at most the window; chunked local layers (Llama 4) attend to their own chunk's keys and cache "
+    "min(context, chunk) tokens (the chunk in progress holds fewer); logit soft-capping not counted",
 )
 
 

@@ -24,7 +24,8 @@ def param_counts(arch: Arch) -> tuple[float, float]:
 
     Total counts every expert; active counts ``top_k`` routed experts per MoE layer.
     The embedding table is added whole (the ops read only the rows they gather)
-    unless tied to lm_head, and a learned position table whole.
+    unless tied to lm_head, and a learned position table whole, to both.  Not counted: a DeepSeek MTP
+    module (``deepseek-v3`` is the 671B main model, not the hub's 685B) and a vision encoder (Llama 4).
     """
     table = build_table(arch, "prefill")
     w = (table.coef["wq"] + table.coef["wu"]) * table.counts[:, None]

@@ -285,6 +285,9 @@ def _check_llm_info(raw: Any, where: str, field: str = "llm") -> None:
         kind = {"int": "int+" if f.name in _ARCH_POSITIVE else "int"}.get(str(f.type), str(f.type))
         _check_typed(arch, {f.name: kind}, f"{field}.arch", where,
                      required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+    if arch.get("local_attention", "sliding") not in ("sliding", "chunked"):
+        raise RooflineError(f"{field}.arch.local_attention {shown(arch['local_attention'])} is not one of sliding, "
+                            "chunked", where=where)
     if (arch.get("top_k") or 0) > (arch.get("experts") or 0):
         raise RooflineError(f"{field}.arch.top_k {arch['top_k']} is more than {field}.arch.experts "
                             f"{arch.get('experts') or 0}", where=where)

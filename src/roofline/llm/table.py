@@ -343,13 +343,19 @@ def _attention(r: _Layer, flash: bool, kv_reads: str = "shared") -> None:
         r.gemm("layers.attn.q_proj", L, d, h * dh, bias=arch.qkv_bias)
         r.gemm("layers.attn.k_proj", L, d, kv * dh, bias=arch.qkv_bias)
         r.gemm("layers.attn.v_proj", L, d, kv * dv, bias=arch.qkv_bias)
+    if arch.qk_norm_layers:  # Qwen3's RMSNorm of each head's q and k (scale dh each); Llama 4's, without scale
+        per = NORM_FLOPS["rms"] + (NORM_AFFINE_FLOPS["scale"] if arch.qk_norm_weights else 0)
+        r.add("layers.attn.qk_norm", "norm", VEC, arch.qk_norm_layers, flops={TOK: per * (h + kv) * dh},
+              wu={ONE: 2 * dh} if arch.qk_norm_weights else {}, ar={TOK: (h + kv) * dh}, aw={TOK: (h + kv) * dh})
     if arch.positions == "rope":
-        r.elementwise("layers.attn.rope", L, "rope", 1, (h + kv) * dh)
+        r.elementwise("layers.attn.rope", L - arch.nope_layers, "rope", 1, (h + kv) * dh)
     r.add("layers.attn.kv_cache_write", "memory", VEC, L, ar={TOK: kv * (dh + dv)}, kw={TOK: kv * (dh + dv)})
     full = L - arch.window_layers
     _attention_core(r, full, "", h, dh, dv, flash, KEY, PAIR, k_read=("kr", reads * dh), v_read=("kr", reads * dv))
-    _attention_core(r, arch.window_layers, "sliding.", h, dh, dv, flash, KEYW, PAIRW,
+    _attention_core(r, arch.window_layers, f"{arch.local_attention}.", h, dh, dv, flash, KEYW, PAIRW,
                     k_read=("kr", reads * dh), v_read=("kr", reads * dv))
+    if arch.attention_sinks:  # gpt-oss: one learned logit per head, one more column in each query's softmax
+        r.add("layers.attn.sinks", "softmax", VEC, L, flops={TOK: SOFTMAX_FLOPS * h}, wu={ONE: h})
 
 
 def _mla_attention(r: _Layer, flash: bool) -> None:
@@ -408,17 +414,20 @@ def _mlp_block(r: _Layer) -> None:
     if arch.moe_layers:
         E, k, M = arch.experts, arch.top_k, arch.moe_layers
         fe = arch.moe_intermediate / t
-        r.gemm("layers.moe.router", M, d, E, quantized=False)
+        r.gemm("layers.moe.router", M, d, E, quantized=False, bias=arch.expert_bias)
         r.add("layers.moe.topk", "softmax", VEC, M, flops={TOK: SOFTMAX_FLOPS * E}, ar={TOK: E}, aw={TOK: 2 * k})
-        # routed experts: n*k token-expert assignments, k rows per token; weights of the experts touched
+        # routed experts: n*k token-expert assignments, k rows per token; weights of the experts touched (and
+        # their biases, unquantised, where the experts carry them)
         for proj in (("gate_proj", "up_proj") if arch.gated else ("up_proj",)):
             r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: gemm_flops(k, d, fe)},
-                  wq={EXP: d * fe}, ar={TOK: k * d}, aw={TOK: k * fe}, stream=(False, True))
+                  wq={EXP: d * fe}, wu={EXP: fe} if arch.expert_bias else {}, ar={TOK: k * d}, aw={TOK: k * fe},
+                  stream=(False, True))
         r.elementwise("layers.moe.experts.act", M, act, 1, k * fe, to_gemm=not arch.gated)
         if arch.gated:
             r.elementwise("layers.moe.experts.mul", M, "mul", 2, k * fe, to_gemm=True)
         r.add("layers.moe.experts.down_proj", "matmul", GEMM, M, flops={TOK: gemm_flops(k, fe, d)},
-              wq={EXP: fe * d}, ar={TOK: k * fe}, aw={TOK: k * d}, stream=(False, True))
+              wq={EXP: fe * d}, wu={EXP: d} if arch.expert_bias else {}, ar={TOK: k * fe}, aw={TOK: k * d},
+              stream=(False, True))
         shared = arch.shared_experts
         if shared:
             _mlp(r, "layers.moe.shared.", M, d, arch.moe_intermediate * shared / t, arch.gated, act, False)

@@ -163,9 +163,11 @@ def _framework_ops(run: TrainingRun, table: Any, v: dict[str, np.ndarray], b: np
     names, kinds = table.names, table.kinds
     if not run.flash and b[PAIR] > 0:
         for i, n in enumerate(names):
-            if kinds[i] == "attention" and ".sliding." not in n and (n.endswith(".qk") or n.endswith(".pv")):
+            local = ".sliding." in n or ".chunked." in n  # local layers: their own pairs, not the full square
+            if kinds[i] == "attention" and not local and (n.endswith(".qk") or n.endswith(".pv")):
                 v["flops"][i] *= b[FULL] / b[PAIR]
-            elif run.dropout and kinds[i] == "softmax" and ".sliding." not in n and ".layers.attn." in n:
+            elif run.dropout and kinds[i] == "softmax" and not local and ".layers.attn." in n and \
+                    not n.endswith(".sinks"):
                 probs = v["bytes_written"][i]  # act bytes per score element
                 v["bytes_read"][i] += probs
                 v["bytes_written"][i] += probs * (1 + DROPOUT_MASK_BYTES / act)
