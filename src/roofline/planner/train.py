@@ -211,10 +211,6 @@ class Estimate(_Facts):
             parts["up to the bound"] = self.bound - self.forecast_raw
         return parts
 
-
-    def cost_per_token(self, price_per_device_hour: float) -> float:
-        return price_per_device_hour * self.layout.devices * self.time / 3600 / (self.run.global_batch * self.run.seq)
-
     def headline(self) -> str:
         """The answer for this layout, the deciding fact first: the forecast step time and the bound beside it
         (one step: global batch x seq tokens), the matching tokens/s and MFU."""
