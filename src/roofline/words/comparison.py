@@ -195,6 +195,13 @@ def compare(workload: Workload, devices: Sequence[Device | str], precisions: Seq
     return rows
 
 
+def vs_best(time: float, best: float) -> str:
+    """'best' for the fastest row, else '1/3.3 as fast' / '1/480 as fast' (how fast against the best)."""
+    from roofline.core.units import format_speedup
+
+    return "best" if time <= best else format_speedup(best / time)
+
+
 def ranked_by(rows: Sequence[CompareRow]) -> str:
     """What :func:`compare` ranked ``rows`` by: the forecast where they carry one, else the roofline time (bound)."""
     return "forecast" if rows and not math.isnan(rows[0].forecast) else "roofline time (the bound)"
