@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import json_number
 from roofline.core.formatters import FORMATTERS
 from roofline.core.formula import roofline_times
 from roofline.engine.collectives import collective_times
@@ -341,7 +342,7 @@ class Analysis:
                         else clean(self.above_roof_tolerance), "forecast": self.forecast is not None,
                         "tf32": self.tf32},
             "totals": {"time": self.total_time, "flops": self.total_flops, "bytes": self.total_bytes,
-                       "measured_seconds": None if math.isnan(self.total_measured_seconds) else self.total_measured_seconds,
+                       "measured_seconds": json_number(self.total_measured_seconds),
                        "time_share_by_bound": self.time_share_by_bound()},
             "ops": {"intensity": clean(self.intensity), "peak_flops": clean(self.peak_flops),
                     "bandwidth": clean(self.bandwidth), "attainable_flops": clean(self.attainable_flops),

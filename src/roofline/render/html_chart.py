@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from roofline.core.fileio import json_number
 from roofline.core.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 from roofline.render.chart import achievable_roofs
 from roofline.render.html_parts import esc, intensity_text, name, pct
@@ -342,7 +343,7 @@ def script_json(obj: Any) -> str:
 
 def _finite(obj: Any) -> Any:
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        return json_number(obj)
     if isinstance(obj, dict):
         return {k: _finite(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
