@@ -13,6 +13,7 @@ from roofline.cli import main
 from roofline.planner import Comm, Estimate, Layout, TrainingRun, estimate, plan, plan_layouts
 from roofline.planner.forecast import STATED_ERROR
 from roofline.planner.overlap import exposed
+from roofline.planner.train import StepForecast
 
 PLAN = ["plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "64"]
 
@@ -46,7 +47,7 @@ def _toy(**switches: bool) -> Estimate:
              Comm("dp weight all-gather", 1.5, ("cluster",), "step", 1.0, 1, 1.5))
     lay = Layout(tp=2, pp=2, dp=2, **switches)
     return Estimate(run, lay, get_system("dgx-h100"), 4, 0.5, 1.0, 0.0, 0.25, comms, {}, (16, 16), 0, None,
-                    1.0, 2.0, 0.0, 0.5)
+                    StepForecast(1.0, 2.0, 0.0, 0.5))
 
 
 def test_overlap_rules_on_a_two_stage_two_replica_toy():

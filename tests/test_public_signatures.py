@@ -19,7 +19,6 @@ ALLOWED = {
     # records, not calls with options: a constructor that takes one argument per column or per fact stored
     "roofline.Analysis": "the analysis record: one field per per-op array and fact (analyze() builds it)",
     "roofline.Op": "one op of a workload: one field per column of the vocabulary (roofline.work.workload_columns)",
-    "roofline.planner.Estimate": "one layout's estimate record (planner.train.estimate builds it)",
 }
 
 
