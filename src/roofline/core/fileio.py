@@ -364,7 +364,7 @@ def json_numbers(values: Any) -> list[float | None]:
 
     arr = np.asarray(values, dtype=float)
     if np.isfinite(arr).all():
-        return arr.tolist()  # type: ignore[no-any-return]
+        return arr.tolist()
     return [json_number(x) for x in arr.tolist()]
 
 

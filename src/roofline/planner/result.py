@@ -160,23 +160,27 @@ def plan_layouts(run: TrainingRun | ServingRun, system: System, *, layout: str |
     (default dp and pp on, tp off), ``price`` USD per device-hour."""
     rules = dict(rules) if rules is not None else {"dp": True, "tp": False, "pp": True}
     serving = isinstance(run, ServingRun)
-    base = {"run": run, "system": system, "overlap": overlap, "rules": rules, "price": price}
     keys: dict[str, Any] = {}
     if layout:
         keys = layout_keys(layout, overlap)
         if not serving:
             keys.update({f"overlap_{k}": v for k, v in rules.items()})
-        if serving or names_one_layout(keys):
-            return PlanResult(rows=plan_rows([_one(run, Layout(**keys), system)], price), tried=1, **base)
     fixed = {k: v for k, v in keys.items() if k in SEARCHED}
+
+    def result(estimates: list[Estimate | ServingEstimate], tried: int, search: Plan | None = None,
+               none_fit: bool = False) -> PlanResult:
+        return PlanResult(run, system, plan_rows(estimates, price), tried, search, fixed, none_fit, overlap, rules,
+                          price)
+
+    if layout and (serving or names_one_layout(keys)):
+        return result([_one(run, Layout(**keys), system)], 1)
     p = plan(run, system, top=top, overlap=overlap, fixed=fixed,
              overlaps=(rules["dp"], rules["tp"], rules["pp"]))
     if not p.ranked and fixed:  # none fits (or none divides): the named layout, the rest at their defaults, timed
-        one = _one(run, Layout(**keys), system)  # or its constraint, in one line
-        return PlanResult(rows=plan_rows([one], price), tried=1, search=p, fixed=fixed, none_fit=True, **base)
+        return result([_one(run, Layout(**keys), system)], 1, p, none_fit=True)  # or its constraint, in one line
     if not p.ranked:
         raise no_layout_error(p)
-    return PlanResult(rows=plan_rows(list(p.ranked), price), tried=p.tried, search=p, fixed=fixed, **base)
+    return result(list(p.ranked), p.tried, p)
 
 
 def _one(run: TrainingRun | ServingRun, lay: Layout, system: System) -> Estimate | ServingEstimate:
