@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.core.text import display, for_chart
 from roofline.core.units import format_count, format_gib, format_seconds
-from roofline.render.chart import figure_bytes
 
 if TYPE_CHECKING:
     from roofline.planner.result import PlanResult, PlanRow
@@ -88,6 +87,8 @@ def _percent(x: float, pos: int | None = None) -> str:
 
 def plan_bytes(estimates: list[Any], title: str, path: str) -> bytes:
     """The chart as the bytes of ``path``'s format (.png, .svg, .pdf)."""
+    from roofline.render.chart import figure_bytes  # at call time: the text alone does not load the chart's modules
+
     return figure_bytes(plan_figure(estimates, title), path.rsplit(".", 1)[-1].lower())
 
 
