@@ -221,3 +221,26 @@ def test_the_layout_grammar():
                           ("tq=8", "KEY=VALUE"), ("tp=x", "tp must be a whole number")):
         with pytest.raises(RooflineError, match=re.escape(message)):
             layout_keys(text)
+
+
+def test_the_words_and_the_text_read_the_result(monkeypatch):
+    """One layout named in full: the answer is its headline (no 'best layout:'), the header says one layout, the
+    training notes and glossary follow; the text prints them in that order around the table (the table's one row
+    the layout), and the JSON is the result's."""
+    from roofline.render.plan import plan_text
+    from roofline.words.plan import FLOP_NOTE, TRAINING_GLOSSARY, plan_words
+
+    monkeypatch.setenv("COLUMNS", "400")  # one line per sentence
+    run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=64)
+    r = plan_layouts(run, get_system("dgx-h100", nodes=2), layout="tp=8,pp=2,stages=16/16", price=2.0)
+    w = plan_words(r)
+    assert r.one_layout and r.tried == 1 and w.answer == r.best.headline()
+    assert w.header == "llama-2-7b training on NVIDIA DGX H100 x 2 (16 devices): one layout" == f"{w.title}: one layout"
+    assert w.notes == (FLOP_NOTE,) and w.glossary == TRAINING_GLOSSARY
+    assert w.best[1].endswith("layers per stage 16/16")
+    lines = plan_text(r, w).splitlines()
+    assert lines[:4] == [w.answer, w.header, w.settings, FLOP_NOTE] and lines[-1] == w.glossary
+    assert sum(r.best.describe() in ln for ln in lines) >= 2  # the table's row and the best line
+    doc = r.to_dict()
+    assert doc["tried"] == 1 and doc["layouts"][0]["stage_layers"] == [16, 16]
+    assert doc["layouts"][0]["usd_per_million_tokens"] == r.rows[0].usd_per_mtok
