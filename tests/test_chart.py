@@ -135,3 +135,20 @@ def test_y_ticks_have_one_style():
     lo, hi = ax.get_ylim()
     labels = [t.get_text() for loc, t in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True) if lo <= loc <= hi]
     assert labels and all(t.endswith("FLOP/s") and "^" not in t and "e" not in t.split()[0] for t in labels), labels
+
+
+def test_the_ridge_marked_is_the_summary_s():
+    """100 GFLOP/s over 10 GB/s: the ridge is 10 FLOP/B, the summary's (read by the chart, not computed again)
+    and, for a bare device, the roof's over main memory; the label says it."""
+    from roofline.render.chart import _frame
+    from roofline.words.summary import summarize
+
+    dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")
+    a = analyze(Workload.from_ops([Op("app", flops=8e8, bytes_read=4e9)]), dev)
+    s = summarize(a)
+    f = _frame(dev, points_of(a), s, a, None, None)
+    assert s.ridge == pytest.approx(10.0) and f.ridge_at == s.ridge and f.ridge == pytest.approx(10.0)
+    bare = _frame(dev, [], None, None, None, None)
+    assert bare.ridge_at == pytest.approx(10.0)
+    fig = plot(a, summary=s)
+    assert any(t.get_text() == "ridge 10 FLOP/B" for ax in fig.axes for t in ax.texts)

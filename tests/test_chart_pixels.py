@@ -466,7 +466,7 @@ def test_serve_chart_draws_the_slo_and_names_its_throughput_basis():
         def p(v: float) -> Percentiles:
             return Percentiles(v, v, v, v)
 
-        f = ServingFigures(1, 1.0, x, x, 1.0, p(10 * t), p(t), p(11 * t), 8, 1, 0, 1, None, 1, KvUse((), ()))
+        f = ServingFigures(1, 1.0, x, x, 1.0, p(10 * t), p(t), p(11 * t), 8, 1, 0, 1, KvUse(1, None, (), ()))
         return ServeResult("m", "d", 1, 8, "s", "forecast", f, {}, "r")
 
     curve = RateCurve(1, ((1.0, run(100, 0.01)), (2.0, run(900, 0.02))), 2.0)

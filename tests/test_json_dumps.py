@@ -143,3 +143,22 @@ def test_json_file_of_a_long_analysis_is_its_to_dict():
     assert raw.endswith(b"\n") and json.loads(raw) == json.loads(json.dumps(a.to_dict()))
     back = roofline.Analysis.from_dict(json.loads(raw))
     assert np.array_equal(back.time, a.time) and back.workload.to_dict() == w.to_dict()
+
+
+def test_the_one_nan_to_null_conversion():
+    """JSON has no NaN nor infinity: json_number gives None (null) for them, json_numbers for each of a list, as
+    the quartiles, a workload column and the HTML chart's data all write them."""
+    import math
+
+    import numpy as np
+
+    from roofline.core.fileio import json_number, json_numbers
+    from roofline.core.stats import OpTimings
+    from roofline.work.workload_columns import finite_or_null
+
+    assert [json_number(x) for x in (1.5, math.nan, math.inf, -math.inf)] == [1.5, None, None, None]
+    assert json_numbers([1.0, math.nan, 2.0, math.inf]) == [1.0, None, 2.0, None]
+    assert json_numbers(np.array([1.0, 2.0])) == [1.0, 2.0]
+    assert finite_or_null([math.nan, 3.0]) == [None, 3.0]
+    q = OpTimings.of(np.array([[1.0, math.nan], [3.0, math.nan]])).to_dict()
+    assert q["median"] == [2.0, None] and q["samples"] == [2, 0]  # the median of 1 and 3; no sample: null

@@ -270,3 +270,19 @@ def test_cross_run_criterion_allows_the_sizes_own_spread():
     assert bad[0][4] is False and bad[0][3] == pytest.approx(0.25)
     with pytest.raises(ValueError, match="different sizes"):
         cross_run_check(lambda s: 1.0, [(8.0, 1.0)], [(16.0, 1.0)])
+
+
+def test_point_bandwidths_by_hand_and_the_render_reads_them():
+    """4 ranks all-reduce, 1 GB in a median 10 ms (q1 9 ms, q3 12 ms): algbw = 1e9 B / 0.01 s = 100 GB/s; nccl-tests'
+    bus factor 2 (n - 1) / n = 1.5: busbw 150 GB/s; spread (12 - 9) / 10 = 30%; the fit t = 1e9 / 1.25e11 = 8 ms is
+    8 / 10 - 1 = -20% off the median."""
+    from roofline.bench.network import point_bandwidths
+    from roofline.render.network import collective_lines
+
+    m = MeasuredCollective("gloo", 4, 0.0, 1.25e11, 1.0, ((1e9, 0.010, 0.009, 0.012),))
+    (p,) = point_bandwidths("all_reduce", m)
+    assert (p.nbytes, p.median) == (1e9, 0.010)
+    assert p.algbw_gb_s == pytest.approx(100.0) and p.busbw_gb_s == pytest.approx(150.0)
+    assert p.spread == pytest.approx(0.3) and p.fit_error == pytest.approx(-0.2)
+    row = collective_lines("node", "all_reduce", m).splitlines()[-1].split()
+    assert row[-4:] == ["100", "150", "30%", "-20%"]

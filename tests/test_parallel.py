@@ -14,7 +14,7 @@ from roofline.engine.collectives import cost
 from roofline.hardware.system import NetworkTier, System
 from roofline.llm.config import load_arch
 from roofline.llm.sizes import param_counts
-from roofline.planner import Layout, TrainingRun, check, estimate, layouts, plan, training_flops
+from roofline.planner import Layout, TrainingRun, check, estimate, layouts, plan, plan_layouts, training_flops
 
 
 def test_training_flops_llama2_7b():
@@ -179,18 +179,30 @@ def test_bad_layouts_are_one_line():
 
 
 def test_plan_cli(tmp_path, capsys):
+    """The JSON the command writes is the result's (cross-checked against plan_layouts called directly); the
+    cost per million tokens by hand: 2.5 USD per device-hour x 16 devices / 3600 s x the forecast step over the
+    step's 64 x 2048 tokens, x 1e6."""
     out = tmp_path / "plan.json"
     assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "64",
                  "--seq", "2048", "--top", "3", "--price", "2.5", "--json", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "layouts tried" in text and "$/Mtok" in text and text.count("\n") >= 6
+    assert "$/Mtok" in capsys.readouterr().out  # the priced column is drawn
     doc = json.loads(out.read_text())
     assert len(doc["layouts"]) == 3 and doc["devices"] == 16
     steps = [x["seconds"] for x in doc["layouts"]]
     assert steps == sorted(steps)
+    for row in doc["layouts"]:
+        assert row["usd_per_million_tokens"] == pytest.approx(2.5 * 16 / 3600 * row["forecast_seconds"]
+                                                               / (64 * 2048) * 1e6, rel=1e-12)
+    run = TrainingRun.of("llama-2-7b", seq=2048, global_batch=64)
+    result = plan_layouts(run, get_system("dgx-h100", nodes=2), top=3, price=2.5)
+    assert [r.estimate.describe() for r in result.rows] == [x["layout"] for x in doc["layouts"]]
+    assert result.search is not None and doc["tried"] == result.tried == result.search.tried > 3
+    # four keys named: the rest (pp 1, cp 1 and ep 1 as 16 = 8 x 2 leaves them; recomputation, interleave) searched
+    part = plan_layouts(run, get_system("dgx-h100", nodes=2), layout="tp=8,dp=2,zero=1,mb=1")
+    assert part.fixed == {"tp": 8, "dp": 2, "zero": 1, "micro_batch": 1} and not part.one_layout
+    assert "tp8 pp1 dp2 zero1 mb1 selective" in [e.describe() for e in part.estimates]
     assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "64",
                  "--layout", "tp=8,dp=2,zero=1,mb=1"]) == 0
-    assert "tp8 pp1 dp2 zero1 mb1 selective" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -251,9 +263,12 @@ def test_serving_plan_and_bad_layouts(capsys):
     rates = [e.tokens_per_second for e in p.ranked]
     assert rates == sorted(rates, reverse=True) and p.tried == len(list(__import__(
         "roofline.planner", fromlist=["serving_layouts"]).serving_layouts(run, s)))
+    result = plan_layouts(run, s, top=3)
+    assert result.serving and result.mode == "serving" and [r.rank for r in result.rows] == [1, 2, 3]
+    assert result.estimates == list(p.ranked[:3]) and all(e.ttft > 0 for e in result.estimates)
+    assert not any(r.tied for r in result.rows)  # ties are the training forecast's
+    assert result.to_dict()["ranked_by"] == "step seconds" and "ttft_seconds" in result.to_dict()["layouts"][0]
     assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--serve", "--batch", "8", "--top", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "serving on NVIDIA DGX H100" in out and "ttft" in out
 
 
 def test_training_workload_two_routes():
@@ -577,15 +592,20 @@ def test_llama3_405b_interleaved_as_meta_ran_it():
 
 
 def test_plan_cli_does_not_fit_is_timed(capsys):
-    """A fully given layout past memory is timed: exit 0, 'does not fit' first on its line, fits false in the
-    JSON; tp8 pp16 dp64 with no recomputation at 8k and micro-batches of 2 holds 15 of them, of 8 layers, on
-    stage 2: twice the 64 GB of micro-batches of 1, 128 GB of activations."""
+    """A fully given layout past memory is timed: exit 0, the answer saying so first; tp8 pp16 dp64 with no
+    recomputation at 8k and micro-batches of 2 holds 15 of them, of 8 layers, on stage 2 (index 1): twice the
+    64 GB of micro-batches of 1, 128 GB of activations; the first and last stages one layer short (126 = 7 + 14
+    x 8 + 7)."""
+    layout = "tp=8,pp=16,dp=64,zero=1,recompute=none,mb=2"
+    run = TrainingRun.of("llama-3-405b", seq=8192, global_batch=2048)
+    result = plan_layouts(run, get_system("dgx-h100", nodes=1024), layout=layout)
+    e = result.best
+    assert result.one_layout and not e.fits and e.memory_stage == 1
+    assert e.stage_layers == (7, *[8] * 14, 7)
+    assert e.memory["activations"] > e.capacity
     assert main(["plan", "llama-3-405b", "--system", "dgx-h100", "--nodes", "1024", "--train", "--global-batch",
-                 "2048", "--seq", "8192", "--layout", "tp=8,pp=16,dp=64,zero=1,recompute=none,mb=2"]) == 0
-    out = capsys.readouterr().out
-    line = next(x for x in out.splitlines() if "does not fit" in x)
-    assert line.startswith("does not fit:") and "stage 2 of 16" in line
-    assert "layers per stage 7/8/8/8/8/8/8/8/8/8/8/8/8/8/8/7" in " ".join(out.split())  # prose wraps at spaces
+                 "2048", "--seq", "8192", "--layout", layout]) == 0
+    assert capsys.readouterr().out.startswith("does not fit:")  # the deciding fact first
 
 
 def test_plan_cli_json_fits_false(tmp_path, capsys):

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 
 from roofline.catalog import resolve_system
-from roofline.commands.plan import SEARCHED, layout_keys
 from roofline.core.errors import RooflineError
 from roofline.planner import Layout, ServingRun, TrainingRun, dims
 from roofline.planner.dims import DIMS, DIMS_BY_NAME, ParallelDim, divisors, names, replicas, shapes, stride
+from roofline.planner.layout import SEARCHED, layout_keys
 from roofline.planner.overlap import OVERLAP_DEFAULTS, rule_of
 from roofline.work.costs import BUS_FACTORS
 

@@ -4,14 +4,16 @@ marks, compare says what it ranked by."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from roofline.catalog import get_system
 from roofline.cli import main
-from roofline.planner import Comm, Estimate, Layout, TrainingRun, estimate, plan
+from roofline.planner import Comm, Estimate, Layout, TrainingRun, estimate, plan, plan_layouts
 from roofline.planner.forecast import STATED_ERROR
 from roofline.planner.overlap import exposed
+from roofline.planner.train import StepForecast
 
 PLAN = ["plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", "2", "--train", "--global-batch", "64"]
 
@@ -45,7 +47,7 @@ def _toy(**switches: bool) -> Estimate:
              Comm("dp weight all-gather", 1.5, ("cluster",), "step", 1.0, 1, 1.5))
     lay = Layout(tp=2, pp=2, dp=2, **switches)
     return Estimate(run, lay, get_system("dgx-h100"), 4, 0.5, 1.0, 0.0, 0.25, comms, {}, (16, 16), 0, None,
-                    1.0, 2.0, 0.0, 0.5)
+                    StepForecast(1.0, 2.0, 0.0, 0.5))
 
 
 def test_overlap_rules_on_a_two_stage_two_replica_toy():
@@ -98,28 +100,37 @@ def test_partial_layout_ranks_only_matching_layouts(tmp_path, capsys):
     full = plan(TrainingRun.of("llama-2-7b", seq=4096, global_batch=64), get_system("dgx-h100", nodes=2), top=100_000)
     want = [e.describe() for e in full.ranked if e.layout.tp == 8 and e.layout.pp == 2][:500]
     assert [r["layout"] for r in rows] == want
-    assert "with tp=8, pp=2 fixed" in capsys.readouterr().out
+    result = plan_layouts(TrainingRun.of("llama-2-7b", seq=4096, global_batch=64), get_system("dgx-h100", nodes=2),
+                          layout="tp=8,pp=2", top=500)
+    assert result.fixed == {"tp": 8, "pp": 2} and not result.one_layout and not result.none_fit
+    assert [e.describe() for e in result.estimates] == want
 
 
-def test_tied_layouts_are_marked_and_json_keys(tmp_path, capsys):
-    """A row is tied when its forecast lies within the stated error of the best's; '~' after its rank; JSON
-    rows carry forecast_seconds (the ranking key, ascending), mfu, model_tflops_per_device, bound_seconds, and
-    no other key names the forecast."""
+def test_tied_layouts_are_marked_and_json_keys(tmp_path, monkeypatch):
+    """A row is tied when its forecast lies within the stated error of the best's (the result's rows, the JSON,
+    and the table's '~' after the rank of every tied row but the best, drawn from them); JSON rows carry
+    forecast_seconds (the ranking key, ascending), mfu, model_tflops_per_device, bound_seconds, and no other
+    key names the forecast."""
+    from roofline.render.plan import plan_table
+
     out = tmp_path / "p.json"
     assert main([*PLAN, "--top", "400", "--json", str(out)]) == 0
-    text = capsys.readouterr().out
     doc = json.loads(out.read_text())
     rows = doc["layouts"]
     f = [r["forecast_seconds"] for r in rows]
     assert f == sorted(f) and all(r["forecast_seconds"] >= r["bound_seconds"] for r in rows)
     ties = [r["forecast_seconds"] - f[0] < STATED_ERROR * f[0] for r in rows]
     assert [r["tied_with_best"] for r in rows] == ties and any(ties[1:]) and not all(ties)
-    lines = [ln for ln in text.splitlines() if ln[:3].strip().isdigit() and " tp" in ln]  # the table's rows
-    assert [ln[3] == "~" for ln in lines[1:]] == ties[1:]
+    result = plan_layouts(TrainingRun.of("llama-2-7b", seq=4096, global_batch=64), get_system("dgx-h100", nodes=2),
+                          top=400)
+    assert [r.tied for r in result.rows] == ties and [r.marked_tied for r in result.rows] == [False, *ties[1:]]
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = [ln for ln in plan_table(result) if ln[:3].strip().isdigit()]  # the table's rows
+    assert [ln[3] == "~" for ln in lines] == [False, *ties[1:]]
     keys = {k for r in rows for k in r} | set(doc)
     assert {k for k in keys if "forecast" in k} == {"forecast_seconds"}
     assert {"mfu", "model_tflops_per_device", "bound_seconds"} <= keys
-    assert "ranked by the forecast step time" in text and "causal" in text
+    assert doc["ranked_by"] == "forecast step seconds" == result.ranked_by
 
 
 def test_overlap_f_for_training_is_refused_with_a_pointer(capsys):
@@ -171,3 +182,65 @@ def test_shard_forecasts_batched_equal_one_by_one_and_quantization_shows():
 
     ratio = {tp: batch[(tp, 1, 1, 1)].layers_forward / _shard_on(run, tp, 1, 1, 1, dev).layers_time for tp in (1, 8)}
     assert ratio[8] > ratio[1] >= 1.0
+
+
+def test_price_and_ties_of_plan_rows_by_hand():
+    """The toy's step is 21.7 s on 8 devices (pp2 dp2 tp2) for 8 x 1024 = 8192 tokens; at 3 USD per device-hour a
+    step costs 3 x 8 / 3600 x 21.7 = 0.144667 USD, 1.76595e-5 per token: 17.6595 USD per million.  With tp
+    overlapped the step is 16.7 s (test above): ranked first, and 21.7 - 16.7 = 5 s is past 10% of 16.7 s, so the
+    slower row is not tied (the best is tied with itself)."""
+    from roofline.planner.result import plan_rows
+
+    slow, fast = _toy(), _toy(overlap_tp=True)
+    assert slow.usd_per_million_tokens(3.0) == pytest.approx(17.6595, rel=1e-5)
+    rows = plan_rows([fast, slow], 3.0)
+    assert [(r.rank, r.tied, r.marked_tied) for r in rows] == [(1, True, False), (2, False, False)]
+    assert rows[1].usd_per_mtok == pytest.approx(17.6595, rel=1e-5)
+    assert rows[0].usd_per_mtok == pytest.approx(17.6595 * 16.7 / 21.7, rel=1e-5)  # the cost scales with the step
+    assert all(r.usd_per_mtok is None for r in plan_rows([fast, slow], None))
+    d = rows[1].to_dict()
+    assert d["forecast_seconds"] == d["seconds"] == pytest.approx(21.7) and d["bound_seconds"] == slow.bound
+    assert d["usd_per_million_tokens"] == rows[1].usd_per_mtok and d["tied_with_best"] is False
+    assert "usd_per_million_tokens" not in plan_rows([slow], None)[0].to_dict()
+
+
+def test_the_layout_grammar():
+    """--layout's keys to Layout fields: mb and v are aliases, stages= sets pp to its length (NxK: K stages of N
+    layers), sp takes true/false words; naming sp=, stages= or every searched key times one layout."""
+    from roofline.core.errors import RooflineError
+    from roofline.planner.layout import layout_keys, names_one_layout, parse_layout
+
+    assert parse_layout("tp=8, mb=2 ,v=2,sp=off") == Layout(tp=8, micro_batch=2, interleave=2, sp=False)
+    keys = layout_keys("tp=8,stages=7/8x2/7", 0.25)
+    assert keys == {"overlap": 0.25, "tp": 8, "stages": (7, 8, 8, 7), "pp": 4} and names_one_layout(keys)
+    assert not names_one_layout(layout_keys("tp=8,pp=2"))
+    assert names_one_layout(layout_keys("tp=1,pp=1,dp=8,cp=1,ep=1,zero=1,mb=1,recompute=none,interleave=1"))
+    for text, message in (("tp=8,pp=2,stages=16x2,pp=4", "conflict (both set pp)"),
+                          ("tp=4,pp=4,stages=16x2", "'pp=4' and 'stages=16x2' conflict (2 stages)"),
+                          ("stages=0x2", "whole numbers >= 1"), ("sp=maybe", "sp must be true or false"),
+                          ("tq=8", "KEY=VALUE"), ("tp=x", "tp must be a whole number")):
+        with pytest.raises(RooflineError, match=re.escape(message)):
+            layout_keys(text)
+
+
+def test_the_words_and_the_text_read_the_result(monkeypatch):
+    """One layout named in full: the answer is its headline (no 'best layout:'), the header says one layout, the
+    training notes and glossary follow; the text prints them in that order around the table (the table's one row
+    the layout), and the JSON is the result's."""
+    from roofline.render.plan import plan_text
+    from roofline.words.plan import FLOP_NOTE, TRAINING_GLOSSARY, plan_words
+
+    monkeypatch.setenv("COLUMNS", "400")  # one line per sentence
+    run = TrainingRun.of("llama-2-7b", seq=4096, global_batch=64)
+    r = plan_layouts(run, get_system("dgx-h100", nodes=2), layout="tp=8,pp=2,stages=16/16", price=2.0)
+    w = plan_words(r)
+    assert r.one_layout and r.tried == 1 and w.answer == r.best.headline()
+    assert w.header == "llama-2-7b training on NVIDIA DGX H100 x 2 (16 devices): one layout" == f"{w.title}: one layout"
+    assert w.notes == (FLOP_NOTE,) and w.glossary == TRAINING_GLOSSARY
+    assert w.best[1].endswith("layers per stage 16/16")
+    lines = plan_text(r, w).splitlines()
+    assert lines[:4] == [w.answer, w.header, w.settings, FLOP_NOTE] and lines[-1] == w.glossary
+    assert sum(r.best.describe() in ln for ln in lines) >= 2  # the table's row and the best line
+    doc = r.to_dict()
+    assert doc["tried"] == 1 and doc["layouts"][0]["stage_layers"] == [16, 16]
+    assert doc["layouts"][0]["usd_per_million_tokens"] == r.rows[0].usd_per_mtok

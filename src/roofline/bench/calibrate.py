@@ -180,6 +180,11 @@ def suite(quick: bool = False) -> tuple[SuiteOp, ...]:
                                                           key=family.index))
 
 
+def suite_done(fraction: float, total: int) -> int:
+    """The suite ops done when the progress callback reports ``fraction`` of ``total``."""
+    return round(fraction * total)
+
+
 def describe_suite(ops: Sequence[SuiteOp], quick: bool, runs: int) -> str:
     return (f"roofline calibration suite v{SUITE_VERSION} ({'quick' if quick else 'full'}): {len(ops)} ops, fp32, "
             f"PyTorch eager; per-op times from torch.profiler, median of {CALLS} calls x {runs} profiled runs")

@@ -294,6 +294,31 @@ def bus_factor(collective: str, ranks: int) -> float:
     return BUS_FACTORS["send" if collective == "send_recv" else collective](ranks) if ranks > 1 else 1.0
 
 
+@dataclass(frozen=True)
+class PointBandwidth:
+    """One measured point of a collective as nccl-tests reports it: its message ``nbytes``, the ``median``
+    seconds, the interquartile range over the median (``spread``), the algorithm bandwidth (bytes / time) and the
+    bus bandwidth (algbw x :func:`bus_factor`) in GB/s, and the fit's time over the measured one, less 1."""
+
+    nbytes: float
+    median: float
+    spread: float
+    algbw_gb_s: float
+    busbw_gb_s: float
+    fit_error: float
+
+
+def point_bandwidths(collective: str, m: Any) -> list[PointBandwidth]:
+    """nccl-tests' columns for every point of ``m`` (a :class:`roofline.hardware.system.MeasuredCollective` of
+    ``collective``)."""
+    bus = bus_factor(collective, m.ranks)
+    out = []
+    for nbytes, med, q1, q3 in m.points:
+        alg = nbytes / med / 1e9
+        out.append(PointBandwidth(nbytes, med, (q3 - q1) / med, alg, alg * bus, m.time(nbytes) / med - 1))
+    return out
+
+
 def measure_tiers(dist: Any, torch: Any, device: Any, backend: str, wanted: tuple[str, ...], quick: bool,
                   repeats: int | None, timeout_s: float, one_rank: bool = False) -> tuple[Any, list[Any], dict[str, Any]]:
     """Every tier's collectives measured and fitted on this rank (all ranks call it together).  ``one_rank``:

@@ -222,15 +222,15 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
         advice = advise(analysis, devices=bool(getattr(args, "advice", False)))
     summary = summarize(analysis, advice=advice)
     group_by = getattr(args, "group_by", None)
-    text = terminal.render(analysis, top=getattr(args, "top", 20), group_by=group_by,
-                           depth=getattr(args, "depth", None), title=title, summary=summary,
-                           verbose=getattr(args, "verbose", False))
+    parts = [terminal.render(analysis, top=getattr(args, "top", 20), group_by=group_by,
+                             depth=getattr(args, "depth", None), title=title, summary=summary,
+                             verbose=getattr(args, "verbose", False))]
     if summary.llm is not None:
-        text += terminal.fit_width(terminal.llm_text(summary.llm) + "\n")
+        parts.append(terminal.fit_width(terminal.llm_text(summary.llm) + "\n"))
     if getattr(args, "advice", False) and advice is not None:
-        text += "advice:\n" + terminal.fit_width("".join(f"  {display(line, 1024)}\n" for line in advice.lines()))
+        parts.append("advice:\n" + terminal.fit_width("".join(f"  {display(line, 1024)}\n" for line in advice.lines())))
     outputs = render_outputs(analysis, args, title=title, summary=summary)
-    sys.stdout.write(text)
+    sys.stdout.write("".join(parts))
     write_all(outputs)
 
 

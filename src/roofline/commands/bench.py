@@ -217,8 +217,8 @@ def render_table(device: Device) -> str:
     meta = device.metadata
     lead = warning(meta)
     lines = [f"WARNING: {display(lead, 2000)}"] if lead else []
-    lines += [f"{display(device.name)}", f"  measured {meta.get('date', '?')}, mode {meta.get('mode', '?')}, "
-              f"{device.bench.threads if device.bench else '?'} thread(s), {meta.get('wall_seconds', '?')} s"]
+    lines.extend([f"{display(device.name)}", f"  measured {meta.get('date', '?')}, mode {meta.get('mode', '?')}, "
+              f"{device.bench.threads if device.bench else '?'} thread(s), {meta.get('wall_seconds', '?')} s"])
     if (used := run_line(meta, str(meta.get("device_file", "")))):
         lines.append(f"  {display(used, 2000)}")
     from roofline.render.fit import Column, table_lines, terminal_width, wrap
@@ -230,9 +230,9 @@ def render_table(device: Device) -> str:
                Column("best method / working set", kind="text", priority=1, min_width=24)]
     width = terminal_width()
     lines = [wrap(line, width) for line in lines]
-    lines += table_lines(columns, [dict(zip(head, r, strict=True)) for r in rows], width,
-                         more="roofline device local --json has every figure")
-    lines += [wrap(line, width) for line in _bench_notes(device)]
+    lines.extend(table_lines(columns, [dict(zip(head, r, strict=True)) for r in rows], width,
+                             more="roofline device local --json has every figure"))
+    lines.extend(wrap(line, width) for line in _bench_notes(device))
     if flagged:
         lines.append("  ! spread above 10% of the median")
     return visible("\n".join(lines) + "\n")  # names from the cache (a file anyone can drop in place) are data

@@ -76,14 +76,14 @@ def run(args: argparse.Namespace) -> int:
 def _calibrate(args: argparse.Namespace) -> int:
     """The suite on the cached device, read and written while holding the writers' lock."""
     from roofline import bench
-    from roofline.bench.calibrate import run_calibration, suite
+    from roofline.bench.calibrate import run_calibration, suite, suite_done
 
     device = bench.load_local_device()  # one line with the fix when there is none
     total = len(suite(args.quick))
     done = [0]
 
     def progress(fraction: float, what: str) -> None:
-        done[0] = round(fraction * total)
+        done[0] = suite_done(fraction, total)
 
     try:
         cal, calibrated = run_calibration(device, quick=args.quick, cuda=args.gpu, progress=progress)
@@ -127,13 +127,13 @@ def from_trace(args: argparse.Namespace) -> int:
     a = analyse_trace(args.from_trace, bare)
     tf = fit_measured(a, device=device.name, machine=device.bench.machine if device.bench else "", date=now(),
                       source=f"trace {shown_path(args.from_trace)}")
-    text = render(tf.calibration)
+    parts = [render(tf.calibration)]
     if tf.held_out:
-        text += (f"  held out of the fit ({len(tf.held_out)} ops): median |forecast/measured - 1| "
-                 f"{tf.held_out_error:.1%} (fitted ops: {tf.calibration.error:.1%})\n")
-        text += "".join(f"    {p.name[:42]:42} {p.term:8} {format_seconds(p.measured):>10} "
-                        f"{format_seconds(p.forecast):>10} {p.error:>+7.0%}\n" for p in tf.held_out)
-    sys.stdout.write(text)
+        parts.append(f"  held out of the fit ({len(tf.held_out)} ops): median |forecast/measured - 1| "
+                     f"{tf.held_out_error:.1%} (fitted ops: {tf.calibration.error:.1%})\n")
+        parts.extend(f"    {p.name[:42]:42} {p.term:8} {format_seconds(p.measured):>10} "
+                     f"{format_seconds(p.forecast):>10} {p.error:>+7.0%}\n" for p in tf.held_out)
+    sys.stdout.write("".join(parts))
     if args.out:
         write_text_atomic(args.out, _json(tf.calibration))
         print(f"saved: {args.out}")
@@ -154,9 +154,9 @@ def render(cal: Calibration) -> str:
     from roofline.core.text import display, visible  # every name here comes from a cache or calibration file: data
 
     lines = [f"WARNING: NOISY calibration: {display('; '.join(cal.quality), 512)}"] if cal.quality else []
-    lines += [f"calibration of {display(cal.device)}", f"  {display(cal.describe())}", f"  suite: {display(cal.suite)}",
-              "  curves:"]
-    lines += [f"    {display(c.describe(), 512)}" for c in cal.curves]
+    lines.extend([f"calibration of {display(cal.device)}", f"  {display(cal.describe())}",
+                  f"  suite: {display(cal.suite)}", "  curves:"])
+    lines.extend(f"    {display(c.describe(), 512)}" for c in cal.curves)
     from roofline.render.fit import Column, table_lines, terminal_width, wrap
 
     width = terminal_width()
@@ -166,6 +166,6 @@ def render(cal: Calibration) -> str:
     columns = [Column("suite op", kind="name", keep=True), Column("term", kind="label", priority=1),
                Column("measured", keep=True), Column("forecast", keep=True),
                Column("error", keep=True, requires=("measured", "forecast"))]
-    lines += table_lines(columns, rows, width, more="--json has every figure")
-    lines += [wrap(f"  failed: {display(f)}", width) for f in cal.failed]
+    lines.extend(table_lines(columns, rows, width, more="--json has every figure"))
+    lines.extend(wrap(f"  failed: {display(f)}", width) for f in cal.failed)
     return visible("\n".join(lines) + "\n")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from roofline.commands._common import EXAMPLE_HELP, add_phase_option, add_tf32_option, count_arg
 from roofline.core.errors import RooflineError
-from roofline.words.comparison import CompareRow, answer, compare, glossary, ranked_by, time_basis
+from roofline.words.comparison import CompareRow, answer, compare, glossary, ranked_by, time_basis, vs_best
 
 if TYPE_CHECKING:
     from roofline.work.workload import Workload
@@ -129,9 +129,9 @@ def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> 
     width = terminal_width()
     basis = time_basis(workload)[0]  # the time column is named by its basis (run time, per token, TTFT)
     lines = wrap_line(answer(workload, rows), width)
-    lines += wrap_line(f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}", width)
+    lines.extend(wrap_line(f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}", width))
     cells = [{"#": str(k), "device": display(r.device), "precision": r.precision_label, basis: format_seconds(r.time),
-              "vs best": _vs_best(r.time, best), "tokens/s": format_count(r.tokens_per_s),
+              "vs best": vs_best(r.time, best), "tokens/s": format_count(r.tokens_per_s),
               "forecast": format_seconds(r.forecast), "binding roof": display(r.binding),
               "memory": display(r.memory) or "-"} for k, r in enumerate(rows, 1)]
     columns = [Column("#", keep=True), Column("device", kind="name", keep=True),
@@ -143,10 +143,10 @@ def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> 
                # a device the model does not fit keeps the memory column: it decides the row
                *((Column("memory", kind="text", priority=7, min_width=24,
                          keep=any("not fit" in r.memory.lower() for r in rows)),) if any(r.memory for r in rows) else ())]
-    lines += table_lines(columns, cells, width, indent=0, more="--csv has every column")
+    lines.extend(table_lines(columns, cells, width, indent=0, more="--csv has every column"))
     # a precision a device has no roof for ran at its fallback: say so under the ranking
-    lines += [x for n in dict.fromkeys(r.note for r in rows if r.note) for x in wrap_line(f"note: {display(n)}", width)]
-    lines += wrap_line(glossary(workload, rows), width)
+    lines.extend(x for n in dict.fromkeys(r.note for r in rows if r.note) for x in wrap_line(f"note: {display(n)}", width))
+    lines.extend(wrap_line(glossary(workload, rows), width))
     return lines
 
 
@@ -182,11 +182,11 @@ def _html_page(workload: Workload, rows: list[CompareRow], title: str) -> bytes:
     best, llm = rows[0].time, workload.llm
     fig = compare_figure([r.analysis for r in rows], title, [_label(r) for r in rows])
     head = time_basis(workload)[0]
-    intro = [f"{k}. {_label(r)}: {format_seconds(r.time)} {head} bound "
-             + ("(the best)" if r.time <= best else f"({_vs_best(r.time, best)} as the best)")
-             + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
-             + (f"; memory {r.memory}" if r.memory else "") + (f"; {r.note}" if r.note else "")
-             for k, r in enumerate(rows, 1)] + [glossary(workload, rows)]
+    intro = [*(f"{k}. {_label(r)}: {format_seconds(r.time)} {head} bound "
+               + ("(the best)" if r.time <= best else f"({vs_best(r.time, best)} as the best)")
+               + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "")
+               + f"; binding roof {r.binding}" + (f"; memory {r.memory}" if r.memory else "")
+               + (f"; {r.note}" if r.note else "") for k, r in enumerate(rows, 1)), glossary(workload, rows)]
     page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
                          extra_charts=[("all devices", fig)], intro=intro, extra_headlines=[answer(workload, rows)])
     return page.encode("utf-8", "backslashreplace")
@@ -212,9 +212,3 @@ def _csv_bytes(rows: list[CompareRow]) -> bytes:
 def _label(r: CompareRow) -> str:
     return r.device if r.precision == "as given" else f"{r.device} ({r.precision_label})"
 
-
-def _vs_best(time: float, best: float) -> str:
-    """'best' for the fastest row, else '1/3.3 as fast' / '1/480 as fast' (how fast against the best)."""
-    from roofline.core.units import format_speedup
-
-    return "best" if time <= best else format_speedup(best / time)

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append({"name": display(d.name), "kind": d.kind, "aliases": display(", ".join(d.aliases[:3])),
                      "fastest roof": f"{format_flops(top.flops)} {top.precision}",
                      "main memory": f"{display(mm.level, 24)} {format_bandwidth(mm.bandwidth)}",
-                     "capacity": _capacity(d), "ridge": f"{top.flops / mm.bandwidth:.3g} FLOP/B"})
+                     "capacity": _capacity(d), "ridge": f"{top.ridge(mm):.3g} FLOP/B"})
     columns = [Column("name", kind="name", keep=True), Column("kind", kind="label", priority=2),
                Column("aliases", kind="text", priority=1, min_width=12), Column("fastest roof", keep=True),
                Column("main memory", keep=True), Column("capacity", priority=4), Column("ridge", priority=3)]

@@ -184,14 +184,13 @@ def sweep_plot_path(args: argparse.Namespace) -> str | None:
 
 def list_text() -> str:
     from roofline.llm.config import list_models, load_arch
-    from roofline.llm.sizes import param_counts
+    from roofline.llm.sizes import describe_params
     from roofline.render.fit import Column, table_lines
 
     rows = []
     for m in list_models():
-        total, active = param_counts(load_arch(m["name"]))
-        params = f"{total / 1e9:.2f} B" + (f" ({active / 1e9:.1f} B active)" if active != total else "")
-        rows.append({"model": m["name"], "Hugging Face id": m["hf_id"], "type": m["model_type"], "params": params,
+        rows.append({"model": m["name"], "Hugging Face id": m["hf_id"], "type": m["model_type"],
+                     "params": describe_params(load_arch(m["name"])),
                      "source": m["source"]})
     columns = [Column("model", kind="label", keep=True), Column("Hugging Face id", kind="label", priority=3),
                Column("type", kind="label", priority=1), Column("params", kind="label", keep=True),
@@ -210,8 +209,7 @@ def sweep_text(sw: BatchSweep) -> str:
     rows = [{"batch": str(b), lat: format_seconds(sw.latency[i]), tps: f"{sw.tokens_per_s[i]:,.0f}",
              "memory": format_bytes(sw.footprint[i]),
              "fits": ("yes" if sw.fits[i] else "NO") + ("  <- ridge" if b == sw.ridge_batch else "")}
-            for i, b in enumerate(sw.batch)
-            if (b & (b - 1)) == 0 or i == len(sw.batch) - 1 or b == sw.ridge_batch]
+            for i, b in ((i, sw.batch[i]) for i in sw.shown())]
     columns = [Column("batch", keep=True), Column(lat, keep=True), Column(tps, keep=True),
                Column("memory", priority=1), Column("fits", kind="label", keep=True)]
     return "\n".join(table_lines(columns, rows, title=f"batch sweep ({len(sw.batch)} batches, "

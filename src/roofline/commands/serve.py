@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import Any
 
 from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_llm_model_options
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import json_ready
 
 EPILOG = """examples:
   roofline serve llama-3-70b --device h100 --tp 8 --rate 10 --isl 512:2048:uniform --osl 128:512:uniform
@@ -95,7 +95,7 @@ def _check(args: argparse.Namespace) -> None:
 
     if not args.device and not args.system:
         raise RooflineError("--device (or --system) is required (see 'roofline devices')")
-    if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
+    if args.rate is not None and not 0 < args.rate < float("inf"):  # nan fails both comparisons
         raise RooflineError(f"--rate must be a number of requests/s > 0, got {args.rate:g}")
     if args.price is not None and not args.price > 0:
         raise RooflineError(f"--price must be above 0, got {args.price}")
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         raise RooflineError("several --tp sizes are compared by --sweep-rate: add it, or give one")
     r = serve(args.model, args.device, system=args.system, tp=tps[0], traffic=traffic, config=config, slo=slo)
     usd = r.usd_per_mtok(args.price) if args.price else None
-    doc = r.to_dict(headline=headline(r)) | ({"usd_per_mtok": usd} if usd is not None else {})
+    doc = {**r.to_dict(headline=headline(r)), **({"usd_per_mtok": usd} if usd is not None else {})}
     outputs = _outputs(args, doc, [r], None, slo)
     sys.stdout.write(wrap(result_text(r, usd)))
     _write(outputs)
@@ -179,7 +179,7 @@ def _sweep(args: argparse.Namespace, tps: tuple[int, ...], slo: Any, traffic: An
     usd = {c.tp: c.best.usd_per_mtok(args.price) for c in curves if c.best is not None and args.price}
     doc = {"schema": "roofline.serve-sweep/1", "model": args.model, "slo": slo.describe(),
            "slo_limits": {"ttft_p99_s": slo.ttft, "tpot_p99_s": slo.tpot},
-           "curves": [c.to_dict() | ({"usd_per_mtok": usd[c.tp]} if c.tp in usd else {}) for c in curves]}
+           "curves": [{**c.to_dict(), **({"usd_per_mtok": usd[c.tp]} if c.tp in usd else {})} for c in curves]}
     outputs = _outputs(args, doc, [b for b in (c.best for c in curves) if b is not None], curves, slo)
     sys.stdout.write(wrap(sweep_text(curves, slo, usd)))
     _write(outputs)
@@ -190,7 +190,7 @@ def _outputs(args: argparse.Namespace, doc: dict[str, Any], results: list[Any], 
              slo: Any) -> list[tuple[str, str, bytes]]:
     out: list[tuple[str, str, bytes]] = []
     if args.json:
-        out.append(("json", args.json, (json.dumps(_finite(doc), indent=1, default=_jsonable) + "\n").encode()))
+        out.append(("json", args.json, (json.dumps(json_ready(doc), indent=1, default=_jsonable) + "\n").encode()))
     if args.html or args.output:
         from roofline.render.serve import serve_chart_bytes, serve_html
 
@@ -201,15 +201,6 @@ def _outputs(args: argparse.Namespace, doc: dict[str, Any], results: list[Any], 
     return out
 
 
-def _finite(x: Any) -> Any:
-    """NaN and infinities as null (JSON has none)."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
-    return x
 
 
 def _jsonable(x: Any) -> Any:

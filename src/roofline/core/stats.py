@@ -117,10 +117,9 @@ class OpTimings:
         return np.where(self.samples >= 2, np.maximum(np.nan_to_num(fast), MIN_TOLERANCE), SINGLE_SAMPLE_TOLERANCE)
 
     def to_dict(self) -> dict[str, list[Any]]:
-        def clean(a: np.ndarray) -> list[Any]:
-            return [x if math.isfinite(x) else None for x in a.tolist()]
+        from roofline.core.fileio import json_numbers
 
-        return {"q1": clean(self.low), "median": clean(self.median), "q3": clean(self.high),
+        return {"q1": json_numbers(self.low), "median": json_numbers(self.median), "q3": json_numbers(self.high),
                 "samples": [int(k) for k in self.samples.tolist()]}
 
     @classmethod

@@ -33,11 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import json_number
 from roofline.core.formatters import FORMATTERS
 from roofline.core.formula import roofline_times
 from roofline.engine.collectives import collective_times
@@ -341,7 +342,7 @@ class Analysis:
                         else clean(self.above_roof_tolerance), "forecast": self.forecast is not None,
                         "tf32": self.tf32},
             "totals": {"time": self.total_time, "flops": self.total_flops, "bytes": self.total_bytes,
-                       "measured_seconds": None if math.isnan(self.total_measured_seconds) else self.total_measured_seconds,
+                       "measured_seconds": json_number(self.total_measured_seconds),
                        "time_share_by_bound": self.time_share_by_bound()},
             "ops": {"intensity": clean(self.intensity), "peak_flops": clean(self.peak_flops),
                     "bandwidth": clean(self.bandwidth), "attainable_flops": clean(self.attainable_flops),
@@ -506,8 +507,8 @@ def analyze(workload: Workload, device: Device | str, *,
     peak = np.asarray([c.flops for c in ceilings])[ceiling_index]
 
     warnings: list[str] = []
-    levels, level_index, bandwidth, cache_time, compute_time, memory_time, time, latency_time = _times(
-        w, device, peak, warnings)
+    t = _times(w, device, peak, warnings)
+    levels, level_index, bandwidth, cache_time, time = t.levels, t.level_index, t.bandwidth, t.cache_time, t.time
     flops, nbytes = w.columns["flops"], w.bytes
     judged_level_index, judged_time = _judge(w, device, levels, level_index, nbytes, peak, cache_time, time)
     tolerance = _tolerance_of(above_roof_tolerance, n)
@@ -517,8 +518,8 @@ def analyze(workload: Workload, device: Device | str, *,
     for f in used_fallbacks:
         warnings.append(f"device {device.name!r} lacks a ceiling; fell back {f}")
     a = Analysis(w, device, ceilings, ceiling_index, fallbacks, levels, level_index, peak, bandwidth,
-                 intensity, compute_time, memory_time, time, time * w.columns["count"], judged_level_index,
-                 judged_time, tuple(warnings), tolerance, latency_time=latency_time, tf32=tf32,
+                 intensity, t.compute_time, t.memory_time, time, time * w.columns["count"], judged_level_index,
+                 judged_time, tuple(warnings), tolerance, latency_time=t.latency_time, tf32=tf32,
                  tf32_ops=tf32_covered)
     k = int(a.above_roof.sum()) if w.has_measurements else 0
     if k:
@@ -531,10 +532,22 @@ def analyze(workload: Workload, device: Device | str, *,
     return a
 
 
-def _times(w: Workload, device: Device, peak: np.ndarray, warnings: list[str]) -> tuple[Any, ...]:
-    """(levels, each op's level index, its bandwidth, its cache term or None, compute, memory and roofline time,
-    and the per-hop latency part of each collective's memory time or None): the roofline of every op, its
-    collectives timed by :func:`roofline.engine.collectives.collective_times`."""
+class _Times(NamedTuple):
+    """The roofline of every op (:func:`_times`)."""
+
+    levels: list[MemoryCeiling]  # the memory roof of each distinct level
+    level_index: np.ndarray  # each op's index into ``levels``
+    bandwidth: np.ndarray  # each op's memory roof (B/s)
+    cache_time: np.ndarray | None  # each op's cache term, or None
+    compute_time: np.ndarray
+    memory_time: np.ndarray
+    time: np.ndarray  # the roofline time
+    latency_time: np.ndarray | None  # the per-hop latency part of each collective's memory time, or None
+
+
+def _times(w: Workload, device: Device, peak: np.ndarray, warnings: list[str]) -> _Times:
+    """The roofline of every op (:class:`_Times`), its collectives timed by
+    :func:`roofline.engine.collectives.collective_times`."""
     levels, level_of_code, level_bw = _level_roofs(w, device, warnings)  # memory roof per distinct level
     level_index = level_of_code[w.columns["level"]]
     bandwidth = level_bw[w.columns["level"]]
@@ -543,7 +556,7 @@ def _times(w: Workload, device: Device, peak: np.ndarray, warnings: list[str]) -
     latency_time = collective_times(w, device, level_index, memory_time, warnings)
     if latency_time is not None:
         time = np.maximum(compute_time, memory_time)
-    return levels, level_index, bandwidth, cache_time, compute_time, memory_time, time, latency_time
+    return _Times(levels, level_index, bandwidth, cache_time, compute_time, memory_time, time, latency_time)
 
 
 def _tf32_ops(w: Workload, device: Device, tf32: str) -> tuple[int, np.ndarray | None]:

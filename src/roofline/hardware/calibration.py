@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from roofline.core.errors import RooflineError
-from roofline.core.fileio import as_int, as_list, as_number, as_object, as_str, shown
+from roofline.core.fileio import as_int, as_list, as_number, as_object, as_str, json_number, shown
 from roofline.hardware.calibration_curves import Quantization, TabulatedCurve, read_sources
 
 CALIBRATION_SCHEMA = "roofline.calibration/2"
@@ -93,7 +93,7 @@ class EfficiencyCurve:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "term": self.term, "e_max": self.e_max, "half": self.half, "slope": self.slope,
                 "size_range": list(self.size_range), "points": self.points,
-                "error": None if math.isnan(self.error) else self.error}
+                "error": json_number(self.error)}
 
     @classmethod
     def from_dict(cls, d: Any, f: str, where: str) -> EfficiencyCurve:
@@ -147,7 +147,7 @@ class SuitePoint:
         return {"name": self.name, "kind": self.kind, "term": self.term, "precision": self.precision,
                 "shape": self.shape, "size": self.size, "roof_seconds": self.roof_seconds,
                 "bound_seconds": self.bound_seconds, "measured": self.measured, "spread": list(self.spread),
-                "forecast": None if math.isnan(self.forecast) else self.forecast, "op": self.op}
+                "forecast": json_number(self.forecast), "op": self.op}
 
     @classmethod
     def from_dict(cls, d: Any, f: str, where: str) -> SuitePoint:

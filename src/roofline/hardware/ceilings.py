@@ -149,6 +149,10 @@ class ComputeCeiling:
     def label(self) -> str:
         return f"{self.precision} {self.unit}"
 
+    def ridge(self, memory: MemoryCeiling) -> float:
+        """The ridge point of this roof over ``memory`` (FLOP/B): peak / bandwidth, where the slope meets the roof."""
+        return self.flops / memory.bandwidth
+
 
 @dataclass(frozen=True)
 class MemoryCeiling:

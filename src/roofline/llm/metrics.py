@@ -368,6 +368,12 @@ class BatchSweep:
     max_batch: int | None
     ridge_batch: int | None
 
+    def shown(self) -> list[int]:
+        """The indices of the rows a table shows: batches at powers of two, the last, the ridge batch."""
+        last = len(self.batch) - 1
+        return [i for i, b in enumerate(self.batch.tolist())
+                if (b & (b - 1)) == 0 or i == last or b == self.ridge_batch]
+
 
 #: Most batches one --sweep evaluates (``ROOFLINE_MAX_SWEEP_POINTS`` overrides it).
 MAX_SWEEP_POINTS = 100_000

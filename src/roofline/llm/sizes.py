@@ -19,6 +19,12 @@ from roofline.llm.table import EXP, ONE, TOK, build_table, kv_heads_per_device
 
 
 @lru_cache(maxsize=64)
+def describe_params(arch: Arch) -> str:
+    """'6.74 B', or '46.70 B (12.9 B active)' for a model whose experts are not all active."""
+    total, active = param_counts(arch)
+    return f"{total / 1e9:.2f} B" + (f" ({active / 1e9:.1f} B active)" if active != total else "")
+
+
 def param_counts(arch: Arch) -> tuple[float, float]:
     """(total, active) parameters, read off the op table's weight coefficients (tp = 1).
 

@@ -4,10 +4,11 @@ every layout ranked (``roofline plan``).
 The training step of one device (forward, backward, recomputation, optimizer, bytes held) is the LLM
 model's (:mod:`roofline.llm.training`); the planner only shards it over a layout and schedules it:
 :mod:`~roofline.planner.dims` (the parallel dimensions, declared once: what each divides, its collectives,
-its memory effect, the sizes a search tries), :mod:`~roofline.planner.layout` (layouts, group placement),
-:mod:`~roofline.planner.cache` (shard times and collectives shared by layouts), :mod:`~roofline.planner.train`
-and :mod:`~roofline.planner.serve` (one layout's estimate), :mod:`~roofline.planner.search` (every layout
-ranked).
+its memory effect, the sizes a search tries), :mod:`~roofline.planner.layout` (layouts, group placement, the
+``--layout`` grammar), :mod:`~roofline.planner.cache` (shard times and collectives shared by layouts),
+:mod:`~roofline.planner.train` and :mod:`~roofline.planner.serve` (one layout's estimate),
+:mod:`~roofline.planner.search` (every layout ranked), :mod:`~roofline.planner.result` (the ranked rows and
+the JSON ``roofline plan`` writes: :func:`plan_layouts`).
 
 A layout splits ``devices = tp x cp x pp x dp`` ways (ranks numbered tp fastest, then cp, dp, pp, as
 Megatron-LM does; ``ep`` carves expert groups out of dp); ``zero`` is the ZeRO stage (3 = FSDP).  Per
@@ -70,11 +71,12 @@ pp sends; time to first token is one prompt split over cp through every stage.
 from __future__ import annotations
 
 from roofline.llm.training import TrainingRun, training_flops, training_workload
-from roofline.planner.layout import Comm, Layout
+from roofline.planner.layout import Comm, Layout, parse_layout
+from roofline.planner.result import PlanResult, PlanRow, plan_layouts
 from roofline.planner.search import Plan, plan
 from roofline.planner.serve import ServingEstimate, ServingRun, check_serving, estimate_serving, serving_layouts
 from roofline.planner.train import Estimate, check, estimate, layouts, memory_per_device
 
-__all__ = ["Comm", "Estimate", "Layout", "Plan", "ServingEstimate", "ServingRun", "TrainingRun", "check",
-           "check_serving", "estimate", "estimate_serving", "layouts", "memory_per_device", "plan", "serving_layouts",
-           "training_flops", "training_workload"]
+__all__ = ["Comm", "Estimate", "Layout", "Plan", "PlanResult", "PlanRow", "ServingEstimate", "ServingRun",
+           "TrainingRun", "check", "check_serving", "estimate", "estimate_serving", "layouts", "memory_per_device",
+           "parse_layout", "plan", "plan_layouts", "serving_layouts", "training_flops", "training_workload"]

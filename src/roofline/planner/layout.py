@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
@@ -63,6 +64,85 @@ def compact_stages(stages: tuple[int, ...]) -> str:
         else:
             runs.append([n, 1])
     return "/".join(f"{n}x{k}" if k > 1 else str(n) for n, k in runs)
+
+
+
+#: the keys the search varies: naming all of them (or sp=/stages=, which it does not vary) times one layout
+SEARCHED = (*dim_names(), "zero", "micro_batch", "recompute", "interleave")
+#: ``--layout`` KEY -> the Layout field it sets: each parallel dimension of :mod:`roofline.planner.dims` by name
+LAYOUT_KEYS = {**{d: d for d in dim_names()}, "zero": "zero", "mb": "micro_batch", "micro_batch": "micro_batch",
+               "recompute": "recompute", "interleave": "interleave", "sp": "sp", "stages": "stages", "v": "interleave"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def parse_stages(part: str, value: str) -> tuple[int, ...]:
+    """'7/8x14/7' -> (7, 8, ..., 8, 7): layers per stage, 'NxK' for K stages of N (``part``: the ``--layout``
+    item, for the error)."""
+    out: list[int] = []
+    for item in value.strip().split("/"):
+        n, _, k = item.partition("x")
+        try:
+            layers, times = int(n), int(k) if k else 1
+        except ValueError:
+            raise RooflineError(f"--layout {part!r}: stages= is layers per stage, e.g. 7/8x14/7") from None
+        if layers < 1 or times < 1:
+            raise RooflineError(f"--layout {part!r}: stages= needs whole numbers >= 1")
+        out.extend([layers] * times)
+    return tuple(out)
+
+
+def _layout_value(part: str, key: str, field: str, value: str) -> object:
+    """One ``--layout`` item's value, checked."""
+    if field == "recompute":
+        return value.strip()
+    if field == "stages":
+        return parse_stages(part, value)
+    if field == "sp":
+        flag = value.strip().lower()
+        if flag not in _TRUE + _FALSE:
+            raise RooflineError(f"--layout {part!r}: sp must be true or false")
+        return flag in _TRUE
+    try:
+        return int(value)
+    except ValueError:
+        raise RooflineError(f"--layout {part!r}: {key} must be a whole number") from None
+
+
+def layout_keys(text: str, overlap: float = 0.0) -> dict[str, Any]:
+    """The Layout fields ``--layout`` names ('tp=8,pp=2,dp=4,zero=1,recompute=full'; with ``overlap``), checked:
+    a bad key or value, or two keys that conflict, is one line.  ``stages=`` sets pp to its length."""
+    values: dict[str, Any] = {"overlap": overlap}
+    given: dict[str, str] = {}
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in LAYOUT_KEYS:
+            raise RooflineError(f"--layout {part!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(LAYOUT_KEYS))}")
+        field = LAYOUT_KEYS[key.strip()]
+        if field in given:
+            raise RooflineError(f"--layout: {given[field]!r} and {part!r} conflict (both set {field})")
+        given[field] = part
+        values[field] = _layout_value(part, key.strip(), field, value)
+    if "stages" in values:
+        if "pp" in values and values["pp"] != len(values["stages"]):
+            raise RooflineError(f"--layout: {given['pp']!r} and {given['stages']!r} conflict "
+                                f"({len(values['stages'])} stages)")
+        values["pp"] = len(values["stages"])
+    return values
+
+
+def parse_layout(text: str, overlap: float = 0.0) -> Layout:
+    """'tp=8,pp=2,dp=4,zero=1,recompute=full' -> Layout (:func:`layout_keys`).
+
+    >>> parse_layout("tp=8,stages=7/8x2/7").describe()
+    'tp8 pp4 dp1 zero1 mb1 selective stages=7/8x2/7'
+    """
+    return Layout(**layout_keys(text, overlap))
+
+
+def names_one_layout(keys: dict[str, Any]) -> bool:
+    """Whether ``--layout``'s keys (:func:`layout_keys`) time one layout rather than fix part of a search: sp=
+    or stages= named (the search varies neither), or every searched key."""
+    return "sp" in keys or "stages" in keys or all(k in keys for k in SEARCHED)
 
 
 @dataclass(frozen=True)
@@ -210,9 +290,19 @@ class _Facts:
 
     memory: dict[str, float]
     system: System
+    layout: Layout
 
     def parts(self) -> dict[str, float]:
         raise NotImplementedError
+
+    @property
+    def tokens_per_second(self) -> float:
+        raise NotImplementedError
+
+    def usd_per_million_tokens(self, price_per_device_hour: float) -> float:
+        """What a million tokens cost at ``price_per_device_hour`` (USD) for each of the layout's devices: the
+        devices' price per second over the tokens per second (training: the step's; serving: output tokens)."""
+        return price_per_device_hour * self.layout.devices / 3600 / self.tokens_per_second * 1e6
 
     @property
     def memory_total(self) -> float:

@@ -83,10 +83,6 @@ class ServingEstimate(_Facts):
         collective's exposed time."""
         return {"ops": self.layout.pp * self.stage, **{c.name: (1 - self.layout.overlap) * c.time for c in self.comms}}
 
-
-    def cost_per_token(self, price_per_device_hour: float) -> float:
-        return price_per_device_hour * self.layout.devices * self.time / 3600 / (self.layout.dp * self.run.batch)
-
     def headline(self) -> str:
         """The answer for this layout, the deciding fact first, one time basis per clause: per output token
         (with the communication the layout exposes, and with all of it hidden: the bound) and the matching

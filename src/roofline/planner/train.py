@@ -53,6 +53,19 @@ from roofline.planner.overlap import exposed, sm_holders, sp_dgrad_shares
 
 
 @dataclass(frozen=True)
+class StepForecast:
+    """The forecast (:mod:`roofline.planner.forecast`) of one micro-batch on the stage it busies most (forward,
+    backward, recomputation), the optimizer's on achievable bandwidth, and that stage's shard forecast's
+    SM-contention shares (:attr:`ShardForecast.contention`; None: not forecast)."""
+
+    forward: float = 0.0
+    backward: float = 0.0
+    recompute: float = 0.0
+    optimizer: float = 0.0
+    contention: ShardForecast | None = None
+
+
+@dataclass(frozen=True)
 class Estimate(_Facts):
     """One layout's training step (per device; times in seconds, memory in bytes)."""
 
@@ -69,14 +82,28 @@ class Estimate(_Facts):
     stage_layers: tuple[int, ...] = ()  # layers per pipeline stage
     memory_stage: int = 0  # the stage whose device ``memory`` is
     shard: _Shard | None = None  # one micro-batch on one device, all layers (what the stages split)
-    # the forecast (:mod:`roofline.planner.forecast`) of one micro-batch on the stage it busies most, and the
-    # optimizer's on achievable bandwidth
-    forecast_forward: float = 0.0
-    forecast_backward: float = 0.0
-    forecast_recompute: float = 0.0
-    forecast_optimizer: float = 0.0
-    #: the busiest stage's shard forecast's SM-contention shares (:attr:`ShardForecast.contention`)
-    contention_shares: ShardForecast | None = None
+    step_forecast: StepForecast = field(default_factory=StepForecast)
+
+    @property
+    def forecast_forward(self) -> float:
+        return self.step_forecast.forward
+
+    @property
+    def forecast_backward(self) -> float:
+        return self.step_forecast.backward
+
+    @property
+    def forecast_recompute(self) -> float:
+        return self.step_forecast.recompute
+
+    @property
+    def forecast_optimizer(self) -> float:
+        return self.step_forecast.optimizer
+
+    @property
+    def contention_shares(self) -> ShardForecast | None:
+        """The busiest stage's shard forecast's SM-contention shares (:attr:`ShardForecast.contention`)."""
+        return self.step_forecast.contention
 
     @property
     def stage_flops(self) -> tuple[float, ...]:
@@ -212,10 +239,6 @@ class Estimate(_Facts):
         if self.bound > self.forecast_raw:  # pragma: no cover - the forecast's terms are each >= the bound's
             parts["up to the bound"] = self.bound - self.forecast_raw
         return parts
-
-
-    def cost_per_token(self, price_per_device_hour: float) -> float:
-        return price_per_device_hour * self.layout.devices * self.time / 3600 / (self.run.global_batch * self.run.seq)
 
     def headline(self) -> str:
         """The answer for this layout, the deciding fact first: the forecast step time and the bound beside it
@@ -457,8 +480,8 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
           else _Stage(0, 0, 0, 0, 0, 0, 0, 0, busy.forward, BACKWARD * busy.forward, busy.recompute))
     shares = cache.shard_forecast(run, lay.tp, lay.cp, lay.ep, lay.micro_batch) if not checked or fits else None
     return Estimate(run, lay, system, m, busy.forward, BACKWARD * busy.forward, busy.recompute, float(opt), comms,
-                    mems[worst], split, which[worst], sh, fc.forecast_forward, fc.forecast_backward,
-                    fc.forecast_recompute, float(opt_fc), shares)
+                    mems[worst], split, which[worst], sh, StepForecast(fc.forecast_forward, fc.forecast_backward,
+                                                                       fc.forecast_recompute, float(opt_fc), shares))
 
 
 def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[Any, ...], which: tuple[int, ...]

@@ -119,7 +119,7 @@ class Frame:
     mems: list[MemoryCeiling]
     main: MemoryCeiling
     top: ComputeCeiling  # the roof whose ridge is marked
-    ridge: float
+    ridge: float  # where the ridge is drawn: ``ridge_at`` within the x range
     x_lo: float
     x_hi: float
     y_lo: float
@@ -133,6 +133,7 @@ class Frame:
     achievable_mems: list[tuple[MemoryCeiling, MemoryCeiling]] = field(default_factory=list)
     achievable_bandwidth: float = math.nan
     achievable_peak: float = math.nan
+    ridge_at: float = math.nan  # the marked ridge (FLOP/B): the summary's, or ``top`` over ``main`` without one
 
 
 def achievable_roofs(device: Device, ceilings: Sequence[ComputeCeiling], levels: Sequence[MemoryCeiling]
@@ -193,7 +194,7 @@ def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analys
     top = summary.dominant if summary is not None and summary.dominant in ceilings else ceilings[0]
     # axis ranges: every point, every ridge, a decade of margin; numbers at the float extremes (a ridge of
     # 1e308 / 1e-300 is inf) are clipped to what matplotlib can draw, with a note on the chart
-    xs_all = [p.intensity for p in pts] + [c.flops / m.bandwidth for c in ceilings for m in mems]
+    xs_all = [p.intensity for p in pts] + [c.ridge(m) for c in ceilings for m in mems]
     xs = _finite(xs_all) or [1.0]
     x_lo, x_hi = _decade(min(xs), False, 1), _decade(max(xs), True, 1)
     drawn = {c.precision for c in ceilings}
@@ -208,10 +209,13 @@ def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analys
     clipped = (len(xs) < len(xs_all) or len(ys) < len(ys_all) or not (AXIS_MIN < x_lo and x_hi < AXIS_MAX)
                or not (AXIS_MIN < y_lo and y_hi < AXIS_MAX))
     scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")
-    ridge = min(max(top.flops / main.bandwidth, x_lo), x_hi)
+    # the summary holds the ridge it marks (its dominant roof over main memory): read, not computed again
+    ridge_at = (summary.ridge if summary is not None and top == summary.dominant and main == device.main_memory
+                else top.ridge(main))
     ach, ach_mems = achievable_roofs(device, ceilings, mems)
-    return Frame(ceilings, spec, mems, main, top, ridge, x_lo, x_hi, y_lo, y_hi, scale, unit, clipped, ach,
-                  ach_mems, device.achievable_bandwidth(main), max(device.achievable_flops(c) for c in ceilings))
+    return Frame(ceilings, spec, mems, main, top, min(max(ridge_at, x_lo), x_hi), x_lo, x_hi, y_lo, y_hi, scale,
+                 unit, clipped, ach, ach_mems, device.achievable_bandwidth(main),
+                 max(device.achievable_flops(c) for c in ceilings), ridge_at)
 
 
 
@@ -379,7 +383,7 @@ def _draw_roofs(ax: Axes, f: Frame) -> list[LabelSpec]:
     # the ridge point and its dotted line; its label goes beside the line
     ax.plot([f.ridge], [f.top.flops / f.scale], "o", ms=8, mfc="white", mec=ROOF_COLOR, mew=2, zorder=7, gid="ridge")
     line = ax.axvline(f.ridge, color=ROOF_COLOR, lw=0.8, ls=":", zorder=2, gid="ridge-line")
-    labels.append(("ridge", f"ridge {f.top.flops / f.main.bandwidth:.3g} FLOP/B", line,
+    labels.append(("ridge", f"ridge {f.ridge_at:.3g} FLOP/B", line,
                    {"fontsize": 9, "color": ROOF_COLOR, "rotation": 90}))
     order = {"roof": 0, "ridge": 1, "slope": 2, "region": 3}  # most important first: placed first
     return sorted(labels, key=lambda lb: order[lb[0]])

@@ -65,7 +65,7 @@ def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared
     ax.set_yscale("log")
     for k, ((c, m), (x, y, share)) in enumerate(zip(roofs, pts, strict=True)):
         color = COLORS[k % len(COLORS)]
-        ridge = min(max(c.flops / m.bandwidth, x_lo), x_hi)
+        ridge = min(max(c.ridge(m), x_lo), x_hi)
         ax.plot([x_lo, ridge, x_hi], [x_lo * m.bandwidth / scale, c.flops / scale, c.flops / scale], color=color,
                 lw=2, label=f"{labels[k]}: {for_chart(c.label)} {format_flops(c.flops)}, {for_chart(m.level)} "
                             f"{format_bandwidth(m.bandwidth)}")

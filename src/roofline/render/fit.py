@@ -78,6 +78,12 @@ class Column:
         return self.header or self.key
 
 
+def falling_priorities(top: float, n: int) -> list[float]:
+    """``n`` priorities just under ``top`` and falling (``top``, ``top`` - 0.01, ...): columns of one kind kept
+    in their order, the last dropped first."""
+    return [top - k / 100 for k in range(n)]
+
+
 @dataclass
 class Layout:
     """What :func:`fit` decided: the columns shown (``cells``: the row key each reads), their widths, the

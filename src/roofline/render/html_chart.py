@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from roofline.core.fileio import json_number
 from roofline.core.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 from roofline.render.chart import achievable_roofs
 from roofline.render.html_parts import esc, intensity_text, name, pct
@@ -65,7 +66,7 @@ def _hover(a: Analysis, i: int, measured: bool) -> str:
 
 
 def _ranges(a_list: Sequence[Analysis], xs: list[float], ys: list[float]) -> tuple[float, float, float, float]:
-    ridges = [c.flops / m.bandwidth for a in a_list for c in _shown_ceilings(a)[0] for m in a.device.memory]
+    ridges = [c.ridge(m) for a in a_list for c in _shown_ceilings(a)[0] for m in a.device.memory]
     xs = [x for x in xs + ridges if x > 0 and math.isfinite(x)] or [1.0]
     x_lo = _clip_decade(math.floor(math.log10(min(xs))) - 1)
     x_hi = max(_clip_decade(math.ceil(math.log10(max(xs))) + 1), x_lo + 1)
@@ -319,7 +320,7 @@ def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared"
                            "name": f"{labels[k]}: {name(m.level)} {format_bandwidth(m.bandwidth)}",
                            "x": xx, "y": [v * m.bandwidth for v in xx], "legendgroup": f"d{k}", "hoverinfo": "text",
                            "hovertext": f"{labels[k]}: {name(m.level)} {format_bandwidth(m.bandwidth)}, "
-                                        f"ridge with {name(top.label)} {top.flops / m.bandwidth:.3g} FLOP/B",
+                                        f"ridge with {name(top.label)} {top.ridge(m):.3g} FLOP/B",
                            "line": {"color": color, "width": 2.5 if main else 1.5, "dash": "solid" if main else "dot"}})
         traces += pts
     layout = {
@@ -342,7 +343,7 @@ def script_json(obj: Any) -> str:
 
 def _finite(obj: Any) -> Any:
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        return json_number(obj)
     if isinstance(obj, dict):
         return {k: _finite(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -71,20 +71,18 @@ def network_chart_bytes(system: Any, path: str, extra: Sequence[tuple[str, str, 
 
 def collective_lines(label: str, collective: str, f: Any) -> str:
     """nccl-tests' columns for one measured collective (a :class:`roofline.hardware.system.MeasuredCollective`): size,
-    time, algbw, busbw, spread; then the fit."""
+    time, algbw, busbw, spread (:func:`roofline.bench.network.point_bandwidths`); then the fit."""
     import math
 
-    from roofline.bench.network import bus_factor
+    from roofline.bench.network import point_bandwidths
     from roofline.core.units import format_bytes
 
-    bus = bus_factor(collective, f.ranks)
     regime2 = (f"; from {format_bytes(f.split_bytes)}: {format_seconds(f.alpha2)} + bytes / "
                f"{f.bandwidth2 / 1e9:.3g} GB/s" if f.split_bytes < math.inf else "")
     lines = [f"{label} {collective} ({f.ranks} ranks): t = {format_seconds(f.alpha)} + bytes / "
              f"{f.bandwidth / 1e9:.3g} GB/s{regime2} (R^2 {f.r2:.3f} on log time)",
              f"  {'size':>10} {'time':>10} {'algbw GB/s':>11} {'busbw GB/s':>11} {'IQR':>6} {'fit':>8}"]
-    for nbytes, med, q1, q3 in f.points:
-        alg = nbytes / med / 1e9
-        lines.append(f"  {format_bytes(nbytes):>10} {format_seconds(med):>10} {alg:>11.3g} "
-                     f"{alg * bus:>11.3g} {(q3 - q1) / med:>6.0%} {f.time(nbytes) / med - 1:>+8.0%}")
+    for p in point_bandwidths(collective, f):
+        lines.append(f"  {format_bytes(p.nbytes):>10} {format_seconds(p.median):>10} {p.algbw_gb_s:>11.3g} "
+                     f"{p.busbw_gb_s:>11.3g} {p.spread:>6.0%} {p.fit_error:>+8.0%}")
     return "\n".join(lines)

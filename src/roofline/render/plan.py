@@ -1,4 +1,5 @@
-"""The planner's chart: where each ranked layout's step time goes (matplotlib; reads a Plan, computes nothing).
+"""The planner's drawing: the ranked table and the lines around it (:func:`plan_text`, reading a PlanResult and
+its PlanWords), and the chart of where each ranked layout's step time goes (matplotlib).
 
 Two panels sharing the layouts (best on top): the whole time, stacked by part; and, on a scale of its own,
 each part other than the ops as a share of that time, so that communication a few percent of the step is
@@ -8,11 +9,14 @@ lists only the parts that take time in some layout drawn.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from roofline.core.text import for_chart
-from roofline.core.units import format_count, format_seconds
-from roofline.render.chart import figure_bytes
+from roofline.core.text import display, for_chart
+from roofline.core.units import format_count, format_gib, format_seconds
+
+if TYPE_CHECKING:
+    from roofline.planner.result import PlanResult, PlanRow
+    from roofline.words.plan import PlanWords
 
 #: colours of the parts: the ops, the bubble, then each collective, the optimizer
 COLORS = {"ops": "#1f4e79", "bubble": "#bdbdbd", "optimizer": "#7f7f7f"}
@@ -83,4 +87,59 @@ def _percent(x: float, pos: int | None = None) -> str:
 
 def plan_bytes(estimates: list[Any], title: str, path: str) -> bytes:
     """The chart as the bytes of ``path``'s format (.png, .svg, .pdf)."""
+    from roofline.render.chart import figure_bytes  # at call time: the text alone does not load the chart's modules
+
     return figure_bytes(plan_figure(estimates, title), path.rsplit(".", 1)[-1].lower())
+
+
+def plan_text(result: PlanResult, words: PlanWords) -> str:
+    """The plan as text: the answer, how the layouts were found, the settings and notes, the ranked table, the
+    best layout's communication and memory, the glossary (wrapped to the terminal)."""
+    from roofline.render.fit import wrap
+
+    lines = [words.answer, words.header, words.settings, *words.notes, *plan_table(result), *words.best,
+             words.glossary]
+    return wrap("\n".join(lines) + "\n")
+
+
+def plan_table(result: PlanResult) -> list[str]:
+    """The ranked layouts, one line each (the columns that fit the width; $/Mtok with a price)."""
+    from roofline.render.fit import Column, table_lines  # at call time: the width tests watch the module's
+
+    priced = result.price is not None
+    if result.serving:
+        rows = [_serving_cells(r) for r in result.rows]
+        columns = [Column("#", keep=True), Column("layout", kind="label", keep=True), Column("per token", keep=True),
+                   Column("bound", priority=3), Column("tokens/s", keep=True), Column("ttft", priority=5),
+                   Column("exposed comm", priority=2), Column("memory", priority=4),
+                   Column("binding", kind="text", keep=True, min_width=12),
+                   *((Column("$/Mtok", priority=6),) if priced else ())]
+        return table_lines(columns, rows, title="ranked by tokens/s", indent=0, more="--json has every figure")
+    rows = [_training_cells(r) for r in result.rows]
+    columns = [Column("#", keep=True), Column("layout", kind="label", keep=True), Column("forecast", keep=True),
+               Column("bound", priority=3), Column("MFU", priority=7), Column("TFLOP/s", priority=2),
+               Column("tokens/s", priority=6), Column("bubble", priority=4), Column("exposed comm", priority=5),
+               Column("memory", priority=1), Column("binding", kind="text", keep=True, min_width=12),
+               *((Column("$/Mtok", priority=8),) if priced else ())]
+    return table_lines(columns, rows, title="ranked by forecast", indent=0, more="--json has every figure")
+
+
+def _common_cells(r: PlanRow) -> dict[str, str]:
+    e = r.estimate
+    return {"layout": e.describe() + ("" if e.fits else " (does not fit)"), "bound": format_seconds(e.bound),
+            "tokens/s": format_count(e.tokens_per_second), "exposed comm": format_seconds(e.exposed_comm),
+            "memory": format_gib(e.memory_total), "binding": display(e.binding),
+            "$/Mtok": "" if r.usd_per_mtok is None else f"{r.usd_per_mtok:.3g}"}
+
+
+def _serving_cells(r: PlanRow) -> dict[str, str]:
+    e: Any = r.estimate
+    return {"#": str(r.rank), "per token": format_seconds(e.time), "ttft": format_seconds(e.ttft),
+            **_common_cells(r)}
+
+
+def _training_cells(r: PlanRow) -> dict[str, str]:
+    e: Any = r.estimate
+    return {"#": f"{r.rank}{'~' if r.marked_tied else ' '}",  # '~' after the rank: tied with the best
+            "forecast": format_seconds(e.time), "MFU": f"{e.mfu:.1%}", "TFLOP/s": f"{e.model_tflops_per_device:.1f}",
+            "bubble": f"{e.bubble_share:.1%}", **_common_cells(r)}

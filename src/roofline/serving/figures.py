@@ -112,8 +112,11 @@ def _num(x: Any) -> float:
 
 @dataclass(frozen=True)
 class KvUse:
-    """KV blocks in use over time: sample times (s) and the share of the blocks used then."""
+    """The KV cache: its ``blocks``, when it first filled (``full_at_s``, None if never), and blocks in use
+    over time: sample times (s) and the share of the blocks used then."""
 
+    blocks: int
+    full_at_s: float | None
     time_s: tuple[float, ...] = field(repr=False)
     used_share: tuple[float, ...] = field(repr=False)
 
@@ -216,11 +219,17 @@ class ServingFigures:
     iterations: int
     preemptions: int
     max_running: int
-    kv_cache_full_at_s: float | None
-    kv_cache_blocks: int
     kv_cache_use: KvUse
     slo: SloOutcome | None = None
     load: Load | None = None
+
+    @property
+    def kv_cache_full_at_s(self) -> float | None:
+        return self.kv_cache_use.full_at_s
+
+    @property
+    def kv_cache_blocks(self) -> int:
+        return self.kv_cache_use.blocks
 
     @property
     def per_device_output_tokens_per_s(self) -> float:
@@ -267,8 +276,8 @@ class ServingFigures:
         return cls(int(doc["requests"]), _num(doc["makespan_s"]), _num(doc["output_tokens_per_s"]),
                    _num(doc["input_tokens_per_s"]), _num(doc["requests_per_s"]), ttft, tpot, e2e, devices,
                    int(doc["iterations"]), int(doc["preemptions"]), int(doc["max_running"]),
-                   doc["kv_cache_full_at_s"], int(doc["kv_cache_blocks"]),
-                   KvUse(tuple(use["time_s"]), tuple(use["used_share"])), slo,
+                   KvUse(int(doc["kv_cache_blocks"]), doc["kv_cache_full_at_s"], tuple(use["time_s"]),
+                         tuple(use["used_share"])), slo,
                    Load.from_dict(doc["load"], int(doc["requests"]), _num(doc["makespan_s"])) if "load" in doc else None)
 
 
@@ -332,6 +341,6 @@ def figures(results: Sequence[ReplicaResult], devices: int, slo: Slo | None = No
     return ServingFigures(
         len(osl), makespan, tokens_per_s, _rate(float(isl.sum()), makespan), _rate(len(osl), makespan), ttft_p,
         tpot_p, Percentiles.of(last - arrival), devices, sum(r.iterations for r in results),
-        sum(r.preemptions for r in results), max(r.max_running for r in results), min(full) if full else None,
-        results[0].blocks, KvUse(tuple(u.time[: u.n].tolist()),
-                                 tuple((u.used[: u.n] / max(results[0].blocks, 1)).tolist())), outcome, load)
+        sum(r.preemptions for r in results), max(r.max_running for r in results),
+        KvUse(results[0].blocks, min(full) if full else None, tuple(u.time[: u.n].tolist()),
+              tuple((u.used[: u.n] / max(results[0].blocks, 1)).tolist())), outcome, load)

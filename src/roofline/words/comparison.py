@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import json_number
 from roofline.core.precision import BITS, PRECISIONS
 from roofline.engine.analysis import Analysis, analyze
 from roofline.hardware.device import Device
@@ -66,12 +67,12 @@ class CompareRow:
 
     def to_dict(self, best: float) -> dict[str, Any]:
         return {"device": self.device, "precision": self.precision, "time_s": self.time,
-                "tokens_per_s": None if math.isnan(self.tokens_per_s) else self.tokens_per_s,
+                "tokens_per_s": json_number(self.tokens_per_s),
                 # an all-zero workload takes 0 s everywhere: every device is as fast as the best
                 "x_best": self.time / best if best > 0 else (1.0 if self.time == best else None),
                 "binding_roof": self.binding, "memory": self.memory or None,
                 "runs_as": self.runs_as or None, "note": self.note or None,
-                "forecast_s": None if math.isnan(self.forecast) else self.forecast}
+                "forecast_s": json_number(self.forecast)}
 
 
 def runs_as(analysis: Analysis, precision: str) -> str:
@@ -193,6 +194,13 @@ def compare(workload: Workload, devices: Sequence[Device | str], precisions: Seq
                                    runs_as(a, prec), fp.fits if fp is not None else None))
     rows.sort(key=lambda r: (r.forecast, r.time) if forecast else (r.time,))
     return rows
+
+
+def vs_best(time: float, best: float) -> str:
+    """'best' for the fastest row, else '1/3.3 as fast' / '1/480 as fast' (how fast against the best)."""
+    from roofline.core.units import format_speedup
+
+    return "best" if time <= best else format_speedup(best / time)
 
 
 def ranked_by(rows: Sequence[CompareRow]) -> str:

@@ -245,7 +245,7 @@ class Summary:
     @property
     def ridge(self) -> float:
         """The ridge the charts mark: the dominant ceiling over main memory, in FLOP/B."""
-        return self.dominant.flops / self.analysis.device.main_memory.bandwidth
+        return self.dominant.ridge(self.analysis.device.main_memory)
 
     def describe_fallbacks(self) -> str:
         """'bf16 matrix -> fp32 matrix (10 ops)': the roofs ops asked for that the device lacks ('' for none)."""

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import json_numbers
 from roofline.core.precision import PRECISIONS
 from roofline.hardware.device import UNITS
 from roofline.work.costs import KIND_UNIT
@@ -135,9 +136,7 @@ def finite_or_null(values: Any, lazy: bool = False) -> Any:
     arr = np.asarray(values, dtype=float)
     if lazy and arr.ndim == 1 and len(arr) >= LAZY_MIN:
         return JsonNumbers(arr)
-    if np.isfinite(arr).all():
-        return arr.tolist()
-    return [None if not math.isfinite(x) else x for x in arr.tolist()]
+    return json_numbers(arr)
 
 
 def _encode(values: Sequence[str], seed: list[str]) -> tuple[list[str], np.ndarray]:

@@ -1,0 +1,90 @@
+"""The words of ``roofline plan``, read off a :class:`~roofline.planner.result.PlanResult`: the answer, the
+line saying how the layouts were found, the settings, the notes, the best layout's communication and memory,
+and what each time column is.  The table between them is :mod:`roofline.render.plan`'s."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.core.text import display
+from roofline.core.units import format_gib, format_seconds
+from roofline.planner.forecast import STATED_ERROR
+from roofline.planner.overlap import describe
+from roofline.planner.result import PlanResult, system_where
+from roofline.planner.serve import ServingEstimate
+
+#: how the table's model FLOPs are counted (:func:`roofline.llm.training.training_flops`)
+FLOP_NOTE = ("MFU and model TFLOP/s per device: model FLOPs = 3 x the forward's (6 N per token for the GEMMs, "
+             "lm_head included, plus attention counted causal: the query-key pairs at or below the diagonal, "
+             "4 d per pair forward), recomputation not counted, over the forecast step time and the dense matrix "
+             "peak at the GEMMs' precision; ~ marks a forecast within the planner's stated error "
+             f"({STATED_ERROR:.0%}) of the best: tied")
+#: what each time column of the serving table is
+SERVING_GLOSSARY = ("times: per token = one decode step of every sequence of a replica, the communication not "
+                    "hidden counted (--overlap); bound = the same with all of it hidden; ttft = one sequence's "
+                    "prompt through every stage; exposed comm = per token; tokens/s = output tokens over the whole "
+                    "system")
+#: what each time column of the training table is
+TRAINING_GLOSSARY = ("times: forecast = the expected step (global batch x seq tokens), what the layouts are ranked "
+                     "by; bound = its roofline lower bound; exposed comm = per step, the communication the overlap "
+                     "rules do not hide; tokens/s = the step's tokens over the forecast")
+
+
+@dataclass(frozen=True)
+class PlanWords:
+    """The lines around the plan's table, in the order they print: ``answer``, ``header``, ``settings``,
+    ``notes`` (then the table), ``best`` and ``glossary``; ``title`` names the chart."""
+
+    title: str
+    answer: str
+    header: str
+    settings: str
+    notes: tuple[str, ...]
+    best: tuple[str, ...]
+    glossary: str
+
+
+def plan_words(r: PlanResult) -> PlanWords:
+    """The words of ``r``."""
+    title = f"{display(r.run.arch.name)} {r.mode} on {system_where(r.system)}"
+    # 'best layout:' for a free search; a layout named in part or whole is answered by its headline alone
+    answer = r.best.headline() if r.one_layout or r.fixed else f"best layout: {r.best.headline()}"
+    if r.serving:
+        settings = (f"{r.shape}; overlap {r.overlap:.0%} of communication in the time (the bound hides all the "
+                    "schedule allows)")
+        notes: tuple[str, ...] = ()
+    else:
+        settings = f"{r.shape}; ranked by the forecast step time (bound beside it); {describe(r.best.layout)}"
+        notes = (FLOP_NOTE,)
+    return PlanWords(title, answer, f"{title}: {_found(r)}", settings, notes, best_lines(r),
+                     SERVING_GLOSSARY if r.serving else TRAINING_GLOSSARY)
+
+
+def _fixed(r: PlanResult) -> str:
+    return ", ".join(f"{k}={v}" for k, v in r.fixed.items())
+
+
+def _found(r: PlanResult) -> str:
+    """How the layouts were found: one timed, or the search's counts."""
+    p = r.search
+    if p is None:
+        return "one layout"
+    if r.none_fit:
+        return f"one layout (none of the {p.tried:,} with {_fixed(r)} fits; the rest at their defaults)"
+    return (f"{p.tried:,} layouts tried in {p.seconds:.2f} s ({r.search_rate:,.0f}/s), {p.too_big:,} of them left "
+            "out as they do not fit in device memory"
+            + (f", {p.uneven:,} splitting groups unevenly over nodes" if p.uneven else "")
+            + f", best {len(p.ranked)}" + (f" with {_fixed(r)} fixed" if r.fixed else ""))
+
+
+def best_lines(r: PlanResult) -> tuple[str, ...]:
+    """The best layout's collectives and memory, then (training) its ZeRO stage, precision and stages."""
+    best = r.best
+    capacity = (f" of {format_gib(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)")
+    comms = ", ".join(f"{display(c.name)} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms)
+    memory = ", ".join(f"{k} {format_gib(v)}" for k, v in best.memory.items())
+    lines = [f"best: {best.describe()} — comms: {comms}; memory: {memory}{capacity}"]
+    if not isinstance(best, ServingEstimate):
+        stages = f"; layers per stage {'/'.join(map(str, best.stage_layers))}" if best.layout.pp > 1 else ""
+        lines.append(f"  {best.zero}; {best.run.precision}{stages}")
+    return tuple(lines)
