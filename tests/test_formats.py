@@ -65,3 +65,59 @@ def test_every_format_is_cited_and_its_roof_a_known_precision_or_a_new_low_one()
         assert f.source, f.name
         for r in (f.roof, *f.upcast):
             assert r in PRECISIONS or r in ("fp6", "fp4"), (f.name, r)
+
+
+# -- training in a format: plan --train --precision NAME ---------------------------------------------------------
+def test_training_state_holds_each_formats_weight_copies() -> None:
+    from roofline.llm.training import state_bytes
+
+    # 16 B of bf16 weight + gradient + fp32 master/m/v, plus the row-wise and transposed weight copies:
+    assert sum(state_bytes("bf16").values()) == 16
+    assert sum(state_bytes("fp8").values()) == 16 + 2 * 1             # 1 B each, per-tensor scale not per element
+    assert sum(state_bytes("mxfp8").values()) == 16 + 2 * 8.25 / 8     # 8 bits + 8/32 scale bits each
+    assert sum(state_bytes("nvfp4").values()) == 16 + 2 * 4.5 / 8      # 4 bits + 8/16 scale bits each
+
+
+def test_training_gemms_run_on_the_formats_roof_with_the_devices_fallback() -> None:
+    from roofline import get_device
+    from roofline.llm.training import TrainingRun, training_ceilings
+
+    gb200, h100 = get_device("gb200"), get_device("h100")
+    peak = {p: training_ceilings(gb200, TrainingRun.of("llama-3-8b", precision=p))["peak_gemm"]
+            for p in ("bf16", "mxfp8", "nvfp4")}
+    # GB200 per GPU, dense: bf16 2.5 PFLOP/s, fp8 5, fp4 10 (the catalog's cited roofs)
+    assert (peak["bf16"], peak["mxfp8"], peak["nvfp4"]) == (2.5e15, 5e15, 10e15)
+    # H100 has no fp4 units: NVFP4 GEMMs fall back to its fp8 roof (989.4 x 2 TFLOP/s dense)
+    h = training_ceilings(h100, TrainingRun.of("llama-3-8b", precision="nvfp4"))["peak_gemm"]
+    assert h == h100.choose_compute("matrix", "fp8").ceiling.flops
+
+
+def test_plan_precision_takes_the_format_names_and_refuses_others(capsys: pytest.CaptureFixture[str]) -> None:
+    from roofline.cli import main
+
+    assert main(["plan", "llama-3-8b", "--system", "gb200-nvl72", "--devices", "8", "--train", "--precision", "mxfp4",
+                 "--layout", "tp=1,pp=1,dp=8,zero=1,mb=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bf16, fp8, fp8-block, mxfp8, nvfp4" in err[0]
+
+
+def test_a_narrower_format_lowers_the_bound_and_names_its_tier(capsys: pytest.CaptureFixture[str]) -> None:
+    """llama-3-8b on 8 GB200 of one NVL72 domain, one fixed layout: the compute-bound GEMMs' roof doubles from
+    bf16 to mxfp8 and again to nvfp4, so the bound falls each time (not by 2x: attention, norms and the
+    optimizer stay in bf16/fp32); tp's all-reduce runs over the rack's NVLink domain, named as the system names it."""
+    from roofline.catalog import resolve_system
+    from roofline.llm.training import TrainingRun
+    from roofline.planner.result import plan_layouts
+    from roofline.words.plan import best_lines
+
+    system = resolve_system("gb200-nvl72", devices=8)
+    bound = {}
+    for p in ("bf16", "mxfp8", "nvfp4"):
+        r = plan_layouts(TrainingRun.of("llama-3-8b", seq=4096, global_batch=64, precision=p), system,
+                         layout="tp=2,pp=1,dp=4,zero=1,mb=1,recompute=none", top=1, overlap=0.0,
+                         rules={"dp": True, "tp": False, "pp": True}, price=None)
+        bound[p] = r.best.bound
+        if p == "mxfp8":
+            assert "over NVLink 5 via NVLink Switch (NVL72 domain)" in best_lines(r)[0]
+    assert bound["bf16"] > bound["mxfp8"] > bound["nvfp4"]
+    assert bound["bf16"] / bound["mxfp8"] < 2

@@ -59,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--global-batch", type=int, default=1024, metavar="SEQS", help="--train: sequences per step (1024)")
     p.add_argument("--seq", type=int, default=4096, metavar="TOKENS", help="--train: tokens per sequence (4096)")
     p.add_argument("--precision", default="bf16", metavar="P",
-                   help="--train: the GEMMs' precision, bf16 or fp8 (Transformer Engine; default bf16)")
+                   help="--train: the GEMMs' number format: bf16, fp8 (per-tensor, Transformer Engine), fp8-block "
+                        "(1x128/128x128, DeepSeek-V3), mxfp8 or nvfp4 (block-scaled, Blackwell); default bf16")
     p.add_argument("--batch", type=count_arg, default=64, metavar="SEQS", help="--serve: sequences per replica (64)")
     p.add_argument("--prompt", type=int, default=1024, metavar="TOKENS", help="--serve: prompt tokens (1024)")
     p.add_argument("--gen", type=int, default=256, metavar="TOKENS", help="--serve: generated tokens (256)")

@@ -84,6 +84,18 @@ class NumberFormat:
     def block_scaled(self) -> bool:
         return bool(self.blocks)
 
+    @property
+    def low_precision(self) -> bool:
+        """Narrower than 16 bits: a training step keeps a cast copy of the GEMM weights and inputs."""
+        return self.element_bits < 16
+
+    @property
+    def weight_copy_bytes(self) -> float:
+        """Bytes per GEMM parameter of a low-precision training step's cached weight copies: the row-wise
+        copy and the transposed one the data-gradient GEMM reads (Transformer Engine casts them once per step
+        and keeps them over its micro-batches), scales included; 0 for a 16-bit format."""
+        return 2 * self.bits_per_element("weight") / 8 if self.low_precision else 0.0
+
 
 def _k(n: int, scale_type: str, bits: int) -> Block:
     return Block(1, n, scale_type, bits)
@@ -112,6 +124,12 @@ FORMATS: dict[str, NumberFormat] = {f.name: f for f in (
     NumberFormat("nvfp4", "E2M1", 4, "fp4", ("fp8", "bf16"),
                  blocks=tuple((r, _k(16, "E4M3", 8)) for r in ROLES), tensor_scale_bits=32, source=_NV),
 )}
+
+
+#: the formats a training step's GEMMs run in (``plan --train --precision``): bf16 and the low-precision recipes
+#: (fp8-current and the 6/4-bit MX formats wait for their quantize passes in the op table: without them they
+#: would time as their neighbours do)
+TRAINING = ("bf16", "fp8", "fp8-block", "mxfp8", "nvfp4")
 
 
 def get(name: str) -> NumberFormat:

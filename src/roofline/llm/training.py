@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from roofline.core import formats
 from roofline.core.errors import RooflineError
 from roofline.llm.basis import basis, evaluate
 from roofline.llm.config import Arch, load_arch
@@ -63,11 +64,13 @@ WEIGHT_BYTES, GRAD_BYTES, OPTIMIZER_BYTES = 2, 2, 12
 #: the fp8 matrix roof; attention, norms and the optimizer as under bf16; the weights, gradients and
 #: optimizer state kept as under bf16: "FP8 ... is used for the GEMMs only; master weights and optimizer
 #: states stay in higher precision", NVIDIA Transformer Engine user guide, "Using FP8 with Transformer Engine")
-TRAIN_PRECISIONS = ("bf16", "fp8")
+#: The block-scaled recipes (fp8-block, mxfp8, nvfp4) the same way, with their formats' widths and scales from
+#: :mod:`roofline.core.formats`, the one table of formats (no code here branches on a format's name).
+TRAIN_PRECISIONS = formats.TRAINING
 #: fp8: each GEMM weight's fp8 copy and its transpose (the backward's data-gradient GEMM reads W^T in fp8 on
 #: Hopper), cast once per step and cached over its micro-batches (Transformer Engine ``Linear.forward``'s
-#: ``is_first_microbatch``): 1 + 1 bytes per GEMM parameter
-FP8_WEIGHT_CACHE_BYTES = 2
+#: ``is_first_microbatch``): 1 + 1 bytes per GEMM parameter (:attr:`NumberFormat.weight_copy_bytes`)
+FP8_WEIGHT_CACHE_BYTES = formats.get("fp8").weight_copy_bytes
 
 
 #: bytes of the 1-byte mask a dropout keeps per element (PyTorch's ``nn.Dropout`` and Megatron-LM's fused
@@ -223,8 +226,9 @@ def state_bytes(precision: str = "bf16") -> dict[str, float]:
     """
     out: dict[str, float] = {"bf16 weight": WEIGHT_BYTES, "bf16 gradient": GRAD_BYTES, "fp32 master weight": 4,
                              "fp32 Adam m": 4, "fp32 Adam v": 4}
-    if precision == "fp8":
-        out["fp8 weight + transpose (GEMM weights)"] = FP8_WEIGHT_CACHE_BYTES
+    fmt = formats.get(precision)
+    if fmt.low_precision:
+        out[f"{fmt.name} weight + transpose (GEMM weights)"] = fmt.weight_copy_bytes
     return out
 
 
@@ -232,8 +236,9 @@ def training_ceilings(device: Any, run: TrainingRun) -> dict[str, float]:
     """The roofs a training step's ops run on (:func:`roofline.llm.metrics.device_ceilings`): under fp8 the
     GEMMs on the device's fp8 matrix roof (with its documented fallback), the rest as under bf16."""
     c = dict(device_ceilings(device, run.precisions))
-    if run.precision == "fp8":
-        c["peak_gemm"] = device.choose_compute("matrix", "fp8").ceiling.flops
+    fmt = formats.get(run.precision)
+    if fmt.low_precision:
+        c["peak_gemm"] = device.choose_compute("matrix", fmt.roof).ceiling.flops
     return c
 
 
@@ -325,7 +330,8 @@ def activation_bytes_per_layer(run: TrainingRun, *, tp: int = 1, cp: int = 1, mi
     if recompute == "full":
         return tokens * a.hidden * act / split
     gemm_h, gemm, other_h, other, fp32 = _saved_per_token(a, tp)
-    gemm_b = 1.0 if run.precision == "fp8" else act
+    fmt = formats.get(run.precision)  # a low-precision GEMM keeps its input's cast copy (scales included)
+    gemm_b = fmt.bits_per_element("activation") / 8 if fmt.low_precision else act
     per_token = (gemm_h / split + gemm) * gemm_b + (other_h / split + other) * act + fp32
     masks = 2 * a.hidden / split * DROPOUT_MASK_BYTES if run.dropout else 0.0
     scores = 0.0
@@ -346,7 +352,7 @@ def device_memory(run: TrainingRun, params: float, *, tp: int = 1, micro_batch: 
     parallelism): weights, gradients and optimizer state of its ``params`` parameters (:func:`state_bytes`;
     fp8's weight cache over its ``gemm_params``), one micro-batch's activations of every layer and its logits."""
     per_layer = activation_bytes_per_layer(run, tp=tp, micro_batch=micro_batch, recompute=recompute)
-    cache = FP8_WEIGHT_CACHE_BYTES * gemm_params if run.precision == "fp8" else 0.0
+    cache = formats.get(run.precision).weight_copy_bytes * gemm_params
     return {"weights": WEIGHT_BYTES * params + cache, "gradients": run.main_grad_bytes * params,
             "optimizer": OPTIMIZER_BYTES * params,
             "activations": per_layer * run.arch.layers + logits_bytes(run, tp=tp, micro_batch=micro_batch)}
@@ -433,11 +439,22 @@ def training_flops(run: TrainingRun, recompute: str = "none") -> float:
     return forward * (4 if recompute == "full" else 3)
 
 
+def _gemm_note(fmt: formats.NumberFormat) -> str:
+    """The assumption line naming the GEMMs' format, its roof and its source."""
+    if not fmt.low_precision:
+        return f"GEMMs in {fmt.name}"
+    scales = (", ".join(f"{r} {b.rows}x{b.cols} blocks, {b.scale_type} scales" for r, b in fmt.blocks
+                        if r != "gradient") if fmt.block_scaled else "per-tensor scales")
+    return (f"GEMMs in {fmt.name} ({fmt.element}, {scales}) on the {fmt.roof} matrix roof where the device has "
+            f"one (else its fallback); its weight copies and saved inputs held at its width (the cast passes' traffic is not yet an op) ({fmt.source})")
+
+
 def _role_columns(roles: list[int], run: TrainingRun) -> dict[str, list[str]]:
     """The LLM model's precision/unit/level columns, the GEMMs at the step's precision (fp8: its matrix roof)."""
     cols = role_columns(roles, run.precisions)
-    if run.precision == "fp8":
-        cols["precision"] = ["fp8" if r == GEMM else p for r, p in zip(roles, cols["precision"], strict=True)]
+    fmt = formats.get(run.precision)
+    if fmt.low_precision:
+        cols["precision"] = [fmt.roof if r == GEMM else p for r, p in zip(roles, cols["precision"], strict=True)]
     return cols
 
 
@@ -504,8 +521,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
             "memory per device: " + ", ".join(f"{k} {v:g} B" for k, v in state_bytes(run.precision).items())
             + " per parameter; activations per layer what each op keeps for its backward (2 s b h under full "
             "recomputation)",
-            f"GEMMs in {run.precision}" + (" on the fp8 matrix roof (Transformer Engine)" if run.precision == "fp8"
-                                          else ""),
+            _gemm_note(formats.get(run.precision)),
             "logits for every token (the loss); FlashAttention keeps no score tensor"],
         warnings=list(a.warnings))
 

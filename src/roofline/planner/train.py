@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
+from roofline.core import formats
 from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
 from roofline.llm.table import check_tp, kv_heads_per_device
 from roofline.llm.training import (
     BACKWARD,
-    FP8_WEIGHT_CACHE_BYTES,
     GRAD_BYTES,
     OPTIMIZER_BYTES,
     RECOMPUTE,
@@ -338,7 +338,7 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
         per_layer = activation_bytes_per_layer(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch, sp=lay.sp,
                                                recompute=lay.recompute)
     logits = logits_bytes(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch) if last else 0.0
-    cache = FP8_WEIGHT_CACHE_BYTES * gemm / (replicas if lay.zero >= 3 else 1) if run.precision == "fp8" else 0.0
+    cache = formats.get(run.precision).weight_copy_bytes * gemm / (replicas if lay.zero >= 3 else 1)
     z = lay.zero
     out = {"weights": WEIGHT_BYTES * _held(z, 3, dense, expert, replicas, expert_replicas) + cache,
            "gradients": run.main_grad_bytes * _held(z, 2, dense, expert, replicas, expert_replicas),

@@ -77,11 +77,18 @@ def _found(r: PlanResult) -> str:
             + f", best {len(p.ranked)}" + (f" with {_fixed(r)} fixed" if r.fixed else ""))
 
 
+def tier_names(r: PlanResult, scopes: tuple[str, ...]) -> str:
+    """The tiers a collective crosses, by the system's names for them ('NVLink 5 via NVLink Switch (NVL72
+    domain)'), joined by '+'; a scope the system does not name stays as it is."""
+    names = {t.scope: t.name for t in r.system.tiers}
+    return " + ".join(display(names.get(s, s)) for s in scopes)
+
+
 def best_lines(r: PlanResult) -> tuple[str, ...]:
     """The best layout's collectives and memory, then (training) its ZeRO stage, precision and stages."""
     best = r.best
     capacity = (f" of {format_gib(best.capacity)}" if best.capacity < float("inf") else " (no capacity given)")
-    comms = ", ".join(f"{display(c.name)} {format_seconds(c.time)} over {'+'.join(c.tiers)}" for c in best.comms)
+    comms = ", ".join(f"{display(c.name)} {format_seconds(c.time)} over {tier_names(r, c.tiers)}" for c in best.comms)
     memory = ", ".join(f"{k} {format_gib(v)}" for k, v in best.memory.items())
     lines = [f"best: {best.describe()} — comms: {comms}; memory: {memory}{capacity}"]
     if not isinstance(best, ServingEstimate):
