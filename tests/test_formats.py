@@ -121,3 +121,25 @@ def test_a_narrower_format_lowers_the_bound_and_names_its_tier(capsys: pytest.Ca
             assert "over NVLink 5 via NVLink Switch (NVL72 domain)" in best_lines(r)[0]
     assert bound["bf16"] > bound["mxfp8"] > bound["nvfp4"]
     assert bound["bf16"] / bound["mxfp8"] < 2
+
+
+def test_plan_serve_honours_precision_or_refuses_it() -> None:
+    """issue 52's 'plan --serve --precision fp8 silently ignores the flag': fp8 weights, activations and KV
+    halve the bytes a memory-bound decode step reads, so the step is faster (not 2x: the roofs and the
+    collectives do not halve); a block-scaled name is refused for serving in one line."""
+    from roofline.catalog import resolve_system
+    from roofline.core.errors import RooflineError
+    from roofline.planner.serve import ServingRun
+    from roofline.planner.result import plan_layouts
+
+    system = resolve_system("dgx-h100")
+    time = {}
+    for p in ("bf16", "fp8"):
+        run = ServingRun.of("llama-3-8b", batch=64, prompt=1024, gen=256, precision=p)
+        assert run.precisions.weights == run.precisions.kv_cache == p
+        r = plan_layouts(run, system, layout="tp=1,pp=1,dp=8", top=1, overlap=0.0,
+                         rules={"dp": True, "tp": False, "pp": True}, price=None)
+        time[p] = r.best.time
+    assert 1 < time["bf16"] / time["fp8"] <= 2
+    with pytest.raises(RooflineError, match="'mxfp8' is not a serving precision here; give one of bf16, fp8"):
+        ServingRun.of("llama-3-8b", precision="mxfp8")

@@ -91,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
     _check_args(args)
     system = resolve_system(args.system, nodes=args.nodes, devices=args.devices)
-    run_: TrainingRun | ServingRun = (ServingRun.of(args.model, batch=args.batch, prompt=args.prompt, gen=args.gen)
+    run_: TrainingRun | ServingRun = (ServingRun.of(args.model, batch=args.batch, prompt=args.prompt, gen=args.gen,
+                                                   precision=args.precision)
                                       if args.serve else
                                       TrainingRun.of(args.model, seq=args.seq, global_batch=args.global_batch,
                                                      precision=args.precision))
@@ -127,9 +128,12 @@ def _check_args(args: argparse.Namespace) -> None:
         raise RooflineError("--overlap is serving's; a training step overlaps by rule: use --overlap-dp, --overlap-tp, "
                             "--overlap-pp on|off (defaults on, off, on)")
     from roofline.llm.training import TRAIN_PRECISIONS
+    from roofline.planner.serve import SERVE_PRECISIONS
 
-    if args.precision not in TRAIN_PRECISIONS:
-        raise RooflineError(f"--precision {args.precision!r} is not one of {', '.join(TRAIN_PRECISIONS)}")
+    allowed = SERVE_PRECISIONS if args.serve else TRAIN_PRECISIONS
+    if args.precision not in allowed:
+        raise RooflineError(f"--precision {args.precision!r} is not one of {', '.join(allowed)}"
+                            + (" with --serve" if args.serve else ""))
     if args.price is not None and not 0 < args.price <= MAX_PRICE:  # inf and nan fail too
         raise RooflineError(f"--price must be above 0 and at most {MAX_PRICE:g} USD per device-hour, got {args.price}")
 

@@ -24,6 +24,10 @@ from roofline.planner.dims import device_factors, shapes, stride
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node
 
 
+#: the precisions a serving plan takes (``plan --serve --precision``): one format for weights, activations, KV
+SERVE_PRECISIONS = ("bf16", "fp8")
+
+
 @dataclass(frozen=True)
 class ServingRun:
     """Inference: ``batch`` concurrent sequences per replica, each a ``prompt`` then ``gen`` generated tokens."""
@@ -35,9 +39,16 @@ class ServingRun:
     precisions: Precisions = Precisions()
 
     @classmethod
-    def of(cls, model: str | Arch, *, batch: int = 64, prompt: int = 1024, gen: int = 256) -> ServingRun:
+    def of(cls, model: str | Arch, *, batch: int = 64, prompt: int = 1024, gen: int = 256,
+           precision: str = "bf16") -> ServingRun:
+        """``precision``: bf16, or fp8 for weights, activations and KV cache in fp8 (TensorRT-LLM's FP8
+        checkpoints with an FP8 KV cache); the block-scaled formats are not yet serving precisions."""
         arch = model if isinstance(model, Arch) else load_arch(model)
-        return cls(arch, _positive_int(batch, "batch"), _positive_int(prompt, "prompt"), _positive_int(gen, "gen"))
+        if precision not in SERVE_PRECISIONS:
+            raise RooflineError(f"precision: {precision!r} is not a serving precision here; give one of "
+                                f"{', '.join(SERVE_PRECISIONS)}")
+        return cls(arch, _positive_int(batch, "batch"), _positive_int(prompt, "prompt"), _positive_int(gen, "gen"),
+                   Precisions(precision, precision, precision))
 
 
 @dataclass(frozen=True)
