@@ -129,8 +129,8 @@ def test_plan_serve_honours_precision_or_refuses_it() -> None:
     collectives do not halve); a block-scaled name is refused for serving in one line."""
     from roofline.catalog import resolve_system
     from roofline.core.errors import RooflineError
-    from roofline.planner.serve import ServingRun
     from roofline.planner.result import plan_layouts
+    from roofline.planner.serve import ServingRun
 
     system = resolve_system("dgx-h100")
     time = {}

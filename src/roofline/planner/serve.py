@@ -23,7 +23,6 @@ from roofline.planner.dims import describe as describe_dims
 from roofline.planner.dims import device_factors, shapes, stride
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node
 
-
 #: the precisions a serving plan takes (``plan --serve --precision``): one format for weights, activations, KV
 SERVE_PRECISIONS = ("bf16", "fp8")
 
