@@ -41,12 +41,13 @@ from roofline.core.errors import RooflineError
 from roofline.core.formatters import FORMATTERS
 from roofline.core.formula import roofline_times
 from roofline.engine.collectives import collective_times
+from roofline.engine.forecast import Forecast, compute_forecast
 from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.work.workload import Workload
 from roofline.work.workload_columns import CACHE_BYTES, finite_or_null
 
 if TYPE_CHECKING:
-    from roofline.engine.forecast import Forecast
+    from roofline.hardware.calibration import Calibration
 
 ANALYSIS_SCHEMA = "roofline.analysis/2"
 #: Older versions that still load: /1 holds a /1 device and workload, each migrated on load.
@@ -524,11 +525,21 @@ def analyze(workload: Workload, device: Device | str, *,
     if k:
         a = replace(a, warnings=(*a.warnings, f"{k} measured op(s) {ABOVE_ROOF}"))
     if forecast:
-        from roofline.engine.forecast import compute_forecast
-
         a = replace(a, forecast=compute_forecast(a))
     assert n == len(time)
     return a
+
+
+def with_forecast(analysis: Analysis, calibration: Calibration | None = None, *, where: str = "calibration"
+                  ) -> Analysis:
+    """``analysis`` with its forecast, after putting ``calibration`` on its device (checked to be for that
+    device: one line otherwise).  The bound does not change."""
+    a = analysis
+    if calibration is not None:
+        dev = a.device
+        calibration.check_applies(dev.name, dev.bench.machine if dev.bench else "", where)
+        a = replace(a, device=replace(dev, calibration=calibration))
+    return replace(a, forecast=compute_forecast(a))
 
 
 def _times(w: Workload, device: Device, peak: np.ndarray, warnings: list[str]) -> tuple[Any, ...]:
