@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,8 +43,8 @@ import numpy as np
 
 from roofline.core.text import for_chart
 from roofline.core.units import format_bandwidth, format_flops, scale_for
-from roofline.hardware.bench_facts import SpecRoof
 from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling
+from roofline.render.frame import Frame, Point
 from roofline.render.labels import place_labels
 from roofline.render.style import (
     ACHIEVABLE_COLOR,
@@ -75,20 +74,6 @@ MAX_POINTS = 5000  # beyond this only the top ops by time are drawn
 AXIS_MIN, AXIS_MAX = 1e-200, 1e200
 
 
-@dataclass
-class Point:
-    """A point to draw: (intensity FLOP/B, FLOP/s); ``measured`` draws it hollow."""
-
-    label: str
-    intensity: float
-    flops: float
-    kind: str = "other"
-    measured: bool = False
-    weight: float = 1.0  # share of time, sets the marker size
-    partner: int | None = None  # index of the predicted point a measured one joins
-    judged: str = ""  # measured: the cache level it is judged against ("" = its predicted roof's level)
-
-
 def points_of(a: Analysis, limit: int = MAX_POINTS) -> list[Point]:
     """Predicted (and measured) points of an analysis, longest ops first."""
     w = a.workload
@@ -108,31 +93,6 @@ def points_of(a: Analysis, limit: int = MAX_POINTS) -> list[Point]:
             pts.append(Point(label, ai, float(a.achieved_flops[i]), kind, True, float(a.share[i]), len(pts) - 1,
                              judged))
     return pts
-
-
-@dataclass
-class Frame:
-    """What one chart draws and where: roofs, slopes, the marked ridge, axis ranges and scale."""
-
-    ceilings: Sequence[ComputeCeiling]
-    spec: list[SpecRoof]  # theoretical roofs of the precisions drawn
-    mems: list[MemoryCeiling]
-    main: MemoryCeiling
-    top: ComputeCeiling  # the roof whose ridge is marked
-    ridge: float
-    x_lo: float
-    x_hi: float
-    y_lo: float
-    y_hi: float
-    scale: float
-    unit: str
-    clipped: bool = False  # an axis range was clipped to AXIS_MIN..AXIS_MAX (a note goes on the chart)
-    # achievable (sustained) figures of the roofs drawn: (peak roof, achievable one); where the achievable
-    # roofs meet (the main level's sustained bandwidth, the fastest drawn roof's sustained FLOP/s)
-    achievable: list[tuple[ComputeCeiling, ComputeCeiling]] = field(default_factory=list)
-    achievable_mems: list[tuple[MemoryCeiling, MemoryCeiling]] = field(default_factory=list)
-    achievable_bandwidth: float = math.nan
-    achievable_peak: float = math.nan
 
 
 def achievable_roofs(device: Device, ceilings: Sequence[ComputeCeiling], levels: Sequence[MemoryCeiling]
