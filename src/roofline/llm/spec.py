@@ -183,6 +183,23 @@ def _bounded(value: int, field: str) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class ServingRun:
+    """Inference: ``batch`` concurrent sequences per replica, each a ``prompt`` then ``gen`` generated tokens (what
+    the planner lays out over a system: :mod:`roofline.planner.serve`)."""
+
+    arch: Arch
+    batch: int
+    prompt: int
+    gen: int
+    precisions: Precisions = Precisions()
+
+    @classmethod
+    def of(cls, model: str | Arch, *, batch: int = 64, prompt: int = 1024, gen: int = 256) -> ServingRun:
+        arch = model if isinstance(model, Arch) else load_arch(model)
+        return cls(arch, _positive_int(batch, "batch"), _positive_int(prompt, "prompt"), _positive_int(gen, "gen"))
+
+
 def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
               prompt: int | None = None, context: int | None = None, gen: int | None = None,
               wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,

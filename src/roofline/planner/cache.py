@@ -23,7 +23,7 @@ from roofline.llm.training import TrainingRun, _masks, _split_queries, forward_o
 from roofline.planner.forecast import ShardForecast, collective_efficiency, shard_forecast, shard_forecasts
 
 if TYPE_CHECKING:
-    from roofline.planner.serve import ServingRun
+    from roofline.llm.spec import ServingRun
 
 
 @dataclass(frozen=True)

@@ -14,28 +14,12 @@ from dataclasses import dataclass, field
 from roofline.core.errors import RooflineError
 from roofline.core.units import format_share
 from roofline.hardware.system import System
-from roofline.llm.config import Arch, load_arch
+from roofline.llm.config import Arch
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
-from roofline.llm.spec import Precisions, _positive_int, make_spec
+from roofline.llm.spec import Precisions, ServingRun, make_spec
 from roofline.llm.table import EXP, build_table, check_tp, kv_heads_per_device
 from roofline.planner.cache import _Cache
 from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors
-
-
-@dataclass(frozen=True)
-class ServingRun:
-    """Inference: ``batch`` concurrent sequences per replica, each a ``prompt`` then ``gen`` generated tokens."""
-
-    arch: Arch
-    batch: int
-    prompt: int
-    gen: int
-    precisions: Precisions = Precisions()
-
-    @classmethod
-    def of(cls, model: str | Arch, *, batch: int = 64, prompt: int = 1024, gen: int = 256) -> ServingRun:
-        arch = model if isinstance(model, Arch) else load_arch(model)
-        return cls(arch, _positive_int(batch, "batch"), _positive_int(prompt, "prompt"), _positive_int(gen, "gen"))
 
 
 @dataclass(frozen=True)
