@@ -1,33 +1,70 @@
 """The layers contract beyond what import-linter states (docs/architecture.md; the layers themselves are
 checked by `lint-imports` in .ci/run, from pyproject.toml):
 
-- no import cycle of any length among roofline's modules;
+- no import cycle of any length among roofline's modules, imports under ``if TYPE_CHECKING:`` included (a
+  type that needs a cycle to be named is in the wrong module);
+- no cycle through a package's ``__init__`` either: importing ``a.b.c`` runs ``a/__init__.py`` and
+  ``a/b/__init__.py`` first, so every module implicitly imports each ancestor package (see
+  :func:`implicit_edges` for what is exempt, and why);
 - no module imports its parent package's ``__init__`` (or any ancestor's);
 - no ``importlib.import_module`` / ``__import__`` of a roofline module outside the root's lazy table;
 - no file over 700 lines and no function over 60 lines in src/roofline.
 
-Imports inside functions count (grimp reads every import statement); only imports under
-``if TYPE_CHECKING:`` are left out, as in the contract.
+Imports inside functions count (grimp reads every import statement).  The old flat paths
+(src/roofline/units.py ...: files that alias their new module in ``sys.modules``) are left out of the graph:
+each imports its target, and nothing in the package imports them (checked).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import grimp
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "roofline"
 MAX_FILE_LINES, MAX_FUNCTION_LINES = 700, 60
+#: the old-path shims kept one release: each holds this line
+SHIM_MARK = "sys.modules[__name__] = _moved"
+Edges = Mapping[str, Iterable[str]]
+
+
+def shims() -> set[str]:
+    return {f"roofline.{p.stem}" for p in SRC.glob("*.py") if SHIM_MARK in p.read_text()}
 
 
 @pytest.fixture(scope="module")
-def graph():
-    grimp = pytest.importorskip("grimp")
-    return grimp.build_graph("roofline", include_external_packages=False, exclude_type_checking_imports=True)
+def graph() -> grimp.ImportGraph:
+    g = grimp.build_graph("roofline", include_external_packages=False, exclude_type_checking_imports=False)
+    importers = sorted(f"{m} -> {s}" for s in shims() for m in g.find_modules_that_directly_import(s))
+    assert not importers, f"modules import an old-path shim (use the new path): {importers}"
+    for s in shims():
+        g.remove_module(s)
+    return g
 
 
-def strongly_connected(graph) -> list[list[str]]:
+@pytest.fixture(scope="module")
+def edges(graph: grimp.ImportGraph) -> dict[str, set[str]]:
+    return {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+
+
+def implicit_edges(modules: Iterable[str], root: str = "roofline") -> dict[str, set[str]]:
+    """``a.b.c`` -> ``a.b`` (and every ancestor package): Python runs each ancestor's ``__init__`` before the
+    module.  The root package is exempt: its ``__init__`` is the public face, outside the layers (it imports the
+    top of several), and no module of the package imports it (checked by
+    :func:`test_no_module_imports_the_root_package`), so no cycle can pass through it."""
+    out: dict[str, set[str]] = {}
+    for m in modules:
+        parts = m.split(".")
+        out[m] = {".".join(parts[:i]) for i in range(2, len(parts))}
+    out.pop(root, None)
+    return out
+
+
+def strongly_connected(edges: Edges) -> list[list[str]]:
     """The import cycles: Tarjan's strongly connected components of more than one module (or a self-import)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -39,7 +76,7 @@ def strongly_connected(graph) -> list[list[str]]:
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in graph.find_modules_directly_imported_by(v):
+        for w in edges.get(v, ()):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -53,15 +90,13 @@ def strongly_connected(graph) -> list[list[str]]:
                 comp.append(w)
                 if w == v:
                     break
-            if len(comp) > 1 or v in graph.find_modules_directly_imported_by(v):
+            if len(comp) > 1 or v in edges.get(v, ()):
                 found.append(sorted(comp))
 
-    import sys
-
     old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, 10 * len(graph.modules)))
+    sys.setrecursionlimit(max(old, 10 * len(edges) + 100))
     try:
-        for v in sorted(graph.modules):
+        for v in sorted(edges):
             if v not in index:
                 visit(v)
     finally:
@@ -69,23 +104,69 @@ def strongly_connected(graph) -> list[list[str]]:
     return found
 
 
+def cycles_through_inits(edges: Edges) -> list[list[str]]:
+    """The cycles that pass through a package's ``__init__`` and leave the package, once every module also
+    imports its ancestor packages (:func:`implicit_edges`): for each package ``p``, ``p`` then the modules
+    outside ``p`` in its cycle (found with ``p``'s own ancestors left out: they have started before ``p``).
+
+    ``p/__init__`` importing its own ``p.a``, which (implicitly) imports ``p``, is ordinary package start-up:
+    Python registers ``p`` before running its ``__init__``, and no module reads a name off its own ancestor
+    (:func:`test_no_module_imports_its_parent_package`).  A cycle that leaves the package (``p`` -> ``p.a`` ->
+    ``x`` -> ``p.b`` -> ``p``) re-enters ``x`` half-run, whichever of them is imported first: that one fails.
+    """
+    implicit = implicit_edges(edges)
+    both = {m: set(edges.get(m, ())) | implicit.get(m, set()) for m in set(edges) | set(implicit)}
+    packages = sorted({a for targets in implicit.values() for a in targets})
+    found = []
+    for p in packages:
+        above = {".".join(p.split(".")[:i]) for i in range(1, p.count(".") + 1)}
+        pruned = {m: out - above for m, out in both.items() if m not in above}
+        for cycle in strongly_connected(pruned):
+            outside = [m for m in cycle if m != p and not m.startswith(p + ".")]
+            if p in cycle and outside:
+                found.append([p, *outside])
+    return found
+
+
 def test_the_cycle_finder_finds_a_cycle_of_three() -> None:
     """The finder itself, on a hand-made graph a -> b -> c -> a, d -> a: one cycle {a, b, c}; d is in none."""
-    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-
-    class Toy:
-        modules = set(edges)
-
-        @staticmethod
-        def find_modules_directly_imported_by(m: str) -> set[str]:
-            return edges[m]
-
-    assert strongly_connected(Toy) == [["a", "b", "c"]]
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_no_import_cycle_of_any_length(graph) -> None:
-    cycles = strongly_connected(graph)
+def test_a_cycle_through_a_package_init_is_found() -> None:
+    """The bench case by hand: r.bench's __init__ imports r.bench.overhead, which imports r.measurement, which
+    imports r.bench.cache; importing r.bench.cache runs r.bench's __init__ first: a cycle that leaves r.bench
+    through r.measurement.  r.p's __init__ importing its own r.p.a, and r.p.a importing r.p.q.y, is package
+    start-up: no cycle.  r.p.q.x importing r.p.a, which imports r.p.q.y, is one (importing r.p.a first:
+    r.p.q's __init__ -> r.p.q.x -> r.p.a half-run).  The root r implies nothing."""
+    edges = {"r": {"r.bench", "r.p"}, "r.bench": {"r.bench.overhead", "r.bench.cache"},
+             "r.bench.overhead": {"r.measurement"}, "r.measurement": {"r.bench.cache"}, "r.bench.cache": set(),
+             "r.p": {"r.p.a"}, "r.p.a": {"r.p.q.y"}, "r.p.q": {"r.p.q.x"}, "r.p.q.x": set(), "r.p.q.y": set()}
+    assert implicit_edges(edges, root="r")["r.p.q.y"] == {"r.p", "r.p.q"}
+    assert "r" not in implicit_edges(edges, root="r") and "r" not in implicit_edges(edges, root="r")["r.p"]
+    assert strongly_connected(edges) == []  # explicit imports alone: no cycle
+    assert cycles_through_inits(edges) == [["r.bench", "r.measurement"]]
+    edges.update({"r.p.a": set(), "r.p.q.x": {"r.p.a"}})  # r.p.q.x imports r.p.a, which imports nothing: fine
+    assert cycles_through_inits(edges) == [["r.bench", "r.measurement"]]
+    edges["r.p.a"] = {"r.p.q.y"}  # r.p.q -> r.p.q.x -> r.p.a -> r.p.q.y -> (r.p.q): leaves r.p.q through r.p.a
+    assert cycles_through_inits(edges) == [["r.bench", "r.measurement"], ["r.p.q", "r.p.a"]]
+
+
+def test_no_import_cycle_of_any_length(edges: dict[str, set[str]]) -> None:
+    cycles = strongly_connected(edges)
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_import_cycle_through_a_package_init(edges: dict[str, set[str]]) -> None:
+    cycles = cycles_through_inits(edges)
+    assert not cycles, "import cycles through a package's __init__: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_module_imports_the_root_package(edges: dict[str, set[str]]) -> None:
+    """The root's __init__ is the public face (it imports render, the catalog, the engine ...): inside the
+    package every import names the module that holds the name."""
+    bad = sorted(m for m, imported in edges.items() if "roofline" in imported and m != "roofline")
+    assert not bad, bad
 
 
 def test_no_module_imports_its_parent_package(graph) -> None:
