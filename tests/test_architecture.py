@@ -177,6 +177,58 @@ def test_no_module_imports_its_parent_package(graph) -> None:
     assert not bad, bad
 
 
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def private_imports(code: str, me: str, modules: set[str]) -> list[str]:
+    """``from roofline.x import _y`` and ``m._y`` (``m`` a roofline module imported by name) in the source of
+    module ``me``.  A private submodule (``from roofline.bench import _kernels``) is private to its package:
+    its siblings may import it; a ``__dunder__`` is not private."""
+    tree = ast.parse(code)
+    aliases: dict[str, str] = {}
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "roofline":
+            for a in node.names:
+                private = a.name.startswith("_") and not a.name.startswith("__")
+                if f"{node.module}.{a.name}" in modules:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                    private = private and node.module != me.rpartition(".")[0]
+                if private:
+                    bad.append(f"{node.lineno}: from {node.module} import {a.name}")
+        elif isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name for a in node.names if a.asname and a.name.startswith("roofline.")})
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__") and aliases[node.value.id] != me):
+            bad.append(f"{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    return bad
+
+
+def test_the_private_import_finder() -> None:
+    """By hand, in a file of roofline/bench: a private name from another module (1) and through a module alias
+    (2) are found; a sibling private module (3), a public name (4) and a dunder (5) are not."""
+    code = ("from roofline.core.units import _shown\n"  # 1
+            "from roofline.core import units as u\nu._shown(1)\n"  # 2
+            "from roofline.bench import _kernels\n"  # 3
+            "from roofline.core.units import format_flops\n"  # 4
+            "from roofline.core.version import __version__\n")  # 5
+    found = private_imports(code, "roofline.bench.toy", {"roofline.core.units", "roofline.bench._kernels"})
+    assert found == ["1: from roofline.core.units import _shown", "3: roofline.core.units._shown"]
+
+
+def test_no_private_name_imported_across_modules() -> None:
+    """A name a second module needs is public (or lives where it is used): src/ only, tests may use the private
+    names of the module they test."""
+    paths = [p for p in sorted(SRC.rglob("*.py")) if SHIM_MARK not in p.read_text()]
+    modules = {_module_name(p) for p in paths}
+    bad = [f"{p.relative_to(SRC).as_posix()}:{b}" for p in paths
+           for b in private_imports(p.read_text(), _module_name(p), modules)]
+    assert not bad, bad
+
+
 #: calls of import_module / __import__ whose argument is not a literal, each with why it is not a roofline module
 DYNAMIC_IMPORTS = {
     ("core/errors.py", "require"): "imports an optional third-party dependency by name",

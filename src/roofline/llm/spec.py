@@ -167,7 +167,7 @@ class LLMSpec:
                    parse_fusions(d.get("fusions") or ()))
 
 
-def _positive_int(value: Any, field: str) -> int:
+def positive_int(value: Any, field: str) -> int:
     """``value`` as an int > 0, at most ``ROOFLINE_MAX_DIM`` (default 10**12; batch, tokens, group size)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         if isinstance(value, float) and value.is_integer() and value > 0:
@@ -197,7 +197,7 @@ class ServingRun:
     @classmethod
     def of(cls, model: str | Arch, *, batch: int = 64, prompt: int = 1024, gen: int = 256) -> ServingRun:
         arch = model if isinstance(model, Arch) else load_arch(model)
-        return cls(arch, _positive_int(batch, "batch"), _positive_int(prompt, "prompt"), _positive_int(gen, "gen"))
+        return cls(arch, positive_int(batch, "batch"), positive_int(prompt, "prompt"), positive_int(gen, "gen"))
 
 
 def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
@@ -214,11 +214,11 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     if phase not in PHASES:
         raise RooflineError(f"phase {phase!r} is not one of {', '.join(PHASES)}")
     arch = load_arch(model)
-    prompt = _positive_int(1024 if prompt is None else prompt, "prompt")
-    context = _positive_int(prompt if context is None else context, "context")
-    gen = _positive_int(256 if gen is None else gen, "gen")
-    batch = _positive_int(batch, "batch")
-    group_size = _positive_int(group_size, "group_size")
+    prompt = positive_int(1024 if prompt is None else prompt, "prompt")
+    context = positive_int(prompt if context is None else context, "context")
+    gen = positive_int(256 if gen is None else gen, "gen")
+    batch = positive_int(batch, "batch")
+    group_size = positive_int(group_size, "group_size")
     activations = parse_precision(abits, "abits")
     precisions = Precisions(parse_precision(wbits, "wbits"), activations, parse_precision(kvbits, "kvbits"),
                             group_size, None if rbits is None else parse_residual(rbits, activations))

@@ -18,12 +18,12 @@ from roofline.llm.config import Arch
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import Precisions, ServingRun, make_spec
 from roofline.llm.table import EXP, build_table, check_tp, kv_heads_per_device
-from roofline.planner.cache import _Cache
-from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node, divisors
+from roofline.planner.cache import Cache
+from roofline.planner.layout import Comm, Facts, Layout, check_sizes, divisors, members_per_node
 
 
 @dataclass(frozen=True)
-class ServingEstimate(_Facts):
+class ServingEstimate(Facts):
     """One serving layout: a replica of tp x pp devices, dp replicas.  ``time`` is the time per output token
     (every sequence of the replica advances one token); the pipeline keeps pp micro-batches of batch / pp in
     flight, one per stage."""
@@ -89,7 +89,7 @@ class ServingEstimate(_Facts):
 
 def check_serving(run: ServingRun, layout: Layout, system: System) -> None:
     a, lay = run.arch, layout
-    _check_sizes(lay)
+    check_sizes(lay)
     if lay.interleave != 1 or lay.stages is not None:
         raise RooflineError(f"{'interleave' if lay.interleave != 1 else 'stages='} is a training pipeline's; serving "
                             "layouts split tp x cp x pp x dp (ep)")
@@ -107,11 +107,11 @@ def check_serving(run: ServingRun, layout: Layout, system: System) -> None:
         raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
 
 
-def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Cache | None = None) -> ServingEstimate:
+def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: Cache | None = None) -> ServingEstimate:
     """Decode and prefill of ``run`` on one replica of ``layout`` (per device)."""
     check_serving(run, layout, system)
     a, lay, d = run.arch, layout, system.devices_per_node
-    cache = cache if cache is not None and cache.system is system else _Cache(system)
+    cache = cache if cache is not None and cache.system is system else Cache(system)
     mb = run.batch // lay.pp
     stage = cache.serving_stage(run, lay.tp, lay.cp, lay.ep, lay.pp, mb)
     act = run.precisions.bytes()["a"]
@@ -119,7 +119,7 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
 
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float) -> None:
         if ranks > 1 and times > 0:
-            t, tiers = cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, d))
+            t, tiers = cache.collective(coll, float(nbytes), ranks, members_per_node(stride, ranks, d))
             comms.append(Comm(label, t * times, tiers, "token"))
 
     # per output token each stage runs its layers / pp layers for each of the pp micro-batches: per device,
@@ -132,10 +132,10 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
     add("pp send/recv", "send_recv", mb * a.hidden * act, lay.pp, lay.tp * lay.cp * lay.dp, lay.pp)
     # time to first token: the prompt of one sequence, split over cp, through every stage
     prompt_msg = run.prompt / lay.cp * a.hidden * act
-    t_ar = cache.collective("all_reduce", prompt_msg, lay.tp, _per_node(1, lay.tp, d))[0] if lay.tp > 1 else 0.0
+    t_ar = cache.collective("all_reduce", prompt_msg, lay.tp, members_per_node(1, lay.tp, d))[0] if lay.tp > 1 else 0.0
     kv = 2 * run.prompt * kv_heads_per_device(a, lay.tp) * a.head_dim * act
-    t_cp = cache.collective("all_gather", kv, lay.cp, _per_node(lay.tp, lay.cp, d))[0] if lay.cp > 1 else 0.0
-    t_pp = (cache.collective("send_recv", prompt_msg, lay.pp, _per_node(lay.tp * lay.cp * lay.dp, lay.pp, d))[0]
+    t_cp = cache.collective("all_gather", kv, lay.cp, members_per_node(lay.tp, lay.cp, d))[0] if lay.cp > 1 else 0.0
+    t_pp = (cache.collective("send_recv", prompt_msg, lay.pp, members_per_node(lay.tp * lay.cp * lay.dp, lay.pp, d))[0]
             if lay.pp > 1 else 0.0)
     ttft = cache.serving_prefill(run, lay.tp, lay.cp) + a.layers * (2 * t_ar + t_cp) + (lay.pp - 1) * t_pp
     spec = make_spec(a, phase="generate", batch=run.batch, prompt=run.prompt, gen=run.gen, tp=lay.tp, flash=True)

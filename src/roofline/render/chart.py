@@ -104,18 +104,18 @@ def achievable_roofs(device: Device, ceilings: Sequence[ComputeCeiling], levels:
     return compute, memory
 
 
-def _finite(values: Sequence[float]) -> list[float]:
+def finite(values: Sequence[float]) -> list[float]:
     return [float(v) for v in values if v > 0 and math.isfinite(v)]
 
 
-def _decade(v: float, up: bool, margin: float) -> float:
+def decade(v: float, up: bool, margin: float) -> float:
     """``v`` rounded out to a power of ten, ``margin`` decades beyond, within AXIS_MIN..AXIS_MAX."""
     e = math.log10(v) + (margin if up else -margin)
     e = math.ceil(e) if up else math.floor(e)
     return 10.0 ** max(min(e, math.log10(AXIS_MAX)), math.log10(AXIS_MIN))
 
 
-def _span(lo: float, hi: float, decades: int = 2) -> tuple[float, float]:
+def span(lo: float, hi: float, decades: int = 2) -> tuple[float, float]:
     """A range at least ``decades`` wide (everything clipped to one edge would make the axis singular)."""
     if hi >= lo * 10**decades:
         return lo, hi
@@ -154,17 +154,17 @@ def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analys
     # axis ranges: every point, every ridge, a decade of margin; numbers at the float extremes (a ridge of
     # 1e308 / 1e-300 is inf) are clipped to what matplotlib can draw, with a note on the chart
     xs_all = [p.intensity for p in pts] + [c.flops / m.bandwidth for c in ceilings for m in mems]
-    xs = _finite(xs_all) or [1.0]
-    x_lo, x_hi = _decade(min(xs), False, 1), _decade(max(xs), True, 1)
+    xs = finite(xs_all) or [1.0]
+    x_lo, x_hi = decade(min(xs), False, 1), decade(max(xs), True, 1)
     drawn = {c.precision for c in ceilings}
     spec = [r for r in device.bench.spec if r.precision in drawn] if device.bench is not None else []
     ys_all = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [r.flops for r in spec] + [
         main.bandwidth * x_lo]
-    ys = _finite(ys_all) or [1.0]
-    y_lo = _decade(min(ys), False, 0.3)
-    y_hi = _decade(max(ys), True, 0.5)  # room above the top roof for the region labels
-    x_lo, x_hi = _span(x_lo, x_hi)
-    y_lo, y_hi = _span(y_lo, y_hi)
+    ys = finite(ys_all) or [1.0]
+    y_lo = decade(min(ys), False, 0.3)
+    y_hi = decade(max(ys), True, 0.5)  # room above the top roof for the region labels
+    x_lo, x_hi = span(x_lo, x_hi)
+    y_lo, y_hi = span(y_lo, y_hi)
     clipped = (len(xs) < len(xs_all) or len(ys) < len(ys_all) or not (AXIS_MIN < x_lo and x_hi < AXIS_MAX)
                or not (AXIS_MIN < y_lo and y_hi < AXIS_MAX))
     scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")

@@ -2,7 +2,7 @@
 
 Ops the frontend could not count (:class:`UnsupportedOp`), per-phase totals (:class:`PhaseTotals`), how a
 measured workload was timed (:class:`MeasuredRun`), what a profiler trace held (:class:`TraceRecord`);
-the file's metadata fields read and type-checked (:func:`_json_meta`), older schemas migrated
+the file's metadata fields read and type-checked (:func:`json_meta`), older schemas migrated
 (:func:`migrate`), and the readers of facts a higher layer owns (``llm``: :func:`register_field_reader`).
 """
 
@@ -175,7 +175,7 @@ class TraceRecord:
                    opt_int(d.get("rank"), "trace.rank"), tuple(ranks), opt_int(d.get("slowest_rank"), "trace.slowest_rank"))
 
 
-def _json_meta(d: Mapping[str, Any], where: str, llm_field: str = "llm") -> dict[str, Any]:
+def json_meta(d: Mapping[str, Any], where: str, llm_field: str = "llm") -> dict[str, Any]:
     """The workload's metadata fields, each type-checked; absent or null -> the default.
 
     ``llm_field`` names the LLM run in messages as the file spells it (``info.llm`` in a /1 file).
