@@ -169,6 +169,24 @@ def test_no_module_imports_the_root_package(edges: dict[str, set[str]]) -> None:
     assert not bad, bad
 
 
+def test_no_import_cycle_among_the_benchmark_scripts() -> None:
+    """benchmarks/*.py import each other as top-level modules (each puts its own directory on sys.path): a
+    shared helper lives in a third module (_trace_common.py), not in one script the other imports back."""
+    scripts = {p.stem: p for p in (SRC.parents[1] / "benchmarks").glob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in scripts.items():
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                imported.update(a.name.split(".")[0] for a in node.names)
+        edges[name] = imported & set(scripts)
+    assert edges.get("bench_trace_ranks") == {"_trace_common"}  # the finder sees the scripts' imports
+    cycles = strongly_connected(edges)
+    assert not cycles, cycles
+
+
 def test_no_module_imports_its_parent_package(graph) -> None:
     """``from roofline.bench import run_bench`` inside roofline/bench/cpu.py imports the package's __init__;
     ``from roofline.bench import fma`` names the submodule, which grimp records as roofline.bench.fma."""
