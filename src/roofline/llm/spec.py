@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from roofline.core.precision import BITS, canonical, wider
 from roofline.llm.basis import MOE_ROUTINGS, parse_moe_routing
 from roofline.llm.config import Arch, load_arch
 from roofline.llm.table import FUSIONS, KV_READS, check_tp, parse_fusions, parse_kv_reads
+
+if TYPE_CHECKING:
+    from roofline.work.workload_facts import LLMRun
 
 PHASES = ("prefill", "decode", "generate")
 #: Accepted precisions: bits -> name, and names (case-insensitive, a few spellings).
@@ -235,6 +238,14 @@ _LLM_RUN = {"phase": "str", "batch": "int+", "prompt": "int+", "context": "int+"
             "flash": "bool", "all_logits": "bool"}
 _LLM_PRECISIONS = {"weights": "str", "activations": "str", "kv_cache": "str", "group_size": "int+"}
 _ARCH_POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "v_head_dim", "vocab")
+
+
+def as_spec(run: LLMRun | None) -> LLMSpec | None:
+    """A workload's ``llm`` field as the LLM model's own run: the work layer types it by what it reads of it
+    (:class:`roofline.work.workload_facts.LLMRun`); every run a workload carries is an :class:`LLMSpec`."""
+    if run is None or isinstance(run, LLMSpec):
+        return run
+    raise TypeError(f"a workload's llm field holds {type(run).__name__}, not an LLMSpec")
 
 
 def read_spec(raw: Any, where: str, field: str = "llm") -> LLMSpec | None:

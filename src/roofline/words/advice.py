@@ -45,6 +45,7 @@ from roofline.core.precision import BITS
 from roofline.core.units import format_bytes, format_count, format_flops, format_seconds, format_speedup
 from roofline.engine.analysis import Analysis, analyze
 from roofline.hardware.device import Device
+from roofline.llm.spec import as_spec
 from roofline.words.levers import Advice, Lever, OpAdvice  # the records, below summary which carries them
 from roofline.work.workload import COLUMNS, Workload
 
@@ -322,13 +323,13 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
                                 f"{format_seconds(fg.total_time)} ({format_speedup(_ratio(before, fg.total_time))})",
                                 before, fg.total_time, replace(a, forecast=fg),
                                 {"floor_before": f.overhead, "floor_after": graph.seconds}))
-    spec = w.llm
+    spec = as_spec(w.llm)
     if spec is not None and f.parts()["overhead"] / before >= 0.05:
         wb = llm_workload(spec, batch=spec.batch * 2)
         cap = a.device.memory_capacity
         from roofline.llm.sizes import memory_bytes
 
-        if not (cap and memory_bytes(wb.llm) > cap):
+        if not (cap and memory_bytes(as_spec(wb.llm)) > cap):
             ab = analyze(wb, a.device, forecast=True)
             assert ab.forecast is not None
             per0, per1 = before / tokens(w), ab.forecast.total_time / tokens(ab.workload)
@@ -376,7 +377,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
         cap = dev.memory_capacity
         while b < 256:  # double until the step reaches the ridge, 256 sequences, or memory is full
             wb = llm_workload(spec, batch=b * 2)
-            if cap and memory_bytes(wb.llm) > cap:
+            if cap and memory_bytes(as_spec(wb.llm)) > cap:
                 break
             b *= 2
             ab = analyze(wb, dev)
@@ -387,7 +388,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             b, ab = best
             ai1 = _ratio(ab.total_flops, ab.total_bytes)
             tok1 = _ratio(tokens(ab.workload), ab.total_time)
-            kv = memory_bytes(ab.workload.llm)
+            kv = memory_bytes(as_spec(ab.workload.llm))
             fits = f"; needs {format_bytes(kv)} of {format_bytes(cap)} memory" if kv and cap else ""
             if tok1 > 0 and _ratio(tok1, tok0) >= MIN_GAIN:
                 # what each sequence waits per token grows with the batch: say so next to the throughput
@@ -503,7 +504,7 @@ def _fit_notes(a: Analysis) -> list[str]:
     from roofline.core.units import format_gib
     from roofline.llm.metrics import fit_options, footprint
 
-    spec = a.workload.llm
+    spec = as_spec(a.workload.llm)
     fp = footprint(spec, a.device) if spec is not None else None
     if spec is None or fp is None or fp.fits is not False or fp.capacity is None:
         return []
@@ -517,7 +518,7 @@ def _workload_levers(a: Analysis, w: Workload, chains: list[tuple[int, int]],
     """The levers for the whole workload: the LLM's own, fusion, weight precision, matrix units, another
     device, and the overhead floor (with a forecast)."""
     levers: list[Lever] = []
-    spec = w.llm
+    spec = as_spec(w.llm)
     if spec is not None:
         levers += _llm_levers(a, spec)
     lv = _fusion_lever(a, w, chains, "workload")

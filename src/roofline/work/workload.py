@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +53,7 @@ from roofline.work.workload_columns import (
 from roofline.work.workload_facts import (
     WORKLOAD_SCHEMA,
     WORKLOAD_SCHEMAS_READ,
+    LLMRun,
     MeasuredRun,
     PhaseTotals,
     TraceRecord,
@@ -60,10 +61,6 @@ from roofline.work.workload_facts import (
     json_meta,
     migrate,
 )
-
-if TYPE_CHECKING:
-    from roofline.llm.spec import LLMSpec
-
 
 
 def _no_empty_count(body: list[tuple[int, list[str]]], j: int, lines: list[int], where: str) -> None:
@@ -93,7 +90,7 @@ class Workload:
     warnings: list[str] = field(default_factory=list)
     unsupported: list[UnsupportedOp] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
-    llm: LLMSpec | None = None
+    llm: LLMRun | None = None
     phases: Mapping[str, PhaseTotals] = field(default_factory=dict)
     measured: MeasuredRun | None = None
     trace: TraceRecord | None = None

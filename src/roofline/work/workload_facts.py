@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from roofline.core.errors import RooflineError
 from roofline.core.stats import OpTimings, Timing
@@ -20,6 +20,17 @@ WORKLOAD_SCHEMA = "roofline.workload/3"
 #: Older versions that still load (migrated on load, :func:`migrate`).
 WORKLOAD_SCHEMAS_READ = ("roofline.workload/1", "roofline.workload/2", WORKLOAD_SCHEMA)
 
+
+
+class LLMRun(Protocol):
+    """The LLM run a workload models (its ``llm`` field), as the work and engine layers read it: the
+    tensor-parallel degree (the collectives' group) and its file form.  :class:`roofline.llm.spec.LLMSpec` is
+    one; the LLM model sits above this layer, and reads its own run back with :func:`roofline.llm.spec.as_spec`."""
+
+    @property
+    def tp(self) -> int: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
