@@ -187,6 +187,140 @@ def test_no_import_cycle_among_the_benchmark_scripts() -> None:
     assert not cycles, cycles
 
 
+DOC = SRC.parents[1] / "docs" / "architecture.md"
+PYPROJECT = SRC.parents[1] / "pyproject.toml"
+#: a layer as a list of (separator, module) pairs: "a : b" -> [("", "a"), (":", "b")]
+Layer = list[tuple[str, str]]
+
+
+def parse_layer(text: str, prefix: str = "") -> Layer:
+    """``"roofline.bench : measurement : frontends"`` -> [("", "roofline.bench"), (":", "roofline.measurement"),
+    (":", "roofline.frontends")] with ``prefix="roofline."`` (a bare sibling name is the prefix's)."""
+    out: Layer = []
+    for i, tok in enumerate(text.split()):
+        if i % 2:
+            assert tok in (":", "|"), f"{text!r}: {tok!r} between siblings (use ' : ' or ' | ')"
+            sep = tok
+        else:
+            out.append((sep if out else "", tok if tok.startswith(prefix) else prefix + tok))
+    return out
+
+
+def doc_blocks(text: str, info: str) -> list[str]:
+    """The lines of every fenced block of docs/architecture.md whose info string is ``info``."""
+    lines, out, inside = text.splitlines(), [], False
+    for line in lines:
+        if line.strip() == f"```{info}":
+            inside = True
+        elif inside and line.strip() == "```":
+            inside = False
+        elif inside:
+            out.append(line)
+    return out
+
+
+def _spec(line: str) -> str:
+    """A listing line's layer: the text before two spaces (the description follows them)."""
+    return line.strip().split("  ")[0]
+
+
+def doc_layers(text: str) -> tuple[list[Layer], dict[str, list[Layer]]]:
+    """The root's layers (block ``layers``: a line at column 0 is a layer, an indented one continues its
+    description) and each package's inner layers (block ``packages``: a package at column 0, its layers
+    indented 4, descriptions further)."""
+    root = [parse_layer(_spec(line), "roofline.") for line in doc_blocks(text, "layers") if line[:1].strip()]
+    packages: dict[str, list[Layer]] = {}
+    current = ""
+    for line in doc_blocks(text, "packages"):
+        if line[:1].strip():
+            current = line.strip()
+            packages[current] = []
+        elif line.startswith("    ") and line[4:5].strip():
+            packages[current].append(parse_layer(_spec(line)))
+    return root, packages
+
+
+def contract_layers() -> tuple[list[Layer], dict[str, list[Layer]]]:
+    """The same two listings read from pyproject.toml's import-linter contracts."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pytest's own dependency
+        import tomli as tomllib
+
+    contracts = tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"]
+    root = [parse_layer(x) for c in contracts if c["type"] == "layers" and "containers" not in c for x in c["layers"]]
+    packages = {c["containers"][0]: [parse_layer(x) for x in c["layers"]]
+                for c in contracts if c["type"] == "layers" and "containers" in c}
+    return root, packages
+
+
+def test_the_layer_parser_by_hand() -> None:
+    text = ("```layers\nroofline.cli     parse argv\nroofline.bench : measurement\n        sources\n```\n"
+            "```packages\nroofline.core\n    stats | arguments    medians\n                         and checks\n"
+            "    errors\n```\n")
+    root, packages = doc_layers(text)
+    assert root == [[("", "roofline.cli")], [("", "roofline.bench"), (":", "roofline.measurement")]]
+    assert packages == {"roofline.core": [[("", "stats"), ("|", "arguments")], [("", "errors")]]}
+
+
+def test_the_documented_layers_are_the_contracts() -> None:
+    """docs/architecture.md's two listings and pyproject.toml's contracts: the root's layers, and every
+    package's inner order (a package documented without a contract, or the reverse, fails too)."""
+    doc_root, doc_packages = doc_layers(DOC.read_text())
+    root, packages = contract_layers()
+    assert doc_root and doc_root == root
+    assert sorted(doc_packages) == sorted(packages)
+    for name, layers in packages.items():
+        assert doc_packages[name] == layers, name
+
+
+def layer_violations(edges: Edges, layers: list[Layer], container: str = "") -> list[str]:
+    """Imports against a layers contract: from a lower layer up, or between ``|`` siblings of one layer.  A module
+    belongs to the layer naming it or its package; modules outside every layer are not checked."""
+    where: dict[str, tuple[int, str, str]] = {}
+    for i, layer in enumerate(layers):
+        independent = any(sep == "|" for sep, _ in layer)
+        for _, name in layer:
+            full = f"{container}.{name}" if container else name
+            where[full] = (i, full, "|" if independent else ":")
+
+    def layer_of(m: str) -> tuple[int, str, str] | None:
+        parts = m.split(".")
+        return next((where[".".join(parts[:k])] for k in range(len(parts), 0, -1) if ".".join(parts[:k]) in where),
+                    None)
+
+    bad = []
+    for m, imported in edges.items():
+        a = layer_of(m)
+        for n in imported:
+            b = layer_of(n)
+            if a is None or b is None or a[1] == b[1]:
+                continue
+            if b[0] < a[0] or (a[0] == b[0] and a[2] == "|"):
+                bad.append(f"{m} -> {n}")
+    return sorted(bad)
+
+
+def test_the_layers_hold_with_type_checking_imports(edges: dict[str, set[str]]) -> None:
+    """import-linter leaves out the imports under ``if TYPE_CHECKING:``; a type named from a higher layer is
+    still a dependency on it (the work layer naming llm.spec.LLMSpec was one)."""
+    root, packages = contract_layers()
+    bad = layer_violations(edges, root)
+    for container, layers in packages.items():
+        bad += layer_violations(edges, layers, container)
+    assert not bad, bad
+
+
+def test_the_layer_checker_by_hand() -> None:
+    """r.a over r.b | r.c: r.b -> r.a (up) and r.b -> r.c (| siblings) are found; r.a.x -> r.b.y is down."""
+    edges = {"r.b": {"r.a", "r.c"}, "r.a.x": {"r.b.y"}, "r.c": set()}
+    layers = [parse_layer("r.a"), parse_layer("r.b | r.c")]
+    assert layer_violations(edges, layers) == ["r.b -> r.a", "r.b -> r.c"]
+    inner = [parse_layer("a"), parse_layer("b")]  # inside r.p: a over b
+    assert layer_violations({"r.p.a": {"r.p.b"}}, inner, "r.p") == []
+    assert layer_violations({"r.p.b": {"r.p.a"}}, inner, "r.p") == ["r.p.b -> r.p.a"]
+
+
 def test_no_module_imports_its_parent_package(graph) -> None:
     """``from roofline.bench import run_bench`` inside roofline/bench/cpu.py imports the package's __init__;
     ``from roofline.bench import fma`` names the submodule, which grimp records as roofline.bench.fma."""
