@@ -1,20 +1,23 @@
 """The layers contract beyond what import-linter states (docs/architecture.md; the layers themselves are
 checked by `lint-imports` in .ci/run, from pyproject.toml):
 
+- docs/architecture.md's listings are pyproject.toml's contracts (the root's layers, each package's order),
+  and the layers hold for imports under ``if TYPE_CHECKING:`` too (import-linter leaves those out);
 - no import cycle of any length among roofline's modules, imports under ``if TYPE_CHECKING:`` included (a
   type that needs a cycle to be named is in the wrong module);
 - no cycle through a package's ``__init__`` either: importing ``a.b.c`` runs ``a/__init__.py`` and
   ``a/b/__init__.py`` first, so every module implicitly imports each ancestor package (see
   :func:`implicit_edges` for what is exempt, and why);
-- no module imports its parent package's ``__init__`` (or any ancestor's);
+- no module imports its parent package's ``__init__`` (or any ancestor's), nor the root package;
+- no private name (``_x``) imported across modules in src/;
 - no ``importlib.import_module`` / ``__import__`` of a roofline module outside the root's lazy table;
+- no import cycle among the benchmarks/ scripts;
 - no file over 700 lines and no function over 60 lines in src/roofline.
 
 Imports inside functions count (grimp reads every import statement).  The old flat paths
 (src/roofline/units.py ...: files that alias their new module in ``sys.modules``) are left out of the graph:
 each imports its target, and nothing in the package imports them (checked).
 """
-
 from __future__ import annotations
 
 import ast
