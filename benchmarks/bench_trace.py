@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-DEVICE = "xeon-8480"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trace_common import DEVICE, ROOT, record_small  # noqa: E402  (shared with bench_trace_ranks.py)
 
 CHILD = r'''
 import json, resource, sys, time
@@ -103,34 +103,6 @@ if analyze_too:
 out["ru_maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print("RESULT " + json.dumps(out))
 '''
-
-
-def record_small(path: Path, forwards: int = 4) -> None:
-    """A real torch.profiler trace of a small transformer-style MLP stack on this CPU."""
-    import torch
-    from torch import nn
-    from torch.profiler import ProfilerActivity, profile
-
-    class Block(nn.Module):
-        def __init__(self, d: int) -> None:
-            super().__init__()
-            self.norm = nn.LayerNorm(d)
-            self.up = nn.Linear(d, 4 * d)
-            self.act = nn.GELU()
-            self.down = nn.Linear(4 * d, d)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x + self.down(self.act(self.up(self.norm(x))))
-
-    torch.manual_seed(0)
-    model = nn.Sequential(*(Block(256) for _ in range(4)), nn.LayerNorm(256), nn.Linear(256, 512)).eval()
-    x = torch.randn(64, 256)
-    with torch.inference_mode():
-        model(x)  # warm-up, outside the trace
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_stack=True) as prof:
-            for _ in range(forwards):
-                model(x)
-    prof.export_chrome_trace(str(path))
 
 
 def build_big(small: Path, big: Path, size_mb: float) -> dict[str, Any]:

@@ -3,7 +3,7 @@
     python benchmarks/bench_trace_ranks.py [--ranks 16] [--rank-mb 128] [--straggler 5] [--no-dask] [--repeat 3]
     python benchmarks/bench_trace.py --ranks 16 --rank-mb 32          # the same, from bench_trace.py
 
-1. Records one real CPU trace here (bench_trace.record_small: torch.profiler, ``record_shapes=True,
+1. Records one real CPU trace here (_trace_common.record_small: torch.profiler, ``record_shapes=True,
    with_stack=True``).
 2. Writes ``--ranks`` rank traces of about ``--rank-mb`` MB each from it: the recorded events repeated, each
    copy one ``ProfilerStep#N`` (a ``user_annotation`` spanning the copy), ``distributedInfo`` naming the
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_trace import DEVICE, ROOT, record_small  # noqa: E402
+from _trace_common import DEVICE, ROOT, record_small  # noqa: E402
 
 STRAGGLER_SCALE = 1.30  # the straggler's ops: 30% slower (issue 34's "one rank's GEMMs 30% slower", every op)
 SENTINEL_TS, SENTINEL_DUR = "\x00TS\x00", "\x00DUR\x00"

@@ -7,7 +7,8 @@ import math
 import pytest
 
 from roofline import ComputeCeiling, Device, MemoryCeiling, Op, Workload, analyze, get_device
-from roofline.words.advice import MIN_GAIN, NO_LEVER, advise, fusion_chains
+from roofline.words.advice import MIN_GAIN, advise, fusion_chains
+from roofline.words.levers import NO_LEVER
 
 CPU = Device.simple("cpu", "100 GFLOP/s", "10 GB/s")
 

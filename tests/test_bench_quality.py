@@ -330,7 +330,7 @@ def test_a_noisy_calibration_is_named_in_the_forecast_headline() -> None:
     from dataclasses import replace
 
     from roofline import Op, Workload, analyze
-    from roofline.engine.forecast import with_forecast
+    from roofline.engine.analysis import with_forecast
     from roofline.words.summary import headline, summarize
 
     dev = Device.simple("seed", "100 GFLOP/s", "10 GB/s")

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def bench():
-    """The script imported as its own directory's scripts import each other (bench_trace beside it)."""
+    """The script imported as its own directory's scripts import each other (_trace_common beside it)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         return importlib.import_module("bench_trace_ranks")

@@ -10,7 +10,8 @@ import pytest
 from roofline import Device, Op, Workload, analyze
 from roofline.cli import main
 from roofline.core.errors import RooflineError
-from roofline.engine.forecast import compute_forecast, with_forecast
+from roofline.engine.analysis import with_forecast
+from roofline.engine.forecast import compute_forecast
 from roofline.hardware.calibration import (
     CALIBRATION_SCHEMA,
     Calibration,

@@ -394,9 +394,9 @@ def test_review_findings():
     e = estimate(run, Layout(tp=1, dp=16, ep=8, zero=2), s2)
     dense_expert = {c.name: c for c in e.comms}
     assert "expert dp grad reduce-scatter" in dense_expert and "dp grad reduce-scatter" in dense_expert
-    from roofline.planner.cache import _Cache
+    from roofline.planner.cache import Cache
 
-    sh = _Cache(s2).shard(run, 1, 1, 8, 1)
+    sh = Cache(s2).shard(run, 1, 1, 8, 1)
     dense_p = sh.layer_params - sh.expert_params + sh.first_params + sh.last_params
     assert e.memory["weights"] == pytest.approx(2 * (dense_p + sh.expert_params))
     assert e.memory["gradients"] == pytest.approx(2 * (dense_p / 16 + sh.expert_params / 2))
@@ -476,7 +476,7 @@ def test_uneven_stages_126_layers_on_pp16():
     """Llama-3-405B's 126 layers on 16 stages: the first and last take 7, the rest 8 (Llama 3, section
     3.3.2); the busiest stage paces the pipeline: forward = max(8 l, 7 l + embedding, 7 l + lm_head) for l
     one layer's time.  stages= sets the split; one not summing to the layers is one line."""
-    from roofline.planner.cache import _Cache
+    from roofline.planner.cache import Cache
     from roofline.planner.layout import stage_layers
 
     assert stage_layers(126, 16) == (7,) + (8,) * 14 + (7,)
@@ -486,7 +486,7 @@ def test_uneven_stages_126_layers_on_pp16():
     lay = Layout(tp=8, pp=16, dp=1, zero=1, recompute="none")
     e = estimate(run, lay, s)
     assert e.stage_layers == stage_layers(126, 16)
-    sh = _Cache(s).shard(run, 8, 1, 1, 1)
+    sh = Cache(s).shard(run, 8, 1, 1, 1)
     layer = sh.layers_time / 126
     assert e.forward == pytest.approx(max(8 * layer, 7 * layer + sh.first_time, 7 * layer + sh.last_time))
     explicit = estimate(run, Layout(tp=8, pp=16, dp=1, zero=1, recompute="none", stages=(6,) + (8,) * 15), s)

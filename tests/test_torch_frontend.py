@@ -473,14 +473,14 @@ def test_roofline_bugs_inside_user_code_keep_their_traceback():
 
 def test_ops_table_is_the_dispatch():
     """Every aten op the recorder costs is a row of OPS, and every row of OPS is costed with its formula."""
-    from roofline.frontends.torch import _ATTRS, _FIXED, OPS, _Recorder
+    from roofline.frontends.torch import ATTRS, FIXED, OPS, Recorder
     from roofline.work.costs import ELEMENTWISE_FLOPS, builtin_ops
 
     assert builtin_ops("torch") is OPS
     assert all(k == r.op and r.formula in FORMULAS and r.description for k, r in OPS.items())
-    assert set(_ATTRS) <= set(OPS) and set(_FIXED) <= set(OPS) and not set(_ATTRS) & set(_FIXED)
-    assert all(f["op"] in ELEMENTWISE_FLOPS for k, f in _FIXED.items() if OPS[k].formula == "elementwise")
-    rec = _Recorder(torch, set(), {})
+    assert set(ATTRS) <= set(OPS) and set(FIXED) <= set(OPS) and not set(ATTRS) & set(FIXED)
+    assert all(f["op"] in ELEMENTWISE_FLOPS for k, f in FIXED.items() if OPS[k].formula == "elementwise")
+    rec = Recorder(torch, set(), {})
     names = {n.split("::")[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
     resolved: dict[str, str] = {}
     for name in sorted(names):

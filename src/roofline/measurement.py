@@ -37,7 +37,6 @@ import functools
 import math
 import os
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -45,12 +44,10 @@ import numpy as np
 
 from roofline.core.errors import RooflineError, first_line, require
 from roofline.core.precision import of_dtype
-from roofline.core.stats import OpTimings, Timing
+from roofline.core.stats import OpTimings, Timing, time_calls
 from roofline.engine.analysis import Analysis, analyze
 from roofline.hardware.device import Device
 from roofline.work.workload import MeasuredRun, Op, Workload
-
-MIN_BATCH_SECONDS = 2e-3  # time calls in batches at least this long, so the clock's resolution does not matter
 
 
 def default_device() -> Device:
@@ -73,31 +70,6 @@ def _resolve(device: Device | str | None) -> Device:
     from roofline.bench.resolve import resolve_device
 
     return resolve_device(device)
-
-
-def time_calls(fn: Callable[[], Any], *, repeats: int, warmup: int, sync: Callable[[], Any] | None = None) -> Timing:
-    """Median and spread of ``fn()``'s run time; short calls are timed in batches."""
-    if repeats < 1 or warmup < 0:
-        raise RooflineError(f"repeats must be >= 1 and warmup >= 0, got repeats={repeats}, warmup={warmup}")
-    for _ in range(warmup):
-        fn()
-    if sync:
-        sync()
-    t0 = time.perf_counter()
-    fn()
-    if sync:
-        sync()
-    once = time.perf_counter() - t0
-    inner = max(1, min(10_000, math.ceil(MIN_BATCH_SECONDS / max(once, 1e-9))))
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        if sync:
-            sync()
-        samples.append((time.perf_counter() - t0) / inner)
-    return Timing.of(samples)
 
 
 def _precision_of(args: Sequence[Any]) -> str:

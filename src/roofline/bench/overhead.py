@@ -32,7 +32,7 @@ def measure_cpu(repeats: int = REPEATS) -> tuple[OverheadFloor, ...]:
     """torch-eager (when torch imports) and numpy floors on this CPU."""
     import numpy as np
 
-    from roofline.measurement import time_calls
+    from roofline.core.stats import time_calls
 
     date = machine.now()
     x = np.ones(1)

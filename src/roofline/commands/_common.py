@@ -164,7 +164,7 @@ def forecast_option(analysis: Analysis, args: argparse.Namespace) -> Analysis:
     """``analysis`` with its forecast when ``--forecast`` asks (the ``--calibration`` file applied)."""
     if not getattr(args, "forecast", False):
         return analysis
-    from roofline.engine.forecast import with_forecast
+    from roofline.engine.analysis import with_forecast
 
     cal = calibration_option(args)
     if cal is None and analysis.forecast is not None:

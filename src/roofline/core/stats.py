@@ -20,16 +20,20 @@ it has no spread and gets :data:`SINGLE_SAMPLE_TOLERANCE`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from roofline.core.errors import RooflineError
+
 SPREAD_KIND = "interquartile range"
 SPREAD_WARN = 0.10  # a figure whose (q3 - q1) / median is above this comes with a warning
 MIN_TOLERANCE = 0.02  # the above-roof tolerance is never below this (clock and profiler granularity)
 SINGLE_SAMPLE_TOLERANCE = 0.10  # for an op measured once: no spread of its own to go by
+MIN_BATCH_SECONDS = 2e-3  # time calls in batches at least this long, so the clock's resolution does not matter
 
 
 def quartiles(samples: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
@@ -137,3 +141,28 @@ class OpTimings:
                                for i, v in enumerate(values)], dtype=float)
 
         return cls(col("q1"), col("median"), col("q3"), col("samples").astype(np.int64))
+
+
+def time_calls(fn: Callable[[], Any], *, repeats: int, warmup: int, sync: Callable[[], Any] | None = None) -> Timing:
+    """Median and spread of ``fn()``'s run time; short calls are timed in batches."""
+    if repeats < 1 or warmup < 0:
+        raise RooflineError(f"repeats must be >= 1 and warmup >= 0, got repeats={repeats}, warmup={warmup}")
+    for _ in range(warmup):
+        fn()
+    if sync:
+        sync()
+    t0 = time.perf_counter()
+    fn()
+    if sync:
+        sync()
+    once = time.perf_counter() - t0
+    inner = max(1, min(10_000, math.ceil(MIN_BATCH_SECONDS / max(once, 1e-9))))
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        if sync:
+            sync()
+        samples.append((time.perf_counter() - t0) / inner)
+    return Timing.of(samples)

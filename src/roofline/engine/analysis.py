@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,13 +41,14 @@ from roofline.core.errors import RooflineError
 from roofline.core.fileio import json_number
 from roofline.core.formatters import FORMATTERS
 from roofline.core.formula import roofline_times
-from roofline.engine.collectives import collective_times
+from roofline.engine.forecast import Forecast, compute_forecast
+from roofline.engine.roofs import op_times
 from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling
 from roofline.work.workload import Workload
-from roofline.work.workload_columns import CACHE_BYTES, finite_or_null
+from roofline.work.workload_columns import finite_or_null
 
 if TYPE_CHECKING:
-    from roofline.engine.forecast import Forecast
+    from roofline.hardware.calibration import Calibration
 
 ANALYSIS_SCHEMA = "roofline.analysis/2"
 #: Older versions that still load: /1 holds a /1 device and workload, each migrated on load.
@@ -507,7 +508,7 @@ def analyze(workload: Workload, device: Device | str, *,
     peak = np.asarray([c.flops for c in ceilings])[ceiling_index]
 
     warnings: list[str] = []
-    t = _times(w, device, peak, warnings)
+    t = op_times(w, device, peak, warnings)
     levels, level_index, bandwidth, cache_time, time = t.levels, t.level_index, t.bandwidth, t.cache_time, t.time
     flops, nbytes = w.columns["flops"], w.bytes
     judged_level_index, judged_time = _judge(w, device, levels, level_index, nbytes, peak, cache_time, time)
@@ -525,38 +526,21 @@ def analyze(workload: Workload, device: Device | str, *,
     if k:
         a = replace(a, warnings=(*a.warnings, f"{k} measured op(s) {ABOVE_ROOF}"))
     if forecast:
-        from roofline.engine.forecast import compute_forecast
-
         a = replace(a, forecast=compute_forecast(a))
     assert n == len(time)
     return a
 
 
-class _Times(NamedTuple):
-    """The roofline of every op (:func:`_times`)."""
-
-    levels: list[MemoryCeiling]  # the memory roof of each distinct level
-    level_index: np.ndarray  # each op's index into ``levels``
-    bandwidth: np.ndarray  # each op's memory roof (B/s)
-    cache_time: np.ndarray | None  # each op's cache term, or None
-    compute_time: np.ndarray
-    memory_time: np.ndarray
-    time: np.ndarray  # the roofline time
-    latency_time: np.ndarray | None  # the per-hop latency part of each collective's memory time, or None
-
-
-def _times(w: Workload, device: Device, peak: np.ndarray, warnings: list[str]) -> _Times:
-    """The roofline of every op (:class:`_Times`), its collectives timed by
-    :func:`roofline.engine.collectives.collective_times`."""
-    levels, level_of_code, level_bw = _level_roofs(w, device, warnings)  # memory roof per distinct level
-    level_index = level_of_code[w.columns["level"]]
-    bandwidth = level_bw[w.columns["level"]]
-    cache_time = _cache_time(w, device, levels, warnings)
-    compute_time, memory_time, time = roofline_times(w.columns["flops"], w.bytes, peak, bandwidth, cache_time)
-    latency_time = collective_times(w, device, level_index, memory_time, warnings)
-    if latency_time is not None:
-        time = np.maximum(compute_time, memory_time)
-    return _Times(levels, level_index, bandwidth, cache_time, compute_time, memory_time, time, latency_time)
+def with_forecast(analysis: Analysis, calibration: Calibration | None = None, *, where: str = "calibration"
+                  ) -> Analysis:
+    """``analysis`` with its forecast, after putting ``calibration`` on its device (checked to be for that
+    device: one line otherwise).  The bound does not change."""
+    a = analysis
+    if calibration is not None:
+        dev = a.device
+        calibration.check_applies(dev.name, dev.bench.machine if dev.bench else "", where)
+        a = replace(a, device=replace(dev, calibration=calibration))
+    return replace(a, forecast=compute_forecast(a))
 
 
 def _tf32_ops(w: Workload, device: Device, tf32: str) -> tuple[int, np.ndarray | None]:
@@ -598,52 +582,6 @@ def _compute_roofs(w: Workload, device: Device,
         ceilings.append(choice.ceiling)
         fallbacks.append(choice.fallback)
     return ceilings, inverse.reshape(-1).astype(np.int32), fallbacks
-
-
-def _cache_time(w: Workload, device: Device, levels: list[MemoryCeiling], warnings: list[str]) -> np.ndarray | None:
-    """Per op, the slowest of its hierarchical terms (cache bytes / that level's bandwidth), or None when no op
-    has any; a level a term needs joins ``levels``, one the device lacks is a warning."""
-    cache_time: np.ndarray | None = None
-    for column, level in CACHE_BYTES.items():  # hierarchical terms: the slowest level sets the memory time
-        cache = w.columns[column]
-        if not cache.any():
-            continue
-        found = device.find_level(level)
-        if found is None:
-            warnings.append(f"device {device.name!r} has no {level} ceiling; {column} is ignored")
-            continue
-        m = found
-        if m not in levels:
-            levels.append(m)
-        term = cache / m.bandwidth
-        cache_time = term if cache_time is None else np.maximum(cache_time, term)
-    return cache_time
-
-
-def _level_roofs(w: Workload, device: Device, warnings: list[str]) -> tuple[list[MemoryCeiling], np.ndarray, np.ndarray]:
-    """(levels used, level index per level code (-1: interconnect), bandwidth per level code)."""
-    levels: list[MemoryCeiling] = []
-    level_of_code = np.empty(len(w.tables["level"]), dtype=np.int32)
-    level_bw = np.empty(len(w.tables["level"]))
-    for code, name in enumerate(w.tables["level"]):
-        if name == "interconnect":
-            level_of_code[code] = -1
-            if device.interconnect is None:
-                level_bw[code] = math.inf if not np.any(w.columns["level"] == code) else device.main_memory.bandwidth
-                if np.any(w.columns["level"] == code):
-                    warnings.append(f"device {device.name!r} lists no interconnect; collective ops use main-memory bandwidth")
-            else:
-                level_bw[code] = device.interconnect.bandwidth
-            continue
-        found = device.find_level(name or None)  # no exception on the hot path: most tables name absent levels
-        m = found or device.main_memory
-        if found is None and np.any(w.columns["level"] == code):
-            warnings.append(f"device {device.name!r} has no {name} ceiling; those ops use {m.level}")
-        if m not in levels:
-            levels.append(m)
-        level_of_code[code] = levels.index(m)
-        level_bw[code] = m.bandwidth
-    return levels, level_of_code, level_bw
 
 
 def _tolerance_of(value: float | Sequence[float] | np.ndarray, n: int) -> float | np.ndarray:

@@ -45,8 +45,9 @@ overhead.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -54,15 +55,37 @@ from roofline.core.units import format_seconds
 from roofline.engine.gemm_shape import op_quantization
 from roofline.hardware.calibration import E_MAX_CAP, Calibration
 from roofline.hardware.calibration_curves import TabulatedCurve, by_head_dim
-from roofline.hardware.device import OverheadFloor
-
-if TYPE_CHECKING:
-    from roofline.engine.analysis import Analysis
+from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling, OverheadFloor
+from roofline.work.workload import Workload
 
 VERDICTS = ("overhead", "compute", "memory", "interconnect")
 
 
-def framework_for(analysis: Analysis, cuda_graphs: bool = False) -> str:
+class Bound(Protocol):
+    """What the forecast reads of the bound: an :class:`~roofline.engine.analysis.Analysis` (which sits above this
+    module and holds the forecast) is one."""
+
+    @property
+    def workload(self) -> Workload: ...
+    @property
+    def device(self) -> Device: ...
+    @property
+    def ceilings(self) -> Sequence[ComputeCeiling]: ...
+    @property
+    def ceiling_index(self) -> np.ndarray: ...
+    @property
+    def levels(self) -> Sequence[MemoryCeiling]: ...
+    @property
+    def level_index(self) -> np.ndarray: ...
+    @property
+    def compute_time(self) -> np.ndarray: ...
+    @property
+    def memory_time(self) -> np.ndarray: ...
+    @property
+    def time(self) -> np.ndarray: ...
+
+
+def framework_for(analysis: Bound, cuda_graphs: bool = False) -> str:
     """The framework whose overhead floor an op pays: the GPU's launch (or graph replay), numpy for
     measured callables, else PyTorch eager."""
     if analysis.device.kind == "gpu":
@@ -127,20 +150,6 @@ class Forecast:
         return f"forecast {format_seconds(total)}" + (f": {parts}" if parts else "")
 
 
-def with_forecast(analysis: Analysis, calibration: Calibration | None = None, *, where: str = "calibration"
-                  ) -> Analysis:
-    """``analysis`` with its forecast, after putting ``calibration`` on its device (checked to be for that
-    device: one line otherwise).  The bound does not change."""
-    from dataclasses import replace
-
-    a = analysis
-    if calibration is not None:
-        dev = a.device
-        calibration.check_applies(dev.name, dev.bench.machine if dev.bench else "", where)
-        a = replace(a, device=replace(dev, calibration=calibration))
-    return replace(a, forecast=compute_forecast(a))
-
-
 def effective_calibration(dev: Any) -> Calibration | None:
     """The calibration the forecast uses on ``dev``: the user's own (``calibrate``) over the device's shipped cited
     one (:mod:`roofline.catalog.calibrations`), the user's curves replacing the cited ones kind by kind."""
@@ -191,7 +200,7 @@ def curve_precisions(w: Any) -> np.ndarray:
     return out.astype(str)
 
 
-def _efficiencies(a: Analysis, cal: Calibration, term: np.ndarray, roof: np.ndarray, peak_scale: np.ndarray
+def _efficiencies(a: Bound, cal: Calibration, term: np.ndarray, roof: np.ndarray, peak_scale: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(efficiency, outside, notes) per op from ``cal``'s curves, one pass per (kind, term, precision)."""
     w = a.workload
@@ -237,7 +246,7 @@ def _efficiencies(a: Analysis, cal: Calibration, term: np.ndarray, roof: np.ndar
     return efficiency, outside, notes
 
 
-def _quantized(a: Analysis, cal: Calibration | None, t_c: np.ndarray) -> tuple[np.ndarray, list[str]]:
+def _quantized(a: Bound, cal: Calibration | None, t_c: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """The compute term divided by tile and wave quantization (:mod:`roofline.engine.gemm_shape`) where the device's
     SM count and the ops' GEMM dimensions are known."""
     w = a.workload
@@ -253,7 +262,7 @@ def _quantized(a: Analysis, cal: Calibration | None, t_c: np.ndarray) -> tuple[n
     return t_c / q, notes
 
 
-def compute_forecast(analysis: Analysis, *, framework: str | None = None) -> Forecast:
+def compute_forecast(analysis: Bound, *, framework: str | None = None) -> Forecast:
     """The forecast of every op of ``analysis`` on its device (module docs give the formulas)."""
     a, dev = analysis, analysis.device
     w = a.workload

@@ -52,13 +52,13 @@ from roofline.core.errors import RooflineError, first_line, require
 from roofline.core.precision import of_dtype
 from roofline.engine.gemm_shape import dims_from_flops
 from roofline.frontends.torch_ops import (
-    _ATTRS,
-    _FIXED,
-    _FLOP_ALIASES,
-    _SCATTER_INPLACE,
-    _WRITE_ONLY_SELF,
+    ATTRS,
+    FIXED,
+    FLOP_ALIASES,
     OPS,
+    SCATTER_INPLACE,
     VIEW_OPS,
+    WRITE_ONLY_SELF,
     Attrs,
 )
 from roofline.work import costs
@@ -91,7 +91,7 @@ class _Rule(NamedTuple):
     out_arg: bool  # an out= overload: the out tensor is written, not read
 
 
-class _Recorder:
+class Recorder:
     """Holds the op rows and the state of one trace; the dispatch mode calls :meth:`record`."""
 
     def __init__(self, torch: Any, weight_storages: set[int], names: dict[str, tuple[str, str]]) -> None:
@@ -145,13 +145,13 @@ class _Recorder:
                              or func.is_view and formula != "memory"):
             return None
         registry = self.flop_registry.get(packet)
-        if registry is None and key in _FLOP_ALIASES:
-            registry = self.flop_registry.get(getattr(self.torch.ops.aten, _FLOP_ALIASES[key]))
+        if registry is None and key in FLOP_ALIASES:
+            registry = self.flop_registry.get(getattr(self.torch.ops.aten, FLOP_ALIASES[key]))
         if formula == "attention" and not name.endswith("_backward"):
             registry = None  # forward attention: our formula (causal pairs), not flop_counter's
         overload = func._schema.overload_name
-        return _Rule(name, key, user, formula, costs.FORMULAS[formula] if formula else None, _ATTRS.get(key),
-                     _FIXED.get(key, {}), registry, name in _WRITE_ONLY_SELF, name in _SCATTER_INPLACE,
+        return _Rule(name, key, user, formula, costs.FORMULAS[formula] if formula else None, ATTRS.get(key),
+                     FIXED.get(key, {}), registry, name in WRITE_ONLY_SELF, name in SCATTER_INPLACE,
                      "out" in overload or overload.endswith("_out"))
 
     def precision(self, tensors: list[Any]) -> str:
@@ -192,7 +192,7 @@ class _Recorder:
     def record(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> None:
         got = self.cost_of(func, args, kwargs, out)
         if got is not None:
-            self.add(*got, dims=_matmul_dims(got[1], getattr(out, "shape", None)))
+            self.add(*got, dims=matmul_dims(got[1], getattr(out, "shape", None)))
 
     def cost_of(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
                 ) -> tuple[str, costs.Cost, str] | None:
@@ -250,7 +250,7 @@ class _Recorder:
 
     def record_fused(self, name: str, formula: str, inputs: list[Any], outputs: list[Any], **attrs: Any) -> None:
         got = self.fused_cost(name, formula, inputs, outputs, **attrs)
-        self.add(*got, dims=_attention_dims(inputs) if got[1].kind == "attention" else None)
+        self.add(*got, dims=attention_dims(inputs) if got[1].kind == "attention" else None)
 
     def fused_cost(self, name: str, formula: str, inputs: list[Any], outputs: list[Any], **attrs: Any
                    ) -> tuple[str, costs.Cost, str]:
@@ -277,14 +277,14 @@ class _Recorder:
 _UNSEEN = _Rule("", "", None, None, None, None, {}, None, False, False, False)  # Recorder.rule: not resolved yet
 
 
-def _matmul_dims(c: costs.Cost, shape: Any) -> dict[str, float] | None:
+def matmul_dims(c: costs.Cost, shape: Any) -> dict[str, float] | None:
     """m, n, k, batch of a matmul call from its output shape (``[..., m, n]``) and FLOPs; None for other ops."""
     if c.kind != "matmul" or shape is None:
         return None
     return dims_from_flops(c.flops, tuple(shape))
 
 
-def _attention_dims(inputs: list[Any]) -> dict[str, float] | None:
+def attention_dims(inputs: list[Any]) -> dict[str, float] | None:
     """m (queries), n (keys), k (head dim), batch (everything before: sequences x heads) of a fused attention
     call from its query and key tensors (``[..., s, d]`` and ``[..., S, d]``)."""
     if len(inputs) < 2 or len(inputs[0].shape) < 2 or len(inputs[1].shape) < 2:
@@ -298,7 +298,7 @@ def _is_abstract(t: Any) -> bool:
     return t.device.type == "meta" or type(t).__name__ in ("FakeTensor", "FunctionalTensor")
 
 
-def _modes(torch: Any, rec: _Recorder) -> tuple[Any, Any]:
+def _modes(torch: Any, rec: Recorder) -> tuple[Any, Any]:
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -430,7 +430,7 @@ def from_torch(model: Any, *example_inputs: Any, mode: str = "inference", kwargs
         raise arg.type_error("from_torch", "model", "a torch.nn.Module", model)
     kwargs = dict(kwargs or {})
     root = type(model).__name__
-    rec = _Recorder(torch, _weight_storages(model), _module_names(model, root))
+    rec = Recorder(torch, _weight_storages(model), _module_names(model, root))
     training = mode == "training"
     rec.training = training
     _trace(torch, model, example_inputs, kwargs, rec, loss)
@@ -464,7 +464,7 @@ def _weight_storages(model: Any) -> set[int]:
     return weight_storages
 
 
-def _trace(torch: Any, model: Any, example_inputs: tuple[Any, ...], kwargs: dict[str, Any], rec: _Recorder,
+def _trace(torch: Any, model: Any, example_inputs: tuple[Any, ...], kwargs: dict[str, Any], rec: Recorder,
            loss: Callable[[Any], Any] | None) -> None:
     """Run the forward (and in training the backward of the loss) under the recorder's modes; the model's
     train/eval state and gradients are restored afterwards.  A failure names the aten op and the module."""
@@ -497,7 +497,7 @@ def _trace(torch: Any, model: Any, example_inputs: tuple[Any, ...], kwargs: dict
             p.grad = grads.get(id(p))
 
 
-def _notes(rec: _Recorder, training: bool, loss: Callable[[Any], Any] | None
+def _notes(rec: Recorder, training: bool, loss: Callable[[Any], Any] | None
            ) -> tuple[list[str], list[UnsupportedOp], list[str]]:
     """(warnings, unsupported ops, assumptions) of a finished trace."""
     warnings: list[str] = []

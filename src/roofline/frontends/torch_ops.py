@@ -3,7 +3,7 @@ the attributes the formula reads from each call.
 
 :data:`OPS` (``str(packet)`` -> :class:`~roofline.work.costs.OpRule`) is the table as data, what ``roofline ops``
 prints (its rows here, and the aten ops a formula declared in :func:`roofline.work.costs.formula`);
-:data:`_ATTRS` and :data:`_FIXED` give each formula its attributes (per call, or the same for every call).
+:data:`ATTRS` and :data:`FIXED` give each formula its attributes (per call, or the same for every call).
 Views and metadata ops (:data:`VIEW_OPS`) move nothing.  The recorder of :mod:`roofline.frontends.torch`
 reads these tables; importing this module registers :data:`OPS` with
 :func:`roofline.work.costs.register_table`.
@@ -161,7 +161,7 @@ _scaled_dot_product_cudnn_attention_backward _flash_attention_backward _efficien
 _cudnn_attention_backward _scaled_dot_product_flash_attention_for_cpu_backward"""
 #: ops whose FLOPs use another op's flop_counter formula: the CPU flash backward takes (grad_out, q, k, v, ...) first,
 #: as the efficient-attention backward does (flop_counter's sdpa_backward_flop reads only those four).
-_FLOP_ALIASES = {"aten._scaled_dot_product_flash_attention_for_cpu_backward":
+FLOP_ALIASES = {"aten._scaled_dot_product_flash_attention_for_cpu_backward":
                  "_scaled_dot_product_efficient_attention_backward"}
 
 #: Every aten op the frontend costs: ``str(packet)`` ('aten.mm') -> formula in :mod:`roofline.work.costs` and what it
@@ -203,8 +203,8 @@ OPS: dict[str, costs.OpRule] = {
     # embedding, gather and memory: their aten ops are declared with the formulas (roofline.work.costs.formula)
 }
 
-#: Per-op attributes of the formula, computed from each call's arguments (ops not here: see :data:`_FIXED`).
-_ATTRS: dict[str, Attrs] = {
+#: Per-op attributes of the formula, computed from each call's arguments (ops not here: see :data:`FIXED`).
+ATTRS: dict[str, Attrs] = {
     **{f"aten.{n}": _k_at(i) for n, i in (("mv", 0), ("addmv", 1), ("dot", 0), ("vdot", 0), ("_int_mm", 0),
                                           ("addmm", 1), ("baddbmm", 1))},
     "aten.addbmm": _addbmm_k, "aten._grouped_mm": _grouped_mm_k,
@@ -227,7 +227,7 @@ _ATTRS: dict[str, Attrs] = {
     "aten.avg_pool2d_backward": _kernel_at(2), "aten.avg_pool3d_backward": _kernel_at(2),
 }
 #: Attributes that are the same for every call of an op.
-_FIXED: dict[str, dict[str, Any]] = {
+FIXED: dict[str, dict[str, Any]] = {
     **{f"aten.{n}": {"op": op} for n, op in _ELEMENTWISE.items() if op != "gelu"},
     **{f"aten.{n}": {"norm": "backward"} for n in ("native_layer_norm_backward", "native_group_norm_backward",
                                                     "native_batch_norm_backward", "cudnn_batch_norm_backward",
@@ -237,11 +237,11 @@ _FIXED: dict[str, dict[str, Any]] = {
 
 
 #: ops that overwrite their first argument without reading it.
-_WRITE_ONLY_SELF = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "bernoulli_", "index_copy_",
+WRITE_ONLY_SELF = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "bernoulli_", "index_copy_",
                               "index_fill_", "_index_put_impl_", "index_put_", "scatter_"})
 #: in-place scatters: only the slots given by their last tensor argument (source/values) are written,
 #: e.g. a KV-cache update writes the new tokens, not the whole cache.
-_SCATTER_INPLACE = frozenset({"index_copy_", "_index_put_impl_", "index_put_", "scatter_"})
+SCATTER_INPLACE = frozenset({"index_copy_", "_index_put_impl_", "index_put_", "scatter_"})
 
 
 costs.register_table("torch", OPS)  # what `roofline ops` lists and register_op checks against

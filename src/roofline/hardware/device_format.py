@@ -23,7 +23,7 @@ line naming the file, the field and the value.  Older schemas load through :func
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from roofline.core.errors import RooflineError
 from roofline.core.fileio import (
@@ -51,13 +51,44 @@ from roofline.hardware.ceilings import (
 
 if TYPE_CHECKING:
     from roofline.hardware.calibration import Calibration
-    from roofline.hardware.device import Device
 
 DEVICE_SCHEMA = "roofline.device/3"
 #: Older versions that still load (migrated on load, :func:`migrate`).
 DEVICE_SCHEMAS_READ = ("roofline.device/1", "roofline.device/2", DEVICE_SCHEMA)
 #: ``sources`` of a catalog file: key -> {"title", "url"}, which a ceiling's ``provenance.source`` may name.
 Sources = Mapping[str, Mapping[str, str]]
+
+
+class DeviceRecord(Protocol):
+    """The fields :func:`to_dict` writes: what a :class:`~roofline.hardware.device.Device` holds (the Device
+    itself sits above this module and passes itself)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def vendor(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+    @property
+    def compute(self) -> tuple[ComputeCeiling, ...]: ...
+    @property
+    def memory(self) -> tuple[MemoryCeiling, ...]: ...
+    @property
+    def interconnect(self) -> Interconnect | None: ...
+    @property
+    def achievable_compute(self) -> tuple[ComputeCeiling, ...]: ...
+    @property
+    def achievable_memory(self) -> tuple[MemoryCeiling, ...]: ...
+    @property
+    def overhead(self) -> tuple[OverheadFloor, ...]: ...
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+    @property
+    def bench(self) -> BenchFacts | None: ...
+    @property
+    def calibration(self) -> Calibration | None: ...
 
 
 def device_fields(d: Any, where: str, sources: Sources | None, require_schema: bool) -> tuple[dict[str, Any], str]:
@@ -203,7 +234,7 @@ def quantity(raw: Any, kind: str, field_name: str, where: str) -> float:
     return value
 
 
-def to_dict(device: Device) -> dict[str, Any]:
+def to_dict(device: DeviceRecord) -> dict[str, Any]:
     """``device`` as a ``roofline.device/3`` object (what :func:`device_fields` reads back)."""
     out: dict[str, Any] = {"schema": DEVICE_SCHEMA, "name": device.name, "vendor": device.vendor,
                            "kind": device.kind, "aliases": list(device.aliases)}

@@ -6,8 +6,8 @@
 ``spec``      one inference run, validated (:class:`~roofline.llm.spec.LLMSpec`), and its ``llm`` object in files.
 ``sizes``     what a run holds and counts: parameters, resident weights, KV cache, activations.
 ``model``     a run's per-op ``Workload`` (the table at the run's point).
-``training``  one device's training step: forward, backward, recomputation, optimizer, memory per parameter.
 ``metrics``   what the numbers mean on a device: memory fit, largest and ridge batch, sweeps.
+``training``  one device's training step: forward, backward, recomputation, optimizer, memory per parameter.
 
 The public entry point is :func:`roofline.frontends.llm.from_llm` (also ``roofline.from_llm``); the
 parallel planner that shards and schedules the training step over a system is :mod:`roofline.planner`.

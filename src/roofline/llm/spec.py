@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from roofline.core.precision import BITS, canonical, wider
 from roofline.llm.basis import MOE_ROUTINGS, parse_moe_routing
 from roofline.llm.config import Arch, load_arch
 from roofline.llm.table import FUSIONS, KV_READS, check_tp, parse_fusions, parse_kv_reads
+
+if TYPE_CHECKING:
+    from roofline.work.workload_facts import LLMRun
 
 PHASES = ("prefill", "decode", "generate")
 #: Accepted precisions: bits -> name, and names (case-insensitive, a few spellings).
@@ -167,7 +170,7 @@ class LLMSpec:
                    parse_fusions(d.get("fusions") or ()))
 
 
-def _positive_int(value: Any, field: str) -> int:
+def positive_int(value: Any, field: str) -> int:
     """``value`` as an int > 0, at most ``ROOFLINE_MAX_DIM`` (default 10**12; batch, tokens, group size)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         if isinstance(value, float) and value.is_integer() and value > 0:
@@ -181,6 +184,34 @@ def _bounded(value: int, field: str) -> int:
     if value > top:
         raise RooflineError(f"{field} {value} exceeds the limit of {top:,} (set ROOFLINE_MAX_DIM to raise it)")
     return value
+
+
+#: the precisions a serving plan takes (``plan --serve --precision``): one format for weights, activations, KV
+SERVE_PRECISIONS = ("bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class ServingRun:
+    """Inference: ``batch`` concurrent sequences per replica, each a ``prompt`` then ``gen`` generated tokens (what
+    the planner lays out over a system: :mod:`roofline.planner.serve`)."""
+
+    arch: Arch
+    batch: int
+    prompt: int
+    gen: int
+    precisions: Precisions = Precisions()
+
+    @classmethod
+    def of(cls, model: str | Arch, *, batch: int = 64, prompt: int = 1024, gen: int = 256,
+           precision: str = "bf16") -> ServingRun:
+        """``precision``: bf16, or fp8 for weights, activations and KV cache in fp8 (TensorRT-LLM's FP8
+        checkpoints with an FP8 KV cache); the block-scaled formats are not yet serving precisions."""
+        arch = model if isinstance(model, Arch) else load_arch(model)
+        if precision not in SERVE_PRECISIONS:
+            raise RooflineError(f"precision: {precision!r} is not a serving precision here; give one of "
+                                f"{', '.join(SERVE_PRECISIONS)}")
+        return cls(arch, positive_int(batch, "batch"), positive_int(prompt, "prompt"), positive_int(gen, "gen"),
+                   Precisions(precision, precision, precision))
 
 
 def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
@@ -197,11 +228,11 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     if phase not in PHASES:
         raise RooflineError(f"phase {phase!r} is not one of {', '.join(PHASES)}")
     arch = load_arch(model)
-    prompt = _positive_int(1024 if prompt is None else prompt, "prompt")
-    context = _positive_int(prompt if context is None else context, "context")
-    gen = _positive_int(256 if gen is None else gen, "gen")
-    batch = _positive_int(batch, "batch")
-    group_size = _positive_int(group_size, "group_size")
+    prompt = positive_int(1024 if prompt is None else prompt, "prompt")
+    context = positive_int(prompt if context is None else context, "context")
+    gen = positive_int(256 if gen is None else gen, "gen")
+    batch = positive_int(batch, "batch")
+    group_size = positive_int(group_size, "group_size")
     activations = parse_precision(abits, "abits")
     precisions = Precisions(parse_precision(wbits, "wbits"), activations, parse_precision(kvbits, "kvbits"),
                             group_size, None if rbits is None else parse_residual(rbits, activations))
@@ -218,6 +249,14 @@ _LLM_RUN = {"phase": "str", "batch": "int+", "prompt": "int+", "context": "int+"
             "flash": "bool", "all_logits": "bool"}
 _LLM_PRECISIONS = {"weights": "str", "activations": "str", "kv_cache": "str", "group_size": "int+"}
 _ARCH_POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "v_head_dim", "vocab")
+
+
+def as_spec(run: LLMRun | None) -> LLMSpec | None:
+    """A workload's ``llm`` field as the LLM model's own run: the work layer types it by what it reads of it
+    (:class:`roofline.work.workload_facts.LLMRun`); every run a workload carries is an :class:`LLMSpec`."""
+    if run is None or isinstance(run, LLMSpec):
+        return run
+    raise TypeError(f"a workload's llm field holds {type(run).__name__}, not an LLMSpec")
 
 
 def read_spec(raw: Any, where: str, field: str = "llm") -> LLMSpec | None:

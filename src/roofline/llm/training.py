@@ -46,7 +46,7 @@ from roofline.llm.basis import basis, evaluate
 from roofline.llm.config import Arch, load_arch
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.model import role_columns
-from roofline.llm.spec import Precisions, _positive_int
+from roofline.llm.spec import Precisions, positive_int
 from roofline.llm.table import EXP, FULL, GEMM, KEY, KEYW, LINK, ONE, PAIR, TOK, build_table, check_tp
 from roofline.work.workload import Workload, WorkloadBuilder
 
@@ -126,12 +126,12 @@ class TrainingRun:
             raise RooflineError(f"precision: {precision!r} is not one of {', '.join(TRAIN_PRECISIONS)}")
         if isinstance(main_grad_bytes, bool) or main_grad_bytes not in MAIN_GRAD_BYTES:
             raise RooflineError(f"main_grad_bytes: {main_grad_bytes!r} is not one of 2, 4")
-        return cls(arch, _positive_int(seq, "seq"), _positive_int(global_batch, "global_batch"), precision=precision,
+        return cls(arch, positive_int(seq, "seq"), positive_int(global_batch, "global_batch"), precision=precision,
                    flash=bool(flash), dropout=bool(dropout), main_grad_bytes=main_grad_bytes,
                    grad_accumulation_fusion=bool(grad_accumulation_fusion))
 
 
-def _split_queries(B: np.ndarray, cp: int) -> np.ndarray:
+def split_queries(B: np.ndarray, cp: int) -> np.ndarray:
     """A prefill basis on one of ``cp`` context-parallel devices: queries, tokens and pairs split ``cp`` ways,
     the keys all visited (ring attention) and the weights whole."""
     out = B.copy()
@@ -146,7 +146,7 @@ def forward_ops(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int) -
     """The forward op table of one micro-batch on one device's shard, and its per-op FLOPs and bytes."""
     a = run.arch
     table = build_table(a, "prefill", tp, run.flash, True)
-    B = _split_queries(basis(a, micro_batch, run.seq, run.seq), cp)
+    B = split_queries(basis(a, micro_batch, run.seq, run.seq), cp)
     B[:, EXP] /= ep
     v = {k: x[0].copy() for k, x in evaluate(table, B, run.precisions.bytes()).items()}
     _framework_ops(run, table, v, B[0])
@@ -179,7 +179,7 @@ def _framework_ops(run: TrainingRun, table: Any, v: dict[str, np.ndarray], b: np
         v["bytes_written"][res] += v["bytes_written"][res] * DROPOUT_MASK_BYTES / act
 
 
-def _masks(table: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def table_masks(table: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(every layer's ops, the first stage's extra ops, the last stage's, the attention core) of a table;
     its collectives (link ops) are in none: the layout times them."""
     names = table.names
@@ -266,7 +266,7 @@ def _saved_per_token(arch: Arch, tp: int) -> tuple[float, float, float, float, f
     * a residual add, RoPE (linear in its input) and the KV-cache write nothing.
     """
     table = build_table(arch, "prefill", tp, True, True)
-    layer, _, _, _ = _masks(table)
+    layer, _, _, _ = table_masks(table)
     ar, kr = table.coef["ar"], table.coef["kr"]
     d = float(arch.hidden)
     out = [0.0] * 5
@@ -381,7 +381,7 @@ def stage_params(arch: Arch, tp: int, ep: int = 1) -> StageParams:
     weight elements (the routed experts' for E / ep experts), the embedding's 1/tp shard (unless tied to
     lm_head, which holds it) and the position table, each counted once."""
     table = build_table(arch, "prefill", tp, True, True)
-    layer, first, last, _ = _masks(table)
+    layer, first, last, _ = table_masks(table)
     counts = table.coef["wq"] + table.coef["wu"]
     experts = counts[:, EXP] * (arch.experts / ep if arch.experts else 0) * table.counts
     params = counts[:, ONE] * table.counts + experts
@@ -449,7 +449,7 @@ def _gemm_note(fmt: formats.NumberFormat) -> str:
             f"one (else its fallback); its weight copies and saved inputs held at its width (the cast passes' traffic is not yet an op) ({fmt.source})")
 
 
-def _role_columns(roles: list[int], run: TrainingRun) -> dict[str, list[str]]:
+def step_role_columns(roles: list[int], run: TrainingRun) -> dict[str, list[str]]:
     """The LLM model's precision/unit/level columns, the GEMMs at the step's precision (fp8: its matrix roof)."""
     cols = role_columns(roles, run.precisions)
     fmt = formats.get(run.precision)
@@ -480,7 +480,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
     a = run.arch
     m = _micro_batches(run, tp, micro_batch, recompute)
     table, v = forward_ops(run, tp, 1, 1, micro_batch)
-    layer, first, last, core = _masks(table)
+    layer, first, last, core = table_masks(table)
     compute = layer | first | last
     link = table.roles == LINK
     ops = WorkloadBuilder()
@@ -491,7 +491,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
         names = [table.names[i].replace("prefill.", "train.", 1) + suffix for i in idx]
         ops.extend(name=names, group=[table.names[i].replace("prefill.", "train.", 1) for i in idx],
                    kind=[table.kinds[i] for i in idx], module_type=[table.module_types[i] for i in idx],
-                   **_role_columns(roles, run), flops=(scale * v["flops"][idx]).tolist(), bytes_read=(scale * v["bytes_read"][idx]).tolist(),
+                   **step_role_columns(roles, run), flops=(scale * v["flops"][idx]).tolist(), bytes_read=(scale * v["bytes_read"][idx]).tolist(),
                    bytes_written=(scale * v["bytes_written"][idx]).tolist(),
                    weight_bytes=(scale * v["weight_bytes"][idx]).tolist(), count=(table.counts[idx] * m).tolist())
 

@@ -19,15 +19,15 @@ from roofline.llm.basis import basis, evaluate, experts_touched
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.spec import Precisions
 from roofline.llm.table import EXP, FULL, KEY, KEYW, LINK, PAIR, PAIRW, build_table
-from roofline.llm.training import TrainingRun, _masks, _split_queries, forward_ops, stage_params, training_ceilings
+from roofline.llm.training import TrainingRun, forward_ops, split_queries, stage_params, table_masks, training_ceilings
 from roofline.planner.forecast import ShardForecast, collective_efficiency, shard_forecast, shard_forecasts
 
 if TYPE_CHECKING:
-    from roofline.planner.serve import ServingRun
+    from roofline.llm.spec import ServingRun
 
 
 @dataclass(frozen=True)
-class _Shard:
+class Shard:
     """Per device, one micro-batch: forward time and FLOPs of the layer ops (all layers) and of the first and
     last stage's extra ops, the attention core's time, and the parameters held."""
 
@@ -52,12 +52,12 @@ def _edges(first: float, last: float, pp: int) -> float:
     return max(first, last) if pp > 1 else first + last
 
 
-class _Cache:
+class Cache:
     """What many layouts on one system share: per-shard forward times and per-group collective times."""
 
     def __init__(self, system: System) -> None:
         self.system = system
-        self.shards: dict[tuple[Any, ...], _Shard] = {}
+        self.shards: dict[tuple[Any, ...], Shard] = {}
         self.collectives: dict[tuple[Any, ...], tuple[float, tuple[str, ...], float]] = {}
         self.times: dict[tuple[Any, ...], float] = {}
         self.memo: dict[tuple[Any, ...], Any] = {}  # per-layout parts many layouts share (keyed by run_key)
@@ -81,7 +81,7 @@ class _Cache:
             got = self.times[key] = training_ceilings(self.system.device, run)  # type: ignore[assignment]
         return got  # type: ignore[return-value]
 
-    def shard(self, run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int) -> _Shard:
+    def shard(self, run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int) -> Shard:
         key = (self.run_key(run), tp, cp, ep, micro_batch)
         got = self.shards.get(key)
         if got is None:
@@ -135,7 +135,7 @@ class _Cache:
             if ep > 1:
                 B[:, EXP] = experts_touched(a.experts, a.top_k, micro_batch * ep) / ep
             t = _op_times(table, B, run.precisions, self.system.device)
-            layer, first, last, _ = _masks(table)
+            layer, first, last, _ = table_masks(table)
             c = table.counts
             edges = _edges(float(t[first] @ c[first]), float(t[last] @ c[last]), pp)
             got = self.times[key] = float(t[layer] @ c[layer]) / pp + edges
@@ -147,7 +147,7 @@ class _Cache:
         got = self.times.get(key)
         if got is None:
             table = build_table(run.arch, "prefill", tp, True, False)
-            B = _split_queries(basis(run.arch, 1, run.prompt, run.prompt), cp)
+            B = split_queries(basis(run.arch, 1, run.prompt, run.prompt), cp)
             t = _op_times(table, B, run.precisions, self.system.device)
             compute = table.roles != LINK
             got = self.times[key] = float(t[compute] @ table.counts[compute])
@@ -196,14 +196,14 @@ def _op_times(table: Any, B: np.ndarray, precisions: Precisions, device: Any) ->
     return _times_of(table, {k: x[0] for k, x in evaluate(table, B, precisions.bytes()).items()}, precisions, device)
 
 
-def _shard_on(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> _Shard:
+def _shard_on(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> Shard:
     table, v = forward_ops(run, tp, cp, ep, micro_batch)
     t = _times_of(table, v, run.precisions, device, training_ceilings(device, run))
-    layer, first, last, core = _masks(table)
+    layer, first, last, core = table_masks(table)
     counts = table.counts
     held = stage_params(run.arch, tp, ep)
     f = v["flops"]
-    return _Shard(float(t[layer] @ counts[layer]), float(f[layer] @ counts[layer]), float(t[core] @ counts[core]),
+    return Shard(float(t[layer] @ counts[layer]), float(f[layer] @ counts[layer]), float(t[core] @ counts[core]),
                   float(t[first] @ counts[first]), float(t[last] @ counts[last]), float(f[first] @ counts[first]),
                   float(f[last] @ counts[last]), held.layers, held.first, held.last, held.experts,
                   float(f[core] @ counts[core]), held.gemm)

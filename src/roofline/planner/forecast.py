@@ -29,7 +29,7 @@ without one.  Memory-bound ops keep their rate: the HBM clock is not the SM cloc
 Collectives: each call's node-tier (NVLink) bound time over the NCCL efficiency curve of the device's calibration
 at its message bytes (``collective``, ``interconnect``), where the device has one; the cluster tier's parts and
 point-to-point sends at their bound (the curves are NVLink collective measurements;
-:meth:`~roofline.planner.cache._Cache.collective_forecast`).
+:meth:`~roofline.planner.cache.Cache.collective_forecast`).
 """
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ from roofline.llm.training import (
     BACKWARD,
     CROSS_ENTROPY_BYTES,
     TrainingRun,
-    _masks,
-    _role_columns,
-    _split_queries,
     forward_ops,
     grad_accumulation_bytes,
     row_params,
+    split_queries,
+    step_role_columns,
+    table_masks,
 )
 from roofline.planner.overlap import CONTENTION_SMS
 from roofline.work.workload import WorkloadBuilder
@@ -173,7 +173,7 @@ class ShardForecast:
 
 
 def _dims(table: Any, run: TrainingRun, cp: int, ep: int, micro_batch: int) -> dict[str, np.ndarray]:
-    B = _split_queries(basis(run.arch, micro_batch, run.seq, run.seq), cp)
+    B = split_queries(basis(run.arch, micro_batch, run.seq, run.seq), cp)
     B[:, EXP] /= ep
     return {k: np.asarray(v, dtype=float) for k, v in gemm_dims(table, B[0]).items()}
 
@@ -207,7 +207,7 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     for sel, scale, mm, nn, kk, extra, weights in parts:
         ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],
                    kind=[table.kinds[i] for i in sel], module_type=[table.module_types[i] for i in sel],
-                   **_role_columns(table.roles[sel].tolist(), run), flops=(scale * v["flops"][sel]).tolist(),
+                   **step_role_columns(table.roles[sel].tolist(), run), flops=(scale * v["flops"][sel]).tolist(),
                    bytes_read=(scale * v["bytes_read"][sel] + extra[sel] / 2).tolist(),
                    bytes_written=(scale * v["bytes_written"][sel] + extra[sel] / 2).tolist(),
                    weight_bytes=(weights * v["weight_bytes"][sel]).tolist(), count=table.counts[sel].tolist(),
@@ -215,7 +215,7 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     nan = [float("nan")] * len(acc)
     ops.extend(name=[table.names[i] + " (grad accumulate)" for i in acc], group=[table.names[i] for i in acc],
                kind=["elementwise"] * len(acc), module_type=["grad_accumulate"] * len(acc),
-               **_role_columns([VEC] * len(acc), run), flops=params[acc].tolist(),
+               **step_role_columns([VEC] * len(acc), run), flops=params[acc].tolist(),
                bytes_read=(sep_read * params[acc]).tolist(), bytes_written=(sep_written * params[acc]).tolist(),
                weight_bytes=[0.0] * len(acc), count=table.counts[acc].tolist(), m=nan, n=nan, k=nan, batch=nan)
     # the loss over the logits lm_head writes (16-bit, one per token and vocabulary entry of the shard)
@@ -225,7 +225,7 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     for suffix, rd, wr in ((" (cross-entropy)", fr, fw), (" (cross-entropy backward)", br, bw)):
         ops.extend(name=[table.names[i] + suffix for i in head], group=[table.names[i] for i in head],
                    kind=["elementwise"] * len(head), module_type=["cross_entropy"] * len(head),
-                   **_role_columns([VEC] * len(head), run), flops=(4 * logits).tolist(),
+                   **step_role_columns([VEC] * len(head), run), flops=(4 * logits).tolist(),
                    bytes_read=(rd * logits).tolist(), bytes_written=(wr * logits).tolist(),
                    weight_bytes=[0.0] * len(head), count=table.counts[head].tolist(), m=[float("nan")] * len(head),
                    n=[float("nan")] * len(head), k=[float("nan")] * len(head), batch=[float("nan")] * len(head))
@@ -315,7 +315,7 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
         fwd_t, bwd_t = np.zeros(len(table)), np.zeros(len(table))
         np.add.at(fwd_t, owner[~bwd], here[~bwd])
         np.add.at(bwd_t, owner[bwd], here[bwd])
-        layer, first, last, core = _masks(table)
+        layer, first, last, core = table_masks(table)
         out[sh] = ShardForecast(float(fwd_t[layer].sum()), float(bwd_t[layer].sum()), float(fwd_t[core].sum()),
                                 float(fwd_t[first].sum()), float(bwd_t[first].sum()), float(fwd_t[last].sum()),
                                 float(bwd_t[last].sum()), a.forecast.notes, shares)

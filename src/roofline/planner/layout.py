@@ -3,7 +3,7 @@
 :class:`Layout` splits ``devices = tp x cp x pp x dp`` ways (ranks numbered tp fastest, then cp, dp, pp, as
 Megatron-LM does; ``ep`` carves expert groups out of dp; the dimensions are declared in
 :data:`roofline.planner.dims.DIMS`, one int field here each) with a ZeRO stage, micro-batch, recomputation and
-interleaving; :func:`_per_node` places a group's ranks on the nodes; :class:`Comm` is one kind of collective
+interleaving; :func:`members_per_node` places a group's ranks on the nodes; :class:`Comm` is one kind of collective
 in a step.  The search over layouts is :mod:`roofline.planner.search`.
 """
 
@@ -285,7 +285,7 @@ def _interleaved_peak(pp: int, v: int, m: int, stage: int, chunk: int, light: bo
     return float(peak)
 
 
-class _Facts:
+class Facts:
     """What an estimate of either kind derives from its memory and its time split."""
 
     memory: dict[str, float]
@@ -338,7 +338,7 @@ class _Facts:
         return max(parts, key=lambda k: parts[k])
 
 
-def _check_sizes(lay: Layout) -> None:
+def check_sizes(lay: Layout) -> None:
     for label in (*dim_names(), "micro_batch", "interleave"):
         v = getattr(lay, label)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -348,7 +348,7 @@ def _check_sizes(lay: Layout) -> None:
 
 
 @lru_cache(maxsize=4096)
-def _per_node(stride: int, size: int, devices_per_node: int) -> int:
+def members_per_node(stride: int, size: int, devices_per_node: int) -> int:
     """How many members of a group (``size`` ranks, ``stride`` apart, from rank 0) share each node; a group
     that splits unevenly over nodes (a node holding more of it than another) is a one-line error."""
     d = devices_per_node

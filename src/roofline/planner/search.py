@@ -9,7 +9,7 @@ from typing import Any
 from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
 from roofline.llm.training import TrainingRun
-from roofline.planner.cache import _Cache
+from roofline.planner.cache import Cache
 from roofline.planner.dims import divisors, tp_fits
 from roofline.planner.layout import Layout
 from roofline.planner.serve import ServingEstimate, ServingRun, estimate_serving, serving_layouts
@@ -48,7 +48,7 @@ def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overla
     fits: list[Estimate | ServingEstimate] = []
     near: list[Estimate | ServingEstimate] = []
     tried = too_big = uneven = 0
-    cache = _Cache(system)
+    cache = Cache(system)
     serving = isinstance(run, ServingRun)
     candidates: Iterable[Layout] = (serving_layouts(run, system, overlap=overlap) if isinstance(run, ServingRun)
                                     else layouts(run, system, overlap=overlaps, **options))

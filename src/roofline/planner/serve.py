@@ -14,44 +14,18 @@ from dataclasses import dataclass, field
 from roofline.core.errors import RooflineError
 from roofline.core.units import format_share
 from roofline.hardware.system import System
-from roofline.llm.config import Arch, load_arch
+from roofline.llm.config import Arch
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
-from roofline.llm.spec import Precisions, _positive_int, make_spec
+from roofline.llm.spec import Precisions, ServingRun, make_spec
 from roofline.llm.table import EXP, build_table, check_tp, kv_heads_per_device
-from roofline.planner.cache import _Cache
+from roofline.planner.cache import Cache
 from roofline.planner.dims import describe as describe_dims
 from roofline.planner.dims import device_factors, shapes, stride
-from roofline.planner.layout import Comm, Layout, _check_sizes, _Facts, _per_node
-
-#: the precisions a serving plan takes (``plan --serve --precision``): one format for weights, activations, KV
-SERVE_PRECISIONS = ("bf16", "fp8")
+from roofline.planner.layout import Comm, Facts, Layout, check_sizes, members_per_node
 
 
 @dataclass(frozen=True)
-class ServingRun:
-    """Inference: ``batch`` concurrent sequences per replica, each a ``prompt`` then ``gen`` generated tokens."""
-
-    arch: Arch
-    batch: int
-    prompt: int
-    gen: int
-    precisions: Precisions = Precisions()
-
-    @classmethod
-    def of(cls, model: str | Arch, *, batch: int = 64, prompt: int = 1024, gen: int = 256,
-           precision: str = "bf16") -> ServingRun:
-        """``precision``: bf16, or fp8 for weights, activations and KV cache in fp8 (TensorRT-LLM's FP8
-        checkpoints with an FP8 KV cache); the block-scaled formats are not yet serving precisions."""
-        arch = model if isinstance(model, Arch) else load_arch(model)
-        if precision not in SERVE_PRECISIONS:
-            raise RooflineError(f"precision: {precision!r} is not a serving precision here; give one of "
-                                f"{', '.join(SERVE_PRECISIONS)}")
-        return cls(arch, _positive_int(batch, "batch"), _positive_int(prompt, "prompt"), _positive_int(gen, "gen"),
-                   Precisions(precision, precision, precision))
-
-
-@dataclass(frozen=True)
-class ServingEstimate(_Facts):
+class ServingEstimate(Facts):
     """One serving layout: a replica of tp x pp devices, dp replicas.  ``time`` is the time per output token
     (every sequence of the replica advances one token); the pipeline keeps pp micro-batches of batch / pp in
     flight, one per stage."""
@@ -111,7 +85,7 @@ class ServingEstimate(_Facts):
 
 def check_serving(run: ServingRun, layout: Layout, system: System) -> None:
     a, lay = run.arch, layout
-    _check_sizes(lay)
+    check_sizes(lay)
     if lay.interleave != 1 or lay.stages is not None:
         raise RooflineError(f"{'interleave' if lay.interleave != 1 else 'stages='} is a training pipeline's; serving "
                             f"layouts split {device_factors()} (ep)")
@@ -129,11 +103,11 @@ def check_serving(run: ServingRun, layout: Layout, system: System) -> None:
         raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
 
 
-def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Cache | None = None) -> ServingEstimate:
+def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: Cache | None = None) -> ServingEstimate:
     """Decode and prefill of ``run`` on one replica of ``layout`` (per device)."""
     check_serving(run, layout, system)
     a, lay, d = run.arch, layout, system.devices_per_node
-    cache = cache if cache is not None and cache.system is system else _Cache(system)
+    cache = cache if cache is not None and cache.system is system else Cache(system)
     mb = run.batch // lay.pp
     stage = cache.serving_stage(run, lay.tp, lay.cp, lay.ep, lay.pp, mb)
     act = run.precisions.bytes()["a"]
@@ -141,8 +115,8 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: _Ca
 
     def on(coll: str, nbytes: float, ranks: int, stride: int) -> tuple[float, tuple[str, ...]]:
         """One call's bound and tiers, the tier chosen by the scale-up domain the group spans."""
-        return cache.collective(coll, float(nbytes), ranks, _per_node(stride, ranks, d),
-                                _per_node(stride, ranks, system.domain))
+        return cache.collective(coll, float(nbytes), ranks, members_per_node(stride, ranks, d),
+                                members_per_node(stride, ranks, system.domain))
 
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float) -> None:
         if ranks > 1 and times > 0:

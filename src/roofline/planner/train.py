@@ -34,18 +34,18 @@ from roofline.llm.training import (
     training_ceilings,
     training_flops,
 )
-from roofline.planner.cache import _Cache, _Shard
+from roofline.planner.cache import Cache, Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
 from roofline.planner.dims import replicas as replicas_of
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
+    Facts,
     Layout,
-    _check_sizes,
-    _Facts,
-    _per_node,
+    check_sizes,
     in_flight,
     interleave_fits,
+    members_per_node,
     stage_layers,
 )
 from roofline.planner.layout import interleaves as fitting_interleaves
@@ -66,7 +66,7 @@ class StepForecast:
 
 
 @dataclass(frozen=True)
-class Estimate(_Facts):
+class Estimate(Facts):
     """One layout's training step (per device; times in seconds, memory in bytes)."""
 
     run: TrainingRun
@@ -81,7 +81,7 @@ class Estimate(_Facts):
     memory: dict[str, float] = field(default_factory=dict)  # the device of the stage holding the most
     stage_layers: tuple[int, ...] = ()  # layers per pipeline stage
     memory_stage: int = 0  # the stage whose device ``memory`` is
-    shard: _Shard | None = None  # one micro-batch on one device, all layers (what the stages split)
+    shard: Shard | None = None  # one micro-batch on one device, all layers (what the stages split)
     step_forecast: StepForecast = field(default_factory=StepForecast)
 
     @property
@@ -280,7 +280,7 @@ def zero_note(zero: int) -> str:
 def check(run: TrainingRun, layout: Layout, system: System) -> int:
     """The number of micro-batches, or a one-line error for a layout that cannot run on ``system``."""
     a, lay = run.arch, layout
-    _check_sizes(lay)
+    check_sizes(lay)
     if lay.devices != system.devices:
         raise RooflineError(f"layout {lay.describe()} uses {device_factors()} = {lay.devices} devices; "
                             f"{system.name!r} has {system.devices}")
@@ -393,7 +393,7 @@ class _Stage:
         return (1 + BACKWARD) * self.forward + self.recompute
 
 
-def _stages(sh: _Shard, lay: Layout, split: tuple[int, ...], L: int, which: tuple[int, ...],
+def _stages(sh: Shard, lay: Layout, split: tuple[int, ...], L: int, which: tuple[int, ...],
             fc: ShardForecast | None = None) -> list[_Stage]:
     """Stages ``which``' devices: their layers' share of the shard (every layer alike; an MoE model's routed
     experts spread over the layers in proportion), the first stage's embedding and the last's lm_head; with
@@ -430,7 +430,7 @@ def _candidates(split: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(dict.fromkeys([*out, len(split) - 1]))
 
 
-def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | None = None, *,
+def estimate(run: TrainingRun, layout: Layout, system: System, cache: Cache | None = None, *,
              checked: bool = False) -> Estimate:
     """One training step of ``run`` with ``layout`` on ``system`` (per device): each pipeline stage's shard of
     the step (:mod:`roofline.llm.training`), the busiest one pacing the pipeline, its collectives, and the
@@ -440,7 +440,7 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
     shape is the costly part)."""
     m = (run.global_batch // (layout.dp * layout.micro_batch) if checked else check(run, layout, system))
     lay, L = layout, run.arch.layers
-    cache = cache if cache is not None and cache.system is system else _Cache(system)
+    cache = cache if cache is not None and cache.system is system else Cache(system)
     sh = cache.shard(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
     split = stage_layers(L, lay.pp, lay.stages)
     which = _candidates(split)
@@ -484,7 +484,7 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: _Cache | N
                                                                        fc.forecast_recompute, float(opt_fc), shares))
 
 
-def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[Any, ...], which: tuple[int, ...]
+def _forecast_stage(run: TrainingRun, lay: Layout, cache: Cache, skey: tuple[Any, ...], which: tuple[int, ...]
                     ) -> _Stage:
     """The stage whose forecast micro-batch is the longest (its shard's forecast, once per shard shape)."""
     got = cache.memo.get(("forecast",) + tuple(skey))
@@ -496,21 +496,21 @@ def _forecast_stage(run: TrainingRun, lay: Layout, cache: _Cache, skey: tuple[An
     return got
 
 
-def _adder(cache: _Cache, system: System, comms: list[Comm]) -> Any:
+def _adder(cache: Cache, system: System, comms: list[Comm]) -> Any:
     """``add(label, collective, bytes, ranks, stride, calls, scope)``: one collective, timed on its tiers (chosen by
     the scale-up domain the group spans), into ``comms``."""
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float, scope: str,
             params: float = 0.0, dgrad_shares: tuple[float, ...] = ()) -> None:
         if ranks > 1 and times > 0:
-            per_node = _per_node(stride, ranks, system.devices_per_node)
-            per_domain = _per_node(stride, ranks, system.domain)
+            per_node = members_per_node(stride, ranks, system.devices_per_node)
+            per_domain = members_per_node(stride, ranks, system.domain)
             t, tiers = cache.collective(coll, float(nbytes), ranks, per_node, per_domain)
             fc = cache.collective_forecast(coll, float(nbytes), ranks, per_node, per_domain) * times
             comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc, float(params), dgrad_shares))
     return add
 
 
-def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cache, m: int, layers_here: int
+def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: Cache, m: int, layers_here: int
                       ) -> tuple[Comm, ...]:
     """The collectives of the micro-batches' activations: tp, cp, ep and pp (whatever the ZeRO stage).  Full
     recomputation runs each layer's forward again in the backward, its collectives with it (Megatron-LM's
@@ -562,7 +562,7 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: _Cac
     return tuple(comms)
 
 
-def _grad_comms(lay: Layout, system: System, cache: _Cache, m: int, dense: float, expert: float, grad_bytes: int
+def _grad_comms(lay: Layout, system: System, cache: Cache, m: int, dense: float, expert: float, grad_bytes: int
                 ) -> tuple[Comm, ...]:
     """The gradient sync, reduced over the ranks that hold the same weights: dp x cp of them (tp apart), and
     for the experts dp x cp / ep (ep groups are consecutive dp ranks; with cp as well, taken as tp apart)."""

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,8 +43,8 @@ import numpy as np
 
 from roofline.core.text import for_chart
 from roofline.core.units import format_bandwidth, format_flops, scale_for
-from roofline.hardware.bench_facts import SpecRoof
 from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling
+from roofline.render.frame import Frame, Point
 from roofline.render.labels import place_labels
 from roofline.render.style import (
     ACHIEVABLE_COLOR,
@@ -75,20 +74,6 @@ MAX_POINTS = 5000  # beyond this only the top ops by time are drawn
 AXIS_MIN, AXIS_MAX = 1e-200, 1e200
 
 
-@dataclass
-class Point:
-    """A point to draw: (intensity FLOP/B, FLOP/s); ``measured`` draws it hollow."""
-
-    label: str
-    intensity: float
-    flops: float
-    kind: str = "other"
-    measured: bool = False
-    weight: float = 1.0  # share of time, sets the marker size
-    partner: int | None = None  # index of the predicted point a measured one joins
-    judged: str = ""  # measured: the cache level it is judged against ("" = its predicted roof's level)
-
-
 def points_of(a: Analysis, limit: int = MAX_POINTS) -> list[Point]:
     """Predicted (and measured) points of an analysis, longest ops first."""
     w = a.workload
@@ -110,32 +95,6 @@ def points_of(a: Analysis, limit: int = MAX_POINTS) -> list[Point]:
     return pts
 
 
-@dataclass
-class Frame:
-    """What one chart draws and where: roofs, slopes, the marked ridge, axis ranges and scale."""
-
-    ceilings: Sequence[ComputeCeiling]
-    spec: list[SpecRoof]  # theoretical roofs of the precisions drawn
-    mems: list[MemoryCeiling]
-    main: MemoryCeiling
-    top: ComputeCeiling  # the roof whose ridge is marked
-    ridge: float  # where the ridge is drawn: ``ridge_at`` within the x range
-    x_lo: float
-    x_hi: float
-    y_lo: float
-    y_hi: float
-    scale: float
-    unit: str
-    clipped: bool = False  # an axis range was clipped to AXIS_MIN..AXIS_MAX (a note goes on the chart)
-    # achievable (sustained) figures of the roofs drawn: (peak roof, achievable one); where the achievable
-    # roofs meet (the main level's sustained bandwidth, the fastest drawn roof's sustained FLOP/s)
-    achievable: list[tuple[ComputeCeiling, ComputeCeiling]] = field(default_factory=list)
-    achievable_mems: list[tuple[MemoryCeiling, MemoryCeiling]] = field(default_factory=list)
-    achievable_bandwidth: float = math.nan
-    achievable_peak: float = math.nan
-    ridge_at: float = math.nan  # the marked ridge (FLOP/B): the summary's, or ``top`` over ``main`` without one
-
-
 def achievable_roofs(device: Device, ceilings: Sequence[ComputeCeiling], levels: Sequence[MemoryCeiling]
                      ) -> tuple[list[tuple[ComputeCeiling, ComputeCeiling]], list[tuple[MemoryCeiling, MemoryCeiling]]]:
     """The device's sustained figures for the given roofs only: (peak roof, achievable roof) pairs, compute
@@ -145,18 +104,18 @@ def achievable_roofs(device: Device, ceilings: Sequence[ComputeCeiling], levels:
     return compute, memory
 
 
-def _finite(values: Sequence[float]) -> list[float]:
+def finite(values: Sequence[float]) -> list[float]:
     return [float(v) for v in values if v > 0 and math.isfinite(v)]
 
 
-def _decade(v: float, up: bool, margin: float) -> float:
+def decade(v: float, up: bool, margin: float) -> float:
     """``v`` rounded out to a power of ten, ``margin`` decades beyond, within AXIS_MIN..AXIS_MAX."""
     e = math.log10(v) + (margin if up else -margin)
     e = math.ceil(e) if up else math.floor(e)
     return 10.0 ** max(min(e, math.log10(AXIS_MAX)), math.log10(AXIS_MIN))
 
 
-def _span(lo: float, hi: float, decades: int = 2) -> tuple[float, float]:
+def span(lo: float, hi: float, decades: int = 2) -> tuple[float, float]:
     """A range at least ``decades`` wide (everything clipped to one edge would make the axis singular)."""
     if hi >= lo * 10**decades:
         return lo, hi
@@ -195,17 +154,17 @@ def _frame(device: Device, pts: Sequence[Point], summary: Summary | None, analys
     # axis ranges: every point, every ridge, a decade of margin; numbers at the float extremes (a ridge of
     # 1e308 / 1e-300 is inf) are clipped to what matplotlib can draw, with a note on the chart
     xs_all = [p.intensity for p in pts] + [c.ridge(m) for c in ceilings for m in mems]
-    xs = _finite(xs_all) or [1.0]
-    x_lo, x_hi = _decade(min(xs), False, 1), _decade(max(xs), True, 1)
+    xs = finite(xs_all) or [1.0]
+    x_lo, x_hi = decade(min(xs), False, 1), decade(max(xs), True, 1)
     drawn = {c.precision for c in ceilings}
     spec = [r for r in device.bench.spec if r.precision in drawn] if device.bench is not None else []
     ys_all = [p.flops for p in pts if p.flops > 0] + [c.flops for c in ceilings] + [r.flops for r in spec] + [
         main.bandwidth * x_lo]
-    ys = _finite(ys_all) or [1.0]
-    y_lo = _decade(min(ys), False, 0.3)
-    y_hi = _decade(max(ys), True, 0.5)  # room above the top roof for the region labels
-    x_lo, x_hi = _span(x_lo, x_hi)
-    y_lo, y_hi = _span(y_lo, y_hi)
+    ys = finite(ys_all) or [1.0]
+    y_lo = decade(min(ys), False, 0.3)
+    y_hi = decade(max(ys), True, 0.5)  # room above the top roof for the region labels
+    x_lo, x_hi = span(x_lo, x_hi)
+    y_lo, y_hi = span(y_lo, y_hi)
     clipped = (len(xs) < len(xs_all) or len(ys) < len(ys_all) or not (AXIS_MIN < x_lo and x_hi < AXIS_MAX)
                or not (AXIS_MIN < y_lo and y_hi < AXIS_MAX))
     scale, unit = scale_for(max(c.flops for c in ceilings), "FLOP/s")

@@ -37,7 +37,7 @@ def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared
     """One roof and one point cloud per analysis, on shared axes."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    from roofline.render.chart import AXIS_MAX, AXIS_MIN, _decade, _finite, _span, new_figure, scaled_tick
+    from roofline.render.chart import AXIS_MAX, AXIS_MIN, decade, finite, new_figure, scaled_tick, span
 
     # names from files: no mathtext ('$' escaped), control characters visible, long ones shortened
     labels = [for_chart(x) for x in (labels if labels is not None else [a.device.name for a in analyses])]
@@ -50,12 +50,12 @@ def plot_compare(analyses: Sequence[Analysis], *, title: str = "devices compared
     roofs = [(dominant_ceiling(a), a.device.main_memory) for a in analyses]
     # axis ranges clipped to what matplotlib draws (numbers at the float extremes), with a note when clipped
     xs_all = [*np.concatenate([p[0] for p in pts]).tolist(), *(c.flops / m.bandwidth for c, m in roofs)]
-    xs = _finite(xs_all) or [1.0]
-    x_lo, x_hi = _span(_decade(max(min(xs), 1e-6), False, 1), _decade(max(xs), True, 1))
+    xs = finite(xs_all) or [1.0]
+    x_lo, x_hi = span(decade(max(min(xs), 1e-6), False, 1), decade(max(xs), True, 1))
     peak = max(c.flops for c, _ in roofs)
     ys_all = [*np.concatenate([p[1] for p in pts]).tolist(), *(m.bandwidth * x_lo for _, m in roofs), peak]
-    ys = _finite(ys_all) or [1.0]
-    y_lo, y_top = _span(_decade(max(min(ys), 1.0), False, 0.3), min(peak * 3, AXIS_MAX))
+    ys = finite(ys_all) or [1.0]
+    y_lo, y_top = span(decade(max(min(ys), 1.0), False, 0.3), min(peak * 3, AXIS_MAX))
     clipped = (len(xs) < len(xs_all) or len(ys) < len(ys_all) or not (AXIS_MIN < x_lo and x_hi < AXIS_MAX)
                or not y_top < AXIS_MAX)
     scale, unit = scale_for(peak, "FLOP/s")

@@ -52,7 +52,7 @@ from roofline.words.summary import Summary, headline, measurement_warning, summa
 if TYPE_CHECKING:
     from roofline.engine.analysis import Analysis
     from roofline.hardware.device import Device
-    from roofline.words.advice import Advice
+    from roofline.words.levers import Advice
 
 #: The page's public face; the charts are built in :mod:`roofline.render.html_chart`, the pieces in
 #: :mod:`roofline.render.html_parts`.

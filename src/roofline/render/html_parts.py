@@ -27,7 +27,7 @@ from roofline.words.summary import noisy_ops
 if TYPE_CHECKING:
     from roofline.engine.analysis import Analysis
     from roofline.hardware.device import Device
-    from roofline.words.advice import Advice
+    from roofline.words.levers import Advice
     from roofline.words.llm_report import LLMReport
     from roofline.words.summary import Summary
 

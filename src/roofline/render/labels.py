@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.text import Text
 
-    from roofline.render.chart import Frame, Point
+    from roofline.render.frame import Frame, Point
 
 
 @dataclass

@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from roofline.render.chart import Point
+    from roofline.render.frame import Point
 
 MEMORY_COLOR = "#d6e6f5"
 COMPUTE_COLOR = "#fbe3c8"

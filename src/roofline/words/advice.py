@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,127 +45,13 @@ from roofline.core.precision import BITS
 from roofline.core.units import format_bytes, format_count, format_flops, format_seconds, format_speedup
 from roofline.engine.analysis import Analysis, analyze
 from roofline.hardware.device import Device
+from roofline.llm.spec import as_spec
+from roofline.words.levers import Advice, Lever, OpAdvice  # the records, below summary which carries them
 from roofline.work.workload import COLUMNS, Workload
 
 FUSIBLE = ("elementwise", "norm", "softmax")
 MATRIX_KINDS = ("matmul", "conv", "attention")
 MIN_GAIN = 1.02  # a lever must make the roofline time at least 2% shorter to be offered
-NO_LEVER = "no lever found"
-
-
-@dataclass(frozen=True)
-class Lever:
-    """One change and its computed effect.
-
-    ``before`` / ``after``: roofline seconds of the scope (the whole workload, or the op(s) the
-    lever touches) before and after; ``after_analysis``: the re-analysed workload with the lever
-    applied, from which every figure was read.
-    """
-
-    name: str
-    text: str
-    before: float
-    after: float
-    after_analysis: Analysis
-    figures: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def speedup(self) -> float:
-        return self.before / self.after if self.after > 0 else math.inf
-
-    def line(self) -> str:
-        return f"{self.name}: {self.text}"
-
-    def __repr__(self) -> str:  # not the dataclass dump: after_analysis holds a whole workload
-        from roofline.core.text import one_line
-
-        return f"<Lever {one_line(self.line(), 300)}>"
-
-
-@dataclass
-class OpAdvice:
-    """One of the top ops by time: its roof, its headroom and its levers."""
-
-    index: int
-    name: str
-    share: float
-    roof: str
-    headroom: str
-    levers: list[Lever]
-
-    def __repr__(self) -> str:
-        from roofline.core.text import one_line
-
-        return (f"<OpAdvice {one_line(self.name, 80)!r} ({self.share:.0%} of the time): "
-                f"{len(self.levers)} lever{'' if len(self.levers) == 1 else 's'}>")
-
-
-@dataclass
-class Block:
-    heading: str
-    lines: list[str]
-
-
-@dataclass
-class Advice:
-    """The whole-workload verdict and levers, then the top ops'."""
-
-    analysis: Analysis
-    roof: str
-    headroom: str
-    levers: list[Lever]
-    ops: list[OpAdvice]
-    notes: list[str] = field(default_factory=list)  # what advice left out, and why (e.g. zero-time ops)
-
-    def blocks(self) -> list[Block]:
-        a = self.analysis
-        out = [Block(f"whole workload: {a.workload.title} on {a.device.name}",
-                     [f"limiting roof: {self.roof}", f"headroom: {self.headroom}",
-                      *([lv.line() for lv in self.levers] or [NO_LEVER]), *(f"note: {n}" for n in self.notes)])]
-        for o in self.ops:
-            out.append(Block(f"op {o.name} ({o.share:.0%} of the time)",
-                             [f"limiting roof: {o.roof}", f"headroom: {o.headroom}",
-                              *([lv.line() for lv in o.levers] or [NO_LEVER])]))
-        return out
-
-    def __repr__(self) -> str:
-        """One line: what on what, how many levers and the best one (its speed-up), not the dataclass dump."""
-        from roofline.core.text import one_line
-
-        a = self.analysis
-        best = max(self.levers, key=lambda lv: lv.speedup, default=None)
-        found = (f"{len(self.levers)} lever{'' if len(self.levers) == 1 else 's'}, best: {best.name} "
-                 f"({format_speedup(best.speedup)})" if best is not None else NO_LEVER)
-        return (f"<Advice for '{one_line(a.workload.title, 80)}' on '{one_line(a.device.name, 80)}': {found}; "
-                f"limiting roof: {one_line(self.roof, 160)}>")
-
-    def _repr_html_(self) -> str:
-        """Jupyter: the limiting roof, the headroom and the levers as short lists (the top ops' levers after)."""
-        from roofline.core.text import for_html
-
-        def items(lines: list[str]) -> str:
-            return "".join(f"<li>{for_html(x, 400)}</li>" for x in lines)
-
-        whole = self.blocks()[0]
-        parts = [f"<p><b>{for_html(whole.heading, 200)}</b></p><ul>{items(whole.lines[:2])}</ul>",
-                 f"<ol>{items(whole.lines[2:])}</ol>"]
-        ops = []
-        for o in self.ops:
-            best = max(o.levers, key=lambda lv: lv.speedup, default=None)
-            ops.append(f"{o.name} ({o.share:.0%} of the time, {o.roof.split(';')[0]}): "
-                       + (f"best of {len(o.levers)} lever(s): {best.line()}" if best is not None else NO_LEVER))
-        if ops:
-            parts.append(f"<p>top ops by roofline time:</p><ul>{items(ops)}</ul>")
-        return "<div>" + "".join(parts) + "</div>"
-
-    def lines(self) -> list[str]:
-        """Plain text, for the terminal."""
-        out = []
-        for b in self.blocks():
-            out.append(b.heading)
-            out += [f"  {x}" for x in b.lines]
-        return out
-
 
 # ----------------------------------------------------------------------------- helpers
 def _cols(w: Workload) -> dict[str, Any]:
@@ -438,13 +323,13 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
                                 f"{format_seconds(fg.total_time)} ({format_speedup(_ratio(before, fg.total_time))})",
                                 before, fg.total_time, replace(a, forecast=fg),
                                 {"floor_before": f.overhead, "floor_after": graph.seconds}))
-    spec = w.llm
+    spec = as_spec(w.llm)
     if spec is not None and f.parts()["overhead"] / before >= 0.05:
         wb = llm_workload(spec, batch=spec.batch * 2)
         cap = a.device.memory_capacity
         from roofline.llm.sizes import memory_bytes
 
-        if not (cap and memory_bytes(wb.llm) > cap):
+        if not (cap and memory_bytes(as_spec(wb.llm)) > cap):
             ab = analyze(wb, a.device, forecast=True)
             assert ab.forecast is not None
             per0, per1 = before / tokens(w), ab.forecast.total_time / tokens(ab.workload)
@@ -492,7 +377,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
         cap = dev.memory_capacity
         while b < 256:  # double until the step reaches the ridge, 256 sequences, or memory is full
             wb = llm_workload(spec, batch=b * 2)
-            if cap and memory_bytes(wb.llm) > cap:
+            if cap and memory_bytes(as_spec(wb.llm)) > cap:
                 break
             b *= 2
             ab = analyze(wb, dev)
@@ -503,7 +388,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             b, ab = best
             ai1 = _ratio(ab.total_flops, ab.total_bytes)
             tok1 = _ratio(tokens(ab.workload), ab.total_time)
-            kv = memory_bytes(ab.workload.llm)
+            kv = memory_bytes(as_spec(ab.workload.llm))
             fits = f"; needs {format_bytes(kv)} of {format_bytes(cap)} memory" if kv and cap else ""
             if tok1 > 0 and _ratio(tok1, tok0) >= MIN_GAIN:
                 # what each sequence waits per token grows with the batch: say so next to the throughput
@@ -619,7 +504,7 @@ def _fit_notes(a: Analysis) -> list[str]:
     from roofline.core.units import format_gib
     from roofline.llm.metrics import fit_options, footprint
 
-    spec = a.workload.llm
+    spec = as_spec(a.workload.llm)
     fp = footprint(spec, a.device) if spec is not None else None
     if spec is None or fp is None or fp.fits is not False or fp.capacity is None:
         return []
@@ -633,7 +518,7 @@ def _workload_levers(a: Analysis, w: Workload, chains: list[tuple[int, int]],
     """The levers for the whole workload: the LLM's own, fusion, weight precision, matrix units, another
     device, and the overhead floor (with a forecast)."""
     levers: list[Lever] = []
-    spec = w.llm
+    spec = as_spec(w.llm)
     if spec is not None:
         levers += _llm_levers(a, spec)
     lv = _fusion_lever(a, w, chains, "workload")

@@ -22,7 +22,7 @@ from roofline.core.precision import BITS, PRECISIONS
 from roofline.engine.analysis import Analysis, analyze
 from roofline.hardware.device import Device
 from roofline.llm.metrics import footprint
-from roofline.llm.spec import LLM_PRECISIONS
+from roofline.llm.spec import LLM_PRECISIONS, as_spec
 from roofline.words.advice import MATRIX_KINDS, llm_workload, tokens, with_matrix_precision
 from roofline.words.summary import binding_roof
 from roofline.work.workload import Workload
@@ -104,7 +104,7 @@ def at_precision(workload: Workload, precision: str) -> Workload:
     """The workload re-run at ``precision`` (see the command's help); an LLM workload is rebuilt from its run."""
     if precision not in PRECISIONS:
         raise RooflineError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
-    llm = workload.llm
+    llm = as_spec(workload.llm)
     if llm is not None:
         if precision not in LLM_PRECISIONS:
             raise RooflineError(f"--precision: {precision!r} is not available for LLMs; use one of "
@@ -129,7 +129,7 @@ def memory_fit(workload: Workload, device: Device) -> str:
     A ranking by roofline time alone would put a model that cannot be loaded first."""
     from roofline.core.units import format_gib
 
-    spec = workload.llm
+    spec = as_spec(workload.llm)
     cap = device.memory_capacity
     if spec is None or not cap:
         return ""
@@ -189,7 +189,7 @@ def compare(workload: Workload, devices: Sequence[Device | str], precisions: Seq
         for d in devices:
             a = analyze(w, d, forecast=forecast, tf32=tf32)
             tps = tokens(w) / a.total_time if w.llm is not None and a.total_time > 0 else math.nan
-            fp = footprint(w.llm, d) if w.llm is not None else None
+            fp = footprint(run, d) if (run := as_spec(w.llm)) is not None else None
             rows.append(CompareRow(d.name, prec, a.total_time, tps, binding_roof(a).describe(), a, memory_fit(w, d),
                                    runs_as(a, prec), fp.fits if fp is not None else None))
     rows.sort(key=lambda r: (r.forecast, r.time) if forecast else (r.time,))
@@ -218,7 +218,7 @@ def time_basis(workload: Workload) -> tuple[str, str, str]:
     >>> time_basis(from_llm("llama-2-7b", phase="generate"))[:2]
     ('run time', 'for the whole run (prompt 1,024 + 256 generated tokens, batch 1)')
     """
-    spec = workload.llm
+    spec = as_spec(workload.llm)
     if spec is None:
         return "time", "for one run of the workload", "the roofline bound of one run of the workload"
     if spec.phase == "generate":
@@ -235,8 +235,8 @@ def glossary(workload: Workload, rows: Sequence[CompareRow]) -> str:
     """The line under the ranking: what each time column is."""
     head, _, what = time_basis(workload)
     parts = [f"{head} = {what}"]
-    if workload.llm is not None:
-        kind = "prompt" if workload.llm.phase == "prefill" else "output"
+    if (run := as_spec(workload.llm)) is not None:
+        kind = "prompt" if run.phase == "prefill" else "output"
         parts.append(f"tokens/s = {kind} tokens of the whole batch over the {head} bound")
     if rows and not math.isnan(rows[0].forecast):
         parts.append("forecast = the expected time on the same basis")
@@ -266,7 +266,7 @@ def answer(workload: Workload, rows: Sequence[CompareRow]) -> str:
     _, basis, _ = time_basis(workload)
     t = best.forecast if by == "forecast" else best.time
     text = f"{format_seconds(t)} {by} {basis}"
-    spec = workload.llm
+    spec = as_spec(workload.llm)
     if spec is not None:
         rate = best.tokens_per_s * best.time / t if t > 0 else math.nan  # the tokens over the same time
         text += f", {format_count(rate)} {'prompt' if spec.phase == 'prefill' else 'output'} tokens/s"

@@ -23,6 +23,7 @@ import numpy as np
 from roofline.core.errors import RooflineError
 from roofline.llm.metrics import FitOption, Footprint, fit_options, footprint, max_batch, ridge_batch
 from roofline.llm.model import LLMSpec, param_counts
+from roofline.llm.spec import as_spec
 
 if TYPE_CHECKING:
     from roofline.engine.analysis import Analysis
@@ -94,7 +95,7 @@ def report(analysis: Analysis) -> LLMReport:
     """Read an analysed LLM workload (from :func:`roofline.frontends.llm.from_llm`) as latency,
     throughput and memory facts.  A run that does not fit the device is a finding, not an error."""
     w = analysis.workload
-    spec = w.llm
+    spec = as_spec(w.llm)
     if spec is None:
         raise RooflineError("workload was not built by the LLM frontend (it has no LLM run); use from_llm")
     dev = analysis.device

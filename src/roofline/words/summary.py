@@ -50,7 +50,7 @@ from roofline.words.llm_report import report
 from roofline.work.workload import TraceRecord
 
 if TYPE_CHECKING:
-    from roofline.words.advice import Advice, Lever
+    from roofline.words.levers import Advice, Lever
     from roofline.words.llm_report import LLMReport
 
 #: an op whose spread over its profiled runs, (q3 - q1) / median, is above this is marked noisy (the tables

@@ -158,7 +158,7 @@ def formula(name: str, *, torch: Sequence[str] = (), onnx: Sequence[str] = (), c
     data inputs; ``counts`` is their ``roofline ops`` line (default: the docstring's first line).  A second
     registration of ``name``, or of an op some formula already has, is an error (:func:`unregister_formula`
     undoes one).  An op whose attributes the formula reads stays in its frontend's table with the code that
-    reads them (``roofline.frontends.torch_ops._ATTRS``, ``roofline.frontends.onnx.ops``).
+    reads them (``roofline.frontends.torch_ops.ATTRS``, ``roofline.frontends.onnx.ops``).
 
     >>> @formula("roofline_doc.twice", torch=["roofline_doc.twice"], onnx=["com.roofline_doc.Twice"])
     ... def twice(inputs, outputs):

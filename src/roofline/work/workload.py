@@ -24,46 +24,43 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import shown
 from roofline.work.workload_columns import (
-    _DEFAULTS,
-    _ENUMS,
-    _NUMERIC,
-    _REQUIRED,
-    _STRINGS,
     COLUMNS,
+    DEFAULTS,
+    ENUMS,
     GEMM_DIMS,
+    NUMERIC,
+    REQUIRED,
+    STRINGS,
     UNFUSED,
     Op,
-    _check_numeric,
-    _csv_numbers,
-    _encode,
-    _float_column,
-    _json_kind,
-    _json_numbers,
-    _json_strings,
-    _shown,
-    _units_by_kind,
+    check_numeric,
+    csv_numbers,
+    encode,
     finite_or_null,
+    float_column,
+    json_kind,
+    json_strings,
+    read_json_numbers,
+    units_by_kind,
 )
 from roofline.work.workload_facts import (
     WORKLOAD_SCHEMA,
     WORKLOAD_SCHEMAS_READ,
+    LLMRun,
     MeasuredRun,
     PhaseTotals,
     TraceRecord,
     UnsupportedOp,
-    _json_meta,
+    json_meta,
     migrate,
 )
-
-if TYPE_CHECKING:
-    from roofline.llm.spec import LLMSpec
-
 
 
 def _no_empty_count(body: list[tuple[int, list[str]]], j: int, lines: list[int], where: str) -> None:
@@ -93,7 +90,7 @@ class Workload:
     warnings: list[str] = field(default_factory=list)
     unsupported: list[UnsupportedOp] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
-    llm: LLMSpec | None = None
+    llm: LLMRun | None = None
     phases: Mapping[str, PhaseTotals] = field(default_factory=dict)
     measured: MeasuredRun | None = None
     trace: TraceRecord | None = None
@@ -136,12 +133,12 @@ class Workload:
             raw = cols.get(c)
             if raw is not None and len(raw) != n:
                 raise RooflineError(f"column {c!r} has {len(raw)} values, 'name' has {n}", where=where)
-            if c in _NUMERIC:
-                arr = np.full(n, _DEFAULTS[c]) if raw is None else _float_column(raw, c, where)
-                _check_numeric(arr, c, where)
+            if c in NUMERIC:
+                arr = np.full(n, DEFAULTS[c]) if raw is None else float_column(raw, c, where)
+                check_numeric(arr, c, where)
                 columns[c] = arr
             else:
-                default = _DEFAULTS[c]
+                default = DEFAULTS[c]
                 values: list[str]
                 if raw is None:
                     values = [default] * n
@@ -150,16 +147,16 @@ class Workload:
                 else:
                     values = [v if type(v) is str else default if v is None else str(v) for v in raw]
                 if c == "unit":
-                    values = _units_by_kind(values, tables["kind"], columns["kind"])
-                if c in _ENUMS:
-                    allowed = _ENUMS[c]
+                    values = units_by_kind(values, tables["kind"], columns["kind"])
+                if c in ENUMS:
+                    allowed = ENUMS[c]
                     bad = set(values) - set(allowed)
                     if bad:
                         v = sorted(bad)[0]
                         i = values.index(v)
-                        raise RooflineError(f"op {i} ({_shown(cols['name'][i])}): {c} {_shown(v)} is not one of "
+                        raise RooflineError(f"op {i} ({shown(cols['name'][i])}): {c} {shown(v)} is not one of "
                                             f"{', '.join(repr(a) for a in allowed)}", where=where)
-                table, codes = _encode(values, list(_ENUMS.get(c, ())))
+                table, codes = encode(values, list(ENUMS.get(c, ())))
                 tables[c] = table
                 columns[c] = codes
         return cls(columns, tables, **meta)
@@ -170,7 +167,7 @@ class Workload:
 
     def column(self, name: str) -> np.ndarray:
         """A numeric column, or a string column decoded to an object array."""
-        if name in _NUMERIC:
+        if name in NUMERIC:
             return self.columns[name]
         return np.asarray(self.tables[name], dtype=object)[self.columns[name]]
 
@@ -178,7 +175,7 @@ class Workload:
         return self.tables[name][int(self.columns[name][i])]
 
     def op(self, i: int) -> Op:
-        values: dict[str, Any] = {c: (self.strings(c, i) if c not in _NUMERIC else float(self.columns[c][i]))
+        values: dict[str, Any] = {c: (self.strings(c, i) if c not in NUMERIC else float(self.columns[c][i]))
                                   for c in COLUMNS}
         return Op(**values)
 
@@ -268,7 +265,7 @@ class Workload:
         :class:`~roofline.work.workload_columns.JsonNumbers` (for :func:`roofline.render.dumps_bytes`)."""
         ops = {}
         for c in self._written_columns():
-            if c in _NUMERIC:
+            if c in NUMERIC:
                 ops[c] = finite_or_null(self.columns[c], lazy)
             else:
                 ops[c] = self.column(c).tolist()
@@ -298,7 +295,7 @@ class Workload:
         from roofline.core.fileio import as_list, shown, wrong
 
         if not isinstance(d, Mapping):
-            raise RooflineError(f"expected a JSON object, got {_json_kind(d)}", where=where)
+            raise RooflineError(f"expected a JSON object, got {json_kind(d)}", where=where)
         schema = d.get("schema")
         if schema not in WORKLOAD_SCHEMAS_READ:
             raise RooflineError(f"schema: expected {WORKLOAD_SCHEMA!r} (or an older {', '.join(WORKLOAD_SCHEMAS_READ[:-1])}"
@@ -307,7 +304,7 @@ class Workload:
         d = migrate(d, where)
         if "ops" not in d:
             raise RooflineError("missing field 'ops'", where=where)
-        meta = _json_meta(d, where, llm_field)  # the document top-down: metadata, then ops
+        meta = json_meta(d, where, llm_field)  # the document top-down: metadata, then ops
         ops = d["ops"]
         if isinstance(ops, list):  # a list of op objects
             if not ops:
@@ -340,19 +337,19 @@ class Workload:
         for c in cols:
             if c not in COLUMNS and c != "bytes":
                 i = next((i for i, v in enumerate(cols[c]) if v is not None), 0)
-                raise RooflineError(f"{label(c, i)}: unknown field {_shown(c)}; known: {', '.join(COLUMNS)}",
+                raise RooflineError(f"{label(c, i)}: unknown field {shown(c)}; known: {', '.join(COLUMNS)}",
                                     where=where)
         has_bytes = "bytes" in cols and "bytes_read" not in cols
-        missing = [c for c in _REQUIRED if c not in cols and not (has_bytes and c in ("bytes_read", "bytes_written"))]
+        missing = [c for c in REQUIRED if c not in cols and not (has_bytes and c in ("bytes_read", "bytes_written"))]
         if missing:
-            raise RooflineError(f"ops: missing column(s) {', '.join(missing)}; required: {', '.join(_REQUIRED)}",
+            raise RooflineError(f"ops: missing column(s) {', '.join(missing)}; required: {', '.join(REQUIRED)}",
                                 where=where)
         checked: dict[str, Any] = {}
         for c, values in cols.items():
-            if c in _STRINGS or c in _ENUMS:
-                checked[c] = _json_strings(values, c, where, label)
+            if c in STRINGS or c in ENUMS:
+                checked[c] = json_strings(values, c, where, label)
             else:
-                checked[c] = _json_numbers(values, c, where, label)
+                checked[c] = read_json_numbers(values, c, where, label)
         return cls.from_columns(where=where, **meta, **checked)
 
     def save(self, path: str | Path) -> None:
@@ -404,10 +401,10 @@ class Workload:
             head, _, text = text.partition("\n")
             meta = parse_json(head[1:], f"{where}: line 1 (metadata comment)")
             if not isinstance(meta, dict):
-                raise RooflineError(f"line 1: the metadata comment must be a JSON object, got {_json_kind(meta)}",
+                raise RooflineError(f"line 1: the metadata comment must be a JSON object, got {json_kind(meta)}",
                                     where=where)
             first = 2
-        checked_meta = _json_meta(meta, where)
+        checked_meta = json_meta(meta, where)
         reader = csv.reader(io.StringIO(text, newline=""))
         rows: list[tuple[int, list[str]]] = []
         try:
@@ -421,7 +418,7 @@ class Workload:
         header = rows[0][1]
         unknown = [h for h in header if h not in COLUMNS and h != "bytes"]
         if unknown:
-            raise RooflineError(f"header: unknown column {_shown(unknown[0])}; known: {', '.join(COLUMNS)}", where=where)
+            raise RooflineError(f"header: unknown column {shown(unknown[0])}; known: {', '.join(COLUMNS)}", where=where)
         for h in header:
             if header.count(h) > 1:
                 raise RooflineError(f"header: column {h!r} given twice", where=where)
@@ -436,14 +433,14 @@ class Workload:
         cols: dict[str, list[Any]] = {}
         for j, h in enumerate(header):
             cells: list[Any] = [r[j] if j < len(r) else "" for _, r in body]
-            if h in _NUMERIC or h == "bytes" or (h in _ENUMS):
+            if h in NUMERIC or h == "bytes" or (h in ENUMS):
                 # an empty cell is the field's default; "nan"/"None" also mean 'not measured'
                 empty = ("", "nan", "None", "NaN") if h == "measured_seconds" else ("",)
                 cells = [None if v.strip() in empty else v for v in cells]
                 if h == "count":
                     _no_empty_count(body, j, lines, where)
-            if h in _NUMERIC or h == "bytes":
-                cells = _csv_numbers(cells, h, where, lines)
+            if h in NUMERIC or h == "bytes":
+                cells = csv_numbers(cells, h, where, lines)
             cols[h] = cells
         return cls._from_checked(checked_meta, cols, where, lambda c, i: f"line {lines[i]}: {c}")
 
@@ -480,13 +477,13 @@ class WorkloadBuilder:
         """Append one op without building an :class:`Op` (the fast path for tracers); checked at :meth:`build`."""
         self._rows["name"].append(name)
         for c in COLUMNS[1:]:
-            self._rows[c].append(fields.get(c, _DEFAULTS[c]))
+            self._rows[c].append(fields.get(c, DEFAULTS[c]))
 
     def extend(self, **columns: Any) -> None:
         """Append whole columns at once (sequences or arrays of one length; absent columns get defaults)."""
         n = len(columns["name"])
         for c in COLUMNS:
-            self._rows[c].extend(columns[c] if c in columns else [_DEFAULTS[c]] * n)
+            self._rows[c].extend(columns[c] if c in columns else [DEFAULTS[c]] * n)
 
     def add_unsupported(self, name: str, nbytes: float = 0.0) -> None:
         u = self.unsupported.get(name)

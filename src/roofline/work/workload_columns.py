@@ -34,10 +34,10 @@ CACHE_BYTES = {"bytes_l1": "L1", "bytes_l2": "L2", "bytes_l3": "L3"}
 #: sequences x heads, m = queries, n = keys, k = head dim): optional integers >= 0, NaN where not known.
 #: They feed the forecast's tile and wave quantization (:mod:`roofline.engine.gemm_shape`), never the bound.
 GEMM_DIMS = ("m", "n", "k", "batch")
-_NUMERIC = ("flops", "bytes_read", "bytes_written", "weight_bytes", "count", "measured_seconds", *CACHE_BYTES,
+NUMERIC = ("flops", "bytes_read", "bytes_written", "weight_bytes", "count", "measured_seconds", *CACHE_BYTES,
             *GEMM_DIMS)
-_STRINGS = ("name", "group", "module_type")
-_ENUMS = {"kind": OP_KINDS, "precision": PRECISIONS, "unit": UNITS, "level": LEVELS}
+STRINGS = ("name", "group", "module_type")
+ENUMS = {"kind": OP_KINDS, "precision": PRECISIONS, "unit": UNITS, "level": LEVELS}
 COLUMNS = ("name", "kind", "flops", "bytes_read", "bytes_written", "precision", "unit", "count",
            "group", "module_type", "level", "weight_bytes", "measured_seconds", *CACHE_BYTES, *GEMM_DIMS)
 
@@ -102,7 +102,7 @@ class Op:
 
 
 #: Every op field's default (absent columns and fields take these).
-_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Op)}
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Op)}
 
 #: Ranges of op figures (per run): beyond them a product or sum in the analysis could overflow to inf.
 MAX_FIGURE = 1e30  # FLOPs or bytes of one run of one op
@@ -139,7 +139,7 @@ def finite_or_null(values: Any, lazy: bool = False) -> Any:
     return json_numbers(arr)
 
 
-def _encode(values: Sequence[str], seed: list[str]) -> tuple[list[str], np.ndarray]:
+def encode(values: Sequence[str], seed: list[str]) -> tuple[list[str], np.ndarray]:
     """String table (``seed`` first, then new values in order of appearance) and int32 codes."""
     index = {v: i for i, v in enumerate(seed)}
     for v in dict.fromkeys(values):  # C-speed de-duplication, order kept
@@ -148,7 +148,7 @@ def _encode(values: Sequence[str], seed: list[str]) -> tuple[list[str], np.ndarr
     return list(index), codes
 
 
-def _float_column(raw: Any, c: str, where: str) -> np.ndarray:
+def float_column(raw: Any, c: str, where: str) -> np.ndarray:
     try:
         return np.asarray([math.nan if v is None else v for v in raw] if not isinstance(raw, np.ndarray) else raw,
                           dtype=np.float64)
@@ -161,7 +161,7 @@ def _float_column(raw: Any, c: str, where: str) -> np.ndarray:
         raise
 
 
-def _check_numeric(arr: np.ndarray, c: str, where: str, label: Callable[[str, int], str] | None = None) -> None:
+def check_numeric(arr: np.ndarray, c: str, where: str, label: Callable[[str, int], str] | None = None) -> None:
     """Every value of column ``c`` finite and in its range (the ranges keep every product and sum in
     the analysis finite: no FLOP or byte figure above 1e30, no count above 1e15)."""
     if c == "measured_seconds":
@@ -183,24 +183,24 @@ def _check_numeric(arr: np.ndarray, c: str, where: str, label: Callable[[str, in
         raise RooflineError(f"op {i}: {c} must be {rule}, got {float(arr[i])!r}", where=where)
 
 
-_REQUIRED = ("name", "flops", "bytes_read", "bytes_written")
+REQUIRED = ("name", "flops", "bytes_read", "bytes_written")
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
     from roofline.core.fileio import json_type
 
     return json_type(value)
 
 
-def _json_numbers(values: list[Any], c: str, where: str, label: Callable[[str, int], str]) -> np.ndarray:
+def read_json_numbers(values: list[Any], c: str, where: str, label: Callable[[str, int], str]) -> np.ndarray:
     """A numeric op field: JSON numbers only (not true/false, not strings); null/absent -> the default.
 
     The common case (all ints and floats) is one C-speed type scan and one array conversion.
     """
     from roofline.core.fileio import wrong
 
-    required = c in _REQUIRED or c == "bytes"
-    default = _DEFAULTS.get(c, 0.0)
+    required = c in REQUIRED or c == "bytes"
+    default = DEFAULTS.get(c, 0.0)
     types = set(map(type, values))
     if types <= {int, float, type(None)} and not (required and type(None) in types):
         try:
@@ -210,13 +210,13 @@ def _json_numbers(values: list[Any], c: str, where: str, label: Callable[[str, i
         else:
             if type(None) in types and not math.isnan(default):
                 arr[[v is None for v in values]] = default
-            _check_numeric(arr, c, where, label)
+            check_numeric(arr, c, where, label)
             return arr
     out = np.empty(len(values))
     for i, v in enumerate(values):
         if v is None:
             if required:
-                raise RooflineError(f"{label(c, i)}: missing (required: {', '.join(_REQUIRED)})", where=where)
+                raise RooflineError(f"{label(c, i)}: missing (required: {', '.join(REQUIRED)})", where=where)
             out[i] = default
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -225,11 +225,11 @@ def _json_numbers(values: list[Any], c: str, where: str, label: Callable[[str, i
             out[i] = float(v)
         except OverflowError:
             raise wrong(label(c, i), "a finite number", v, where, "too large") from None
-    _check_numeric(out, c, where, label)
+    check_numeric(out, c, where, label)
     return out
 
 
-def _csv_numbers(cells: list[str | None], c: str, where: str, lines: list[int]) -> list[float | None]:
+def csv_numbers(cells: list[str | None], c: str, where: str, lines: list[int]) -> list[float | None]:
     """CSV cells (text) to numbers; None (empty) stays None for the default."""
     from roofline.core.fileio import shown
 
@@ -245,7 +245,7 @@ def _csv_numbers(cells: list[str | None], c: str, where: str, lines: list[int]) 
     return out
 
 
-def _json_strings(values: list[Any], c: str, where: str, label: Callable[[str, int], str]) -> list[Any]:
+def json_strings(values: list[Any], c: str, where: str, label: Callable[[str, int], str]) -> list[Any]:
     """A text op field: JSON strings only; null/absent -> the default (the name is required)."""
     from roofline.core.fileio import shown, wrong
 
@@ -253,10 +253,10 @@ def _json_strings(values: list[Any], c: str, where: str, label: Callable[[str, i
         for i, v in enumerate(values):
             if v is None:
                 if c == "name":
-                    raise RooflineError(f"{label(c, i)}: missing (required: {', '.join(_REQUIRED)})", where=where)
+                    raise RooflineError(f"{label(c, i)}: missing (required: {', '.join(REQUIRED)})", where=where)
             elif type(v) is not str:
                 raise wrong(label(c, i), "a string", v, where)
-    allowed = _ENUMS.get(c)
+    allowed = ENUMS.get(c)
     if allowed is not None:
         bad = set(values) - set(allowed) - {None}
         if bad:
@@ -266,7 +266,7 @@ def _json_strings(values: list[Any], c: str, where: str, label: Callable[[str, i
     return values
 
 
-def _units_by_kind(units: list[str], kinds: list[str], kind_codes: np.ndarray) -> list[str]:
+def units_by_kind(units: list[str], kinds: list[str], kind_codes: np.ndarray) -> list[str]:
     """Each op's unit; an empty one is its kind's (:data:`roofline.work.costs.KIND_UNIT`: matmul, conv and attention
     run on the matrix unit, everything else on the vector unit)."""
     if "" not in units:
@@ -278,7 +278,3 @@ def _units_by_kind(units: list[str], kinds: list[str], kind_codes: np.ndarray) -
     return list(out.tolist())
 
 
-def _shown(value: Any) -> str:
-    from roofline.core.fileio import shown
-
-    return shown(value)

@@ -2,7 +2,7 @@
 
 Ops the frontend could not count (:class:`UnsupportedOp`), per-phase totals (:class:`PhaseTotals`), how a
 measured workload was timed (:class:`MeasuredRun`), what a profiler trace held (:class:`TraceRecord`);
-the file's metadata fields read and type-checked (:func:`_json_meta`), older schemas migrated
+the file's metadata fields read and type-checked (:func:`json_meta`), older schemas migrated
 (:func:`migrate`), and the readers of facts a higher layer owns (``llm``: :func:`register_field_reader`).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from roofline.core.errors import RooflineError
 from roofline.core.stats import OpTimings, Timing
@@ -20,6 +20,17 @@ WORKLOAD_SCHEMA = "roofline.workload/3"
 #: Older versions that still load (migrated on load, :func:`migrate`).
 WORKLOAD_SCHEMAS_READ = ("roofline.workload/1", "roofline.workload/2", WORKLOAD_SCHEMA)
 
+
+
+class LLMRun(Protocol):
+    """The LLM run a workload models (its ``llm`` field), as the work and engine layers read it: the
+    tensor-parallel degree (the collectives' group) and its file form.  :class:`roofline.llm.spec.LLMSpec` is
+    one; the LLM model sits above this layer, and reads its own run back with :func:`roofline.llm.spec.as_spec`."""
+
+    @property
+    def tp(self) -> int: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -175,7 +186,7 @@ class TraceRecord:
                    opt_int(d.get("rank"), "trace.rank"), tuple(ranks), opt_int(d.get("slowest_rank"), "trace.slowest_rank"))
 
 
-def _json_meta(d: Mapping[str, Any], where: str, llm_field: str = "llm") -> dict[str, Any]:
+def json_meta(d: Mapping[str, Any], where: str, llm_field: str = "llm") -> dict[str, Any]:
     """The workload's metadata fields, each type-checked; absent or null -> the default.
 
     ``llm_field`` names the LLM run in messages as the file spells it (``info.llm`` in a /1 file).

@@ -78,13 +78,13 @@ class _Rows:
         then repeated by code (the same columns and string tables as building every row: the distinct rows
         are in order of first use), with ``seconds`` as the measured time (checked as ``Workload.replace``
         checks it)."""
-        from roofline.work.workload_columns import _check_numeric
+        from roofline.work.workload_columns import check_numeric
 
         b = WorkloadBuilder()
         b.extend(**{name: [r[j] for r in self.distinct] for j, name in enumerate(COLUMNS)})
         small = b.build(**meta)
         seconds = np.asarray(seconds, dtype=np.float64)
-        _check_numeric(seconds, "measured_seconds", "workload")
+        check_numeric(seconds, "measured_seconds", "workload")
         columns = {c: a[self.codes] for c, a in small.columns.items()}
         columns["measured_seconds"] = seconds
         return dataclasses.replace(small, columns=columns)

@@ -6,7 +6,7 @@ None / not recorded), its dims and strides, and the values of scalar arguments
 (``Concrete Inputs``).  That is enough to rebuild the call on the meta device:
 the overload whose schema matches those types is called with empty tensors of
 the recorded shapes, strides and dtypes, and the outputs it returns are costed
-by :meth:`roofline.frontends.torch._Recorder.cost_of`, the same code
+by :meth:`roofline.frontends.torch.Recorder.cost_of`, the same code
 :func:`roofline.from_torch` uses, so a trace and a traced model get the same
 FLOPs and bytes.  Nothing is computed and nothing is allocated.
 
@@ -54,9 +54,9 @@ class Replayer:
 
     def __init__(self) -> None:
         self.torch = require("torch", "torch")
-        from roofline.frontends.torch import _Recorder
+        from roofline.frontends.torch import Recorder
 
-        self.rec = _Recorder(self.torch, set(), {"Global": ("", "")})
+        self.rec = Recorder(self.torch, set(), {"Global": ("", "")})
         self._cache: dict[tuple[str, int], Costed | str | None | NotReplayed] = {}
         self._kinds: dict[str, tuple[Any, ...]] = {}
         self.unsupported: set[str] = set()  # ops replayed but without a FLOP formula
@@ -127,20 +127,20 @@ class Replayer:
                 why = f"it does not run on meta tensors ({type(exc).__name__})"
                 continue
             if fused:
-                from roofline.frontends.torch import _attention_dims, fused_call
+                from roofline.frontends.torch import attention_dims, fused_call
 
                 fname, formula, ins, outs, attrs = fused_call(short, args, kwargs, out, self.torch.Tensor)
                 fc = self.rec.fused_cost(fname, formula, ins, outs, **attrs)
-                return (*fc, _attention_dims(ins) if fc[1].kind == "attention" else None)
+                return (*fc, attention_dims(ins) if fc[1].kind == "attention" else None)
             before = len(self.rec.ops.unsupported)
             got = self._costed(op, args, kwargs, out)
             if len(self.rec.ops.unsupported) != before:
                 self.unsupported.add(str(op.overloadpacket))
             if got is None:
                 return None
-            from roofline.frontends.torch import _matmul_dims
+            from roofline.frontends.torch import matmul_dims
 
-            return (*got, _matmul_dims(got[1], getattr(out, "shape", None)))
+            return (*got, matmul_dims(got[1], getattr(out, "shape", None)))
         raise NotReplayed(why)
 
     def _costed(self, op: Any, args: list[Any], kwargs: dict[str, Any], out: Any) -> Any:
