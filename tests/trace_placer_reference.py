@@ -18,6 +18,7 @@ from roofline.core.errors import RooflineError
 from roofline.core.stats import Timing
 from roofline.core.text import shown_path
 from roofline.frontends.torch import FUSED_FUNCTIONS
+from roofline.frontends.trace.comms import collective_kind, is_nccl_kernel
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents
 from roofline.frontends.trace.nesting import parents
 from roofline.frontends.trace.replay import NotReplayed, Replayer
@@ -246,6 +247,8 @@ class ReferencePlacer:
                 why = ("no launch with its correlation id" if launch < 0 else "launched outside any op" if not by
                        else f"launched by {by}, not rebuilt: {not_replayed[by]}" if by in not_replayed
                        else f"launched by {by}, not placed")
+                if is_nccl_kernel(name):
+                    why = f"NCCL collective kernel ({collective_kind(name)}), {why}"
                 rec = unmatched.setdefault((name[:80], why), [0, 0.0])
                 rec[0] += 1
                 rec[1] += float(ev.dur[k]) * 1e-6
