@@ -401,3 +401,59 @@ def test_cpu_trace_on_a_gpu_device_is_flagged(traces):
     a = from_trace(path, "h100-sxm")
     assert any("not the hardware that ran it" in w for w in a.workload.warnings)
     assert not any("not the hardware" in w for w in from_trace(path, "xeon-8480").workload.warnings)
+
+
+def _stepped_trace(path: Path, steps: int) -> Path:
+    """One rank, ``steps`` profiler steps: step k (from k x 2000 us) lasts 1000 + 2k us and runs one aten::mm of
+    (64 x 128) @ (128 x 32) fp32 for 100 us."""
+    mm = {"Input type": ["float", "float"], "Input Dims": [[64, 128], [128, 32]],
+          "Input Strides": [[128, 1], [32, 1]], "Concrete Inputs": ["", ""]}
+    events = []
+    for k in range(steps):
+        t0 = 2000.0 * k
+        events += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": t0,
+                    "dur": 1000.0 + 2 * k},
+                   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 10, "dur": 100.0,
+                    "args": mm}]
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_profiler_steps_are_not_runs(tmp_path):
+    """Issue 51, defect 4: 50 profiler steps of 1000 + 2k us (k = 0..49).  The time per step: q1 at position
+    0.25 x 49 = 12.25 (1024.5 us), the median at 24.5 (1049 us), q3 at 36.75 (1073.5 us), numpy.percentile's
+    linear interpolation; the whole run is their sum, 50 x 1000 + 2 x (0 + ... + 49) = 52,450 us, one measurement.
+    Against a device whose bound is near (10 GFLOP/s, 1 GB/s: each mm max(2 x 64 x 128 x 32 / 1e10, (64 x 128 +
+    128 x 32 + 64 x 32) x 4 / 1e9) = 57.3 us, 2.87 ms for 50; 52.45 / 2.87 = 18x) there is no note; the terminal's
+    headline gives the steps, never 'runs'."""
+    from roofline import Device
+    from roofline.frontends.trace import trace_notes
+    from roofline.render.terminal import summary_lines
+
+    path = _stepped_trace(tmp_path / "steps.json", 50)
+    a = from_trace(path, Device.simple("near", "10 GFLOP/s", "1 GB/s"))
+    notes = trace_notes(a)
+    assert notes.steps.repeats == 50
+    assert (notes.steps.low, notes.steps.median, notes.steps.high) == pytest.approx((1024.5e-6, 1049e-6, 1073.5e-6))
+    assert notes.whole == pytest.approx(52450e-6) and a.total_time == pytest.approx(50 * 57344 / 1e9)
+    assert notes.ratio == pytest.approx(52450e-6 / (50 * 57344 / 1e9)) and notes.far_off is None
+    head = summary_lines(summarize(a))[0]
+    # format_seconds: 3 significant digits of 1049, 1024.5 and 1073.5 us
+    assert "50 profiler steps: median 1.05 ms per step (1.02 ms..1.07 ms)" in head
+    assert "runs" not in head
+
+
+def test_cpu_trace_on_a_gpu_is_noted_in_the_headline(tmp_path):
+    """The same trace against an H100: the bound (fp32 vector, HBM) is well under a microsecond per mm, so the
+    52.45 ms measured is thousands of times the bound: the note leads the terminal's summary, names the likely
+    cause (CPU times, a GPU device) and is among the workload's warnings (JSON, HTML)."""
+    from roofline.frontends.trace import trace_notes
+    from roofline.frontends.trace.notes import FAR_OFF
+    from roofline.render.terminal import summary_lines
+
+    a = from_trace(_stepped_trace(tmp_path / "steps.json", 50), "h100-sxm")
+    notes = trace_notes(a)
+    assert notes.ratio > 1000 > FAR_OFF and notes.far_off is not None and "CPU times" in notes.far_off
+    assert notes.far_off in a.workload.warnings
+    lines = summary_lines(summarize(a))
+    assert lines[0] == notes.far_off and "runs" not in lines[1]

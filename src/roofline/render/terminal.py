@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from roofline.engine.analysis import Analysis
+    from roofline.frontends.trace.notes import TraceNotes
     from roofline.hardware.device import Device
     from roofline.render.fit import Column
     from roofline.words.llm_report import LLMReport
@@ -81,8 +82,14 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
     used = dict.fromkeys(f"{display(c.label)} {format_flops(c.flops)}" for c, _ in s.roofs_used)
     roofs = ", ".join(used)  # two asked-for pairs may share one roof after a fallback
     mems = ", ".join(f"{display(m.level)} {format_bandwidth(m.bandwidth)}" for m in a.levels)
+    notes = _trace_notes(s)
+    s = _steps_not_runs(s, notes)
+    head = headline(s, display)
+    if notes is not None and (steps := notes.steps_clause()):
+        head = f"{head.removesuffix('.')}; {steps}."
     lines = [
-        headline(s, display),
+        *([display(notes.far_off, 1024)] if notes is not None and notes.far_off else []),
+        head,
         f"device: {display(d.name)} — roofs used: {roofs or '-'}; {mems}" + _measured_by(d),
         f"workload: {display(a.workload.title)} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
         f"{format_bytes(a.total_bytes)} moved, intensity {_ai(a.total_flops / a.total_bytes if a.total_bytes else math.inf)} FLOP/B",
@@ -105,6 +112,25 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
         lines += forecast_lines(s.forecast, verbose=verbose)
     lines.append(f"bytes model: {display(a.workload.bytes_model, 1024)}")
     return lines
+
+
+def _trace_notes(s: Summary) -> TraceNotes | None:
+    """A trace's notes (its profiler steps, how far off the bound it is), computed by the trace frontend."""
+    if s.trace is None:
+        return None
+    from roofline.frontends.trace.notes import trace_notes
+
+    return trace_notes(s.analysis)
+
+
+def _steps_not_runs(s: Summary, notes: TraceNotes | None) -> Summary:
+    """A trace's whole-run time is one measurement, not a median over runs: its headline gives the ops' measured
+    time against their bound, and the time per profiler step beside it (:meth:`TraceNotes.steps_clause`)."""
+    if notes is None or s.measured is None or s.measured.whole is None:
+        return s
+    from dataclasses import replace
+
+    return replace(s, measured=replace(s.measured, whole=None))
 
 
 def _measured_by(d: Device) -> str:

@@ -46,6 +46,7 @@ from typing import Any
 from roofline.core.stats import SINGLE_SAMPLE_TOLERANCE
 from roofline.frontends.trace.crossrank import MultiRankTrace
 from roofline.frontends.trace.events import read_events
+from roofline.frontends.trace.notes import TraceNotes, trace_notes
 from roofline.frontends.trace.placer import HOW_TO_RECORD, Placer
 from roofline.frontends.trace.ranks import read_traces
 from roofline.work.workload import Workload
@@ -108,7 +109,8 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 
 def analyse_trace(work: Workload, device: Any, *, forecast: bool = True) -> Any:
     """A trace's workload under ``device``'s roofs (a :class:`~roofline.Device`; each op one sample), flagged
-    when the trace's times are not the device's kind."""
+    when the trace's times are not the device's kind, and when the measured time is far off the bound
+    (:func:`~.notes.trace_notes`: what that usually means)."""
     from roofline.engine.analysis import analyze
 
     dev = device
@@ -119,7 +121,11 @@ def analyse_trace(work: Workload, device: Any, *, forecast: bool = True) -> Any:
                                       + f") but device {dev.name!r} is a {dev.kind}: its roofs are not the hardware "
                                       "that ran it"])
     # each op is one sample: the above-roof tolerance of an op timed once
-    return analyze(work, dev, above_roof_tolerance=SINGLE_SAMPLE_TOLERANCE, forecast=forecast)
+    a = analyze(work, dev, above_roof_tolerance=SINGLE_SAMPLE_TOLERANCE, forecast=forecast)
+    notes = trace_notes(a)
+    if notes is not None and notes.far_off:  # with the warnings too (JSON, HTML); the terminal leads with it
+        a = replace(a, workload=a.workload.replace(warnings=[*a.workload.warnings, notes.far_off]))
+    return a
 
 
 def with_ranks(view: MultiRankTrace, work: Workload) -> Workload:
@@ -138,5 +144,5 @@ def with_ranks(view: MultiRankTrace, work: Workload) -> Workload:
                         assumptions=[*work.assumptions, note])
 
 
-__all__ = ["HOW_TO_RECORD", "MultiRankTrace", "Unmatched", "analyse_trace", "from_trace", "read_events",
-           "read_trace", "read_traces", "with_ranks"]
+__all__ = ["HOW_TO_RECORD", "MultiRankTrace", "TraceNotes", "Unmatched", "analyse_trace", "from_trace", "read_events",
+           "read_trace", "read_traces", "trace_notes", "with_ranks"]
