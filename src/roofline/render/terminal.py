@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from roofline.engine.analysis import Analysis
-    from roofline.frontends.trace.notes import TraceNotes
     from roofline.hardware.device import Device
     from roofline.render.fit import Column
     from roofline.words.llm_report import LLMReport
@@ -82,13 +81,12 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
     used = dict.fromkeys(f"{display(c.label)} {format_flops(c.flops)}" for c, _ in s.roofs_used)
     roofs = ", ".join(used)  # two asked-for pairs may share one roof after a fallback
     mems = ", ".join(f"{display(m.level)} {format_bandwidth(m.bandwidth)}" for m in a.levels)
-    notes = _trace_notes(s)
-    s = _steps_not_runs(s, notes)
+    s, steps, note = _trace_head(s)
     head = headline(s, display)
-    if notes is not None and (steps := notes.steps_clause()):
+    if steps:
         head = f"{head.removesuffix('.')}; {steps}."
     lines = [
-        *([display(notes.far_off, 1024)] if notes is not None and notes.far_off else []),
+        *([display(note, 1024)] if note else []),
         head,
         f"device: {display(d.name)} — roofs used: {roofs or '-'}; {mems}" + _measured_by(d),
         f"workload: {display(a.workload.title)} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
@@ -114,23 +112,22 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
     return lines
 
 
-def _trace_notes(s: Summary) -> TraceNotes | None:
-    """A trace's notes (its profiler steps, how far off the bound it is), computed by the trace frontend."""
+def _trace_head(s: Summary) -> tuple[Summary, str | None, str | None]:
+    """For a trace: the summary its headline is written from (its whole-run time is one measurement, not a median
+    over runs: the ops' measured time against their bound instead), the time per profiler step and the note to
+    lead with, both as the trace frontend put them in the workload's ``info`` (display facts)."""
     if s.trace is None:
-        return None
-    from roofline.frontends.trace.notes import trace_notes
-
-    return trace_notes(s.analysis)
-
-
-def _steps_not_runs(s: Summary, notes: TraceNotes | None) -> Summary:
-    """A trace's whole-run time is one measurement, not a median over runs: its headline gives the ops' measured
-    time against their bound, and the time per profiler step beside it (:meth:`TraceNotes.steps_clause`)."""
-    if notes is None or s.measured is None or s.measured.whole is None:
-        return s
+        return s, None, None
     from dataclasses import replace
 
-    return replace(s, measured=replace(s.measured, whole=None))
+    info = s.analysis.workload.info
+    note = info.get("headline_note")
+    d = info.get("profiler_steps")
+    steps = (f"{int(d['repeats'])} profiler steps: median {format_seconds(float(d['median']))} per step "
+             f"({format_seconds(float(d['q1']))}..{format_seconds(float(d['q3']))})") if isinstance(d, dict) else None
+    if s.measured is not None and s.measured.whole is not None:
+        s = replace(s, measured=replace(s.measured, whole=None))
+    return s, steps, note if isinstance(note, str) else None
 
 
 def _measured_by(d: Device) -> str:

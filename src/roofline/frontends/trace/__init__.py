@@ -46,7 +46,7 @@ from typing import Any
 from roofline.core.stats import SINGLE_SAMPLE_TOLERANCE
 from roofline.frontends.trace.crossrank import MultiRankTrace
 from roofline.frontends.trace.events import read_events
-from roofline.frontends.trace.notes import TraceNotes, trace_notes
+from roofline.frontends.trace.notes import NOTE_KEY, TraceNotes, trace_notes
 from roofline.frontends.trace.placer import HOW_TO_RECORD, Placer
 from roofline.frontends.trace.ranks import read_traces
 from roofline.work.workload import Workload
@@ -123,8 +123,10 @@ def analyse_trace(work: Workload, device: Any, *, forecast: bool = True) -> Any:
     # each op is one sample: the above-roof tolerance of an op timed once
     a = analyze(work, dev, above_roof_tolerance=SINGLE_SAMPLE_TOLERANCE, forecast=forecast)
     notes = trace_notes(a)
-    if notes is not None and notes.far_off:  # with the warnings too (JSON, HTML); the terminal leads with it
-        a = replace(a, workload=a.workload.replace(warnings=[*a.workload.warnings, notes.far_off]))
+    if notes is not None and notes.far_off:  # among the warnings (JSON, HTML); the terminal's summary leads with it
+        w = a.workload
+        a = replace(a, workload=w.replace(warnings=[*w.warnings, notes.far_off],
+                                          info={**w.info, NOTE_KEY: notes.far_off}))
     return a
 
 

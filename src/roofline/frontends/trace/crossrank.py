@@ -251,14 +251,14 @@ def collective_waits(ranks: list[RankSummary]) -> list[CollectiveWait]:
         found.append((have[0].step, key, who, have))
     found.sort(key=lambda f: (f[0], first[f[1]]))
     out = []
-    for index, (step, key, who, calls) in enumerate(found):
-        secs = [c.seconds for c in calls]
+    for index, (step, key, who, lined) in enumerate(found):
+        secs = [c.seconds for c in lined]
         last = min(range(len(secs)), key=lambda j: secs[j])
         waits = [0.0] * len(ranks)
         for i, sec in zip(who, secs, strict=True):
             waits[i] = sec - secs[last]
         others = [secs[j] - secs[last] for j in range(len(secs)) if j != last]
-        out.append(CollectiveWait(index, step, calls[0].name, key[0], key[2], key[1], tuple(waits),
+        out.append(CollectiveWait(index, step, lined[0].name, key[0], key[2], key[1], tuple(waits),
                                   _rank_id(ranks[who[last]], who[last]), max(waits), min(others)))
     return out
 

@@ -3,8 +3,8 @@
 * Profiler steps are not runs: a trace recorded with a schedule holds one
   ``ProfilerStep#N`` per iteration, and its whole-run time is their sum, one
   measurement.  The time per step is the median of the steps' spans with its
-  quartiles (:attr:`TraceNotes.steps`; read from the workload's
-  ``info["profiler_step_seconds"]``, which the placer fills).
+  quartiles (:attr:`TraceNotes.steps`; kept in the workload's
+  ``info["profiler_steps"]`` by the placer, for display).
 * A measured time more than :data:`FAR_OFF` times the roofline bound is not a
   kernel running below its roofs: it usually means the trace's times are not
   the device's (a CPU trace analysed against a GPU device), a busy host, or
@@ -20,7 +20,8 @@ from typing import Any
 from roofline.core.stats import Timing
 
 FAR_OFF = 100.0  # measured over bound beyond this: the times are not the device's own work
-STEPS_KEY = "profiler_step_seconds"  # workload.info: each ProfilerStep's span, in seconds, in order
+STEPS_KEY = "profiler_steps"  # workload.info: the ProfilerStep spans' median, q1, q3 (seconds) and count (repeats)
+NOTE_KEY = "headline_note"  # workload.info: the far-off note, which the terminal's summary leads with
 
 
 @dataclass(frozen=True)
@@ -33,23 +34,20 @@ class TraceNotes:
     ratio: float  # whole / the roofline bound (inf: a bound of 0)
     far_off: str | None
 
-    def steps_clause(self) -> str | None:
-        """'20 profiler steps: median 68.1 ms per step (66.2..70.4 ms)', or None without steps."""
-        from roofline.core.units import format_seconds
-
-        t = self.steps
-        if t is None:
-            return None
-        return (f"{t.repeats} profiler steps: median {format_seconds(t.median)} per step "
-                f"({format_seconds(t.low)}..{format_seconds(t.high)})")
 
 
 def step_timing(info: dict[str, Any]) -> Timing | None:
     """The time per profiler step from a trace workload's ``info`` (None: fewer than two steps recorded)."""
-    spans = info.get(STEPS_KEY)
-    if not isinstance(spans, list) or len(spans) < 2:
+    d = info.get(STEPS_KEY)
+    if not isinstance(d, dict):
         return None
-    return Timing.of([float(s) for s in spans])
+    return Timing(float(d["median"]), float(d["q1"]), float(d["q3"]), int(d["repeats"]))
+
+
+def steps_info(spans: list[float]) -> dict[str, float] | None:
+    """What the placer keeps in ``info[STEPS_KEY]``: the steps' median and quartiles and their count (seconds;
+    None for fewer than two steps: one step is the whole run)."""
+    return Timing.of(spans).to_dict() if len(spans) >= 2 else None
 
 
 def trace_notes(a: Any) -> TraceNotes | None:

@@ -3,7 +3,7 @@
 Per profiler step (``ProfilerStep#N``; the whole trace as step 0 without one):
 
 * compute: the union of compute intervals (GPU: kernels other than NCCL and
-  memory copies; CPU: ``cpu_op`` events other than the collective ones);
+  memory copies; CPU: ``cpu_op`` events other than the collective ones: :mod:`.comms`);
 * communication: the union of collective intervals (GPU: NCCL kernels; CPU:
   gloo's ``gloo:<collective>`` scopes, else ``record_param_comms``), split
   into *exposed* (no compute running: ``|comm U compute| - |compute|``) and
@@ -14,8 +14,11 @@ Per profiler step (``ProfilerStep#N``; the whole trace as step 0 without one):
 
 A GPU step's span runs from the first to the last kernel launched inside its
 ``ProfilerStep`` (the launch's time on the CPU); a CPU step's is the
-``ProfilerStep`` itself.  Each collective is kept as (step, name, seconds), in
-order, so the driver can line up the k-th collective of every rank.  Ops are
+``ProfilerStep`` itself.  Each collective is kept (:class:`Collective`: step,
+kind, process group, sequence number, seconds), in order, so the driver can
+line it up with the same collective on the other members of its group (a GPU
+collective's group and sequence number are those of the ``record_param_comms``
+its NCCL kernel was launched in).  Ops are
 kept aggregated by their cost (name, kind, precision, unit, FLOPs, bytes):
 count and total measured seconds, the :data:`MAX_OPS` largest by time.
 """
