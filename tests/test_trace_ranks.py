@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 from roofline.cli import main  # noqa: E402
 from roofline.frontends.trace import read_traces  # noqa: E402
+from roofline.frontends.trace.crossrank import OUTSIDE  # noqa: E402
 from roofline.frontends.trace.events import PARSERS, read_events  # noqa: E402
 
 MM = {"Input type": ["float", "float"], "Input Dims": [[64, 128], [128, 32]], "Input Strides": [[128, 1], [32, 1]],
@@ -236,6 +237,27 @@ def test_no_false_straggler_when_a_rank_only_waits(tmp_path):
     assert view.stragglers == ()
     assert all(d.caused == 0 for d in view.delays)
     assert view.slowest_rank == 0 and view.totals[0].idle - view.totals[1].idle == pytest.approx(3 * 200e-6)
+
+
+def test_a_straggler_late_before_its_trace_has_no_cause_in_it(tmp_path):
+    """2 ranks, the same work (mm 10..110 us a step); rank 0's all-reduce lasts 50 us, rank 1's 150 us: rank 1
+    waited 100 us a step for rank 0, which came late with nothing in its trace to show for it (its profile
+    started late, or its clock is off).  Rank 0 is the straggler (3 x 100 us caused, against 5% of 300 us of
+    work); no slower op, no extra work, and before the all-reduce both idle 10 us a step (0..10): the cause is
+    outside the trace.  The 100 us more idle rank 0 has after its all-reduce (step 1000 us, busy 150) is not
+    lateness and is not counted."""
+    files = ranks(tmp_path, 2)  # the all-reduce 110..160 us on both
+    doc = json.loads(files[1].read_text())
+    for e in doc["traceEvents"]:
+        if e["name"] == "gloo:all_reduce":
+            e["dur"] += 100.0  # rank 1's, to 260 us: it waited there
+    files[1].write_text(json.dumps(doc))
+    view = read_traces(files)
+    (s,) = view.stragglers
+    assert s.rank == 0 and s.median_rank == 1 and s.caused_seconds == pytest.approx(3 * 100e-6)
+    assert s.cause == OUTSIDE and s.extra_idle_seconds == pytest.approx(0.0, abs=1e-12)
+    assert view.ranks[0].arrival_idle == pytest.approx((10e-6,) * 3)
+    assert view.totals[0].idle - view.totals[1].idle == pytest.approx(3 * 100e-6)
 
 
 def test_collectives_lined_up_by_group_and_sequence_number(tmp_path):

@@ -24,9 +24,11 @@
   rank whose own time (its steps' spans less exposed communication) exceeds
   the median rank's by that share is named instead.
 * A straggler's cause is what holds the most of its excess own time over the
-  median rank: its ops run slower than the same ops there (same costs, so
-  further below their roofs), it runs ops the median rank does not (extra
-  work), or it is idle before it arrives.
+  median of the other ranks: its ops run slower than the same ops there (same
+  costs, so further below their roofs), it runs ops the median rank does not
+  (extra work), or it is idle before it arrives; when none of them is
+  positive, :data:`OUTSIDE` (it came late before its profile started, or its
+  host was busy outside the profiled ops).
 * The run's time per step: per common step, the longest rank's step time; its
   median and quartiles over the steps (:attr:`MultiRankTrace.step_time`).
 """
@@ -41,6 +43,7 @@ from roofline.core.errors import RooflineError
 from roofline.core.stats import Timing
 from roofline.frontends.trace.ranksummary import Breakdown, Collective, OpFigures, RankSummary
 
+OUTSIDE = "outside the trace"  # a straggler's cause when nothing in its trace holds its lateness
 STRAGGLER_SHARE = 0.05  # delay caused (or own time over the median rank's) by this share of its work: a straggler
 
 
@@ -110,10 +113,10 @@ class Straggler:
     last: int  # collectives it came last to
     own_seconds: float
     median_own_seconds: float
-    cause: str  # "slower ops", "extra work" or "idle"
+    cause: str  # "slower ops", "extra work", "idle", or OUTSIDE (none of them: not in its trace)
     slower_ops_seconds: float
     extra_work_seconds: float
-    extra_idle_seconds: float
+    extra_idle_seconds: float  # its idle before it arrives (RankSummary.arrival_idle) over the median rank's
     slow_ops: tuple[SlowOp, ...]
     extra_ops: tuple[tuple[str, int, float], ...]  # (op name, extra calls, their seconds)
     points: tuple[OpPoint, ...]  # the straggler's ops with FLOPs, bytes and time (the chart)
@@ -132,6 +135,9 @@ class Straggler:
         if self.cause == "extra work" and self.extra_ops:
             top = ", ".join(f"{n} +{c} calls" for n, c, _ in self.extra_ops[:3])
             return f"{head} ({self.extra_work_seconds * 1e3:.3g} ms in ops the median rank does not run: {top})"
+        if self.cause == OUTSIDE:
+            return (f"{head} (no slower op, extra work or idle in its trace: it came late before its profile "
+                    "started, or its host was busy outside the profiled ops)")
         return f"{head} ({self.extra_idle_seconds * 1e3:.3g} ms more idle, no op running)"
 
 
@@ -274,6 +280,11 @@ def rank_delays(ranks: list[RankSummary], waits: list[CollectiveWait]) -> tuple[
     return tuple(RankDelay(r, caused[r], sum(c.waits[k] for c in waits), last[r]) for k, r in enumerate(ids))
 
 
+def _arrival_idle(r: RankSummary, steps: list[int]) -> float:
+    """Its idle before it arrives at each common step's last collective (idle after it is waiting)."""
+    return sum(x for s, x in zip(r.steps, r.arrival_idle, strict=True) if s.key in steps)
+
+
 def _ops_by_key(ops: tuple[OpFigures, ...]) -> dict[tuple[Any, ...], OpFigures]:
     return {(o.name, o.kind, o.precision, o.unit, o.flops, o.bytes): o for o in ops}
 
@@ -300,9 +311,11 @@ def straggler(r: RankSummary, med: RankSummary, steps: list[int], delay: RankDel
             extra_s += (o.count - m.count) * per
         if per > per_m * 1.05:
             slow.append(SlowOp(o.name, o.kind, o.flops, o.bytes, o.count, per, per_m))
-    idle = sum(s.idle for s in r.steps if s.key in steps) - sum(s.idle for s in med.steps if s.key in steps)
+    idle = _arrival_idle(r, steps) - _arrival_idle(med, steps)
     causes = {"slower ops": slower_s, "extra work": extra_s, "idle": idle}
     cause = max(causes, key=lambda c: causes[c])
+    if causes[cause] <= 0:  # nothing in its trace makes it later than the median rank: the delay is outside it
+        cause = OUTSIDE
     slow.sort(key=lambda o: -(o.seconds - o.median_seconds) * o.calls)
     extra.sort(key=lambda e: -e[2])
     assert r.rank is not None and med.rank is not None
@@ -329,11 +342,8 @@ def _stragglers(ranks: list[RankSummary], steps: list[int], delays: tuple[RankDe
         named = [i for i in order[::-1] if own[i] - med_own > limit]
     out = []
     for i in named:
-        # the median rank, or the one below it when the straggler is the median rank itself
-        ref = mid if i != mid else order[max(0, order.index(mid) - 1)]
-        if ref == i:
-            continue
-        out.append(straggler(ranks[i], ranks[ref], steps, delays[i] if lined_up else None))
+        others = [k for k in order if k != i]  # the median of the other ranks (by own time) is what it is held to
+        out.append(straggler(ranks[i], ranks[others[(len(others) - 1) // 2]], steps, delays[i] if lined_up else None))
     return tuple(out)
 
 

@@ -115,6 +115,9 @@ class RankSummary:
     steps: tuple[Breakdown, ...]  # keyed by ProfilerStep number
     collectives: tuple[Collective, ...]  # in order of their start
     ops: tuple[OpFigures, ...]
+    #: per step (as steps): the idle before its last collective starts, the idle that can make it late (idle
+    #: after it is waiting, for the next step or for others); a step without a collective: all its idle
+    arrival_idle: tuple[float, ...] = ()
 
     @property
     def step_seconds(self) -> float:
@@ -197,13 +200,15 @@ def _step_windows(ev: TraceEvents, gpu: bool, launch: np.ndarray
     return numbers, lo, hi, step_of
 
 
-def step_figures(ev: TraceEvents) -> tuple[tuple[Breakdown, ...], tuple[Collective, ...]]:
-    """Per-step breakdown (see the module docstring) and the collectives in order."""
+def step_figures(ev: TraceEvents) -> tuple[tuple[Breakdown, ...], tuple[Collective, ...], tuple[float, ...]]:
+    """Per-step breakdown (see the module docstring), the collectives in order, and per step the idle before its
+    last collective starts (:attr:`RankSummary.arrival_idle`)."""
     compute, comm, mem, gpu = _classes(ev)
     launch = _launches(ev) if gpu else np.zeros(0, dtype=np.int64)
     numbers, lo, hi, step_of = _step_windows(ev, gpu, launch)
     ts, end = ev.ts, ev.ts + ev.dur
-    out = []
+    out: list[Breakdown] = []
+    arrival: list[float] = []
     for j, number in enumerate(numbers):
         a, b = lo[j], hi[j]
         mine = step_of == j
@@ -216,10 +221,16 @@ def step_figures(ev: TraceEvents) -> tuple[tuple[Breakdown, ...], tuple[Collecti
         c = _union(cs, ce)
         cm = _union(np.concatenate([cs, ms]), np.concatenate([ce, me]))
         m = _union(ms, me)
-        everything = _union(np.concatenate([cs, ms, ys]), np.concatenate([ce, me, ye]))
+        all_s, all_e = np.concatenate([cs, ms, ys]), np.concatenate([ce, me, ye])
+        everything = _union(all_s, all_e)
         exposed = cm - c
+        idle = max(0.0, (b - a) - everything)
         out.append(Breakdown(number, (b - a) * 1e-6, c * 1e-6, exposed * 1e-6, (m - exposed) * 1e-6,
-                               (everything - cm) * 1e-6, max(0.0, (b - a) - everything) * 1e-6))
+                               (everything - cm) * 1e-6, idle * 1e-6))
+        # idle before the step's last collective starts (its arrival); none after it (waiting, not lateness)
+        cut = float(ms.max()) if len(ms) else b
+        before = _union(np.minimum(all_s, cut), np.minimum(all_e, cut)) if len(ms) else everything
+        arrival.append(max(0.0, (cut - a) - before) * 1e-6 if len(ms) else idle * 1e-6)
     kept = comm & (step_of >= 0)
     order = np.flatnonzero(kept)[np.argsort(ts[kept], kind="stable")]
     call_of = _comms_calls(ev, launch, order) if gpu else ev.call[order]
@@ -231,7 +242,7 @@ def step_figures(ev: TraceEvents) -> tuple[tuple[Breakdown, ...], tuple[Collecti
                                 group if isinstance(group, str) else str(group),
                                 seq if isinstance(seq, int) and not isinstance(seq, bool) else -1,
                                 float(ev.dur[i]) * 1e-6))
-    return tuple(out), tuple(colls)
+    return tuple(out), tuple(colls), tuple(arrival)
 
 
 def _comms_calls(ev: TraceEvents, launch: np.ndarray, kernels: np.ndarray) -> np.ndarray:
@@ -280,8 +291,8 @@ def summarize_rank(ev: TraceEvents, w: Workload, file: str, index: int) -> RankS
     world = dist.get("world_size") if isinstance(dist, dict) else None
     collective = w.column("kind") == "collective"
     secs = np.nan_to_num(w.columns["measured_seconds"] * w.columns["count"])
-    steps, colls = step_figures(ev)
+    steps, colls, arrival = step_figures(ev)
     return RankSummary(t.rank if t.rank is not None else index, file,
                        world if isinstance(world, int) and not isinstance(world, bool) else None,
                        t.device_type, t.events, run.timing.median, float(secs.sum()),
-                       float(secs[collective].sum()), len(w), steps, colls, op_figures(w))
+                       float(secs[collective].sum()), len(w), steps, colls, op_figures(w), arrival)
