@@ -247,22 +247,21 @@ def step_figures(ev: TraceEvents) -> tuple[tuple[Breakdown, ...], tuple[Collecti
 
 def _comms_calls(ev: TraceEvents, launch: np.ndarray, kernels: np.ndarray) -> np.ndarray:
     """Per NCCL kernel, the recorded call of the ``record_param_comms`` its launch ran inside (on the launch's
-    thread; -1 when none): where its process group and sequence number are."""
+    thread; -1 when none): where its process group and sequence number are.  One search per thread."""
     rp = np.flatnonzero((ev.cat == CPU_OP) & (ev.call >= 0)
                         & name_mask(ev.names, ev.name, lambda n: n == COMMS_EVENT))
-    rp = rp[np.lexsort((ev.ts[rp], ev.thread[rp]))]  # by thread, then start
-    key_thread, key_ts = ev.thread[rp], ev.ts[rp]
     out = np.full(len(kernels), -1, dtype=np.int64)
-    for j, k in enumerate(kernels.tolist()):
-        at = int(launch[k])
-        if at < 0:
-            continue
-        th, t = ev.thread[at], ev.ts[at]
-        lo = int(np.searchsorted(key_thread, th, side="left"))
-        hi = int(np.searchsorted(key_thread, th, side="right"))
-        p = lo + int(np.searchsorted(key_ts[lo:hi], t, side="right")) - 1  # the last one started by then
-        if p >= lo and ev.ts[rp[p]] + ev.dur[rp[p]] >= t:
-            out[j] = ev.call[rp[p]]
+    at = launch[kernels] if len(kernels) else np.zeros(0, dtype=np.int64)
+    for th in np.unique(ev.thread[at[at >= 0]]).tolist():
+        mine = rp[ev.thread[rp] == th]
+        mine = mine[np.argsort(ev.ts[mine], kind="stable")]
+        which = np.flatnonzero((at >= 0) & (ev.thread[np.maximum(at, 0)] == th))
+        t = ev.ts[at[which]]
+        p = np.searchsorted(ev.ts[mine], t, side="right") - 1  # the last one started by the launch
+        ok = p >= 0
+        inside = np.zeros(len(which), dtype=bool)
+        inside[ok] = ev.ts[mine[p[ok]]] + ev.dur[mine[p[ok]]] >= t[ok]
+        out[which[inside]] = ev.call[mine[p[inside]]]
     return out
 
 
