@@ -123,22 +123,22 @@ class Straggler:
     median_points: tuple[OpPoint, ...]  # the median rank's
 
     def line(self) -> str:
-        """One line: who, how much it delayed the others, and why."""
+        """One line: who and why first (the cause and what shows it), then how much it delayed the others."""
         excess = self.own_seconds - self.median_own_seconds
         why = (f"the others waited {self.caused_seconds * 1e3:.3g} ms for it (last to {self.last} collective(s))"
-               if self.last else f"{self.caused_seconds * 1e3:.3g} ms more of its own time (no collective to go by)")
-        head = (f"rank {self.rank} is a straggler: {why}; against the median rank {self.median_rank} "
-                f"({excess * 1e3:.3g} ms more own time), cause: {self.cause}")
+               if self.last else "no collective to go by")
+        tail = f"; {why}; {excess * 1e3:.3g} ms more own time than the median rank {self.median_rank}"
+        head = f"rank {self.rank} is a straggler, cause: {self.cause}"
         if self.cause == "slower ops" and self.slow_ops:
             top = ", ".join(f"{o.name} {o.ratio:.2f}x" for o in self.slow_ops[:3])
-            return f"{head} ({top} the median rank's time per call, same FLOPs and bytes)"
+            return f"{head} ({top} the median rank's time per call, same FLOPs and bytes){tail}"
         if self.cause == "extra work" and self.extra_ops:
             top = ", ".join(f"{n} +{c} calls" for n, c, _ in self.extra_ops[:3])
-            return f"{head} ({self.extra_work_seconds * 1e3:.3g} ms in ops the median rank does not run: {top})"
+            return f"{head} ({self.extra_work_seconds * 1e3:.3g} ms in ops the median rank does not run: {top}){tail}"
         if self.cause == OUTSIDE:
             return (f"{head} (no slower op, extra work or idle in its trace: it came late before its profile "
-                    "started, or its host was busy outside the profiled ops)")
-        return f"{head} ({self.extra_idle_seconds * 1e3:.3g} ms more idle, no op running)"
+                    f"started, or its host was busy outside the profiled ops){tail}")
+        return f"{head} ({self.extra_idle_seconds * 1e3:.3g} ms more idle before it arrives, no op running){tail}"
 
 
 @dataclass(frozen=True)
