@@ -38,7 +38,10 @@ def _ev(cat, name, ts, dur, pid=PID, tid=PID, **args):
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def gpu_rank(path: Path, rank: int, world: int, gemm_us: float, steps: int = 2) -> Path:
+def gpu_rank(path: Path, rank: int, world: int, gemm_us: float, steps: int = 2, nccl: str = NCCL,
+             seq: bool = False) -> Path:
+    """One rank's trace (the module docstring); ``nccl``: the NCCL kernel's name; ``seq``: record_param_comms
+    carries the collective's sequence number (``Seq``, torch >= 2.5), 1 in the first step."""
     events: list[dict] = [{"name": "process_name", "ph": "M", "ts": 0, "pid": GPU, "tid": 0,
                            "args": {"name": "GPU 0"}}]
     ext = 0
@@ -58,9 +61,10 @@ def gpu_rank(path: Path, rank: int, world: int, gemm_us: float, steps: int = 2) 
              "bp": "e"},
             _ev("cpu_op", "c10d::allreduce_", t0 + 35, 20.0, **{"External id": (ext := ext + 1)}),
             _ev("cpu_op", "record_param_comms", t0 + 40, 10.0, **{"External id": (ext := ext + 1),
-                                                                  **COMMS, "Rank": rank}),
+                                                                  **COMMS, "Rank": rank,
+                                                                  **({"Seq": n + 1} if seq else {})}),
             _ev("cuda_runtime", "cudaLaunchKernelExC", t0 + 42, 3.0, correlation=corr + 2, cbid=430),
-            _ev("kernel", NCCL, end_gemm - 50, t0 + 650 - (end_gemm - 50), pid=GPU, tid=20, device=0, stream=20,
+            _ev("kernel", nccl, end_gemm - 50, t0 + 650 - (end_gemm - 50), pid=GPU, tid=20, device=0, stream=20,
                 correlation=corr + 2),
             _ev("cuda_runtime", "cudaMemcpyAsync", t0 + 60, 4.0, correlation=corr + 3, cbid=41),
             _ev("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", t0 + 660, 20.0, pid=GPU, tid=7, device=0,
@@ -106,6 +110,24 @@ def test_nccl_kernels_are_the_collectives_and_the_last_to_arrive(view):
         assert c.waits == pytest.approx((60e-6, 60e-6, 0.0, 60e-6))
 
 
+@pytest.mark.parametrize("nccl", [NCCL, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+                                  "ncclAllReduceRingLLKernel_sum_f32(ncclColl)"])
+def test_every_nccl_kernel_name_is_a_collective_with_its_group_and_sequence(tmp_path, nccl):
+    """NCCL >= 2.19 (ncclDevKernel_*), 2.8..2.18 (ncclKernel_*) and older (ncclAllReduceRingLLKernel_*) kernel
+    names: each is the step's all-reduce, its process group ("0") and sequence number (1, 2) taken from the
+    record_param_comms its launch ran inside; the same waits as above (60 us on each normal rank, rank 2 last),
+    and rank 2 caused 60 us a step."""
+    files = [gpu_rank(tmp_path / f"rank{r}.json", r, 4, 260.0 if r == 2 else 200.0, nccl=nccl, seq=True)
+             for r in range(4)]
+    view = read_traces(files)
+    assert [(c.step, c.name, c.group, c.key, c.by_seq) for c in view.collectives] == [
+        (5, "AllReduce", "0", 1, True), (6, "AllReduce", "0", 2, True)]
+    for c in view.collectives:
+        assert c.last_rank == 2 and c.waits == pytest.approx((60e-6, 60e-6, 0.0, 60e-6))
+    assert view.delays[2].caused == pytest.approx(2 * 60e-6) and view.stragglers[0].rank == 2
+    assert view.totals[0].comm_exposed == pytest.approx(2 * 350e-6)  # the NCCL kernel is communication
+
+
 def test_gpu_straggler_is_named_with_slower_gemms(view):
     """Own time (span less exposed comm): 580 - 350 = 230 us a step on a normal rank, 580 - 290 = 290 on rank 2;
     60 us over the median rank's, against 5% of its work (compute + memcpy = 220 us: 11 us).  The GEMM's time
@@ -121,9 +143,9 @@ def test_gpu_straggler_is_named_with_slower_gemms(view):
 
 
 def test_saved_json_and_csv_name_steps_and_ranks(view):
-    """The saved view (roofline.ranks/1): a step's breakdown keyed "step", a rank's totals keyed "rank"."""
+    """The saved view (roofline.ranks/2): a step's breakdown keyed "step", a rank's totals keyed "rank"."""
     doc = json.loads(render_json(view))
-    assert doc["schema"] == "roofline.ranks/1"
+    assert doc["schema"] == "roofline.ranks/2"
     step = doc["ranks"][2]["steps"][1]
     assert step["step"] == 6 and step["compute"] == pytest.approx(260e-6) and "key" not in step
     assert [t["rank"] for t in doc["totals"]] == [0, 1, 2, 3]

@@ -15,11 +15,14 @@ torch = pytest.importorskip("torch")
 
 from roofline.cli import main  # noqa: E402
 from roofline.frontends.trace import read_traces  # noqa: E402
+from roofline.frontends.trace.crossrank import OUTSIDE  # noqa: E402
 from roofline.frontends.trace.events import PARSERS, read_events  # noqa: E402
 
 MM = {"Input type": ["float", "float"], "Input Dims": [[64, 128], [128, 32]], "Input Strides": [[128, 1], [32, 1]],
       "Concrete Inputs": ["", ""]}
 AR = {"Input type": ["TensorList"], "Input Dims": [[[1024]]]}
+COMMS = {"Collective name": "allreduce", "dtype": "Float", "In msg nelems": 1024, "Out msg nelems": 1024,
+         "Group size": 4}
 
 
 def _x(cat, name, ts, dur, tid=1, **args):
@@ -30,17 +33,27 @@ def _x(cat, name, ts, dur, tid=1, **args):
 
 
 def rank_trace(path: Path, rank: int, world: int, gemm: list[float], idle: list[float], end: list[float],
-               extra: list[dict] | None = None) -> Path:
-    """A gloo-style CPU trace: per step n (1000 us from n * 1000), an aten::mm at +10 of gemm[n] us, then
-    idle[n] us of nothing, then gloo:all_reduce on the gloo thread until end[n] (the same for every rank: the
-    last rank to arrive sets it)."""
+               extra: list[dict] | None = None, *, tail: float = 0.0, extra_gemm: float = 0.0,
+               group: str | None = None) -> Path:
+    """A gloo-style CPU trace: per step n (from n * 2000 us, 1000 us long plus ``tail``), an aten::mm at +10 of
+    gemm[n] us (and a second of ``extra_gemm`` us right after it, when not 0), then idle[n] us of nothing, then
+    the step's collective until end[n] (the same for every rank: the last rank to arrive sets it), then
+    ``tail`` us of nothing at the step's end (waiting outside any collective, as a host blocked in a sync does).
+    The collective is gloo:all_reduce on the gloo thread, or with ``group`` a record_param_comms with that
+    process group and the step's sequence number (``Seq``)."""
     events = []
     for n, (g, i, e) in enumerate(zip(gemm, idle, end, strict=True)):
-        t0 = 1000.0 * n
-        events.append(_x("user_annotation", f"ProfilerStep#{n + 3}", t0, 1000.0))
+        t0 = 2000.0 * n
+        events.append(_x("user_annotation", f"ProfilerStep#{n + 3}", t0, 1000.0 + tail))
         events.append(_x("cpu_op", "aten::mm", t0 + 10, g, **MM))
-        start = t0 + 10 + g + i
-        events.append(_x("user_annotation", "gloo:all_reduce", start, t0 + e - start, tid=2, **AR))
+        if extra_gemm:
+            events.append(_x("cpu_op", "aten::mm", t0 + 10 + g, extra_gemm, **MM))
+        start = t0 + 10 + g + extra_gemm + i
+        if group is None:
+            events.append(_x("user_annotation", "gloo:all_reduce", start, t0 + e - start, tid=2, **AR))
+        else:
+            events.append(_x("cpu_op", "record_param_comms", start, t0 + e - start, **COMMS, **{
+                "Process Group Name": group, "Seq": n + 1}))
     events += extra or []
     doc = {"schemaVersion": 1, "distributedInfo": {"backend": "gloo", "rank": rank, "world_size": world},
            "traceEvents": events}
@@ -48,12 +61,19 @@ def rank_trace(path: Path, rank: int, world: int, gemm: list[float], idle: list[
     return path
 
 
-def ranks(tmp_path: Path, n: int, slow: int | None = None, idle_rank: int | None = None) -> list[Path]:
-    base, steps = 100.0, 3
+def ranks(tmp_path: Path, n: int, slow: int | None = None, idle_rank: int | None = None, *,
+          tail: dict[int, float] | None = None, extra: dict[int, float] | None = None,
+          idle: dict[int, float] | None = None, steps: int = 3, group: str | None = None) -> list[Path]:
+    """``n`` ranks of ``steps`` steps: mm 100 us each (130 on ``slow``), 60 us idle on ``idle_rank`` (or
+    ``idle[r]`` on rank r) before the collective, ``extra[r]`` us of a second mm on rank r, ``tail[r]`` us of
+    waiting at the end of rank r's steps; the collective ends 50 us after the last rank arrives."""
+    base, tail, extra = 100.0, tail or {}, extra or {}
+    idle = {**({idle_rank: 60.0} if idle_rank is not None else {}), **(idle or {})}
     gemm = {r: [base * (1.3 if r == slow else 1.0)] * steps for r in range(n)}
-    idle = {r: [60.0 if r == idle_rank else 0.0] * steps for r in range(n)}
-    end = [10 + max(gemm[r][k] + idle[r][k] for r in range(n)) + 50.0 for k in range(steps)]
-    return [rank_trace(tmp_path / f"rank{r}.json", r, n, gemm[r], idle[r], end) for r in range(n)]
+    idles = {r: [idle.get(r, 0.0)] * steps for r in range(n)}
+    end = [10 + max(gemm[r][k] + extra.get(r, 0.0) + idles[r][k] for r in range(n)) + 50.0 for k in range(steps)]
+    return [rank_trace(tmp_path / f"rank{r}.json", r, n, gemm[r], idles[r], end, tail=tail.get(r, 0.0),
+                       extra_gemm=extra.get(r, 0.0), group=group) for r in range(n)]
 
 
 # -- the parsers agree ----------------------------------------------------------------------------------------
@@ -180,6 +200,102 @@ def test_straggler_idle_before_the_all_reduce(tmp_path):
     assert s.rank == 2 and s.cause == "idle" and s.extra_idle_seconds == pytest.approx(3 * 60e-6)
 
 
+def test_slowest_straggler_and_cause_agree_with_the_table(tmp_path):
+    """Issue 51, defects 1 and 3.  4 ranks, 3 steps; per step every rank runs mm 10..110 us; rank 2 runs a second
+    mm 110..210 (extra work); rank 0 idles 40 us before the all-reduce and waits 80 us after it (a host blocked
+    in a sync: its steps last 1080 us, the others' 1000).  Arrivals 150 (rank 0), 110 (1, 3), 210 (rank 2); the
+    all-reduce ends at 10 + 200 + 50 = 260 on every rank, so it lasts 110, 150, 50, 150 us: rank 2 came last,
+    the others waited 60, 100, 100 us, and rank 2 alone delayed it by the shortest of those, 60 us a step.
+    The slowest rank is the table's longest step time, rank 0 (3 x 1080 us); the straggler is rank 2 (it caused
+    3 x 60 = 180 us of waiting), its cause the extra work: 3 more mm calls, 300 us, which is its compute column's
+    excess over the median rank's.  The old rules named rank 2 slowest (most op time outside collectives) and
+    rank 0 a straggler by idle (its own time 970 us a step against the median's 900)."""
+    view = read_traces(ranks(tmp_path, 4, extra={2: 100.0}, idle={0: 40.0}, tail={0: 80.0}))
+    totals = {t.key: t for t in view.totals}
+    assert view.slowest_rank == max(view.totals, key=lambda t: t.seconds).key == 0
+    assert totals[0].seconds == pytest.approx(3 * 1080e-6) and totals[1].seconds == pytest.approx(3 * 1000e-6)
+    delays = {d.rank: d for d in view.delays}
+    assert delays[2].caused == pytest.approx(3 * 60e-6) and delays[2].last == 3
+    assert all(delays[r].caused == 0 and delays[r].last == 0 for r in (0, 1, 3))
+    assert delays[0].waited == pytest.approx(3 * 60e-6) and delays[1].waited == pytest.approx(3 * 100e-6)
+    (s,) = view.stragglers
+    assert s.rank == max(view.delays, key=lambda d: d.caused).rank == 2
+    assert s.caused_seconds == pytest.approx(3 * 60e-6) and s.cause == "extra work"
+    assert s.extra_ops == (("mm", 3, pytest.approx(300e-6)),)
+    assert s.extra_work_seconds == pytest.approx(totals[2].compute - totals[s.median_rank].compute)
+    for c in view.collectives:
+        assert c.last_rank == 2 and c.caused == pytest.approx(60e-6)
+        assert c.waits == pytest.approx((60e-6, 100e-6, 0.0, 100e-6))
+    assert "slowest: rank 0" in view.headline() and "straggler: rank 2" in view.headline()
+
+
+def test_no_false_straggler_when_a_rank_only_waits(tmp_path):
+    """4 ranks with the same work; rank 0 waits 200 us after each all-reduce (its steps 1200 us, its idle 200 us
+    more than any other rank's).  Every rank arrives at 110 us: no one delays anyone (each delay caused is 0), so
+    no straggler; rank 0 is the slowest (the longest step time), nothing more."""
+    view = read_traces(ranks(tmp_path, 4, tail={0: 200.0}))
+    assert view.stragglers == ()
+    assert all(d.caused == 0 for d in view.delays)
+    assert view.slowest_rank == 0 and view.totals[0].idle - view.totals[1].idle == pytest.approx(3 * 200e-6)
+
+
+def test_a_straggler_late_before_its_trace_has_no_cause_in_it(tmp_path):
+    """2 ranks, the same work (mm 10..110 us a step); rank 0's all-reduce lasts 50 us, rank 1's 150 us: rank 1
+    waited 100 us a step for rank 0, which came late with nothing in its trace to show for it (its profile
+    started late, or its clock is off).  Rank 0 is the straggler (3 x 100 us caused, against 5% of 300 us of
+    work); no slower op, no extra work, and before the all-reduce both idle 10 us a step (0..10): the cause is
+    outside the trace.  The 100 us more idle rank 0 has after its all-reduce (step 1000 us, busy 150) is not
+    lateness and is not counted."""
+    files = ranks(tmp_path, 2)  # the all-reduce 110..160 us on both
+    doc = json.loads(files[1].read_text())
+    for e in doc["traceEvents"]:
+        if e["name"] == "gloo:all_reduce":
+            e["dur"] += 100.0  # rank 1's, to 260 us: it waited there
+    files[1].write_text(json.dumps(doc))
+    view = read_traces(files)
+    (s,) = view.stragglers
+    assert s.rank == 0 and s.median_rank == 1 and s.caused_seconds == pytest.approx(3 * 100e-6)
+    assert s.cause == OUTSIDE and s.extra_idle_seconds == pytest.approx(0.0, abs=1e-12)
+    assert view.ranks[0].arrival_idle == pytest.approx((10e-6,) * 3)
+    assert view.totals[0].idle - view.totals[1].idle == pytest.approx(3 * 100e-6)
+
+
+def test_collectives_lined_up_by_group_and_sequence_number(tmp_path):
+    """record_param_comms with a process group ("7") and a sequence number (Seq 1, 2, 3, one per step); rank 1's
+    trace lacks its first collective (Seq 1).  Lined up by order, rank 1's first (Seq 2, step 4) would meet the
+    others' first (Seq 1, step 3); by sequence number, Seq 2 and 3 line up on all three ranks and Seq 1, which
+    rank 1's trace does not hold, is not claimed.  Rank 2's GEMMs are 30% slower: it came last to both, 30 us
+    after the others."""
+    files = ranks(tmp_path, 3, slow=2, group="7")
+    doc = json.loads(files[1].read_text())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("args", {}).get("Seq") != 1]
+    files[1].write_text(json.dumps(doc))
+    view = read_traces(files)
+    assert [(c.group, c.key, c.by_seq, c.step) for c in view.collectives] == [("7", 2, True, 4), ("7", 3, True, 5)]
+    for c in view.collectives:
+        assert c.last_rank == 2 and c.waits == pytest.approx((30e-6, 30e-6, 0.0)) and c.caused == pytest.approx(30e-6)
+    assert view.stragglers[0].rank == 2 and view.stragglers[0].cause == "slower ops"
+
+
+def test_run_time_per_step_is_a_median_with_its_spread(tmp_path):
+    """50 steps; rank 1's k-th step lasts 1000 + 2k us (k = 0..49: it waits longer and longer after the
+    all-reduce), the other rank's 1000 us: per step the run takes the longest rank's time, 1000 + 2k us.  Over
+    the 50 steps (linear interpolation, as numpy.percentile): q1 at position 0.25 x 49 = 12.25, 1024.5 us; the
+    median at 24.5, 1049 us; q3 at 36.75, 1073.5 us.  50 steps, not runs."""
+    files = ranks(tmp_path, 2, steps=50)
+    doc = json.loads(files[1].read_text())
+    for e in doc["traceEvents"]:
+        if e["name"].startswith("ProfilerStep#"):
+            e["dur"] += 2.0 * (int(e["name"].split("#")[1]) - 3)
+    files[1].write_text(json.dumps(doc))
+    view = read_traces(files)
+    t = view.step_time
+    assert t.repeats == 50 and len(view.steps) == 50
+    assert (t.low, t.median, t.high) == pytest.approx((1024.5e-6, 1049e-6, 1073.5e-6))
+    assert view.slowest_rank == 1
+    assert "over 50 steps" in view.headline() and "runs" not in view.headline()
+
+
 # -- bad input: one line, exit 2, nothing written -------------------------------------------------------------
 def _cli(capsys, *argv) -> tuple[int, str, str]:
     rc = main(["trace", *map(str, argv), "--device", "xeon-8480"])
@@ -245,23 +361,25 @@ def test_no_rank_is_read_twice(tmp_path, monkeypatch):
     its read), and that Workload equals the rank's own file read alone (read_trace)."""
     from roofline.frontends.trace import read_trace
 
-    files = ranks(tmp_path, 6, slow=4)
+    files = ranks(tmp_path, 6, slow=1, tail={4: 40.0})
     seen = _reads_counted(monkeypatch)
     view, work = read_traces(files, with_workload=True)
     assert sorted(seen) == sorted(map(str, files))  # each file once
-    assert view.slowest_rank == 4  # its GEMMs 30% slower: the most op time outside collectives
+    assert view.slowest_rank == 4  # its steps 1040 us against 1000: the longest step time
+    assert [s.rank for s in view.stragglers] == [1]  # its GEMMs 30% slower: the others wait for it
     _same_workload(work, read_trace(files[4]))
 
 
 def test_pool_workers_return_the_slowest_workload(monkeypatch):
     """A pool worker (_pool_task) returns a rank's Workload only when it beats every rank that worker read
-    before; the slowest of all always comes back.  Two workers' states, ranks dealt to them in turns; work
+    before; the slowest of all always comes back.  Two workers' states, ranks dealt to them in turns; step
     seconds made up: ranks 0..5 have 3, 1, 4, 1, 5, 5 (ranks 4 and 5 tie: the first, rank 4, is the slowest)."""
     import roofline.frontends.trace.ranks as rk
-    from roofline.frontends.trace.ranksummary import RankSummary
+    from roofline.frontends.trace.ranksummary import Breakdown, RankSummary
 
     work = [3.0, 1.0, 4.0, 1.0, 5.0, 5.0]
-    summaries = [RankSummary(i, f"r{i}", None, "cpu", 0, 0.0, w, 0.0, 0, (), (), ()) for i, w in enumerate(work)]
+    summaries = [RankSummary(i, f"r{i}", None, "cpu", 0, 0.0, 0.0, 0.0, 0, (Breakdown(0, w, w, 0, 0, 0, 0),), (),
+                             ()) for i, w in enumerate(work)]
     monkeypatch.setattr(rk, "_read_guarded", lambda path, index, parser: (summaries[index], f"workload {index}"))
     workers = [rk._Slowest(), rk._Slowest()]
     driver, returned = rk._Slowest(), []
@@ -278,10 +396,10 @@ def test_pool_workers_return_the_slowest_workload(monkeypatch):
 
 
 def test_every_engine_keeps_the_same_slowest_workload(tmp_path):
-    files = ranks(tmp_path, 4, slow=2)
+    files = ranks(tmp_path, 4, tail={2: 30.0})
     view1, work1 = read_traces(files, with_workload=True)
     view2, work2 = read_traces(files, jobs=2, with_workload=True)
-    assert view1 == view2 and view1.slowest_rank == 2
+    assert view1 == view2 and view1.slowest_rank == 2  # its steps 1030 us against 1000
     _same_workload(work1, work2)
 
 

@@ -18,8 +18,10 @@ from roofline.core.errors import RooflineError
 from roofline.core.stats import Timing
 from roofline.core.text import shown_path
 from roofline.frontends.torch import FUSED_FUNCTIONS
+from roofline.frontends.trace.comms import collective_kind, is_nccl_kernel
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents
 from roofline.frontends.trace.nesting import parents
+from roofline.frontends.trace.notes import STEPS_KEY, steps_info
 from roofline.frontends.trace.replay import NotReplayed, Replayer
 from roofline.work import costs
 from roofline.work.workload import MeasuredRun, TraceRecord, UnsupportedOp, Workload, WorkloadBuilder
@@ -246,6 +248,8 @@ class ReferencePlacer:
                 why = ("no launch with its correlation id" if launch < 0 else "launched outside any op" if not by
                        else f"launched by {by}, not rebuilt: {not_replayed[by]}" if by in not_replayed
                        else f"launched by {by}, not placed")
+                if is_nccl_kernel(name):
+                    why = f"NCCL collective kernel ({collective_kind(name)}), {why}"
                 rec = unmatched.setdefault((name[:80], why), [0, 0.0])
                 rec[0] += 1
                 rec[1] += float(ev.dur[k]) * 1e-6
@@ -285,6 +289,8 @@ class ReferencePlacer:
         record = TraceRecord(where, "cuda" if gpu else "cpu", len(steps), ev.events_seen, placed_seconds, total,
                              tuple(lost), rank if isinstance(rank, int) and not isinstance(rank, bool) else None)
         info = {"frontend": "trace", "schema_version": ev.meta.get("schemaVersion")}
+        if (per_step := steps_info([float(s) * 1e-6 for s in steps])) is not None:
+            info[STEPS_KEY] = per_step
         assumptions = [
             "ops and FLOPs/bytes: each recorded aten call rebuilt on meta tensors and costed by the PyTorch frontend's "
             "tables (roofline.frontends.torch); ops that decompose before dispatch are costed through their children",

@@ -4,7 +4,9 @@ Each rank runs a Linear layer, rank 1 three more on 256 rows of 1024 (3 x 2 x 25
 tens of ms even on a fast core, against 0.26 MFLOP for rank 0's own Linear), then an all_reduce and an
 all_gather of the 32 x 64 fp32 result.  Rank 1 is the slowest by a margin no scheduler hiccup closes: both
 Linear layers are called once before profiling, so first-call set-up (thread pools, kernel selection),
-which once made rank 0's lone Linear take 9.6 ms on a loaded machine, stays out of the traces.
+which once made rank 0's lone Linear take 9.6 ms on a loaded machine, stays out of the traces; so does the
+profiler's own first start (a profile started and stopped once before the collective that lines the ranks up):
+it once took rank 0 1.3 s, and rank 1, done with its Linear layers, waited for rank 0 in the all-reduce.
 Usage: python trace_ranks.py OUT_DIR
 
 Teardown is ordered so that no rank's C++ threads outlive what they talk to (issue 25: 1 run in 4 on a
@@ -37,6 +39,8 @@ def run(rank: int, world: int, out: str) -> None:
     x = torch.randn(32, 64)
     with torch.no_grad():  # first calls outside the profiled region
         lin(x), big(torch.randn(256, 1024))
+    with profile(activities=[ProfilerActivity.CPU]):  # the profiler's first start (over a second on a loaded
+        pass  # machine) paid here: otherwise a rank whose start is slower comes last to the first collective
     dist.all_reduce(torch.ones(1))  # gloo's lazy set-up happens outside the profiled region
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_stack=True) as prof:
         with torch.no_grad():

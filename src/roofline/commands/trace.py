@@ -28,11 +28,14 @@ costed by the same tables as 'roofline torch'.  GPU traces use kernel time, join
 op through the launch's correlation id; CPU traces the op's own time.  with_stack=True and
 record_function scopes give the module path (--group-by module; without them, one group).  Time in
 no op (wrappers, views, calls that could not be rebuilt, unlinked kernels) is listed with
-its share.  Several files are the ranks of one run: each rank's figures are printed and the
-slowest rank is analysed, after the cross-rank view: per rank compute, exposed and overlapped
-communication, memcpy and idle; each collective's wait and the rank that arrived last; stragglers
-with their cause (--ranks FILE: .json, .csv, or .html / .png with the heat map, stacked bars and
-the straggler's ops against the median rank's).  The file is read as a stream (memory grows with the events kept,
+its share.  With profiler steps (ProfilerStep#N), the time per step is their median and quartiles (steps
+are not runs); a measured time more than 100x the bound is noted first, with what that usually means.
+Several files are the ranks of one run: each rank's figures are printed and the slowest rank (the
+longest step time) is analysed, after the cross-rank view: per rank compute, exposed and overlapped
+communication, memcpy and idle; each collective (lined up by process group and sequence number), its
+waits and the rank that arrived last; per rank the time it waited and the delay it caused the others;
+stragglers (the ranks the others waited for) with their cause (--ranks FILE: .json, .csv, or .html /
+.png with the heat map, stacked bars and the straggler's ops against the median rank's).  The file is read as a stream (memory grows with the events kept,
 not the file size); .json.gz is read as is.
 """
 

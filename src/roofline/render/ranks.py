@@ -31,16 +31,24 @@ def view_lines(view: MultiRankTrace, top: int = 5, width: int | None = None) -> 
     prose = [view.headline(), *(f"  skipped: {s}" for s in view.skipped)]
     rows = [{"rank": str(t.key), "step ms": f"{t.seconds * MS:.3f}", "compute": f"{t.compute * MS:.3f}",
              "exposed comm": f"{t.comm_exposed * MS:.3f}", "overlapped": f"{t.comm_overlapped * MS:.3f}",
-             "memcpy": f"{t.memcpy * MS:.3f}", "idle": f"{t.idle * MS:.3f}"} for t in view.totals]
+             "memcpy": f"{t.memcpy * MS:.3f}", "idle": f"{t.idle * MS:.3f}", "waited": f"{d.waited * MS:.3f}",
+             "caused": f"{d.caused * MS:.3f}",
+             "": "slowest" if t.key == view.slowest_rank else "straggler" if t.key in stragglers else ""}
+            for t, d in zip(view.totals, view.delays, strict=True)
+            for stragglers in ({s.rank for s in view.stragglers},)]
     columns = [Column("rank", keep=True), Column("step ms", keep=True), Column("compute", priority=4),
                Column("exposed comm", priority=5), Column("overlapped", priority=2), Column("memcpy", priority=1),
-               Column("idle", priority=3)]
-    table = table_lines(columns, rows, width, title="  per rank, ms (sums over the common steps)",
+               Column("idle", priority=3), Column("waited", priority=6), Column("caused", priority=7),
+               Column("", priority=8)]
+    table = table_lines(columns, rows, width, title="  per rank, ms (sums over the common steps; waited: for "
+                        "others, in collectives; caused: the delay the others waited for it)",
                         more="--ranks FILE.csv has every figure")
     after = [f"  collective #{c.index} {c.name} (step {c.step}): longest wait {c.longest_wait * MS:.3f} ms; "
-             f"rank {c.last_rank} arrived last" for c in (view.collectives[k] for k in view.longest_waits[:top])]
-    after += [f"  {s.line()}" for s in view.stragglers] or ["  no straggler (every rank's own time within "
-                                                            f"{view.straggler_share:.0%} of the median rank's work)"]
+             f"rank {c.last_rank} arrived last, {c.caused * MS:.3f} ms after the one before it"
+             for c in (view.collectives[k] for k in view.longest_waits[:top])]
+    after += [f"  {s.line()}" for s in view.stragglers] or ["  no straggler (no rank delayed the others by more "
+                                                            f"than {view.straggler_share:.0%} of the median rank's "
+                                                            "work)"]
     lines = ([x for p in prose for x in wrap_line(visible(p), width)] + table
              + [x for p in after for x in wrap_line(visible(p), width)])
     return [visible(line) for line in lines]  # names from the traces: control characters shown, never applied

@@ -81,8 +81,13 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
     used = dict.fromkeys(f"{display(c.label)} {format_flops(c.flops)}" for c, _ in s.roofs_used)
     roofs = ", ".join(used)  # two asked-for pairs may share one roof after a fallback
     mems = ", ".join(f"{display(m.level)} {format_bandwidth(m.bandwidth)}" for m in a.levels)
+    s, steps, note = _trace_head(s)
+    head = headline(s, display)
+    if steps:
+        head = f"{head.removesuffix('.')}; {steps}."
     lines = [
-        headline(s, display),
+        *([display(note, 1024)] if note else []),
+        head,
         f"device: {display(d.name)} — roofs used: {roofs or '-'}; {mems}" + _measured_by(d),
         f"workload: {display(a.workload.title)} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
         f"{format_bytes(a.total_bytes)} moved, intensity {_ai(a.total_flops / a.total_bytes if a.total_bytes else math.inf)} FLOP/B",
@@ -105,6 +110,24 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
         lines += forecast_lines(s.forecast, verbose=verbose)
     lines.append(f"bytes model: {display(a.workload.bytes_model, 1024)}")
     return lines
+
+
+def _trace_head(s: Summary) -> tuple[Summary, str | None, str | None]:
+    """For a trace: the summary its headline is written from (its whole-run time is one measurement, not a median
+    over runs: the ops' measured time against their bound instead), the time per profiler step and the note to
+    lead with, both as the trace frontend put them in the workload's ``info`` (display facts)."""
+    if s.trace is None:
+        return s, None, None
+    from dataclasses import replace
+
+    info = s.analysis.workload.info
+    note = info.get("headline_note")
+    d = info.get("profiler_steps")
+    steps = (f"{int(d['repeats'])} profiler steps: median {format_seconds(float(d['median']))} per step "
+             f"({format_seconds(float(d['q1']))}..{format_seconds(float(d['q3']))})") if isinstance(d, dict) else None
+    if s.measured is not None and s.measured.whole is not None:
+        s = replace(s, measured=replace(s.measured, whole=None))
+    return s, steps, note if isinstance(note, str) else None
 
 
 def _measured_by(d: Device) -> str:

@@ -46,6 +46,7 @@ from typing import Any
 from roofline.core.stats import SINGLE_SAMPLE_TOLERANCE
 from roofline.frontends.trace.crossrank import MultiRankTrace
 from roofline.frontends.trace.events import read_events
+from roofline.frontends.trace.notes import NOTE_KEY, TraceNotes, trace_notes
 from roofline.frontends.trace.placer import HOW_TO_RECORD, Placer
 from roofline.frontends.trace.ranks import read_traces
 from roofline.work.workload import Workload
@@ -83,8 +84,9 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     """Analyse profiler traces under ``device``'s roofs (a catalog name, a file or a :class:`~roofline.Device`).
 
     Several paths (or a quoted glob) are the ranks of one run (one file per rank): each is read
-    (:func:`read_traces`), and the analysis is the slowest rank's (the one that sets the step time), with
-    every rank's figures in ``workload.trace.ranks`` and the slowest named there.
+    (:func:`read_traces`), and the analysis is the slowest rank's (the longest step time), with every rank's
+    figures in ``workload.trace.ranks`` and the slowest named there (the straggler, the rank the others wait
+    for, is in the cross-rank view: :func:`read_traces`).
 
     >>> # a = from_trace("trace.json", "h100-sxm")   # see read_trace for recording one
     """
@@ -107,7 +109,8 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 
 def analyse_trace(work: Workload, device: Any, *, forecast: bool = True) -> Any:
     """A trace's workload under ``device``'s roofs (a :class:`~roofline.Device`; each op one sample), flagged
-    when the trace's times are not the device's kind."""
+    when the trace's times are not the device's kind, and when the measured time is far off the bound
+    (:func:`~.notes.trace_notes`: what that usually means)."""
     from roofline.engine.analysis import analyze
 
     dev = device
@@ -118,24 +121,30 @@ def analyse_trace(work: Workload, device: Any, *, forecast: bool = True) -> Any:
                                       + f") but device {dev.name!r} is a {dev.kind}: its roofs are not the hardware "
                                       "that ran it"])
     # each op is one sample: the above-roof tolerance of an op timed once
-    return analyze(work, dev, above_roof_tolerance=SINGLE_SAMPLE_TOLERANCE, forecast=forecast)
+    a = analyze(work, dev, above_roof_tolerance=SINGLE_SAMPLE_TOLERANCE, forecast=forecast)
+    notes = trace_notes(a)
+    if notes is not None and notes.far_off:  # among the warnings (JSON, HTML); the terminal's summary leads with it
+        w = a.workload
+        a = replace(a, workload=w.replace(warnings=[*w.warnings, notes.far_off],
+                                          info={**w.info, NOTE_KEY: notes.far_off}))
+    return a
 
 
 def with_ranks(view: MultiRankTrace, work: Workload) -> Workload:
-    """The slowest rank's workload (read by a worker), its trace record carrying every rank's figures."""
-    ranks = tuple(RankFigures(r.rank if r.rank is not None else k, r.file, r.busy_seconds, r.op_seconds,
-                              r.collective_seconds, r.op_count) for k, r in enumerate(view.ranks))
+    """The slowest rank's workload (read by a worker), its trace record carrying every rank's figures: its step
+    time over the common steps (the per-rank table's), op and collective time, ops."""
+    ranks = tuple(RankFigures(t.key, r.file, t.seconds, r.op_seconds, r.collective_seconds, r.op_count)
+                  for t, r in zip(view.totals, view.ranks, strict=True))
     worst = next(r for r in ranks if r.rank == view.slowest_rank)
-    work_s = [r.op_seconds - r.collective_seconds for r in ranks]
-    # the slowest rank is the one the others wait for: the most op time outside collectives (a waiting
-    # rank's collectives grow by what it waits, so busy spans alone even out)
-    note = (f"{len(ranks)} ranks; the slowest (most op time outside collectives: "
-            f"{(worst.op_seconds - worst.collective_seconds) * 1e3:.3g} ms against {min(work_s) * 1e3:.3g} ms for "
-            f"the least), rank {worst.rank} ({worst.file}), is shown")
+    note = (f"{len(ranks)} ranks; the slowest (longest step time over the {len(view.steps)} common step(s): "
+            f"{worst.seconds * 1e3:.3g} ms against {min(r.seconds for r in ranks) * 1e3:.3g} ms for the fastest), "
+            f"rank {worst.rank} ({worst.file}), is shown")
+    if view.stragglers:
+        note += f"; the straggler, the rank the others waited for, is rank {view.stragglers[0].rank}"
     assert work.trace is not None
     return work.replace(trace=replace(work.trace, ranks=ranks, slowest_rank=worst.rank),
                         assumptions=[*work.assumptions, note])
 
 
-__all__ = ["HOW_TO_RECORD", "MultiRankTrace", "Unmatched", "analyse_trace", "from_trace", "read_events",
-           "read_trace", "read_traces", "with_ranks"]
+__all__ = ["HOW_TO_RECORD", "MultiRankTrace", "TraceNotes", "Unmatched", "analyse_trace", "from_trace", "read_events",
+           "read_trace", "read_traces", "trace_notes", "with_ranks"]

@@ -32,6 +32,7 @@ messages; so any file the reference accepts is accepted, with the same events.
 from __future__ import annotations
 
 import json
+import operator
 import re
 from array import array
 from typing import Any
@@ -92,6 +93,10 @@ class Fallback(Exception):
 
 class BadRegion(Exception):
     """A region that does not decode as whole events (a cut inside an event, or not JSON)."""
+
+
+#: an event's kept arguments as raw JSON texts, in the order of SHAPE_KEYS then COMMS_KEYS (one tuple, in C)
+_RAW_ARGS = operator.attrgetter(*(f"a{k}" for k in range(len(SHAPE_KEYS) + len(COMMS_KEYS))))
 
 
 def _msgspec_types() -> tuple[Any, Any]:
@@ -176,7 +181,8 @@ class _Typed:
             return False
         codes = [code_of[c] for c in cats]
         join, known, call, none = b"\0".join, self.raw_calls.get, self._call, (-1, False)
-        got = [(known(join((a.a0, a.a1, a.a2, a.a3, a.a4, a.a5, a.a6, a.a7, a.a8))) or call(a))
+        raw_of = _RAW_ARGS
+        got = [(known(join(raw_of(a))) or call(a))
                if c <= ANNOTATION and a is not None else none for c, a in zip(codes, args, strict=True)]
         cols.shapes = cols.shapes or any(g[1] and g[0] >= 0 for g in got)
         names, threads = cols.names, cols.threads
@@ -197,7 +203,7 @@ class _Typed:
 
     def _call(self, a: Any) -> tuple[int, bool]:
         """(call id, has Input Dims) for an event's raw arguments (decoded once per distinct raw text)."""
-        raw = (a.a0, a.a1, a.a2, a.a3, a.a4, a.a5, a.a6, a.a7, a.a8)
+        raw = _RAW_ARGS(a)
         key = b"\0".join(raw)  # one hashable key; NUL cannot occur in a JSON value's text
         got = self.raw_calls.get(key)
         if got is not None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from roofline.core.errors import RooflineError
 from roofline.core.limits import MAX_TRACE_MICROSECONDS, max_trace_events, max_trace_names
+from roofline.frontends.trace.comms import GROUP_KEY, SEQ_KEY
 
 #: Event categories kept, by code (the ``cat`` column).
 CATEGORIES = ("cpu_op", "user_annotation", "module", "runtime", "kernel")
@@ -25,9 +26,9 @@ CPU_OP, ANNOTATION, MODULE, RUNTIME, KERNEL = range(len(CATEGORIES))
 #: a trace's ``cat`` -> the code kept (``python_function`` events are kept as MODULE only when ``nn.Module: ...``).
 CATEGORY_OF = {"cpu_op": CPU_OP, "user_annotation": ANNOTATION, "cuda_runtime": RUNTIME, "cuda_driver": RUNTIME,
                "hip_runtime": RUNTIME, "kernel": KERNEL, "gpu_memcpy": KERNEL, "gpu_memset": KERNEL}
-#: ``args`` keys kept for a cpu_op: the recorded call, and a collective's message.
+#: ``args`` keys kept for a cpu_op: the recorded call, and a collective's message, process group and sequence number.
 SHAPE_KEYS = ("Input type", "Input Dims", "Input Strides", "Concrete Inputs")
-COMMS_KEYS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype")
+COMMS_KEYS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype", GROUP_KEY, SEQ_KEY)
 MAX_EVENT_CHARS = 64 << 20  # one event larger than this is not a profiler event
 INT64 = 2**63
 

@@ -3,17 +3,34 @@
 
 * Per rank and per step: compute, exposed and overlapped communication, memcpy, idle
   (:class:`~roofline.frontends.trace.ranksummary.Breakdown`, keyed by step).
-* Per collective (the k-th collective of each rank, lined up when every rank
-  names it alike): each rank's *wait*, its time beyond the fastest rank's, and
-  the rank that *arrived last* (the one with the shortest collective: the
-  others were already in it, waiting).
-* Stragglers: a rank's own time is its steps' spans less its exposed
-  communication (compute + memcpy + idle: what the others wait for).  A rank
-  whose own time exceeds the median rank's by more than :data:`STRAGGLER_SHARE`
-  of the median rank's work (its compute + memcpy: idle time after the last
-  collective, the same on every rank, would dilute a share of the step) is named, with the cause that holds the most of the excess: its ops run slower
-  than the same ops on the median rank (same costs, so further below their
-  roofs), it runs ops the median rank does not (extra work), or it is idle.
+* The slowest rank: the one with the longest step time (the per-rank table's
+  "step ms", summed over the common steps; ties: the first).  It is the rank
+  analysed (:func:`roofline.from_trace`).  Step time holds waiting for others,
+  so the slowest is often a rank that waits, not the one waited for: that one
+  is the straggler, a separate figure.
+* Per collective, lined up across the members of its process group by
+  (group, sequence number) where the trace records ``Seq``, else by (group,
+  place in the group's order), while the members name it alike: each rank's
+  *wait* (its time in it beyond the shortest), the rank that *arrived last*
+  (the shortest: the others were already in it, waiting) and the delay it
+  *caused*: how much later it came than the one before it (the shortest wait
+  of the others), the time the collective would have ended sooner without it.
+* Waiting is attributed to the rank waited for: each rank's delay caused
+  (:class:`RankDelay`, summed over the collectives it came last to) and its
+  own waits, apart.  The stragglers are the ranks whose delay caused exceeds
+  :data:`STRAGGLER_SHARE` of the median rank's work (its compute + memcpy),
+  the largest first; a rank that only waits causes no delay, whatever idle
+  its waiting leaves.  Without any collective lined up (no waits to go by), a
+  rank whose own time (its steps' spans less exposed communication) exceeds
+  the median rank's by that share is named instead.
+* A straggler's cause is what holds the most of its excess own time over the
+  median of the other ranks: its ops run slower than the same ops there (same
+  costs, so further below their roofs), it runs ops the median rank does not
+  (extra work), or it is idle before it arrives; when none of them is
+  positive, :data:`OUTSIDE` (it came late before its profile started, or its
+  host was busy outside the profiled ops).
+* The run's time per step: per common step, the longest rank's step time; its
+  median and quartiles over the steps (:attr:`MultiRankTrace.step_time`).
 """
 
 from __future__ import annotations
@@ -23,21 +40,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.core.errors import RooflineError
-from roofline.frontends.trace.ranksummary import Breakdown, OpFigures, RankSummary
+from roofline.core.stats import Timing
+from roofline.frontends.trace.ranksummary import Breakdown, Collective, OpFigures, RankSummary
 
-STRAGGLER_SHARE = 0.05  # own time over the median rank's by this share of its work makes a straggler
+OUTSIDE = "outside the trace"  # a straggler's cause when nothing in its trace holds its lateness
+STRAGGLER_SHARE = 0.05  # delay caused (or own time over the median rank's) by this share of its work: a straggler
 
 
 @dataclass(frozen=True)
 class CollectiveWait:
-    """The k-th collective of every rank: its name, step, each rank's wait (s) and the rank that came last."""
+    """One collective lined up across the ranks of its process group: its step, kind, group and key (its
+    sequence number there, or its place in the group's order), each rank's wait, the rank that came last and
+    the delay it caused."""
 
     index: int
     step: int
     name: str
-    waits: tuple[float, ...]  # per rank, in the order of MultiRankTrace.ranks
+    group: str
+    key: int  # the sequence number (by_seq) or the place in the group's order, the same on every member
+    by_seq: bool
+    waits: tuple[float, ...]  # per rank, in the order of MultiRankTrace.ranks (0 for a rank not in the group)
     last_rank: int
-    longest_wait: float  # the largest of waits: the time the last rank cost the others here
+    longest_wait: float  # the largest of waits
+    caused: float  # how much later the last rank came than the one before it: the delay it alone caused
+
+
+@dataclass(frozen=True)
+class RankDelay:
+    """One rank's part in the collectives: the delay it caused the others (each collective it came last to:
+    how much later than the one before it), the time it waited for others, and how often it came last."""
+
+    rank: int
+    caused: float
+    waited: float
+    last: int
 
 
 @dataclass(frozen=True)
@@ -68,33 +104,41 @@ class OpPoint:
 
 @dataclass(frozen=True)
 class Straggler:
-    """A rank the others wait for, against the median rank, with the cause that holds most of its excess."""
+    """A rank the others wait for: the delay it caused them, and against the median rank, the cause that holds
+    most of its excess own time."""
 
     rank: int
     median_rank: int
+    caused_seconds: float  # the delay it caused the others (RankDelay.caused; without waits: its excess own time)
+    last: int  # collectives it came last to
     own_seconds: float
     median_own_seconds: float
-    cause: str  # "slower ops", "extra work" or "idle"
+    cause: str  # "slower ops", "extra work", "idle", or OUTSIDE (none of them: not in its trace)
     slower_ops_seconds: float
     extra_work_seconds: float
-    extra_idle_seconds: float
+    extra_idle_seconds: float  # its idle before it arrives (RankSummary.arrival_idle) over the median rank's
     slow_ops: tuple[SlowOp, ...]
     extra_ops: tuple[tuple[str, int, float], ...]  # (op name, extra calls, their seconds)
     points: tuple[OpPoint, ...]  # the straggler's ops with FLOPs, bytes and time (the chart)
     median_points: tuple[OpPoint, ...]  # the median rank's
 
     def line(self) -> str:
-        """One line: who and why."""
+        """One line: who and why first (the cause and what shows it), then how much it delayed the others."""
         excess = self.own_seconds - self.median_own_seconds
-        head = (f"rank {self.rank} is a straggler: {excess * 1e3:.3g} ms more of its own time than the median rank "
-                f"{self.median_rank}; cause: {self.cause}")
+        why = (f"the others waited {self.caused_seconds * 1e3:.3g} ms for it (last to {self.last} collective(s))"
+               if self.last else "no collective to go by")
+        tail = f"; {why}; {excess * 1e3:.3g} ms more own time than the median rank {self.median_rank}"
+        head = f"rank {self.rank} is a straggler, cause: {self.cause}"
         if self.cause == "slower ops" and self.slow_ops:
             top = ", ".join(f"{o.name} {o.ratio:.2f}x" for o in self.slow_ops[:3])
-            return f"{head} ({top} the median rank's time per call, same FLOPs and bytes)"
+            return f"{head} ({top} the median rank's time per call, same FLOPs and bytes){tail}"
         if self.cause == "extra work" and self.extra_ops:
             top = ", ".join(f"{n} +{c} calls" for n, c, _ in self.extra_ops[:3])
-            return f"{head} ({self.extra_work_seconds * 1e3:.3g} ms in ops the median rank does not run: {top})"
-        return f"{head} ({self.extra_idle_seconds * 1e3:.3g} ms more idle, no op running)"
+            return f"{head} ({self.extra_work_seconds * 1e3:.3g} ms in ops the median rank does not run: {top}){tail}"
+        if self.cause == OUTSIDE:
+            return (f"{head} (no slower op, extra work or idle in its trace: it came late before its profile "
+                    f"started, or its host was busy outside the profiled ops){tail}")
+        return f"{head} ({self.extra_idle_seconds * 1e3:.3g} ms more idle before it arrives, no op running){tail}"
 
 
 @dataclass(frozen=True)
@@ -106,27 +150,43 @@ class MultiRankTrace:
     steps: tuple[int, ...]  # ProfilerStep numbers every rank has
     collectives: tuple[CollectiveWait, ...]
     longest_waits: tuple[int, ...]  # indices into collectives, the longest wait first
-    stragglers: tuple[Straggler, ...]
-    slowest_rank: int  # the rank with the most op time outside collectives (what from_trace shows)
+    stragglers: tuple[Straggler, ...]  # the largest delay caused first
+    slowest_rank: int  # the rank with the longest step time over the common steps (what from_trace shows)
     step_seconds: tuple[tuple[float, ...], ...]  # step time [s], rank x common step (the heat map)
     totals: tuple[Breakdown, ...]  # keyed by rank: sums over the common steps (the stacked bars, the table)
+    delays: tuple[RankDelay, ...]  # per rank, in the order of ranks: delay caused, time waited
+    step_time: Timing  # the run's time per common step (the longest rank's each step): median, quartiles
     straggler_share: float = STRAGGLER_SHARE  # the threshold the stragglers were named by
 
     def headline(self) -> str:
-        lines = [f"{len(self.ranks)} ranks, {len(self.steps)} common step(s); slowest: rank {self.slowest_rank}"]
+        from roofline.core.units import format_seconds
+
+        t = self.step_time
+        slow = next(b for b in self.totals if b.key == self.slowest_rank)
+        text = (f"{len(self.ranks)} ranks, {len(self.steps)} common step(s): median step {format_seconds(t.median)}"
+                + (f" ({format_seconds(t.low)}..{format_seconds(t.high)} over {t.repeats} steps)" if t.repeats > 1
+                   else "")
+                + f"; slowest: rank {self.slowest_rank} (longest step time, {format_seconds(slow.seconds)})")
+        if self.stragglers:
+            s = self.stragglers[0]
+            text += f"; straggler: rank {s.rank} ({s.cause}; the others waited {format_seconds(s.caused_seconds)})" \
+                if s.last else f"; straggler: rank {s.rank} ({s.cause})"
+        else:
+            text += "; no straggler"
         if self.skipped:
-            lines[0] += f"; went on without {len(self.skipped)} bad rank(s)"
-        return lines[0]
+            text += f"; went on without {len(self.skipped)} bad rank(s)"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
         doc = asdict(self)
-        # a Breakdown's key is written by what it is (the format of roofline.ranks/1, unchanged)
+        # a Breakdown's key is written by what it is
         for r in doc["ranks"]:
             r["steps"] = [{"step": b.pop("key"), **b} for b in r["steps"]]
         doc["totals"] = [{"rank": b.pop("key"), **b} for b in doc["totals"]]
-        return {"schema": "roofline.ranks/1", **doc}
+        doc["step_time"] = self.step_time.to_dict()
+        return {"schema": "roofline.ranks/2", **doc}
 
 
 def check_metadata(ranks: list[RankSummary]) -> list[int]:
@@ -152,27 +212,86 @@ def _own(r: RankSummary, steps: list[int]) -> float:
     return sum(s.seconds - s.comm_exposed for s in r.steps if s.key in steps)
 
 
-def collective_waits(ranks: list[RankSummary]) -> list[CollectiveWait]:
-    """The k-th collective of every rank, while every rank names it alike."""
-    out = []
-    for k, calls in enumerate(zip(*(r.collectives for r in ranks), strict=False)):
-        if len({(c[0], c[1]) for c in calls}) != 1:
-            break  # the ranks no longer line up: no wait is claimed past here
-        secs = [c[2] for c in calls]
-        fastest = min(secs)
-        last = min(range(len(secs)), key=lambda i: secs[i])
-        who = ranks[last].rank
-        waits = tuple(s - fastest for s in secs)
-        out.append(CollectiveWait(k, calls[0][0], calls[0][1], waits, who if who is not None else last, max(waits)))
+Key = tuple[str, bool, int]  # (process group, by sequence number, the number or the place in the group's order)
+
+
+def _keyed(r: RankSummary) -> dict[Key, Collective]:
+    """A rank's collectives by the key the members of a group agree on: the sequence number where every call of
+    the group carries a distinct one, else the place in the group's order."""
+    groups: dict[str, list[Collective]] = {}
+    for c in r.collectives:
+        groups.setdefault(c.group, []).append(c)
+    out: dict[Key, Collective] = {}
+    for g, calls in groups.items():
+        by_seq = all(c.seq >= 0 for c in calls) and len({c.seq for c in calls}) == len(calls)
+        out.update(((g, by_seq, c.seq if by_seq else k), c) for k, c in enumerate(calls))
     return out
+
+
+def _rank_id(r: RankSummary, k: int) -> int:
+    return r.rank if r.rank is not None else k
+
+
+def collective_waits(ranks: list[RankSummary]) -> list[CollectiveWait]:
+    """Each collective lined up across the members of its group (module docs); a group lined up by order stops at
+    the first call its members name differently (no wait is claimed past it), one by sequence number skips it."""
+    keyed = [_keyed(r) for r in ranks]
+    first = {k: n for n, k in enumerate(dict.fromkeys(k for mine in keyed for k in mine))}  # first seen first
+    members: dict[tuple[str, bool], list[int]] = {}
+    for i, mine in enumerate(keyed):
+        for g in dict.fromkeys((k[0], k[1]) for k in mine):
+            members.setdefault(g, []).append(i)
+    stopped: set[tuple[str, bool]] = set()
+    found: list[tuple[int, Key, list[int], list[Collective]]] = []
+    for key in sorted(first):  # by group, then number: a group lined up by order is walked in its order
+        group = (key[0], key[1])
+        who = members[group]
+        calls = [keyed[i].get(key) for i in who]
+        if group in stopped or len(who) < 2:
+            continue
+        if any(c is None for c in calls) or len({(c.step, c.name) for c in calls if c is not None}) != 1:
+            if not key[1]:
+                stopped.add(group)
+            continue
+        have = [c for c in calls if c is not None]
+        found.append((have[0].step, key, who, have))
+    found.sort(key=lambda f: (f[0], first[f[1]]))
+    out = []
+    for index, (step, key, who, lined) in enumerate(found):
+        secs = [c.seconds for c in lined]
+        last = min(range(len(secs)), key=lambda j: secs[j])
+        waits = [0.0] * len(ranks)
+        for i, sec in zip(who, secs, strict=True):
+            waits[i] = sec - secs[last]
+        others = [secs[j] - secs[last] for j in range(len(secs)) if j != last]
+        out.append(CollectiveWait(index, step, lined[0].name, key[0], key[2], key[1], tuple(waits),
+                                  _rank_id(ranks[who[last]], who[last]), max(waits), min(others)))
+    return out
+
+
+def rank_delays(ranks: list[RankSummary], waits: list[CollectiveWait]) -> tuple[RankDelay, ...]:
+    """Per rank: the delay it caused (summed over the collectives it came last to), its waits, how often last."""
+    ids = [_rank_id(r, k) for k, r in enumerate(ranks)]
+    caused = dict.fromkeys(ids, 0.0)
+    last = dict.fromkeys(ids, 0)
+    for c in waits:
+        caused[c.last_rank] += c.caused
+        last[c.last_rank] += 1
+    return tuple(RankDelay(r, caused[r], sum(c.waits[k] for c in waits), last[r]) for k, r in enumerate(ids))
+
+
+def _arrival_idle(r: RankSummary, steps: list[int]) -> float:
+    """Its idle before it arrives at each common step's last collective (idle after it is waiting)."""
+    return sum(x for s, x in zip(r.steps, r.arrival_idle, strict=True) if s.key in steps)
 
 
 def _ops_by_key(ops: tuple[OpFigures, ...]) -> dict[tuple[Any, ...], OpFigures]:
     return {(o.name, o.kind, o.precision, o.unit, o.flops, o.bytes): o for o in ops}
 
 
-def straggler(r: RankSummary, med: RankSummary, steps: list[int]) -> Straggler:
-    """``r`` against the median rank ``med``: how much of its excess own time each cause holds."""
+def straggler(r: RankSummary, med: RankSummary, steps: list[int], delay: RankDelay | None = None) -> Straggler:
+    """``r`` against the median rank ``med``: how much of its excess own time each cause holds; ``delay``: the
+    delay it caused (None: no collective lined up, its excess own time stands for it)."""
     mine, theirs = _ops_by_key(r.ops), _ops_by_key(med.ops)
     slow, extra, slower_s, extra_s = [], [], 0.0, 0.0
     for key, o in mine.items():
@@ -192,38 +311,60 @@ def straggler(r: RankSummary, med: RankSummary, steps: list[int]) -> Straggler:
             extra_s += (o.count - m.count) * per
         if per > per_m * 1.05:
             slow.append(SlowOp(o.name, o.kind, o.flops, o.bytes, o.count, per, per_m))
-    idle = sum(s.idle for s in r.steps if s.key in steps) - sum(s.idle for s in med.steps if s.key in steps)
+    idle = _arrival_idle(r, steps) - _arrival_idle(med, steps)
     causes = {"slower ops": slower_s, "extra work": extra_s, "idle": idle}
     cause = max(causes, key=lambda c: causes[c])
+    if causes[cause] <= 0:  # nothing in its trace makes it later than the median rank: the delay is outside it
+        cause = OUTSIDE
     slow.sort(key=lambda o: -(o.seconds - o.median_seconds) * o.calls)
     extra.sort(key=lambda e: -e[2])
     assert r.rank is not None and med.rank is not None
-    return Straggler(r.rank, med.rank, _own(r, steps), _own(med, steps), cause, slower_s, extra_s, idle,
+    own, med_own = _own(r, steps), _own(med, steps)
+    caused, last = (delay.caused, delay.last) if delay is not None else (own - med_own, 0)
+    return Straggler(r.rank, med.rank, caused, last, own, med_own, cause, slower_s, extra_s, idle,
                      tuple(slow[:20]), tuple(extra[:20]), roofline_points(r), roofline_points(med))
+
+
+def _stragglers(ranks: list[RankSummary], steps: list[int], delays: tuple[RankDelay, ...], lined_up: bool
+                ) -> tuple[Straggler, ...]:
+    """The ranks that delayed the others past the threshold (module docs), the largest delay first."""
+    if len(ranks) < 2:
+        return ()
+    own = [_own(r, steps) for r in ranks]
+    order = sorted(range(len(ranks)), key=lambda i: own[i])
+    mid = order[(len(order) - 1) // 2]
+    med_work = sum(s.compute + s.memcpy for s in ranks[mid].steps if s.key in steps)
+    limit = STRAGGLER_SHARE * med_work
+    if lined_up:
+        named = sorted((i for i in range(len(ranks)) if delays[i].caused > limit), key=lambda i: -delays[i].caused)
+    else:
+        med_own = statistics.median(own)
+        named = [i for i in order[::-1] if own[i] - med_own > limit]
+    out = []
+    for i in named:
+        others = [k for k in order if k != i]  # the median of the other ranks (by own time) is what it is held to
+        out.append(straggler(ranks[i], ranks[others[(len(others) - 1) // 2]], steps, delays[i] if lined_up else None))
+    return tuple(out)
 
 
 def cross_rank(ranks: list[RankSummary], skipped: list[str]) -> MultiRankTrace:
     """The cross-rank view of checked ranks (:func:`check_metadata` first)."""
     steps = check_metadata(ranks)
-    own = [_own(r, steps) for r in ranks]
-    order = sorted(range(len(ranks)), key=lambda i: own[i])
-    med = ranks[order[(len(order) - 1) // 2]]
-    med_own = statistics.median(own)
-    med_work = sum(s.compute + s.memcpy for s in med.steps if s.key in steps)
-    found = [straggler(ranks[i], med, steps) for i in order[::-1]
-             if len(ranks) > 1 and own[i] - med_own > STRAGGLER_SHARE * med_work and ranks[i] is not med]
-    slowest = ranks[max(range(len(ranks)), key=lambda i: ranks[i].work_seconds)]  # ties: the first
-    assert slowest.rank is not None
+    totals = rank_totals(ranks, steps)
+    slowest = max(range(len(ranks)), key=lambda i: totals[i].seconds)  # ties: the first
     matrix = tuple(tuple(next(s.seconds for s in r.steps if s.key == n) for n in steps) for r in ranks)
     waits = collective_waits(ranks)
+    delays = rank_delays(ranks, waits)
+    found = _stragglers(ranks, steps, delays, bool(waits))
     longest = tuple(sorted(range(len(waits)), key=lambda k: -waits[k].longest_wait))
-    return MultiRankTrace(tuple(ranks), tuple(skipped), tuple(steps), tuple(waits), longest, tuple(found),
-                          slowest.rank, matrix, rank_totals(ranks, steps))
+    step_time = Timing.of([max(col) for col in zip(*matrix, strict=True)])
+    return MultiRankTrace(tuple(ranks), tuple(skipped), tuple(steps), tuple(waits), longest, found,
+                          totals[slowest].key, matrix, totals, delays, step_time)
 
 
 def rank_totals(ranks: list[RankSummary], steps: list[int]) -> tuple[Breakdown, ...]:
     """Per rank, the sums of its step breakdowns over the common ``steps`` (the stacked bar), keyed by rank."""
-    return tuple(Breakdown.total(r.rank if r.rank is not None else k, [s for s in r.steps if s.key in steps])
+    return tuple(Breakdown.total(_rank_id(r, k), [s for s in r.steps if s.key in steps])
                  for k, r in enumerate(ranks))
 
 

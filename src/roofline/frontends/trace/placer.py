@@ -20,8 +20,10 @@ from roofline.core.errors import RooflineError, env_limit
 from roofline.core.stats import Timing
 from roofline.core.text import shown_path
 from roofline.frontends.torch import FUSED_FUNCTIONS
+from roofline.frontends.trace.comms import COMMS_EVENT, GROUP_KEY, SEQ_KEY, collective_kind, is_nccl_kernel
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, MODULE, RUNTIME, TraceEvents
 from roofline.frontends.trace.nesting import parents
+from roofline.frontends.trace.notes import STEPS_KEY, steps_info
 from roofline.frontends.trace.replay import NotReplayed, Replayer
 from roofline.work import costs
 from roofline.work.workload import MeasuredRun, TraceRecord, UnsupportedOp, Workload, WorkloadBuilder
@@ -33,7 +35,6 @@ HOW_TO_RECORD = ("record one with torch.profiler.profile(activities=[ProfilerAct
 #: aten ops recorded as one fused op each, as the PyTorch frontend records their functions.
 FUSED = frozenset(f"aten::{name}" for name in FUSED_FUNCTIONS)
 BACKWARD_SCOPE = "autograd::engine::evaluate_function: "
-COMMS_EVENT = "record_param_comms"  # NCCL (and others): a cpu_op with the collective's message sizes
 GLOO_PREFIX = "gloo:"  # gloo: a user_annotation on its worker thread ('gloo:all_reduce') with the input shapes
 WRAPPER_NAMESPACES = ("c10d::", "autograd::", "profiler::")  # enqueue wrappers: what they do is placed inside
 _STEP = re.compile(r"ProfilerStep#\d+$")
@@ -211,6 +212,7 @@ class Placer:
         w = _Walk(ev, walk)
         self._code_of: dict[tuple[str, int, int], int] = {}  # (route, name, call) -> cost code, or -1 / -2
         self._why: dict[tuple[int, int], str] = {}  # (name, call) -> why it was not rebuilt
+        self._comms_code: dict[str, int] = {}  # a collective's message -> its cost code
         self._place_levels(w, parent)
         placed, not_replayed = self._placed(w)
         backward = self._backward_places(w.scope, w.where, w.seq,
@@ -407,8 +409,13 @@ class Placer:
         cost: Any
         if route == "gloo":
             cost = _gloo_collective(name, call, self.world)
-        elif route == "comms":
-            cost = _collective(call)
+        elif route == "comms":  # one cost per message: the process group and sequence number do not change it
+            same = repr({k: v for k, v in call.items() if k not in (GROUP_KEY, SEQ_KEY)})
+            if same in self._comms_code:
+                return self._comms_code[same]
+            got.append(_collective(call))
+            code = self._comms_code[same] = len(got) - 1
+            return code
         else:
             try:
                 cost = self.replay.cost(name, call_id, call, fused=name in FUSED)
@@ -470,6 +477,8 @@ class Placer:
                 why = ("no launch with its correlation id" if launch < 0 else "launched outside any op" if not by
                        else f"launched by {by}, not rebuilt: {not_replayed[by]}" if by in not_replayed
                        else f"launched by {by}, not placed")
+                if is_nccl_kernel(name):  # its collective's message is on record_param_comms, which it is not under
+                    why = f"NCCL collective kernel ({collective_kind(name)}), {why}"
                 rec = unmatched.setdefault((name[:80], why), [0, 0.0])
                 rec[0] += 1
                 rec[1] += float(ev.dur[k]) * 1e-6
@@ -508,7 +517,9 @@ class Placer:
         run = MeasuredRun(Timing.of([busy]), "cuda" if gpu else "cpu", method, max(1, len(steps)), placed_seconds)
         record = TraceRecord(where, "cuda" if gpu else "cpu", len(steps), ev.events_seen, placed_seconds, total,
                              tuple(lost), rank if isinstance(rank, int) and not isinstance(rank, bool) else None)
-        info = {"frontend": "trace", "schema_version": ev.meta.get("schemaVersion")}
+        info: dict[str, Any] = {"frontend": "trace", "schema_version": ev.meta.get("schemaVersion")}
+        if (per_step := steps_info([float(s) * 1e-6 for s in steps])) is not None:  # steps are not runs
+            info[STEPS_KEY] = per_step
         assumptions = [
             "ops and FLOPs/bytes: each recorded aten call rebuilt on meta tensors and costed by the PyTorch frontend's "
             "tables (roofline.frontends.torch); ops that decompose before dispatch are costed through their children",

@@ -89,9 +89,10 @@ def _guarded(path: str, index: int, parser: str) -> RankSummary | str:
 
 
 def slowest_order(summary: RankSummary, index: int) -> tuple[float, int]:
-    """The order the slowest rank is picked by: the most op time outside collectives, ties to the first rank
-    (as :func:`~roofline.frontends.trace.crossrank.cross_rank` picks it); every rank's key differs."""
-    return summary.work_seconds, -index
+    """The order the slowest rank is picked by: the longest step time, ties to the first rank (as
+    :func:`~roofline.frontends.trace.crossrank.cross_rank` picks it over the steps every rank has: the same
+    rank unless the ranks' steps differ, and then the pick is read again); every rank's key differs."""
+    return summary.step_seconds, -index
 
 
 class _Slowest:

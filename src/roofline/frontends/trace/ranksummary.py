@@ -3,7 +3,7 @@
 Per profiler step (``ProfilerStep#N``; the whole trace as step 0 without one):
 
 * compute: the union of compute intervals (GPU: kernels other than NCCL and
-  memory copies; CPU: ``cpu_op`` events other than the collective ones);
+  memory copies; CPU: ``cpu_op`` events other than the collective ones: :mod:`.comms`);
 * communication: the union of collective intervals (GPU: NCCL kernels; CPU:
   gloo's ``gloo:<collective>`` scopes, else ``record_param_comms``), split
   into *exposed* (no compute running: ``|comm U compute| - |compute|``) and
@@ -14,8 +14,11 @@ Per profiler step (``ProfilerStep#N``; the whole trace as step 0 without one):
 
 A GPU step's span runs from the first to the last kernel launched inside its
 ``ProfilerStep`` (the launch's time on the CPU); a CPU step's is the
-``ProfilerStep`` itself.  Each collective is kept as (step, name, seconds), in
-order, so the driver can line up the k-th collective of every rank.  Ops are
+``ProfilerStep`` itself.  Each collective is kept (:class:`Collective`: step,
+kind, process group, sequence number, seconds), in order, so the driver can
+line it up with the same collective on the other members of its group (a GPU
+collective's group and sequence number are those of the ``record_param_comms``
+its NCCL kernel was launched in).  Ops are
 kept aggregated by their cost (name, kind, precision, unit, FLOPs, bytes):
 count and total measured seconds, the :data:`MAX_OPS` largest by time.
 """
@@ -28,12 +31,21 @@ from typing import Any
 
 import numpy as np
 
+from roofline.core.stats import Timing
+from roofline.frontends.trace.comms import (
+    COMMS_EVENT,
+    GROUP_KEY,
+    SEQ_KEY,
+    collective_kind,
+    is_cpu_comm,
+    is_nccl_kernel,
+    name_mask,
+)
 from roofline.frontends.trace.events import ANNOTATION, CPU_OP, KERNEL, RUNTIME, TraceEvents
 from roofline.work.workload import Workload
 
 MAX_OPS = 4000  # distinct op costs kept per rank (about 100 bytes each: the summary stays well under 1 MB)
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
-_CPU_COMMS = ("c10d::", "record_param_comms", "gloo:", "nccl:")
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,18 @@ class OpFigures:
 
 
 @dataclass(frozen=True)
+class Collective:
+    """One collective call of a rank: its step, kind, process group and sequence number in that group (``""``
+    and -1 where the trace does not say: then the order within the group is what lines ranks up), seconds."""
+
+    step: int
+    name: str
+    group: str
+    seq: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class RankSummary:
     """What a worker returns for one rank (at most about 1 MB; never events)."""
 
@@ -89,14 +113,21 @@ class RankSummary:
     collective_seconds: float
     op_count: int
     steps: tuple[Breakdown, ...]  # keyed by ProfilerStep number
-    collectives: tuple[tuple[int, str, float], ...]  # (step, collective name, seconds), in order
+    collectives: tuple[Collective, ...]  # in order of their start
     ops: tuple[OpFigures, ...]
+    #: per step (as steps): the idle before its last collective starts, the idle that can make it late (idle
+    #: after it is waiting, for the next step or for others); a step without a collective: all its idle
+    arrival_idle: tuple[float, ...] = ()
 
     @property
-    def work_seconds(self) -> float:
-        """Op time outside collectives: what makes a rank the slowest (a waiting rank's collectives grow by what
-        it waits, so busy spans alone even out)."""
-        return self.op_seconds - self.collective_seconds
+    def step_seconds(self) -> float:
+        """Its steps' time, all steps together (what makes a rank the slowest: the per-rank table's step time)."""
+        return sum(s.seconds for s in self.steps)
+
+    @property
+    def step_timing(self) -> Timing:
+        """Its time per profiler step: median and quartiles over its steps."""
+        return Timing.of([s.seconds for s in self.steps] or [0.0])
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -110,27 +141,33 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> float:
 
 
 def _classes(ev: TraceEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Boolean masks (compute, comm, memcpy) over the events, and whether the trace has GPU kernels."""
-    names = np.asarray(ev.names, dtype=object)
-    name = names[ev.name] if len(ev) else np.zeros(0, dtype=object)
-    gpu = bool((ev.cat == KERNEL).any())
+    """Boolean masks (compute, comm, memcpy) over the events, and whether the trace has GPU kernels (names
+    tested once per distinct name, by :mod:`.comms`)."""
+    kern = ev.cat == KERNEL
+    gpu = bool(kern.any())
     if gpu:
-        kern = ev.cat == KERNEL
-        lower = np.char.lower(name.astype(str))
-        comm = kern & (np.char.find(lower, "nccl") >= 0)
-        mem = kern & (np.char.startswith(lower, "memcpy") | np.char.startswith(lower, "memset"))
+        comm = kern & name_mask(ev.names, ev.name, is_nccl_kernel)
+        mem = kern & name_mask(ev.names, ev.name, lambda n: n.lower().startswith(("memcpy", "memset")))
         return kern & ~comm & ~mem, comm, mem, True
-    text = name.astype(str)
-    is_comm = np.zeros(len(ev), dtype=bool)
-    for prefix in _CPU_COMMS:
-        is_comm |= np.char.startswith(text, prefix)
-    gloo = (ev.cat == ANNOTATION) & np.char.startswith(text, "gloo:")
-    comm = gloo if gloo.any() else (ev.cat == CPU_OP) & (text == "record_param_comms")
+    is_comm = name_mask(ev.names, ev.name, is_cpu_comm)
+    gloo = (ev.cat == ANNOTATION) & name_mask(ev.names, ev.name, lambda n: n.startswith("gloo:"))
+    comm = gloo if gloo.any() else (ev.cat == CPU_OP) & name_mask(ev.names, ev.name, lambda n: n == COMMS_EVENT)
     compute = (ev.cat == CPU_OP) & ~is_comm
     return compute, comm, np.zeros(len(ev), dtype=bool), False
 
 
-def _step_windows(ev: TraceEvents, gpu: bool) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
+def _launches(ev: TraceEvents) -> np.ndarray:
+    """Per event, the launch (a runtime call with the same correlation id) of a kernel; -1 for the rest."""
+    out = np.full(len(ev), -1, dtype=np.int64)
+    launches = np.flatnonzero((ev.cat == RUNTIME) & (ev.correlation >= 0))
+    by_corr = dict(zip(ev.correlation[launches].tolist(), launches.tolist(), strict=True))
+    kern = np.flatnonzero(ev.cat == KERNEL)
+    out[kern] = [by_corr.get(c, -1) for c in ev.correlation[kern].tolist()]
+    return out
+
+
+def _step_windows(ev: TraceEvents, gpu: bool, launch: np.ndarray
+                  ) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
     """Step numbers, their windows (start, end in us) and each event's step index (-1: in no step)."""
     names = ev.names
     steps = [(int(m.group(1)), i) for i in np.flatnonzero(ev.cat == ANNOTATION).tolist()
@@ -147,10 +184,8 @@ def _step_windows(ev: TraceEvents, gpu: bool) -> tuple[list[int], np.ndarray, np
     # each event's step by its (CPU) start; a kernel's by its launch's start
     at = ts.copy()
     if gpu:
-        launches = np.flatnonzero((ev.cat == RUNTIME) & (ev.correlation >= 0))
-        by_corr = dict(zip(ev.correlation[launches].tolist(), ts[launches].tolist(), strict=True))
-        kern = np.flatnonzero(ev.cat == KERNEL)
-        at[kern] = [by_corr.get(c, np.nan) for c in ev.correlation[kern].tolist()]
+        kern = ev.cat == KERNEL
+        at[kern] = np.where(launch[kern] >= 0, ts[np.maximum(launch[kern], 0)], np.nan)
     k = np.searchsorted(cpu_lo, at, side="right") - 1
     inside = (k >= 0) & (at <= cpu_hi[np.clip(k, 0, None)])
     step_of = np.where(inside, k, -1)
@@ -165,12 +200,15 @@ def _step_windows(ev: TraceEvents, gpu: bool) -> tuple[list[int], np.ndarray, np
     return numbers, lo, hi, step_of
 
 
-def step_figures(ev: TraceEvents) -> tuple[tuple[Breakdown, ...], tuple[tuple[int, str, float], ...]]:
-    """Per-step breakdown (see the module docstring) and the collectives in order."""
+def step_figures(ev: TraceEvents) -> tuple[tuple[Breakdown, ...], tuple[Collective, ...], tuple[float, ...]]:
+    """Per-step breakdown (see the module docstring), the collectives in order, and per step the idle before its
+    last collective starts (:attr:`RankSummary.arrival_idle`)."""
     compute, comm, mem, gpu = _classes(ev)
-    numbers, lo, hi, step_of = _step_windows(ev, gpu)
+    launch = _launches(ev) if gpu else np.zeros(0, dtype=np.int64)
+    numbers, lo, hi, step_of = _step_windows(ev, gpu, launch)
     ts, end = ev.ts, ev.ts + ev.dur
-    out = []
+    out: list[Breakdown] = []
+    arrival: list[float] = []
     for j, number in enumerate(numbers):
         a, b = lo[j], hi[j]
         mine = step_of == j
@@ -183,21 +221,48 @@ def step_figures(ev: TraceEvents) -> tuple[tuple[Breakdown, ...], tuple[tuple[in
         c = _union(cs, ce)
         cm = _union(np.concatenate([cs, ms]), np.concatenate([ce, me]))
         m = _union(ms, me)
-        everything = _union(np.concatenate([cs, ms, ys]), np.concatenate([ce, me, ye]))
+        all_s, all_e = np.concatenate([cs, ms, ys]), np.concatenate([ce, me, ye])
+        everything = _union(all_s, all_e)
         exposed = cm - c
+        idle = max(0.0, (b - a) - everything)
         out.append(Breakdown(number, (b - a) * 1e-6, c * 1e-6, exposed * 1e-6, (m - exposed) * 1e-6,
-                               (everything - cm) * 1e-6, max(0.0, (b - a) - everything) * 1e-6))
+                               (everything - cm) * 1e-6, idle * 1e-6))
+        # idle before the step's last collective starts (its arrival); none after it (waiting, not lateness)
+        cut = float(ms.max()) if len(ms) else b
+        before = _union(np.minimum(all_s, cut), np.minimum(all_e, cut)) if len(ms) else everything
+        arrival.append(max(0.0, (cut - a) - before) * 1e-6 if len(ms) else idle * 1e-6)
+    kept = comm & (step_of >= 0)
+    order = np.flatnonzero(kept)[np.argsort(ts[kept], kind="stable")]
+    call_of = _comms_calls(ev, launch, order) if gpu else ev.call[order]
     colls = []
-    for i in np.flatnonzero(comm & (step_of >= 0))[np.argsort(ts[comm & (step_of >= 0)], kind="stable")].tolist():
-        name = ev.names[ev.name[i]].removeprefix("gloo:")
-        colls.append((numbers[step_of[i]], _collective_kind(name), float(ev.dur[i]) * 1e-6))
-    return tuple(out), tuple(colls)
+    for i, c in zip(order.tolist(), call_of.tolist(), strict=True):
+        call = ev.calls[c] if c >= 0 else {}
+        group, seq = call.get(GROUP_KEY, ""), call.get(SEQ_KEY, -1)
+        colls.append(Collective(numbers[step_of[i]], collective_kind(ev.names[ev.name[i]]),
+                                group if isinstance(group, str) else str(group),
+                                seq if isinstance(seq, int) and not isinstance(seq, bool) else -1,
+                                float(ev.dur[i]) * 1e-6))
+    return tuple(out), tuple(colls), tuple(arrival)
 
 
-def _collective_kind(name: str) -> str:
-    """A short collective name the ranks agree on (NCCL kernel names carry dtype and algorithm)."""
-    m = re.match(r"ncclDevKernel_([A-Za-z]+)|ncclKernel_([A-Za-z]+)", name)
-    return (m.group(1) or m.group(2)) if m else name
+def _comms_calls(ev: TraceEvents, launch: np.ndarray, kernels: np.ndarray) -> np.ndarray:
+    """Per NCCL kernel, the recorded call of the ``record_param_comms`` its launch ran inside (on the launch's
+    thread; -1 when none): where its process group and sequence number are.  One search per thread."""
+    rp = np.flatnonzero((ev.cat == CPU_OP) & (ev.call >= 0)
+                        & name_mask(ev.names, ev.name, lambda n: n == COMMS_EVENT))
+    out = np.full(len(kernels), -1, dtype=np.int64)
+    at = launch[kernels] if len(kernels) else np.zeros(0, dtype=np.int64)
+    for th in np.unique(ev.thread[at[at >= 0]]).tolist():
+        mine = rp[ev.thread[rp] == th]
+        mine = mine[np.argsort(ev.ts[mine], kind="stable")]
+        which = np.flatnonzero((at >= 0) & (ev.thread[np.maximum(at, 0)] == th))
+        t = ev.ts[at[which]]
+        p = np.searchsorted(ev.ts[mine], t, side="right") - 1  # the last one started by the launch
+        ok = p >= 0
+        inside = np.zeros(len(which), dtype=bool)
+        inside[ok] = ev.ts[mine[p[ok]]] + ev.dur[mine[p[ok]]] >= t[ok]
+        out[which[inside]] = ev.call[mine[p[inside]]]
+    return out
 
 
 def op_figures(w: Workload) -> tuple[OpFigures, ...]:
@@ -225,8 +290,8 @@ def summarize_rank(ev: TraceEvents, w: Workload, file: str, index: int) -> RankS
     world = dist.get("world_size") if isinstance(dist, dict) else None
     collective = w.column("kind") == "collective"
     secs = np.nan_to_num(w.columns["measured_seconds"] * w.columns["count"])
-    steps, colls = step_figures(ev)
+    steps, colls, arrival = step_figures(ev)
     return RankSummary(t.rank if t.rank is not None else index, file,
                        world if isinstance(world, int) and not isinstance(world, bool) else None,
                        t.device_type, t.events, run.timing.median, float(secs.sum()),
-                       float(secs[collective].sum()), len(w), steps, colls, op_figures(w))
+                       float(secs[collective].sum()), len(w), steps, colls, op_figures(w), arrival)
