@@ -459,9 +459,6 @@ def test_cpu_trace_on_a_gpu_is_noted_in_the_headline(tmp_path):
     assert lines[0] == notes.far_off and "runs" not in lines[1]
 
 
-@pytest.mark.xfail(strict=True, reason="GroupRow.bound (roofline.engine.analysis, outside the trace files) compares "
-                   "the group's summed compute and memory times; the headline's binding roof sums each op's own "
-                   "bound: issue 51 defect 2 needs the group's bound from its ops' bounds")
 def test_headline_bound_label_matches_the_table(tmp_path):
     """Issue 51, defect 2, planted: 10 mm of (64 x 128) @ (128 x 32) fp32 (524,288 FLOPs, 57,344 bytes each) and
     one add of two 64 x 128 fp32 tensors (8,192 FLOPs, 98,304 bytes), on a device of 8.738 GFLOP/s and 1 GB/s:

@@ -127,8 +127,8 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.train and args.overlap is not None:
         raise RooflineError("--overlap is serving's; a training step overlaps by rule: use --overlap-dp, --overlap-tp, "
                             "--overlap-pp on|off (defaults on, off, on)")
-    from roofline.llm.training import TRAIN_PRECISIONS
     from roofline.llm.spec import SERVE_PRECISIONS
+    from roofline.llm.training import TRAIN_PRECISIONS
 
     allowed = SERVE_PRECISIONS if args.serve else TRAIN_PRECISIONS
     if args.precision not in allowed:

@@ -83,6 +83,7 @@ class GroupRow:
     compute_time: float
     memory_time: float
     measured_seconds: float  # nan when no op of the group was measured
+    binding: str = ""  # the bound that carries most of the group's time, each op by its own bound
 
     @property
     def intensity(self) -> float:
@@ -90,8 +91,10 @@ class GroupRow:
 
     @property
     def bound(self) -> str:
-        """Which roof dominates the group's time (summed over its ops)."""
-        return "compute" if self.compute_time > self.memory_time else "memory"
+        """Which bound carries most of the group's time, each op timed on its own bound (the rule of
+        :meth:`Analysis.time_share_by_bound`, so a group row and the headline never disagree); a row built
+        without it falls back to the group's summed compute against memory time."""
+        return self.binding or ("compute" if self.compute_time > self.memory_time else "memory")
 
     @property
     def attainable_flops(self) -> float:
@@ -274,8 +277,12 @@ class Analysis:
         meas = np.where(has, total(np.nan_to_num(measured)), np.nan)
         ops = np.bincount(codes, minlength=n)
         tt = self.total_time or 1.0
+        kinds = ("memory", "compute", "interconnect", "latency")
+        by_bound = np.stack([total(np.where(self.bound == b, self.total_op_time, 0.0)) for b in kinds])
+        binding = [kinds[int(k)] for k in by_bound.argmax(axis=0)]
         rows = [GroupRow(str(uniq[i]), int(ops[i]), float(flops[i]), float(nbytes[i]), float(time[i]),
-                         float(time[i] / tt), float(ct[i]), float(mt[i]), float(meas[i])) for i in range(n) if ops[i]]
+                         float(time[i] / tt), float(ct[i]), float(mt[i]), float(meas[i]), binding[i])
+                for i in range(n) if ops[i]]
         return sorted(rows, key=lambda r: -r.time)
 
     # -- words -------------------------------------------------------------
