@@ -333,7 +333,7 @@ def chart_heading(s: Summary, shown: Callable[[str], str] = shorten, width: int 
     parts.append(f"binding roof: {shown(s.binding.describe())}")
     m = s.measured
     if m is not None and m.whole is not None:
-        parts.append(f"measured {format_seconds(m.whole.median)} whole model (median of {m.whole.repeats} runs)")
+        parts.append(f"measured {format_seconds(m.whole.median)} whole model ({runs_of(m.whole.repeats)})")
     elif m is not None and m.measured > 0:
         parts.append(f"measured {format_seconds(m.measured)} for {m.ops} of {m.of_ops} ops")
     lines: list[str] = []
@@ -395,6 +395,15 @@ def llm_time_clauses(r: LLMReport) -> list[str]:
     return out
 
 
+def runs_of(repeats: int) -> str:
+    """'median of 10 runs', or 'one run' (a trace's whole run, or a single timing: no median to speak of).
+
+    >>> runs_of(10), runs_of(1)
+    ('median of 10 runs', 'one run')
+    """
+    return f"median of {repeats} runs" if repeats > 1 else "one run"
+
+
 def measured_clause(m: MeasuredSummary, bound: float) -> str:
     """'measured 1.25 ms whole model (median of 10 runs, 1.21..1.3 ms; 3.4x the bound); per-op medians sum to
     2.1 ms (1.9..2.4 ms) for 10 of 10 ops, 1 noisy': the whole-model timing leads when there is one (a few slow
@@ -407,8 +416,9 @@ def measured_clause(m: MeasuredSummary, bound: float) -> str:
     t = m.whole
     if t is not None:
         vs = f"{format_count(t.median / bound)}x the bound" if bound > 0 else "the bound is 0"
-        return (f"measured {format_seconds(t.median)} whole model (median of {t.repeats} runs, "
-                f"{_range(t.low, t.high)}; {vs}); per-op medians sum to {ops}")
+        spread = f", {_range(t.low, t.high)}" if t.repeats > 1 else ""
+        return (f"measured {format_seconds(t.median)} whole model ({runs_of(t.repeats)}{spread}; {vs}); "
+                f"per-op medians sum to {ops}")
     if not m.measured > 0:
         return ""
     vs = f"{format_count(m.measured / m.predicted)}x their bound" if m.predicted > 0 else "their bound is 0"
@@ -598,8 +608,8 @@ def describe_measured(m: MeasuredSummary) -> str:
             f"{format_seconds(m.measured)} measured ({how}roofline / measured = {m.ratio:.3g})")
     if m.whole is not None:
         t = m.whole
-        text += (f"; the whole model {format_seconds(t.median)} (median of {t.repeats} runs, "
-                 f"{_range(t.low, t.high)})")
+        text += (f"; the whole model {format_seconds(t.median)} ({runs_of(t.repeats)}"
+                 + (f", {_range(t.low, t.high)})" if t.repeats > 1 else ")"))
     if m.noisy:
         text += (f"; {len(m.noisy)} op(s) with a spread over their profiled runs above {format_share(NOISY_SPREAD)}"
                  " (marked ± in the tables)")
