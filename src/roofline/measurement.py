@@ -75,28 +75,32 @@ def _resolve(device: Device | str | None) -> Device:
     return resolve_device(device)
 
 
-def time_calls(fn: Callable[[], Any], *, repeats: int, warmup: int, sync: Callable[[], Any] | None = None) -> Timing:
-    """Median and spread of ``fn()``'s run time; short calls are timed in batches."""
+def time_calls(fn: Callable[[], Any], *, repeats: int, warmup: int, sync: Callable[[], Any] | None = None,
+               clock: Callable[[], float] = time.perf_counter) -> Timing:
+    """Median and spread of ``fn()``'s run time; short calls are timed in batches.
+
+    ``clock``: seconds, read around each batch (a test injects one to check this logic without a quiet host).
+    """
     if repeats < 1 or warmup < 0:
         raise RooflineError(f"repeats must be >= 1 and warmup >= 0, got repeats={repeats}, warmup={warmup}")
     for _ in range(warmup):
         fn()
     if sync:
         sync()
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
     if sync:
         sync()
-    once = time.perf_counter() - t0
+    once = clock() - t0
     inner = max(1, min(10_000, math.ceil(MIN_BATCH_SECONDS / max(once, 1e-9))))
     samples = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(inner):
             fn()
         if sync:
             sync()
-        samples.append((time.perf_counter() - t0) / inner)
+        samples.append((clock() - t0) / inner)
     return Timing.of(samples)
 
 
@@ -109,11 +113,13 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
                      bytes: float | Callable[..., float], device: Device | str | None = None,
                      repeats: int = 20, warmup: int = 3, name: str | None = None, kind: str = "other",
                      precision: str | None = None, unit: str = "vector", kwargs: Mapping[str, Any] | None = None,
-                     sync: Callable[[], Any] | None = None) -> Analysis:
+                     sync: Callable[[], Any] | None = None, clock: Callable[[], float] = time.perf_counter
+                     ) -> Analysis:
     """Time ``fn(*args)`` and place it under the device's roofs as one measured op.
 
     ``flops`` / ``bytes``: per call (a multiply-add is 2 FLOPs), numbers or functions of ``*args``.
     ``sync``: called after the timed calls for asynchronous libraries (e.g. ``cupy.cuda.Device().synchronize``).
+    ``clock``: the timer, in seconds (:func:`time.perf_counter`; tests inject a simulated one).
 
     >>> import numpy as np
     >>> from roofline import Device
@@ -126,6 +132,7 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
     from roofline.core import arguments as arg
 
     arg.function(fn, "measure_callable", "fn")
+    arg.function(clock, "measure_callable", "clock")
     arg.positive_int(repeats, "measure_callable", "repeats")
     arg.positive_int(warmup, "measure_callable", "warmup", minimum=0)
     kw = dict(kwargs or {})
@@ -137,7 +144,7 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
     label = str(name or getattr(fn, "__name__", "callable"))
     dev = _resolve(device)
     try:
-        timing = time_calls(lambda: fn(*args, **kw), repeats=repeats, warmup=warmup, sync=sync)
+        timing = time_calls(lambda: fn(*args, **kw), repeats=repeats, warmup=warmup, sync=sync, clock=clock)
     except RooflineError:
         raise
     except Exception as exc:
