@@ -50,6 +50,7 @@ class LLMReport:
     findings: list[str] = field(default_factory=list)
     fits_with: tuple[FitOption, ...] = ()  # does not fit: the single changes that make it fit (fit_options)
     forecast_phase_time: dict[str, float] = field(default_factory=dict)  # as phase_time, the forecast's seconds
+    uncalibrated: str = ""  # with a forecast on a device without a calibration: what it is (Forecast.uncalibrated)
 
     @property
     def fits(self) -> bool | None:
@@ -130,7 +131,8 @@ def report(analysis: Analysis) -> LLMReport:
     total, active = param_counts(spec.arch)
     fits_with = fit_options(spec, fp.capacity) if fp.fits is False and fp.capacity is not None else ()
     return LLMReport(spec, dev.name, times, flops, nbytes, link, ttft, tpot, tps, latency, fp, mb, rb, total, active,
-                     _findings(spec, dev.name, fp, mb, rb, link, analysis.total_time), fits_with, forecast)
+                     _findings(spec, dev.name, fp, mb, rb, link, analysis.total_time), fits_with, forecast,
+                     f.uncalibrated if f is not None else "")
 
 
 def _findings(spec: LLMSpec, device: str, fp: Footprint, mb: int | None, rb: int | None, link: float,
