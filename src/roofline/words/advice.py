@@ -69,13 +69,30 @@ class Lever:
     after: float
     after_analysis: Analysis
     figures: dict[str, float] = field(default_factory=dict)
+    #: what ``speedup`` is the gain in: 'time' (the scope's seconds, what one request waits) or 'throughput'
+    #: (seconds per token over the batch: tokens/s, while each sequence may wait longer, ``latency_x``)
+    gains: str = "time"
+    latency_x: float = 1.0  # throughput levers: each sequence's wait after / before (> 1: slower per token)
 
     @property
     def speedup(self) -> float:
         return self.before / self.after if self.after > 0 else math.inf
 
+    def effect(self) -> str:
+        """What the lever improves, and by how much: '3.16x faster' (time), or for a throughput lever its gain
+        and what it costs each sequence: '70.4x throughput, 3.64x slower per token'."""
+        if self.gains != "throughput":
+            return format_speedup(self.speedup)
+        text = f"{format_count(self.speedup)}x throughput"
+        if self.latency_x >= 1.005:
+            return text + f", {format_count(self.latency_x)}x slower per token"
+        if 0 < self.latency_x <= 1 / 1.005:
+            return text + f", {format_count(1 / self.latency_x)}x faster per token"
+        return text
+
     def line(self) -> str:
-        return f"{self.name}: {self.text}"
+        """'batching: 70.4x throughput, 3.64x slower per token; batch 1 -> 64: ...': what it improves first."""
+        return f"{self.name}: {self.effect()}; {self.text}"
 
     def __repr__(self) -> str:  # not the dataclass dump: after_analysis holds a whole workload
         from roofline.core.text import one_line
@@ -136,7 +153,7 @@ class Advice:
         a = self.analysis
         best = max(self.levers, key=lambda lv: lv.speedup, default=None)
         found = (f"{len(self.levers)} lever{'' if len(self.levers) == 1 else 's'}, best: {best.name} "
-                 f"({format_speedup(best.speedup)})" if best is not None else NO_LEVER)
+                 f"({best.effect()})" if best is not None else NO_LEVER)
         return (f"<Advice for '{one_line(a.workload.title, 80)}' on '{one_line(a.device.name, 80)}': {found}; "
                 f"limiting roof: {one_line(self.roof, 160)}>")
 
@@ -284,7 +301,7 @@ def _fusion_lever(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]], s
     what = (f"fuse {len(chains)} chain(s) of elementwise/norm ops ({ops_before} ops)" if scope == "workload"
             else f"fuse the chain {' + '.join(w.strings('name', i) for i in range(chains[0][0], chains[0][1]))}")
     text = (f"{what}: {format_bytes(saved_bytes)} less traffic, {format_seconds(saved_time)} saved "
-            f"({format_seconds(before_t)} -> {format_seconds(after_t)}, {format_speedup(_ratio(before_t, after_t))})")
+            f"({format_seconds(before_t)} -> {format_seconds(after_t)})")
     return Lever("fusion", text, before_t, after_t, after,
                  {"bytes_saved": saved_bytes, "time_saved": saved_time, "ops_fused": float(ops_before)})
 
@@ -332,8 +349,7 @@ def _weight_levers(a: Analysis, w: Workload, mask: np.ndarray | None, scope_idx:
             continue  # no gain, or none beyond the wider format's
         saved = a.total_bytes - after.total_bytes
         levers.append(Lever("weight precision", f"{label} weights: {format_bytes(saved)} less traffic, "
-                            f"{format_seconds(before_t)} -> {format_seconds(after_t)} "
-                            f"({format_speedup(_ratio(before_t, after_t))})",
+                            f"{format_seconds(before_t)} -> {format_seconds(after_t)}",
                             before_t, after_t, after, {"bytes_saved": saved, "bits": float(bits)}))
     return levers
 
@@ -365,8 +381,7 @@ def _matrix_levers(a: Analysis, w: Workload, mask: np.ndarray, scope_idx: np.nda
         candidates.append(Lever("matrix-unit precision",
                                 f"{p} on the matrix unit: compute roof {format_count(roof_x)}x ({format_flops(current)} -> "
                                 f"{format_flops(c.flops)}){traffic}, {format_seconds(before_t)} -> "
-                                f"{format_seconds(after_t)} ({format_speedup(_ratio(before_t, after_t))})", before_t, after_t,
-                                after,
+                                f"{format_seconds(after_t)}", before_t, after_t, after,
                                 {"roof_x": roof_x, "bytes_saved": saved}))
     candidates.sort(key=lambda lv: -lv.speedup)
     return candidates[:2]
@@ -398,7 +413,7 @@ def _device_levers(a: Analysis, w: Workload, candidates: Sequence[Device] | None
         if _ratio(a.total_time, t) < MIN_GAIN:
             continue
         levers.append(Lever("device", f"on {d.name}: {format_seconds(a.total_time)} -> {format_seconds(t)} "
-                            f"({format_speedup(_ratio(a.total_time, t))}, roofline time; devices ranked by "
+                            f"(roofline time; devices ranked by "
                             f"{'forecast' if after.forecast is not None else 'roofline time'})",
                             a.total_time, t, after, {"time_x": _ratio(t, a.total_time)}))
     return levers
@@ -424,8 +439,7 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
             launches = float(f.counts.sum() - after.forecast.counts.sum())
             levers.append(Lever("fewer launches", f"fuse {len(chains)} chain(s) of elementwise/norm ops: "
                                 f"{launches:.0f} fewer ops paying the {format_seconds(f.overhead)} {f.framework} "
-                                f"floor; forecast {format_seconds(before)} -> {format_seconds(t)} "
-                                f"({format_speedup(_ratio(before, t))})", before, t, after,
+                                f"floor; forecast {format_seconds(before)} -> {format_seconds(t)}", before, t, after,
                                 {"ops_saved": launches, "overhead_before": over}))
     graph = a.device.overhead_floor("cuda-graph")
     if f.framework == "cuda-launch" and graph is not None and graph.seconds < f.overhead:
@@ -435,7 +449,7 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
 
             levers.append(Lever("CUDA graphs", f"replay the ops from a CUDA graph: floor {format_seconds(f.overhead)} "
                                 f"-> {format_seconds(graph.seconds)} per op; forecast {format_seconds(before)} -> "
-                                f"{format_seconds(fg.total_time)} ({format_speedup(_ratio(before, fg.total_time))})",
+                                f"{format_seconds(fg.total_time)}",
                                 before, fg.total_time, replace(a, forecast=fg),
                                 {"floor_before": f.overhead, "floor_after": graph.seconds}))
     spec = w.llm
@@ -449,10 +463,12 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
             assert ab.forecast is not None
             per0, per1 = before / tokens(w), ab.forecast.total_time / tokens(ab.workload)
             if _ratio(per0, per1) >= MIN_GAIN:
+                # each sequence waits the whole step (decode) or run (generate): after / before, forecast
                 levers.append(Lever("larger batch", f"batch {spec.batch} -> {spec.batch * 2}: the per-op floor "
-                                    f"is paid once for twice the tokens; forecast per token {format_seconds(per0)} -> "
-                                    f"{format_seconds(per1)} ({format_speedup(_ratio(per0, per1))})",
-                                    per0, per1, ab, {"batch": float(spec.batch * 2)}))
+                                    f"is paid once for twice the tokens; forecast per token over the batch "
+                                    f"{format_seconds(per0)} -> {format_seconds(per1)}",
+                                    per0, per1, ab, {"batch": float(spec.batch * 2)}, gains="throughput",
+                                    latency_x=_ratio(ab.forecast.total_time, before)))
     return levers
 
 
@@ -509,12 +525,13 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
                 # what each sequence waits per token grows with the batch: say so next to the throughput
                 levers.append(Lever(
                     "batching", f"batch {spec.batch} -> {b}: {spec.phase} intensity {ai0:.3g} -> {ai1:.3g} FLOP/B "
-                                f"(ridge at {ridge:.3g}); {format_count(tok0)} -> {format_count(tok1)} tokens/s ({format_speedup(_ratio(tok1, tok0))}), "
+                                f"(ridge at {ridge:.3g}); {format_count(tok0)} -> {format_count(tok1)} tokens/s, "
                                 f"each sequence's time per token {format_seconds(spec.batch / tok0)} -> "
                                 f"{format_seconds(b / tok1)}{fits}",
                     1 / tok0, 1 / tok1, ab,
                     {"batch": float(b), "intensity_before": ai0, "intensity_after": ai1, "ridge": ridge,
-                     "tokens_per_s_before": tok0, "tokens_per_s_after": tok1}))
+                     "tokens_per_s_before": tok0, "tokens_per_s_after": tok1},
+                    gains="throughput", latency_x=_ratio(b / tok1, spec.batch / tok0)))
     p = spec.precisions
     for field_name, label, what in (("weights", "weight precision", "weights"), ("kv_cache", "KV-cache precision",
                                                                                   "KV cache")):
@@ -529,7 +546,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             last = ak.total_time
             saved = a.total_bytes - ak.total_bytes
             levers.append(Lever(label, f"{name} {what}: {format_bytes(saved)} less traffic, "
-                                f"{format_seconds(a.total_time)} -> {format_seconds(ak.total_time)} ({format_speedup(gain)})",
+                                f"{format_seconds(a.total_time)} -> {format_seconds(ak.total_time)}",
                                 a.total_time, ak.total_time, ak, {"bytes_saved": saved, "bits": float(bits)}))
     return levers
 

@@ -307,7 +307,7 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
         text += f"; {m}"
     lever = best_lever(s)
     if lever is not None:
-        text += f"; best lever here: {lever.name} ({format_speedup(lever.speedup)})"
+        text += f"; best lever here: {lever.name} ({lever.effect()})"
     return "".join(f"{x}. " for x in lead) + text + "."
 
 
