@@ -42,7 +42,6 @@ from roofline.core.units import (
     format_ratio,
     format_seconds,
     format_share,
-    format_speedup,
 )
 from roofline.engine.analysis import Analysis
 from roofline.hardware.device import ComputeCeiling, MemoryCeiling
