@@ -241,3 +241,18 @@ def test_an_uncalibrated_forecast_is_labelled_once_where_it_is_shown() -> None:
     assert "(uncalibrated: forecast = bound)" in forecast_lines(s.forecast)[0]
     calibrated = summarize(analyze(w, get_device("h100"), forecast=True))
     assert "uncalibrated" not in headline(calibrated) + " ".join(forecast_lines(calibrated.forecast))
+
+
+def test_analysis_commands_lead_with_the_answer(tmp_path, capsys, monkeypatch) -> None:
+    """`llm` and `report` (the emit path `trace`, `torch`, `onnx` share) print the headline first, no title line
+    above it repeating the workload and the device (issue 48, item 6)."""
+    from roofline.cli import main
+
+    monkeypatch.setenv("COLUMNS", "400")
+    saved = tmp_path / "a.json"
+    assert main(["llm", "llama-3-8b", "--device", "h100", "--phase", "decode", "--json", str(saved)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    want = headline(summarize(analyze(from_llm("llama-3-8b", phase="decode"), get_device("h100"))))
+    assert first == want and first.startswith("llama-3-8b decode batch 1 on NVIDIA H100 SXM5 80GB: per output token")
+    assert main(["report", str(saved)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == want
