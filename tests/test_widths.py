@@ -200,3 +200,17 @@ def test_prose_wraps_at_spaces_and_keeps_a_number_with_its_unit() -> None:
         joined = " ".join(x.strip() for x in lines)
         for piece in ("43.9 ms", "295 output", "17.4 s"):
             assert piece in joined
+
+
+def test_devices_fits_the_documented_minimum_of_40_columns(monkeypatch, capsys) -> None:
+    """At 40 columns (README's minimum) the catalog list drops main memory (named under the table) rather than
+    overflow; at 60 it keeps it, shortening names to 16 cells first (issue 48, item 8)."""
+    for width, kept in ((40, False), (60, True)):
+        monkeypatch.setenv("COLUMNS", str(width))
+        assert cli.main(["devices"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert max(cell_len(x) for x in lines) <= width
+        assert any("main memory" in x for x in lines[:6]) == kept
+        if not kept:
+            note = " ".join(" ".join(lines).split("not shown at 40 columns:")[1].split())  # wrapped: read across
+            assert "main memory" in note.split("(")[0]
