@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from roofline.core.precision import BITS
-from roofline.core.units import format_bytes, format_count, format_flops, format_seconds, format_speedup
+from roofline.core.units import format_bytes, format_count, format_flops, format_gib, format_seconds, format_speedup
 from roofline.engine.analysis import Analysis, analyze
 from roofline.hardware.device import Device
 from roofline.work.workload import COLUMNS, Workload
@@ -520,7 +520,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             ai1 = _ratio(ab.total_flops, ab.total_bytes)
             tok1 = _ratio(tokens(ab.workload), ab.total_time)
             kv = memory_bytes(ab.workload.llm)
-            fits = f"; needs {format_bytes(kv)} of {format_bytes(cap)} memory" if kv and cap else ""
+            fits = f"; needs {format_gib(kv)} of {format_gib(cap)} memory" if kv and cap else ""  # GiB, as every capacity
             if tok1 > 0 and _ratio(tok1, tok0) >= MIN_GAIN:
                 # what each sequence waits per token grows with the batch: say so next to the throughput
                 levers.append(Lever(
