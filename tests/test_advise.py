@@ -137,11 +137,11 @@ def test_kv_cache_lever_equals_from_llm_with_fewer_kv_bits():
     from roofline.frontends.llm import from_llm
 
     dev = get_device("h100")
-    a = analyze(from_llm("llama-3-8b", phase="decode", batch=16, prompt=32768), dev)
+    a = analyze(from_llm("llama-3-8b", phase="decode", batch=64, prompt=8192), dev)  # its whole context
     levers = [lv for lv in advise(a, devices=False).levers if lv.name == "KV-cache precision"]
     assert levers
     for lv in levers:
-        other = analyze(from_llm("llama-3-8b", phase="decode", batch=16, prompt=32768, kvbits=int(lv.figures["bits"])),
+        other = analyze(from_llm("llama-3-8b", phase="decode", batch=64, prompt=8192, kvbits=int(lv.figures["bits"])),
                         dev)
         assert lv.after == pytest.approx(other.total_time)
         assert lv.figures["bytes_saved"] == pytest.approx(a.total_bytes - other.total_bytes)
@@ -237,3 +237,16 @@ def test_matrix_precision_lever_names_the_bytes_it_saves():
     lever = [lv for lv in advise(a, devices=False).levers if lv.name == "matrix-unit precision"][0]
     assert lever.figures["bytes_saved"] == pytest.approx(op.bytes / 2)  # fp8 operands: half of 67.1 MB
     assert "operands in fp8: 33.57 MB less traffic" in lever.text
+
+
+def test_the_batching_lever_states_memory_in_gib_as_every_capacity() -> None:
+    """The capacity the batching lever names is the one llm and compare print: GiB, as nvidia-smi counts (79.15 GiB
+    on the H100), never the same memory in decimal GB (84.98 GB) (issue 48, item 7)."""
+    from roofline.core.units import format_gib
+    from roofline.frontends.llm import from_llm
+
+    dev = get_device("h100")
+    lever = next(lv for lv in advise(analyze(from_llm("llama-3-8b", phase="decode"), dev), devices=False).levers
+                 if lv.name == "batching")
+    assert f"of {format_gib(dev.memory_capacity)} memory" in lever.text and format_gib(dev.memory_capacity) == "79.15 GiB"
+    assert " GB " not in lever.text.split("needs ")[1]

@@ -264,7 +264,9 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     """One sentence of the answer, the deciding fact first.  Names from files go through ``shown`` (default:
     shortened past 256 characters); each renderer still escapes the sentence for its medium.
 
-    The order: the measurement's warning (when there is one); for an LLM run that does not fit the device,
+    The order: the measurement's warning (when there is one); an LLM prompt past the model's
+    max_position_embeddings that only its rope scaling reaches (:func:`roofline.llm.spec.context_note`); for an
+    LLM run that does not fit the device,
     that (:func:`fit_clause`); then the bound and the forecast on one time basis per clause, each labelled
     (LLMs: per output token with the matching tokens/s, TTFT, the whole run; :func:`llm_time_clauses`);
     the binding roof; the measured time (the whole model's when it was timed whole; :func:`measured_clause`);
@@ -283,6 +285,8 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     b = s.binding
     lead = [shown(w)] if (w := measurement_warning(s)) else []
     r = s.llm
+    if r is not None and r.context_note:
+        lead.append(r.context_note)
     if r is not None and (fit := fit_clause(r, shown)):
         lead.append(fit)
     where = f"{shown(a.workload.title)} on {shown(a.device.name)}"
@@ -364,7 +368,8 @@ def fit_clause(r: LLMReport, shown: Callable[[str], str] = shorten) -> str | Non
             f"{format_gib(fp.activations)})")
     if r.fits_with:
         return text + "; fits with " + " / ".join(o.describe() for o in r.fits_with)
-    return text + "; no single change fits (tp up to 8, int8/int4 weights or KV cache, a smaller batch)"
+    tried = "tp up to 8, int8/int4 weights or KV cache, " + ("" if r.spec.flash else "fused attention, ")
+    return text + f"; no single change fits ({tried}a smaller batch)"
 
 
 def llm_time_clauses(r: LLMReport) -> list[str]:
