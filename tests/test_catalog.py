@@ -152,3 +152,24 @@ def test_json_round_trip(dev: Device):
     again = Device.from_dict(dev.to_dict())
     assert again == dev
     assert Device.from_dict(json.loads(dev.to_json())) == dev
+
+
+def test_device_cites_each_source_once_and_whole(monkeypatch, capsys) -> None:
+    """`roofline device h100`: the ten H100 roofs taken from one page cite it once, each roof's figure listed under
+    it; nothing is cut ('...[+N chars]'), the interconnect's provenance included (issue 48, item 8)."""
+    from roofline import get_device
+    from roofline.cli import main
+
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["device", "h100"]) == 0
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())
+    assert "[+" not in out and "..." not in out
+    d = get_device("h100")
+    pages = {c.provenance.source for c in [*d.compute, *d.memory]}
+    assert len(pages) == 2  # Lockwood's H100 table for the ten roofs, HPC Technologies' spec copy for HBM
+    for page in pages:  # one citation per source page (the interconnect's is derived: a source of its own kind)
+        assert flat.count(f"datasheet: {' '.join(page.split())}") == 1
+    for c in d.compute:  # each roof's own figure, under its source
+        assert f"{c.precision} {c.unit}: {' '.join(c.provenance.note.split())}" in flat
+    assert "interconnect: NVLink: 900 GB/s total" in flat

@@ -20,8 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from roofline.bench.resolve import resolve_device
     from roofline.core.units import format_bandwidth, format_flops, format_gib, format_seconds
+    from roofline.hardware.ceilings import Provenance
 
     if args.output:
         from roofline.render import check_chart_path
@@ -39,15 +42,22 @@ def run(args: argparse.Namespace) -> int:
     # names from a device file are data: control characters made visible, long ones cut
     out += wrap_line(f"{display(d.name)} ({display(d.vendor_kind())}); aliases: {display(', '.join(d.aliases)) or '-'}",
                      width)
-    sources: dict[str, int] = {}  # provenance in full under each table, numbered: a table row stays one line
+    # provenance under the tables, numbered so a table row stays one line: each source cited once, with the
+    # figure each row took from it listed under it
+    sources: dict[str, int] = {}
+    taken: dict[int, list[str]] = {}
 
-    def cite(text: str) -> str:
-        return f"[{sources.setdefault(text, len(sources) + 1)}]"
+    def cite(p: Provenance, what: str) -> str:
+        k = sources.setdefault(display(replace(p, note="").describe(), 2000), len(sources) + 1)
+        if p.note:
+            taken.setdefault(k, []).append(f"{what}: {display(p.note, 2000)}")
+        return f"[{k}]"
 
     ridges = {f"ridge vs {display(m.level, 24)}": m for m in d.memory}
     rows = [{"unit": display(c.unit), "precision": display(c.precision), "peak": format_flops(c.flops),
              **{k: f"{c.flops / m.bandwidth:.3g} FLOP/B" for k, m in ridges.items()},
-             "source": cite(display(c.provenance.describe(), 2000))} for c in sorted(d.compute, key=lambda c: -c.flops)]
+             "source": cite(c.provenance, f"{display(c.precision)} {display(c.unit)}")}
+            for c in sorted(d.compute, key=lambda c: -c.flops)]
     columns = [Column("unit", kind="label", keep=True), Column("precision", kind="label", keep=True),
                Column("peak", keep=True), *(Column(k, priority=2 - i / 100) for i, k in enumerate(ridges)),
                Column("source", kind="label", keep=True)]
@@ -55,17 +65,19 @@ def run(args: argparse.Namespace) -> int:
     mem_rows = [{"level": display(m.level), "bandwidth": format_bandwidth(m.bandwidth),
                  "capacity": (format_gib(m.capacity) + (f" less {format_gib(m.reserve)} reserve" if m.reserve else "")
                               if m.capacity else "-"),
-                 "source": cite(display(m.provenance.describe(), 2000))} for m in d.memory]
+                 "source": cite(m.provenance, display(m.level, 24))} for m in d.memory]
     columns = [Column("level", kind="name", keep=True, min_width=8), Column("bandwidth", keep=True),
                Column("capacity", kind="label", priority=1), Column("source", kind="label", keep=True)]
     out += table_lines(columns, mem_rows, width, title="memory ceilings")
-    out += [x for text, k in sources.items() for x in wrap_line(f"  [{k}] {text}", width, subsequent="      ")]
     if d.interconnect:
         ic = d.interconnect
         hop = f", {format_seconds(ic.latency)} per hop" if ic.latency else ""
         nvls = ", in-switch reduction" if ic.in_switch_reduction else ""
-        out += wrap_line(f"interconnect: {display(ic.name)} {format_bandwidth(ic.bandwidth)} per direction{hop}{nvls} — "
-                         f"{display(ic.provenance.describe())}", width)
+        out += wrap_line(f"interconnect: {display(ic.name)} {format_bandwidth(ic.bandwidth)} per direction{hop}{nvls} "
+                         + cite(ic.provenance, "interconnect"), width)
+    for text, k in sources.items():
+        out += wrap_line(f"  [{k}] {text}", width, subsequent="      ")
+        out += [x for note in taken.get(k, ()) for x in wrap_line(f"      {note}", width, subsequent="        ")]
     for k, v in d.metadata.items():
         out += wrap_line(display(f"{k}: {v}", 2000), width)
     print("\n".join(out))
