@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from roofline.commands._common import EXAMPLE_HELP
+
+if TYPE_CHECKING:
+    from roofline.hardware.ceilings import Provenance
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,11 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from roofline.bench.resolve import resolve_device
     from roofline.core.units import format_bandwidth, format_flops, format_gib, format_seconds
-    from roofline.hardware.ceilings import Provenance
 
     if args.output:
         from roofline.render import check_chart_path
@@ -42,16 +43,7 @@ def run(args: argparse.Namespace) -> int:
     # names from a device file are data: control characters made visible, long ones cut
     out += wrap_line(f"{display(d.name)} ({display(d.vendor_kind())}); aliases: {display(', '.join(d.aliases)) or '-'}",
                      width)
-    # provenance under the tables, numbered so a table row stays one line: each source cited once, with the
-    # figure each row took from it listed under it
-    sources: dict[str, int] = {}
-    taken: dict[int, list[str]] = {}
-
-    def cite(p: Provenance, what: str) -> str:
-        k = sources.setdefault(display(replace(p, note="").describe(), 2000), len(sources) + 1)
-        if p.note:
-            taken.setdefault(k, []).append(f"{what}: {display(p.note, 2000)}")
-        return f"[{k}]"
+    cite = _Citations()
 
     ridges = {f"ridge vs {display(m.level, 24)}": m for m in d.memory}
     rows = [{"unit": display(c.unit), "precision": display(c.precision), "peak": format_flops(c.flops),
@@ -75,9 +67,7 @@ def run(args: argparse.Namespace) -> int:
         nvls = ", in-switch reduction" if ic.in_switch_reduction else ""
         out += wrap_line(f"interconnect: {display(ic.name)} {format_bandwidth(ic.bandwidth)} per direction{hop}{nvls} "
                          + cite(ic.provenance, "interconnect"), width)
-    for text, k in sources.items():
-        out += wrap_line(f"  [{k}] {text}", width, subsequent="      ")
-        out += [x for note in taken.get(k, ()) for x in wrap_line(f"      {note}", width, subsequent="        ")]
+    out += cite.lines(width)
     for k, v in d.metadata.items():
         out += wrap_line(display(f"{k}: {v}", 2000), width)
     print("\n".join(out))
@@ -87,3 +77,32 @@ def run(args: argparse.Namespace) -> int:
         save_chart(d, args.output)
         print(f"chart: {args.output}")
     return 0
+
+
+class _Citations:
+    """The provenance under the tables, numbered so a table row stays one line: each source cited once, with the
+    figure each row took from it (the provenance's note) listed under it."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, int] = {}
+        self.taken: dict[int, list[str]] = {}
+
+    def __call__(self, p: Provenance, what: str) -> str:
+        """'[3]': the number of ``p``'s source (kind, source, url), its note kept for ``what``."""
+        from dataclasses import replace
+
+        from roofline.core.text import display
+
+        k = self.sources.setdefault(display(replace(p, note="").describe(), 2000), len(self.sources) + 1)
+        if p.note:
+            self.taken.setdefault(k, []).append(f"{what}: {display(p.note, 2000)}")
+        return f"[{k}]"
+
+    def lines(self, width: int) -> list[str]:
+        from roofline.render.fit import wrap_line
+
+        out: list[str] = []
+        for text, n in self.sources.items():
+            out += wrap_line(f"  [{n}] {text}", width, subsequent="      ")
+            out += [x for note in self.taken.get(n, ()) for x in wrap_line(f"      {note}", width, subsequent="        ")]
+        return out

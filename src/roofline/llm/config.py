@@ -335,7 +335,8 @@ def _context(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if not top or rope is None or not isinstance(factor, (int, float)) or isinstance(factor, bool):
         return {"max_positions": top}
     base = rope.get("original_max_position_embeddings")
-    reach = int((base if _whole(base) and base > 0 else top) * factor)
+    start = int(base) if isinstance(base, (int, float)) and _whole(base) and base > 0 else top
+    reach = int(start * float(factor))
     if reach <= top:
         return {"max_positions": top}
     return {"max_positions": top, "rope_positions": reach, "rope_type": str(rope.get("rope_type", rope.get("type")))}
