@@ -342,3 +342,21 @@ def test_chart_notes_the_level_a_measured_point_is_judged_against():
     # the verdict is a short phrase; its flags are numbered footnotes under the table
     assert re.search(r"\[\d\]measuredpointjudgedvsL2:itsworkingsetfits", squashed)
     assert re.search(r"\[\d\]aboveroof:checkunits", squashed)  # the 64 MiB op, 3x above the DRAM roof
+
+
+def test_a_real_timing_is_judged_only_on_a_quiet_host():
+    """tests/host_load.py on injected snapshots: within its limit a figure passes; outside it, a window with other
+    runnable tasks skips naming them, a quiet window fails."""
+    from roofline.bench import contention
+
+    def watch(runnable: int) -> Watch:
+        w = Watch(threads=1)
+        w.windows.append((contention.Snapshot(0.0, 0.0, runnable=runnable), contention.Snapshot(1.0, 1.0, runnable=runnable)))
+        return w
+
+    busy, quiet = watch(5), watch(1)
+    judge(True, "a figure within its limit", busy)
+    with pytest.raises(pytest.skip.Exception, match=r"cannot judge on a busy host \(ratio 19\.4\): .*runnable task"):
+        judge(False, "ratio 19.4", busy)
+    with pytest.raises(pytest.fail.Exception, match=r"ratio 19\.4 \(the host was quiet"):
+        judge(False, "ratio 19.4", quiet)
