@@ -14,7 +14,11 @@ stands in for what a GPU and its driver would do, nothing more:
 * the profiler's CUDA side (CUPTI): the CPU profiler runs for real; each launch leaves a marker in it, which
   ``events()`` turns into the op's ``device_time_total`` and ``export_chrome_trace`` into a
   ``cuda_runtime`` launch and a ``kernel`` event joined by ``correlation``, as kineto writes them;
-* the Triton FMA kernel's launch, when Triton is not installed.
+* the Triton FMA kernel's launch, when Triton is not installed;
+* the host as the contention checks see it (``roofline.bench.contention.snapshot``): a quiet machine's, since
+  the timings are on the simulated clock, which no other work on the host can disturb (a busy CI runner
+  would otherwise make ``calibrate`` refuse the honest fake's fit; :attr:`Model.host_runnable` puts tasks
+  in the run queue to check that refusal).
 
 ``kind`` picks an honest GPU or one that breaks one check (:data:`KINDS`).
 """
@@ -56,6 +60,7 @@ class Model:
         "fp64": 0.85 * 67 * TB, "fp32": 0.8 * 67 * TB})
     vector: dict[str, float] = field(default_factory=lambda: {"fp32": 0.9 * 67 * TB, "fp64": 0.9 * 34 * TB})
     hbm: float = 0.88 * 4.8 * TB
+    host_runnable: int | None = None  # runnable tasks /proc/loadavg shows (None: a quiet host, no figure)
     l2: float = 10 * TB
     l2_bytes: int = 50 * 2**20
     memory_bytes: int = 150_754_820_096  # what an H200 reports (140.4 GiB)
@@ -155,6 +160,15 @@ class FakeGPU:
 
     def synchronize(self, *_: Any) -> None:
         self.host = self.now()
+
+    def host_snapshot(self) -> Any:
+        """What the contention checks read of the host: its wall and CPU clocks and nothing of the machine's
+        load (no /proc figures: no cause can be found), or :attr:`Model.host_runnable` tasks in the run queue."""
+        import time
+
+        from roofline.bench.contention import Snapshot
+
+        return Snapshot(time.perf_counter(), time.process_time(), runnable=self.model.host_runnable)
 
     # -- ops
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -460,6 +474,8 @@ def _fake_triton() -> types.ModuleType:
 def install(kind: str = "honest", model: Model | None = None) -> Iterator[FakeGPU]:
     """The fake GPU of ``kind`` (or ``model``) for the block; torch as it was afterwards."""
     global GPU
+    from roofline.bench import contention
+
     gpu = FakeGPU(model or model_for(kind))
     cuda = torch.cuda
     patches: list[tuple[Any, str, Any]] = [
@@ -472,7 +488,8 @@ def install(kind: str = "honest", model: Model | None = None) -> Iterator[FakeGP
         (cuda, "get_device_properties", lambda d=None: _props()), (cuda, "get_device_name", lambda d=None: "NVIDIA H200"),
         (cuda, "get_device_capability", lambda d=None: (9, 0)),
         (cuda, "mem_get_info", lambda d=None: (gpu.model.memory_bytes - 2**30, gpu.model.memory_bytes)),
-        (torch.version, "cuda", "12.8"), (torch.profiler, "profile", _Profile)]
+        (torch.version, "cuda", "12.8"), (torch.profiler, "profile", _Profile),
+        (contention, "snapshot", gpu.host_snapshot)]
     _REAL.update(profile=torch.profiler.profile, record_function=torch.profiler.record_function)
     saved = [(obj, name, getattr(obj, name, None)) for obj, name, _ in patches]
     triton = None

@@ -108,15 +108,41 @@ def test_batching_lever_equals_from_llm_at_the_larger_batch():
     assert f"batch 1 -> {b}" in lever.text
 
 
+def test_each_lever_says_what_it_improves():
+    """Batching gains throughput and costs each sequence time per token; its line says both, and so does the
+    headline naming it (issue 48, item 2).  A weight-precision lever shortens the step: 'faster'."""
+    from roofline.core.units import format_count
+    from roofline.frontends.llm import from_llm
+    from roofline.words.summary import headline, summarize
+
+    dev = get_device("h100")
+    a = analyze(from_llm("llama-3-8b", phase="decode", batch=1, prompt=1024), dev)
+    levers = advise(a, devices=False).levers
+    batching = next(lv for lv in levers if lv.name == "batching")
+    b = int(batching.figures["batch"])
+    ab = analyze(from_llm("llama-3-8b", phase="decode", batch=b, prompt=1024), dev)
+    # throughput: b tokens per step of ab.total_time against 1 per a.total_time; each sequence waits a step per token
+    gain, slower = b * a.total_time / ab.total_time, ab.total_time / a.total_time
+    assert batching.gains == "throughput" and batching.latency_x == pytest.approx(slower) and slower > 1
+    effect = f"{format_count(gain)}x throughput, {format_count(slower)}x slower per token"
+    assert batching.line().startswith(f"batching: {effect}; batch 1 -> {b}")
+    int4 = next(lv for lv in levers if lv.name == "weight precision" and lv.figures["bits"] == 4)
+    assert int4.gains == "time" and int4.line().startswith("weight precision: ") and "x faster; int4 weights" in int4.line()
+    assert "x faster" not in batching.line() and "throughput" not in int4.line()
+    s = summarize(a, advice=advise(a, devices=False))
+    best = max(levers, key=lambda lv: lv.speedup)
+    assert f"best lever here: {best.name} ({best.effect()})" in headline(s)
+
+
 def test_kv_cache_lever_equals_from_llm_with_fewer_kv_bits():
     from roofline.frontends.llm import from_llm
 
     dev = get_device("h100")
-    a = analyze(from_llm("llama-3-8b", phase="decode", batch=16, prompt=32768), dev)
+    a = analyze(from_llm("llama-3-8b", phase="decode", batch=64, prompt=8192), dev)  # its whole context
     levers = [lv for lv in advise(a, devices=False).levers if lv.name == "KV-cache precision"]
     assert levers
     for lv in levers:
-        other = analyze(from_llm("llama-3-8b", phase="decode", batch=16, prompt=32768, kvbits=int(lv.figures["bits"])),
+        other = analyze(from_llm("llama-3-8b", phase="decode", batch=64, prompt=8192, kvbits=int(lv.figures["bits"])),
                         dev)
         assert lv.after == pytest.approx(other.total_time)
         assert lv.figures["bytes_saved"] == pytest.approx(a.total_bytes - other.total_bytes)
@@ -212,3 +238,16 @@ def test_matrix_precision_lever_names_the_bytes_it_saves():
     lever = [lv for lv in advise(a, devices=False).levers if lv.name == "matrix-unit precision"][0]
     assert lever.figures["bytes_saved"] == pytest.approx(op.bytes / 2)  # fp8 operands: half of 67.1 MB
     assert "operands in fp8: 33.57 MB less traffic" in lever.text
+
+
+def test_the_batching_lever_states_memory_in_gib_as_every_capacity() -> None:
+    """The capacity the batching lever names is the one llm and compare print: GiB, as nvidia-smi counts (79.15 GiB
+    on the H100), never the same memory in decimal GB (84.98 GB) (issue 48, item 7)."""
+    from roofline.core.units import format_gib
+    from roofline.frontends.llm import from_llm
+
+    dev = get_device("h100")
+    lever = next(lv for lv in advise(analyze(from_llm("llama-3-8b", phase="decode"), dev), devices=False).levers
+                 if lv.name == "batching")
+    assert f"of {format_gib(dev.memory_capacity)} memory" in lever.text and format_gib(dev.memory_capacity) == "79.15 GiB"
+    assert " GB " not in lever.text.split("needs ")[1]

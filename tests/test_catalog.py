@@ -214,3 +214,24 @@ def test_device_command_shows_the_fp4_roof_with_its_citation(name: str, capsys):
     ref = re.search(r"\[(\d+)\]\s*$", row).group(1)  # the row's footnote
     note = out[out.index(f"  [{ref}] "):]
     assert "zdszero" in note.split("\n  [")[0] and "FP4 Tensor Core" in note.split("\n  [")[0].replace("\n      ", " ")
+
+
+def test_device_cites_each_source_once_and_whole(monkeypatch, capsys) -> None:
+    """`roofline device h100`: the ten H100 roofs taken from one page cite it once, each roof's figure listed under
+    it; nothing is cut ('...[+N chars]'), the interconnect's provenance included (issue 48, item 8)."""
+    from roofline import get_device
+    from roofline.cli import main
+
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["device", "h100"]) == 0
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())
+    assert "[+" not in out and "..." not in out
+    d = get_device("h100")
+    pages = {c.provenance.source for c in [*d.compute, *d.memory]}
+    assert len(pages) == 2  # Lockwood's H100 table for the ten roofs, HPC Technologies' spec copy for HBM
+    for page in pages:  # one citation per source page (the interconnect's is derived: a source of its own kind)
+        assert flat.count(f"datasheet: {' '.join(page.split())}") == 1
+    for c in d.compute:  # each roof's own figure, under its source
+        assert f"{c.precision} {c.unit}: {' '.join(c.provenance.note.split())}" in flat
+    assert "interconnect: NVLink: 900 GB/s total" in flat

@@ -181,3 +181,71 @@ def test_llm_on_a100_at_fp8_runs_as_fp16():
     # fallback order); its other ops keep bf16/fp32, which A100 runs natively
     assert (row.precision_label, row.runs_as) == ("fp8->fp16", "fp16")
     assert row.to_dict(row.time)["note"] == "fp8 runs as fp16 on NVIDIA A100 SXM4 80GB (no fp8 roof)"
+
+
+# -- forecasts of unlike devices (issue 48, item 1) ----------------------------------------------------------
+
+
+def test_an_uncalibrated_forecast_is_labelled_and_is_the_bound() -> None:
+    """The label says what the forecast is, and it is true: with no calibration, no overhead floor and no sustained
+    figures the forecast is the bound itself; with a floor, the bound plus the floor per op instance."""
+    from roofline.frontends.llm import from_llm
+
+    w = from_llm("llama-3-8b", phase="decode")
+    bare = analyze(w, Device.simple("bare", "100 TFLOP/s", "1 TB/s", precision="bf16", unit="matrix", kind="gpu"),
+                   forecast=True)
+    f = bare.forecast
+    assert f is not None and f.uncalibrated == "uncalibrated: forecast = bound" and f.overhead == 0
+    assert f.total_time == pytest.approx(bare.total_time, rel=1e-12)
+    b200 = analyze(w, get_device("b200"), forecast=True)
+    fb = b200.forecast
+    assert fb is not None and fb.overhead > 0 and fb.uncalibrated == "uncalibrated: forecast = bound + cuda-launch floor"
+    assert fb.total_time == pytest.approx(b200.total_time + fb.overhead * float(fb.counts.sum()), rel=1e-9)
+    h100 = analyze(w, get_device("h100"), forecast=True).forecast
+    assert h100 is not None and h100.calibration is not None and h100.uncalibrated == ""  # a cited calibration
+
+
+def test_forecasts_of_unlike_devices_say_so_in_the_first_line(tmp_path, capsys, monkeypatch) -> None:
+    """H100 (cited calibration) against B200 (none): ranked by forecast, the first line says the forecasts are not
+    alike, names the uncalibrated device and the fastest by the bound; the B200's forecast is marked and the mark
+    explained; 'vs best' has one 'best' and follows the ranking, on the forecast it was ranked by."""
+    from roofline.frontends.llm import from_llm
+
+    monkeypatch.setenv("COLUMNS", "200")
+    out = tmp_path / "r.json"
+    assert main(["compare", "llama-3-8b", "--devices", "h100,b200", "--phase", "decode", "--forecast",
+                 "--json", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    w = from_llm("llama-3-8b", phase="decode")
+    a = {d: analyze(w, get_device(d), forecast=True) for d in ("h100", "b200")}
+    # decode is memory-bound: the B200's 7.7 TB/s HBM against the H100's 3.35 TB/s makes it the faster by the bound
+    assert a["b200"].total_time < a["h100"].total_time
+    assert lines[0].startswith("forecasts not alike: 1 of 2 devices uncalibrated (forecast = bound): NVIDIA B200 "
+                               "(HGX, 180GB); by the bound, NVIDIA B200 (HGX, 180GB) is the fastest")
+    rows = json.loads(out.read_text())["rows"]
+    forecast = {r["device"]: r["forecast_s"] for r in rows}
+    by_forecast = sorted(a, key=lambda d: a[d].forecast.total_time)
+    assert [r["device"] for r in rows] == [a[d].device.name for d in by_forecast]
+    best = a[by_forecast[0]].forecast.total_time
+    # x_best on the basis the rows were ranked by: each forecast over the best forecast
+    assert [r["x_best"] for r in rows] == pytest.approx([forecast[r["device"]] / best for r in rows])
+    assert [r["uncalibrated"] for r in rows if r["device"].startswith("NVIDIA B200")] == [
+        "uncalibrated: forecast = bound + cuda-launch floor"]
+    table = lines[lines.index(next(x for x in lines if x.startswith("#  device"))):]
+    vs = [x for x in table[1:3]]
+    assert sum(" best " in x for x in vs) == 1 and " best " in vs[0]
+    b200_row = next(x for x in vs if "B200" in x)
+    assert re.search(r"\d (ms|s)\*", b200_row)  # the uncalibrated forecast is marked
+    assert "* NVIDIA B200 (HGX, 180GB): uncalibrated: forecast = bound + cuda-launch floor" in lines
+
+
+def test_alike_forecasts_lead_with_the_answer() -> None:
+    """Every device calibrated (H100, H200: cited) or none: no caveat; the answer leads."""
+    from roofline.frontends.llm import from_llm
+    from roofline.words.comparison import answer, calibration_mix, compare
+
+    w = from_llm("llama-3-8b", phase="decode")
+    rows = compare(w, ["h100", "h200"], forecast=True)
+    assert calibration_mix(rows) == "" and answer(w, rows).startswith("NVIDIA H200")
+    rows = compare(w, ["b200", "mi300x"], forecast=True)
+    assert calibration_mix(rows) == "" and not answer(w, rows).startswith("forecasts")

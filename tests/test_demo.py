@@ -32,7 +32,7 @@ def test_demo_cli_writes_the_report_and_charts(tmp_path, monkeypatch, capsys):
             assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = (out / "index.html").read_text(encoding="utf-8")
     assert page.count("Plotly.newPlot(") == len(expected) - 1 + 1  # one chart per analysis + the comparison
-    assert "Llama-3-8B decode on NVIDIA H100 SXM5 80GB" in page and "batching: batch 1 -&gt;" in page
+    assert "Llama-3-8B decode on NVIDIA H100 SXM5 80GB" in page and "batching: " in page and "; batch 1 -&gt;" in page
     # every section's answer in one sentence under its title: the time labelled as the bound, the binding roof
     # (a section: its '== title' line and its headline, which a disturbed bench's warning may lead over lines)
     # (the headline wraps at the terminal's width: read it as one line of words)

@@ -66,7 +66,9 @@ def test_terminal_summary_and_op_columns(monkeypatch):
     text = render(analyze(ops(), device(), forecast=True), color=False)
     # 502 + 2.5 = 504.5 us (3 digits: 505) beside 400 + 0.4 = 400.4 us; roof 400.4 / 504.5 = 79.4%, below roof
     # (100 + 0.1) / 504.5 = 19.8%, overhead 4 / 504.5 = 0.79%
-    assert "forecast 505 µs beside the 400 µs bound: roof 79%, below roof 20%, overhead 0.79%" in text
+    # no calibration: efficiency 1, so the forecast is the bound on the achievable 8 GB/s roof plus the floor
+    assert ("forecast 505 µs beside the 400 µs bound (uncalibrated: forecast = bound on achievable roofs + "
+            "torch-eager floor): roof 79%, below roof 20%, overhead 0.79%") in text
     assert ("forecast basis: the device's achievable roofs (its peaks where it has none), torch-eager overhead "
             "floor 2 µs per op; no calibration (efficiency 1)") in text
     assert "forecast note: device 'seed' has no calibration" in text  # the one note: on its own line
@@ -160,7 +162,8 @@ def test_html_summary_table_hover_and_caption():
     hostile = "<img src=x onerror=alert(1)>"
     a = analyze(ops(hostile, measured=True), device(), forecast=True)
     page = render_html(a)
-    assert "<li>forecast 505 µs beside the 400 µs bound: roof 79%, below roof 20%, overhead 0.79%</li>" in page
+    assert ("<li>forecast 505 µs beside the 400 µs bound (uncalibrated: forecast = bound on achievable roofs + "
+            "torch-eager floor): roof 79%, below roof 20%, overhead 0.79%</li>") in page
     assert "<li>forecast basis: the device&#x27;s achievable roofs" in page
     assert "<li>forecast note: device &#x27;seed&#x27; has no calibration" in page
     assert "forecast and bound vs measured: per op" in page

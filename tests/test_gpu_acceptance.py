@@ -31,7 +31,12 @@ def failed(result: dict) -> list[str]:
     return result["failed"]
 
 
-def test_honest_fake_passes_every_step(tmp_path, capsys) -> None:
+def test_honest_fake_passes_every_step(tmp_path, capsys, monkeypatch) -> None:
+    """Every step on the honest fake, whatever else the host runs: the fake's timings are on its simulated clock
+    and it shows the contention checks a quiet host (test_the_fake_host_is_quiet_unless_told); the steps' wall-clock
+    limits are real time, checked by test_a_step_past_its_limit_fails_named, so here they are wide enough for a
+    busy host (a 2-core machine beside two busy loops runs each step 2 to 3 times slower)."""
+    monkeypatch.setattr(gpu_acceptance, "FAKE_SLACK", 20.0)
     rc, res, _ = run(tmp_path, "honest")
     out, err = capsys.readouterr()
     assert rc == 0, failed(res)
@@ -80,6 +85,27 @@ def test_a_step_past_its_limit_fails_named(tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(gpu_acceptance.STEPS, "overheads", lambda r, ctx: __import__("time").sleep(2))
     rc, res, _ = run(tmp_path, "honest", "overheads")
     assert rc == 1 and failed(res) == ["overheads: finished in time"]
+
+
+def test_the_fake_host_is_quiet_unless_told() -> None:
+    """The fake GPU shows the contention checks (roofline.bench.contention.snapshot) a quiet host, since its
+    timings cannot be disturbed; a model with tasks in the run queue shows them, and the checks name them."""
+    from dataclasses import replace
+
+    import gpu_fake
+
+    from roofline.bench import contention
+
+    real = contention.snapshot
+    with gpu_fake.install("honest"):
+        a, b = contention.snapshot(), contention.snapshot()
+        assert contention.window_causes(a, b, threads=1, cores=2) == []
+    assert contention.snapshot is real  # put back
+    with gpu_fake.install(model=replace(gpu_fake.model_for("honest"), host_runnable=4)):
+        a, b = contention.snapshot(), contention.snapshot()
+    # 4 runnable tasks, the reader one of them: 3 others for the 1 core left free by 1 thread of 2
+    assert contention.window_causes(a, b, threads=1, cores=2) == [
+        "3 other runnable task(s) at both ends of the window (/proc/loadavg) for 1 free core(s)"]
 
 
 def test_without_cuda_every_step_skips(tmp_path) -> None:

@@ -223,3 +223,36 @@ def test_compare_outputs_carry_the_answer_and_the_basis(tmp_path, capsys, monkey
     page = h.read_text(encoding="utf-8")
     # the device-comparison section starts with its headline, as every section does
     assert f'<h2>all devices</h2><p class="headline">{esc(first)}</p>' in page
+
+
+def test_an_uncalibrated_forecast_is_labelled_once_where_it_is_shown() -> None:
+    """A device without a calibration (TPU v5p: no cited curves, no overhead floor for torch eager, no sustained
+    figures): its forecast is its bound, and every output that shows the forecast says so once (issue 48, item 1);
+    a calibrated device's (H100, cited) says nothing of the kind."""
+    from roofline.render.terminal import forecast_lines
+
+    w = from_llm("llama-3-8b", phase="generate", gen=16)
+    s = summarize(analyze(w, get_device("tpu-v5p"), forecast=True))
+    assert s.forecast is not None and s.forecast.total == pytest.approx(s.forecast.bound, rel=1e-12)  # = bound
+    text = headline(s)
+    assert text.count("uncalibrated: forecast = bound") == 1
+    assert "forecast (" in text and "tokens/s; uncalibrated: forecast = bound)" in text
+    assert " ".join(chart_heading(s, width=400)).count("uncalibrated: forecast = bound") == 1
+    assert "(uncalibrated: forecast = bound)" in forecast_lines(s.forecast)[0]
+    calibrated = summarize(analyze(w, get_device("h100"), forecast=True))
+    assert "uncalibrated" not in headline(calibrated) + " ".join(forecast_lines(calibrated.forecast))
+
+
+def test_analysis_commands_lead_with_the_answer(tmp_path, capsys, monkeypatch) -> None:
+    """`llm` and `report` (the emit path `trace`, `torch`, `onnx` share) print the headline first, no title line
+    above it repeating the workload and the device (issue 48, item 6)."""
+    from roofline.cli import main
+
+    monkeypatch.setenv("COLUMNS", "400")
+    saved = tmp_path / "a.json"
+    assert main(["llm", "llama-3-8b", "--device", "h100", "--phase", "decode", "--json", str(saved)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    want = headline(summarize(analyze(from_llm("llama-3-8b", phase="decode"), get_device("h100"))))
+    assert first == want and first.startswith("llama-3-8b decode batch 1 on NVIDIA H100 SXM5 80GB: per output token")
+    assert main(["report", str(saved)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == want

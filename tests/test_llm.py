@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline import ComputeCeiling, Device, Interconnect, MemoryCeiling, analyze
+from roofline import ComputeCeiling, Device, Interconnect, MemoryCeiling, analyze, get_device
 from roofline.cli import main
 from roofline.core.errors import RooflineError
 from roofline.frontends.llm import (
@@ -167,7 +167,7 @@ def test_moe_expert_weight_bytes_follow_the_routing_rule():
     expert = 3 * 64 * 128 * 2
 
     def expert_bytes(phase="decode", **kw):
-        w = from_llm(cfg, phase=phase, **kw)
+        w = from_llm(cfg, phase=phase, **{"context": 256, **kw})  # the tiny config's whole context
         return sum(op(w, f"{phase}.layers.moe.experts.{p}").weight_bytes for p in ("gate_proj", "up_proj", "down_proj"))
 
     for routing in ("expected", "worst", "best"):
@@ -654,7 +654,7 @@ def test_an_edited_config_file_is_read_again(tmp_path):
     path.write_text(json.dumps({**cfg, "num_hidden_layers": 12}))  # edited (its size changes with it)
     assert load_arch(str(path)).layers == 12
     assert load_arch(str(tmp_path)).layers == 12
-    assert from_llm(str(path), phase="decode").llm.arch.layers == 12
+    assert from_llm(str(path), phase="decode", context=256).llm.arch.layers == 12  # its context: 256
 
 
 # -- issue 13: validation at the boundary, bounded work -----------------------------------------------
@@ -719,3 +719,61 @@ def test_tp_sweeps_carry_the_collectives_per_hop_latency():
         full = analyze(build_workload(spec.replace(batch=b)), dev).total_time
         assert sw.latency[i] == pytest.approx(full, rel=1e-9) and g.time[i, 0, 0, 0] == pytest.approx(full, rel=1e-9)
     assert collective_latency(spec.replace(tp=1), dev, "decode") == 0.0
+
+
+# -- the model's context and fused attention as a way to fit (issue 48, item 3) ---------------------------------
+
+
+def test_a_prompt_past_the_context_is_one_line_naming_the_limit(capsys):
+    from roofline.llm.spec import context_note, make_spec
+
+    assert context_note(make_spec("llama-3-8b", phase="prefill", prompt=8192)) == ""  # its whole context: accepted
+    with pytest.raises(RooflineError, match=r"^prompt 8,193 tokens is longer than llama-3-8b's context: "
+                                            r"max_position_embeddings 8,192 \(no rope scaling\)$"):
+        make_spec("llama-3-8b", phase="prefill", prompt=8193)
+    with pytest.raises(RooflineError, match=r"^context 4,097 tokens is longer than llama-2-7b's context"):
+        make_spec("llama-2-7b", phase="decode", context=4097)
+    assert main(["llm", "llama-3-8b", "--device", "h100", "--prompt", "100000", "--phase", "prefill"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "max_position_embeddings 8,192" in err
+
+
+def test_rope_scaling_extends_the_context_with_a_headline_note():
+    """A YaRN config (Qwen2.5 style): max_position_embeddings 32,768, rope scaling factor 4 from an original
+    32,768: 131,072 positions.  Past 32,768 the run is accepted and its headline leads with the note; past
+    131,072 it is refused naming both."""
+    import roofline
+    from roofline.llm.spec import make_spec
+    from roofline.words.summary import headline, summarize
+
+    cfg = json.loads((Path(roofline.__file__).parent / "models" / "qwen2-7b.json").read_text())
+    cfg.update(max_position_embeddings=32768, rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                                             "original_max_position_embeddings": 32768})
+    spec = make_spec(cfg, phase="prefill", prompt=40000)
+    assert (spec.arch.max_positions, spec.arch.rope_positions, spec.arch.rope_type) == (32768, 4 * 32768, "yarn")
+    text = headline(summarize(analyze(from_llm(cfg, phase="prefill", prompt=40000), get_device("h200"))))
+    assert text.startswith("prompt 40,000 tokens is past max_position_embeddings 32,768, within the config's rope "
+                           "scaling (yarn: 131,072). ")
+    with pytest.raises(RooflineError, match=r"its rope scaling \(yarn\) reaches 131,072\)$"):
+        make_spec(cfg, phase="prefill", prompt=131073)
+    # Llama 3.1 states its scaled context itself: original 8,192 x 8 = 65,536 does not reach past its 131,072
+    cfg.update(max_position_embeddings=131072, rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                                                              "original_max_position_embeddings": 8192})
+    assert make_spec(cfg, phase="prefill", prompt=1024).arch.rope_positions == 0
+
+
+def test_fused_attention_is_a_way_to_fit():
+    """Prefill of 8,192 tokens x 8 sequences on an H100: the unfused score tensors (s x s per head) do not fit;
+    fused attention (no score tensor in memory) does, and the headline names it (issue 48, item 3)."""
+    from roofline.llm.metrics import fit_options, footprint
+    from roofline.llm.spec import make_spec
+    from roofline.words.summary import headline, summarize
+
+    dev = get_device("h100")
+    cap = dev.memory_capacity
+    spec = make_spec("llama-3-8b", phase="prefill", prompt=8192, batch=8)
+    # the two footprints, each from the footprint model: unfused past the capacity, fused within it
+    assert footprint(spec).total > cap >= footprint(spec.replace(flash=True)).total
+    assert "fused attention (--flash)" in [o.describe() for o in fit_options(spec, cap)]
+    text = headline(summarize(analyze(from_llm("llama-3-8b", phase="prefill", prompt=8192, batch=8), dev)))
+    assert text.startswith("does not fit: ") and "fused attention (--flash)" in text.split(". ")[0]

@@ -13,7 +13,7 @@ import pytest
 
 from roofline import ComputeCeiling, Device, MemoryCeiling, Op, Workload, analyze
 from roofline.core.formula import roofline_times, scenario_times
-from roofline.core.units import format_count, format_seconds, format_speedup
+from roofline.core.units import format_count, format_seconds
 from roofline.words.summary import binding_roof, dominant_ceiling, summarize
 
 DEV = Device("split", kind="gpu", compute=(
@@ -181,7 +181,9 @@ def test_llm_headline_has_time_per_token_throughput_and_the_best_lever_on_that_d
     assert text.startswith(f"llama-2-7b decode batch 1 on NVIDIA H100 SXM5 80GB: per output token "
                            f"{format_seconds(r.tpot)} bound ({format_count(1 / r.tpot)} tokens/s over the batch of 1)")
     assert "memory-bound on HBM 3.35 TB/s" in text
-    assert f"best lever here: {lever.name} ({format_speedup(lever.speedup)})." in text
+    # the lever says what it improves: batching gains throughput and costs each sequence time per token
+    assert lever.name == "batching" and lever.effect().startswith(f"{format_count(lever.speedup)}x throughput, ")
+    assert f"best lever here: {lever.name} ({lever.effect()})." in text
 
 
 def test_fallbacks_are_named_in_the_summary_the_terminal_and_the_caption() -> None:

@@ -60,3 +60,24 @@ def test_assumptions_are_one_line_unless_verbose(monkeypatch, capsys) -> None:
 
     n = len(from_llm("llama-2-7b", phase="decode").assumptions)
     assert capsys.readouterr().out.count("assumption: ") == n > 1
+
+
+def test_module_grouping_says_own_ops_and_depth_sums_blocks(monkeypatch) -> None:
+    """A block's row without --depth holds only its own ops (layer1.0: its residual add, 1 MFLOP), and the column
+    says so; with --depth 2 the block holds everything under it (add 1 + conv 100 = 101 MFLOP) (issue 48, item 9)."""
+    from roofline import Device, Op, Workload, analyze
+    from roofline.render.terminal import render
+
+    monkeypatch.setenv("COLUMNS", "200")
+    w = Workload.from_ops([Op("conv", kind="conv", flops=100e6, bytes_read=1e6, group="layer1.0.conv1"),
+                           Op("add", kind="elementwise", flops=1e6, bytes_read=1e6, group="layer1.0")], title="blocks")
+    a = analyze(w, Device.simple("d", "1 TFLOP/s", "100 GB/s"))
+
+    def row(text: str, name: str) -> str:
+        return next(x for x in text.splitlines() if x.strip().startswith(name + " "))
+
+    own = render(a, group_by="module", color=False)
+    assert "module (own ops)" in own and "own ops: a block's row holds only the ops it runs itself" in own
+    assert "1 MFLOP" in row(own, "layer1.0") and "100 MFLOP" in row(own, "layer1.0.conv1")
+    summed = render(a, group_by="module", depth=2, color=False)
+    assert "own ops" not in summed and "101 MFLOP" in row(summed, "layer1.0")

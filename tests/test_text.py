@@ -109,3 +109,15 @@ def test_cli_usage_error_shows_control_characters(capsys) -> None:  # type: igno
     with pytest.raises(SystemExit):
         cli.main(["analyze", "w.json", "--device", "h100", "--top", "\x1b[2J"])
     assert "'\\x1b[2J'" in capsys.readouterr().err
+
+
+def test_prose_is_shortened_after_a_whole_word() -> None:
+    """A long sentence is cut after a whole word, never inside one, and a number keeps its unit or goes with it
+    (issue 48, item 8: 'bf16 roof 923.8 G...[+176 chars]'); the marker counts exactly what was left out."""
+    text = "measured roofs: " + ", ".join(f"bf16 roof {900 + k}.8 GFLOP/s" for k in range(20))
+    short = shorten(text)
+    head, _, rest = short.partition("...[+")
+    assert text.startswith(head) and text[len(head)] == " "  # the cut falls on a space
+    assert int(rest.removesuffix(" chars]")) == len(text) - len(head)
+    assert not head.split()[-1].replace(".", "").isdigit()  # not '923.8' without its GFLOP/s
+    assert len(head) >= 256 * 3 // 4

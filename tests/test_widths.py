@@ -200,3 +200,32 @@ def test_prose_wraps_at_spaces_and_keeps_a_number_with_its_unit() -> None:
         joined = " ".join(x.strip() for x in lines)
         for piece in ("43.9 ms", "295 output", "17.4 s"):
             assert piece in joined
+
+
+def test_devices_fits_the_documented_minimum_of_40_columns(monkeypatch, capsys) -> None:
+    """At 40 columns (README's minimum) the catalog list drops main memory (named under the table) rather than
+    overflow; at 60 it keeps it, shortening names to 16 cells first (issue 48, item 8)."""
+    for width, kept in ((40, False), (60, True)):
+        monkeypatch.setenv("COLUMNS", str(width))
+        assert cli.main(["devices"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert max(cell_len(x) for x in lines) <= width
+        assert any("main memory" in x for x in lines[:6]) == kept
+        if not kept:
+            note = " ".join(" ".join(lines).split("not shown at 40 columns:")[1].split())  # wrapped: read across
+            assert "main memory" in note.split("(")[0]
+
+
+def test_dotted_names_lose_whole_parts_from_the_middle(monkeypatch, capsys) -> None:
+    """'decode.layers.mlp.gate_proj' in 20 cells: 'decode.….gate_proj', never 'decode.laye…p.gate_proj'; a table
+    at 60 columns shortens op names only between dots (issue 48, item 8)."""
+    assert fit.shorten_names(["decode.layers.mlp.gate_proj", "decode.layers.mlp.up_proj"], 20) == [
+        "decode.….gate_proj", "decode.….mlp.up_proj"]  # 18 and 20 cells: as many last parts as fit
+    # the same last part: still distinct (the cut moves), each within the width
+    short = fit.shorten_names(["decode.layers.attn.norm", "decode.layers.mlp.norm"], 14)
+    assert len(set(short)) == 2 and all(cell_len(x) <= 14 for x in short)
+    monkeypatch.setenv("COLUMNS", "60")
+    assert cli.main(["llm", "llama-3-8b", "--device", "h100", "--phase", "decode"]) == 0
+    cut = [w for line in capsys.readouterr().out.splitlines() for w in line.split()
+           if fit.ELLIPSIS in w and w.startswith("decode")]
+    assert cut and all(f".{fit.ELLIPSIS}." in w for w in cut), cut

@@ -37,6 +37,7 @@ import functools
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -81,11 +82,13 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
                      bytes: float | Callable[..., float], device: Device | str | None = None,
                      repeats: int = 20, warmup: int = 3, name: str | None = None, kind: str = "other",
                      precision: str | None = None, unit: str = "vector", kwargs: Mapping[str, Any] | None = None,
-                     sync: Callable[[], Any] | None = None) -> Analysis:
+                     sync: Callable[[], Any] | None = None, clock: Callable[[], float] = time.perf_counter
+                     ) -> Analysis:
     """Time ``fn(*args)`` and place it under the device's roofs as one measured op.
 
     ``flops`` / ``bytes``: per call (a multiply-add is 2 FLOPs), numbers or functions of ``*args``.
     ``sync``: called after the timed calls for asynchronous libraries (e.g. ``cupy.cuda.Device().synchronize``).
+    ``clock``: the timer, in seconds (:func:`time.perf_counter`; tests inject a simulated one).
 
     >>> import numpy as np
     >>> from roofline import Device
@@ -98,6 +101,7 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
     from roofline.core import arguments as arg
 
     arg.function(fn, "measure_callable", "fn")
+    arg.function(clock, "measure_callable", "clock")
     arg.positive_int(repeats, "measure_callable", "repeats")
     arg.positive_int(warmup, "measure_callable", "warmup", minimum=0)
     kw = dict(kwargs or {})
@@ -109,7 +113,7 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
     label = str(name or getattr(fn, "__name__", "callable"))
     dev = _resolve(device)
     try:
-        timing = time_calls(lambda: fn(*args, **kw), repeats=repeats, warmup=warmup, sync=sync)
+        timing = time_calls(lambda: fn(*args, **kw), repeats=repeats, warmup=warmup, sync=sync, clock=clock)
     except RooflineError:
         raise
     except Exception as exc:

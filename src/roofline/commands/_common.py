@@ -222,8 +222,10 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
         advice = advise(analysis, devices=bool(getattr(args, "advice", False)))
     summary = summarize(analysis, advice=advice)
     group_by = getattr(args, "group_by", None)
+    # the terminal leads with the answer (the headline, which names the workload and the device): no title line
+    # above it to repeat them; files keep ``title`` as their heading
     parts = [terminal.render(analysis, top=getattr(args, "top", 20), group_by=group_by,
-                             depth=getattr(args, "depth", None), title=title, summary=summary,
+                             depth=getattr(args, "depth", None), summary=summary,
                              verbose=getattr(args, "verbose", False))]
     if summary.llm is not None:
         parts.append(terminal.fit_width(terminal.llm_text(summary.llm) + "\n"))

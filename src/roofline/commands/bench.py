@@ -254,8 +254,9 @@ def _ceiling_rows(device: Device) -> tuple[list[tuple[str, str, str, str, str]],
         rows.append((display(f"{c.precision} {c.unit}"), format_flops(c.flops), _spread_text(c.flops, c.provenance.spread),
                      display(d.get("threads", "")), display(_best_method(c.provenance))))
     for r in device.bench.spec if device.bench else ():
+        got = device.ceiling(r.unit, r.precision)
         rows.append((display(f"{r.precision} {r.unit}") + " (spec)", format_flops(r.flops), "", "",
-                     "theoretical: see the derivation"))
+                     f"{r.label(got.flops if got is not None else None)}: see the derivation"))
     for m in device.memory:
         d = m.provenance.details
         ws = d.get("working_set_bytes")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from roofline.commands._common import EXAMPLE_HELP, add_phase_option, add_tf32_option, count_arg
 from roofline.core.errors import RooflineError
-from roofline.words.comparison import CompareRow, answer, compare, glossary, ranked_by, time_basis, vs_best
+from roofline.words.comparison import CompareRow, answer, compare, glossary, ranked_by, time_basis, times_best, vs_best
 
 if TYPE_CHECKING:
     from roofline.work.workload import Workload
@@ -125,15 +125,18 @@ def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> 
     from roofline.core.units import format_count, format_seconds
     from roofline.render.fit import Column, table_lines, terminal_width, wrap_line
 
-    llm, best = workload.llm, rows[0].time
+    llm = workload.llm
     width = terminal_width()
     basis = time_basis(workload)[0]  # the time column is named by its basis (run time, per token, TTFT)
     lines = wrap_line(answer(workload, rows), width)
     lines.extend(wrap_line(f"{display(workload.title)}: {len(workload)} ops, ranked by {ranked_by(rows)}", width))
+    # an uncalibrated device's forecast is its bound: marked '*', what each such forecast is said under the table
+    labels = dict.fromkeys(r.uncalibrated for r in rows if r.uncalibrated)
     cells = [{"#": str(k), "device": display(r.device), "precision": r.precision_label, basis: format_seconds(r.time),
-              "vs best": vs_best(r.time, best), "tokens/s": format_count(r.tokens_per_s),
-              "forecast": format_seconds(r.forecast), "binding roof": display(r.binding),
-              "memory": display(r.memory) or "-"} for k, r in enumerate(rows, 1)]
+              "vs best": vs_best(k, x), "tokens/s": format_count(r.tokens_per_s),
+              "forecast": format_seconds(r.forecast) + ("*" if r.uncalibrated else ""),
+              "binding roof": display(r.binding), "memory": display(r.memory) or "-"}
+             for k, (r, x) in enumerate(zip(rows, times_best(rows), strict=True), 1)]
     columns = [Column("#", keep=True), Column("device", kind="name", keep=True),
                Column("precision", kind="label", priority=3), Column(basis, keep=True),
                Column("vs best", kind="label", priority=4, requires=(basis,)),
@@ -146,6 +149,8 @@ def _table_lines(workload: Workload, rows: list[CompareRow], forecast: bool) -> 
     lines.extend(table_lines(columns, cells, width, indent=0, more="--csv has every column"))
     # a precision a device has no roof for ran at its fallback: say so under the ranking
     lines.extend(x for n in dict.fromkeys(r.note for r in rows if r.note) for x in wrap_line(f"note: {display(n)}", width))
+    lines.extend(x for label in labels for x in wrap_line(
+        "* " + ", ".join(display(r.label) for r in rows if r.uncalibrated == label) + f": {label}", width))
     lines.extend(wrap_line(glossary(workload, rows), width))
     return lines
 
@@ -154,7 +159,6 @@ def _outputs(args: argparse.Namespace, workload: Workload, rows: list[CompareRow
     """(kind, path, bytes) of every output asked for, all rendered before any is written."""
     import json
 
-    best = rows[0].time
     series = [r.analysis for r in rows]
     title = f"{workload.title}: devices compared"
     outputs: list[tuple[str, str, bytes]] = []
@@ -168,7 +172,7 @@ def _outputs(args: argparse.Namespace, workload: Workload, rows: list[CompareRow
     if args.json:
         doc = {"schema": "roofline.compare/1", "workload": workload.title, "ranked_by": ranked_by(rows),
                "answer": answer(workload, rows), "time_basis": time_basis(workload)[2],
-               "rows": [r.to_dict(best) for r in rows]}
+               "rows": [r.to_dict(x) for r, x in zip(rows, times_best(rows), strict=True)]}
         outputs.append(("json", args.json, (json.dumps(doc, indent=2) + "\n").encode("utf-8", "backslashreplace")))
     if args.csv:
         outputs.append(("csv", args.csv, _csv_bytes(rows)))
@@ -179,14 +183,17 @@ def _html_page(workload: Workload, rows: list[CompareRow], title: str) -> bytes:
     from roofline.core.units import format_count, format_seconds
     from roofline.render.html import Section, compare_figure, render_report
 
-    best, llm = rows[0].time, workload.llm
+    llm = workload.llm
     fig = compare_figure([r.analysis for r in rows], title, [_label(r) for r in rows])
     head = time_basis(workload)[0]
-    intro = [*(f"{k}. {_label(r)}: {format_seconds(r.time)} {head} bound "
-               + ("(the best)" if r.time <= best else f"({vs_best(r.time, best)} as the best)")
-               + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "")
-               + f"; binding roof {r.binding}" + (f"; memory {r.memory}" if r.memory else "")
-               + (f"; {r.note}" if r.note else "") for k, r in enumerate(rows, 1)), glossary(workload, rows)]
+    by = "forecast" if ranked_by(rows) == "forecast" else "bound"
+    intro = [f"{k}. {_label(r)}: {format_seconds(r.ranked_time(by))} {head} {by} "
+             + ("(the best)" if k == 1 else f"({vs_best(k, x)} as the best)")
+             + (f", bound {format_seconds(r.time)}" if by == "forecast" else "")
+             + (f" ({r.uncalibrated})" if r.uncalibrated else "")
+             + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
+             + (f"; memory {r.memory}" if r.memory else "") + (f"; {r.note}" if r.note else "")
+             for k, (r, x) in enumerate(zip(rows, times_best(rows), strict=True), 1)] + [glossary(workload, rows)]
     page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
                          extra_charts=[("all devices", fig)], intro=intro, extra_headlines=[answer(workload, rows)])
     return page.encode("utf-8", "backslashreplace")
@@ -198,13 +205,12 @@ def _csv_bytes(rows: list[CompareRow]) -> bytes:
 
     from roofline.core.text import for_csv
 
-    best = rows[0].time
     buf = io.StringIO()
     cw = csv.writer(buf, lineterminator="\r\n")
-    keys = list(rows[0].to_dict(best))
+    dicts = [r.to_dict(x) for r, x in zip(rows, times_best(rows), strict=True)]
+    keys = list(dicts[0])
     cw.writerow(keys)
-    for r in rows:
-        d = r.to_dict(best)
+    for d in dicts:
         cw.writerow([for_csv("" if d[k] is None else d[k]) for k in keys])
     return buf.getvalue().encode("utf-8", "backslashreplace")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from itertools import count
 
 from roofline.commands._common import EXAMPLE_HELP
 
@@ -33,24 +32,19 @@ def run(args: argparse.Namespace) -> int:
         print(d.to_json())
         return 0
     from roofline.core.text import display
+    from roofline.render.citations import Citations
     from roofline.render.fit import Column, falling_priorities, table_lines, terminal_width, wrap_line
 
     width = terminal_width()
     # names from a device file are data: control characters made visible, long ones cut
     out = wrap_line(f"{display(d.name)} ({display(d.vendor_kind())}); aliases: {display(', '.join(d.aliases)) or '-'}",
                     width)
-    sources: dict[str, int] = {}  # provenance in full under each table, numbered: a table row stays one line
-    numbers = count(1)
-
-    def cite(text: str) -> str:
-        if text not in sources:
-            sources[text] = next(numbers)
-        return f"[{sources[text]}]"
+    cite = Citations()  # provenance in full under the tables, numbered: a table row stays one line
 
     ridges = {f"ridge vs {display(m.level, 24)}": m for m in d.memory}
     rows = [{"unit": display(c.unit), "precision": display(c.precision), "peak": format_flops(c.flops),
              **{k: f"{c.ridge(m):.3g} FLOP/B" for k, m in ridges.items()},
-             "source": cite(display(c.provenance.describe(), 2000))}
+             "source": cite(c.provenance, f"{display(c.precision)} {display(c.unit)}")}
             for c in sorted(d.compute, key=lambda c: c.flops, reverse=True)]
     columns = [Column("unit", kind="label", keep=True), Column("precision", kind="label", keep=True),
                Column("peak", keep=True),
@@ -60,17 +54,17 @@ def run(args: argparse.Namespace) -> int:
     mem_rows = [{"level": display(m.level), "bandwidth": format_bandwidth(m.bandwidth),
                  "capacity": (format_gib(m.capacity) + (f" less {format_gib(m.reserve)} reserve" if m.reserve else "")
                               if m.capacity else "-"),
-                 "source": cite(display(m.provenance.describe(), 2000))} for m in d.memory]
+                 "source": cite(m.provenance, display(m.level, 24))} for m in d.memory]
     columns = [Column("level", kind="name", keep=True, min_width=8), Column("bandwidth", keep=True),
                Column("capacity", kind="label", priority=1), Column("source", kind="label", keep=True)]
     out.extend(table_lines(columns, mem_rows, width, title="memory ceilings"))
-    out.extend(x for text, k in sources.items() for x in wrap_line(f"  [{k}] {text}", width, subsequent="      "))
     if d.interconnect:
         ic = d.interconnect
         hop = f", {format_seconds(ic.latency)} per hop" if ic.latency else ""
         nvls = ", in-switch reduction" if ic.in_switch_reduction else ""
         out.extend(wrap_line(f"interconnect: {display(ic.name)} {format_bandwidth(ic.bandwidth)} per direction{hop}"
-                             f"{nvls} — {display(ic.provenance.describe())}", width))
+                             f"{nvls} " + cite(ic.provenance, "interconnect"), width))
+    out.extend(cite.lines(width))
     for k, v in d.metadata.items():
         out.extend(wrap_line(display(f"{k}: {v}", 2000), width))
     print("\n".join(out))
@@ -80,3 +74,4 @@ def run(args: argparse.Namespace) -> int:
         save_chart(d, args.output)
         print(f"chart: {args.output}")
     return 0
+

@@ -35,9 +35,10 @@ def run(args: argparse.Namespace) -> int:
                      "fastest roof": f"{format_flops(top.flops)} {top.precision}",
                      "main memory": f"{display(mm.level, 24)} {format_bandwidth(mm.bandwidth)}",
                      "capacity": _capacity(d), "ridge": f"{top.ridge(mm):.3g} FLOP/B"})
-    columns = [Column("name", kind="name", keep=True), Column("kind", kind="label", priority=2),
+    # the name gives way to 16 cells before main memory goes; at 40 columns only main memory gives way
+    columns = [Column("name", kind="name", keep=True, min_width=16), Column("kind", kind="label", priority=2),
                Column("aliases", kind="text", priority=1, min_width=12), Column("fastest roof", keep=True),
-               Column("main memory", keep=True), Column("capacity", priority=4), Column("ridge", priority=3)]
+               Column("main memory", priority=5), Column("capacity", priority=4), Column("ridge", priority=3)]
     title = f"{len(devs)} catalog devices (dense datasheet figures; 'roofline device NAME' for provenance)"
     print("\n".join(table_lines(columns, rows, title=title, more="roofline devices --json has every field")))
     return 0

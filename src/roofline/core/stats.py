@@ -143,26 +143,30 @@ class OpTimings:
         return cls(col("q1"), col("median"), col("q3"), col("samples").astype(np.int64))
 
 
-def time_calls(fn: Callable[[], Any], *, repeats: int, warmup: int, sync: Callable[[], Any] | None = None) -> Timing:
-    """Median and spread of ``fn()``'s run time; short calls are timed in batches."""
+def time_calls(fn: Callable[[], Any], *, repeats: int, warmup: int, sync: Callable[[], Any] | None = None,
+               clock: Callable[[], float] = time.perf_counter) -> Timing:
+    """Median and spread of ``fn()``'s run time; short calls are timed in batches.
+
+    ``clock``: seconds, read around each batch (a test injects one to check this logic without a quiet host).
+    """
     if repeats < 1 or warmup < 0:
         raise RooflineError(f"repeats must be >= 1 and warmup >= 0, got repeats={repeats}, warmup={warmup}")
     for _ in range(warmup):
         fn()
     if sync:
         sync()
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
     if sync:
         sync()
-    once = time.perf_counter() - t0
+    once = clock() - t0
     inner = max(1, min(10_000, math.ceil(MIN_BATCH_SECONDS / max(once, 1e-9))))
     samples = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(inner):
             fn()
         if sync:
             sync()
-        samples.append((time.perf_counter() - t0) / inner)
+        samples.append((clock() - t0) / inner)
     return Timing.of(samples)

@@ -58,11 +58,22 @@ def visible(text: object) -> str:
 
 
 def shorten(text: object, limit: int = LIMIT) -> str:
-    """``text`` cut to ``limit`` characters plus a visible marker ``...[+N chars]`` when longer."""
+    """``text`` cut to ``limit`` characters plus a visible marker ``...[+N chars]`` when longer; prose is cut
+    after a whole word (a number keeps its unit) when one ends in the last quarter of the limit.
+
+    >>> shorten("the measured bf16 roof is 923.8 GFLOP/s here", 33)
+    'the measured bf16 roof is...[+19 chars]'
+    """
     s = str(text)
     if len(s) <= limit:
         return s
-    return f"{s[:limit]}...[+{len(s) - limit} chars]"
+    head = s[:limit]
+    if not s[limit].isspace() and " " in head[limit * 3 // 4:]:
+        head = head[:head.rindex(" ")]
+    last = head.rsplit(" ", 1)  # a number whose unit was cut goes with it
+    if len(last) == 2 and len(last[0]) >= limit * 3 // 4 and last[1].replace(".", "").replace(",", "").isdigit():
+        head = last[0]
+    return f"{head}...[+{len(s) - len(head)} chars]"
 
 
 def display(text: object, limit: int = LIMIT) -> str:

@@ -125,6 +125,19 @@ class Forecast:
         """Forecast seconds per op x its count."""
         return self.time * self.counts
 
+    @property
+    def uncalibrated(self) -> str:
+        """'' when a calibration (the user's or a cited one) gave the efficiencies; else what this forecast is
+        without one, said wherever it is shown: 'uncalibrated: forecast = bound' (efficiency 1), with ' on
+        achievable roofs' when sustained figures or tile quantization lowered a roof, and ' + cuda-launch floor'
+        when an overhead floor is counted.  Forecasts of devices that differ here are not alike: the uncalibrated one is a bound."""
+        if self.calibration is not None:
+            return ""
+        text = "uncalibrated: forecast = bound"
+        if bool(np.any(self.roof_time > self.bound * (1 + 1e-9))):
+            text += " on achievable roofs"
+        return text + (f" + {self.framework} floor" if self.overhead > 0 else "")
+
     def over_measured(self, measured_seconds: np.ndarray) -> np.ndarray:
         """forecast / measured per op (NaN where an op has no measured time)."""
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -41,6 +41,17 @@ class SpecRoof:
     flops: float
     derivation: str
 
+    def label(self, measured: float | None = None) -> str:
+        """What to call the figure beside ``measured`` (the measured roof of the same unit and precision):
+        'theoretical', unless the machine beats it (a clock above the nominal one the derivation used: turbo),
+        then 'nominal-clock spec' -- a figure the machine beats is no theoretical limit.
+
+        >>> r = SpecRoof("vector", "fp32", 332e9, "2 cores x 2.6 GHz x ...")
+        >>> r.label(300e9), r.label(574e9)
+        ('theoretical', 'nominal-clock spec')
+        """
+        return "nominal-clock spec" if measured is not None and measured > self.flops else "theoretical"
+
 
 @dataclass(frozen=True)
 class AuditResult:

@@ -201,6 +201,11 @@ class Arch:
     qk_norm_weights: bool = True
     attention_sinks: bool = False
     expert_bias: bool = False
+    #: the config's context: max_position_embeddings (n_positions) and, when its rope scaling extends it past
+    #: that (original_max_position_embeddings x factor), the positions it reaches and its type (0, '': none)
+    max_positions: int = 0
+    rope_positions: int = 0
+    rope_type: str = ""
     warnings: tuple[str, ...] = ()
 
     @property
@@ -343,7 +348,24 @@ def parse_config(cfg: Mapping[str, Any], *, where: str = "config") -> Arch:
         raise RooflineError(f"num_key_value_heads {kv} does not divide num_attention_heads {heads}", where=where)
     if kw.get("experts") and kw["top_k"] > kw["experts"]:
         raise RooflineError(f"num_experts_per_tok {kw['top_k']} exceeds the {kw['experts']} experts", where=where)
-    return Arch(name=name, source=source, model_type=mt, warnings=tuple(warnings), **kw)
+    return Arch(name=name, source=source, model_type=mt, warnings=tuple(warnings), **kw, **_context(cfg))
+
+
+def _context(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """max_positions, rope_positions, rope_type of a checked config (:class:`Arch`): Llama 3.1 states its scaled
+    context as max_position_embeddings (original 8,192 x factor 8 = 65,536 does not extend its 131,072); a
+    YaRN Qwen states 32,768 and factor 4 (131,072 with the scaling)."""
+    top = int(cfg.get("max_position_embeddings") or cfg.get("n_positions") or 0)
+    rope = next((r for r in (cfg.get("rope_scaling"), cfg.get("rope_parameters")) if isinstance(r, Mapping)), None)
+    factor = rope.get("factor") if rope is not None else None
+    if not top or rope is None or not isinstance(factor, (int, float)) or isinstance(factor, bool):
+        return {"max_positions": top}
+    base = rope.get("original_max_position_embeddings")
+    start = int(base) if isinstance(base, (int, float)) and _whole(base) and base > 0 else top
+    reach = int(start * float(factor))
+    if reach <= top:
+        return {"max_positions": top}
+    return {"max_positions": top, "rope_positions": reach, "rope_type": str(rope.get("rope_type", rope.get("type")))}
 
 
 def _language_model(cfg: Mapping[str, Any], where: str, mt: str,

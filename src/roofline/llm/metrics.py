@@ -254,23 +254,24 @@ FIT_BITS = ("int8", "int4")
 @dataclass(frozen=True)
 class FitOption:
     """One change that makes a run that does not fit the device's memory fit: ``lever`` tp | weights |
-    kv_cache | batch, ``value`` (2, 'int8', 4) and the footprint per device it leaves (bytes)."""
+    kv_cache | flash | batch, ``value`` (2, 'int8', 'on', 4) and the footprint per device it leaves (bytes)."""
 
     lever: str
     value: int | str
     total: float
 
     def describe(self) -> str:
-        """'tp 2', 'int8 weights', 'int8 KV cache', 'batch <= 4'."""
+        """'tp 2', 'int8 weights', 'int8 KV cache', 'fused attention (--flash)', 'batch <= 4'."""
         return {"tp": f"tp {self.value}", "weights": f"{self.value} weights", "kv_cache": f"{self.value} KV cache",
-                "batch": f"batch <= {self.value}"}[self.lever]
+                "flash": "fused attention (--flash)", "batch": f"batch <= {self.value}"}[self.lever]
 
 
 def fit_options(spec: LLMSpec, capacity: float) -> tuple[FitOption, ...]:
     """The single changes that make ``spec`` fit ``capacity`` bytes per device, each computed from the
     footprint model (:func:`footprint`): the smallest tp of :data:`FIT_TP` the model divides by, the widest
-    weight and KV-cache precision of :data:`FIT_BITS` below the current one, the largest smaller batch
-    (:func:`max_batch`).  Empty when the run fits, or when no single change is enough.
+    weight and KV-cache precision of :data:`FIT_BITS` below the current one, fused attention (no s x s score
+    tensor in memory) when the run is unfused, the largest smaller batch (:func:`max_batch`).  Empty when the
+    run fits, or when no single change is enough.
 
     >>> from roofline.frontends.llm import make_spec
     >>> spec = make_spec("llama-2-7b", phase="decode", batch=64, context=4096)  # 13.48 GB weights + 137.4 GB KV cache
@@ -301,6 +302,8 @@ def fit_options(spec: LLMSpec, capacity: float) -> tuple[FitOption, ...]:
             if need <= capacity:
                 out.append(FitOption(field, name, need))
                 break
+    if not spec.flash and (need := footprint(spec.replace(flash=True)).total) <= capacity:
+        out.append(FitOption("flash", "on", need))
     b = max_batch(spec, capacity) if spec.batch > 1 else 0
     if 1 <= b < spec.batch:
         out.append(FitOption("batch", b, footprint(spec.replace(batch=b)).total))

@@ -239,8 +239,36 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))
-    return LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits),
+    spec = LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits),
                    moe_routing, kv_reads, fused)
+    context_note(spec)  # a prompt past the model's context is refused (within its rope scaling, noted)
+    return spec
+
+
+def context_note(spec: LLMSpec, *, refuse: bool = True) -> str:
+    """'' when the run's prompt (decode: its context) is within the model's context, or the config states none;
+    the note to lead its outputs with when only the config's rope scaling reaches that far; a RooflineError
+    naming the limit when nothing does (``refuse=False``: that line as the note, for a run read from a file).
+
+    >>> context_note(make_spec("llama-3-8b", phase="prefill", prompt=8192))
+    ''
+    >>> context_note(make_spec("llama-3-8b", phase="prefill", prompt=8193))
+    Traceback (most recent call last):
+    ...
+    roofline.core.errors.RooflineError: prompt 8,193 tokens is longer than llama-3-8b's context: max_position_embeddings 8,192 (no rope scaling)
+    """
+    a = spec.arch
+    what, n = ("context", spec.context) if spec.phase == "decode" else ("prompt", spec.prompt)
+    if not a.max_positions or n <= a.max_positions:
+        return ""
+    if a.rope_positions >= n:
+        return (f"{what} {n:,} tokens is past max_position_embeddings {a.max_positions:,}, within the config's rope "
+                f"scaling ({a.rope_type}: {a.rope_positions:,})")
+    reach = f"its rope scaling ({a.rope_type}) reaches {a.rope_positions:,}" if a.rope_positions else "no rope scaling"
+    text = f"{what} {n:,} tokens is longer than {a.name}'s context: max_position_embeddings {a.max_positions:,} ({reach})"
+    if refuse:
+        raise RooflineError(text)
+    return text
 
 
 # -- the ``llm`` object of a workload file -------------------------------------------

@@ -4,7 +4,7 @@ One horizontal roof per shown compute ceiling, one slope per memory level;
 the device's achievable (sustained) figures for the roofs drawn, dashed and
 labelled "achievable" (what the forecast runs on, beside the bound, never in
 its place), as its theoretical (spec) roofs are dashed grey and labelled
-"theoretical"; the ridge point of the main roof marked; the memory-bound (left of the ridge)
+"theoretical" ("nominal-clock spec" where a measured roof beats it); the ridge point of the main roof marked; the memory-bound (left of the ridge)
 and compute-bound (right) regions shaded; predicted points (filled, on the
 roof) and measured points (hollow, joined to their prediction).  Y ticks are
 SI-prefixed FLOP/s ('100 TFLOP/s').
@@ -365,7 +365,11 @@ def _draw_compute_roofs(ax: Axes, f: Frame) -> list[LabelSpec]:
         else:
             groups[same].append(for_chart(c.label))
     spec_groups: dict[float, list[str]] = {}
+    kinds: dict[float, str] = {}  # 'theoretical', or 'nominal-clock spec' where a measured roof beats it
     for r in sorted(f.spec, key=lambda r: -r.flops):
+        measured = max((c.flops for c in f.ceilings if (c.unit, c.precision) == (r.unit, r.precision)), default=None)
+        if kinds.get(r.flops) != "nominal-clock spec":
+            kinds[r.flops] = r.label(measured)
         (line,) = ax.plot([_clip(r.flops / f.main.bandwidth, f), f.x_hi], [r.flops / f.scale] * 2, ls=(0, (6, 3)),
                           color=SPEC_COLOR, lw=1.1, zorder=2, gid="roof")
         if r.flops not in spec_groups:
@@ -373,7 +377,7 @@ def _draw_compute_roofs(ax: Axes, f: Frame) -> list[LabelSpec]:
             labels.append(("roof", "", line, {"fontsize": 8.5, "color": "#6a6a6a"}))
         spec_groups[r.flops].append(f"{for_chart(r.precision)} {for_chart(r.unit)}")
     texts = [f"{', '.join(names)} {format_flops(flops)}" for (_, flops), names in groups.items()]
-    texts += [f"{', '.join(names)} {format_flops(flops)} (theoretical)" for flops, names in spec_groups.items()]
+    texts += [f"{', '.join(names)} {format_flops(flops)} ({kinds[flops]})" for flops, names in spec_groups.items()]
     return [(role, text, line, style) for (role, _, line, style), text in zip(labels, texts, strict=True)]
 
 

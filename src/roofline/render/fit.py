@@ -7,7 +7,7 @@ Every table of every command goes through :func:`table_lines`:
 - a column whose meaning depends on another one names its other form (``instead``): the op table's FLOPs
   and bytes are per instance beside ``count`` and become totals when ``count`` goes;
 - names are shortened in the middle with an ellipsis (``decode.layers…gate_proj``), never split across
-  lines, and stay unique; other long text is cut at its end;
+  lines, and stay unique (a dotted name loses whole parts); other long text is cut at its end;
 - numbers are never cut: a column either shows them whole or is dropped;
 - every dropped column is named in a footnote under the table.
 
@@ -21,7 +21,7 @@ comes from one place, :func:`terminal_width`.
   decode.layers.mlp.gate_proj  1.12 ms  matmul
 >>> print("\\n".join(table_lines(cols, rows, 36)))
   name                          time
-  decode.layer…lp.gate_proj  1.12 ms
+  decode.layers.….gate_proj  1.12 ms
   not shown at 36 columns: kind
   … marks a name or text shortened
     to fit
@@ -263,12 +263,39 @@ def shorten_end(text: str, width: int) -> str:
 
 
 def shorten_middle(text: str, width: int, head: int | None = None) -> str:
-    """``text`` shortened to ``width`` cells by an ellipsis in its middle (``head``: cells kept before it)."""
+    """``text`` shortened to ``width`` cells by an ellipsis in its middle (``head``: cells kept before it).  A
+    dotted name loses whole parts from its middle (:func:`shorten_dotted`) where that fits.
+
+    >>> shorten_middle("decode.layers.mlp.gate_proj", 20)
+    'decode.….gate_proj'
+    """
     if cell_len(text) <= width:
         return text
+    if head is None and (dotted := shorten_dotted(text, width)):
+        return dotted
     room = max(width - 1, 0)
     head = (room + 1) // 2 if head is None else head
     return _cut(text, head) + ELLIPSIS + _cut(text, room - head, from_end=True)
+
+
+def shorten_dotted(name: str, width: int) -> str:
+    """A dotted name (a module path, no spaces, at least three parts) in ``width`` cells with whole parts left
+    out of its middle: the first part, then as many last parts as fit ('decode.….mlp.gate_proj'), then more first
+    parts; '' when not even the first and the last part fit (the caller cuts by characters then).
+
+    >>> shorten_dotted("prefill.layers.attn.q_proj", 18), shorten_dotted("a.b", 2)
+    ('prefill.….q_proj', '')
+    """
+    parts = name.split(".")
+    if len(parts) < 3 or " " in name or not all(parts):
+        return ""
+    best = ""
+    for tail in range(1, len(parts) - 1):
+        for head in range(1, len(parts) - tail):
+            short = ".".join(parts[:head]) + f".{ELLIPSIS}." + ".".join(parts[len(parts) - tail:])
+            if cell_len(short) <= width and len(short) > len(best):
+                best = short
+    return best
 
 
 def shorten_names(names: Sequence[str], width: int) -> list[str]:

@@ -222,17 +222,21 @@ def _group_table(con: Console, a: Analysis, group_by: str, depth: int | None, to
             eff = r.time / r.measured_seconds if r.measured_seconds == r.measured_seconds and r.measured_seconds > 0 else math.nan
             row.update(measured=_opt(r.measured_seconds, format_seconds), efficiency=_opt(eff, format_share))
         rows.append({k: display(v) for k, v in row.items()})  # names from files: control characters visible
-    title = f"by {group_by}" + (f" (depth {depth})" if depth else "")
-    for line in table_lines(_group_columns(group_by, measured), rows, con.width, title=title, more="--csv has every column"):
+    # a module's row holds its own ops only (a block's residual add, not its layers) unless --depth sums the paths
+    own = group_by == "module" and not depth
+    title = f"by {group_by}" + (f" (depth {depth})" if depth else "") + (
+        " (own ops: a block's row holds only the ops it runs itself; --depth N sums blocks)" if own else "")
+    columns = _group_columns(group_by, measured, header="module (own ops)" if own else "")
+    for line in table_lines(columns, rows, con.width, title=title, more="--csv has every column"):
         con.print(line, markup=False, highlight=False)
     return len(groups) - top
 
 
-def _group_columns(group_by: str, measured: bool) -> list[Column]:
+def _group_columns(group_by: str, measured: bool, header: str = "") -> list[Column]:
     """The group table's columns, lowest priority dropped first (the group, its time and bound stay)."""
     from roofline.render.fit import Column
 
-    return [Column(group_by, kind="name", keep=True), Column("ops", priority=2), Column("FLOPs", priority=5),
+    return [Column(group_by, header, kind="name", keep=True), Column("ops", priority=2), Column("FLOPs", priority=5),
             Column("bytes", priority=5), Column("FLOP/B", priority=4), Column("bound", kind="label", keep=True),
             Column("attainable", priority=3), Column("time", keep=True), Column("share", priority=9),
             *((Column("measured", priority=8), Column("efficiency", priority=7, requires=("measured",)))

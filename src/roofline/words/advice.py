@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from roofline.core.precision import BITS
-from roofline.core.units import format_bytes, format_count, format_flops, format_seconds, format_speedup
+from roofline.core.units import format_bytes, format_count, format_flops, format_gib, format_seconds, format_speedup
 from roofline.engine.analysis import Analysis, analyze
 from roofline.hardware.device import Device
 from roofline.llm.spec import as_spec
@@ -169,7 +169,7 @@ def _fusion_lever(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]], s
     what = (f"fuse {len(chains)} chain(s) of elementwise/norm ops ({ops_before} ops)" if scope == "workload"
             else f"fuse the chain {' + '.join(w.strings('name', i) for i in range(chains[0][0], chains[0][1]))}")
     text = (f"{what}: {format_bytes(saved_bytes)} less traffic, {format_seconds(saved_time)} saved "
-            f"({format_seconds(before_t)} -> {format_seconds(after_t)}, {format_speedup(_ratio(before_t, after_t))})")
+            f"({format_seconds(before_t)} -> {format_seconds(after_t)})")
     return Lever("fusion", text, before_t, after_t, after,
                  {"bytes_saved": saved_bytes, "time_saved": saved_time, "ops_fused": float(ops_before)})
 
@@ -217,8 +217,7 @@ def _weight_levers(a: Analysis, w: Workload, mask: np.ndarray | None, scope_idx:
             continue  # no gain, or none beyond the wider format's
         saved = a.total_bytes - after.total_bytes
         levers.append(Lever("weight precision", f"{label} weights: {format_bytes(saved)} less traffic, "
-                            f"{format_seconds(before_t)} -> {format_seconds(after_t)} "
-                            f"({format_speedup(_ratio(before_t, after_t))})",
+                            f"{format_seconds(before_t)} -> {format_seconds(after_t)}",
                             before_t, after_t, after, {"bytes_saved": saved, "bits": float(bits)}))
     return levers
 
@@ -250,8 +249,7 @@ def _matrix_levers(a: Analysis, w: Workload, mask: np.ndarray, scope_idx: np.nda
         candidates.append(Lever("matrix-unit precision",
                                 f"{p} on the matrix unit: compute roof {format_count(roof_x)}x ({format_flops(current)} -> "
                                 f"{format_flops(c.flops)}){traffic}, {format_seconds(before_t)} -> "
-                                f"{format_seconds(after_t)} ({format_speedup(_ratio(before_t, after_t))})", before_t, after_t,
-                                after,
+                                f"{format_seconds(after_t)}", before_t, after_t, after,
                                 {"roof_x": roof_x, "bytes_saved": saved}))
     candidates.sort(key=lambda lv: -lv.speedup)
     return candidates[:2]
@@ -283,7 +281,7 @@ def _device_levers(a: Analysis, w: Workload, candidates: Sequence[Device] | None
         if _ratio(a.total_time, t) < MIN_GAIN:
             continue
         levers.append(Lever("device", f"on {d.name}: {format_seconds(a.total_time)} -> {format_seconds(t)} "
-                            f"({format_speedup(_ratio(a.total_time, t))}, roofline time; devices ranked by "
+                            f"(roofline time; devices ranked by "
                             f"{'forecast' if after.forecast is not None else 'roofline time'})",
                             a.total_time, t, after, {"time_x": _ratio(t, a.total_time)}))
     return levers
@@ -309,8 +307,7 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
             launches = float(f.counts.sum() - after.forecast.counts.sum())
             levers.append(Lever("fewer launches", f"fuse {len(chains)} chain(s) of elementwise/norm ops: "
                                 f"{launches:.0f} fewer ops paying the {format_seconds(f.overhead)} {f.framework} "
-                                f"floor; forecast {format_seconds(before)} -> {format_seconds(t)} "
-                                f"({format_speedup(_ratio(before, t))})", before, t, after,
+                                f"floor; forecast {format_seconds(before)} -> {format_seconds(t)}", before, t, after,
                                 {"ops_saved": launches, "overhead_before": over}))
     graph = a.device.overhead_floor("cuda-graph")
     if f.framework == "cuda-launch" and graph is not None and graph.seconds < f.overhead:
@@ -320,7 +317,7 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
 
             levers.append(Lever("CUDA graphs", f"replay the ops from a CUDA graph: floor {format_seconds(f.overhead)} "
                                 f"-> {format_seconds(graph.seconds)} per op; forecast {format_seconds(before)} -> "
-                                f"{format_seconds(fg.total_time)} ({format_speedup(_ratio(before, fg.total_time))})",
+                                f"{format_seconds(fg.total_time)}",
                                 before, fg.total_time, replace(a, forecast=fg),
                                 {"floor_before": f.overhead, "floor_after": graph.seconds}))
     spec = as_spec(w.llm)
@@ -334,10 +331,12 @@ def _overhead_levers(a: Analysis, w: Workload, chains: Sequence[tuple[int, int]]
             assert ab.forecast is not None
             per0, per1 = before / tokens(w), ab.forecast.total_time / tokens(ab.workload)
             if _ratio(per0, per1) >= MIN_GAIN:
+                # each sequence waits the whole step (decode) or run (generate): after / before, forecast
                 levers.append(Lever("larger batch", f"batch {spec.batch} -> {spec.batch * 2}: the per-op floor "
-                                    f"is paid once for twice the tokens; forecast per token {format_seconds(per0)} -> "
-                                    f"{format_seconds(per1)} ({format_speedup(_ratio(per0, per1))})",
-                                    per0, per1, ab, {"batch": float(spec.batch * 2)}))
+                                    f"is paid once for twice the tokens; forecast per token over the batch "
+                                    f"{format_seconds(per0)} -> {format_seconds(per1)}",
+                                    per0, per1, ab, {"batch": float(spec.batch * 2)}, gains="throughput",
+                                    latency_x=_ratio(ab.forecast.total_time, before)))
     return levers
 
 
@@ -389,17 +388,18 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             ai1 = _ratio(ab.total_flops, ab.total_bytes)
             tok1 = _ratio(tokens(ab.workload), ab.total_time)
             kv = memory_bytes(as_spec(ab.workload.llm))
-            fits = f"; needs {format_bytes(kv)} of {format_bytes(cap)} memory" if kv and cap else ""
+            fits = f"; needs {format_gib(kv)} of {format_gib(cap)} memory" if kv and cap else ""  # GiB, as every capacity
             if tok1 > 0 and _ratio(tok1, tok0) >= MIN_GAIN:
                 # what each sequence waits per token grows with the batch: say so next to the throughput
                 levers.append(Lever(
                     "batching", f"batch {spec.batch} -> {b}: {spec.phase} intensity {ai0:.3g} -> {ai1:.3g} FLOP/B "
-                                f"(ridge at {ridge:.3g}); {format_count(tok0)} -> {format_count(tok1)} tokens/s ({format_speedup(_ratio(tok1, tok0))}), "
+                                f"(ridge at {ridge:.3g}); {format_count(tok0)} -> {format_count(tok1)} tokens/s, "
                                 f"each sequence's time per token {format_seconds(spec.batch / tok0)} -> "
                                 f"{format_seconds(b / tok1)}{fits}",
                     1 / tok0, 1 / tok1, ab,
                     {"batch": float(b), "intensity_before": ai0, "intensity_after": ai1, "ridge": ridge,
-                     "tokens_per_s_before": tok0, "tokens_per_s_after": tok1}))
+                     "tokens_per_s_before": tok0, "tokens_per_s_after": tok1},
+                    gains="throughput", latency_x=_ratio(b / tok1, spec.batch / tok0)))
     p = spec.precisions
     for field_name, label, what in (("weights", "weight precision", "weights"), ("kv_cache", "KV-cache precision",
                                                                                   "KV cache")):
@@ -414,7 +414,7 @@ def _llm_levers(a: Analysis, spec: Any) -> list[Lever]:
             last = ak.total_time
             saved = a.total_bytes - ak.total_bytes
             levers.append(Lever(label, f"{name} {what}: {format_bytes(saved)} less traffic, "
-                                f"{format_seconds(a.total_time)} -> {format_seconds(ak.total_time)} ({format_speedup(gain)})",
+                                f"{format_seconds(a.total_time)} -> {format_seconds(ak.total_time)}",
                                 a.total_time, ak.total_time, ak, {"bytes_saved": saved, "bits": float(bits)}))
     return levers
 

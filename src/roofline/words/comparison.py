@@ -54,6 +54,17 @@ class CompareRow:
         return f.total_time if f is not None else math.nan
 
     @property
+    def uncalibrated(self) -> str:
+        """With a forecast on a device without a calibration, what that forecast is ('uncalibrated: forecast =
+        bound ...', :attr:`Forecast.uncalibrated <roofline.engine.forecast.Forecast.uncalibrated>`), else ''."""
+        f = self.analysis.forecast
+        return f.uncalibrated if f is not None else ""
+
+    def ranked_time(self, by: str) -> float:
+        """The seconds the rows were ranked by (:func:`ranked_by`): the forecast, or the roofline time."""
+        return self.forecast if by == "forecast" else self.time
+
+    @property
     def precision_label(self) -> str:
         """'fp8', or 'fp8->fp16' when the device has no fp8 roof and the ops ran at fp16."""
         return f"{self.precision}->{self.runs_as}" if self.runs_as else self.precision
@@ -65,14 +76,15 @@ class CompareRow:
             return ""
         return f"{self.precision} runs as {self.runs_as} on {self.device} (no {self.precision} roof)"
 
-    def to_dict(self, best: float) -> dict[str, Any]:
+    def to_dict(self, x_best: float | None) -> dict[str, Any]:
+        """The row as JSON; ``x_best``: its time over the best row's, both on what the rows were ranked by
+        (:func:`times_best`)."""
         return {"device": self.device, "precision": self.precision, "time_s": self.time,
                 "tokens_per_s": json_number(self.tokens_per_s),
-                # an all-zero workload takes 0 s everywhere: every device is as fast as the best
-                "x_best": self.time / best if best > 0 else (1.0 if self.time == best else None),
-                "binding_roof": self.binding, "memory": self.memory or None,
+                "x_best": x_best, "binding_roof": self.binding, "memory": self.memory or None,
                 "runs_as": self.runs_as or None, "note": self.note or None,
-                "forecast_s": json_number(self.forecast)}
+                "forecast_s": json_number(self.forecast),
+                "uncalibrated": self.uncalibrated or None}
 
 
 def runs_as(analysis: Analysis, precision: str) -> str:
@@ -196,11 +208,15 @@ def compare(workload: Workload, devices: Sequence[Device | str], precisions: Seq
     return rows
 
 
-def vs_best(time: float, best: float) -> str:
-    """'best' for the fastest row, else '1/3.3 as fast' / '1/480 as fast' (how fast against the best)."""
+def vs_best(rank: int, x_best: float | None) -> str:
+    """'best' for the first row only, else how fast against it on what the rows were ranked by ('0.78x as fast',
+    '1/480 as fast', 'as fast' for a tie; :func:`times_best` gives ``x_best``): read down the column, in rank
+    order."""
     from roofline.core.units import format_speedup
 
-    return "best" if time <= best else format_speedup(best / time)
+    if rank == 1:
+        return "best"
+    return format_speedup(1 / x_best) if x_best else "-"
 
 
 def ranked_by(rows: Sequence[CompareRow]) -> str:
@@ -208,6 +224,51 @@ def ranked_by(rows: Sequence[CompareRow]) -> str:
     return "forecast" if rows and not math.isnan(rows[0].forecast) else "roofline time (the bound)"
 
 
+def times_best(rows: Sequence[CompareRow]) -> list[float | None]:
+    """Each row's time over the first (best) row's, both on what the rows were ranked by (:func:`ranked_by`): 1
+    for the best, never below 1 after it, so the column reads in rank order.  An all-zero workload takes 0 s
+    everywhere: every row is as fast as the best (1); None where a ratio has no meaning.
+
+    >>> from roofline import Op, Workload, get_device
+    >>> w = Workload.from_ops([Op("gemv", kind="matmul", flops=2e9, bytes_read=2e9, precision="bf16", unit="matrix")])
+    >>> [round(x, 2) for x in times_best(compare(w, [get_device("h100"), get_device("a100")]))]  # 3.35 / 2.039 TB/s
+    [1.0, 1.64]
+    """
+    if not rows:
+        return []
+    by = "forecast" if ranked_by(rows) == "forecast" else "bound"
+    best = rows[0].ranked_time(by)
+    out: list[float | None] = []
+    for r in rows:
+        t = r.ranked_time(by)
+        out.append(t / best if best > 0 else (1.0 if t == best else None))
+    return out
+
+
+def calibration_mix(rows: Sequence[CompareRow]) -> str:
+    """'' unless the rows are ranked by forecasts of unlike kinds; then the sentence that must lead the
+    comparison: which devices have no calibration (their forecast is their bound) and, since the ranking then
+    weighs a bound against calibrated forecasts, which device is fastest by the bound.
+
+    >>> from roofline import get_device
+    >>> from roofline.frontends.llm import from_llm
+    >>> w = from_llm("llama-3-8b", phase="decode")
+    >>> calibration_mix(compare(w, [get_device("h100"), get_device("b200")], forecast=True))[:72]
+    'forecasts not alike: 1 of 2 devices uncalibrated (forecast = bound): NVID'
+    """
+    from roofline.core.text import display
+    from roofline.core.units import format_seconds
+
+    if ranked_by(rows) != "forecast":
+        return ""
+    bare = [r for r in rows if r.uncalibrated]
+    if not bare or len(bare) == len(rows):
+        return ""
+    fitting = [r for r in rows if r.fits is not False] or list(rows)
+    by_bound = min(fitting, key=lambda r: r.time)
+    return (f"forecasts not alike: {len(bare)} of {len(rows)} devices uncalibrated (forecast = bound): "
+            f"{', '.join(display(r.label) for r in bare)}; by the bound, {display(by_bound.label)} is the fastest "
+            f"({format_seconds(by_bound.time)})")
 
 
 def time_basis(workload: Workload) -> tuple[str, str, str]:
@@ -245,7 +306,8 @@ def glossary(workload: Workload, rows: Sequence[CompareRow]) -> str:
 
 def answer(workload: Workload, rows: Sequence[CompareRow]) -> str:
     """The comparison's first line, an answer sentence: the fastest device that fits (by what the rows were
-    ranked by, on their one time basis), how much faster than the next, and which do not fit the model.
+    ranked by, on their one time basis), how much faster than the next, and which do not fit the model.  A
+    ranking by forecasts of calibrated and uncalibrated devices says so first (:func:`calibration_mix`).
 
     >>> from roofline import get_device
     >>> from roofline.frontends.llm import from_llm
@@ -280,9 +342,12 @@ def answer(workload: Workload, rows: Sequence[CompareRow]) -> str:
     out = [r for r in rows if r.fits is False]
     if not fitting:
         need = footprint(spec).total / 2**30 if spec is not None else 0.0
-        return (f"none of the {len(rows)} devices fits {display(workload.title)} in memory ({need:.1f} GiB needed); "
+        mix = calibration_mix(rows)
+        return ((f"{mix}. " if mix else "")
+                + f"none of the {len(rows)} devices fits {display(workload.title)} in memory ({need:.1f} GiB needed); "
                 f"if one did, {display(best.label)} would be the fastest: {text}")
     lead = f"{display(best.label)} is the fastest" + (" that fits" if out else "")
     if out:
         text += "; does not fit: " + ", ".join(display(r.label) for r in out)
-    return f"{lead}: {text}"
+    mix = calibration_mix(rows)
+    return f"{mix}. By forecast, {lead}: {text}" if mix else f"{lead}: {text}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from roofline.core.units import format_speedup
+from roofline.core.units import format_count, format_speedup
 from roofline.engine.analysis import Analysis
 
 NO_LEVER = "no lever found"
@@ -29,13 +29,30 @@ class Lever:
     after: float
     after_analysis: Analysis
     figures: dict[str, float] = field(default_factory=dict)
+    #: what ``speedup`` is the gain in: 'time' (the scope's seconds, what one request waits) or 'throughput'
+    #: (seconds per token over the batch: tokens/s, while each sequence may wait longer, ``latency_x``)
+    gains: str = "time"
+    latency_x: float = 1.0  # throughput levers: each sequence's wait after / before (> 1: slower per token)
 
     @property
     def speedup(self) -> float:
         return self.before / self.after if self.after > 0 else math.inf
 
+    def effect(self) -> str:
+        """What the lever improves, and by how much: '3.16x faster' (time), or for a throughput lever its gain
+        and what it costs each sequence: '70.4x throughput, 3.64x slower per token'."""
+        if self.gains != "throughput":
+            return format_speedup(self.speedup)
+        text = f"{format_count(self.speedup)}x throughput"
+        if self.latency_x >= 1.005:
+            return text + f", {format_count(self.latency_x)}x slower per token"
+        if 0 < self.latency_x <= 1 / 1.005:
+            return text + f", {format_count(1 / self.latency_x)}x faster per token"
+        return text
+
     def line(self) -> str:
-        return f"{self.name}: {self.text}"
+        """'batching: 70.4x throughput, 3.64x slower per token; batch 1 -> 64: ...': what it improves first."""
+        return f"{self.name}: {self.effect()}; {self.text}"
 
     def __repr__(self) -> str:  # not the dataclass dump: after_analysis holds a whole workload
         from roofline.core.text import one_line
@@ -96,7 +113,7 @@ class Advice:
         a = self.analysis
         best = max(self.levers, key=lambda lv: lv.speedup, default=None)
         found = (f"{len(self.levers)} lever{'' if len(self.levers) == 1 else 's'}, best: {best.name} "
-                 f"({format_speedup(best.speedup)})" if best is not None else NO_LEVER)
+                 f"({best.effect()})" if best is not None else NO_LEVER)
         return (f"<Advice for '{one_line(a.workload.title, 80)}' on '{one_line(a.device.name, 80)}': {found}; "
                 f"limiting roof: {one_line(self.roof, 160)}>")
 

@@ -23,7 +23,7 @@ import numpy as np
 from roofline.core.errors import RooflineError
 from roofline.llm.metrics import FitOption, Footprint, fit_options, footprint, max_batch, ridge_batch
 from roofline.llm.model import LLMSpec, param_counts
-from roofline.llm.spec import as_spec
+from roofline.llm.spec import as_spec, context_note
 
 if TYPE_CHECKING:
     from roofline.engine.analysis import Analysis
@@ -51,6 +51,8 @@ class LLMReport:
     findings: list[str] = field(default_factory=list)
     fits_with: tuple[FitOption, ...] = ()  # does not fit: the single changes that make it fit (fit_options)
     forecast_phase_time: dict[str, float] = field(default_factory=dict)  # as phase_time, the forecast's seconds
+    uncalibrated: str = ""  # with a forecast on a device without a calibration: what it is (Forecast.uncalibrated)
+    context_note: str = ""  # the prompt past max_position_embeddings, within rope scaling (llm.spec.context_note)
 
     @property
     def fits(self) -> bool | None:
@@ -131,7 +133,8 @@ def report(analysis: Analysis) -> LLMReport:
     total, active = param_counts(spec.arch)
     fits_with = fit_options(spec, fp.capacity) if fp.fits is False and fp.capacity is not None else ()
     return LLMReport(spec, dev.name, times, flops, nbytes, link, ttft, tpot, tps, latency, fp, mb, rb, total, active,
-                     _findings(spec, dev.name, fp, mb, rb, link, analysis.total_time), fits_with, forecast)
+                     _findings(spec, dev.name, fp, mb, rb, link, analysis.total_time), fits_with, forecast,
+                     f.uncalibrated if f is not None else "", context_note(spec, refuse=False))
 
 
 def _findings(spec: LLMSpec, device: str, fp: Footprint, mb: int | None, rb: int | None, link: float,

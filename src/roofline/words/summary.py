@@ -42,7 +42,6 @@ from roofline.core.units import (
     format_ratio,
     format_seconds,
     format_share,
-    format_speedup,
 )
 from roofline.engine.analysis import Analysis
 from roofline.hardware.device import ComputeCeiling, MemoryCeiling
@@ -147,10 +146,14 @@ class ForecastSummary:
     op_forecast: Ratio | None = None
     ops_measured: int = 0
     profiler_cost: float = math.nan
+    uncalibrated: str = ""  # '' when calibrated, else what the forecast is (Forecast.uncalibrated)
 
     def describe(self) -> str:
-        """'forecast 1.2 ms beside a 0.4 ms bound: roof 33%, below roof 50%, overhead 17%'."""
+        """'forecast 1.2 ms beside a 0.4 ms bound: roof 33%, below roof 50%, overhead 17%', with
+        '(uncalibrated: forecast = bound ...)' after the times on a device without a calibration."""
         text = f"forecast {format_seconds(self.total)} beside the {format_seconds(self.bound)} bound"
+        if self.uncalibrated:
+            text += f" ({self.uncalibrated})"
         if self.total > 0:
             text += ": " + ", ".join(f"{k} {format_share(v / self.total)}" for k, v in self.parts.items())
         return text
@@ -178,7 +181,7 @@ def forecast_summary(a: Analysis) -> ForecastSummary | None:
     w = a.workload
     cal = f.calibration.describe() if f.calibration is not None else ""
     out = ForecastSummary(f.total_time, a.total_time, f.parts(), f.share_by_verdict(), f.framework, f.overhead, cal,
-                          f.notes)
+                          f.notes, uncalibrated=f.uncalibrated)
     run = w.measured
     seconds = w.columns["measured_seconds"]
     m = np.isfinite(seconds) & (seconds > 0)
@@ -261,7 +264,9 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     """One sentence of the answer, the deciding fact first.  Names from files go through ``shown`` (default:
     shortened past 256 characters); each renderer still escapes the sentence for its medium.
 
-    The order: the measurement's warning (when there is one); for an LLM run that does not fit the device,
+    The order: the measurement's warning (when there is one); an LLM prompt past the model's
+    max_position_embeddings that only its rope scaling reaches (:func:`roofline.llm.spec.context_note`); for an
+    LLM run that does not fit the device,
     that (:func:`fit_clause`); then the bound and the forecast on one time basis per clause, each labelled
     (LLMs: per output token with the matching tokens/s, TTFT, the whole run; :func:`llm_time_clauses`);
     the binding roof; the measured time (the whole model's when it was timed whole; :func:`measured_clause`);
@@ -280,6 +285,8 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
     b = s.binding
     lead = [shown(w)] if (w := measurement_warning(s)) else []
     r = s.llm
+    if r is not None and r.context_note:
+        lead.append(r.context_note)
     if r is not None and (fit := fit_clause(r, shown)):
         lead.append(fit)
     where = f"{shown(a.workload.title)} on {shown(a.device.name)}"
@@ -297,12 +304,13 @@ def headline(s: Summary, shown: Callable[[str], str] = shorten) -> str:
             text += f"; attainable {format_flops(s.attainable_flops)}"
         if f is not None and f.total > 0:
             top = max(f.parts.items(), key=lambda kv: kv[1])
-            text += f"; forecast {format_seconds(f.total)} (most in {top[0]}: {format_share(top[1] / f.total)})"
+            text += f"; forecast {format_seconds(f.total)} (most in {top[0]}: {format_share(top[1] / f.total)}"
+            text += f"; {f.uncalibrated})" if f.uncalibrated else ")"
     if s.measured is not None and (m := measured_clause(s.measured, a.total_time)):
         text += f"; {m}"
     lever = best_lever(s)
     if lever is not None:
-        text += f"; best lever here: {lever.name} ({format_speedup(lever.speedup)})"
+        text += f"; best lever here: {lever.name} ({lever.effect()})"
     return "".join(f"{x}. " for x in lead) + text + "."
 
 
@@ -329,6 +337,7 @@ def chart_heading(s: Summary, shown: Callable[[str], str] = shorten, width: int 
         times = f"{format_seconds(s.total_time)} (roofline bound)"
         if s.forecast is not None and s.forecast.total > 0:
             times += f", {format_seconds(s.forecast.total)} forecast"
+            times += f" ({s.forecast.uncalibrated})" if s.forecast.uncalibrated else ""
         parts.append(times)
     parts.append(f"binding roof: {shown(s.binding.describe())}")
     m = s.measured
@@ -359,7 +368,8 @@ def fit_clause(r: LLMReport, shown: Callable[[str], str] = shorten) -> str | Non
             f"{format_gib(fp.activations)})")
     if r.fits_with:
         return text + "; fits with " + " / ".join(o.describe() for o in r.fits_with)
-    return text + "; no single change fits (tp up to 8, int8/int4 weights or KV cache, a smaller batch)"
+    tried = "tp up to 8, int8/int4 weights or KV cache, " + ("" if r.spec.flash else "fused attention, ")
+    return text + f"; no single change fits ({tried}a smaller batch)"
 
 
 def llm_time_clauses(r: LLMReport) -> list[str]:
@@ -368,29 +378,32 @@ def llm_time_clauses(r: LLMReport) -> list[str]:
     run (generate) with its output tokens/s (batch x gen / the whole run's time)."""
     s = r.spec
     out = []
+    label = [r.uncalibrated] if r.uncalibrated else []  # said once, with the first forecast shown
+
+    def forecast(seconds: float, rate: str = "") -> str:
+        notes = [x for x in (rate, label.pop() if label else "") if x]
+        return f", {format_seconds(seconds)} forecast" + (f" ({'; '.join(notes)})" if notes else "")
+
     if r.tpot is not None and s.phase != "prefill":
         rate = r.decode_rate(r.tpot)
         text = (f"per output token {format_seconds(r.tpot)} bound ({format_count(rate or 0)} tokens/s over the "
                 f"batch of {s.batch:,})")
         if r.forecast_tpot:
-            text += (f", {format_seconds(r.forecast_tpot)} forecast "
-                     f"({format_count(r.decode_rate(r.forecast_tpot) or 0)} tokens/s)")
+            text += forecast(r.forecast_tpot, f"{format_count(r.decode_rate(r.forecast_tpot) or 0)} tokens/s")
         out.append(text)
     if r.ttft is not None:
         text = f"TTFT {format_seconds(r.ttft)} bound"
         if s.phase == "prefill":
             text += f" ({format_count(r.tokens_per_s)} prompt tokens/s)"
         if r.forecast_ttft:
-            text += f", {format_seconds(r.forecast_ttft)} forecast"
-            if s.phase == "prefill":
-                text += f" ({format_count(s.batch * s.prompt / r.forecast_ttft)} prompt tokens/s)"
+            text += forecast(r.forecast_ttft, f"{format_count(s.batch * s.prompt / r.forecast_ttft)} prompt tokens/s"
+                             if s.phase == "prefill" else "")
         out.append(text)
     if s.phase == "generate":
         text = (f"whole run ({r.basis()}) {format_seconds(r.latency)} bound "
                 f"({format_count(r.tokens_per_s)} output tokens/s)")
         if r.forecast_latency:
-            text += (f", {format_seconds(r.forecast_latency)} forecast "
-                     f"({format_count(s.batch * s.gen / r.forecast_latency)} output tokens/s)")
+            text += forecast(r.forecast_latency, f"{format_count(s.batch * s.gen / r.forecast_latency)} output tokens/s")
         out.append(text)
     return out
 
