@@ -187,13 +187,13 @@ def _html_page(workload: Workload, rows: list[CompareRow], title: str) -> bytes:
     fig = compare_figure([r.analysis for r in rows], title, [_label(r) for r in rows])
     head = time_basis(workload)[0]
     by = "forecast" if ranked_by(rows) == "forecast" else "bound"
-    intro = [f"{k}. {_label(r)}: {format_seconds(r.ranked_time(by))} {head} {by} "
+    intro = [*(f"{k}. {_label(r)}: {format_seconds(r.ranked_time(by))} {head} {by} "
              + ("(the best)" if k == 1 else f"({vs_best(k, x)} as the best)")
              + (f", bound {format_seconds(r.time)}" if by == "forecast" else "")
              + (f" ({r.uncalibrated})" if r.uncalibrated else "")
              + (f", {format_count(r.tokens_per_s)} tokens/s" if llm is not None else "") + f"; binding roof {r.binding}"
              + (f"; memory {r.memory}" if r.memory else "") + (f"; {r.note}" if r.note else "")
-             for k, (r, x) in enumerate(zip(rows, times_best(rows), strict=True), 1)] + [glossary(workload, rows)]
+               for k, (r, x) in enumerate(zip(rows, times_best(rows), strict=True), 1)), glossary(workload, rows)]
     page = render_report([Section(f"{workload.title} on {_label(r)}", r.analysis) for r in rows], title,
                          extra_charts=[("all devices", fig)], intro=intro, extra_headlines=[answer(workload, rows)])
     return page.encode("utf-8", "backslashreplace")
