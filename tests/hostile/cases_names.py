@@ -64,9 +64,9 @@ def dev(name: str = "toy", level: str = "DRAM", **changes: Any) -> str:
 
 
 def config(name: str) -> str:
-    """A tiny GPT-2 config.json with a hostile ``_name_or_path``."""
+    """A tiny GPT-2 config.json with a hostile ``_name_or_path`` (2,048 positions: the default prompt of 1,024 fits)."""
     return json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 64, "n_layer": 2,
-                       "n_head": 4, "vocab_size": 128, "n_positions": 256, "n_inner": 256, "_name_or_path": name})
+                       "n_head": 4, "vocab_size": 128, "n_positions": 2048, "n_inner": 256, "_name_or_path": name})
 
 
 #: a saved analysis (roofline.analysis/1) of a workload, written by the case's own code before `report` runs

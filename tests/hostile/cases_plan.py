@@ -40,7 +40,9 @@ CASES = [
     Case("plan/a-million-nodes", "bounded-work", "plan",
          ("plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", str(2**20), "--train", "--global-batch",
           str(2**23)), expect="ok", check="'layouts tried' in out",
-         # bounded by the layouts, not the nodes: 65,472 layouts fully estimated and forecast (issue 29) at the
-         # planner's >= 10,000 layouts/s target take up to 6.5 s of CPU, above the 4 s budget of other cases
-         cpu=8.0),
+         # bounded by the layouts, not the nodes: 69,564 layouts fully estimated and forecast (issue 29). This is a
+         # boundedness case, not a speed one (benchmarks/bench_plan.py holds the layouts/s target): on the slowest
+         # CI CPU seen (stop 46) the run took 9.4-10 s of CPU before this stop's planner changes and 10.1 s after,
+         # so the budget is 16 s, against the 4 s of other cases
+         cpu=16.0),
 ]

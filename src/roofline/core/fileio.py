@@ -369,6 +369,8 @@ def json_ready(doc: Any) -> Any:
         return {k: json_ready(v) for k, v in doc.items()}
     if isinstance(doc, (list, tuple)):
         return [json_ready(v) for v in doc]
+    if type(doc).__module__ == "numpy":  # an array or a numpy scalar: its Python values (numpy imported by the caller)
+        return json_ready(doc.tolist())
     return doc
 
 

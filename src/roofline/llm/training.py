@@ -221,8 +221,8 @@ def state_bytes(precision: str = "bf16") -> dict[str, float]:
     keeps the same and adds, for the GEMM weights only, their cached fp8 copy and its transpose
     (:data:`FP8_WEIGHT_CACHE_BYTES`).
 
-    >>> sum(state_bytes("bf16").values()), sum(state_bytes("fp8").values())
-    (16, 18)
+    >>> sum(state_bytes("bf16").values()), sum(state_bytes("fp8").values()), sum(state_bytes("mxfp8").values())
+    (16, 18.0, 18.0625)
     """
     out: dict[str, float] = {"bf16 weight": WEIGHT_BYTES, "bf16 gradient": GRAD_BYTES, "fp32 master weight": 4,
                              "fp32 Adam m": 4, "fp32 Adam v": 4}

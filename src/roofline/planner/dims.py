@@ -186,10 +186,28 @@ def replicas(layout: Any, expert: bool = False) -> int:
     >>> replicas(L(tp=8, cp=2, pp=4, dp=4, ep=2)), replicas(L(tp=8, cp=2, pp=4, dp=4, ep=2), expert=True)
     (8, 4)
     """
-    n = math.prod(getattr(layout, d.name) for d in DIMS if d.devices and "weights" not in d.memory)
+    held, carved = _replica_dims(DIMS)
+    n = 1
+    for name in held:  # a loop, not math.prod over a generator: the search calls this ~10 times a layout
+        n *= getattr(layout, name)
     if expert:
-        n //= math.prod(getattr(layout, d.name) for d in DIMS if not d.devices and "weights" in d.memory)
+        for name in carved:
+            n //= getattr(layout, name)
     return n
+
+
+_REPLICA_DIMS: list[Any] = [None, ((), ())]  # [the table read, (its names)]: one read per table object
+
+
+def _replica_dims(dims: tuple[ParallelDim, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the devices dimensions that do not divide the weights, the carved ones that divide an expert's): read
+    from the table once per table object, not once per layout (the search asks for each layout several times;
+    hashing the table's records each time cost more than reading it)."""
+    if _REPLICA_DIMS[0] is not dims:
+        _REPLICA_DIMS[:] = [dims, (tuple(d.name for d in dims if d.devices and "weights" not in d.memory),
+                                   tuple(d.name for d in dims if not d.devices and "weights" in d.memory))]
+    names: tuple[tuple[str, ...], tuple[str, ...]] = _REPLICA_DIMS[1]
+    return names
 
 
 def overlap_rule(head: str) -> str:

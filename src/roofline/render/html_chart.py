@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from roofline.core.fileio import json_number
+from roofline.core.fileio import json_ready
 from roofline.core.units import format_bandwidth, format_bytes, format_flop, format_flops, format_seconds
 from roofline.render.chart import achievable_roofs
 from roofline.render.html_parts import esc, intensity_text, name, pct
@@ -337,22 +337,8 @@ def compare_figure(analyses: Sequence[Analysis], title: str = "devices compared"
 def script_json(obj: Any) -> str:
     """JSON safe inside <script>: no '<', '>' or '&' survive, so nothing can close the tag.  A number that
     is not finite (a ridge of 1e308 / 1e-300) becomes null: plotly leaves a gap."""
-    text = json.dumps(_finite(obj), allow_nan=False, default=_json_default)
+    text = json.dumps(json_ready(obj), allow_nan=False, default=_json_default)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return json_number(obj)
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _finite(obj.tolist())
-    if isinstance(obj, np.floating):
-        return _finite(float(obj))
-    return obj
 
 
 def _json_default(o: Any) -> Any:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from roofline.core.text import for_chart
+from roofline.core.units import format_seconds
 from roofline.render.chart import figure_bytes
 from roofline.render.html_parts import esc
 
@@ -21,10 +22,10 @@ _ROWS = (("TTFT", "ttft"), ("TPOT", "tpot"), ("end to end", "e2e"))
 
 
 def sec(x: Any) -> str:
-    """Seconds as a person reads them: '12.3 ms' below a second, '2.5 s' from it; 'n/a' for none."""
+    """Seconds as a person reads them (:func:`roofline.core.units.format_seconds`); 'n/a' for none."""
     if not isinstance(x, (int, float)) or not math.isfinite(x):
         return "n/a"
-    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
+    return format_seconds(x)
 
 
 def load_words(load: Load) -> str:
