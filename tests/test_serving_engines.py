@@ -1,11 +1,10 @@
 """roofline serve: the engine mechanisms of roofline.serving.engines, each against values derived by hand."""
 
 import json
-from collections import deque
 from dataclasses import FrozenInstanceError, replace
 
-import numpy as np
 import pytest
+from serving_calls import scheduler_state as _state
 from serving_calls import serve
 
 import roofline
@@ -14,26 +13,9 @@ from roofline.llm.spec import make_spec
 from roofline.serving.engines import ENGINES, engine_config
 from roofline.serving.requests import Traffic
 from roofline.serving.run import kv_blocks
-from roofline.serving.schedulers import State, get
+from roofline.serving.schedulers import get
 
 H100 = roofline.device("h100")
-
-
-def _state(isl, running=(), gen=0, free_blocks=1000, block_size=16):
-    """Requests of prompt lengths ``isl``; the ids in ``running`` admitted and prefilled (``gen`` generated)."""
-    n = len(isl)
-    i32 = np.int32
-    isl_ = np.asarray(isl, dtype=i32)
-    s = State(isl_, np.full(n, 100, i32), np.zeros(n, i32), isl_.copy(), np.zeros(n, i32), np.zeros(n, i32),
-              block_size, free_blocks)
-    for r in running:
-        s.done[r] = s.target[r]
-        s.gen[r] = gen
-        s.blocks[r] = -(-(isl_[r] + gen) // block_size)
-        s.free_blocks -= int(s.blocks[r])
-        s.running.append(r)
-    s.waiting = deque(r for r in range(n) if r not in running)
-    return s
 
 
 def test_whole_prompts_join_the_decodes_under_the_token_budget():

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections import deque
 from dataclasses import FrozenInstanceError, replace
 
 import numpy as np
 import pytest
+from serving_calls import scheduler_state as _state
 from serving_calls import serve
 
 import roofline
@@ -199,22 +199,6 @@ def test_registry_names_lookup_and_a_new_policy_in_one_class():
         assert one.figures.e2e == ref.figures.e2e
     finally:
         del REGISTRY["decode-first-test"]
-
-
-def _state(isl, running=(), gen=0, free_blocks=1000, block_size=16):
-    """Requests of prompt lengths ``isl``; the ids in ``running`` admitted and prefilled (``gen`` generated)."""
-    n = len(isl)
-    i32 = np.int32
-    isl_ = np.asarray(isl, dtype=i32)
-    s = State(isl_, np.full(n, 100, i32), np.zeros(n, i32), isl_.copy(), np.zeros(n, i32), np.zeros(n, i32),
-              block_size, free_blocks)
-    for r in running:
-        s.done[r], s.gen[r] = s.target[r], gen
-        s.blocks[r] = -(-(isl_[r] + gen) // block_size)
-        s.free_blocks -= int(s.blocks[r])
-        s.running.append(r)
-    s.waiting = deque(r for r in range(n) if r not in running)
-    return s
 
 
 def test_prefill_first_by_hand():
