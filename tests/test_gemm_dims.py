@@ -22,12 +22,13 @@ def _dims(w: Workload, name: str) -> tuple[float, float, float, float]:
 
 def test_llm_prefill_and_decode_dims():
     # Llama-2-7B: hidden 4096, MLP 11008, 32 heads of 128, vocabulary 32000
-    pre = roofline.from_llm("llama-2-7b", phase="prefill", prompt=128, batch=2)
+    # unfused attention: the qk and pv GEMMs are ops of their own (fused, one sdpa op)
+    pre = roofline.from_llm("llama-2-7b", phase="prefill", prompt=128, batch=2, flash=False)
     assert _dims(pre, "prefill.layers.attn.q_proj") == (256, 4096, 4096, 1)  # m = batch x prompt tokens
     assert _dims(pre, "prefill.layers.mlp.down_proj") == (256, 4096, 11008, 1)
     assert _dims(pre, "prefill.lm_head") == (2, 32000, 4096, 1)  # last token of each sequence
     assert _dims(pre, "prefill.layers.attn.qk") == (128, 128, 128, 64)  # 128 queries x 128 keys, 2 seqs x 32 heads
-    dec = roofline.from_llm("llama-2-7b", phase="decode", context=512, tp=2)
+    dec = roofline.from_llm("llama-2-7b", phase="decode", context=512, tp=2, flash=False)
     assert _dims(dec, "decode.layers.attn.q_proj") == (1, 2048, 4096, 1)  # tp 2: 16 heads x 128
     assert _dims(dec, "decode.layers.mlp.gate_proj") == (1, 5504, 4096, 1)  # 11008 / 2
     assert _dims(dec, "decode.layers.attn.qk") == (1, 512, 128, 16)

@@ -79,7 +79,7 @@ def test_projection_and_mlp_flops_and_weight_bytes_equal_hand_formulas():
 
 
 def test_gqa_projections_and_kv_cache():
-    w = from_llm("llama-3-8b", phase="decode", batch=2, context=300)
+    w = from_llm("llama-3-8b", phase="decode", batch=2, context=300, flash=False)  # unfused: a qk op of its own
     assert op(w, "decode.layers.attn.k_proj").weight_bytes == 4096 * 8 * 128 * 2  # 8 KV heads of 128
     qk = op(w, "decode.layers.attn.qk")
     # reads q (2 x 32 x 128) and the K cache (2 seqs x 300 keys x 8 heads x 128) at 2 bytes
@@ -91,7 +91,7 @@ def test_gqa_projections_and_kv_cache():
 
 def test_prefill_counts_the_causal_triangle_like_the_core_attention_formula():
     b, P, h, dh = 2, 100, 32, 128
-    w = from_llm("llama-2-7b", phase="prefill", batch=b, prompt=P)
+    w = from_llm("llama-2-7b", phase="prefill", batch=b, prompt=P, flash=False)
     qk, pv = op(w, "prefill.layers.attn.qk"), op(w, "prefill.layers.attn.pv")
     assert qk.flops + pv.flops == 2 * b * h * (P * (P + 1) // 2) * (dh + dh)
     core = cost("attention", [T((b, h, P, dh), 2)] * 3, [T((b, h, P, dh), 2)], causal=True)
@@ -291,10 +291,10 @@ def test_generate_integrates_decode_over_the_growing_context():
 
 
 def test_sliding_window_caps_attention_and_cache():
-    w = from_llm("mistral-7b", phase="decode", context=8192)
+    w = from_llm("mistral-7b", phase="decode", context=8192, flash=False)  # unfused: qk ops of their own
     assert op(w, "decode.layers.attn.sliding.qk").flops == 2 * 32 * 128 * 4096  # window 4096 keys
     assert w.info["kv_cache_bytes"] == 2 * 32 * 8 * 128 * 4096 * 2
-    g = from_llm("gemma-2-9b", phase="decode", context=8192)
+    g = from_llm("gemma-2-9b", phase="decode", context=8192, flash=False)
     assert op(g, "decode.layers.attn.qk").count == 21 and op(g, "decode.layers.attn.sliding.qk").count == 21
 
 
@@ -771,9 +771,9 @@ def test_fused_attention_is_a_way_to_fit():
 
     dev = get_device("h100")
     cap = dev.memory_capacity
-    spec = make_spec("llama-3-8b", phase="prefill", prompt=8192, batch=8)
+    spec = make_spec("llama-3-8b", phase="prefill", prompt=8192, batch=8, flash=False)
     # the two footprints, each from the footprint model: unfused past the capacity, fused within it
     assert footprint(spec).total > cap >= footprint(spec.replace(flash=True)).total
-    assert "fused attention (--flash)" in [o.describe() for o in fit_options(spec, cap)]
-    text = headline(summarize(analyze(from_llm("llama-3-8b", phase="prefill", prompt=8192, batch=8), dev)))
-    assert text.startswith("does not fit: ") and "fused attention (--flash)" in text.split(". ")[0]
+    assert "fused attention (drop --unfused)" in [o.describe() for o in fit_options(spec, cap)]
+    text = headline(summarize(analyze(from_llm("llama-3-8b", phase="prefill", prompt=8192, batch=8, flash=False), dev)))
+    assert text.startswith("does not fit: ") and "fused attention (drop --unfused)" in text.split(". ")[0]

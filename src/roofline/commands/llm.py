@@ -65,7 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--group-size", type=int, default=128, metavar="N", help="int4 quantisation group (default 128)")
     add_llm_model_options(p)
     p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel devices (per-device figures)")
-    p.add_argument("--flash", action="store_true", help="fused attention: no score tensor in memory")
+    fused = p.add_mutually_exclusive_group()
+    fused.add_argument("--flash", action="store_true",
+                       help="fused attention: no score tensor in memory (the default, as in 'serve')")
+    fused.add_argument("--unfused", action="store_true",
+                       help="unfused attention: the s x s scores written and read")
     p.add_argument("--all-logits", action="store_true", help="lm_head on every token, not the last of each sequence")
     p.add_argument("--moe-routing", choices=("expected", "worst", "best"), default="expected",
                    help="MoE experts a step of n tokens reads: expected under uniform top-k routing, "
@@ -103,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     batch_max = args.batch == "max"  # else a whole number >= 1 (count_or_max_arg)
     spec = llm.make_spec(args.model, phase=args.phase, batch=1 if batch_max else int(args.batch), prompt=args.prompt,
                          context=args.context, gen=args.gen, wbits=args.wbits, abits=args.abits, kvbits=args.kvbits,
-                         tp=args.tp, flash=args.flash, group_size=args.group_size, all_logits=args.all_logits,
+                         tp=args.tp, flash=not args.unfused, group_size=args.group_size, all_logits=args.all_logits,
                          moe_routing=args.moe_routing, kv_reads=args.kv_reads, rbits=args.rbits,
                          fusions=args.fusions)
     device = device_of(args)
@@ -200,14 +204,14 @@ def list_text() -> str:
 
 def sweep_text(sw: BatchSweep) -> str:
     """Rows at powers of two (and the last batch) of a batch sweep."""
-    from roofline.core.units import format_bytes, format_seconds
+    from roofline.core.units import format_gib, format_seconds
 
     lat = "TTFT" if sw.phase == "prefill" else "time/token"
     tps = "prompt tok/s" if sw.phase == "prefill" else "tokens/s"
     from roofline.render.fit import Column, table_lines
 
     rows = [{"batch": str(b), lat: format_seconds(sw.latency[i]), tps: f"{sw.tokens_per_s[i]:,.0f}",
-             "memory": format_bytes(sw.footprint[i]),
+             "memory": format_gib(sw.footprint[i]),  # a capacity: GiB
              "fits": ("yes" if sw.fits[i] else "NO") + ("  <- ridge" if b == sw.ridge_batch else "")}
             for i, b in ((i, sw.batch[i]) for i in sw.shown())]
     columns = [Column("batch", keep=True), Column(lat, keep=True), Column(tps, keep=True),

@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     cells = [{"frontend": r.frontend, "op": display(r.op), "formula": display(r.formula) + (" (user)" if r.user else ""),
               "counts": display(r.counts)} for r in found]
     columns = [Column("frontend", kind="label", priority=1), Column("op", kind="name", keep=True),
-               Column("formula", kind="name", priority=2, min_width=16), Column("counts", kind="text", keep=True,
+               Column("formula", kind="name", priority=2, min_width=16), Column("counts", kind="wrap", keep=True,
                                                                                min_width=40)]
     title = f"{len(found)} ops with a cost formula ('(user)': registered with roofline.work.costs.register_op)"
     print("\n".join(table_lines(columns, cells, title=title, indent=0,

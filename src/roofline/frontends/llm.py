@@ -75,7 +75,7 @@ __all__ = [
 def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
              prompt: int | None = None, context: int | None = None, gen: int | None = None,
              wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
-             flash: bool = False, *, group_size: int = 128, all_logits: bool = False,
+             flash: bool = True, *, group_size: int = 128, all_logits: bool = False,
              moe_routing: str = "expected") -> Workload:
     """The per-op inference workload of a decoder-only transformer (per device with ``tp`` > 1).
 
@@ -87,7 +87,8 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     ``prompt`` tokens (default 1024), 'decode' one token at ``context`` (default: prompt), or
     'generate' = prefill + ``gen`` decode steps (default 256).  Precisions: 32, 16, 8 or 4 bits
     or a name (fp32, bf16, fp16, fp8, int8, int4); int4 carries one fp16 scale per
-    ``group_size`` values.  ``flash``: fused attention with no score tensor in memory.
+    ``group_size`` values.  ``flash``: fused attention with no score tensor in memory (the default,
+    as ``serve`` and the engines; False: unfused, the s x s scores written and read).
     ``all_logits``: lm_head over every token instead of the last of each sequence.
     ``moe_routing``: how many routed experts a step of n tokens reads (top_k of E each):
     'expected' under uniform routing, E x (1 - (1 - top_k/E)^n); 'worst', min(E, n x top_k);

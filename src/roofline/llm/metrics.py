@@ -261,9 +261,9 @@ class FitOption:
     total: float
 
     def describe(self) -> str:
-        """'tp 2', 'int8 weights', 'int8 KV cache', 'fused attention (--flash)', 'batch <= 4'."""
+        """'tp 2', 'int8 weights', 'int8 KV cache', 'fused attention (drop --unfused)', 'batch <= 4'."""
         return {"tp": f"tp {self.value}", "weights": f"{self.value} weights", "kv_cache": f"{self.value} KV cache",
-                "flash": "fused attention (--flash)", "batch": f"batch <= {self.value}"}[self.lever]
+                "flash": "fused attention (drop --unfused)", "batch": f"batch <= {self.value}"}[self.lever]
 
 
 def fit_options(spec: LLMSpec, capacity: float) -> tuple[FitOption, ...]:

@@ -133,7 +133,9 @@ class LLMSpec:
     gen: int = 256
     precisions: Precisions = Precisions()
     tp: int = 1
-    flash: bool = False
+    #: fused attention (no score tensor in memory): the default of every command and of the API, as serving
+    #: and training engines run it (FlashAttention, cuDNN fused attention); False: the unfused s x s scores
+    flash: bool = True
     all_logits: bool = False
     moe_routing: str = "expected"
     #: how attention reads a KV head shared by query heads (:data:`roofline.llm.table.KV_READS`)
@@ -217,7 +219,7 @@ class ServingRun:
 def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", batch: int = 1,
               prompt: int | None = None, context: int | None = None, gen: int | None = None,
               wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
-              flash: bool = False, group_size: int = 128, all_logits: bool = False,
+              flash: bool = True, group_size: int = 128, all_logits: bool = False,
               moe_routing: str = "expected", kv_reads: str = "shared", rbits: int | str | None = None,
               fusions: str | tuple[str, ...] | list[str] = ()) -> LLMSpec:
     """Validate every knob (one-line errors) and resolve the model; ``rbits``: the residual stream's precision

@@ -119,6 +119,17 @@ class PlanResult:
         return self.search.tried / max(self.search.seconds, MIN_SEARCH_SECONDS)
 
     @property
+    def uncalibrated(self) -> str:
+        """'' when the system's device has a calibration (cited, or the user's); else what its forecasts are, said
+        wherever one is shown (issue 48): every op at its roofline bound, the forecast above the bound only by what
+        the layout adds (bubbles, exposed communication, overheads), so not alike with a calibrated device's."""
+        from roofline.engine.forecast import effective_calibration
+
+        if effective_calibration(self.system.device) is not None:
+            return ""
+        return "uncalibrated: ops forecast at their bound, no cited efficiencies for this device"
+
+    @property
     def ranked_by(self) -> str:
         return "step seconds" if self.serving else "forecast step seconds"
 
@@ -136,6 +147,7 @@ class PlanResult:
         how = {"overlap": self.overlap} if self.serving else {"overlap_rules": dict(self.rules)}
         return {"model": self.run.arch.name, "mode": self.mode, "system": s.name, "nodes": s.nodes,
                 "devices": s.devices, "shape": self.shape, "tried": self.tried, "ranked_by": self.ranked_by, **how,
+                "uncalibrated": self.uncalibrated or None,
                 "layouts": [r.to_dict() for r in self.rows]}
 
 

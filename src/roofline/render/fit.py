@@ -58,7 +58,8 @@ class Column:
     """One column of a table.
 
     ``kind``: "number" (right-aligned, never cut), "label" (left-aligned, never cut), "name" (left-aligned,
-    shortened in the middle, unique), "text" (left-aligned, cut at its end).  ``priority``: lower is dropped
+    shortened in the middle, unique), "text" (left-aligned, cut at its end), "wrap" (left-aligned prose,
+    wrapped by words onto continuation lines of its row, never cut).  ``priority``: lower is dropped
     first; ``keep`` never dropped.  ``requires``: keys of columns without which this one is dropped too.
     ``instead``: (key of a column, key of the cells to show when that column is dropped, header then).
     ``min_width``: the fewest cells a name or text column is shortened to (default: names
@@ -112,7 +113,7 @@ def _floor(c: Column, natural: int, header: str) -> int:
     """The fewest cells ``c`` takes before a lower-priority column is dropped."""
     if c.kind == "name":
         return min(natural, max(c.min_width or NAME_MIN, cell_len(header)))
-    if c.kind == "text":
+    if c.kind in ("text", "wrap"):
         return min(natural, max(c.min_width, cell_len(header)))
     return natural
 
@@ -156,7 +157,7 @@ def _spread(cols: Sequence[Column], natural: list[int], floors: list[int], room:
     kept longest first); when even the floors do not fit, names and text shrink towards :data:`NAME_FLOOR`."""
     widths = list(floors)
     spare = room - sum(widths)
-    flexible = [i for i, c in enumerate(cols) if c.kind in ("name", "text")]
+    flexible = [i for i, c in enumerate(cols) if c.kind in ("name", "text", "wrap")]
     if spare < 0:  # the last resort: shorten names (then text) below their floor
         for i in sorted(flexible, key=lambda i: cols[i].kind != "name"):
             take = min(-spare, widths[i] - min(NAME_FLOOR, widths[i]))
@@ -199,8 +200,12 @@ def table_lines(columns: Sequence[Column], rows: Sequence[dict[str, str]], width
 
     lines = wrap_line(title, width) if title else []
     lines.append(line([shorten_end(h, w) for h, w in zip(lay.headers, lay.widths, strict=True)]))
-    lines += [line([col[i] for col in cells]) for i in range(len(rows))]
-    shortened = any(a != b for c, k, col in zip(lay.columns, lay.cells, cells, strict=True)
+    wrapped = [[wrap_line(v, w, "", "") if c.kind == "wrap" else [v] for v in col]
+               for c, w, col in zip(lay.columns, lay.widths, cells, strict=True)]
+    for i in range(len(rows)):  # a wrapped cell's continuation lines leave the other columns blank
+        for j in range(max(len(col[i]) for col in wrapped)):
+            lines.append(line([col[i][j] if j < len(col[i]) else "" for col in wrapped]))
+    shortened = any(a != b for c, k, col in zip(lay.columns, lay.cells, cells, strict=True) if c.kind != "wrap"
                     for a, b in zip(col, (r.get(k, "") for r in rows), strict=True))
     lines += [x for n in notes for x in wrap_line(n, width, pad, pad + "  ")]
     extra = footnotes(lay, width, more)
@@ -281,10 +286,14 @@ def shorten_middle(text: str, width: int, head: int | None = None) -> str:
 def shorten_dotted(name: str, width: int) -> str:
     """A dotted name (a module path, no spaces, at least three parts) in ``width`` cells with whole parts left
     out of its middle: the first part, then as many last parts as fit ('decode.….mlp.gate_proj'), then more first
-    parts; '' when not even the first and the last part fit (the caller cuts by characters then).
+    parts; when the first and the last part do not fit together, the last part alone ('….kv_cache_write'): a
+    name is never cut inside a word while its last part fits; '' when not even that fits (the caller cuts by
+    characters then).
 
     >>> shorten_dotted("prefill.layers.attn.q_proj", 18), shorten_dotted("a.b", 2)
     ('prefill.….q_proj', '')
+    >>> shorten_dotted("decode.layers.attn.kv_cache_write", 20)
+    '….kv_cache_write'
     """
     parts = name.split(".")
     if len(parts) < 3 or " " in name or not all(parts):
@@ -295,6 +304,8 @@ def shorten_dotted(name: str, width: int) -> str:
             short = ".".join(parts[:head]) + f".{ELLIPSIS}." + ".".join(parts[len(parts) - tail:])
             if cell_len(short) <= width and len(short) > len(best):
                 best = short
+    if not best and cell_len(last := f"{ELLIPSIS}.{parts[-1]}") <= width:
+        best = last
     return best
 
 

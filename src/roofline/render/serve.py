@@ -57,7 +57,8 @@ def headline(r: ServeResult) -> str:
     f = r.figures
     where = f"{r.devices}x {r.device} tp{r.tp}" + (f" ({r.replicas} replicas)" if r.replicas > 1 else "")
     text = (f"serves {f.requests_per_s:.3g} req/s ({f.output_tokens_per_s:,.0f} output tokens/s) at p99 "
-            f"TTFT {sec(f.ttft.p99)} and TPOT {sec(f.tpot.p99)} on {where} ({r.ranked_by})")
+            f"TTFT {sec(f.ttft.p99)} and TPOT {sec(f.tpot.p99)} on {where} ({r.ranked_by}"
+            + (f", {r.uncalibrated})" if r.uncalibrated else ")"))
     if f.kv_cache_full_at_s is not None:
         text += f"; KV cache full at {f.kv_cache_full_at_s:.3g} s, {f.preemptions} preemption(s)"
     return text + (f"; {slo_words(f)}" if f.slo is not None else "")
@@ -65,15 +66,16 @@ def headline(r: ServeResult) -> str:
 
 def result_text(r: ServeResult, usd: float | None = None) -> str:
     """The report of one run: headline, setup, memory, the percentiles table, throughput, SLO, cost, notes."""
-    from roofline.core.units import format_bytes
+    from roofline.core.units import format_gib
     from roofline.render.fit import Column, table_lines
 
     f, m = r.figures, r.memory
     lines = [headline(r) + ".",
              f"{r.model} on {r.devices}x {r.device}: {r.requests}; {r.scheduler}",
              *([_setup_line(r.setup)] if r.setup else []),
-             f"memory per device: weights {format_bytes(m['weights'])}, activations {format_bytes(m['activations'])}, "
-             f"KV cache {format_bytes(m['kv_cache'])} ({f.kv_cache_blocks:,} blocks) of {format_bytes(m['usable'])}"]
+             # capacities in GiB, as every command shows them
+             f"memory per device: weights {format_gib(m['weights'])}, activations {format_gib(m['activations'])}, "
+             f"KV cache {format_gib(m['kv_cache'])} ({f.kv_cache_blocks:,} blocks) of {format_gib(m['usable'])}"]
     rows = [{"": key, **{k: sec(getattr(getattr(f, key), k)) for k in ("p50", "p90", "p99", "mean")}}
             for _, key in _ROWS]
     lines += table_lines([Column("", kind="label", keep=True), *(Column(k, keep=True) for k in ("p50", "p90", "p99")),

@@ -65,6 +65,9 @@ class ServeResult:
     #: the model that produced the figures (:func:`setup`): precisions, fusions applied, KV reads, attention,
     #: the length laws, the bytes-model label
     setup: dict[str, Any] = field(default_factory=dict)
+    #: '' when the forecast's device has a calibration (or the run is timed by the bound); else what the
+    #: forecast is: every op at its bound, so not alike with a calibrated device's (issue 48)
+    uncalibrated: str = ""
 
     @property
     def devices(self) -> int:
@@ -79,7 +82,8 @@ class ServeResult:
         return {"schema": "roofline.serve/1", "model": self.model, "device": self.device, "tp": self.tp,
                 "replicas": self.replicas, "devices": self.devices, "scheduler": self.scheduler,
                 "ranked_by": self.ranked_by, "requests_model": self.requests, "memory_per_device": self.memory,
-                "headline": headline, **self.figures.to_dict(), "notes": list(self.notes), "setup": self.setup}
+                "uncalibrated": self.uncalibrated or None, "headline": headline, **self.figures.to_dict(),
+                "notes": list(self.notes), "setup": self.setup}
 
 
 def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: float, act_tokens: int,
@@ -177,7 +181,17 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     if timing.overhead == 0:
         notes.append("no per-iteration CPU overhead counted (scheduling, sampling, detokenization)")
     return ServeResult(spec.arch.name, name, tp, replicas, sched.describe(), "bound" if timing.bound else "forecast",
-                       figs, memory, reqs.text, tuple(notes), setup(spec, steps.table, reqs, cfg.kernels.cuda_graphs))
+                       figs, memory, reqs.text, tuple(notes), setup(spec, steps.table, reqs, cfg.kernels.cuda_graphs),
+                       uncalibrated=_uncalibrated(dev, timing.bound))
+
+
+def _uncalibrated(dev: Device, bound: bool) -> str:
+    """What a serving forecast on ``dev`` is when no calibration gives its efficiencies ('' otherwise)."""
+    from roofline.engine.forecast import effective_calibration
+
+    if bound or effective_calibration(dev) is not None:
+        return ""
+    return "uncalibrated: ops at their bound"
 
 
 def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[str, Any]:

@@ -49,6 +49,8 @@ def plan_words(r: PlanResult) -> PlanWords:
     title = f"{display(r.run.arch.name)} {r.mode} on {system_where(r.system)}"
     # 'best layout:' for a free search; a layout named in part or whole is answered by its headline alone
     answer = r.best.headline() if r.one_layout or r.fixed else f"best layout: {r.best.headline()}"
+    if r.uncalibrated:  # a forecast on a device without a calibration says what it is, at once
+        answer += f" ({r.uncalibrated})"
     if r.serving:
         settings = (f"{r.shape}; overlap {r.overlap:.0%} of communication in the time (the bound hides all the "
                     "schedule allows)")
