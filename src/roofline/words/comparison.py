@@ -314,7 +314,7 @@ def answer(workload: Workload, rows: Sequence[CompareRow]) -> str:
     >>> from roofline.frontends.llm import from_llm
     >>> w = from_llm("llama-3-8b", phase="decode")
     >>> answer(w, compare(w, [get_device("a100"), get_device("h100")]))[:60]
-    'NVIDIA H100 SXM5 80GB is the fastest: 4.53 ms bound per outp'
+    'NVIDIA H100 SXM5 80GB is the fastest: 4.52 ms bound per outp'
     """
     from roofline.core.text import display
     from roofline.core.units import format_count, format_seconds, format_speedup

@@ -7,8 +7,9 @@ largest batch that fits, the ridge batch and the parameter counts, read once fro
 >>> from roofline.words.llm_report import report
 >>> dev = Device.simple("a100ish", "312 TFLOP/s", "2.039 TB/s", precision="bf16", unit="matrix", kind="gpu")
 >>> r = report(analyze(from_llm("llama-2-7b", phase="decode", context=1024), dev))
->>> round(r.tpot * 1e3, 2)  # ms/token: (13.21 GB weights (embedding: 1 row) + 0.54 GB KV cache) / 2.039 TB/s
-6.76
+>>> round(r.tpot * 1e3, 2)  # ms/token: (13.21 GB weights (embedding: 1 row) + 0.54 GB KV cache) / 2.039 TB/s = 6.74,
+6.75
+>>> # + the activations' few MB (fused attention, the default: no score tensor)
 >>> round(r.parameters / 1e9, 2)  # 32 layers x 202.4 M + 2 x 131.1 M (embedding and lm_head, untied) + norms
 6.74
 """
