@@ -23,7 +23,9 @@ Per op (one run)::
   (:mod:`roofline.catalog.calibrations`, published kernel-level figures, every point cited), the
   curve of the op's kind and term (a user's curve first, then a cited one, then the user's pooled
   curve); 1 without one.  A cited curve may be for one precision: weight-only quantized matmuls look theirs
-  up as ``int8-weights`` / ``int4-weights`` (:func:`curve_precisions`: the dequantizing GEMV's cost).  The
+  up as ``int8-weights`` / ``int4-weights`` (:func:`curve_precisions`: the dequantizing GEMV's cost); a training
+  step's GEMMs in a low-precision recipe (the workload's ``gemm_format``) by the recipe's kernel family
+  (``fp8-tensor``: per-tensor scaled cuBLAS FP8; ``fp8-block``, ``mxfp8``, ``nvfp4``) before their roof's precision.  The
   catalog GPUs' cited ``memory`` tables of matmul and attention are DRAM-streaming kernels' ``a + V/b``
   (per-kernel fixed time beyond the floor, then bandwidth); activation-sized ops (norms, elementwise) have none
   and run at the achievable bandwidth.  The forecast's notes name each curve's source;
@@ -51,6 +53,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from roofline.core import formats
 from roofline.core.units import format_seconds
 from roofline.engine.gemm_shape import op_quantization
 from roofline.hardware.calibration import E_MAX_CAP, Calibration
@@ -190,6 +193,12 @@ def _sizes(w: Any, term: np.ndarray, axis: str) -> np.ndarray:
 WEIGHT_ONLY_KEYS = (("int8-weights", 10.0), ("int4-weights", 6.0))
 
 
+def kernel_roofs() -> dict[str, str]:
+    """Each low-precision GEMM kernel family's key (:attr:`~roofline.core.formats.NumberFormat.kernel`) -> the roof
+    key its curves fall back to where a calibration cites none of the family's own."""
+    return {f.kernel: f.roof for f in formats.FORMATS.values() if f.kernel}
+
+
 def curve_precisions(w: Any) -> np.ndarray:
     """The precision each op's efficiency curve is looked up by: the op's own, except for a ``matmul`` with bf16/fp16
     activations whose weights take at most 10 (or 6) bits per element (``8 x weight_bytes / (n x k)``): then
@@ -210,6 +219,11 @@ def curve_precisions(w: Any) -> np.ndarray:
     out = prec.copy()
     for key, most in WEIGHT_ONLY_KEYS:  # fewest bits last, so each op ends with its tightest class
         out[weight_only & (bits <= most)] = key
+    gemm_format = w.info.get("gemm_format") if isinstance(w.info, dict) else None
+    if gemm_format:  # a training step's GEMMs in a low-precision recipe: looked up by its kernel family first
+        fmt = formats.get(str(gemm_format))
+        if fmt.kernel:
+            out[(w.column("kind") == "matmul") & (prec == fmt.roof)] = fmt.kernel
     return out.astype(str)
 
 
@@ -228,6 +242,8 @@ def _efficiencies(a: Bound, cal: Calibration, term: np.ndarray, roof: np.ndarray
                                                                               strict=True)}):
         sel = live & (kinds == kind) & (term == t) & (precs == prec)
         curve = cal.curve(kind, t, prec)
+        if prec in kernel_roofs() and (not isinstance(curve, TabulatedCurve) or curve.precision != prec):
+            curve = cal.curve(kind, t, kernel_roofs()[prec])  # no curve of the kernel family: its roof's
         if curve is None:
             missing.add(f"{kind} ({t})")
             continue
