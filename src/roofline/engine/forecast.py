@@ -113,6 +113,8 @@ class Forecast:
     floor: OverheadFloor | None
     calibration: Calibration | None
     notes: tuple[str, ...] = ()
+    #: each op's efficiency came from a calibration curve (else 1: no curve of its kind, term and precision)
+    curved: np.ndarray | None = None
 
     @property
     def verdict(self) -> np.ndarray:
@@ -134,12 +136,23 @@ class Forecast:
         without one, said wherever it is shown: 'uncalibrated: forecast = bound' (efficiency 1), with ' on
         achievable roofs' when sustained figures or tile quantization lowered a roof, and ' + cuda-launch floor'
         when an overhead floor is counted.  Forecasts of devices that differ here are not alike: the uncalibrated one is a bound."""
-        if self.calibration is not None:
+        if self.calibration is not None and self.curve_share >= 0.5:
             return ""
         text = "uncalibrated: forecast = bound"
+        if self.calibration is not None:  # a calibration whose curves miss the ops holding most of the time
+            text = (f"uncalibrated for {1 - self.curve_share:.0%} of its time (no cited curve of those ops' kind and "
+                    "term): forecast = bound there")
         if bool(np.any(self.roof_time > self.bound * (1 + 1e-9))):
             text += " on achievable roofs"
         return text + (f" + {self.framework} floor" if self.overhead > 0 else "")
+
+    @property
+    def curve_share(self) -> float:
+        """The share of the forecast's work time (overhead aside) on ops whose efficiency a calibration curve gave."""
+        if self.calibration is None or self.curved is None:
+            return 0.0 if self.calibration is None else 1.0
+        total = float(np.dot(self.work, self.counts))
+        return float(np.dot(self.work[self.curved], self.counts[self.curved])) / total if total > 0 else 1.0
 
     def over_measured(self, measured_seconds: np.ndarray) -> np.ndarray:
         """forecast / measured per op (NaN where an op has no measured time)."""
@@ -228,11 +241,11 @@ def curve_precisions(w: Any) -> np.ndarray:
 
 
 def _efficiencies(a: Bound, cal: Calibration, term: np.ndarray, roof: np.ndarray, peak_scale: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """(efficiency, outside, notes) per op from ``cal``'s curves, one pass per (kind, term, precision)."""
+                  ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """(efficiency, outside, notes, curved) per op from ``cal``'s curves, one pass per (kind, term, precision)."""
     w = a.workload
     n = len(w)
-    efficiency, outside = np.ones(n), np.zeros(n, dtype=bool)
+    efficiency, outside, curved = np.ones(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     kinds, precs = w.column("kind"), curve_precisions(w)
     pooled: set[str] = set()
     missing: set[str] = set()
@@ -261,6 +274,7 @@ def _efficiencies(a: Bound, cal: Calibration, term: np.ndarray, roof: np.ndarray
         if isinstance(curve, TabulatedCurve) and curve.relative_to == "peak":
             e = e * peak_scale[sel]  # a fraction of the peak roof, as a fraction of the achievable one
         efficiency[sel] = np.minimum(e, E_MAX_CAP)
+        curved[sel] = True
         outside[sel] = np.where(known, curve.outside(np.where(known, size, 1.0)), False)
         used[f"{kind} ({t}{', ' + prec if isinstance(curve, TabulatedCurve) and curve.precision else ''})"] = (
             cal.curve_source(curve))
@@ -272,7 +286,7 @@ def _efficiencies(a: Bound, cal: Calibration, term: np.ndarray, roof: np.ndarray
     if outside.any():
         notes.append(f"{int(outside.sum())} op(s) lie outside the calibrated size range of their curve "
                      "(more than 2x beyond its smallest or largest point): the curve is extrapolated")
-    return efficiency, outside, notes
+    return efficiency, outside, notes, curved
 
 
 def _quantized(a: Bound, cal: Calibration | None, t_c: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -308,9 +322,10 @@ def compute_forecast(analysis: Bound, *, framework: str | None = None) -> Foreca
     term = np.where((t_c >= t_m) & (t_c > 0), "compute", np.where(a.level_index < 0, "interconnect", "memory"))
     efficiency = np.ones(len(w))
     outside = np.zeros(len(w), dtype=bool)
+    curved = np.zeros(len(w), dtype=bool)
     if cal is not None:
         peak_scale = np.where(term == "compute", compute_scale, level_scale)
-        efficiency, outside, more = _efficiencies(a, cal, term, roof, peak_scale)
+        efficiency, outside, more, curved = _efficiencies(a, cal, term, roof, peak_scale)
         notes += more
     else:
         notes.append(f"device {dev.name!r} has no calibration and no cited kernel measurements: first principles "
@@ -322,4 +337,4 @@ def compute_forecast(analysis: Bound, *, framework: str | None = None) -> Foreca
         notes.append("no sustained figures published for this device: achievable roofs = peak roofs")
     work = np.maximum(np.where(roof > 0, roof / efficiency, 0.0), a.time)
     return Forecast(overhead + work, work, roof, a.time, efficiency, term, outside, w.columns["count"], overhead,
-                    framework, floor, cal, tuple(notes))
+                    framework, floor, cal, tuple(notes), curved)
