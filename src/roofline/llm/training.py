@@ -476,7 +476,7 @@ def cast_ops(run: TrainingRun, table: Any, dims: dict[str, np.ndarray]) -> list[
     if not fmt.low_precision:
         return []
     rows = np.flatnonzero((table.roles == GEMM) & np.isfinite(dims["m"]))
-    first = np.asarray([not shares_input(table, dims, i) for i in rows], dtype=bool)
+    first = np.array([not shares_input(table, dims, int(i)) for i in rows], dtype=bool)
     m, n, k, b = (np.asarray(dims[c], dtype=float)[rows] for c in ("m", "n", "k", "batch"))
     src = 8 * run.precisions.bytes()["a"]
     out = []
@@ -532,6 +532,17 @@ def _micro_batches(run: TrainingRun, tp: int, micro_batch: int, recompute: str) 
     return run.global_batch // micro_batch
 
 
+def _cast_rows(ops: WorkloadBuilder, run: TrainingRun, table: Any, micro_batch: int, micro_batches: int) -> None:
+    """A low-precision step's quantize passes (:func:`cast_ops`) into ``ops``, once per micro-batch."""
+    for suffix, idx, _, c in cast_ops(run, table, cast_dims(run, table, micro_batch)):
+        ops.extend(name=[table.names[i].replace("prefill.", "train.", 1) + suffix for i in idx],
+                   group=[table.names[i].replace("prefill.", "train.", 1) for i in idx],
+                   kind=["elementwise"] * len(idx), module_type=["quantize"] * len(idx),
+                   **step_role_columns([VEC] * len(idx), run), flops=c["flops"].tolist(),
+                   bytes_read=c["bytes_read"].tolist(), bytes_written=c["bytes_written"].tolist(),
+                   weight_bytes=[0.0] * len(idx), count=(table.counts[idx] * micro_batches).tolist())
+
+
 def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, recompute: str = "selective"
                       ) -> Workload:
     """The per-op :class:`~roofline.Workload` of one training step on one of ``tp`` devices (the whole
@@ -561,13 +572,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
     rows(compute | link, "", 1.0)
     rows(compute, " (backward)", float(BACKWARD))
     rows(link, " (backward)", 1.0)  # the activations' gradients all-reduced as the activations were
-    for suffix, idx, _, c in cast_ops(run, table, cast_dims(run, table, micro_batch)):
-        ops.extend(name=[table.names[i].replace("prefill.", "train.", 1) + suffix for i in idx],
-                   group=[table.names[i].replace("prefill.", "train.", 1) for i in idx],
-                   kind=["elementwise"] * len(idx), module_type=["quantize"] * len(idx),
-                   **step_role_columns([VEC] * len(idx), run), flops=c["flops"].tolist(),
-                   bytes_read=c["bytes_read"].tolist(), bytes_written=c["bytes_written"].tolist(),
-                   weight_bytes=[0.0] * len(idx), count=(table.counts[idx] * m).tolist())
+    _cast_rows(ops, run, table, micro_batch, m)
     if recompute != "none":
         rows(compute if recompute == "full" else core, " (recompute)", 1.0)
     held = stage_params(a, tp)
