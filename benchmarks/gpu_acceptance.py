@@ -149,14 +149,17 @@ def step_bench(r: Result, ctx: Context) -> None:
 
 
 def cited_matmul_rate(catalog: Any, ref: Any) -> float | None:
-    """The rate the device's cited calibration measured for GEMMs at ``ref``'s precision (a MAMF row: the efficiency
-    of the peak at its best shape, times the peak), where the catalog gives no achievable figure; else None."""
+    """The rate the device's cited calibration's MAMF row measured for GEMMs at ``ref``'s precision (torch.matmul at
+    its best shape: the bench's own kind of measurement; the efficiency of the peak times the peak), for a device
+    whose catalog entry gives no achievable figure; else None (other cited GEMM tables are of other kernels, e.g.
+    DeepGEMM's block-scaled FP8, not a bar for a plain GEMM)."""
     from roofline.engine.forecast import effective_calibration
     from roofline.hardware.calibration_curves import TabulatedCurve
 
     cal = effective_calibration(catalog)
     curve = None if cal is None or ref.unit != "matrix" else cal.curve("matmul", "compute", ref.precision)
-    if not isinstance(curve, TabulatedCurve) or curve.precision != ref.precision or curve.relative_to != "peak":
+    if (not isinstance(curve, TabulatedCurve) or curve.precision != ref.precision or curve.relative_to != "peak"
+            or curve.sources() != ("ml-engineering-mamf",)):
         return None
     return max(p.efficiency for p in curve.points) * ref.flops
 
