@@ -45,4 +45,4 @@ def test_cli_llm_and_compare_take_format_names(capsys: pytest.CaptureFixture[str
     assert len(err) == 1 and "abits" in err[0]
     assert main(["compare", "llama-3-8b", "--devices", "h100,b200", "--precision", "nvfp4"]) == 0
     out = capsys.readouterr().out
-    assert "nvfp4" in out
+    assert "nvfp4" in out and "note: nvfp4 runs as fp8 on NVIDIA H100 SXM5 80GB (no fp4 roof)" in out

@@ -75,7 +75,8 @@ class CompareRow:
         """'fp8 runs as fp16 on NVIDIA A100 SXM4 80GB (no fp8 roof)', or '' when the precision is native."""
         if not self.runs_as:
             return ""
-        return f"{self.precision} runs as {self.runs_as} on {self.device} (no {self.precision} roof)"
+        roof = formats.get(self.precision).roof if self.precision in FORMAT_NAMES else self.precision
+        return f"{self.precision} runs as {self.runs_as} on {self.device} (no {roof} roof)"
 
     def to_dict(self, x_best: float | None) -> dict[str, Any]:
         """The row as JSON; ``x_best``: its time over the best row's, both on what the rows were ranked by
