@@ -41,7 +41,7 @@ Llama 3 (:func:`llama3`, held out, in no verdict line): Dubey et al. 2024 Table 
 (tp 8 pp 16 at 8k on 8,192 and 16,384 GPUs; cp 16 at 128k), measured by the paper's MFU convention (PaLM's) and
 by the planner's, against the planner's forecast of the published layout and of each interleave depth.
 
-    python benchmarks/bench_published.py [inference|training|layers|breakdown|llama3]
+    python benchmarks/bench_published.py [inference|training|layers|breakdown|llama3|fp8 [precision]]
 """
 
 from __future__ import annotations
@@ -590,6 +590,56 @@ def llama3() -> str:
     return "\n".join(lines)
 
 
+# -- held out: FP8 training of dense Llama 3 on H100 (Megatron-Bridge's published performance table) ----------
+BRIDGE = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md (commit 00b7660be0254ac6f95f44164ddd0c3e9cc798ed), "
+          "'25.11 NeMo Container', 'Pre-Training Performance', 'System: DGX-H100': Precision FP8-CS (Transformer "
+          "Engine's per-tensor FP8 with current scaling), 'Tokens / sec / GPU'")
+#: The DGX-H100 table's dense rows: (label, model, GPUs, GBS, MBS, seq, FSDP, tp, pp, cp, vp, tokens/s/GPU).  The
+#: measured step is GBS x seq / (tokens/s/GPU x GPUs).  FSDP 1 (the 8B row) is ZeRO 3; the others use Megatron's
+#: distributed optimizer (ZeRO 1).  The page states no recomputation: the planner's best that fits.  The framework:
+#: Transformer Engine on Megatron-Core, with the tensor-parallel collectives overlapped with the GEMMs on H100
+#: (``scripts/performance/configs/llama/llama3_llm_pretrain.py`` at 2a0d46e2c554: ``llama3_70b_pretrain_config_h100``
+#: sets ``comm_overlap.tp_comm_overlap_cfg = userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192``), DP and PP overlapped
+#: as Megatron-Core's.
+BRIDGE_OVERLAPS = (True, True, True)
+BRIDGE_ROWS = (("Llama3 8B fp8", "llama-3-8b", 8, 128, 1, 8192, 1, 1, 1, 1, 1, 14451.0),
+               ("Llama3 70B fp8", "llama-3-70b", 64, 128, 1, 8192, 0, 4, 8, 1, 5, 1602.0),
+               ("Llama3.1 405B fp8", "llama-3-405b", 1024, 512, 1, 8192, 0, 8, 8, 2, 8, 292.0))
+
+
+def fp8_rows(precision: str = "fp8-current") -> str:
+    """Each Megatron-Bridge DGX-H100 FP8 row: measured step, the planner's bound and forecast of the published
+    layout (tp, pp, cp, dp, micro-batch, interleaving and ZeRO fixed; recomputation its best that fits) at
+    ``precision``, forecast/measured, and where the forecast's time goes."""
+    from roofline.catalog import get_system
+    from roofline.planner import Layout, TrainingRun, estimate, plan
+
+    lines = [f"{'row':<18} {'layout':<44} {'measured':>9} {'bound':>9} {'forecast':>9} {'fc/meas':>7}"]
+    ratios = []
+    for label, model, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, tps in BRIDGE_ROWS:
+        dp = gpus // (tp * pp * cp)
+        run = TrainingRun.of(model, seq=seq, global_batch=gbs, precision=precision, **LLAMA3_FRAMEWORK)
+        system = get_system("dgx-h100", nodes=max(gpus // 8, 1))
+        zero = 3 if fsdp else 1
+        fixed = {"tp": tp, "pp": pp, "cp": cp, "dp": dp, "micro_batch": mbs, "interleave": vp, "zero": zero}
+        p = plan(run, system, top=1, fixed=fixed, zeros=(zero,), recomputes=("none", "selective", "full"),
+                 max_cp=cp, overlaps=BRIDGE_OVERLAPS)
+        over = dict(zip(("overlap_dp", "overlap_tp", "overlap_pp"), BRIDGE_OVERLAPS, strict=True))
+        e = p.ranked[0] if p.ranked else estimate(run, Layout(**fixed, **over, recompute="full"), system)
+        measured = gbs * seq / (tps * gpus)
+        ratios.append(e.time / measured)
+        lines.append(f"{label:<18} {e.describe()[:44]:<44} {measured:>8.2f}s {e.bound:>8.2f}s {e.time:>8.2f}s "
+                     f"{e.time / measured:>7.2f}{'' if p.ranked else '  (does not fit)'}")
+        lines.append(f"{'':<18}   parts: " + ", ".join(f"{k} {v:.2f}s" for k, v in e.parts().items()))
+        if e.layout.recompute != "none":  # what the memory model's recomputation costs this row
+            x = estimate(run, Layout(**fixed, **over, recompute="none"), system)
+            lines.append(f"{'':<18}   without recomputation: forecast {x.time:.2f}s ({x.time / measured:.2f}), "
+                         f"memory {x.memory_total / 1e9:.1f} GB: {'fits' if x.fits else 'does not fit the memory model'}")
+    lines += [f"forecast/measured median {median(ratios):.2f}, range {min(ratios):.2f}..{max(ratios):.2f} "
+              f"(precision {precision}; held out, in no verdict line)", f"source: {BRIDGE}"]
+    return "\n".join(lines)
+
+
 def main() -> int:
     part = sys.argv[1] if len(sys.argv) > 1 else "all"
     if part in ("all", "layers"):
@@ -603,6 +653,9 @@ def main() -> int:
         print(training_report(training()))
     if part == "breakdown":
         print(breakdown())
+    if part == "fp8":
+        print("FP8 training, dense Llama 3 on H100 (Megatron-Bridge 25.11; held out, diagnostic)")
+        print(fp8_rows(*sys.argv[2:3]))
     if part == "llama3":
         print("Llama 3 405B (Dubey et al. 2024 Table 4; held out, diagnostic)")
         print(llama3())

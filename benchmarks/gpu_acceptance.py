@@ -2,12 +2,15 @@
 
     PYTHONPATH=src python3 benchmarks/gpu_acceptance.py [--only STEP] [--out FILE.json]
     PYTHONPATH=src python3 benchmarks/gpu_acceptance.py --fake honest      # CI: a fake GPU (benchmarks/gpu_fake.py)
+    PYTHONPATH=src python3 benchmarks/gpu_acceptance.py --fake blackwell   # CI: a fake B200, the Blackwell path
 
 Steps (each time-boxed; a missing package or tool is SKIP with the reason):
 
 * bench       ``roofline bench --gpu`` vs the catalog entry of the GPU: every measured roof <= its datasheet
               figure, and >= 0.7 of it, or >= 0.9 of the catalog's cited achievable figure where one exists
-              (a miss is reported, never clamped; the catalog is not edited);
+              (else of the GEMM rate its cited calibration measured: Blackwell's MAMF rows); the roofs the bench
+              has no kernel for (Blackwell's fp4, fp6) cited in the catalog (a miss is reported, never clamped;
+              the catalog is not edited);
 * audit       the GPU roof audit (bench/gpu_audit.py): no kernel above its roof beyond its own spread;
 * efficiency  the forecast's efficiency model per kernel kind: SKIP until the shape-aware forecast (issue 27);
 * ncu         Nsight Compute's DRAM bytes and FLOPs of a GEMM, an add and attention vs roofline's counts;
@@ -133,7 +136,9 @@ def step_bench(r: Result, ctx: Context) -> None:
             r.figures.setdefault("no_datasheet", []).append(c.label)
             continue
         ach = ctx.catalog.achievable_ceiling(ref)
-        roof_check(r, f"{c.precision} {c.unit}", c.flops, ref.flops, ach.flops if ach else None, "FLOP/s")
+        roof_check(r, f"{c.precision} {c.unit}", c.flops, ref.flops,
+                   ach.flops if ach else cited_matmul_rate(ctx.catalog, ref), "FLOP/s")
+    unmeasured_roofs(r, ctx.catalog, {(c.unit, c.precision) for c in ctx.device.compute})
     for m in ctx.device.memory:
         ref_m = ctx.catalog.find_level(m.level)
         if ref_m is None:
@@ -141,6 +146,35 @@ def step_bench(r: Result, ctx: Context) -> None:
             continue
         ach_m = ctx.catalog.achievable_level(ref_m)
         roof_check(r, m.level, m.bandwidth, ref_m.bandwidth, ach_m.bandwidth if ach_m else None, "B/s")
+
+
+def cited_matmul_rate(catalog: Any, ref: Any) -> float | None:
+    """The rate the device's cited calibration's MAMF row measured for GEMMs at ``ref``'s precision (torch.matmul at
+    its best shape: the bench's own kind of measurement; the efficiency of the peak times the peak), for a device
+    whose catalog entry gives no achievable figure; else None (other cited GEMM tables are of other kernels, e.g.
+    DeepGEMM's block-scaled FP8, not a bar for a plain GEMM)."""
+    from roofline.engine.forecast import effective_calibration
+    from roofline.hardware.calibration_curves import TabulatedCurve
+
+    cal = effective_calibration(catalog)
+    curve = None if cal is None or ref.unit != "matrix" else cal.curve("matmul", "compute", ref.precision)
+    if (not isinstance(curve, TabulatedCurve) or curve.precision != ref.precision or curve.relative_to != "peak"
+            or curve.sources() != ("ml-engineering-mamf",)):
+        return None
+    return max(p.efficiency for p in curve.points) * ref.flops
+
+
+def unmeasured_roofs(r: Result, catalog: Any, measured: set[tuple[str, str]]) -> None:
+    """The catalog's matrix roofs the bench has no kernel for (Blackwell's fp4 and fp6): each must be a cited
+    datasheet figure (its source named), checked as the catalog holds it, not measured."""
+    from roofline.core.units import format_flops
+
+    for c in catalog.compute:
+        if c.unit != "matrix" or (c.unit, c.precision) in measured or c.precision in ("int8", "int4"):
+            continue
+        src = c.provenance.source if c.provenance else ""
+        r.check(f"{c.precision} matrix roof cited (no bench kernel)", format_flops(c.flops),
+                "a cited datasheet figure", bool(src))
 
 
 def roof_check(r: Result, what: str, measured: float, datasheet: float, achievable: float | None, unit: str) -> None:

@@ -10,7 +10,7 @@ stands in for what a GPU and its driver would do, nothing more:
   ``torch.utils.flop_counter``'s registry, bytes = every tensor argument read and every output written,
   L2 bandwidth for working sets within half of L2), scaled by an efficiency that grows with the work;
   ``torch.cuda.Event``, ``synchronize``, ``Stream`` and ``CUDAGraph`` (capture, replay) read and move it;
-* device properties, ``mem_get_info`` and the capability of an H200;
+* device properties, ``mem_get_info`` and the capability of an H200 (or a B200: ``blackwell``);
 * the profiler's CUDA side (CUPTI): the CPU profiler runs for real; each launch leaves a marker in it, which
   ``events()`` turns into the op's ``device_time_total`` and ``export_chrome_trace`` into a
   ``cuda_runtime`` launch and a ``kernel`` event joined by ``correlation``, as kineto writes them;
@@ -39,8 +39,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-#: The fakes: an honest H200, and one violation per acceptance check.
-KINDS = ("honest", "roof-above-datasheet", "roof-below-datasheet", "op-faster-than-bound", "trace-flops",
+#: The fakes: an honest H200, an honest Blackwell (B200), and one violation per acceptance check.
+KINDS = ("honest", "blackwell", "roof-above-datasheet", "roof-below-datasheet", "op-faster-than-bound", "trace-flops",
          "unjoined-kernels")
 MARK = "fakecuda::launch#"
 WRITE_ONLY = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"})
@@ -73,11 +73,35 @@ class Model:
     trace_unjoined: bool = False
     jitter: tuple[float, ...] = (1.0, 1.004, 1.011, 1.002, 1.007)  # per launch, cycled: a spread that is not 0
     graph_capture_fails: bool = False
+    name: str = "NVIDIA H200"  # what torch.cuda.get_device_name says
+    capability: tuple[int, int] = (9, 0)
+    sms: int = 132
+
+
+def blackwell() -> Model:
+    """An honest B200 (compute capability 10.0, as torch names it 'NVIDIA B200'): the same fractions of the catalog's
+    B200 datasheet figures as the honest H200's of its own -- bf16/fp16 2250, fp8 4500, tf32 1100, fp64 37 and fp32
+    vector 75 TFLOP/s, HBM 7.7 TB/s -- and the HBM capacity the catalog records for it; 148 SMs.  The bench
+    measures no fp4 or fp6 GEMM: the acceptance script checks those roofs are the catalog's, cited."""
+    from roofline.catalog import get_device
+
+    dev = get_device("b200")
+    peak = {(c.unit, c.precision): c.flops for c in dev.compute}
+    hbm = dev.main_memory
+    m = peak[("matrix", "bf16")]
+    return Model(matrix={"bf16": 0.8 * m, "fp16": 0.8 * m, "fp8": 0.75 * peak[("matrix", "fp8")],
+                         "tf32": 0.8 * peak[("matrix", "tf32")], "fp64": 0.85 * peak[("matrix", "fp64")],
+                         "fp32": 0.8 * peak[("vector", "fp32")]},
+                 vector={"fp32": 0.9 * peak[("vector", "fp32")], "fp64": 0.9 * peak[("vector", "fp64")]},
+                 hbm=0.88 * hbm.bandwidth, memory_bytes=int(hbm.capacity or 192 * 10**9), l2_bytes=126 * 2**20,
+                 name="NVIDIA B200", capability=(10, 0), sms=148)
 
 
 def model_for(kind: str) -> Model:
     m = Model()
-    if kind == "roof-above-datasheet":
+    if kind == "blackwell":
+        m = blackwell()
+    elif kind == "roof-above-datasheet":
         m.matrix = {**m.matrix, "bf16": 1.25 * 989.4 * TB}
     elif kind == "roof-below-datasheet":
         m.matrix = {**m.matrix, "bf16": 0.5 * 989.4 * TB}
@@ -370,8 +394,9 @@ def _capture(g: _Graph, *_: Any, **__: Any) -> Iterator[None]:
 
 def _props() -> Any:
     assert GPU is not None
-    return types.SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132,
-                                 total_memory=GPU.model.memory_bytes, L2_cache_size=GPU.model.l2_bytes)
+    m = GPU.model
+    return types.SimpleNamespace(name=m.name, major=m.capability[0], minor=m.capability[1],
+                                 multi_processor_count=m.sms, total_memory=m.memory_bytes, L2_cache_size=m.l2_bytes)
 
 
 class _Profile:
@@ -485,8 +510,8 @@ def install(kind: str = "honest", model: Model | None = None) -> Iterator[FakeGP
         (cuda, "synchronize", gpu.synchronize), (cuda, "Event", _Event), (cuda, "Stream", _Stream),
         (cuda, "current_stream", lambda d=None: _Stream()), (cuda, "stream", lambda s: contextlib.nullcontext()),
         (cuda, "CUDAGraph", _Graph), (cuda, "graph", _capture),
-        (cuda, "get_device_properties", lambda d=None: _props()), (cuda, "get_device_name", lambda d=None: "NVIDIA H200"),
-        (cuda, "get_device_capability", lambda d=None: (9, 0)),
+        (cuda, "get_device_properties", lambda d=None: _props()), (cuda, "get_device_name", lambda d=None: gpu.model.name),
+        (cuda, "get_device_capability", lambda d=None: gpu.model.capability),
         (cuda, "mem_get_info", lambda d=None: (gpu.model.memory_bytes - 2**30, gpu.model.memory_bytes)),
         (torch.version, "cuda", "12.8"), (torch.profiler, "profile", _Profile),
         (contention, "snapshot", gpu.host_snapshot)]

@@ -98,7 +98,7 @@ def test_plan_precision_takes_the_format_names_and_refuses_others(capsys: pytest
     assert main(["plan", "llama-3-8b", "--system", "gb200-nvl72", "--devices", "8", "--train", "--precision", "mxfp4",
                  "--layout", "tp=1,pp=1,dp=8,zero=1,mb=1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "bf16, fp8, fp8-block, mxfp8, nvfp4" in err[0]
+    assert len(err) == 1 and "bf16, fp8, fp8-current, fp8-block, mxfp8, nvfp4" in err[0]
 
 
 def test_a_narrower_format_lowers_the_bound_and_names_its_tier(capsys: pytest.CaptureFixture[str]) -> None:

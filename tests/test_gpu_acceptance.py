@@ -52,6 +52,26 @@ def test_honest_fake_passes_every_step(tmp_path, capsys, monkeypatch) -> None:
     assert bf16["value"] == "78% of datasheet" and bf16["ok"]
 
 
+def test_blackwell_fake_runs_the_bench_unchanged_and_checks_the_blackwell_roofs(tmp_path, monkeypatch) -> None:
+    """The script on a fake B200 (torch names it 'NVIDIA B200', capability 10.0): the catalog entry is found, the
+    measured roofs are held to the B200's datasheet and, with no achievable figure in the catalog, to the GEMM rates
+    its cited calibration measured (the MAMF rows: bf16 1,745.0, fp8 3,432.5 TFLOP/s); fp4 and fp6, which the bench
+    has no kernel for, are checked as cited catalog roofs.  The fake's bf16 is 0.8 x 2,250 TFLOP/s at full
+    efficiency, its 8192^3 GEMM at 0.98 x 1.1e12 / (1.1e12 + 1e9) of it: 78% of the datasheet."""
+    monkeypatch.setattr(gpu_acceptance, "FAKE_SLACK", 20.0)
+    rc, res, _ = run(tmp_path, "blackwell", "bench")
+    assert rc == 0, failed(res)
+    bench = next(s for s in res["steps"] if s["step"] == "bench")
+    assert bench["note"].startswith("NVIDIA B200 vs catalog NVIDIA B200")
+    checks = {c["name"]: c for c in bench["checks"]}
+    assert checks["bf16 matrix near datasheet"]["value"] == "78% of datasheet"
+    assert "90% of achievable 1.745 PFLOP/s" in checks["bf16 matrix near datasheet"]["target"]
+    assert "90% of achievable 3.433 PFLOP/s" in checks["fp8 matrix near datasheet"]["target"]
+    for p in ("fp4", "fp6"):
+        assert checks[f"{p} matrix roof cited (no bench kernel)"]["ok"]
+    assert checks["fp4 matrix roof cited (no bench kernel)"]["value"] == "9 PFLOP/s"
+
+
 @pytest.mark.parametrize(("fake", "step", "check"), [
     ("roof-above-datasheet", "bench", "bench: bf16 matrix <= datasheet"),
     ("roof-below-datasheet", "bench", "bench: bf16 matrix near datasheet"),

@@ -515,8 +515,12 @@ def test_fp8_training_on_the_fp8_roof_with_fp32_master_weights():
     a = analyze(w, dev)
     gemm = [i for i in range(len(w)) if w.strings("kind", i) == "matmul"]
     assert {w.strings("precision", i) for i in gemm} == {"fp8"}
-    # the same FLOPs as bf16; each GEMM's compute time at the fp8 peak
-    assert w.total_flops == pytest.approx(training_workload(bf16, recompute="none").total_flops)
+    # the same FLOPs as bf16 but for the quantize passes (3 vector FLOPs per element cast: tests/test_fp8_mechanism.py);
+    # each GEMM's compute time at the fp8 peak
+    cast = np.asarray(w.column("module_type")) == "quantize"
+    assert cast.any()
+    assert float(np.dot(w.columns["flops"][~cast], w.columns["count"][~cast])) == pytest.approx(
+        training_workload(bf16, recompute="none").total_flops)
     for i in gemm[:5]:
         assert a.compute_time[i] == pytest.approx(w.columns["flops"][i] / dev.ceiling("matrix", "fp8").flops)
     held = stage_params(fp8.arch, 1)

@@ -59,9 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gen", type=int, default=None, metavar="TOKENS", help="decode steps for generate (default 256)")
     p.add_argument("--context", type=int, default=None, metavar="TOKENS",
                    help="decode: tokens attended to, KV cache length (default: --prompt)")
-    p.add_argument("--wbits", default="16", metavar="BITS", help="weight precision (default 16 = bf16)")
-    p.add_argument("--abits", default="16", metavar="BITS", help="activation precision (default 16 = bf16)")
-    p.add_argument("--kvbits", default="16", metavar="BITS", help="KV-cache precision (default 16 = bf16)")
+    p.add_argument("--wbits", default="16", metavar="BITS", help="weight precision: bits (16 = bf16, 8 = int8, 4 = int4), a name (fp8, int4, ...) or a number "
+                   "format with its block scales (mxfp8, mxfp4, nvfp4, fp8-block, ...; default 16)")
+    p.add_argument("--abits", default="16", metavar="BITS", help="activation precision, as --wbits (default 16 = bf16)")
+    p.add_argument("--kvbits", default="16", metavar="BITS", help="KV-cache precision, as --wbits (default 16 = bf16)")
     p.add_argument("--group-size", type=int, default=128, metavar="N", help="int4 quantisation group (default 128)")
     add_llm_model_options(p)
     p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel devices (per-device figures)")

@@ -33,7 +33,6 @@ Sources:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from roofline.core.errors import RooflineError
@@ -69,6 +68,11 @@ class NumberFormat:
     tensor_scale_bits: int = 0  # one per tensor (per-tensor fp8, NVFP4's second level)
     scaling: str = ""  # "delayed" or "current" for per-tensor fp8: current adds an amax pass
     source: str = ""
+    #: the kernel family its GEMMs run as, the key their cited efficiency curves are looked up by before the roof's
+    #: (per-tensor fp8, delayed or current, is one cuBLAS kernel; a block-scaled format is its own)
+    kernel: str = ""
+    #: elements per random Hadamard transform applied to the weight-gradient GEMM's inputs (0: none)
+    wgrad_hadamard: int = 0
 
     def block(self, role: str) -> Block | None:
         if role not in ROLES:
@@ -109,27 +113,28 @@ _FP8 = "Micikevicius et al., FP8 Formats for Deep Learning, arXiv:2209.05433"
 FORMATS: dict[str, NumberFormat] = {f.name: f for f in (
     NumberFormat("bf16", "E8M7", 16, "bf16", (), source="IEEE-style bfloat16"),
     NumberFormat("fp16", "E5M10", 16, "fp16", (), source="IEEE 754 binary16"),
-    NumberFormat("fp8", "E4M3", 8, "fp8", ("bf16",), tensor_scale_bits=32, scaling="delayed", source=_FP8),
+    NumberFormat("fp8", "E4M3", 8, "fp8", ("bf16",), tensor_scale_bits=32, scaling="delayed", source=_FP8,
+                 kernel="fp8-tensor"),
     NumberFormat("fp8-current", "E4M3", 8, "fp8", ("bf16",), tensor_scale_bits=32, scaling="current",
-                 source=_FP8),
+                 source=_FP8, kernel="fp8-tensor"),
     NumberFormat("fp8-block", "E4M3", 8, "fp8", ("bf16",),
                  blocks=(("activation", _k(128, "fp32", 32)), ("gradient", _k(128, "fp32", 32)),
-                         ("weight", Block(128, 128, "fp32", 32))), source=_DS),
+                         ("weight", Block(128, 128, "fp32", 32))), source=_DS, kernel="fp8-block"),
     NumberFormat("mxfp8", "E4M3", 8, "fp8", ("bf16",),
-                 blocks=tuple((r, _k(32, "E8M0", 8)) for r in ROLES), source=_MX),
+                 blocks=tuple((r, _k(32, "E8M0", 8)) for r in ROLES), source=_MX, kernel="mxfp8"),
     NumberFormat("mxfp6", "E2M3", 6, "fp6", ("fp8", "bf16"),
-                 blocks=tuple((r, _k(32, "E8M0", 8)) for r in ROLES), source=_MX),
+                 blocks=tuple((r, _k(32, "E8M0", 8)) for r in ROLES), source=_MX, kernel="mxfp6"),
     NumberFormat("mxfp4", "E2M1", 4, "fp4", ("fp8", "bf16"),
-                 blocks=tuple((r, _k(32, "E8M0", 8)) for r in ROLES), source=_MX),
+                 blocks=tuple((r, _k(32, "E8M0", 8)) for r in ROLES), source=_MX, kernel="mxfp4"),
     NumberFormat("nvfp4", "E2M1", 4, "fp4", ("fp8", "bf16"),
-                 blocks=tuple((r, _k(16, "E4M3", 8)) for r in ROLES), tensor_scale_bits=32, source=_NV),
+                 blocks=tuple((r, _k(16, "E4M3", 8)) for r in ROLES), tensor_scale_bits=32, source=_NV,
+                 kernel="nvfp4", wgrad_hadamard=16),
 )}
 
 
-#: the formats a training step's GEMMs run in (``plan --train --precision``): bf16 and the low-precision recipes
-#: (fp8-current and the 6/4-bit MX formats wait for their quantize passes in the op table: without them they
-#: would time as their neighbours do)
-TRAINING = ("bf16", "fp8", "fp8-block", "mxfp8", "nvfp4")
+#: the formats a training step's GEMMs run in (``plan --train --precision``): bf16 and the low-precision recipes,
+#: each with its quantize passes in the op table (:func:`roofline.llm.training.cast_ops`)
+TRAINING = ("bf16", "fp8", "fp8-current", "fp8-block", "mxfp8", "nvfp4")
 
 
 def get(name: str) -> NumberFormat:
@@ -148,7 +153,7 @@ def tensor_bytes(fmt: str | NumberFormat, elements: float, role: str, tensors: i
     b = f.block(role)
     per = elements * f.element_bits / 8
     if b is not None:
-        per += math.ceil(elements / b.elements) * b.scale_bits / 8
+        per += -(-elements // b.elements) * b.scale_bits / 8  # ceil, for arrays too
     return tensors * (per + f.tensor_scale_bits / 8)
 
 

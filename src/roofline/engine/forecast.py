@@ -23,7 +23,9 @@ Per op (one run)::
   (:mod:`roofline.catalog.calibrations`, published kernel-level figures, every point cited), the
   curve of the op's kind and term (a user's curve first, then a cited one, then the user's pooled
   curve); 1 without one.  A cited curve may be for one precision: weight-only quantized matmuls look theirs
-  up as ``int8-weights`` / ``int4-weights`` (:func:`curve_precisions`: the dequantizing GEMV's cost).  The
+  up as ``int8-weights`` / ``int4-weights`` (:func:`curve_precisions`: the dequantizing GEMV's cost); a training
+  step's GEMMs in a low-precision recipe (the workload's ``gemm_format``) by the recipe's kernel family
+  (``fp8-tensor``: per-tensor scaled cuBLAS FP8; ``fp8-block``, ``mxfp8``, ``nvfp4``) before their roof's precision.  The
   catalog GPUs' cited ``memory`` tables of matmul and attention are DRAM-streaming kernels' ``a + V/b``
   (per-kernel fixed time beyond the floor, then bandwidth); activation-sized ops (norms, elementwise) have none
   and run at the achievable bandwidth.  The forecast's notes name each curve's source;
@@ -51,6 +53,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from roofline.core import formats
 from roofline.core.units import format_seconds
 from roofline.engine.gemm_shape import op_quantization
 from roofline.hardware.calibration import E_MAX_CAP, Calibration
@@ -110,6 +113,8 @@ class Forecast:
     floor: OverheadFloor | None
     calibration: Calibration | None
     notes: tuple[str, ...] = ()
+    #: each op's efficiency came from a calibration curve (else 1: no curve of its kind, term and precision)
+    curved: np.ndarray | None = None
 
     @property
     def verdict(self) -> np.ndarray:
@@ -131,12 +136,23 @@ class Forecast:
         without one, said wherever it is shown: 'uncalibrated: forecast = bound' (efficiency 1), with ' on
         achievable roofs' when sustained figures or tile quantization lowered a roof, and ' + cuda-launch floor'
         when an overhead floor is counted.  Forecasts of devices that differ here are not alike: the uncalibrated one is a bound."""
-        if self.calibration is not None:
+        if self.calibration is not None and self.curve_share >= 0.5:
             return ""
         text = "uncalibrated: forecast = bound"
+        if self.calibration is not None:  # a calibration whose curves miss the ops holding most of the time
+            text = (f"uncalibrated for {1 - self.curve_share:.0%} of its time (no cited curve of those ops' kind and "
+                    "term): forecast = bound there")
         if bool(np.any(self.roof_time > self.bound * (1 + 1e-9))):
             text += " on achievable roofs"
         return text + (f" + {self.framework} floor" if self.overhead > 0 else "")
+
+    @property
+    def curve_share(self) -> float:
+        """The share of the forecast's work time (overhead aside) on ops whose efficiency a calibration curve gave."""
+        if self.calibration is None or self.curved is None:
+            return 0.0 if self.calibration is None else 1.0
+        total = float(np.dot(self.work, self.counts))
+        return float(np.dot(self.work[self.curved], self.counts[self.curved])) / total if total > 0 else 1.0
 
     def over_measured(self, measured_seconds: np.ndarray) -> np.ndarray:
         """forecast / measured per op (NaN where an op has no measured time)."""
@@ -190,6 +206,12 @@ def _sizes(w: Any, term: np.ndarray, axis: str) -> np.ndarray:
 WEIGHT_ONLY_KEYS = (("int8-weights", 10.0), ("int4-weights", 6.0))
 
 
+def kernel_roofs() -> dict[str, str]:
+    """Each low-precision GEMM kernel family's key (:attr:`~roofline.core.formats.NumberFormat.kernel`) -> the roof
+    key its curves fall back to where a calibration cites none of the family's own."""
+    return {f.kernel: f.roof for f in formats.FORMATS.values() if f.kernel}
+
+
 def curve_precisions(w: Any) -> np.ndarray:
     """The precision each op's efficiency curve is looked up by: the op's own, except for a ``matmul`` with bf16/fp16
     activations whose weights take at most 10 (or 6) bits per element (``8 x weight_bytes / (n x k)``): then
@@ -210,15 +232,20 @@ def curve_precisions(w: Any) -> np.ndarray:
     out = prec.copy()
     for key, most in WEIGHT_ONLY_KEYS:  # fewest bits last, so each op ends with its tightest class
         out[weight_only & (bits <= most)] = key
+    gemm_format = w.info.get("gemm_format") if isinstance(w.info, dict) else None
+    if gemm_format:  # a training step's GEMMs in a low-precision recipe: looked up by its kernel family first
+        fmt = formats.get(str(gemm_format))
+        if fmt.kernel:
+            out[(w.column("kind") == "matmul") & (prec == fmt.roof)] = fmt.kernel
     return out.astype(str)
 
 
 def _efficiencies(a: Bound, cal: Calibration, term: np.ndarray, roof: np.ndarray, peak_scale: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """(efficiency, outside, notes) per op from ``cal``'s curves, one pass per (kind, term, precision)."""
+                  ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """(efficiency, outside, notes, curved) per op from ``cal``'s curves, one pass per (kind, term, precision)."""
     w = a.workload
     n = len(w)
-    efficiency, outside = np.ones(n), np.zeros(n, dtype=bool)
+    efficiency, outside, curved = np.ones(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     kinds, precs = w.column("kind"), curve_precisions(w)
     pooled: set[str] = set()
     missing: set[str] = set()
@@ -228,6 +255,8 @@ def _efficiencies(a: Bound, cal: Calibration, term: np.ndarray, roof: np.ndarray
                                                                               strict=True)}):
         sel = live & (kinds == kind) & (term == t) & (precs == prec)
         curve = cal.curve(kind, t, prec)
+        if prec in kernel_roofs() and (not isinstance(curve, TabulatedCurve) or curve.precision != prec):
+            curve = cal.curve(kind, t, kernel_roofs()[prec])  # no curve of the kernel family: its roof's
         if curve is None:
             missing.add(f"{kind} ({t})")
             continue
@@ -245,6 +274,7 @@ def _efficiencies(a: Bound, cal: Calibration, term: np.ndarray, roof: np.ndarray
         if isinstance(curve, TabulatedCurve) and curve.relative_to == "peak":
             e = e * peak_scale[sel]  # a fraction of the peak roof, as a fraction of the achievable one
         efficiency[sel] = np.minimum(e, E_MAX_CAP)
+        curved[sel] = True
         outside[sel] = np.where(known, curve.outside(np.where(known, size, 1.0)), False)
         used[f"{kind} ({t}{', ' + prec if isinstance(curve, TabulatedCurve) and curve.precision else ''})"] = (
             cal.curve_source(curve))
@@ -256,7 +286,7 @@ def _efficiencies(a: Bound, cal: Calibration, term: np.ndarray, roof: np.ndarray
     if outside.any():
         notes.append(f"{int(outside.sum())} op(s) lie outside the calibrated size range of their curve "
                      "(more than 2x beyond its smallest or largest point): the curve is extrapolated")
-    return efficiency, outside, notes
+    return efficiency, outside, notes, curved
 
 
 def _quantized(a: Bound, cal: Calibration | None, t_c: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -292,9 +322,10 @@ def compute_forecast(analysis: Bound, *, framework: str | None = None) -> Foreca
     term = np.where((t_c >= t_m) & (t_c > 0), "compute", np.where(a.level_index < 0, "interconnect", "memory"))
     efficiency = np.ones(len(w))
     outside = np.zeros(len(w), dtype=bool)
+    curved = np.zeros(len(w), dtype=bool)
     if cal is not None:
         peak_scale = np.where(term == "compute", compute_scale, level_scale)
-        efficiency, outside, more = _efficiencies(a, cal, term, roof, peak_scale)
+        efficiency, outside, more, curved = _efficiencies(a, cal, term, roof, peak_scale)
         notes += more
     else:
         notes.append(f"device {dev.name!r} has no calibration and no cited kernel measurements: first principles "
@@ -306,4 +337,4 @@ def compute_forecast(analysis: Bound, *, framework: str | None = None) -> Foreca
         notes.append("no sustained figures published for this device: achievable roofs = peak roofs")
     work = np.maximum(np.where(roof > 0, roof / efficiency, 0.0), a.time)
     return Forecast(overhead + work, work, roof, a.time, efficiency, term, outside, w.columns["count"], overhead,
-                    framework, floor, cal, tuple(notes))
+                    framework, floor, cal, tuple(notes), curved)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from roofline.core import formats
 from roofline.core.errors import RooflineError
 from roofline.core.limits import max_dim
 from roofline.core.precision import BITS, canonical, wider
@@ -34,13 +35,35 @@ RESIDUAL_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 SCALE_BYTES = 2  # one fp16 scale per group of int4 values
 
 
+#: Number formats (:mod:`roofline.core.formats`) a tensor may also be given as: the precision of the roof it runs on,
+#: its block scales counted in its bytes (:func:`parse_format`).
+FORMAT_NAMES = tuple(n for n in formats.FORMATS if n not in LLM_PRECISIONS)
+
+
 def parse_precision(value: Any, field: str) -> str:
-    """16 / '16' / 'bf16' / 'int4' -> a precision name; anything else is a one-line error."""
+    """16 / '16' / 'bf16' / 'int4' / a format name ('mxfp8', 'nvfp4') -> a precision name (a format's: the roof it
+    computes on, :func:`parse_format`); anything else is a one-line error."""
     name = canonical(value)
     if name in LLM_PRECISIONS:
         return name
+    key = value.strip().lower() if isinstance(value, str) else None
+    if key in FORMAT_NAMES:
+        return formats.get(key).roof
     raise RooflineError(f"{field}: {value!r} is not supported; use 32, 16, 8 or 4 bits, "
-                        f"or one of {', '.join(LLM_PRECISIONS)}")
+                        f"one of {', '.join(LLM_PRECISIONS)}, or a number format: {', '.join(FORMAT_NAMES)}")
+
+
+def parse_format(value: Any, field: str) -> str:
+    """The block-scaled number format ``value`` names ('mxfp8', 'nvfp4', 'fp8-block', ...), whose scales a tensor's
+    bytes count; '' for a plain precision or bit count (and a per-tensor scaled fp8, whose one scale per tensor is
+    no per-element traffic).  Validates as :func:`parse_precision`.
+
+    >>> parse_format("NVFP4", "wbits"), parse_format(8, "wbits"), parse_format("fp8-current", "abits")
+    ('nvfp4', '', '')
+    """
+    parse_precision(value, field)
+    key = value.strip().lower() if isinstance(value, str) else None
+    return key if key in FORMAT_NAMES and formats.get(key).block_scaled else ""
 
 
 def parse_residual(value: Any, activations: str) -> str:
@@ -89,6 +112,9 @@ class Precisions:
     kv_cache: str = "bf16"
     group_size: int = 128
     residual: str | None = None
+    #: the block-scaled formats (:func:`parse_format`) of the weights, activations and KV cache, '' where plain:
+    #: their bytes are the format's, scales included
+    formats: tuple[str, str, str] = ("", "", "")
 
     @property
     def stream(self) -> str:
@@ -109,8 +135,11 @@ class Precisions:
 
     def bytes(self) -> dict[str, float]:
         g = self.group_size
-        return {"wq": element_bytes(self.weights, g), "wu": element_bytes(self.unquantized, g),
-                "a": element_bytes(self.activations, g), "kv": element_bytes(self.kv_cache, g),
+        fw, fa, fkv = (formats.get(f) if f else None for f in self.formats)
+        return {"wq": fw.bits_per_element("weight") / 8 if fw else element_bytes(self.weights, g),
+                "wu": element_bytes(self.unquantized, g),
+                "a": fa.bits_per_element("activation") / 8 if fa else element_bytes(self.activations, g),
+                "kv": fkv.bits_per_element("activation") / 8 if fkv else element_bytes(self.kv_cache, g),
                 "r": element_bytes(self.stream, g)}
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,6 +147,8 @@ class Precisions:
                "group_size": self.group_size, "gemm_compute": self.gemm, "attention_compute": self.attention}
         if self.residual is not None:  # written only when stated: files of one activation precision are as before
             out["residual"] = self.residual
+        if any(self.formats):  # likewise
+            out["formats"] = list(self.formats)
         return out
 
 
@@ -162,7 +193,7 @@ class LLMSpec:
         p = d["precisions"]
         return cls(Arch.from_dict(d["arch"]), d["phase"], int(d["batch"]), int(d["prompt"]), int(d["context"]),
                    int(d["gen"]), Precisions(p["weights"], p["activations"], p["kv_cache"], int(p["group_size"]),
-                                             p.get("residual")),
+                                             p.get("residual"), tuple(p.get("formats", ("", "", "")))),
                    int(d["tp"]), bool(d["flash"]), bool(d["all_logits"]),
                    # files written before the option existed used the worst case
                    parse_moe_routing(d.get("moe_routing", "worst")),
@@ -237,7 +268,8 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     group_size = positive_int(group_size, "group_size")
     activations = parse_precision(abits, "abits")
     precisions = Precisions(parse_precision(wbits, "wbits"), activations, parse_precision(kvbits, "kvbits"),
-                            group_size, None if rbits is None else parse_residual(rbits, activations))
+                            group_size, None if rbits is None else parse_residual(rbits, activations),
+                            (parse_format(wbits, "wbits"), parse_format(abits, "abits"), parse_format(kvbits, "kvbits")))
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))

@@ -45,9 +45,9 @@ from roofline.core.errors import RooflineError
 from roofline.llm.basis import basis, evaluate
 from roofline.llm.config import Arch, load_arch
 from roofline.llm.metrics import device_ceilings
-from roofline.llm.model import role_columns
+from roofline.llm.model import gemm_dims, role_columns
 from roofline.llm.spec import Precisions, positive_int
-from roofline.llm.table import EXP, FULL, GEMM, KEY, KEYW, LINK, ONE, PAIR, TOK, build_table, check_tp
+from roofline.llm.table import EXP, FULL, GEMM, KEY, KEYW, LINK, ONE, PAIR, TOK, VEC, build_table, check_tp
 from roofline.work.workload import Workload, WorkloadBuilder
 
 RECOMPUTE = ("none", "selective", "full")
@@ -446,7 +446,70 @@ def _gemm_note(fmt: formats.NumberFormat) -> str:
     scales = (", ".join(f"{r} {b.rows}x{b.cols} blocks, {b.scale_type} scales" for r, b in fmt.blocks
                         if r != "gradient") if fmt.block_scaled else "per-tensor scales")
     return (f"GEMMs in {fmt.name} ({fmt.element}, {scales}) on the {fmt.roof} matrix roof where the device has "
-            f"one (else its fallback); its weight copies and saved inputs held at its width (the cast passes' traffic is not yet an op) ({fmt.source})")
+            f"one (else its fallback); its weight copies and saved inputs held at its width; each GEMM input and output "
+            f"gradient cast (both axes, scales, amax) as ops of their own ({fmt.source})")
+
+
+#: vector FLOPs per element of a random Hadamard transform over blocks of ``b`` elements: a ``b x b`` product,
+#: ``2 b`` per element (NVIDIA, arXiv:2509.25149, s4: 16 x 16 transforms on the weight-gradient GEMM's inputs)
+def _hadamard_flops(block: int) -> float:
+    return 2.0 * block
+
+
+def cast_ops(run: TrainingRun, table: Any, dims: dict[str, np.ndarray]) -> list[tuple[str, np.ndarray, bool, dict]]:
+    """The quantize passes a low-precision step adds per micro-batch, as ops (``[]`` for a 16-bit one): per GEMM row
+    (``dims``: its ``m, n, k, batch``), each a ``(suffix, rows, backward, {flops, bytes_read, bytes_written})``:
+
+    * ``(quantize input)``, forward: the GEMM's 16-bit input ``X[m, k]`` (once for GEMMs sharing it,
+      :func:`shares_input`) cast with its amax (a second read under
+      current scaling) into the row-wise copy the forward reads and the column-wise (transposed) copy the
+      weight-gradient GEMM reads, scales included: Transformer Engine's fused cast-transpose
+      (:func:`roofline.core.formats.quantize_cost`, ``both_axes``);
+    * ``(quantize grad)``, backward: the output gradient ``dY[m, n]`` the same way (the data-gradient GEMM reads it
+      row-wise, the weight-gradient GEMM column-wise);
+    * ``(hadamard)``, backward, where the format applies one (NVFP4): ``X`` and ``dY`` read and written at 16 bits
+      through the random Hadamard transform before their column-wise cast.
+
+    The weights' casts are once per step and cached over the micro-batches (:attr:`NumberFormat.weight_copy_bytes`),
+    not counted per micro-batch."""
+    fmt = formats.get(run.precision)
+    if not fmt.low_precision:
+        return []
+    rows = np.flatnonzero((table.roles == GEMM) & np.isfinite(dims["m"]))
+    first = np.array([not shares_input(table, dims, int(i)) for i in rows], dtype=bool)
+    m, n, k, b = (np.asarray(dims[c], dtype=float)[rows] for c in ("m", "n", "k", "batch"))
+    src = 8 * run.precisions.bytes()["a"]
+    out = []
+    for suffix, sel, elems, role, bwd in ((" (quantize input)", first, (m * k * b)[first], "activation", False),
+                                          (" (quantize grad)", np.ones(len(rows), dtype=bool), m * n * b, "gradient",
+                                           True)):
+        c = formats.quantize_cost(fmt, elems, role, source_bits=int(src), both_axes=True)
+        ones = np.ones(int(sel.sum()))
+        out.append((suffix, rows[sel], bwd, {"flops": c.flops * ones, "bytes_read": c.bytes_read * ones,
+                                             "bytes_written": c.bytes_written * ones}))
+    if fmt.wgrad_hadamard:
+        elems = (m * k * first + m * n) * b
+        out.append((" (hadamard)", rows, True, {"flops": _hadamard_flops(fmt.wgrad_hadamard) * elems,
+                                                "bytes_read": elems * src / 8, "bytes_written": elems * src / 8}))
+    return out
+
+
+def shares_input(table: Any, dims: dict[str, np.ndarray], i: int) -> bool:
+    """Whether GEMM row ``i`` reads the same input as the row before it (q/k/v after one norm, gate/up: one fused
+    projection in Transformer Engine, ``LayerNormLinear`` / ``LayerNormMLP``, whose input is cast once): adjacent
+    GEMM rows of one block (the name up to its last dot) with the same ``m``, ``k`` and batch."""
+    if i == 0 or table.roles[i - 1] != GEMM or table.roles[i] != GEMM:
+        return False
+    same = all(float(dims[c][i - 1]) == float(dims[c][i]) for c in ("m", "k", "batch"))
+    return same and table.names[i - 1].rsplit(".", 1)[0] == table.names[i].rsplit(".", 1)[0]
+
+
+def cast_dims(run: TrainingRun, table: Any, micro_batch: int, cp: int = 1, ep: int = 1) -> dict[str, np.ndarray]:
+    """The ``m, n, k, batch`` of every row of one shard's table (``micro_batch`` sequences, 1/cp of the tokens,
+    1/ep of the experts), what :func:`cast_ops` reads."""
+    B = split_queries(basis(run.arch, micro_batch, run.seq, run.seq), cp)
+    B[:, EXP] /= ep
+    return {c: np.asarray(x, dtype=float) for c, x in gemm_dims(table, B[0]).items()}
 
 
 def step_role_columns(roles: list[int], run: TrainingRun) -> dict[str, list[str]]:
@@ -467,6 +530,17 @@ def _micro_batches(run: TrainingRun, tp: int, micro_batch: int, recompute: str) 
     if run.global_batch % micro_batch:
         raise RooflineError(f"global batch {run.global_batch} is not a whole number of micro-batches of {micro_batch}")
     return run.global_batch // micro_batch
+
+
+def _cast_rows(ops: WorkloadBuilder, run: TrainingRun, table: Any, micro_batch: int, micro_batches: int) -> None:
+    """A low-precision step's quantize passes (:func:`cast_ops`) into ``ops``, once per micro-batch."""
+    for suffix, idx, _, c in cast_ops(run, table, cast_dims(run, table, micro_batch)):
+        ops.extend(name=[table.names[i].replace("prefill.", "train.", 1) + suffix for i in idx],
+                   group=[table.names[i].replace("prefill.", "train.", 1) for i in idx],
+                   kind=["elementwise"] * len(idx), module_type=["quantize"] * len(idx),
+                   **step_role_columns([VEC] * len(idx), run), flops=c["flops"].tolist(),
+                   bytes_read=c["bytes_read"].tolist(), bytes_written=c["bytes_written"].tolist(),
+                   weight_bytes=[0.0] * len(idx), count=(table.counts[idx] * micro_batches).tolist())
 
 
 def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, recompute: str = "selective"
@@ -498,6 +572,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
     rows(compute | link, "", 1.0)
     rows(compute, " (backward)", float(BACKWARD))
     rows(link, " (backward)", 1.0)  # the activations' gradients all-reduced as the activations were
+    _cast_rows(ops, run, table, micro_batch, m)
     if recompute != "none":
         rows(compute if recompute == "full" else core, " (recompute)", 1.0)
     held = stage_params(a, tp)
@@ -507,7 +582,7 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
             bytes_written=ADAM_WRITTEN * params, precision="fp32", unit="vector", group="train.optimizer",
             module_type="adam")
     memory = device_memory(run, params, tp=tp, micro_batch=micro_batch, recompute=recompute, gemm_params=held.gemm)
-    info = {"model": a.name, "mode": "training", "seq": run.seq, "global_batch": run.global_batch,
+    info = {"model": a.name, "mode": "training", "gemm_format": run.precision, "seq": run.seq, "global_batch": run.global_batch,
             "micro_batch": micro_batch, "tp": tp, "recompute": recompute, "params_per_device": params,
             "training_flops": training_flops(run, recompute) / tp, **{f"memory_{k}": x for k, x in memory.items()},
             "memory_bytes": sum(memory.values())}
@@ -527,6 +602,6 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
 
 
 __all__ = ["ADAM_FLOPS", "BACKWARD", "CROSS_ENTROPY_BYTES", "RECOMPUTE", "TRAIN_PRECISIONS", "StageParams", "TrainingRun",
-           "activation_bytes_per_layer", "device_memory", "forward_ops", "grad_accumulation_bytes", "row_params", "logits_bytes", "micro_batch_flops",
+           "activation_bytes_per_layer", "cast_dims", "cast_ops", "device_memory", "forward_ops", "grad_accumulation_bytes", "row_params", "logits_bytes", "micro_batch_flops",
            "optimizer_bytes", "optimizer_flops", "recomputed", "stage_params", "state_bytes", "training_ceilings",
            "training_flops", "training_workload"]

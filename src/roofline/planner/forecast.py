@@ -47,6 +47,7 @@ from roofline.llm.training import (
     BACKWARD,
     CROSS_ENTROPY_BYTES,
     TrainingRun,
+    cast_ops,
     forward_ops,
     grad_accumulation_bytes,
     row_params,
@@ -229,10 +230,30 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
                    bytes_read=(rd * logits).tolist(), bytes_written=(wr * logits).tolist(),
                    weight_bytes=[0.0] * len(head), count=table.counts[head].tolist(), m=[float("nan")] * len(head),
                    n=[float("nan")] * len(head), k=[float("nan")] * len(head), batch=[float("nan")] * len(head))
-    owner = np.concatenate([p[0] for p in parts] + [acc, head, head])
+    cast_owner, cast_bwd = _cast_rows(ops, run, table, d)
+    owner = np.concatenate([p[0] for p in parts] + [acc, head, head, cast_owner])
     bwd = np.arange(len(owner)) >= len(idx)
-    bwd[len(owner) - 2 * len(head):len(owner) - len(head)] = False  # the loss's forward
+    bwd[len(owner) - len(cast_owner) - 2 * len(head):len(owner) - len(cast_owner) - len(head)] = False  # loss forward
+    bwd[len(owner) - len(cast_owner):] = cast_bwd
     return table, owner, bwd
+
+
+def _cast_rows(ops: WorkloadBuilder, run: TrainingRun, table: Any, d: dict[str, np.ndarray]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """A low-precision step's quantize passes (:func:`~roofline.llm.training.cast_ops`) into ``ops``, each owned by
+    its GEMM's row; (owners, backward or not)."""
+    owner, bwd = [], []
+    for suffix, sel, backward, c in cast_ops(run, table, d):
+        nan = [float("nan")] * len(sel)
+        ops.extend(name=[table.names[i] + suffix for i in sel], group=[table.names[i] for i in sel],
+                   kind=["elementwise"] * len(sel), module_type=["quantize"] * len(sel),
+                   **step_role_columns([VEC] * len(sel), run), flops=c["flops"].tolist(),
+                   bytes_read=c["bytes_read"].tolist(), bytes_written=c["bytes_written"].tolist(),
+                   weight_bytes=[0.0] * len(sel), count=table.counts[sel].tolist(), m=nan, n=nan, k=nan, batch=nan)
+        owner.append(sel)
+        bwd.append(np.full(len(sel), backward))
+    return (np.concatenate(owner).astype(int) if owner else np.zeros(0, dtype=int),
+            np.concatenate(bwd) if bwd else np.zeros(0, dtype=bool))
 
 
 def _op_seconds(run: TrainingRun, shards: list[tuple[int, int, int, int]], device: Any
@@ -244,7 +265,8 @@ def _op_seconds(run: TrainingRun, shards: list[tuple[int, int, int, int]], devic
 
     ops = WorkloadBuilder()
     made = [_rows(ops, run, sh) for sh in shards]
-    a = analyze(ops.build(title="planner shards", source="roofline.planner"), device, forecast=True)
+    a = analyze(ops.build(title="planner shards", source="roofline.planner", info={"gemm_format": run.precision}),
+                device, forecast=True)
     assert a.forecast is not None
     t = a.forecast.time * a.forecast.counts
     w = a.workload
@@ -282,7 +304,7 @@ def shard_parts(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, d
     w = a.workload
     out: dict[str, float] = {}
     for i, (kind, module) in enumerate(zip(w.column("kind"), w.column("module_type"), strict=True)):
-        part = {"cross_entropy": "cross-entropy", "grad_accumulate": "grad accumulate"}.get(
+        part = {"cross_entropy": "cross-entropy", "grad_accumulate": "grad accumulate", "quantize": "quantize"}.get(
             str(module), PART_OF_KIND.get(str(kind), str(kind)))
         key = f"{'backward' if bwd[i] else 'forward'} {part}"
         out[key] = out.get(key, 0.0) + float(t[i])

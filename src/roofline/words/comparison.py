@@ -16,13 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from roofline.core import formats
 from roofline.core.errors import RooflineError
 from roofline.core.fileio import json_number
 from roofline.core.precision import BITS, PRECISIONS
 from roofline.engine.analysis import Analysis, analyze
 from roofline.hardware.device import Device
 from roofline.llm.metrics import footprint
-from roofline.llm.spec import LLM_PRECISIONS, as_spec
+from roofline.llm.spec import FORMAT_NAMES, LLM_PRECISIONS, as_spec
 from roofline.words.advice import MATRIX_KINDS, llm_workload, tokens, with_matrix_precision
 from roofline.words.summary import binding_roof
 from roofline.work.workload import Workload
@@ -74,7 +75,8 @@ class CompareRow:
         """'fp8 runs as fp16 on NVIDIA A100 SXM4 80GB (no fp8 roof)', or '' when the precision is native."""
         if not self.runs_as:
             return ""
-        return f"{self.precision} runs as {self.runs_as} on {self.device} (no {self.precision} roof)"
+        roof = formats.get(self.precision).roof if self.precision in FORMAT_NAMES else self.precision
+        return f"{self.precision} runs as {self.runs_as} on {self.device} (no {roof} roof)"
 
     def to_dict(self, x_best: float | None) -> dict[str, Any]:
         """The row as JSON; ``x_best``: its time over the best row's, both on what the rows were ranked by
@@ -100,6 +102,8 @@ def runs_as(analysis: Analysis, precision: str) -> str:
     >>> runs_as(analyze(w, get_device("a100")), "fp8"), runs_as(analyze(w, get_device("h100")), "fp8")
     ('fp16', '')
     """
+    if precision in FORMAT_NAMES:  # a number format runs on its roof's precision
+        precision = formats.get(precision).roof
     if precision == "as given" or any(c.precision == precision for c in analysis.device.compute):
         return ""
     asked = analysis.workload.column("precision") == precision
@@ -114,23 +118,28 @@ def runs_as(analysis: Analysis, precision: str) -> str:
 
 def at_precision(workload: Workload, precision: str) -> Workload:
     """The workload re-run at ``precision`` (see the command's help); an LLM workload is rebuilt from its run."""
-    if precision not in PRECISIONS:
-        raise RooflineError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
+    fmt = formats.get(precision) if precision in FORMAT_NAMES else None  # a number format: its roof, its bytes
+    if precision not in PRECISIONS and fmt is None:
+        raise RooflineError(f"--precision: {precision!r} is not one of {', '.join(PRECISIONS)}, or a number format: "
+                            f"{', '.join(FORMAT_NAMES)}")
+    roof = fmt.roof if fmt else precision
     llm = as_spec(workload.llm)
     if llm is not None:
-        if precision not in LLM_PRECISIONS:
+        if roof not in LLM_PRECISIONS and fmt is None:
             raise RooflineError(f"--precision: {precision!r} is not available for LLMs; use one of "
-                                f"{', '.join(LLM_PRECISIONS)}")
-        p = replace(llm.precisions, weights=precision, activations=precision)
+                                f"{', '.join(LLM_PRECISIONS)}, or a number format: {', '.join(FORMAT_NAMES)}")
+        block = fmt.name if fmt and fmt.block_scaled else ""
+        p = replace(llm.precisions, weights=roof, activations=roof, formats=(block, block, llm.precisions.formats[2]))
         return llm_workload(llm, precisions=p)
     mask = np.isin(workload.column("kind"), MATRIX_KINDS)
-    w = with_matrix_precision(workload, precision, mask) if mask.any() else workload
-    # the other ops store their data at that precision too
+    w = with_matrix_precision(workload, roof, mask) if mask.any() else workload
+    # the other ops store their data at that precision too (a format's element bits with its scales)
+    bits = fmt.bits_per_element("activation") if fmt else BITS[roof]
     old = np.asarray([BITS[p] for p in w.tables["precision"]], dtype=float)[w.columns["precision"]]
-    scale = np.where(~mask & (old > BITS[precision]), BITS[precision] / old, 1.0)
+    scale = np.where(~mask & (old > bits), bits / old, 1.0)
     return w.replace(bytes_read=w.columns["bytes_read"] * scale, bytes_written=w.columns["bytes_written"] * scale,
                      weight_bytes=w.columns["weight_bytes"] * scale,
-                     precision=np.where(~mask, precision, w.column("precision")))
+                     precision=np.where(~mask, roof, w.column("precision")))
 
 
 def memory_fit(workload: Workload, device: Device) -> str:
