@@ -48,7 +48,7 @@ def test_devices_describe_and_strides_from_the_table():
 def test_overlap_rules_follow_each_dimension():
     assert [rule_of(n) for n in ("tp all-reduce", "cp kv all-gather", "ep all-to-all", "pp send/recv",
                                  "dp grad all-reduce", "expert dp grad reduce-scatter")] == [
-        "tp", "tp", "tp", "pp", "dp", "dp"]
+        "tp", "tp", "ep", "pp", "dp", "dp"]  # ep: its own switch (--overlap-ep)
 
 
 def test_the_layout_grammar_and_the_search_keys_read_the_table():

@@ -69,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "--overlap-dp/--overlap-tp/--overlap-pp (refused with a pointer)")
     for rule, default, what in (("dp", "on", "gradient reduction bucketed behind backward, ZeRO-3 gathers prefetched"),
                                 ("tp", "off", "tp/cp/ep collectives hidden behind the micro-batch's compute"),
-                                ("pp", "on", "1F1B steady-state sends hidden (warm-up and cool-down exposed)")):
+                                ("pp", "on", "1F1B steady-state sends hidden (warm-up and cool-down exposed)"),
+                                ("ep", "on", "expert all-to-alls hidden behind another micro-batch's compute (1F1B "
+                                 "with A2A overlap, DualPipe)")):
         p.add_argument(f"--overlap-{rule}", choices=("on", "off"), default=default,
                        help=f"--train forecast: {what} (default {default})")
     p.add_argument("--price", type=float, default=None, metavar="USD", help="price per device-hour")

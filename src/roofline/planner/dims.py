@@ -136,7 +136,7 @@ DIMS: tuple[ParallelDim, ...] = (
     ParallelDim("dp", "data parallelism", ("batch",), ("all_reduce", "reduce_scatter", "all_gather"), (), "dp",
                 _dp_train, _dp_serve, rank=2, shown=True),
     ParallelDim("ep", "expert parallelism", ("experts",), ("all_to_all",), ("weights", "gradients", "optimizer"),
-                "tp", _ep, _ep, devices=False, within="dp"),
+                "ep", _ep, _ep, devices=False, within="dp"),
 )
 DIMS_BY_NAME: dict[str, ParallelDim] = {d.name: d for d in DIMS}
 

@@ -42,6 +42,7 @@ class Layout:
     overlap_dp: bool = True
     overlap_tp: bool = False
     overlap_pp: bool = True
+    overlap_ep: bool = True  # the expert all-to-alls behind another micro-batch's compute (planner.overlap)
 
     @property
     def devices(self) -> int:

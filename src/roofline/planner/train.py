@@ -36,6 +36,7 @@ from roofline.llm.training import (
 )
 from roofline.planner.cache import Cache, Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
+from roofline.planner.ep import ep_comms
 from roofline.planner.dims import replicas as replicas_of
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
@@ -542,10 +543,7 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: Cach
         add("cp kv all-gather", "all_gather", kv, lay.cp, stride(lay, "cp"), (2 + rec) * layers_here * m,
             "micro-batch")
         add("cp kv reduce-scatter", "reduce_scatter", kv, lay.cp, stride(lay, "cp"), layers_here * m, "micro-batch")
-    if lay.ep > 1:
-        routed = tokens * a.top_k * a.hidden * act
-        add("ep all-to-all", "all_to_all", routed, lay.ep, stride(lay, "ep"), (4 + 2 * rec) * a.moe_layers * layers_here
-            / a.layers * m, "micro-batch")
+    comms.extend(ep_comms(run, lay, system, m, layers_here))  # the expert all-to-alls (:mod:`roofline.planner.ep`)
     # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
     add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, stride(lay, "pp"), 2 * lay.interleave * m,
         "micro-batch")
@@ -598,7 +596,7 @@ def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride
 def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] | None = None,
             zeros: tuple[int, ...] = (0, 1, 2, 3), recomputes: tuple[str, ...] = RECOMPUTE,
             max_cp: int | None = None, interleaves: tuple[int, ...] | None = None,
-            overlap: tuple[bool, bool, bool] = (True, False, True), sp: bool = True,
+            overlap: tuple[bool, ...] = (True, False, True, True), sp: bool = True,
             short_edges: bool = True) -> Iterator[Layout]:
     """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
     divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
@@ -609,7 +607,7 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
     interleaving over every ``v`` dividing each stage's layers, the first and the last stage allowed one layer
     short of a multiple of ``v`` (its embedding or loss chunk a layer lighter, as Llama 3's 405B pipeline:
     :func:`~roofline.planner.layout.short_edge`) (or those of ``interleaves`` that do) where the micro-batches
-    are a multiple of pp; each ZeRO stage and recomputation.  ``overlap``: the forecast's (dp, tp, pp) overlap
+    are a multiple of pp; each ZeRO stage and recomputation.  ``overlap``: the forecast's (dp, tp, pp, ep) overlap
     switches (:mod:`roofline.planner.overlap`), the same for every layout; ``sp``: sequence parallelism with
     tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022); ``short_edges``: the
     one-layer-short edge stages under interleaving (off: only ``v`` dividing every stage, a framework whose
@@ -620,7 +618,7 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
 
 def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
-                overlap: tuple[bool, bool, bool], sp: bool = True, short_edges: bool = True) -> Iterator[Layout]:
+                overlap: tuple[bool, ...], sp: bool = True, short_edges: bool = True) -> Iterator[Layout]:
     """The layouts of one choice of the parallel dimensions' sizes (``shape``: :func:`~roofline.planner.dims.shapes`):
     each micro-batch, interleaving, ZeRO stage and recomputation."""
     dp, pp = shape["dp"], shape["pp"]
@@ -629,7 +627,7 @@ def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[in
     fit = fitting_interleaves(split) if short_edges else tuple(v for v in divisors(math.gcd(*split))
                                                                if v == 1 or pp > 1)
     vs = [v for v in (interleaves or fit) if v in fit]
-    overlap_dp, overlap_tp, overlap_pp = overlap
+    overlap_dp, overlap_tp, overlap_pp, *more = overlap  # (dp, tp, pp[, ep])
     for mb in (micro_batches or divisors(per_replica)):
         m = per_replica // mb if per_replica % mb == 0 else 0
         if not m or (pp > 1 and m < pp):
@@ -640,4 +638,5 @@ def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[in
             for zero in zeros:
                 for rec in recomputes:
                     yield Layout(**shape, zero=zero, micro_batch=mb, sp=sp, recompute=rec, interleave=v,
-                                 overlap_dp=overlap_dp, overlap_tp=overlap_tp, overlap_pp=overlap_pp)
+                                 overlap_dp=overlap_dp, overlap_tp=overlap_tp, overlap_pp=overlap_pp,
+                                 overlap_ep=more[0] if more else True)
