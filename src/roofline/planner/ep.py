@@ -84,7 +84,7 @@ def hit_probability(arch: Any, held: int) -> float:
     >>> from types import SimpleNamespace as A
     >>> dsv3 = A(experts=256, top_k=8, expert_groups=8, topk_groups=4)
     >>> round(hit_probability(dsv3, 32), 4)   # a node's 32 experts = one group: 1/2 x (1 - C(96,8)/C(128,8))
-    0.4527
+    0.4536
     >>> round(hit_probability(A(experts=8, top_k=2, expert_groups=0, topk_groups=0), 1), 4)   # 2 of 8: 1 - 7/8 x 6/7
     0.25
     """
@@ -107,9 +107,9 @@ def copies(arch: Any, ep: int, per_domain: int) -> Copies:
 
     >>> from types import SimpleNamespace as A
     >>> dsv3 = A(experts=256, top_k=8, expert_groups=8, topk_groups=4)
-    >>> c = copies(dsv3, 64, 8)   # 8 nodes of 8: p_dom 0.4527, p_rank 1/2 x (1 - C(124,8)/C(128,8)) = 0.1134
+    >>> c = copies(dsv3, 64, 8)   # 8 nodes of 8: p_dom 0.4536, p_rank 1/2 x (1 - C(124,8)/C(128,8)) = 0.1150
     >>> round(c.scale_out, 3), round(c.scale_up, 3), c.up_peers, c.out_peers   # 7 p_dom; 64 p_rank 7/8
-    (3.169, 6.347, 7, 7)
+    (3.175, 6.439, 7, 7)
     """
     if ep <= 1:
         return Copies(0.0, 0.0, 0, 0)

@@ -36,8 +36,8 @@ from roofline.llm.training import (
 )
 from roofline.planner.cache import Cache, Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
-from roofline.planner.ep import ep_comms
 from roofline.planner.dims import replicas as replicas_of
+from roofline.planner.ep import ep_comms
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
