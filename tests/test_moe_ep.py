@@ -171,3 +171,26 @@ def test_published_row_bound_is_below_the_measured_step():
     system = get_system("dgx-h100", nodes=32)
     e = estimate(_run(), LAY, system)
     assert e.bound <= 8.18
+
+
+def test_etp_folds_the_expert_group():
+    system = get_system("dgx-h100", nodes=128)
+    run = TrainingRun(load_arch("deepseek-v3"), seq=4096, global_batch=8192, precision="bf16")
+    lay = Layout(tp=2, pp=8, ep=64, dp=64, zero=1, micro_batch=1, recompute="full")
+    as_tp = {c.name: c for c in estimate(run, lay, system).comms}
+    folded = {c.name: c for c in estimate(run, dataclasses.replace(lay, etp=1), system).comms}
+    # etp 1 under tp 2: each rank dispatches its sequence shard, half the tokens; its 64 ep peers are consecutive
+    # ranks (8 nodes) instead of 2 apart (16 nodes): p_node over 8 nodes of one group each, vs 16 of half a group
+    c8, c16 = epmod.copies(DSV3, 64, 8), epmod.copies(DSV3, 64, 4)
+    want8 = (2048 * (c8.scale_up + c8.scale_out) * 7168 * 2, 4096 * (c16.scale_up + c16.scale_out) * 7168 * 2)
+    assert folded[epmod.BACKWARD].message_bytes == pytest.approx(want8[0])
+    assert as_tp[epmod.BACKWARD].message_bytes == pytest.approx(want8[1])
+
+
+def test_etp_must_divide_tp():
+    from roofline.core.errors import RooflineError
+    from roofline.planner.train import check
+
+    run = TrainingRun(load_arch("deepseek-v3"), seq=4096, global_batch=8192, precision="bf16")
+    with pytest.raises(RooflineError, match="etp 3 must divide tp 2"):
+        check(run, Layout(tp=2, pp=8, ep=64, dp=64, etp=3), get_system("dgx-h100", nodes=128))

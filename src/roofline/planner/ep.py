@@ -38,8 +38,8 @@ from functools import lru_cache
 from typing import Any
 
 from roofline.catalog.kernels import kernel_table
+from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
-from roofline.planner.dims import stride
 from roofline.planner.layout import Comm, members_per_node
 
 #: the cited table the forecast's EP efficiencies come from (and nothing else)
@@ -174,6 +174,35 @@ def dispatch_bytes(run: Any) -> float:
     return FP8_DISPATCH_BYTES if run.precision != "bf16" else float(run.precisions.bytes()["a"])
 
 
+def check_etp(lay: Any) -> None:
+    """``etp`` (expert tensor parallelism) must be 0 (as tp) or divide tp, and the folded expert groups (ep x etp)
+    the ranks of a stage (tp x cp x dp)."""
+    etp = lay.etp
+    if isinstance(etp, bool) or not isinstance(etp, int) or etp < 0:
+        raise RooflineError(f"etp must be a whole number >= 0 (0: as tp), got {etp!r}")
+    if etp and (lay.tp % etp or (lay.tp * lay.cp * lay.dp) % (etp * lay.ep)):
+        raise RooflineError(f"etp {etp} must divide tp {lay.tp}, and ep x etp = {lay.ep * etp} the tp x cp x dp = "
+                            f"{lay.tp * lay.cp * lay.dp} ranks of a stage")
+
+
+def ep_group(lay: Any) -> tuple[float, int]:
+    """(tokens one device dispatches per micro-batch, as a share of ``micro_batch x seq / cp``; how far apart the ep
+    group's ranks are).  Megatron-Core's expert tensor parallelism (``--expert-tensor-parallel-size``, default tp):
+    with ``etp`` = tp the MoE layer sees the tensor-parallel group's tokens whole and its ep ranks are dp ranks
+    (tp x cp apart); with ``etp`` < tp the MoE layers fold the ranks of a stage into ``etp x ep x edp`` (Megatron-Core
+    "parallel folding", ``etp`` fastest), each rank dispatching its sequence-parallel shard gathered over etp,
+    ``etp / tp`` of the tokens, its ep peers ``etp`` apart.
+
+    >>> from types import SimpleNamespace as L
+    >>> ep_group(L(tp=2, cp=1, etp=0, ep=64)), ep_group(L(tp=2, cp=1, etp=1, ep=64))
+    ((1.0, 2), (0.5, 1))
+    """
+    etp = lay.etp or lay.tp
+    if etp == lay.tp:
+        return 1.0, lay.tp * lay.cp
+    return etp / lay.tp, etp
+
+
 def ep_comms(run: Any, lay: Any, system: System, m: int, layers_here: int) -> tuple[Comm, ...]:
     """The step's expert all-to-alls on the busiest stage's device (``layers_here`` layers, the MoE share of them):
     per MoE layer and micro-batch the forward's dispatch and combine (:data:`FORWARD`), and the backward's two
@@ -181,8 +210,9 @@ def ep_comms(run: Any, lay: Any, system: System, m: int, layers_here: int) -> tu
     a = run.arch
     if lay.ep <= 1 or not a.experts:
         return ()
-    tokens = lay.micro_batch * run.seq / lay.cp
-    per_domain = members_per_node(stride(lay, "ep"), lay.ep, system.domain)
+    share, apart = ep_group(lay)
+    tokens = lay.micro_batch * run.seq / lay.cp * share
+    per_domain = members_per_node(apart, lay.ep, system.domain)
     c = copies(a, lay.ep, per_domain)
     act = float(run.precisions.bytes()["a"])
     fwd_d = call_times(system, c, tokens, dispatch_bytes(run), a.hidden, "dispatch")

@@ -176,7 +176,8 @@ def plan_layouts(run: TrainingRun | ServingRun, system: System, *, layout: str |
     if layout and (serving or names_one_layout(keys)):
         return result([_one(run, Layout(**keys), system)], 1)
     p = plan(run, system, top=top, overlap=overlap, fixed=fixed,
-             overlaps=(rules["dp"], rules["tp"], rules["pp"], rules.get("ep", True)))
+             overlaps=(rules["dp"], rules["tp"], rules["pp"], rules.get("ep", True)),
+             **({"etp": keys["etp"]} if keys.get("etp") else {}))
     if not p.ranked and fixed:  # none fits (or none divides): the named layout, the rest at their defaults, timed
         return result([_one(run, Layout(**keys), system)], 1, p, none_fit=True)  # or its constraint, in one line
     if not p.ranked:

@@ -37,7 +37,7 @@ from roofline.llm.training import (
 from roofline.planner.cache import Cache, Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
 from roofline.planner.dims import replicas as replicas_of
-from roofline.planner.ep import ep_comms
+from roofline.planner.ep import check_etp, ep_comms
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
@@ -304,6 +304,7 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
                             "not a whole number; use sp=false or another tp or cp")
     if lay.ep > 1 and (not a.experts or a.experts % lay.ep or lay.dp % lay.ep):
         raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
+    check_etp(lay)
     per_step = lay.dp * lay.micro_batch
     if run.global_batch % per_step:
         raise RooflineError(f"global batch {run.global_batch} is not a whole number of micro-batches of "
@@ -597,7 +598,7 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
             zeros: tuple[int, ...] = (0, 1, 2, 3), recomputes: tuple[str, ...] = RECOMPUTE,
             max_cp: int | None = None, interleaves: tuple[int, ...] | None = None,
             overlap: tuple[bool, ...] = (True, False, True, True), sp: bool = True,
-            short_edges: bool = True) -> Iterator[Layout]:
+            short_edges: bool = True, etp: int = 0) -> Iterator[Layout]:
     """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
     divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
     load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``, and the
@@ -611,14 +612,17 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
     switches (:mod:`roofline.planner.overlap`), the same for every layout; ``sp``: sequence parallelism with
     tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022); ``short_edges``: the
     one-layer-short edge stages under interleaving (off: only ``v`` dividing every stage, a framework whose
-    interleaved schedule needs equal chunks)."""
+    interleaved schedule needs equal chunks); ``etp``: expert tensor parallelism (0: as tp; :func:`roofline.planner.ep.ep_group`)."""
     for shape in shapes(run, system, "train", {"max_cp": max_cp, "sp": sp}):  # tp, cp, pp, dp, ep: planner.dims
-        yield from _layouts_of(run, shape, micro_batches, zeros, recomputes, interleaves, overlap, sp, short_edges)
+        if not etp or (shape["tp"] % etp == 0 and (shape["tp"] * shape["cp"] * shape["dp"]) % (etp * shape["ep"]) == 0):
+            yield from _layouts_of(run, shape, micro_batches, zeros, recomputes, interleaves, overlap, sp, short_edges,
+                                   etp)
 
 
 def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
-                overlap: tuple[bool, ...], sp: bool = True, short_edges: bool = True) -> Iterator[Layout]:
+                overlap: tuple[bool, ...], sp: bool = True, short_edges: bool = True, etp: int = 0
+                ) -> Iterator[Layout]:
     """The layouts of one choice of the parallel dimensions' sizes (``shape``: :func:`~roofline.planner.dims.shapes`):
     each micro-batch, interleaving, ZeRO stage and recomputation."""
     dp, pp = shape["dp"], shape["pp"]
@@ -639,4 +643,4 @@ def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[in
                 for rec in recomputes:
                     yield Layout(**shape, zero=zero, micro_batch=mb, sp=sp, recompute=rec, interleave=v,
                                  overlap_dp=overlap_dp, overlap_tp=overlap_tp, overlap_pp=overlap_pp,
-                                 overlap_ep=more[0] if more else True)
+                                 overlap_ep=more[0] if more else True, etp=etp)
