@@ -302,7 +302,8 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     if lay.sp and lay.tp > 1 and (run.seq // lay.cp) % lay.tp:
         raise RooflineError(f"sequence parallelism splits each device's {run.seq // lay.cp} tokens over tp {lay.tp}: "
                             "not a whole number; use sp=false or another tp or cp")
-    if lay.ep > 1 and (not a.experts or a.experts % lay.ep or lay.dp % lay.ep):
+    folded = 0 < lay.etp < lay.tp  # Megatron-Core's parallel folding: ep x etp out of tp x cp x dp (planner.ep)
+    if lay.ep > 1 and (not a.experts or a.experts % lay.ep or (lay.dp % lay.ep and not folded)):
         raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
     check_etp(lay)
     per_step = lay.dp * lay.micro_batch
