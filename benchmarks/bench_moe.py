@@ -66,11 +66,11 @@ ROWS = (
     Row("deepseek-v3", 256, 512, Layout(tp=1, pp=4, dp=64, ep=64, zero=3, micro_batch=1, recompute="full"),
         8.18, ISSUE, "tp1 pp4 ep64 dp64 zero3 (DeepEP, balanced); recompute as the memory model needs"),
     Row("deepseek-v3", 1024, 8192, Layout(tp=2, pp=8, dp=64, ep=64, zero=1, micro_batch=1, recompute="full"),
-        25.3, ISSUE, "tp2 pp8 ep64 dp64, etp as tp (Megatron-Core's default; the issue names none)"),
-    Row("deepseek-v3", 1024, 8192, Layout(tp=2, pp=8, dp=64, ep=64, etp=1, zero=1, micro_batch=1,
+        25.3, ISSUE, "tp2 pp8 ep64 dp64, etp not given (the dispatch as etp 1: NVIDIA's published layout of that shape, "
+        "dgxc-benchmarking deepseek_v3/pretrain/megatron_bridge/README.md @ 46e42015: tp2 pp8 ep64 etp1 vp4)"),
+    Row("deepseek-v3", 1024, 8192, Layout(tp=2, pp=8, dp=64, ep=64, etp=2, zero=1, micro_batch=1,
                                           recompute="full"), 25.3, ISSUE,
-        "the same with etp 1, as NVIDIA's published layout of that shape states (dgxc-benchmarking "
-        "deepseek_v3/pretrain/megatron_bridge/README.md @ 46e42015: 1024 H100 tp2 pp8 ep64 etp1 vp4)"),
+        "the same with etp 2 (= tp, Megatron-Core's default without --expert-tensor-parallel-size)"),
 )
 
 

@@ -177,8 +177,10 @@ def test_etp_folds_the_expert_group():
     system = get_system("dgx-h100", nodes=128)
     run = TrainingRun(load_arch("deepseek-v3"), seq=4096, global_batch=8192, precision="bf16")
     lay = Layout(tp=2, pp=8, ep=64, dp=64, zero=1, micro_batch=1, recompute="full")
-    as_tp = {c.name: c for c in estimate(run, lay, system).comms}
+    as_tp = {c.name: c for c in estimate(run, dataclasses.replace(lay, etp=2), system).comms}
     folded = {c.name: c for c in estimate(run, dataclasses.replace(lay, etp=1), system).comms}
+    given_none = {c.name: c for c in estimate(run, lay, system).comms}  # not given: as etp 1
+    assert given_none[epmod.BACKWARD].message_bytes == folded[epmod.BACKWARD].message_bytes
     # etp 1 under tp 2: each rank dispatches its sequence shard, half the tokens; its 64 ep peers are consecutive
     # ranks (8 nodes) instead of 2 apart (16 nodes): p_node over 8 nodes of one group each, vs 16 of half a group
     c8, c16 = epmod.copies(DSV3, 64, 8), epmod.copies(DSV3, 64, 4)

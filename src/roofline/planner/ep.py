@@ -175,8 +175,8 @@ def dispatch_bytes(run: Any) -> float:
 
 
 def check_etp(lay: Any) -> None:
-    """``etp`` (expert tensor parallelism) must be 0 (as tp) or divide tp, and the folded expert groups (ep x etp)
-    the ranks of a stage (tp x cp x dp)."""
+    """``etp`` (expert tensor parallelism) must be 0 (not given: :func:`ep_group`) or divide tp, and the folded expert
+    groups (ep x etp) the ranks of a stage (tp x cp x dp)."""
     etp = lay.etp
     if isinstance(etp, bool) or not isinstance(etp, int) or etp < 0:
         raise RooflineError(f"etp must be a whole number >= 0 (0: as tp), got {etp!r}")
@@ -187,17 +187,18 @@ def check_etp(lay: Any) -> None:
 
 def ep_group(lay: Any) -> tuple[float, int]:
     """(tokens one device dispatches per micro-batch, as a share of ``micro_batch x seq / cp``; how far apart the ep
-    group's ranks are).  Megatron-Core's expert tensor parallelism (``--expert-tensor-parallel-size``, default tp):
-    with ``etp`` = tp the MoE layer sees the tensor-parallel group's tokens whole and its ep ranks are dp ranks
-    (tp x cp apart); with ``etp`` < tp the MoE layers fold the ranks of a stage into ``etp x ep x edp`` (Megatron-Core
-    "parallel folding", ``etp`` fastest), each rank dispatching its sequence-parallel shard gathered over etp,
-    ``etp / tp`` of the tokens, its ep peers ``etp`` apart.
+    group's ranks are).  Megatron-Core's expert tensor parallelism (``--expert-tensor-parallel-size``): with ``etp``
+    = tp the MoE layer sees the tensor-parallel group's tokens whole and its ep ranks are dp ranks (tp x cp apart);
+    with ``etp`` < tp the MoE layers fold the ranks of a stage into ``etp x ep x edp`` (Megatron-Core "parallel
+    folding", ``etp`` fastest), each rank dispatching its sequence-parallel shard gathered over etp, ``etp / tp`` of
+    the tokens, its ep peers ``etp`` apart.  Not given (0): etp 1, what the published DeepEP layouts run (NVIDIA
+    dgxc-benchmarking's DeepSeek-V3 recipes and Megatron-MoE-ModelZoo's Qwen3 table: ETP 1 on every row).
 
     >>> from types import SimpleNamespace as L
-    >>> ep_group(L(tp=2, cp=1, etp=0, ep=64)), ep_group(L(tp=2, cp=1, etp=1, ep=64))
-    ((1.0, 2), (0.5, 1))
+    >>> ep_group(L(tp=2, cp=1, etp=2, ep=64)), ep_group(L(tp=2, cp=1, etp=1, ep=64)), ep_group(L(tp=2, cp=1, etp=0, ep=64))
+    ((1.0, 2), (0.5, 1), (0.5, 1))
     """
-    etp = lay.etp or lay.tp
+    etp = lay.etp or 1
     if etp == lay.tp:
         return 1.0, lay.tp * lay.cp
     return etp / lay.tp, etp

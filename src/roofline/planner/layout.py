@@ -43,7 +43,7 @@ class Layout:
     overlap_tp: bool = False
     overlap_pp: bool = True
     overlap_ep: bool = True  # the expert all-to-alls behind another micro-batch's compute (planner.overlap)
-    etp: int = 0  # expert tensor parallelism (0: as tp, Megatron-Core's default; planner.ep)
+    etp: int = 0  # expert tensor parallelism (0: not given; the dispatch as etp 1, planner.ep.ep_group)
 
     @property
     def devices(self) -> int:
