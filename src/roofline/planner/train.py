@@ -151,8 +151,11 @@ class Estimate(Facts):
 
     @property
     def bound(self) -> float:
-        """Step time with communication fully overlapped where the schedule allows it."""
-        pipeline = self.slots * max(self.compute, self._comm("micro-batch") / self.micro_batches)
+        """Step time with communication fully overlapped where the schedule allows it: each of the m micro-batches
+        takes at least its compute or its communication (one micro-batch's all-to-alls behind another's compute, as
+        1F1B with A2A overlap and DualPipe run them), the pipeline's fill and drain at least their compute."""
+        m = self.micro_batches
+        pipeline = m * max(self.compute, self._comm("micro-batch") / m) + (self.slots - m) * self.compute
         return max(pipeline, self._comm("step")) + self.optimizer
 
     @property
