@@ -48,13 +48,13 @@ def test_devices_describe_and_strides_from_the_table():
 def test_overlap_rules_follow_each_dimension():
     assert [rule_of(n) for n in ("tp all-reduce", "cp kv all-gather", "ep all-to-all", "pp send/recv",
                                  "dp grad all-reduce", "expert dp grad reduce-scatter")] == [
-        "tp", "tp", "tp", "pp", "dp", "dp"]
+        "tp", "tp", "ep", "pp", "dp", "dp"]  # ep: its own switch (--overlap-ep)
 
 
 def test_the_layout_grammar_and_the_search_keys_read_the_table():
     assert SEARCHED[:len(DIMS)] == names()
     assert layout_keys("tp=2,pp=4,dp=8,cp=2,ep=2", 0.0) == {"overlap": 0.0, "tp": 2, "pp": 4, "dp": 8, "cp": 2, "ep": 2}
-    with pytest.raises(RooflineError, match="expected KEY=VALUE with KEY one of cp, dp, ep, interleave"):
+    with pytest.raises(RooflineError, match="expected KEY=VALUE with KEY one of cp, dp, ep, etp, interleave"):
         layout_keys("xp=2", 0.0)
 
 

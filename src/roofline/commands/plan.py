@@ -66,10 +66,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gen", type=int, default=256, metavar="TOKENS", help="--serve: generated tokens (256)")
     p.add_argument("--overlap", type=float, default=None, metavar="F",
                    help="--serve: share of communication hidden behind compute (default 0); --train: replaced by "
-                        "--overlap-dp/--overlap-tp/--overlap-pp (refused with a pointer)")
+                        "--overlap-dp/--overlap-tp/--overlap-pp/--overlap-ep (refused with a pointer)")
     for rule, default, what in (("dp", "on", "gradient reduction bucketed behind backward, ZeRO-3 gathers prefetched"),
                                 ("tp", "off", "tp/cp/ep collectives hidden behind the micro-batch's compute"),
-                                ("pp", "on", "1F1B steady-state sends hidden (warm-up and cool-down exposed)")):
+                                ("pp", "on", "1F1B steady-state sends hidden (warm-up and cool-down exposed)"),
+                                ("ep", "on", "expert all-to-alls hidden behind another micro-batch's compute (1F1B "
+                                 "with A2A overlap, DualPipe)")):
         p.add_argument(f"--overlap-{rule}", choices=("on", "off"), default=default,
                        help=f"--train forecast: {what} (default {default})")
     p.add_argument("--price", type=float, default=None, metavar="USD", help="price per device-hour")
@@ -126,7 +128,7 @@ def _check_args(args: argparse.Namespace) -> None:
         raise RooflineError(f"--overlap must be from 0 to 1, got {args.overlap}")
     if args.train and args.overlap is not None:
         raise RooflineError("--overlap is serving's; a training step overlaps by rule: use --overlap-dp, --overlap-tp, "
-                            "--overlap-pp on|off (defaults on, off, on)")
+                            "--overlap-pp, --overlap-ep on|off (defaults on, off, on, on)")
     from roofline.llm.spec import SERVE_PRECISIONS
     from roofline.llm.training import TRAIN_PRECISIONS
 
@@ -139,7 +141,7 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _rules(args: argparse.Namespace) -> dict[str, bool]:
-    """The training forecast's overlap rules, as ``--overlap-dp/-tp/-pp`` set them."""
+    """The training forecast's overlap rules, as ``--overlap-dp/-tp/-pp/-ep`` set them."""
     from roofline.planner.result import RULES
 
     return {k: getattr(args, f"overlap_{k}") == "on" for k in RULES}

@@ -201,6 +201,10 @@ class Arch:
     qk_norm_weights: bool = True
     attention_sinks: bool = False
     expert_bias: bool = False
+    #: node-limited routing (DeepSeek-V3 ``n_group`` / ``topk_group``): the routed experts in ``expert_groups`` equal
+    #: groups, a token's experts chosen within ``topk_groups`` of them (0: no limit)
+    expert_groups: int = 0
+    topk_groups: int = 0
     #: the config's context: max_position_embeddings (n_positions) and, when its rope scaling extends it past
     #: that (original_max_position_embeddings x factor), the positions it reaches and its type (0, '': none)
     max_positions: int = 0
@@ -538,6 +542,8 @@ def _moe(f: _Fields, intermediate: int, layers: int) -> dict[str, Any]:
         kw.update(moe_intermediate=intermediate)  # Mixtral, gpt-oss: every expert as wide as intermediate_size
     else:
         kw.update(moe_intermediate=f.need_int("moe_intermediate_size"), shared_experts=f.get_int("n_shared_experts"))
+    if f.get_int("n_group") > 1 and 0 < f.get_int("topk_group") < f.get_int("n_group"):  # DeepSeek-V3's group limit
+        kw.update(expert_groups=f.get_int("n_group"), topk_groups=f.get_int("topk_group"))
     return kw
 
 

@@ -136,7 +136,7 @@ DIMS: tuple[ParallelDim, ...] = (
     ParallelDim("dp", "data parallelism", ("batch",), ("all_reduce", "reduce_scatter", "all_gather"), (), "dp",
                 _dp_train, _dp_serve, rank=2, shown=True),
     ParallelDim("ep", "expert parallelism", ("experts",), ("all_to_all",), ("weights", "gradients", "optimizer"),
-                "tp", _ep, _ep, devices=False, within="dp"),
+                "ep", _ep, _ep, devices=False, within="dp"),
 )
 DIMS_BY_NAME: dict[str, ParallelDim] = {d.name: d for d in DIMS}
 
@@ -191,9 +191,12 @@ def replicas(layout: Any, expert: bool = False) -> int:
     for name in held:  # a loop, not math.prod over a generator: the search calls this ~10 times a layout
         n *= getattr(layout, name)
     if expert:
+        etp = getattr(layout, "etp", 0)
+        if 0 < etp < layout.tp:  # Megatron-Core's parallel folding: the stage's tp x cp x dp = etp x ep x edp
+            n = n * layout.tp // etp
         for name in carved:
             n //= getattr(layout, name)
-    return n
+    return max(n, 1)
 
 
 _REPLICA_DIMS: list[Any] = [None, ((), ())]  # [the table read, (its names)]: one read per table object

@@ -42,6 +42,8 @@ class Layout:
     overlap_dp: bool = True
     overlap_tp: bool = False
     overlap_pp: bool = True
+    overlap_ep: bool = True  # the expert all-to-alls behind another micro-batch's compute (planner.overlap)
+    etp: int = 0  # expert tensor parallelism (0: not given; the dispatch as etp 1, planner.ep.ep_group)
 
     @property
     def devices(self) -> int:
@@ -49,6 +51,7 @@ class Layout:
 
     def describe(self) -> str:
         parts = describe_dims(self)
+        parts += [f"etp{self.etp}"] if self.etp else []
         parts += [f"zero{self.zero}", f"mb{self.micro_batch}", self.recompute]
         parts += [f"v{self.interleave}"] if self.interleave > 1 else []
         parts += [f"stages={compact_stages(self.stages)}"] if self.stages else []
@@ -71,7 +74,8 @@ def compact_stages(stages: tuple[int, ...]) -> str:
 SEARCHED = (*dim_names(), "zero", "micro_batch", "recompute", "interleave")
 #: ``--layout`` KEY -> the Layout field it sets: each parallel dimension of :mod:`roofline.planner.dims` by name
 LAYOUT_KEYS = {**{d: d for d in dim_names()}, "zero": "zero", "mb": "micro_batch", "micro_batch": "micro_batch",
-               "recompute": "recompute", "interleave": "interleave", "sp": "sp", "stages": "stages", "v": "interleave"}
+               "recompute": "recompute", "interleave": "interleave", "sp": "sp", "stages": "stages", "v": "interleave",
+               "etp": "etp"}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 

@@ -1,6 +1,6 @@
 """Which communication of a training step hides behind compute in the forecast, rule by rule, as the frameworks
-schedule it (each switchable: ``Layout.overlap_dp``, ``overlap_tp``, ``overlap_pp``; ``roofline plan
---overlap-dp/--overlap-tp/--overlap-pp on|off``).
+schedule it (each switchable: ``Layout.overlap_dp``, ``overlap_tp``, ``overlap_pp``, ``overlap_ep``; ``roofline plan
+--overlap-dp/--overlap-tp/--overlap-pp/--overlap-ep on|off``).
 
 Per micro-batch the busiest stage's device forecasts ``F`` seconds forward and ``B`` backward (recomputation
 included); a collective of ``T`` forecast seconds per step exposes:
@@ -17,8 +17,16 @@ included); a collective of ``T`` forecast seconds per step exposes:
   backward has produced it, and the first weight bucket gathered before the forward can start, so at least
   one bucket's share of ``T`` is exposed (:func:`bucket_share`: Megatron-Core's default bucket,
   ``max(40,000,000, 1,000,000 x dp)`` parameters); ZeRO 3's gathers, prefetched a layer ahead, keep no floor.
-* **tensor, context and expert parallel** (``overlap_tp``, default off): the activations' all-reduces
-  (or reduce-scatter/all-gather pairs), the context-parallel K/V exchange and the expert all-to-alls sit
+* **expert parallel** (``overlap_ep``, default on): the expert all-to-alls (:mod:`roofline.planner.ep`) of one
+  micro-batch run while another computes: Megatron-Core's 1F1B with A2A overlap (``--overlap-moe-expert-parallel-comm``,
+  the forward of micro-batch ``i + w`` merged with the backward of ``i``) and DeepSeek-V3's DualPipe (report section
+  3.2.1).  A forward's all-to-alls hide behind the paired backward's compute, a backward's behind the paired
+  forward's; the ``w = min(m, max(1, pp - 1))`` micro-batches of the warm-up (their forwards) and of the cool-down
+  (their backwards) have no partner and expose theirs: per micro-batch ``c = T/m``, ``w c + (m - w) max(0, c - P)``
+  (``P`` the partner phase's forecast).  Off: ``T x slots / m``, as the tp rule's (on the busiest stage's path).
+  While hidden DeepEP's kernels hold SMs (its example ``Buffer.set_num_sms(24)``, :data:`NCCL_CTAS` as many).
+* **tensor and context parallel** (``overlap_tp``, default off): the activations' all-reduces
+  (or reduce-scatter/all-gather pairs) and the context-parallel K/V exchange sit
   between the GEMMs that need their result, so they are exposed, ``T x slots / m`` (the bubble's slots
   too: they are on the busiest stage's critical path), unless asked (``--tp-comm-overlap``, userbuffers),
   then hidden behind the same micro-batch's compute, ``slots max(0, T/m - (F + B))``.
@@ -61,7 +69,7 @@ from roofline.planner.dims import overlap_rule
 from roofline.planner.dims import replicas as replicas_of
 
 #: the switches and their defaults (what Megatron-LM's recommended training flags do)
-OVERLAP_DEFAULTS = {"dp": True, "tp": False, "pp": True}
+OVERLAP_DEFAULTS = {"dp": True, "tp": False, "pp": True, "ep": True}
 
 
 #: the planner's name for sequence parallelism's backward all-gather of a column-parallel GEMM's input
@@ -131,6 +139,10 @@ def sm_holders(comm: Any, layout: Any) -> tuple[int, float, str]:
     rule = rule_of(comm.name)
     if rule == "pp":
         return 0, 0.0, "both"
+    if rule == "ep":  # a forward's all-to-alls beside the paired backward, a backward's beside the forward
+        if not layout.overlap_ep:
+            return 0, 0.0, "both"
+        return NCCL_CTAS, 1.0, "forward" if comm.name.endswith("(backward)") else "backward"
     if rule == "sp":  # a plain NCCL all-gather beside the input-gradient GEMM, unless userbuffers run it (bulk)
         return (UB_SMS, UB_SM_SHARE, "both") if layout.overlap_tp else (NCCL_CTAS, 1.0, "backward")
     if rule == "tp":  # userbuffers for tp's own collectives; NCCL for the cp exchange and the expert all-to-alls
@@ -171,6 +183,12 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
         # (layers x micro-batches) of one call per share; on the critical path in the bubble's slots too
         one, groups = T / comm.calls, comm.calls / len(comm.dgrad_shares)
         return slots / m * groups * sum(max(0.0, one - backward * s) for s in comm.dgrad_shares)
+    if rule == "ep":
+        if not layout.overlap_ep or not m:
+            return T * slots / m
+        unpaired = min(m, max(1, layout.pp - 1))  # the warm-up's forwards, the cool-down's backwards
+        partner = forward if comm.name.endswith("(backward)") else backward
+        return unpaired * T / m + (m - unpaired) * max(0.0, T / m - partner)
     if rule == "tp":
         if layout.overlap_tp:
             return slots * max(0.0, T / m - (forward + backward))
@@ -195,6 +213,7 @@ def describe(layout: Any) -> str:
     def on(flag: bool) -> str:
         return "on" if flag else "off"
     return (f"overlap: dp {on(layout.overlap_dp)} (gradient buckets behind backward, ZeRO-3 gathers prefetched), "
-            f"tp {on(layout.overlap_tp)} (tp/cp/ep collectives{' hidden' if layout.overlap_tp else ' exposed'}), "
+            f"tp {on(layout.overlap_tp)} (tp/cp collectives{' hidden' if layout.overlap_tp else ' exposed'}), "
+            f"ep {on(layout.overlap_ep)} (expert all-to-alls{' behind another micro-batch' if layout.overlap_ep else ' exposed'}), "
             f"pp {on(layout.overlap_pp)} (steady-state sends{' hidden' if layout.overlap_pp else ' exposed'}); "
             "sequence-parallel backward all-gathers behind their GEMM's input gradient")

@@ -28,7 +28,7 @@ from roofline.planner.train import Estimate, estimate
 #: stays a finite number
 MAX_PRICE = 1e6
 #: the training forecast's overlap rules, in the order :func:`~roofline.planner.search.plan` takes them
-RULES = ("dp", "tp", "pp")
+RULES = ("dp", "tp", "pp", "ep")
 #: the seconds a search is taken to last at least, for its rate (a search of no measurable time)
 MIN_SEARCH_SECONDS = 1e-9
 
@@ -65,7 +65,8 @@ class PlanRow:
                        stage_layers=list(e.stage_layers), memory_stage=e.memory_stage, precision=e.run.precision,
                        zero_note=e.zero, flops_per_device=e.flops, forecast_seconds=e.time, mfu=e.mfu,
                        model_tflops_per_device=e.model_tflops_per_device, tied_with_best=self.tied,
-                       overlap_rules={"dp": lay.overlap_dp, "tp": lay.overlap_tp, "pp": lay.overlap_pp})
+                       overlap_rules={"dp": lay.overlap_dp, "tp": lay.overlap_tp, "pp": lay.overlap_pp,
+                                      "ep": lay.overlap_ep})
         if self.usd_per_mtok is not None:
             out["usd_per_million_tokens"] = self.usd_per_mtok
         return out
@@ -169,8 +170,8 @@ def plan_layouts(run: TrainingRun | ServingRun, system: System, *, layout: str |
                  price: float | None = None) -> PlanResult:
     """The layouts of ``run`` on ``system`` ranked (see the module): ``layout`` is ``--layout``'s text
     (:func:`~roofline.planner.layout.layout_keys`), ``rules`` training's overlap rules by :data:`RULES`
-    (default dp and pp on, tp off), ``price`` USD per device-hour."""
-    rules = dict(rules) if rules is not None else {"dp": True, "tp": False, "pp": True}
+    (default dp, pp and ep on, tp off), ``price`` USD per device-hour."""
+    rules = dict(rules) if rules is not None else {"dp": True, "tp": False, "pp": True, "ep": True}
     serving = isinstance(run, ServingRun)
     keys: dict[str, Any] = {}
     if layout:
@@ -187,7 +188,8 @@ def plan_layouts(run: TrainingRun | ServingRun, system: System, *, layout: str |
     if layout and (serving or names_one_layout(keys)):
         return result([_one(run, Layout(**keys), system)], 1)
     p = plan(run, system, top=top, overlap=overlap, fixed=fixed,
-             overlaps=(rules["dp"], rules["tp"], rules["pp"]))
+             overlaps=(rules["dp"], rules["tp"], rules["pp"], rules.get("ep", True)),
+             **({"etp": keys["etp"]} if keys.get("etp") else {}))
     if not p.ranked and fixed:  # none fits (or none divides): the named layout, the rest at their defaults, timed
         return result([_one(run, Layout(**keys), system)], 1, p, none_fit=True)  # or its constraint, in one line
     if not p.ranked:

@@ -35,11 +35,11 @@ class Plan:
 
 
 def plan(run: TrainingRun | ServingRun, system: System, *, top: int = 10, overlap: float = 0.0,
-         overlaps: tuple[bool, bool, bool] = (True, False, True), fixed: dict[str, Any] | None = None,
+         overlaps: tuple[bool, ...] = (True, False, True, True), fixed: dict[str, Any] | None = None,
          **options: Any) -> Plan:
     """Every layout (:func:`layouts` for training, :func:`serving_layouts` for serving) estimated; those
     that fit memory ranked by tokens per second (training: the forecast step time, the global batch being
-    fixed).  ``overlap``: serving's hidden share; ``overlaps``: training's (dp, tp, pp) overlap rules
+    fixed).  ``overlap``: serving's hidden share; ``overlaps``: training's (dp, tp, pp, ep) overlap rules
     (:mod:`roofline.planner.overlap`).  ``fixed``: Layout fields (``{"tp": 8, "pp": 2}``) every layout tried
     keeps; the rest are searched."""
     import time as clock

@@ -37,6 +37,7 @@ from roofline.llm.training import (
 from roofline.planner.cache import Cache, Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
 from roofline.planner.dims import replicas as replicas_of
+from roofline.planner.ep import check_etp, ep_comms
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
@@ -150,8 +151,11 @@ class Estimate(Facts):
 
     @property
     def bound(self) -> float:
-        """Step time with communication fully overlapped where the schedule allows it."""
-        pipeline = self.slots * max(self.compute, self._comm("micro-batch") / self.micro_batches)
+        """Step time with communication fully overlapped where the schedule allows it: each of the m micro-batches
+        takes at least its compute or its communication (one micro-batch's all-to-alls behind another's compute, as
+        1F1B with A2A overlap and DualPipe run them), the pipeline's fill and drain at least their compute."""
+        m = self.micro_batches
+        pipeline = m * max(self.compute, self._comm("micro-batch") / m) + (self.slots - m) * self.compute
         return max(pipeline, self._comm("step")) + self.optimizer
 
     @property
@@ -301,8 +305,10 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     if lay.sp and lay.tp > 1 and (run.seq // lay.cp) % lay.tp:
         raise RooflineError(f"sequence parallelism splits each device's {run.seq // lay.cp} tokens over tp {lay.tp}: "
                             "not a whole number; use sp=false or another tp or cp")
-    if lay.ep > 1 and (not a.experts or a.experts % lay.ep or lay.dp % lay.ep):
+    folded = 0 < lay.etp < lay.tp  # Megatron-Core's parallel folding: ep x etp out of tp x cp x dp (planner.ep)
+    if lay.ep > 1 and (not a.experts or a.experts % lay.ep or (lay.dp % lay.ep and not folded)):
         raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
+    check_etp(lay)
     per_step = lay.dp * lay.micro_batch
     if run.global_batch % per_step:
         raise RooflineError(f"global batch {run.global_batch} is not a whole number of micro-batches of "
@@ -542,10 +548,7 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: Cach
         add("cp kv all-gather", "all_gather", kv, lay.cp, stride(lay, "cp"), (2 + rec) * layers_here * m,
             "micro-batch")
         add("cp kv reduce-scatter", "reduce_scatter", kv, lay.cp, stride(lay, "cp"), layers_here * m, "micro-batch")
-    if lay.ep > 1:
-        routed = tokens * a.top_k * a.hidden * act
-        add("ep all-to-all", "all_to_all", routed, lay.ep, stride(lay, "ep"), (4 + 2 * rec) * a.moe_layers * layers_here
-            / a.layers * m, "micro-batch")
+    comms.extend(ep_comms(run, lay, system, m, layers_here))  # the expert all-to-alls (:mod:`roofline.planner.ep`)
     # each tensor-parallel rank sends its 1/tp of the activations to the next stage (Megatron's scatter-gather)
     add("pp send/recv", "send_recv", hidden_msg / lay.tp, lay.pp, stride(lay, "pp"), 2 * lay.interleave * m,
         "micro-batch")
@@ -598,8 +601,8 @@ def _zero_comms(add: Any, label: str, zero: int, held: float, ranks: int, stride
 def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] | None = None,
             zeros: tuple[int, ...] = (0, 1, 2, 3), recomputes: tuple[str, ...] = RECOMPUTE,
             max_cp: int | None = None, interleaves: tuple[int, ...] | None = None,
-            overlap: tuple[bool, bool, bool] = (True, False, True), sp: bool = True,
-            short_edges: bool = True) -> Iterator[Layout]:
+            overlap: tuple[bool, ...] = (True, False, True, True), sp: bool = True,
+            short_edges: bool = True, etp: int = 0) -> Iterator[Layout]:
     """Every layout that divides ``system``, over the space published runs use: tp within a node; cp every
     divisor of the devices left that splits the sequence into ``2 cp`` equal chunks (Megatron-Core's
     load-balanced causal context parallelism; Llama 3's 128k stage runs cp 16), up to ``max_cp``, and the
@@ -609,18 +612,21 @@ def layouts(run: TrainingRun, system: System, *, micro_batches: tuple[int, ...] 
     interleaving over every ``v`` dividing each stage's layers, the first and the last stage allowed one layer
     short of a multiple of ``v`` (its embedding or loss chunk a layer lighter, as Llama 3's 405B pipeline:
     :func:`~roofline.planner.layout.short_edge`) (or those of ``interleaves`` that do) where the micro-batches
-    are a multiple of pp; each ZeRO stage and recomputation.  ``overlap``: the forecast's (dp, tp, pp) overlap
+    are a multiple of pp; each ZeRO stage and recomputation.  ``overlap``: the forecast's (dp, tp, pp, ep) overlap
     switches (:mod:`roofline.planner.overlap`), the same for every layout; ``sp``: sequence parallelism with
     tp (off: a framework without it, Megatron-LM before Korthikanti et al. 2022); ``short_edges``: the
     one-layer-short edge stages under interleaving (off: only ``v`` dividing every stage, a framework whose
-    interleaved schedule needs equal chunks)."""
+    interleaved schedule needs equal chunks); ``etp``: expert tensor parallelism (0: as tp; :func:`roofline.planner.ep.ep_group`)."""
     for shape in shapes(run, system, "train", {"max_cp": max_cp, "sp": sp}):  # tp, cp, pp, dp, ep: planner.dims
-        yield from _layouts_of(run, shape, micro_batches, zeros, recomputes, interleaves, overlap, sp, short_edges)
+        if not etp or (shape["tp"] % etp == 0 and (shape["tp"] * shape["cp"] * shape["dp"]) % (etp * shape["ep"]) == 0):
+            yield from _layouts_of(run, shape, micro_batches, zeros, recomputes, interleaves, overlap, sp, short_edges,
+                                   etp)
 
 
 def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[int, ...] | None,
                 zeros: tuple[int, ...], recomputes: tuple[str, ...], interleaves: tuple[int, ...] | None,
-                overlap: tuple[bool, bool, bool], sp: bool = True, short_edges: bool = True) -> Iterator[Layout]:
+                overlap: tuple[bool, ...], sp: bool = True, short_edges: bool = True, etp: int = 0
+                ) -> Iterator[Layout]:
     """The layouts of one choice of the parallel dimensions' sizes (``shape``: :func:`~roofline.planner.dims.shapes`):
     each micro-batch, interleaving, ZeRO stage and recomputation."""
     dp, pp = shape["dp"], shape["pp"]
@@ -629,7 +635,7 @@ def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[in
     fit = fitting_interleaves(split) if short_edges else tuple(v for v in divisors(math.gcd(*split))
                                                                if v == 1 or pp > 1)
     vs = [v for v in (interleaves or fit) if v in fit]
-    overlap_dp, overlap_tp, overlap_pp = overlap
+    overlap_dp, overlap_tp, overlap_pp, *more = overlap  # (dp, tp, pp[, ep])
     for mb in (micro_batches or divisors(per_replica)):
         m = per_replica // mb if per_replica % mb == 0 else 0
         if not m or (pp > 1 and m < pp):
@@ -640,4 +646,5 @@ def _layouts_of(run: TrainingRun, shape: dict[str, Any], micro_batches: tuple[in
             for zero in zeros:
                 for rec in recomputes:
                     yield Layout(**shape, zero=zero, micro_batch=mb, sp=sp, recompute=rec, interleave=v,
-                                 overlap_dp=overlap_dp, overlap_tp=overlap_tp, overlap_pp=overlap_pp)
+                                 overlap_dp=overlap_dp, overlap_tp=overlap_tp, overlap_pp=overlap_pp,
+                                 overlap_ep=more[0] if more else True, etp=etp)
