@@ -108,3 +108,16 @@ def test_deepseek_v3_needs_the_recomputation_its_publishers_ran():
     assert none.memory["activations"] > 100 * 2**30
     full = estimate(run, parse_layout("tp=1,pp=16,ep=64,dp=64,zero=1,mb=1,recompute=full,first=4,last=1"), system)
     assert full.fits
+
+
+def test_zero3_gathers_only_the_sharded_states():
+    """ZeRO 3 with ep = dp (one expert replica): the experts are held whole, nothing of them is gathered; the dense
+    parameters are, over dp.  Mixtral-8x7B, tp 1 pp 4 ep 8 dp 8 (32 devices), the last stage (lm_head, the logits)
+    holding the most: dense (8 x 41,984,000 + the final norm 4096 + lm_head 32000 x 4096) / 8 layers = 58,368,512
+    a layer, x (2 live layers x 2 B + 2 B of gradient) = 350,211,072 B (before, the experts' 176,160,768 a layer
+    were counted as gathered too)."""
+    run = TrainingRun.of("mixtral-8x7b", seq=4096, global_batch=256)
+    est = estimate(run, parse_layout("tp=1,pp=4,interleave=8,ep=8,dp=8,zero=3,mb=1,recompute=full"),
+                   get_system("dgx-h100", nodes=4))
+    assert est.memory_stage == 3
+    assert est.memory["zero3 buffers"] == pytest.approx(350_211_072, rel=1e-6)

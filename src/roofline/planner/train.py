@@ -356,7 +356,9 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     if buffers:
         out["ep buffers"] = buffers
     if z >= 3:
-        out["zero3 buffers"] = zero3_buffers(run, (dense + expert) / max(layers, 1))
+        # gathered only where sharded: with one expert replica (ep = dp x cp) a device already holds its experts whole
+        gathered = dense * (replicas > 1) + expert * (expert_replicas > 1)
+        out["zero3 buffers"] = zero3_buffers(run, gathered / max(layers, 1))
     return out
 
 
