@@ -104,7 +104,8 @@ def parse_stages(part: str, value: str) -> tuple[int, ...]:
         except ValueError:
             raise RooflineError(f"--layout {part!r}: stages= is layers per stage, e.g. 7/8x14/7") from None
         if layers < 0 or times < 1:  # 0: a virtual stage of only the embedding or the loss (pp x v entries)
-            raise RooflineError(f"--layout {part!r}: stages= needs whole numbers of layers")
+            raise RooflineError(f"--layout {part!r}: stages= needs whole numbers >= 1 (0 only for an edge of pp x v "
+                                "virtual stages)")
         out.extend([layers] * times)
     return tuple(out)
 
@@ -155,6 +156,9 @@ def layout_keys(text: str, overlap: float = 0.0) -> dict[str, Any]:
     if "stages" in values and v > 1 and values.get("pp", 0) * v == len(values["stages"]):
         pass  # pp x v virtual stages in model order (:func:`roofline.planner.stages.split`)
     elif "stages" in values:
+        if 0 in values["stages"]:
+            raise RooflineError(f"--layout {given['stages']!r}: stages= needs whole numbers >= 1 (0 only for an edge "
+                                "of pp x v virtual stages)")
         if "pp" in values and values["pp"] != len(values["stages"]):
             raise RooflineError(f"--layout: {given['pp']!r} and {given['stages']!r} conflict "
                                 f"({len(values['stages'])} stages)")

@@ -79,5 +79,5 @@ def moe_memory(run: TrainingRun, layout: Any, layers_in_flight: float) -> tuple[
         routed = routed_activation_bytes_per_layer(run, tp=layout.tp, cp=layout.cp, micro_batch=layout.micro_batch,
                                                    sp=layout.sp, recompute=layout.recompute)
         extra = (layout.capacity - 1) * routed * layers_in_flight
-    buffers = deepep_buffer_bytes(layout.ep, a.hidden, run.precisions.bytes()["a"]) if layout.ep > 1 else 0.0
+    buffers = deepep_buffer_bytes(layout.ep, a.hidden, int(run.precisions.bytes()["a"])) if layout.ep > 1 else 0.0
     return extra, buffers
