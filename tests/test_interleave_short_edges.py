@@ -30,10 +30,13 @@ def test_toy_split_and_the_interleaves_it_allows():
     s = get_system("dgx-h100", nodes=1)
     run = _run()
     assert check(run, Layout(tp=2, pp=4, dp=1, interleave=4), s) == 8  # 8 micro-batches of 1 over dp 1
-    with pytest.raises(RooflineError, match="interleave 3 does not divide the layers of every stage"):
-        check(run, Layout(tp=2, pp=4, dp=1, interleave=3), s)
-    # a one-layer-short stage in the middle is not the rule's: 4/3/4/3 with v 4
-    with pytest.raises(RooflineError, match="interleave 4 does not divide"):
+    # v 3 runs with uneven chunks (roofline.planner.stages: 3 = 1 + 1 + 1, 4 = 2 + 1 + 1); v 5 would leave a
+    # stage's chunk empty (the first stage's 3 layers over 5 chunks: 0/0/1/1/1, its chunk 0 the embedding's)
+    assert check(run, Layout(tp=2, pp=4, dp=1, interleave=3), s) == 8
+    with pytest.raises(RooflineError, match="interleave 5 leaves chunk 1 of pipeline stage 1 with 0 layers"):
+        check(run, Layout(tp=2, pp=4, dp=1, interleave=5), s)
+    # a one-layer-short stage in the middle has an empty chunk: 4/3/4/3 with v 4
+    with pytest.raises(RooflineError, match="interleave 4 leaves chunk 3 of pipeline stage 2 with 0 layers"):
         check(run, Layout(tp=2, pp=4, dp=1, interleave=4, stages=(4, 3, 4, 3)), s)
     got = {lay.interleave for lay in layouts(run, s) if lay.pp == 4}
     assert got == {1, 2, 4}

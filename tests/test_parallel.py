@@ -169,8 +169,8 @@ def test_bad_layouts_are_one_line():
         check(run, Layout(tp=4), s)  # does not divide the system (8 devices)
     with pytest.raises(RooflineError, match="below the pipeline depth"):
         check(run, Layout(pp=8, micro_batch=2), s)  # 8 / 2 = 4 micro-batches < pp 8
-    with pytest.raises(RooflineError, match="interleave 3 does not divide the layers of every stage"):
-        check(run, Layout(pp=8, interleave=3), s)
+    with pytest.raises(RooflineError, match="interleave 5 leaves chunk 4 of pipeline stage 2 with 0 layers"):
+        check(run, Layout(pp=8, interleave=5), s)  # 4 layers a stage over 5 chunks
     with pytest.raises(RooflineError, match="ep 2 must divide"):
         check(run, Layout(dp=8, ep=2), s)  # a dense model has no experts
     lone = System("lone", s.device, 8, 2, (s.tier("node"),))  # two nodes, no tier between them

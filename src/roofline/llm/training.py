@@ -246,8 +246,18 @@ def training_ceilings(device: Any, run: TrainingRun) -> dict[str, float]:
 _NORMED_READERS = frozenset({"q_proj", "k_proj", "v_proj", "q_a_proj", "kv_a_proj", "gate_proj", "up_proj", "router"})
 
 
+#: the rows of an MoE layer that run on the routed tokens (top-k copies of each token): the experts' GEMMs and
+#: activations, and the dispatch/combine of their rows
+ROUTED_ROWS = (".experts.", ".combine", ".permute", ".unpermute", ".dispatch")
+
+
+def routed_row(name: str) -> bool:
+    """Whether op ``name`` runs on the routed tokens (:data:`ROUTED_ROWS`)."""
+    return any(k in name for k in ROUTED_ROWS)
+
+
 @lru_cache(maxsize=512)
-def _saved_per_token(arch: Arch, tp: int) -> tuple[float, float, float, float, float]:
+def _saved_per_token(arch: Arch, tp: int, routed: bool = False) -> tuple[float, float, float, float, float]:
     """Elements every layer's ops keep for the backward, per local token, summed over all layers:
     (the GEMMs' normed block inputs, other GEMM inputs, the norms' inputs, other tensors, fp32 bytes) -- the
     split that sequence parallelism (the normed inputs and the norms' inputs, of the hidden width, split
@@ -264,6 +274,8 @@ def _saved_per_token(arch: Arch, tp: int) -> tuple[float, float, float, float, f
       ``SwiGLUFunction.forward``: ``ctx.save_for_backward(input)``), so the gated MLP keeps gate, up and
       the product (down's input): 3 f, not 4 f;
     * a residual add, RoPE (linear in its input) and the KV-cache write nothing.
+
+    ``routed``: the routed rows' share only (:func:`routed_row`), what a capacity factor scales.
     """
     table = build_table(arch, "prefill", tp, True, True)
     layer, _, _, _ = table_masks(table)
@@ -274,6 +286,8 @@ def _saved_per_token(arch: Arch, tp: int) -> tuple[float, float, float, float, f
     prev: float | None = None
     for i in np.flatnonzero(layer):
         kind, mtype, n = table.kinds[i], table.module_types[i], float(table.counts[i])
+        if routed and not routed_row(table.names[i]):
+            n = 0.0  # walked for ``seen`` / ``prev`` as in the whole count, kept out of the sum
         block = "attn" if ".attn." in table.names[i] else "ffn"
         keys = float(ar[i, KEY] + ar[i, KEYW] + kr[i, KEY] + kr[i, KEYW])
         x = float(ar[i, TOK])
@@ -298,6 +312,24 @@ def _saved_per_token(arch: Arch, tp: int) -> tuple[float, float, float, float, f
                 x /= 2  # the fused SwiGLU: up only (act(gate) recomputed from the gate kept by the activation)
             out[2 if kind == "norm" and x == d else 3] += n * x
     return out[0], out[1], out[2], out[3], out[4]
+
+
+@lru_cache(maxsize=4096)
+def routed_activation_bytes_per_layer(run: TrainingRun, *, tp: int = 1, cp: int = 1, micro_batch: int = 1,
+                                      sp: bool = True, recompute: str = "selective") -> float:
+    """The routed tokens' share of :func:`activation_bytes_per_layer` (the layers' mean): what the experts' GEMMs,
+    activations and combine keep for their ``s b k`` rows (``k`` the top-k; dropless, balanced routing: each device
+    receives as many rows as it sends, Megatron-Core's alltoall dispatcher).  Nothing under ``full`` recomputation
+    (the layer input only is kept)."""
+    if recompute == "full" or not run.arch.experts:
+        return 0.0
+    a = run.arch
+    gemm_h, gemm, other_h, other, fp32 = _saved_per_token(a, tp, routed=True)
+    fmt = formats.get(run.precision)
+    gemm_b = fmt.bits_per_element("activation") / 8 if fmt.low_precision else run.precisions.bytes()["a"]
+    split = tp if sp else 1
+    per_token = (gemm_h / split + gemm) * gemm_b + (other_h / split + other) * run.precisions.bytes()["a"] + fp32
+    return run.seq / cp * micro_batch * per_token / a.layers
 
 
 @lru_cache(maxsize=65536)
@@ -602,6 +634,6 @@ def training_workload(run: TrainingRun, *, tp: int = 1, micro_batch: int = 1, re
 
 
 __all__ = ["ADAM_FLOPS", "BACKWARD", "CROSS_ENTROPY_BYTES", "RECOMPUTE", "TRAIN_PRECISIONS", "StageParams", "TrainingRun",
-           "activation_bytes_per_layer", "cast_dims", "cast_ops", "device_memory", "forward_ops", "grad_accumulation_bytes", "row_params", "logits_bytes", "micro_batch_flops",
+           "activation_bytes_per_layer", "cast_dims", "cast_ops", "routed_activation_bytes_per_layer", "device_memory", "forward_ops", "grad_accumulation_bytes", "row_params", "logits_bytes", "micro_batch_flops",
            "optimizer_bytes", "optimizer_flops", "recomputed", "stage_params", "state_bytes", "training_ceilings",
            "training_flops", "training_workload"]

@@ -44,6 +44,12 @@ class Layout:
     overlap_pp: bool = True
     overlap_ep: bool = True  # the expert all-to-alls behind another micro-batch's compute (planner.overlap)
     etp: int = 0  # expert tensor parallelism (0: not given; the dispatch as etp 1, planner.ep.ep_group)
+    # the pipeline split as Megatron-Core's flags state it (:data:`PIPELINE_KEYS`, :mod:`roofline.planner.stages`)
+    first_layers: int = 0  # --decoder-first-pipeline-num-layers (0: not given)
+    last_layers: int = 0  # --decoder-last-pipeline-num-layers
+    embed_split: bool = False  # --account-for-embedding-in-pipeline-split
+    loss_split: bool = False  # --account-for-loss-in-pipeline-split
+    capacity: float = 0.0  # MoE expert capacity factor, --moe-expert-capacity-factor (0: dropless)
 
     @property
     def devices(self) -> int:
@@ -55,6 +61,10 @@ class Layout:
         parts += [f"zero{self.zero}", f"mb{self.micro_batch}", self.recompute]
         parts += [f"v{self.interleave}"] if self.interleave > 1 else []
         parts += [f"stages={compact_stages(self.stages)}"] if self.stages else []
+        parts += [f"first={self.first_layers}"] if self.first_layers else []
+        parts += [f"last={self.last_layers}"] if self.last_layers else []
+        parts += [k for k, on in (("embed-split", self.embed_split), ("loss-split", self.loss_split)) if on]
+        parts += [f"capacity={self.capacity:g}"] if self.capacity else []
         return " ".join(parts)
 
 
@@ -77,6 +87,14 @@ LAYOUT_KEYS = {**{d: d for d in dim_names()}, "zero": "zero", "mb": "micro_batch
                "recompute": "recompute", "interleave": "interleave", "sp": "sp", "stages": "stages", "v": "interleave",
                "etp": "etp"}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+#: Megatron-Core's pipeline-split flags and MoE capacity factor as ``--layout`` keys (none searched; each names one
+#: layout): ``first=N`` ``--decoder-first-pipeline-num-layers N``, ``last=N`` ``--decoder-last-pipeline-num-layers
+#: N``, ``embed-split`` ``--account-for-embedding-in-pipeline-split``, ``loss-split``
+#: ``--account-for-loss-in-pipeline-split`` (bare, or =true/false), ``capacity=F`` ``--moe-expert-capacity-factor F``
+PIPELINE_KEYS = {"first": "first_layers", "last": "last_layers", "embed-split": "embed_split",
+                 "loss-split": "loss_split", "capacity": "capacity"}
+LAYOUT_KEYS.update(PIPELINE_KEYS)
+_FLAGS = ("sp", "embed_split", "loss_split")
 
 
 def parse_stages(part: str, value: str) -> tuple[int, ...]:
@@ -89,8 +107,9 @@ def parse_stages(part: str, value: str) -> tuple[int, ...]:
             layers, times = int(n), int(k) if k else 1
         except ValueError:
             raise RooflineError(f"--layout {part!r}: stages= is layers per stage, e.g. 7/8x14/7") from None
-        if layers < 1 or times < 1:
-            raise RooflineError(f"--layout {part!r}: stages= needs whole numbers >= 1")
+        if layers < 0 or times < 1:  # 0: a virtual stage of only the embedding or the loss (pp x v entries)
+            raise RooflineError(f"--layout {part!r}: stages= needs whole numbers >= 1 (0 only for an edge of pp x v "
+                                "virtual stages)")
         out.extend([layers] * times)
     return tuple(out)
 
@@ -101,11 +120,19 @@ def _layout_value(part: str, key: str, field: str, value: str) -> object:
         return value.strip()
     if field == "stages":
         return parse_stages(part, value)
-    if field == "sp":
+    if field in _FLAGS:
         flag = value.strip().lower()
         if flag not in _TRUE + _FALSE:
-            raise RooflineError(f"--layout {part!r}: sp must be true or false")
+            raise RooflineError(f"--layout {part!r}: {key} must be true or false")
         return flag in _TRUE
+    if field == "capacity":
+        try:
+            factor = float(value)
+        except ValueError:
+            factor = -1.0
+        if not 0 < factor < math.inf:
+            raise RooflineError(f"--layout {part!r}: capacity is the experts' capacity factor, a number > 0 (e.g. 1.25)")
+        return factor
     try:
         return int(value)
     except ValueError:
@@ -114,11 +141,14 @@ def _layout_value(part: str, key: str, field: str, value: str) -> object:
 
 def layout_keys(text: str, overlap: float = 0.0) -> dict[str, Any]:
     """The Layout fields ``--layout`` names ('tp=8,pp=2,dp=4,zero=1,recompute=full'; with ``overlap``), checked:
-    a bad key or value, or two keys that conflict, is one line.  ``stages=`` sets pp to its length."""
+    a bad key or value, or two keys that conflict, is one line.  ``stages=`` sets pp to its length, unless pp and an
+    interleave v are named and it has pp x v entries: then they are the virtual stages in model order."""
     values: dict[str, Any] = {"overlap": overlap}
     given: dict[str, str] = {}
     for part in filter(None, (x.strip() for x in text.split(","))):
         key, sep, value = part.partition("=")
+        if not sep and key.strip() in ("embed-split", "loss-split"):  # a bare flag: on
+            sep, value = "=", "true"
         if not sep or key.strip() not in LAYOUT_KEYS:
             raise RooflineError(f"--layout {part!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(LAYOUT_KEYS))}")
         field = LAYOUT_KEYS[key.strip()]
@@ -126,7 +156,13 @@ def layout_keys(text: str, overlap: float = 0.0) -> dict[str, Any]:
             raise RooflineError(f"--layout: {given[field]!r} and {part!r} conflict (both set {field})")
         given[field] = part
         values[field] = _layout_value(part, key.strip(), field, value)
-    if "stages" in values:
+    v = values.get("interleave", 1)
+    if "stages" in values and v > 1 and values.get("pp", 0) * v == len(values["stages"]):
+        pass  # pp x v virtual stages in model order (:func:`roofline.planner.stages.split`)
+    elif "stages" in values:
+        if 0 in values["stages"]:
+            raise RooflineError(f"--layout {given['stages']!r}: stages= needs whole numbers >= 1 (0 only for an edge "
+                                "of pp x v virtual stages)")
         if "pp" in values and values["pp"] != len(values["stages"]):
             raise RooflineError(f"--layout: {given['pp']!r} and {given['stages']!r} conflict "
                                 f"({len(values['stages'])} stages)")
@@ -146,7 +182,7 @@ def parse_layout(text: str, overlap: float = 0.0) -> Layout:
 def names_one_layout(keys: dict[str, Any]) -> bool:
     """Whether ``--layout``'s keys (:func:`layout_keys`) time one layout rather than fix part of a search: sp=
     or stages= named (the search varies neither), or every searched key."""
-    return "sp" in keys or "stages" in keys or all(k in keys for k in SEARCHED)
+    return any(k in keys for k in ("sp", "stages", *PIPELINE_KEYS.values())) or all(k in keys for k in SEARCHED)
 
 
 @dataclass(frozen=True)

@@ -45,12 +45,13 @@ from roofline.planner.layout import (
     Layout,
     check_sizes,
     in_flight,
-    interleave_fits,
     members_per_node,
     stage_layers,
 )
 from roofline.planner.layout import interleaves as fitting_interleaves
+from roofline.planner.moe_memory import moe_memory
 from roofline.planner.overlap import exposed, sm_holders, sp_dgrad_shares
+from roofline.planner.stages import bubble_skew, in_flight_layers, layout_chunks
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class Estimate(Facts):
     memory_stage: int = 0  # the stage whose device ``memory`` is
     shard: Shard | None = None  # one micro-batch on one device, all layers (what the stages split)
     step_forecast: StepForecast = field(default_factory=StepForecast)
+    bubble_skew: float = 1.0  # uneven chunks' bubble over even ones' (:func:`~roofline.planner.stages.bubble_skew`)
 
     @property
     def forecast_forward(self) -> float:
@@ -139,8 +141,9 @@ class Estimate(Facts):
         busiest stage's micro-batch (bubble (pp - 1) / (v m + pp - 1); Narayanan et al. 2021, section 2.2.2).  With
         the first and last stages one layer short (:func:`~roofline.planner.layout.short_edge`, Llama 3's
         pipeline) the stages' times are as their layers make them (an edge stage: its layers plus the embedding
-        or lm_head and loss), the busiest pacing; Dubey et al. 2024 give the ratio as (pp - 1) / (v m)."""
-        return self.micro_batches + (self.layout.pp - 1) / self.layout.interleave
+        or lm_head and loss), the busiest pacing; Dubey et al. 2024 give the ratio as (pp - 1) / (v m).  Chunks of
+        unequal layers stretch the warm-up's by :attr:`bubble_skew` (the bound keeps the even one's: :attr:`bound`)."""
+        return self.micro_batches + (self.layout.pp - 1) / self.layout.interleave * self.bubble_skew
 
     @property
     def bubble_share(self) -> float:
@@ -153,9 +156,11 @@ class Estimate(Facts):
     def bound(self) -> float:
         """Step time with communication fully overlapped where the schedule allows it: each of the m micro-batches
         takes at least its compute or its communication (one micro-batch's all-to-alls behind another's compute, as
-        1F1B with A2A overlap and DualPipe run them), the pipeline's fill and drain at least their compute."""
+        1F1B with A2A overlap and DualPipe run them), the pipeline's fill and drain at least their compute, at the
+        even split's (pp - 1) / v slots (uneven chunks' skew is the forecast's, :attr:`slots`)."""
         m = self.micro_batches
-        pipeline = m * max(self.compute, self._comm("micro-batch") / m) + (self.slots - m) * self.compute
+        fill = (self.layout.pp - 1) / self.layout.interleave
+        pipeline = m * max(self.compute, self._comm("micro-batch") / m) + fill * self.compute
         return max(pipeline, self._comm("step")) + self.optimizer
 
     @property
@@ -296,10 +301,9 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     if lay.recompute not in RECOMPUTE:
         raise RooflineError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {lay.recompute!r}")
     check_tp(a, lay.tp)
-    split = stage_layers(a.layers, lay.pp, lay.stages)
-    if lay.interleave > 1 and not interleave_fits(split, lay.interleave):
-        raise RooflineError(f"interleave {lay.interleave} does not divide the layers of every stage, the first and "
-                            f"last one layer short at most ({'/'.join(map(str, split))} of {a.name}'s {a.layers})")
+    if lay.interleave > 1 and lay.pp == 1:
+        raise RooflineError(f"interleave {lay.interleave} needs pipeline stages: pp is 1")
+    layout_chunks(lay, a.layers)  # the split, or its one-line error (:mod:`roofline.planner.stages`)
     if run.seq % lay.cp:
         raise RooflineError(f"cp {lay.cp} does not divide the sequence of {run.seq} tokens")
     if lay.sp and lay.tp > 1 and (run.seq // lay.cp) % lay.tp:
@@ -328,14 +332,16 @@ def _held(zero: int, stage: int, dense: float, expert: float, replicas: int, exp
 
 def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: float, micro_batches: int,
                       *, layers: float | None = None, stage: int = 0, last: bool | None = None,
-                      gemm: float = 0.0, per_layer: float | None = None) -> dict[str, float]:
+                      gemm: float = 0.0, per_layer: float | None = None, chunks: tuple[int, ...] = ()
+                      ) -> dict[str, float]:
     """Bytes a device of pipeline stage ``stage`` (``layers`` layers, default layers / pp) holds: weights,
     gradients and optimizer state (:func:`~roofline.llm.training.state_bytes`) as the ZeRO stage shards them
     over the ranks holding the same weights (``dense`` parameters over dp x cp, ``expert`` ones over
     dp x cp / ep; fp8's weight cache over its ``gemm`` parameters, sharded like the weights), and the
-    activations of the micro-batches it holds in flight (:func:`~roofline.planner.layout.in_flight`;
-    per layer :func:`~roofline.llm.training.activation_bytes_per_layer`), with the last stage's fp32
-    logits of the micro-batch it runs."""
+    activations of the micro-batches it holds in flight (:func:`~roofline.planner.layout.in_flight`; its
+    ``chunks``' layers, uneven ones :func:`~roofline.planner.stages.in_flight_layers`; per layer
+    :func:`~roofline.llm.training.activation_bytes_per_layer`), with the last stage's fp32 logits of the
+    micro-batch it runs; an MoE model's capacity factor and all-to-all buffers (:func:`~roofline.planner.moe_memory.moe_memory`)."""
     a, lay = run.arch, layout
     replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
     layers = a.layers / lay.pp if layers is None else layers
@@ -346,13 +352,20 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     logits = logits_bytes(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch) if last else 0.0
     cache = formats.get(run.precision).weight_copy_bytes * gemm / (replicas if lay.zero >= 3 else 1)
     z = lay.zero
+    flight = (in_flight_layers(lay.pp, lay.interleave, micro_batches, stage, chunks) if chunks else
+              in_flight(lay.pp, lay.interleave, micro_batches, stage, int(layers) if layers == int(layers) else 0))
     out = {"weights": WEIGHT_BYTES * _held(z, 3, dense, expert, replicas, expert_replicas) + cache,
            "gradients": run.main_grad_bytes * _held(z, 2, dense, expert, replicas, expert_replicas),
            "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
-           "activations": per_layer * layers * in_flight(lay.pp, lay.interleave, micro_batches, stage,
-                                                         int(layers) if layers == int(layers) else 0) + logits}
+           "activations": per_layer * layers * flight + logits}
+    routed, buffers = moe_memory(run, lay, layers * flight)  # capacity factor, all-to-all buffers
+    out["activations"] += routed
+    if buffers:
+        out["ep buffers"] = buffers
     if z >= 3:
-        out["zero3 buffers"] = zero3_buffers(run, (dense + expert) / max(layers, 1))
+        # gathered only where sharded: with one expert replica (ep = dp x cp) a device already holds its experts whole
+        gathered = dense * (replicas > 1) + expert * (expert_replicas > 1)
+        out["zero3 buffers"] = zero3_buffers(run, gathered / max(layers, 1))
     return out
 
 
@@ -448,7 +461,8 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: Cache | No
     lay, L = layout, run.arch.layers
     cache = cache if cache is not None and cache.system is system else Cache(system)
     sh = cache.shard(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
-    split = stage_layers(L, lay.pp, lay.stages)
+    chunks = layout_chunks(lay, L)
+    split = tuple(map(sum, chunks))
     which = _candidates(split)
     skey = (cache.run_key(run), lay.tp, lay.cp, lay.ep, lay.micro_batch, split, lay.recompute)
     got = cache.memo.get(skey)
@@ -479,7 +493,7 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: Cache | No
         per_layer = cache.memo[akey] = activation_bytes_per_layer(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch,
                                                                   sp=lay.sp, recompute=lay.recompute)
     mems = [memory_per_device(run, lay, st.dense, st.expert, m, layers=st.layers, stage=k, gemm=st.gemm,
-                              per_layer=per_layer) for k, st in zip(which, stages, strict=True)]
+                              per_layer=per_layer, chunks=chunks[k]) for k, st in zip(which, stages, strict=True)]
     worst = max(range(len(mems)), key=lambda k: sum(mems[k].values()))
     fits = sum(mems[worst].values()) <= (system.device.memory_capacity or math.inf)
     fc = (_forecast_stage(run, lay, cache, skey, which) if not checked or fits
@@ -487,7 +501,8 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: Cache | No
     shares = cache.shard_forecast(run, lay.tp, lay.cp, lay.ep, lay.micro_batch) if not checked or fits else None
     return Estimate(run, lay, system, m, busy.forward, BACKWARD * busy.forward, busy.recompute, float(opt), comms,
                     mems[worst], split, which[worst], sh, StepForecast(fc.forecast_forward, fc.forecast_backward,
-                                                                       fc.forecast_recompute, float(opt_fc), shares))
+                                                                       fc.forecast_recompute, float(opt_fc), shares),
+                    bubble_skew(chunks))
 
 
 def _forecast_stage(run: TrainingRun, lay: Layout, cache: Cache, skey: tuple[Any, ...], which: tuple[int, ...]

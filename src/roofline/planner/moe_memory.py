@@ -1,0 +1,83 @@
+"""What a mixture-of-experts layer adds to a training device's memory beyond its weights' states and the dense
+activations: the routed tokens' activations at a capacity factor, and the all-to-all buffers.
+
+Every term, per device, derived:
+
+* **Expert states.**  An expert's weights, gradient and Adam state are held by the ``ep`` group's one rank that
+  hosts it (``E / ep`` experts per rank: :func:`roofline.llm.training.stage_params`) and sharded by ZeRO over its
+  expert-data-parallel replicas, ``dp x cp / ep`` (Megatron-Core's expert data parallel group, "EP is a sub-group
+  of DP": ``megatron/core/transformer/moe/README.md``, "MoE Parallel Folding"; :func:`roofline.planner.dims.replicas`
+  with ``expert=True``); the dense parameters over ``dp x cp``.  Megatron-MoE-ModelZoo's estimator states the same
+  (``misc/tools/deepseek_mem_estimate.py`` at e8650517: ``moe_dp = gpus // pp // ep // etp``, per rank ``(6 + 12 /
+  moe_dp)`` bytes per expert parameter with the distributed optimizer).  That is :mod:`roofline.planner.train`'s.
+* **Routed activations.**  Dropless, each device's ``s b`` tokens leave as ``s b k`` rows (top-k) and, with balanced
+  routing, as many arrive: the experts' GEMM inputs (``k h`` per token, the dispatched tokens, the estimator's
+  ``permute_out``), their fc1 outputs (``2 k f``) and activation (``k f``), and the combine's input (``k h``, its
+  ``unpermute_alltoall_out``) are kept for the backward, ``k`` rows a token
+  (:func:`roofline.llm.training.routed_activation_bytes_per_layer`; DeepSeek-V3's MoE layer at s = 4096, tp 1:
+  448 + 256 + 128 + 448 MiB, the estimator's figures).  With a capacity factor ``c`` (``capacity=``, Megatron-Core
+  ``--moe-expert-capacity-factor``) each expert takes at most ``capacity = s b k c / E`` rows from each source rank
+  (README: "capacity = num_tokens_per_rank * topk * capacity_factor / num_experts"), so a rank's ``E / ep`` experts
+  receive up to ``ep x E / ep x s b k c / E = c s b k`` rows, exactly that when padded to capacity
+  (``--moe-pad-expert-input-to-capacity``, what a bound must assume): the routed share times ``c``.
+* **All-to-all buffers.**  DeepEP's dispatch and combine run through one registered buffer per rank, allocated once
+  and held all step (Megatron-Core ``fused_a2a.get_buffer``: the larger of the dispatch and the combine configs'
+  ``get_nvl_buffer_size_hint`` and ``get_rdma_buffer_size_hint`` for the ep group, ``hidden_bytes = h x max(2,
+  element size)``; DeepEP ``csrc/legacy/config.hpp`` at dd758caf, :func:`deepep_buffer_bytes`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.llm.training import TrainingRun, routed_activation_bytes_per_layer
+
+#: DeepEP's recommended configs (``Buffer.get_dispatch_config`` / ``get_combine_config``, ``deep_ep/buffers/legacy.py``
+#: at dd758caf): ranks -> (NVLink receive-chunk tokens, RDMA receive-chunk tokens), the larger of dispatch and
+#: combine (they agree for every size); ``Buffer.num_sms = 20`` (Megatron-Core's default for DeepEP,
+#: ``token_dispatcher.py``: "None -> 20")
+DEEPEP_RECV_TOKENS = {2: (256, 128), 4: (256, 128), 8: (256, 128), 16: (288, 128), 24: (288, 128), 32: (288, 128),
+                      48: (288, 128), 64: (288, 128), 96: (480, 128), 128: (560, 128), 144: (720, 128),
+                      160: (720, 128)}
+DEEPEP_SMS = 20
+NVL_PEERS = 8  # DeepEP's LEGACY_NUM_MAX_NVL_PEERS
+MAX_TOPK, MAX_SCALES, SOURCE_META, TOPK_IDX = 128, 128, 8, 8  # kNumMaxTopK, kNumMaxScales, sizeof(SourceMeta), int64
+
+
+def deepep_buffer_bytes(ep: int, hidden: int, element: int = 2) -> float:
+    """Bytes of DeepEP's NVLink and RDMA buffers on each rank of an ``ep`` group for tokens of ``hidden`` elements
+    (``config.hpp``'s hints; ``c = num_sms / 2 = 10`` channels, ``n = min(ep, 8)`` NVLink ranks, ``r = ep / 8``
+    RDMA ranks, ``t_nvl`` / ``t_rdma`` receive-chunk tokens of :data:`DEEPEP_RECV_TOKENS`, ``H = hidden x max(2,
+    element)``):
+
+    * NVLink: ``c n (2 r + 3) 4 + c n t_nvl (H + 8 + 128 x 8 + 128 x 4 + 128 x 4)``;
+    * RDMA (ep > 8): ``c r (8 x 2 + 2) 2 x 4 + 2 c r t_rdma (H + 8 + 128 x 8 + 128 x 4 + 128 x 4 + 16)``;
+
+    each rounded up to 128 bytes.  An ep outside DeepEP's table takes the next size up (the largest beyond it).
+
+    >>> round(deepep_buffer_bytes(64, 7168) / 2**20, 1)   # DeepSeek-V3, ep 64: 360.2 + 320.5 MiB
+    680.7
+    """
+    sizes = sorted(DEEPEP_RECV_TOKENS)
+    t_nvl, t_rdma = DEEPEP_RECV_TOKENS[next((k for k in sizes if k >= ep), sizes[-1])]
+    c, n, r = DEEPEP_SMS // 2, min(ep, NVL_PEERS), max(ep // NVL_PEERS, 1)
+    token = hidden * max(2, element) + SOURCE_META + MAX_TOPK * TOPK_IDX + MAX_TOPK * 4 + MAX_SCALES * 4
+    nvl = c * n * (2 * r + 3) * 4 + c * n * t_nvl * token
+    rdma = 0 if ep <= NVL_PEERS else c * r * (NVL_PEERS * 2 + 2) * 2 * 4 + 2 * c * r * t_rdma * (token + 16)
+    return float(-(-nvl // 128) * 128 + -(-rdma // 128) * 128)
+
+
+def moe_memory(run: TrainingRun, layout: Any, layers_in_flight: float) -> tuple[float, float]:
+    """(activation bytes a capacity factor adds to a device holding ``layers_in_flight`` layers' worth of
+    micro-batches, its all-to-all buffers): see the module.  (0, 0) for a dense model; the buffers only with
+    ep > 1.  A factor below 1 takes rows away (dropped tokens)."""
+    a = run.arch
+    if not a.experts:
+        return 0.0, 0.0
+    extra = 0.0
+    if layout.capacity:
+        routed = routed_activation_bytes_per_layer(run, tp=layout.tp, cp=layout.cp, micro_batch=layout.micro_batch,
+                                                   sp=layout.sp, recompute=layout.recompute)
+        extra = (layout.capacity - 1) * routed * layers_in_flight
+    buffers = deepep_buffer_bytes(layout.ep, a.hidden, int(run.precisions.bytes()["a"])) if layout.ep > 1 else 0.0
+    return extra, buffers
