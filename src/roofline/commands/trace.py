@@ -14,6 +14,8 @@ examples:
   roofline trace 'run/rank*.json' --device h100-sxm --jobs 4 --ranks ranks.html   # quoted: roofline expands it
   roofline trace 'run/rank*.json' --device h100-sxm --dask local                  # a LocalCluster, 2 processes
   roofline trace 'run/rank*.json' --device h100-sxm --dask tcp://scheduler:8786   # each worker reads its files
+  roofline trace trace.json --device h100-sxm --analyses all        # idle, kernels, overlap, launch, ...
+  roofline trace before.json --device h100-sxm --diff after.json    # what got slower, and why
   roofline calibrate --from-trace trace.json --device h100-sxm --out h100.cal.json
 
 Record a trace (torch >= 2.4; Chrome trace schemaVersion 1):
@@ -54,6 +56,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "scheduler address; workers open the files themselves")
     p.add_argument("--skip-bad-ranks", action="store_true", help="go on without a rank that cannot be read")
     p.add_argument("--ranks", metavar="FILE", default=None, help="write the cross-rank view (.json, .csv, .html; .png, .svg, .pdf: its three charts)")
+    p.add_argument("--analyses", metavar="LIST", default=None,
+                   help="also run these trace analyses, as report sections: 'all' or a comma-separated list of "
+                        "idle, kernels, overlap, launch, critical-path, memory")
+    p.add_argument("--analyses-json", metavar="FILE", default=None,
+                   help="with --analyses: write them as JSON (roofline.trace-analyses/1)")
+    p.add_argument("--diff", metavar="TRACE_B", default=None,
+                   help="compare TRACE_B against the (one) trace: ops and kernels matched, each change attributed "
+                        "to work, device, efficiency or host")
+    p.add_argument("--diff-device", metavar="DEVICE", default=None,
+                   help="with --diff: the device TRACE_B ran on, when not --device (the roofs' expected ratio)")
     add_output_options(p, group_by=("module", "type", "kind"))
     p.set_defaults(func=run, group_by="module")
 
@@ -76,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.ranks)
     device = resolve(args.device)
     files = expand(args.traces)
+    if args.diff or args.analyses:
+        return _one_file_extras(args, files, device)
     if len(files) == 1 and args.jobs == 1 and args.dask is None and not args.ranks:
         analysis = from_trace(files, device)
         emit(analysis, args, title=f"{analysis.workload.title} on {device.name}")
@@ -90,4 +104,37 @@ def run(args: argparse.Namespace) -> int:
     if ranks_out is not None:
         write_files_atomic([(args.ranks, ranks_out)])
         print(f"ranks: {args.ranks}")
+    return 0
+
+
+def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> int:
+    """``--diff`` and ``--analyses`` (one trace file: one rank), checked before anything is read."""
+    from roofline.core.errors import RooflineError
+    from roofline.core.fileio import check_writable, write_files_atomic
+    from roofline.frontends.trace import analyse_with_analyses, diff_traces
+    from roofline.frontends.trace.analyses.suite import parse_analyses
+    from roofline.render.trace_analyses import analyses_json, analyses_lines, diff_lines
+
+    if len(files) != 1 or args.ranks or args.jobs != 1 or args.dask:
+        raise RooflineError("--diff and --analyses read one trace file (one rank): give one TRACE, without --ranks, "
+                            "--jobs or --dask")
+    if args.diff_device and not args.diff:
+        raise RooflineError("--diff-device goes with --diff TRACE_B")
+    if args.analyses_json and not args.analyses:
+        raise RooflineError("--analyses-json goes with --analyses LIST")
+    if args.analyses:
+        parse_analyses(args.analyses)  # a bad list is one line before any reading
+    if args.analyses_json:
+        check_writable(args.analyses_json)
+    if args.diff:
+        d = diff_traces(files[0], args.diff, device, resolve(args.diff_device) if args.diff_device else None)
+        print("\n".join(diff_lines(d)))
+        if not args.analyses:
+            return 0
+    analysis, more = analyse_with_analyses(files[0], device, args.analyses)
+    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}")  # type: ignore[attr-defined]
+    print("\n".join(analyses_lines(more)))
+    if args.analyses_json:
+        write_files_atomic([(args.analyses_json, analyses_json(more).encode())])
+        print(f"analyses: {args.analyses_json}")
     return 0
