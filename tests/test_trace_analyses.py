@@ -3,6 +3,7 @@ table in that module's docstring."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from trace_planted import GEMM, NCCL, launch_bound, planted
 
@@ -82,6 +83,16 @@ def test_overlap_per_step(got):
     assert [s.step for s in o.steps] == ["ProfilerStep#1", "ProfilerStep#2"]
     for s in o.steps:
         assert (s.comm, s.overlapped, s.ratio) == pytest.approx((200 * US, 150 * US, 0.75))
+
+
+@pytest.mark.parametrize("nccl", ["ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+                                  "ncclAllReduceRingLLKernel_sum_f32(ncclColl)"])
+def test_older_nccl_kernel_names_are_communication_too(tmp_path, nccl):
+    """NCCL 2.8..2.18 (ncclKernel_*) and <= 2.7 (ncclAllReduceRingLLKernel_*) names: the same overlap, 0.75, and
+    the same 400 us of communication in the breakdown as the modern name above."""
+    got = run_analyses(read_events(planted(tmp_path / "old.json", nccl=nccl)), ("kernels", "overlap"))
+    assert got.overlap.ratio == pytest.approx(0.75)
+    assert dict((k, s) for k, s, _ in got.kernels.by_kind)["communication"] == pytest.approx(400 * US)
 
 
 def test_launch_delays_and_launch_bound_kernels(got):
@@ -255,3 +266,18 @@ def test_cli_analyses_and_diff(planted_trace, tmp_path, capsys):
     assert capsys.readouterr().out.startswith("no change")
     assert main(["trace", str(planted_trace), "--device", "h100-sxm", "--analyses", "bogus"]) == 2
     assert "--analyses 'bogus'" in capsys.readouterr().err
+
+
+def test_the_memory_samples_keep_each_bins_peak():
+    """1,000 events, allocated = i at event i except a spike of 10**6 at event 501: 200 bins of 5 events over
+    0..999 us; each bin's sample is its largest (the last event of the bin, or the spike), so the spike is
+    kept and there are 200 samples."""
+    from roofline.frontends.trace.analyses.memory import SAMPLES, _samples
+
+    t = np.arange(1000.0)
+    total = np.arange(1000.0)
+    total[501] = 1e6
+    got = _samples(t, total)
+    assert len(got) == SAMPLES
+    assert max(got, key=lambda p: p[1]) == pytest.approx((501e-6, 1e6))
+    assert got[0] == pytest.approx((4e-6, 4.0)) and got[-1] == pytest.approx((999e-6, 999.0))

@@ -55,7 +55,7 @@ def memory(ts: float, nbytes: int, total: int, device_type: int = 1) -> dict[str
                      "Device Type": device_type, "Device Id": 0 if device_type == 1 else -1}}
 
 
-def step_events(n: int, gemm_us: float = 200.0) -> list[dict[str, Any]]:
+def step_events(n: int, gemm_us: float = 200.0, nccl: str = NCCL) -> list[dict[str, Any]]:
     """Step ``n`` (1-based) of the module docstring's table; ``gemm_us``: kernel A's duration."""
     t0, c = 1000.0 * (n - 1), 100 * n
     return [
@@ -69,7 +69,7 @@ def step_events(n: int, gemm_us: float = 200.0) -> list[dict[str, Any]]:
         ev("cpu_op", "c10d::allreduce_", t0 + 31, 6.0),
         ev("cpu_op", "record_param_comms", t0 + 31.5, 5.0, **COMMS),
         launch(t0 + 32, 3.0, c + 6, "cudaLaunchKernelExC"),
-        kernel(NCCL, t0 + 250, 200.0, c + 6, stream=20),
+        kernel(nccl, t0 + 250, 200.0, c + 6, stream=20),
         ev("cpu_op", "aten::mm", t0 + 39, 5.0, **mm(64, 64, 64)),
         launch(t0 + 40, 3.0, c + 4),
         kernel("elementwise_kernel_d", t0 + 520, 30.0, c + 4),
@@ -83,13 +83,14 @@ def step_events(n: int, gemm_us: float = 200.0) -> list[dict[str, Any]]:
 
 
 def planted(path: Path, gemm_us: tuple[float, float] = (200.0, 200.0), memory_events: bool = True,
-            links: bool = True) -> Path:
+            links: bool = True, nccl: str = NCCL) -> Path:
     """The two-step trace of the module docstring (kernel A of ``gemm_us`` per step), with the memory events
-    of tests/test_trace_analyses.py's memory test; ``links=False`` drops every correlation id."""
+    of tests/test_trace_analyses.py's memory test; ``links=False`` drops every correlation id; ``nccl``: the
+    all-reduce kernel's name."""
     events: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "ts": 0, "pid": GPU, "tid": 0,
                                      "args": {"name": "GPU 0"}}]
     for n, g in enumerate(gemm_us, start=1):
-        events += step_events(n, g)
+        events += step_events(n, g, nccl)
     if memory_events:
         events += [memory(5, 64, 64, device_type=0), memory(10, 1000, 1000), memory(20, 3000, 4000),
                    memory(300, -1000, 3000), memory(1010, 2000, 5000), memory(1500, -5000, 0)]

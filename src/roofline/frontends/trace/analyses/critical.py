@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.frontends.trace.analyses.timeline import US, Timeline
-from roofline.frontends.trace.columns import RUNTIME, TraceEvents
+from roofline.frontends.trace.columns import RUNTIME
 
 SEGMENTS = ("kernel", "cpu", "launch", "sync", "idle")
 TOP = 5
@@ -89,7 +89,7 @@ def _walk(t: Timeline, k: int, w0: float, seg: dict[str, float], on: list[int]) 
         call_end = float(ev.ts[L] + ev.dur[L]) if L >= 0 else -np.inf
         if L >= 0 and call_end > p_end:
             seg["launch"] += max(0.0, float(t.start[k]) - call_end)
-            s = _last_sync(ev, sync, int(ev.thread[L]), float(ev.ts[L]), w0)
+            s = _last_sync(sync, int(ev.thread[L]), float(ev.ts[L]), w0)
             if s < 0:
                 seg["cpu"] += max(0.0, call_end - w0)
                 return
@@ -109,20 +109,27 @@ def _walk(t: Timeline, k: int, w0: float, seg: dict[str, float], on: list[int]) 
             return
 
 
-def _syncs(t: Timeline) -> np.ndarray:
-    """The synchronisation calls (``cuda*Synchronize``), by thread then start."""
+def _syncs(t: Timeline) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The synchronisation calls (``cuda*Synchronize``) per thread: their ends, sorted, and their event indices."""
     ev = t.ev
     names = np.fromiter(("Synchronize" in n for n in ev.names), dtype=bool, count=len(ev.names))
     s = np.flatnonzero((ev.cat == RUNTIME) & names[ev.name])
-    return s[np.lexsort((ev.ts[s], ev.thread[s]))]
+    ends = ev.ts[s] + ev.dur[s]
+    out = {}
+    for thread in np.unique(ev.thread[s]).tolist():
+        mine = np.flatnonzero(ev.thread[s] == thread)
+        order = mine[np.argsort(ends[mine], kind="stable")]
+        out[int(thread)] = (ends[order], s[order])
+    return out
 
 
-def _last_sync(ev: TraceEvents, sync: np.ndarray, thread: int, before: float, w0: float) -> int:
+def _last_sync(sync: dict[int, tuple[np.ndarray, np.ndarray]], thread: int, before: float, w0: float) -> int:
     """The last synchronisation call on ``thread`` ending at or before ``before`` and after ``w0`` (-1: none)."""
-    mine = sync[ev.thread[sync] == thread]
-    ends = ev.ts[mine] + ev.dur[mine]
-    ok = np.flatnonzero((ends <= before) & (ends > w0))
-    return int(mine[ok[np.argmax(ends[ok])]]) if len(ok) else -1
+    if thread not in sync:
+        return -1
+    ends, idx = sync[thread]
+    j = int(np.searchsorted(ends, before, side="right")) - 1
+    return int(idx[j]) if j >= 0 and ends[j] > w0 else -1
 
 
 def _path_ops(t: Timeline, on: np.ndarray, total: float) -> tuple[PathOp, ...]:

@@ -66,12 +66,12 @@ def memory_timeline(ev: TraceEvents, steps: tuple[tuple[str, float, float], ...]
 
 
 def _per_step(ts: np.ndarray, total: np.ndarray, steps: tuple[tuple[str, float, float], ...]) -> tuple[StepMemory, ...]:
-    out = []
-    for name, s, e in steps:
-        a, b = np.searchsorted(ts, [s, e], side="left")
-        if b > a:
-            out.append(StepMemory(name, float(total[a:b].max()), float(total[b - 1])))
-    return tuple(out)
+    if not steps:
+        return ()
+    a = np.searchsorted(ts, [s for _, s, _ in steps], side="left").tolist()
+    b = np.searchsorted(ts, [e for _, _, e in steps], side="left").tolist()
+    return tuple(StepMemory(name, float(total[i:j].max()), float(total[j - 1]))
+                 for (name, _, _), i, j in zip(steps, a, b, strict=True) if j > i)
 
 
 def _samples(t: np.ndarray, total: np.ndarray) -> tuple[tuple[float, float], ...]:
@@ -80,9 +80,6 @@ def _samples(t: np.ndarray, total: np.ndarray) -> tuple[tuple[float, float], ...
         return tuple((float(a) * US, float(b)) for a, b in zip(t, total, strict=True))
     span = float(t[-1] - t[0]) or 1.0
     bins = np.minimum(((t - t[0]) / span * SAMPLES).astype(np.int64), SAMPLES - 1)
-    out = []
-    for b in np.unique(bins).tolist():
-        j = np.flatnonzero(bins == b)
-        k = int(j[np.argmax(total[j])])
-        out.append((float(t[k]) * US, float(total[k])))
-    return tuple(out)
+    order = np.lexsort((-total, bins))  # by bin, the largest value first within each
+    first = order[np.flatnonzero(np.diff(bins[order], prepend=-1))]
+    return tuple((float(t[k]) * US, float(total[k])) for k in np.sort(first).tolist())
