@@ -281,3 +281,30 @@ def test_the_memory_samples_keep_each_bins_peak():
     assert len(got) == SAMPLES
     assert max(got, key=lambda p: p[1]) == pytest.approx((501e-6, 1e6))
     assert got[0] == pytest.approx((4e-6, 4.0)) and got[-1] == pytest.approx((999e-6, 999.0))
+
+
+def test_cli_analyses_per_rank(tmp_path, capsys):
+    """Two ranks (the planted trace twice, as ranks 0 and 1 of a world of 2): each rank's analyses are printed
+    after the cross-rank view, the same overlap (0.75) on each, and the JSON holds both."""
+    _torch()
+    import json
+
+    from roofline.cli import main
+
+    files = []
+    for r in range(2):
+        p = planted(tmp_path / f"rank{r}.json")
+        doc = json.loads(p.read_text())
+        doc["distributedInfo"] = {"backend": "nccl", "rank": r, "world_size": 2}
+        p.write_text(json.dumps(doc))
+        files.append(str(p))
+    out = tmp_path / "ranks.json"
+    assert main(["trace", *files, "--device", "h100-sxm", "--analyses", "overlap",
+                 "--analyses-json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("75% of the communication") == 2 and "rank 1 (" in text
+    doc = json.loads(out.read_text())
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1]
+    assert [r["overlap"]["ratio"] for r in doc["ranks"]] == pytest.approx([0.75, 0.75])
+    assert main(["trace", *files, "--device", "h100-sxm", "--diff", files[0]]) == 2
+    assert "--diff compares one trace file" in capsys.readouterr().err

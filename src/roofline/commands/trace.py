@@ -88,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.ranks)
     device = resolve(args.device)
     files = expand(args.traces)
-    if args.diff or args.analyses:
+    one_file = len(files) == 1 and args.jobs == 1 and args.dask is None and not args.ranks
+    _check_extras(args, one_file)
+    if args.diff or args.analyses and one_file:
         return _one_file_extras(args, files, device)
     if len(files) == 1 and args.jobs == 1 and args.dask is None and not args.ranks:
         analysis = from_trace(files, device)
@@ -104,20 +106,20 @@ def run(args: argparse.Namespace) -> int:
     if ranks_out is not None:
         write_files_atomic([(args.ranks, ranks_out)])
         print(f"ranks: {args.ranks}")
+    if args.analyses:
+        _per_rank_analyses(args, view, files)
     return 0
 
 
-def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> int:
-    """``--diff`` and ``--analyses`` (one trace file: one rank), checked before anything is read."""
+def _check_extras(args: argparse.Namespace, one_file: bool) -> None:
+    """The options of ``--diff`` and ``--analyses``, checked before anything is read."""
     from roofline.core.errors import RooflineError
-    from roofline.core.fileio import check_writable, write_files_atomic
-    from roofline.frontends.trace import analyse_with_analyses, diff_traces
+    from roofline.core.fileio import check_writable
     from roofline.frontends.trace.analyses.suite import parse_analyses
-    from roofline.render.trace_analyses import analyses_json, analyses_lines, diff_lines
 
-    if len(files) != 1 or args.ranks or args.jobs != 1 or args.dask:
-        raise RooflineError("--diff and --analyses read one trace file (one rank): give one TRACE, without --ranks, "
-                            "--jobs or --dask")
+    if args.diff and not one_file:
+        raise RooflineError("--diff compares one trace file (one rank) with another: give one TRACE, without "
+                            "--ranks, --jobs or --dask")
     if args.diff_device and not args.diff:
         raise RooflineError("--diff-device goes with --diff TRACE_B")
     if args.analyses_json and not args.analyses:
@@ -126,6 +128,14 @@ def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> i
         parse_analyses(args.analyses)  # a bad list is one line before any reading
     if args.analyses_json:
         check_writable(args.analyses_json)
+
+
+def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> int:
+    """``--diff`` and ``--analyses`` on one trace file (one rank)."""
+    from roofline.core.fileio import write_files_atomic
+    from roofline.frontends.trace import analyse_with_analyses, diff_traces
+    from roofline.render.trace_analyses import analyses_json, analyses_lines, diff_lines
+
     if args.diff:
         d = diff_traces(files[0], args.diff, device, resolve(args.diff_device) if args.diff_device else None)
         print("\n".join(diff_lines(d)))
@@ -138,3 +148,25 @@ def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> i
         write_files_atomic([(args.analyses_json, analyses_json(more).encode())])
         print(f"analyses: {args.analyses_json}")
     return 0
+
+
+def _per_rank_analyses(args: argparse.Namespace, view: object, files: list) -> None:
+    """``--analyses`` with several ranks: each rank's file read again for its events, its analyses printed
+    (without roofline points: the ops are placed by the rank readers)."""
+    from roofline.core.fileio import write_files_atomic
+    from roofline.core.text import shown_path
+    from roofline.frontends.trace.analyses.suite import parse_analyses, run_analyses
+    from roofline.frontends.trace.events import read_events
+    from roofline.render.trace_analyses import analyses_lines, ranks_analyses_json
+
+    asked = parse_analyses(args.analyses)
+    path_of = {shown_path(f): f for f in files}  # the summaries name each file as messages show it
+    got = []
+    for t, r in zip(view.totals, view.ranks, strict=True):  # type: ignore[attr-defined]
+        more = run_analyses(read_events(path_of.get(r.file, r.file)), asked)
+        got.append((t.key, more))
+        print(f"\nrank {t.key} ({r.file}): analyses (kernels without roofline points: one file gives them)")
+        print("\n".join(analyses_lines(more)))
+    if args.analyses_json:
+        write_files_atomic([(args.analyses_json, ranks_analyses_json(got).encode())])
+        print(f"analyses: {args.analyses_json}")

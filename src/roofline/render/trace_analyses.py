@@ -142,6 +142,12 @@ def analyses_json(t: TraceAnalyses) -> str:
     return json.dumps({"schema": SCHEMA, **json_ready(dataclasses.asdict(t))}, indent=1)
 
 
+def ranks_analyses_json(ranks: list[tuple[Any, TraceAnalyses]]) -> str:
+    """Several ranks' analyses as one JSON document (``roofline.trace-analyses/1`` with ``ranks``)."""
+    return json.dumps({"schema": SCHEMA, "ranks": [{"rank": key, **json_ready(dataclasses.asdict(t))}
+                                                   for key, t in ranks]}, indent=1)
+
+
 def diff_lines(d: TraceDiff, top: int = 10) -> list[str]:
     """A trace diff as text: the headline, then the largest changes, then what was added or removed."""
     out = [visible(d.headline()), f"  {visible(d.a)} -> {visible(d.b)}: {_s(d.seconds_a)} -> {_s(d.seconds_b)}"
