@@ -237,6 +237,20 @@ def test_a_diff_names_the_kernel_slowed_2x_and_efficiency(planted_trace, tmp_pat
     assert d.added == () and d.removed == ()
 
 
+def test_a_diff_with_twice_the_work_says_work(planted_trace, tmp_path):
+    """A's mm with 512 rows instead of 256 (twice the FLOPs; compute-bound, so twice the roofline time) and its
+    kernel 2x (400 us): matched by module path and name (not by work), the whole +400 us is the roofline's
+    ``ta (Rb / Ra - 1)`` = 400 us x (2 - 1): the work changed, no efficiency change."""
+    _torch()
+    from roofline.frontends.trace import diff_traces
+
+    more = planted(tmp_path / "more.json", gemm_us=(400.0, 400.0), gemm_m=512)
+    d = diff_traces(planted_trace, more, "h100-sxm")
+    c = d.changes[0]
+    assert (c.name, c.cause, c.delta) == (GEMM, "work", pytest.approx(400 * US))
+    assert d.added == () and d.removed == ()
+
+
 def test_a_diff_across_devices_gives_the_roofs_expected_ratio(planted_trace):
     """The same trace under two devices: no measured change, and the expected ratio is the matched ops' roofline
     time under B over A's (a second route: the two analyses' judged times summed)."""

@@ -55,12 +55,12 @@ def memory(ts: float, nbytes: int, total: int, device_type: int = 1) -> dict[str
                      "Device Type": device_type, "Device Id": 0 if device_type == 1 else -1}}
 
 
-def step_events(n: int, gemm_us: float = 200.0, nccl: str = NCCL) -> list[dict[str, Any]]:
+def step_events(n: int, gemm_us: float = 200.0, nccl: str = NCCL, gemm_m: int = 256) -> list[dict[str, Any]]:
     """Step ``n`` (1-based) of the module docstring's table; ``gemm_us``: kernel A's duration."""
     t0, c = 1000.0 * (n - 1), 100 * n
     return [
         ev("user_annotation", f"ProfilerStep#{n}", t0, 990.0),
-        ev("cpu_op", "aten::mm", t0 + 10, 11.0, **mm(256, 512, 256)),
+        ev("cpu_op", "aten::mm", t0 + 10, 11.0, **mm(gemm_m, 512, 256)),
         launch(t0 + 15, 5.0, c + 1),
         kernel(GEMM, t0 + 100, gemm_us, c + 1),
         ev("cpu_op", "aten::mm", t0 + 22, 8.0, **mm(128, 128, 128)),
@@ -83,14 +83,14 @@ def step_events(n: int, gemm_us: float = 200.0, nccl: str = NCCL) -> list[dict[s
 
 
 def planted(path: Path, gemm_us: tuple[float, float] = (200.0, 200.0), memory_events: bool = True,
-            links: bool = True, nccl: str = NCCL) -> Path:
+            links: bool = True, nccl: str = NCCL, gemm_m: int = 256) -> Path:
     """The two-step trace of the module docstring (kernel A of ``gemm_us`` per step), with the memory events
     of tests/test_trace_analyses.py's memory test; ``links=False`` drops every correlation id; ``nccl``: the
-    all-reduce kernel's name."""
+    all-reduce kernel's name; ``gemm_m``: the rows of A's mm (256 x 512 times 512 x 256 by default)."""
     events: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "ts": 0, "pid": GPU, "tid": 0,
                                      "args": {"name": "GPU 0"}}]
     for n, g in enumerate(gemm_us, start=1):
-        events += step_events(n, g, nccl)
+        events += step_events(n, g, nccl, gemm_m)
     if memory_events:
         events += [memory(5, 64, 64, device_type=0), memory(10, 1000, 1000), memory(20, 3000, 4000),
                    memory(300, -1000, 3000), memory(1010, 2000, 5000), memory(1500, -5000, 0)]
