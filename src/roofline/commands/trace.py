@@ -14,6 +14,8 @@ examples:
   roofline trace 'run/rank*.json' --device h100-sxm --jobs 4 --ranks ranks.html   # quoted: roofline expands it
   roofline trace 'run/rank*.json' --device h100-sxm --dask local                  # a LocalCluster, 2 processes
   roofline trace 'run/rank*.json' --device h100-sxm --dask tcp://scheduler:8786   # each worker reads its files
+  roofline trace trace.json --device h100-sxm --analyses all        # idle, kernels, overlap, launch, ...
+  roofline trace before.json --device h100-sxm --diff after.json    # what got slower, and why
   roofline calibrate --from-trace trace.json --device h100-sxm --out h100.cal.json
 
 Record a trace (torch >= 2.4; Chrome trace schemaVersion 1):
@@ -54,6 +56,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "scheduler address; workers open the files themselves")
     p.add_argument("--skip-bad-ranks", action="store_true", help="go on without a rank that cannot be read")
     p.add_argument("--ranks", metavar="FILE", default=None, help="write the cross-rank view (.json, .csv, .html; .png, .svg, .pdf: its three charts)")
+    p.add_argument("--analyses", metavar="LIST", default=None,
+                   help="also run these trace analyses, as report sections: 'all' or a comma-separated list of "
+                        "idle, kernels, overlap, launch, critical-path, memory")
+    p.add_argument("--analyses-json", metavar="FILE", default=None,
+                   help="with --analyses: write them as JSON (roofline.trace-analyses/1)")
+    p.add_argument("--diff", metavar="TRACE_B", default=None,
+                   help="compare TRACE_B against the (one) trace: ops and kernels matched, each change attributed "
+                        "to work, device, efficiency or host")
+    p.add_argument("--diff-device", metavar="DEVICE", default=None,
+                   help="with --diff: the device TRACE_B ran on, when not --device (the roofs' expected ratio)")
     add_output_options(p, group_by=("module", "type", "kind"))
     p.set_defaults(func=run, group_by="module")
 
@@ -76,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.ranks)
     device = resolve(args.device)
     files = expand(args.traces)
+    one_file = len(files) == 1 and args.jobs == 1 and args.dask is None and not args.ranks
+    _check_extras(args, one_file)
+    if args.diff or args.analyses and one_file:
+        return _one_file_extras(args, files, device)
     if len(files) == 1 and args.jobs == 1 and args.dask is None and not args.ranks:
         analysis = from_trace(files, device)
         emit(analysis, args, title=f"{analysis.workload.title} on {device.name}")
@@ -90,4 +106,67 @@ def run(args: argparse.Namespace) -> int:
     if ranks_out is not None:
         write_files_atomic([(args.ranks, ranks_out)])
         print(f"ranks: {args.ranks}")
+    if args.analyses:
+        _per_rank_analyses(args, view, files)
     return 0
+
+
+def _check_extras(args: argparse.Namespace, one_file: bool) -> None:
+    """The options of ``--diff`` and ``--analyses``, checked before anything is read."""
+    from roofline.core.errors import RooflineError
+    from roofline.core.fileio import check_writable
+    from roofline.frontends.trace.analyses.suite import parse_analyses
+
+    if args.diff and not one_file:
+        raise RooflineError("--diff compares one trace file (one rank) with another: give one TRACE, without "
+                            "--ranks, --jobs or --dask")
+    if args.diff_device and not args.diff:
+        raise RooflineError("--diff-device goes with --diff TRACE_B")
+    if args.analyses_json and not args.analyses:
+        raise RooflineError("--analyses-json goes with --analyses LIST")
+    if args.analyses:
+        parse_analyses(args.analyses)  # a bad list is one line before any reading
+    if args.analyses_json:
+        check_writable(args.analyses_json)
+
+
+def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> int:
+    """``--diff`` and ``--analyses`` on one trace file (one rank)."""
+    from roofline.core.fileio import write_files_atomic
+    from roofline.frontends.trace import analyse_with_analyses, diff_traces
+    from roofline.render.trace_analyses import analyses_json, analyses_lines, diff_lines
+
+    if args.diff:
+        d = diff_traces(files[0], args.diff, device, resolve(args.diff_device) if args.diff_device else None)
+        print("\n".join(diff_lines(d)))
+        if not args.analyses:
+            return 0
+    analysis, more = analyse_with_analyses(files[0], device, args.analyses)
+    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}")  # type: ignore[attr-defined]
+    print("\n".join(analyses_lines(more)))
+    if args.analyses_json:
+        write_files_atomic([(args.analyses_json, analyses_json(more).encode())])
+        print(f"analyses: {args.analyses_json}")
+    return 0
+
+
+def _per_rank_analyses(args: argparse.Namespace, view: object, files: list) -> None:
+    """``--analyses`` with several ranks: each rank's file read again for its events, its analyses printed
+    (without roofline points: the ops are placed by the rank readers)."""
+    from roofline.core.fileio import write_files_atomic
+    from roofline.core.text import shown_path
+    from roofline.frontends.trace.analyses.suite import parse_analyses, run_analyses
+    from roofline.frontends.trace.events import read_events
+    from roofline.render.trace_analyses import analyses_lines, ranks_analyses_json
+
+    asked = parse_analyses(args.analyses)
+    path_of = {shown_path(f): f for f in files}  # the summaries name each file as messages show it
+    got = []
+    for t, r in zip(view.totals, view.ranks, strict=True):  # type: ignore[attr-defined]
+        more = run_analyses(read_events(path_of.get(r.file, r.file)), asked)
+        got.append((t.key, more))
+        print(f"\nrank {t.key} ({r.file}): analyses (kernels without roofline points: one file gives them)")
+        print("\n".join(analyses_lines(more)))
+    if args.analyses_json:
+        write_files_atomic([(args.analyses_json, ranks_analyses_json(got).encode())])
+        print(f"analyses: {args.analyses_json}")

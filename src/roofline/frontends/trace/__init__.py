@@ -44,6 +44,9 @@ from dataclasses import replace
 from typing import Any
 
 from roofline.core.stats import SINGLE_SAMPLE_TOLERANCE
+from roofline.frontends.trace.analyses.diff import Side, TraceDiff
+from roofline.frontends.trace.analyses.diff import diff_traces as diff_sides
+from roofline.frontends.trace.analyses.suite import ANALYSES, TraceAnalyses, parse_analyses, run_analyses
 from roofline.frontends.trace.crossrank import MultiRankTrace
 from roofline.frontends.trace.events import read_events
 from roofline.frontends.trace.notes import NOTE_KEY, TraceNotes, trace_notes
@@ -107,6 +110,52 @@ def from_trace(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     return analyse_trace(work, dev, forecast=forecast)
 
 
+def analyse_with_analyses(path: str | os.PathLike[str], device: Any, analyses: str | Sequence[str] = "all", *,
+                          title: str | None = None, forecast: bool = True) -> tuple[Any, TraceAnalyses]:
+    """One trace read once: its roofline analysis under ``device`` (as :func:`from_trace`) and the trace
+    analyses asked for (``'all'``, or names from :data:`~.analyses.suite.ANALYSES`: idle time, the kernel
+    breakdown, compute/communication overlap, launch delay, the critical path of a step, the memory timeline),
+    each kernel and op on its roofline point.
+
+    >>> # a, more = analyse_with_analyses("trace.json", "h100-sxm", "idle,kernels")
+    """
+    from roofline.bench.resolve import resolve_device
+    from roofline.core import arguments as arg
+
+    arg.path(path, "analyse_with_analyses", "path")
+    asked = parse_analyses(analyses if isinstance(analyses, str) else ",".join(analyses))
+    dev = resolve_device(device)
+    ev = read_events(path)
+    placer = Placer(ev)
+    a = analyse_trace(placer.workload(title), dev, forecast=forecast)
+    assert placer.owner is not None
+    return a, run_analyses(ev, asked, placer.owner, a)
+
+
+def diff_traces(a: str | os.PathLike[str], b: str | os.PathLike[str], device: Any, device_b: Any = None) -> TraceDiff:
+    """Trace ``b`` against trace ``a`` (each one file, one rank), each under its device's roofs (``device_b``:
+    B's, when it ran elsewhere; default ``device``): ops and kernels matched, each change attributed to the
+    work, the device, the kernel's efficiency or the host (:mod:`.analyses.diff`).
+
+    >>> # d = diff_traces("before.json", "after.json", "h100-sxm"); print(d.headline())
+    """
+    from roofline.bench.resolve import resolve_device
+    from roofline.core import arguments as arg
+
+    arg.path(a, "diff_traces", "a")
+    arg.path(b, "diff_traces", "b")
+    dev_a = resolve_device(device)
+    dev_b = resolve_device(device_b) if device_b is not None else dev_a
+    sides = []
+    for path, dev in ((a, dev_a), (b, dev_b)):
+        ev = read_events(path)
+        placer = Placer(ev)
+        work = placer.workload(None)
+        assert placer.owner is not None
+        sides.append(Side.of(ev, placer.owner, analyse_trace(work, dev, forecast=False)))
+    return diff_sides(sides[0], sides[1])
+
+
 def analyse_trace(work: Workload, device: Any, *, forecast: bool = True) -> Any:
     """A trace's workload under ``device``'s roofs (a :class:`~roofline.Device`; each op one sample), flagged
     when the trace's times are not the device's kind, and when the measured time is far off the bound
@@ -146,5 +195,5 @@ def with_ranks(view: MultiRankTrace, work: Workload) -> Workload:
                         assumptions=[*work.assumptions, note])
 
 
-__all__ = ["HOW_TO_RECORD", "MultiRankTrace", "TraceNotes", "Unmatched", "analyse_trace", "from_trace", "read_events",
+__all__ = ["ANALYSES", "HOW_TO_RECORD", "TraceAnalyses", "TraceDiff", "diff_traces", "analyse_with_analyses", "run_analyses", "MultiRankTrace", "TraceNotes", "Unmatched", "analyse_trace", "from_trace", "read_events",
            "read_trace", "read_traces", "trace_notes", "with_ranks"]

@@ -47,6 +47,8 @@ from roofline.frontends.trace.columns import (
     CPU_OP,
     INT64,
     MAX_EVENT_CHARS,
+    MEMORY_EVENT,
+    MEMORY_KEYS,
     MODULE,
     SHAPE_KEYS,
     Columns,
@@ -60,6 +62,7 @@ _LISTED = frozenset(CATEGORY_OF)  # kept by category alone
 
 REGION = 1 << 19  # bytes decoded at once (the peak: about 12x this, whatever the file size)
 MAX_CUTS = 4  # cuts tried per region before the reference scanner takes the file
+_MEMORY = re.compile(re.escape(f'"{MEMORY_EVENT}"'.encode()))
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _CUT = re.compile(rb"\s*[,\]]")
 _NON_WS = re.compile(rb"[^ \t\r\n]")
@@ -109,6 +112,7 @@ def _msgspec_types() -> tuple[Any, Any]:
 
     args_fields: list[tuple[str, Any, Any]] = [(f"a{k}", raw, f(key)) for k, key in enumerate((*SHAPE_KEYS, *COMMS_KEYS))]
     args_fields += [("correlation", int, -1), ("sequence", int, msgspec.field(default=-1, name="Sequence number"))]
+    args_fields += [(f"m{k}", Any, msgspec.field(default=None, name=key)) for k, key in enumerate(MEMORY_KEYS)]
     Args = msgspec.defstruct("Args", args_fields, gc=False)
     text, thread, number = str | None, int | str | None, float | None
     Event = msgspec.defstruct("Event", [("ph", text, None), ("cat", text, None), ("name", text, None),
@@ -152,6 +156,13 @@ class _Typed:
             raise BadRegion from None
         if not self._keep_columns(events):
             self._keep(events)  # an odd value in the region (a time out of range, a missing pid): the exact loop
+        if _MEMORY.search(region) is not None:  # Kineto's memory events (profile_memory=True): few regions hold any
+            add = self.cols.add_memory
+            for e in events:
+                if e.ph == "i" and e.name == MEMORY_EVENT and e.args is not None:
+                    a = e.args
+                    add(e.ts, {k: v for k, v in zip(MEMORY_KEYS, (a.m0, a.m1, a.m2, a.m3), strict=True)
+                               if v is not None})
 
     def _keep_columns(self, events: list[Any]) -> bool:
         """The rules of ``Columns.add`` a column at a time (list comprehensions over the region, no per-event

@@ -29,6 +29,9 @@ CATEGORY_OF = {"cpu_op": CPU_OP, "user_annotation": ANNOTATION, "cuda_runtime": 
 #: ``args`` keys kept for a cpu_op: the recorded call, and a collective's message, process group and sequence number.
 SHAPE_KEYS = ("Input type", "Input Dims", "Input Strides", "Concrete Inputs")
 COMMS_KEYS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype", GROUP_KEY, SEQ_KEY)
+#: Kineto's memory events (``profile_memory=True``): ``ph == "i"``, this name, and these ``args`` (all integers)
+MEMORY_EVENT = "[memory]"
+MEMORY_KEYS = ("Bytes", "Total Allocated", "Device Type", "Device Id")
 MAX_EVENT_CHARS = 64 << 20  # one event larger than this is not a profiler event
 INT64 = 2**63
 
@@ -81,6 +84,12 @@ class TraceEvents:
     sequence: np.ndarray  # int64 autograd sequence number, -1 without
     events_seen: int = 0  # every event in the file, kept or not
     shapes: bool = False  # some cpu_op carried Input Dims
+    # Kineto's "[memory]" instant events (profile_memory=True): time (us), the allocation's bytes (negative: a
+    # free), the allocator's total allocated after it, and the device (-1: CPU, else the CUDA device id)
+    mem_ts: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    mem_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    mem_total: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    mem_device: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.cat)
@@ -104,6 +113,10 @@ class Columns:
     sequence: array = field(default_factory=lambda: array("q"))
     seen: int = 0
     shapes: bool = False
+    mem_ts: array = field(default_factory=lambda: array("d"))
+    mem_bytes: array = field(default_factory=lambda: array("q"))
+    mem_total: array = field(default_factory=lambda: array("q"))
+    mem_device: array = field(default_factory=lambda: array("q"))
     where: str = "trace"
     max_events: int = field(default_factory=max_trace_events)
     max_names: int = field(default_factory=max_trace_names)
@@ -118,9 +131,25 @@ class Columns:
             raise RooflineError(f"more than {self.max_names:,} distinct {what} (the limit; set "
                                 "ROOFLINE_MAX_TRACE_NAMES to raise it)", where=self.where)
 
+    def add_memory(self, ts: Any, args: Any) -> None:
+        """One ``[memory]`` instant event (its ``ts`` and ``args``), kept when its numbers are a profiler's."""
+        if not isinstance(args, dict) or not isinstance(ts, (int, float)) or isinstance(ts, bool):
+            return
+        got = [args.get(k) for k in MEMORY_KEYS]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and -INT64 <= v < INT64 for v in got) \
+                or not -MAX_TRACE_MICROSECONDS <= ts <= MAX_TRACE_MICROSECONDS:
+            return
+        nbytes, total, kind, device = got
+        self.mem_ts.append(float(ts))
+        self.mem_bytes.append(nbytes)
+        self.mem_total.append(total)
+        self.mem_device.append(device if kind == 1 else -1)
+
     def add(self, e: Any) -> None:
         self.seen += 1
         if not isinstance(e, dict) or e.get("ph") != "X":
+            if isinstance(e, dict) and e.get("ph") == "i" and e.get("name") == MEMORY_EVENT:
+                self.add_memory(e.get("ts"), e.get("args"))
             return
         c = e.get("cat")
         name = e.get("name")

@@ -223,7 +223,8 @@ def _finish(p: Path, meta: dict[str, Any], found: bool, cols: Columns, where: st
                             f"{', '.join(map(str, SCHEMA_VERSIONS))}, written by torch >= 1.13)")
     return TraceEvents(str(p), meta, list(cols.names), cols.call_list, list(cols.threads), _np(cols.cat),
                        _np(cols.name), _np(cols.thread), _np(cols.ts), _np(cols.dur), _np(cols.call),
-                       _np(cols.correlation), _np(cols.sequence), cols.seen, cols.shapes)
+                       _np(cols.correlation), _np(cols.sequence), cols.seen, cols.shapes, _np(cols.mem_ts),
+                       _np(cols.mem_bytes), _np(cols.mem_total), _np(cols.mem_device))
 
 
 def _scan_object(s: _Scanner, cols: Columns, meta: dict[str, Any], where: str) -> bool:

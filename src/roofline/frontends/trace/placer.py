@@ -197,6 +197,7 @@ class Placer:
             raise RooflineError(f"{self.where}: the trace has no input shapes, so no FLOPs or bytes can be counted; "
                                 + HOW_TO_RECORD.replace("record one", "record it again"))
         self.replay = Replayer()  # imports torch: only once the file is known to be a trace with shapes
+        self.owner: np.ndarray | None = None  # set by workload()
         dist = ev.meta.get("distributedInfo")
         world = dist.get("world_size") if isinstance(dist, dict) else None
         self.world = world if isinstance(world, int) and world > 0 else 1
@@ -219,6 +220,7 @@ class Placer:
                                          np.concatenate([np.zeros(0, dtype=np.int64), *w.seq_first]))
         rows = self._rows(placed, w.cost, w.scope, w.where, backward, w.got, w.places)
         owner, parent_op = w.by_event(walk, placed, len(ev))
+        self.owner = owner  # per event: its placed op's row (-1: none), for the trace analyses
         steps = ev.dur[walk[np.flatnonzero((w.cat == ANNOTATION) & w.flags.step[w.name])]].tolist()
         unmatched: dict[tuple[str, str], list[float]] = {}
         if bool((ev.cat == KERNEL).any()):
