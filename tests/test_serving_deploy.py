@@ -4,9 +4,9 @@ preemption), the speculative-decoding and prefix-cache arithmetic, and the deplo
 from __future__ import annotations
 
 import numpy as np
+from tests.serving_calls import scheduler_state
 
 from roofline.serving.schedulers import get
-from tests.serving_calls import scheduler_state
 
 
 def _admitted(policy: str, isl: list[int], free_blocks: int, **kw: int) -> list[int]:
