@@ -140,7 +140,8 @@ def test_a_poisson_run_names_its_load_in_json(tmp_path, capsys):
 def test_serve_config_checks_each_field_in_one_line():
     cases = [(lambda: Batching(max_batch=0), "max_batch (--max-batch)"),
              (lambda: Batching(max_tokens=1.5), "max_tokens (--max-tokens)"),
-             (lambda: Batching("sarathi"), "unknown scheduler 'sarathi'; known: chunked, prefill-first, whole-prompts"),
+             (lambda: Batching("orca"), "unknown scheduler 'orca'; known: chunked, prefill-first, sarathi, trtllm, vllm, "
+              "vllm-v0, whole-prompts"),
              (lambda: Memory(block_size=0), "block_size (--block-size)"),
              (lambda: Memory(gpu_memory_utilization=1.5), "gpu_memory_utilization (--gpu-memory-utilization)"),
              (lambda: Memory(kv_of_free="yes"), "kv_of_free"),
@@ -167,13 +168,13 @@ def test_serve_config_checks_each_field_in_one_line():
 
 
 def test_registry_names_lookup_and_a_new_policy_in_one_class():
-    assert names() == ("chunked", "prefill-first", "whole-prompts")
+    assert names() == ("chunked", "prefill-first", "sarathi", "trtllm", "vllm", "vllm-v0", "whole-prompts")
     assert get("chunked").name == "chunked" and get("prefill-first")().token_budget is None
     assert get("chunked")().token_budget == 2048 and get("whole-prompts")().token_budget == 2048  # CHUNK_TOKENS
-    for bad in ("vllm", 7, "x" * 10_000):
+    for bad in ("orca", 7, "x" * 10_000):
         with pytest.raises(RooflineError) as e:
             get(bad)  # type: ignore[arg-type]
-        assert "known: chunked, prefill-first, whole-prompts" in str(e.value) and len(str(e.value)) < 200
+        assert "known: chunked, prefill-first, sarathi" in str(e.value) and len(str(e.value)) < 200
     with pytest.raises(ValueError, match="registered twice"):
         register("chunked")(type("Again", (Scheduler,), {}))
 
@@ -256,7 +257,7 @@ def test_cli_scheduler_flag_and_config_errors_are_one_line(tmp_path, capsys):
     assert json.loads(out.read_text())["scheduler"] == ("continuous batching (inflight batching of whole prompts, "
                                                        "512 tokens per iteration)")
     capsys.readouterr()
-    for argv, needle in ((["--scheduler", "vllm"], "unknown scheduler 'vllm'; known: chunked, prefill-first"),
+    for argv, needle in ((["--scheduler", "orca"], "unknown scheduler 'orca'; known: chunked, prefill-first"),
                          (["--max-batch", "0"], "max_batch (--max-batch)"),
                          (["--block-size", "0"], "block_size (--block-size)"),
                          (["--gpu-memory-utilization", "2"], "gpu_memory_utilization (--gpu-memory-utilization)")):

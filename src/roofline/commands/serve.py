@@ -54,7 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--requests", type=int, default=1000, metavar="N", help="requests simulated (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="random seed of lengths and arrivals (default 0)")
     p.add_argument("--scheduler", metavar="NAME", help="the scheduler policy (roofline.serving.schedulers: "
-                   "prefill-first, the default; chunked; whole-prompts)")
+                   "prefill-first, the default; chunked; whole-prompts; the engines' own: vllm-v0 (prefill-first, "
+                   "1%% KV watermark), vllm (V1 chunked, no admission after a preemption), sarathi (stall-free, "
+                   "512-token budget), trtllm (GUARANTEED_NO_EVICT: KV reserved for the whole output))")
     p.add_argument("--chunked-prefill", action="store_true", help="mix prefill chunks with decodes (Sarathi-Serve): "
                    "--scheduler chunked")
     p.add_argument("--max-batch", type=int, metavar="N", help="most running sequences (default: off)")
@@ -65,8 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="share of device memory used (default 0.9, vLLM's)")
     p.add_argument("--cuda-graphs", action="store_true", help="every iteration replays a CUDA graph (the "
                    "device's cuda-graph overhead floor per kernel, not its launch floor)")
-    p.add_argument("--engine", metavar="NAME", help="an engine's cited batching and KV-cache settings "
-                   "(roofline.serving.engines: trtllm-mlperf-v4, trtllm-mlperf-v4.1, vllm-v0); the flags you give win")
+    p.add_argument("--engine", metavar="NAME", help="an engine preset: a scheduler policy plus the engine's cited "
+                   "kernel, batching and KV-cache settings (roofline.serving.engines: trtllm-mlperf-v4, "
+                   "trtllm-mlperf-v4.1, vllm-v0); the flags you give win (--scheduler picks the policy alone)")
     p.add_argument("--iteration-overhead", type=float, default=0.0, metavar="SECONDS",
                    help="CPU time added to each iteration (default 0: none counted)")
     p.add_argument("--slo", metavar="ttft=2s,tpot=200ms", help="latency limits on the p99s (units required)")

@@ -81,7 +81,7 @@ def simulate(steps: StepModel, scheduler: Scheduler, arrival: np.ndarray, isl: n
         arrival[: min(concurrency, n)] = 0.0
     i32 = np.int32
     s = State(np.asarray(isl, dtype=i32), np.asarray(osl, dtype=i32), np.zeros(n, i32), np.asarray(isl, dtype=i32),
-              np.zeros(n, i32), np.zeros(n, i32), block_size, blocks)
+              np.zeros(n, i32), np.zeros(n, i32), block_size, blocks, total_blocks=blocks)
     first, last = np.full(n, np.nan), np.full(n, np.nan)
     usage = UsageTrace()
     t, nxt, issued, finished, iters, full, peak = 0.0, 0, min(concurrency or n, n), 0, 0, math.nan, 0

@@ -15,6 +15,11 @@ Mechanisms, as the engines people run have them:
   (tokens per iteration) are off unless given (a policy may default the budget): by default only the KV cache
   limits the batch.
 
+Admission is by free blocks above a watermark (:meth:`Scheduler.watermark_blocks`), and a policy may reserve
+more than the prompt's blocks (:meth:`Scheduler.reserve`: TensorRT-LLM's ``GUARANTEED_NO_EVICT`` reserves the
+whole output) or admit nothing in an iteration that preempted (vLLM V1): what keeps a saturating load from
+thrashing.
+
 Out of scope: prefix caching, disaggregated prefill/decode, speculative decoding, priorities, pipeline
 parallelism.
 """
@@ -57,6 +62,14 @@ class State:
     running: list[int] = field(default_factory=list)
     waiting: deque[int] = field(default_factory=deque)
     preemptions: int = 0
+    #: blocks of the whole cache (0: taken as the free blocks at the start)
+    total_blocks: int = 0
+    #: this iteration preempted a sequence (a policy may then admit none: vLLM V1)
+    preempted_now: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.total_blocks:
+            self.total_blocks = int(self.free_blocks)
 
     def blocks_for(self, tokens: int) -> int:
         return -(-int(tokens) // self.block_size)
@@ -83,6 +96,10 @@ class Scheduler(ABC):
     name: ClassVar[str] = ""
     #: the token budget when none is given (None: no budget)
     default_budget: ClassVar[int | None] = None
+    #: share of the cache's blocks admission leaves free (vLLM V0's ``watermark``; 0: none)
+    watermark: ClassVar[float] = 0.0
+    #: no waiting prompt is admitted in an iteration that preempted (vLLM V1)
+    hold_after_preemption: ClassVar[bool] = False
 
     def __init__(self, *, token_budget: int | None = None, max_batch: int | None = None) -> None:
         self.token_budget = token_budget if token_budget is not None else self.default_budget
@@ -117,14 +134,27 @@ class Scheduler(ABC):
     def _limits(self) -> list[str]:
         return [f"max batch {self.max_batch}"] if self.max_batch else []
 
+    def reserve(self, s: State, r: int) -> int:
+        """Blocks taken when request ``r`` is admitted: its prefill's (a policy may reserve more)."""
+        return s.blocks_for(s.target[r])
+
+    def watermark_blocks(self, s: State) -> int:
+        """Blocks admission leaves free: :attr:`watermark` of the cache, rounded down (vLLM V0's
+        ``BlockSpaceManager``: ``watermark_blocks = int(watermark * num_gpu_blocks)``)."""
+        return int(self.watermark * s.total_blocks)
+
     def _admit(self, s: State, budget: int | None) -> list[tuple[int, int]]:
-        """Waiting requests admitted FIFO while their prompt's blocks are free (and the limits allow)."""
+        """Waiting requests admitted FIFO while their blocks are free above the watermark (and the limits
+        allow); none in an iteration that preempted when :attr:`hold_after_preemption`."""
         out: list[tuple[int, int]] = []
         used = 0
+        if self.hold_after_preemption and s.preempted_now:
+            return out
+        floor = self.watermark_blocks(s)
         while s.waiting:
             r = s.waiting[0]
-            need = s.blocks_for(s.target[r])
-            if need > s.free_blocks or (self.max_batch and len(s.running) >= self.max_batch):
+            need = self.reserve(s, r)
+            if need > s.free_blocks - floor or (self.max_batch and len(s.running) >= self.max_batch):
                 break
             take = self.admitted_tokens(int(s.target[r] - s.done[r]), used, budget, not out)
             if take <= 0:
@@ -139,6 +169,7 @@ class Scheduler(ABC):
 
     def _decodes(self, s: State) -> np.ndarray:
         """Running sequences past their prefill, after preempting until each has a block for its next token."""
+        s.preempted_now = False
         while s.running:
             run = np.asarray(s.running, dtype=np.int64)
             dec = run[s.done[run] >= s.target[run]]
@@ -155,4 +186,5 @@ class Scheduler(ABC):
             s.target[r] = s.isl[r] + s.gen[r]
             s.waiting.appendleft(r)
             s.preemptions += 1
+            s.preempted_now = True
         return np.zeros(0, dtype=np.int64)
