@@ -15,7 +15,21 @@ import numpy as np
 from roofline.llm.basis import basis, evaluate
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, memory_bytes, param_counts, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions
-from roofline.llm.table import ATTN, ATTN_DIMS, GEMM, GEMM_DIMS, LINK, SEQ, TOK, VEC, OpTable, build_table
+from roofline.llm.moe_load import tokens_per_expert
+from roofline.llm.table import (
+    ATTN,
+    ATTN_DIMS,
+    EXP,
+    GEMM,
+    GEMM_DIMS,
+    GROUPED_DIMS,
+    LINK,
+    SEQ,
+    TOK,
+    VEC,
+    OpTable,
+    build_table,
+)
 from roofline.work.workload import Workload, WorkloadBuilder
 from roofline.work.workload_facts import PhaseTotals
 
@@ -84,14 +98,16 @@ def role_columns(roles: list[int], precisions: Precisions) -> dict[str, list[str
             "level": ["interconnect" if x == LINK else "" for x in roles]}
 
 
-def gemm_dims(table: OpTable, row: np.ndarray) -> dict[str, list[float]]:
+def gemm_dims(table: OpTable, row: np.ndarray, moe_load: str = "balanced") -> dict[str, list[float]]:
     """The ``m, n, k, batch`` columns of the table's ops at one basis row (NaN where an op has none).
 
-    A generate phase's decode averages the keys over its steps: the mean is rounded to a whole key count."""
-    return {c: v[0].tolist() for c, v in gemm_dims_rows(table, np.atleast_2d(row)).items()}
+    A generate phase's decode averages the keys over its steps: the mean is rounded to a whole key count.  A
+    grouped expert GEMM's ``m`` is its slowest group's rows under ``moe_load`` (:mod:`roofline.llm.moe_load`),
+    rounded up to a whole row; its ``batch`` the experts touched."""
+    return {c: v[0].tolist() for c, v in gemm_dims_rows(table, np.atleast_2d(row), moe_load).items()}
 
 
-def gemm_dims_rows(table: OpTable, rows: np.ndarray) -> dict[str, np.ndarray]:
+def gemm_dims_rows(table: OpTable, rows: np.ndarray, moe_load: str = "balanced") -> dict[str, np.ndarray]:
     """:func:`gemm_dims` at every basis row of ``rows`` at once: arrays of shape (rows, ops)."""
     shape = (len(rows), len(table))
     if table.dims is None:
@@ -99,11 +115,15 @@ def gemm_dims_rows(table: OpTable, rows: np.ndarray) -> dict[str, np.ndarray]:
     mode, term, k, n, batch = table.dims.T
     term_value = rows[:, np.clip(term.astype(np.int64), 0, rows.shape[1] - 1)]
     seqs = np.maximum(rows[:, SEQ], 1.0)[:, None]
-    gemm, attn = mode == GEMM_DIMS, mode == ATTN_DIMS
+    gemm, attn, grouped = mode == GEMM_DIMS, mode == ATTN_DIMS, mode == GROUPED_DIMS
     m_col = np.where(gemm, term_value, np.where(attn, rows[:, TOK][:, None] / seqs, np.nan))
-    n_col = np.where(gemm, n, np.where(attn, term_value / seqs, np.nan))
-    k_col = np.broadcast_to(np.where(gemm | attn, k, np.nan), shape)
-    b_col = np.where(gemm, batch, np.where(attn, batch * seqs, np.nan))
+    if grouped.any():  # rows of the slowest group, whole: top-k (the batch slot) assignments per token
+        top_k = int(batch[grouped][0])
+        per = np.ceil(np.round(tokens_per_expert(rows[:, TOK], top_k, table.experts, rows[:, EXP], moe_load), 6))
+        m_col = np.where(grouped, per[:, None], m_col)
+    n_col = np.where(gemm | grouped, n, np.where(attn, term_value / seqs, np.nan))
+    k_col = np.broadcast_to(np.where(gemm | attn | grouped, k, np.nan), shape)
+    b_col = np.where(gemm, batch, np.where(attn, batch * seqs, np.where(grouped, rows[:, EXP][:, None], np.nan)))
     return {c: np.round(v) for c, v in (("m", m_col), ("n", n_col), ("k", k_col), ("batch", b_col))}
 
 
