@@ -93,7 +93,8 @@ def apply_grouped(w: Any, dev: Any, compute_time: np.ndarray, memory_time: np.nd
     peak roof, ``memory_time`` on the achievable one, ``efficiency`` the forecast's own (its memory curve kept for
     memory-bound groups); the efficiency returned makes ``roof / efficiency`` the grouped work."""
     c = w.columns
-    sel = (np.asarray(w.column("module_type")) == GROUPED_GEMM) & (roof > 0)
+    shaped = np.isfinite(np.asarray(c["m"], dtype=float)) & np.isfinite(np.asarray(c["batch"], dtype=float))
+    sel = (np.asarray(w.column("module_type")) == GROUPED_GEMM) & (roof > 0) & shaped  # no shape: the matmul's
     if not sel.any():
         return efficiency, outside, []
     m, n, k, g = (np.asarray(c[x], dtype=float)[sel] for x in ("m", "n", "k", "batch"))

@@ -47,9 +47,10 @@ def _max_load(n: int, p: float, experts: int) -> float:
     return float(np.sum(1.0 - cdf[:top] ** experts))  # j = 1 .. top: 1 - F(j-1)^E
 
 
-def expected_max_load(tokens: Any, top_k: int, experts: int) -> Any:
-    """Expected tokens on the most loaded of ``experts`` experts when ``tokens`` tokens each choose ``top_k``
-    distinct ones uniformly at random (vectorised over ``tokens``; fractional counts round to whole tokens).
+def expected_max_load(tokens: Any, top_k: int, experts: int, over: int | None = None) -> Any:
+    """Expected tokens on the most loaded of ``experts`` experts (of the ``over`` of them one device holds, when
+    given: expert parallelism) when ``tokens`` tokens each choose ``top_k`` distinct ones uniformly at random
+    (vectorised over ``tokens``; fractional counts round to whole tokens).
 
     Each expert's load is Binomial(n, p = k/E) (a token picks a given expert with probability k/E).  The loads
     are taken as independent (they are slightly negatively correlated, their sum being n*k), so
@@ -69,17 +70,31 @@ def expected_max_load(tokens: Any, top_k: int, experts: int) -> Any:
         return np.zeros_like(n)
     p = min(1.0, top_k / experts)
     flat = np.rint(n).ravel()
-    out = np.asarray([_max_load(int(x), p, int(experts)) for x in flat], dtype=float).reshape(n.shape)
+    count = int(experts if over is None else max(1, min(over, experts)))
+    out = np.asarray([_max_load(int(x), p, count) for x in flat], dtype=float).reshape(n.shape)
     # what can happen: one token at least when there are any, never below the mean, at most n
     return np.where(n > 0, np.clip(np.maximum(out, 1.0), n * p, n), 0.0)
 
 
 def tokens_per_expert(tokens: Any, top_k: int, experts: int, touched: Any, load: str = "balanced") -> Any:
-    """Rows of the grouped GEMM's slowest group: ``n*k / touched`` (balanced over the experts the step touches,
-    :func:`roofline.llm.basis.experts_touched`) or the expected maximum load (:func:`expected_max_load`)."""
+    """Rows of the grouped GEMM's slowest group: ``n*k / touched`` (balanced over the experts the step touches on
+    this device) or the expected maximum load (:func:`expected_max_load`).  ``touched``: the device's experts
+    touched; when it is below the experts the ``n`` tokens touch (expert parallelism over ``ep`` devices, each
+    holding E/ep experts and receiving the routed tokens of ``ep`` such micro-batches), the load is that of
+    ``n * ep`` tokens over the E/ep experts held, ``ep`` = touched by ``n`` tokens / ``touched``."""
     n = np.asarray(tokens, dtype=float)
-    if parse_moe_load(load) == "expected-max":
-        return expected_max_load(n, top_k, experts)
     t = np.asarray(touched, dtype=float)
+    if parse_moe_load(load) == "expected-max":
+        from roofline.llm.basis import experts_touched
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ep = np.where(t > 0, experts_touched(experts, top_k, n) / np.where(t > 0, t, 1.0), 1.0)
+        ep = np.maximum(np.round(np.atleast_1d(ep).astype(float)), 1.0)
+        if np.all(ep == ep.flat[0]):
+            e = int(ep.flat[0])
+            return expected_max_load(n * e, top_k, experts, over=experts // e)
+        return np.asarray([float(expected_max_load(x * e, top_k, experts, over=experts // int(e)))
+                           for x, e in zip(np.broadcast_to(n, ep.shape).ravel(), ep.ravel(), strict=True)]
+                          ).reshape(ep.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(t > 0, n * top_k / np.where(t > 0, t, 1.0), 0.0)

@@ -135,6 +135,7 @@ class _Rows:
         self.stream: list[tuple[bool, bool]] = []
         self.applied: set[str] = set()  # fusions an op of the table was built with
         self.experts = 0
+        self.prefix = ""  # before every path: "mtp." for the MTP modules' ops
 
     def add(self, path: str, kind: str, role: int, count: float, *,
             dims: tuple[float, float, float, float, float] = (NO_DIMS, 0, 0, 0, 0),
@@ -145,7 +146,7 @@ class _Rows:
             return
         self.dims.append(dims)
         self.stream.append(stream)
-        self.names.append(f"{self.phase}.{path}")
+        self.names.append(f"{self.phase}.{self.prefix}{path}")
         self.kinds.append(kind)
         self.mtypes.append(module_type or path.split(".")[-1])
         self.roles.append(role)
@@ -258,22 +259,66 @@ def parse_kv_reads(value: object) -> str:
 
 @lru_cache(maxsize=256)
 def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_logits: bool = False,
-                kv_reads: str = "shared", fusions: tuple[str, ...] = ()) -> OpTable:
+                kv_reads: str = "shared", fusions: tuple[str, ...] = (), mtp: int = 0) -> OpTable:
     """The ops of one prefill or decode step of ``arch`` on one of ``tp`` devices (``kv_reads``: :data:`KV_READS`;
-    ``fusions``: :data:`FUSIONS`)."""
+    ``fusions``: :data:`FUSIONS`; ``mtp``: multi-token prediction modules after the model, :func:`_mtp`)."""
     check_tp(arch, tp)
     r = _Layer(phase, arch, tp, parse_fusions(fusions))
     _embedding(r)
+    _blocks(r, flash, kv_reads)
+    _lm_head(r, all_logits)
+    if mtp:
+        _mtp(r, check_mtp(mtp), flash, kv_reads, all_logits)
+    return r.table()
+
+
+def _blocks(r: _Layer, flash: bool, kv_reads: str) -> None:
+    """The transformer layers of ``r.arch``: attention, then the MLP (dense and MoE)."""
     # with reduce-norm, every layer's input norm after the first is fused into the previous layer's MLP residual
-    r.norm("layers.attn.norm", 1 if r.reduce_norm else arch.layers, arch.hidden, to_gemm=True)
-    if arch.mla:
+    r.norm("layers.attn.norm", 1 if r.reduce_norm else r.arch.layers, r.arch.hidden, to_gemm=True)
+    if r.arch.mla:
         _mla_attention(r, flash)
     else:
         _attention(r, flash, parse_kv_reads(kv_reads))
     _attention_output(r)
     _mlp_block(r)
-    _lm_head(r, all_logits)
-    return r.table()
+
+
+def check_mtp(value: object) -> int:
+    """``value`` as a count of MTP modules (an integer >= 0, at most 16); anything else is a one-line error."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= 16:
+        raise RooflineError(f"mtp must be an integer from 0 to 16 (multi-token prediction modules), got {value!r}")
+    return int(value)
+
+
+def _mtp(r: _Layer, n: int, flash: bool, kv_reads: str, all_logits: bool) -> None:
+    """``n`` multi-token prediction modules (DeepSeek-V3's ``num_nextn_predict_layers``; DeepSeek-V3 Technical
+    Report, arXiv:2412.19437, section 2.2): each embeds the next tokens with the shared embedding, RMS-normalises
+    that embedding and the previous depth's hidden state, projects their concatenation from 2 x hidden to hidden
+    (``eh_proj``, replicated over tp), runs one transformer block like the model's own (a MoE block in a MoE
+    model), and predicts through the shared output head (its own norm, then the shared lm_head).  Their ops are
+    named ``<phase>.mtp.*``, each counted ``n`` times; their weights are not in the model's parameter count."""
+    import dataclasses
+
+    arch, d = r.arch, r.arch.hidden
+    block = dataclasses.replace(arch, layers=n, dense_layers=0, window_layers=0, nope_layers=0,
+                                qk_norm_layers=n if arch.qk_norm_layers else 0)
+    saved = (r.arch, r.reduce_norm)
+    r.prefix = "mtp."
+    r.add("embed.tokens", "embedding", VEC, n, wu={TOK: d / r.tp}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
+    r.all_reduce("embed.all_reduce", n, d)
+    r.norm("enorm", n, d, to_gemm=True)
+    r.norm("hnorm", n, d, to_gemm=True)
+    r.gemm("eh_proj", n, 2 * d, d)
+    r.arch, r.reduce_norm = block, False
+    _blocks(r, flash, kv_reads)
+    r.arch, r.reduce_norm = saved
+    r.norm("head.norm", n, d)
+    m = TOK if all_logits else SEQ
+    r.gemm("head.lm_head", n, d, arch.vocab / r.tp, quantized=False, tokens=m)
+    if r.tp > 1:
+        r.add("head.all_gather", "collective", LINK, n, ar={m: (r.tp - 1) / r.tp * arch.vocab})
+    r.prefix = ""
 
 
 class _Layer(_Rows):

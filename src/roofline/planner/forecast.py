@@ -175,7 +175,7 @@ class ShardForecast:
 def _dims(table: Any, run: TrainingRun, cp: int, ep: int, micro_batch: int) -> dict[str, np.ndarray]:
     B = split_queries(basis(run.arch, micro_batch, run.seq, run.seq), cp)
     B[:, EXP] /= ep
-    return {k: np.asarray(v, dtype=float) for k, v in gemm_dims(table, B[0]).items()}
+    return {k: np.asarray(v, dtype=float) for k, v in gemm_dims(table, B[0], run.moe_load).items()}
 
 
 def shard_forecast(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> ShardForecast:
