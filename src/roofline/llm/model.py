@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from roofline.llm.basis import basis, evaluate
+from roofline.llm.moe_load import tokens_per_expert
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, memory_bytes, param_counts, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions
-from roofline.llm.moe_load import tokens_per_expert
 from roofline.llm.table import (
     ATTN,
     ATTN_DIMS,
