@@ -274,3 +274,14 @@ def test_llm_command_takes_the_flags(tmp_path, capsys: pytest.CaptureFixture[str
                  "--moe-load", "expected-max", "--mtp", "1", "--csv", str(csv)]) == 0
     text = csv.read_text()
     assert "prefill.layers.moe.permute" in text and "prefill.mtp.eh_proj" in text
+
+
+def test_mtp_weights_are_resident_once() -> None:
+    from roofline.llm.sizes import weight_bytes_resident
+    from roofline.llm.spec import make_spec
+
+    base = weight_bytes_resident(make_spec("deepseek-v3", wbits="fp8", abits="fp8"))
+    more = weight_bytes_resident(make_spec("deepseek-v3", wbits="fp8", abits="fp8", mtp=1))
+    # 11.5B unique MTP parameters (README_WEIGHTS.md), about 1 byte each in fp8 (router and norms 16-bit: a few
+    # MB more); the shared embedding and head (0.9B each) not again: far below 11.5 + 1.8 GB
+    assert 11.3e9 < more - base < 11.8e9
