@@ -118,6 +118,20 @@ def add_llm_model_options(p: argparse.ArgumentParser, *, kv_reads: bool = True, 
                             "(TensorRT-LLM v0.5's masked MHA)")
 
 
+def add_moe_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--moe-load`` and ``--mtp``, one definition for ``llm``, ``plan``, ``serve`` and ``compare``; the values go to
+    :func:`roofline.llm.spec.make_spec` (or ``TrainingRun.of``), which refuses ``--moe-load`` on a dense model."""
+    from roofline.llm.moe_load import MOE_LOADS
+
+    p.add_argument("--moe-load", choices=MOE_LOADS, default=MOE_LOADS[0],
+                   help="MoE: rows of the grouped expert GEMMs' slowest group: balanced, n*k/E tokens per expert "
+                        "(default), or expected-max, the expected most loaded expert under uniform top-k routing "
+                        "(more time, the same FLOPs)")
+    p.add_argument("--mtp", type=int, default=0, metavar="N",
+                   help="multi-token prediction modules run with the model (DeepSeek-V3's num_nextn_predict_layers: "
+                        "1); default 0")
+
+
 #: what each command-line quantity kind is, for :func:`cli_quantity`: (unit, example prefix)
 _CLI_UNITS = {"flops": ("FLOP/s", "G"), "bandwidth": ("B/s", "G")}
 

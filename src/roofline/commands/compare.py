@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline.commands._common import EXAMPLE_HELP, add_phase_option, add_tf32_option, count_arg
+from roofline.commands._common import EXAMPLE_HELP, add_moe_options, add_phase_option, add_tf32_option, count_arg
 from roofline.core.errors import RooflineError
 from roofline.words.comparison import CompareRow, answer, compare, glossary, ranked_by, time_basis, times_best, vs_best
 
@@ -45,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     llm.add_argument("--gen", type=int, default=None, metavar="TOKENS", help="decode steps for generate (default 256)")
     llm.add_argument("--tp", type=int, default=1, metavar="N",
                      help="tensor-parallel devices (per-device figures; collectives on each device's interconnect)")
+    add_moe_options(llm)
     add_tf32_option(p)
     p.add_argument("--forecast", action="store_true",
                    help="also forecast each device's real time beside its bound (achievable roofs, overhead floor, "
@@ -62,6 +63,8 @@ def load_workload(spec: str, args: argparse.Namespace) -> Workload:
 
     path = Path(spec)
     low = spec.lower()
+    if (args.moe_load != "balanced" or args.mtp) and (low.endswith((".onnx", ".csv", ".json")) or path.is_file()):
+        raise RooflineError("--moe-load and --mtp set up an LLM's op table: give a model name, not a file")
     if low.endswith(".onnx"):
         from roofline.frontends.onnx import from_onnx
 
@@ -80,7 +83,7 @@ def load_workload(spec: str, args: argparse.Namespace) -> Workload:
     from roofline.frontends.llm import from_llm
 
     return from_llm(spec, phase=args.phase, batch=args.batch, prompt=args.prompt, context=args.context, gen=args.gen,
-                    tp=args.tp)
+                    tp=args.tp, moe_load=args.moe_load, mtp=args.mtp)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from roofline.commands._common import (
     EXAMPLE_HELP,
     add_device_option,
     add_llm_model_options,
+    add_moe_options,
     add_output_options,
     add_phase_option,
     add_tf32_option,
@@ -65,6 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kvbits", default="16", metavar="BITS", help="KV-cache precision, as --wbits (default 16 = bf16)")
     p.add_argument("--group-size", type=int, default=128, metavar="N", help="int4 quantisation group (default 128)")
     add_llm_model_options(p)
+    add_moe_options(p)
     p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel devices (per-device figures)")
     fused = p.add_mutually_exclusive_group()
     fused.add_argument("--flash", action="store_true",
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
                          context=args.context, gen=args.gen, wbits=args.wbits, abits=args.abits, kvbits=args.kvbits,
                          tp=args.tp, flash=not args.unfused, group_size=args.group_size, all_logits=args.all_logits,
                          moe_routing=args.moe_routing, kv_reads=args.kv_reads, rbits=args.rbits,
-                         fusions=args.fusions)
+                         fusions=args.fusions, moe_load=args.moe_load, mtp=args.mtp)
     device = device_of(args)
     if batch_max:
         spec = spec.replace(batch=llm.fitting_batch(spec, device))
@@ -153,7 +155,10 @@ def train(args: argparse.Namespace) -> int:
         raise RooflineError("--train times one step: drop --sweep and --batch max")
     if args.rbits is not None or args.fusions is not None or args.kv_reads != "shared":
         raise RooflineError("--rbits, --fusions and --kv-reads set up inference kernels: drop them with --train")
-    run = TrainingRun.of(args.model, seq=args.prompt or 4096, global_batch=int(args.batch))
+    if args.moe_load != "balanced":
+        raise RooflineError("--moe-load shapes the grouped expert GEMMs of an inference step (and plan --train's "
+                            "forecast): drop it with llm --train")
+    run = TrainingRun.of(args.model, seq=args.prompt or 4096, global_batch=int(args.batch), mtp=args.mtp)
     device = device_of(args)
     workload = training_workload(run, tp=args.tp, recompute=args.recompute)
     analysis = analyze(workload, device, tf32=args.tf32)

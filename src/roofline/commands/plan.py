@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from roofline.commands._common import EXAMPLE_HELP, count_arg, write_all
+from roofline.commands._common import EXAMPLE_HELP, add_moe_options, count_arg, write_all
 from roofline.core.errors import RooflineError
 from roofline.core.text import visible
 from roofline.planner.dims import names as dim_names
@@ -74,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                  "with A2A overlap, DualPipe)")):
         p.add_argument(f"--overlap-{rule}", choices=("on", "off"), default=default,
                        help=f"--train forecast: {what} (default {default})")
+    add_moe_options(p)
     p.add_argument("--price", type=float, default=None, metavar="USD", help="price per device-hour")
     p.add_argument("--layout", default=None, metavar="K=V,...",
                    help=f"fix the keys named and search the rest; every key named ({','.join(dim_names())},zero,mb,"
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
                                                    precision=args.precision)
                                       if args.serve else
                                       TrainingRun.of(args.model, seq=args.seq, global_batch=args.global_batch,
-                                                     precision=args.precision))
+                                                     precision=args.precision, moe_load=args.moe_load, mtp=args.mtp))
     result = plan_layouts(run_, system, layout=args.layout, top=args.top, overlap=args.overlap or 0.0,
                           rules=_rules(args), price=args.price)
     words = plan_words(result)
@@ -124,6 +125,9 @@ def _check_args(args: argparse.Namespace) -> None:
         check_chart_path(args.output)
     if args.top < 1:
         raise RooflineError(f"--top must be >= 1, got {args.top}")
+    if args.serve and (args.moe_load != "balanced" or args.mtp):
+        raise RooflineError("--moe-load and --mtp are not modelled by plan --serve yet: use them with plan --train, "
+                            "'roofline serve' or 'roofline llm'")
     if args.overlap is not None and not 0.0 <= args.overlap <= 1.0:
         raise RooflineError(f"--overlap must be from 0 to 1, got {args.overlap}")
     if args.train and args.overlap is not None:

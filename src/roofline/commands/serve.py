@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_llm_model_options
+from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_llm_model_options, add_moe_options
 from roofline.core.errors import RooflineError
 from roofline.core.fileio import json_ready
 
@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, what in (("wbits", "weight"), ("abits", "activation"), ("kvbits", "KV-cache")):
         p.add_argument(f"--{name}", default="16", metavar="BITS", help=f"{what} precision (default 16 = bf16)")
     add_llm_model_options(p, kv_reads=False, fusions_note="; --engine trtllm-mlperf-v4.1 gives all three")
+    add_moe_options(p)
     p.add_argument("--isl", default="1024", metavar="N|LO:HI:uniform|MED:SIGMA:lognormal|Q0,...,Qk:quantiles",
                    help="input tokens: fixed, uniform, log-normal, or a data set's quantiles at equal steps of "
                         "probability, smallest to largest (48,109,152,266,1021:quantiles: the 0/25/50/75/100th "
@@ -136,7 +137,8 @@ def _config(args: argparse.Namespace) -> Any:
     return ServeConfig(
         precision=Precision(args.wbits, args.abits, args.kvbits, args.rbits),
         kernels=_given(base.kernels, flash=not args.unfused, fusions=args.fusions,
-                       cuda_graphs=args.cuda_graphs or base.kernels.cuda_graphs),
+                       cuda_graphs=args.cuda_graphs or base.kernels.cuda_graphs, moe_load=args.moe_load,
+                       mtp=args.mtp),
         batching=_given(base.batching, scheduler=scheduler, max_batch=args.max_batch, max_tokens=args.max_tokens),
         memory=_given(base.memory, block_size=args.block_size, gpu_memory_utilization=args.gpu_memory_utilization),
         timing=Timing(bound=args.bound, overhead=args.iteration_overhead))

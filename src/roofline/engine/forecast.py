@@ -29,6 +29,8 @@ Per op (one run)::
   catalog GPUs' cited ``memory`` tables of matmul and attention are DRAM-streaming kernels' ``a + V/b``
   (per-kernel fixed time beyond the floor, then bandwidth); activation-sized ops (norms, elementwise) have none
   and run at the achievable bandwidth.  The forecast's notes name each curve's source;
+- grouped MoE expert GEMMs (``module_type`` ``grouped_gemm``) take their efficiency from cited grouped-GEMM
+  kernel tables by M per group, N and K, and run at the rows of their slowest group (:mod:`roofline.engine.grouped_gemm`);
 - *overhead* is the device's overhead floor for the framework running the ops
   (``torch-eager``/``numpy`` on CPUs, ``cuda-launch``/``cuda-graph`` on GPUs); 0 without one.
 
@@ -56,6 +58,7 @@ import numpy as np
 from roofline.core import formats
 from roofline.core.units import format_seconds
 from roofline.engine.gemm_shape import op_quantization
+from roofline.engine.grouped_gemm import apply_grouped
 from roofline.hardware.calibration import E_MAX_CAP, Calibration
 from roofline.hardware.calibration_curves import TabulatedCurve, by_head_dim
 from roofline.hardware.device import ComputeCeiling, Device, MemoryCeiling, OverheadFloor
@@ -331,6 +334,9 @@ def compute_forecast(analysis: Bound, *, framework: str | None = None) -> Foreca
         notes.append(f"device {dev.name!r} has no calibration and no cited kernel measurements: first principles "
                      "only ('roofline calibrate' measures one): efficiency 1, the forecast is the achievable roofs "
                      "plus the overhead floor")
+    # grouped MoE expert GEMMs: the cited grouped kernel's efficiency and the slowest group (engine.grouped_gemm)
+    efficiency, outside, more = apply_grouped(w, dev, a.compute_time, t_m, roof, term, efficiency, outside)
+    notes += more
     if floor is None:
         notes.append(f"device {dev.name!r} has no {framework} overhead floor: none counted")
     if not (dev.achievable_compute or dev.achievable_memory) and dev.bench is None:

@@ -44,6 +44,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from roofline.core.errors import RooflineError
 from roofline.llm.config import Arch, list_models, load_arch
 from roofline.llm.metrics import (
     BatchSweep,
@@ -76,7 +77,7 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
              prompt: int | None = None, context: int | None = None, gen: int | None = None,
              wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
              flash: bool = True, *, group_size: int = 128, all_logits: bool = False,
-             moe_routing: str = "expected") -> Workload:
+             moe_routing: str = "expected", moe_load: str = "balanced", mtp: int = 0) -> Workload:
     """The per-op inference workload of a decoder-only transformer (per device with ``tp`` > 1).
 
     ``name_or_config``: a bundled model ('llama-2-7b', 'meta-llama/Llama-2-7b-hf'; case and
@@ -92,7 +93,9 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     ``all_logits``: lm_head over every token instead of the last of each sequence.
     ``moe_routing``: how many routed experts a step of n tokens reads (top_k of E each):
     'expected' under uniform routing, E x (1 - (1 - top_k/E)^n); 'worst', min(E, n x top_k);
-    'best', top_k (see :func:`roofline.llm.basis.experts_touched`).
+    'best', top_k (see :func:`roofline.llm.basis.experts_touched`).  ``moe_load``: the rows of the grouped
+    expert GEMMs' slowest group, 'balanced' or 'expected-max' (:mod:`roofline.llm.moe_load`; a MoE model's
+    only).  ``mtp``: multi-token prediction modules run with the model (DeepSeek-V3: 1), in training too.
 
     Ops are named and grouped by path ('decode.layers.attn.q_proj'); ``count`` is the number of
     layers; ``info`` holds the sizes and totals and ``assumptions`` the modelling choices.
@@ -111,9 +114,12 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     arg.choice(phase, (*PHASES, "train"), "from_llm", "phase")
     if phase == "train":  # one device's training step: 'batch' sequences of 'prompt' tokens, micro-batches of 1
         arch = name_or_config if isinstance(name_or_config, Arch) else load_arch(name_or_config)
-        run = TrainingRun.of(arch, seq=prompt or 4096, global_batch=batch)
+        if moe_load != "balanced":
+            raise RooflineError("from_llm: moe_load shapes an inference step's grouped GEMMs (and plan's training "
+                                "forecast); give phase prefill, decode or generate")
+        run = TrainingRun.of(arch, seq=prompt or 4096, global_batch=batch, mtp=mtp)
         return training_workload(run, tp=tp)
     spec = make_spec(name_or_config, phase=phase, batch=batch, prompt=prompt, context=context, gen=gen,
                      wbits=wbits, abits=abits, kvbits=kvbits, tp=tp, flash=flash, group_size=group_size,
-                     all_logits=all_logits, moe_routing=moe_routing)
+                     all_logits=all_logits, moe_routing=moe_routing, moe_load=moe_load, mtp=mtp)
     return build_workload(spec)

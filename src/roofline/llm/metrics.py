@@ -61,7 +61,7 @@ def collective_latency(spec: LLMSpec, device: Device, phase: str) -> float:
         return 0.0
     from roofline.engine.collectives import canonical, on_link
 
-    table = build_table(spec.arch, phase, spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+    table = build_table(spec.arch, phase, spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
     return float(sum(on_link(canonical(name), 1.0, spec.tp, link).latency * float(count)
                      for name, role, count in zip(table.names, table.roles, table.counts, strict=True) if role == LINK))
 
@@ -145,13 +145,13 @@ def sweep_times(spec: LLMSpec, *, batch: Any = None, context: Any = None, prompt
     zero = np.zeros(b.shape)
     prefill = decode = zero
     if spec.phase in ("prefill", "generate"):
-        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
         prefill = step_time(table, basis(a, b, P, P, moe_routing=r), eb, peaks, bws)
     if spec.phase == "decode":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
         decode = step_time(table, basis(a, b, 1, S, moe_routing=r), eb, peaks, bws)
     if spec.phase == "generate":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
         decode = step_time(table, basis(a, b, 1, P + 1, P + N, moe_routing=r), eb, peaks, bws)  # mean over the steps
     total = prefill + decode * (N if spec.phase == "generate" else 1.0)
     return {"prefill": prefill.reshape(shape), "decode": decode.reshape(shape), "total": total.reshape(shape)}
@@ -335,7 +335,8 @@ def ridge_batch(spec: LLMSpec, device: Device, *, limit: int = MAX_BATCH) -> int
 
 @lru_cache(maxsize=256)
 def _ridge_batch(spec: LLMSpec, ceilings: tuple[tuple[str, float], ...], limit: int) -> int | None:
-    table = build_table(spec.arch, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+    table = build_table(spec.arch, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions,
+                        spec.mtp)
     mask = np.asarray([k == "matmul" for k in table.kinds])
     peaks, bws = _roofs(dict(ceilings))
     eb = spec.precisions.bytes()

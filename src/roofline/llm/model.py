@@ -13,9 +13,23 @@ from typing import Any
 import numpy as np
 
 from roofline.llm.basis import basis, evaluate
+from roofline.llm.moe_load import tokens_per_expert
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, memory_bytes, param_counts, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions
-from roofline.llm.table import ATTN, ATTN_DIMS, GEMM, GEMM_DIMS, LINK, SEQ, TOK, VEC, OpTable, build_table
+from roofline.llm.table import (
+    ATTN,
+    ATTN_DIMS,
+    EXP,
+    GEMM,
+    GEMM_DIMS,
+    GROUPED_DIMS,
+    LINK,
+    SEQ,
+    TOK,
+    VEC,
+    OpTable,
+    build_table,
+)
 from roofline.work.workload import Workload, WorkloadBuilder
 from roofline.work.workload_facts import PhaseTotals
 
@@ -29,8 +43,8 @@ ASSUMPTIONS = (
     "steps with count x gen (FLOPs and bytes exact)",
     "lm_head on the last token of each sequence (all tokens with all_logits); embedding reads only the rows gathered",
     "parameters: both embedding tables (input and lm_head; one when tied) count in the total and in the active "
-    "count; a DeepSeek MTP module (num_nextn_predict_layers) and a multimodal config's vision encoder are neither "
-    "modelled nor counted",
+    "count; DeepSeek MTP modules (num_nextn_predict_layers) are modelled only with --mtp and never counted in the "
+    "parameters, a multimodal config's vision encoder neither modelled nor counted",
     "int4 carries one fp16 scale per group; int8/fp8 scales ignored; embedding, lm_head, router, norms and biases "
     "stay 16-bit under weight quantisation",
     "norms, softmax, activations and adds compute in fp32 on the vector unit; scale and mask fold into softmax; "
@@ -53,9 +67,24 @@ MOE_ASSUMPTIONS = {
 }
 
 
+#: The rows of a grouped expert GEMM's slowest group, per ``moe_load`` (:mod:`roofline.llm.moe_load`).
+MOE_LOAD_ASSUMPTIONS = {
+    "balanced": "MoE (moe_load balanced): a MoE layer runs router, permute, grouped expert GEMMs, shared experts, "
+                "unpermute+combine; each expert touched receives n x top_k / touched tokens",
+    "expected-max": "MoE (moe_load expected-max): a MoE layer runs router, permute, grouped expert GEMMs, shared "
+                    "experts, unpermute+combine; the grouped GEMMs' time is set by the expected most loaded expert "
+                    "under uniform top-k routing (the same FLOPs)",
+}
+
+
 def assumptions(spec: LLMSpec) -> list[str]:
     out = list(ASSUMPTIONS)
     out.insert(5, MOE_ASSUMPTIONS[spec.moe_routing])  # where the fixed MoE line stood
+    if spec.arch.experts:
+        out.insert(6, MOE_LOAD_ASSUMPTIONS[spec.moe_load])
+    if spec.mtp:
+        out.append(f"{spec.mtp} multi-token prediction module(s) (--mtp): shared embedding and head, eh_proj "
+                   "2 x hidden -> hidden, one transformer block each, run in every step as ops named mtp.*")
     return out
 
 
@@ -64,13 +93,13 @@ def _steps(spec: LLMSpec) -> list[tuple[OpTable, np.ndarray, float]]:
     a, r = spec.arch, spec.moe_routing
     out = []
     if spec.phase in ("prefill", "generate"):
-        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
         out.append((table, basis(a, spec.batch, spec.prompt, spec.prompt, moe_routing=r), 1.0))
     if spec.phase == "decode":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
         out.append((table, basis(a, spec.batch, 1, spec.context, moe_routing=r), 1.0))
     if spec.phase == "generate":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
         out.append((table, basis(a, spec.batch, 1, spec.prompt + 1, spec.prompt + spec.gen, moe_routing=r),
                     float(spec.gen)))
     return out
@@ -84,14 +113,16 @@ def role_columns(roles: list[int], precisions: Precisions) -> dict[str, list[str
             "level": ["interconnect" if x == LINK else "" for x in roles]}
 
 
-def gemm_dims(table: OpTable, row: np.ndarray) -> dict[str, list[float]]:
+def gemm_dims(table: OpTable, row: np.ndarray, moe_load: str = "balanced") -> dict[str, list[float]]:
     """The ``m, n, k, batch`` columns of the table's ops at one basis row (NaN where an op has none).
 
-    A generate phase's decode averages the keys over its steps: the mean is rounded to a whole key count."""
-    return {c: v[0].tolist() for c, v in gemm_dims_rows(table, np.atleast_2d(row)).items()}
+    A generate phase's decode averages the keys over its steps: the mean is rounded to a whole key count.  A
+    grouped expert GEMM's ``m`` is its slowest group's rows under ``moe_load`` (:mod:`roofline.llm.moe_load`),
+    rounded up to a whole row; its ``batch`` the experts touched."""
+    return {c: v[0].tolist() for c, v in gemm_dims_rows(table, np.atleast_2d(row), moe_load).items()}
 
 
-def gemm_dims_rows(table: OpTable, rows: np.ndarray) -> dict[str, np.ndarray]:
+def gemm_dims_rows(table: OpTable, rows: np.ndarray, moe_load: str = "balanced") -> dict[str, np.ndarray]:
     """:func:`gemm_dims` at every basis row of ``rows`` at once: arrays of shape (rows, ops)."""
     shape = (len(rows), len(table))
     if table.dims is None:
@@ -99,11 +130,15 @@ def gemm_dims_rows(table: OpTable, rows: np.ndarray) -> dict[str, np.ndarray]:
     mode, term, k, n, batch = table.dims.T
     term_value = rows[:, np.clip(term.astype(np.int64), 0, rows.shape[1] - 1)]
     seqs = np.maximum(rows[:, SEQ], 1.0)[:, None]
-    gemm, attn = mode == GEMM_DIMS, mode == ATTN_DIMS
+    gemm, attn, grouped = mode == GEMM_DIMS, mode == ATTN_DIMS, mode == GROUPED_DIMS
     m_col = np.where(gemm, term_value, np.where(attn, rows[:, TOK][:, None] / seqs, np.nan))
-    n_col = np.where(gemm, n, np.where(attn, term_value / seqs, np.nan))
-    k_col = np.broadcast_to(np.where(gemm | attn, k, np.nan), shape)
-    b_col = np.where(gemm, batch, np.where(attn, batch * seqs, np.nan))
+    if grouped.any():  # rows of the slowest group, whole: top-k (the batch slot) assignments per token
+        top_k = int(batch[grouped][0])
+        per = np.ceil(np.round(tokens_per_expert(rows[:, TOK], top_k, table.experts, rows[:, EXP], moe_load), 6))
+        m_col = np.where(grouped, per[:, None], m_col)
+    n_col = np.where(gemm | grouped, n, np.where(attn, term_value / seqs, np.nan))
+    k_col = np.broadcast_to(np.where(gemm | attn | grouped, k, np.nan), shape)
+    b_col = np.where(gemm, batch, np.where(attn, batch * seqs, np.where(grouped, rows[:, EXP][:, None], np.nan)))
     return {c: np.round(v) for c, v in (("m", m_col), ("n", n_col), ("k", k_col), ("batch", b_col))}
 
 
@@ -119,7 +154,7 @@ def build_workload(spec: LLMSpec) -> Workload:
         ops.extend(name=table.names, group=table.names, kind=table.kinds, module_type=table.module_types,
                    **role_columns(roles, spec.precisions), flops=v["flops"][0].tolist(), bytes_read=v["bytes_read"][0].tolist(),
                    bytes_written=v["bytes_written"][0].tolist(), weight_bytes=v["weight_bytes"][0].tolist(),
-                   count=counts.tolist(), **gemm_dims(table, B[0]))
+                   count=counts.tolist(), **gemm_dims(table, B[0], spec.moe_load))
         phases[table.phase] = PhaseTotals(
             flops=float(v["flops"][0] @ counts), bytes=float((v["bytes_read"][0] + v["bytes_written"][0]) @ counts),
             weight_bytes=float(v["weight_bytes"][0] @ counts), steps=mult, tokens=float(B[0, TOK] * mult))
@@ -174,6 +209,7 @@ def run_info(spec: LLMSpec) -> dict[str, Any]:
     return {"model": spec.arch.name, "model_source": spec.arch.source, "phase": spec.phase, "batch": spec.batch,
             "prompt": spec.prompt, "context": spec.context, "gen": spec.gen, "tp": spec.tp, "flash": spec.flash,
             "all_logits": spec.all_logits, "moe_routing": spec.moe_routing, "kv_reads": spec.kv_reads,
+            "moe_load": spec.moe_load, "mtp": spec.mtp,
             "precisions": spec.precisions.to_dict(),
             "params": total, "active_params": active, "weight_bytes": weights, "kv_cache_bytes": kv,
             "activation_bytes": act, "memory_bytes": memory_bytes(spec)}
@@ -193,7 +229,7 @@ def rows_workload(spec: LLMSpec, table: OpTable, rows: np.ndarray, ops: np.ndarr
                               stream=None if table.stream is None else table.stream[sel])
     v = evaluate(sub, rows, spec.precisions.bytes())
     k = len(rows)
-    dims = {c: v.ravel() for c, v in gemm_dims_rows(sub, rows).items()}
+    dims = {c: v.ravel() for c, v in gemm_dims_rows(sub, rows, spec.moe_load).items()}
     names = [table.names[i] for i in sel] * k
     roles = [int(table.roles[i]) for i in sel] * k
     cols: dict[str, Any] = dict(

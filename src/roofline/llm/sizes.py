@@ -59,16 +59,18 @@ def kv_cache_bytes(spec: LLMSpec, batch: Any = None, context: Any = None) -> Any
 
 
 def weight_bytes_resident(spec: LLMSpec) -> float:
-    """Weight bytes each device holds: every expert, the embedding shard and position table."""
-    return _weights_resident(spec.arch, spec.tp, spec.precisions)
+    """Weight bytes each device holds: every expert, the embedding shard and position table, and the MTP modules'
+    own weights (``--mtp``; their embedding and output head are the model's, held once)."""
+    return _weights_resident(spec.arch, spec.tp, spec.precisions, spec.mtp)
 
 
 @lru_cache(maxsize=256)
-def _weights_resident(a: Arch, tp: int, precisions: Precisions) -> float:
+def _weights_resident(a: Arch, tp: int, precisions: Precisions, mtp: int = 0) -> float:
     eb = precisions.bytes()
-    table = build_table(a, "prefill", tp)
-    wq = table.coef["wq"] * table.counts[:, None]
-    wu = table.coef["wu"] * table.counts[:, None]
+    table = build_table(a, "prefill", tp, mtp=mtp)
+    own = np.array([not n.endswith(".mtp.head.lm_head") for n in table.names], dtype=float)[:, None]  # shared head
+    wq = table.coef["wq"] * table.counts[:, None] * own
+    wu = table.coef["wu"] * table.counts[:, None] * own
     total = ((wq[:, ONE].sum() + wq[:, EXP].sum() * a.experts) * eb["wq"]
              + (wu[:, ONE].sum() + wu[:, EXP].sum() * a.experts) * eb["wu"])
     embed = (0 if a.tie_embeddings else a.vocab * a.hidden / tp) + a.position_table * a.hidden

@@ -20,7 +20,8 @@ from roofline.core.limits import max_dim
 from roofline.core.precision import BITS, canonical, wider
 from roofline.llm.basis import MOE_ROUTINGS, parse_moe_routing
 from roofline.llm.config import Arch, load_arch
-from roofline.llm.table import FUSIONS, KV_READS, check_tp, parse_fusions, parse_kv_reads
+from roofline.llm.moe_load import parse_moe_load
+from roofline.llm.table import FUSIONS, KV_READS, check_mtp, check_tp, parse_fusions, parse_kv_reads
 
 if TYPE_CHECKING:
     from roofline.work.workload_facts import LLMRun
@@ -173,6 +174,10 @@ class LLMSpec:
     kv_reads: str = "shared"
     #: kernel fusions the engine runs (:data:`roofline.llm.table.FUSIONS`; none by default)
     fusions: tuple[str, ...] = ()
+    #: rows of the grouped expert GEMMs' slowest group (:data:`roofline.llm.moe_load.MOE_LOADS`)
+    moe_load: str = "balanced"
+    #: multi-token prediction modules run after the model (DeepSeek's ``num_nextn_predict_layers``; 0: none)
+    mtp: int = 0
 
     @property
     def max_context(self) -> int:
@@ -186,7 +191,9 @@ class LLMSpec:
         return {"arch": self.arch.to_dict(), "phase": self.phase, "batch": self.batch, "prompt": self.prompt,
                 "context": self.context, "gen": self.gen, "precisions": self.precisions.to_dict(), "tp": self.tp,
                 "flash": self.flash, "all_logits": self.all_logits, "moe_routing": self.moe_routing,
-                "kv_reads": self.kv_reads, **({"fusions": list(self.fusions)} if self.fusions else {})}
+                "kv_reads": self.kv_reads, **({"fusions": list(self.fusions)} if self.fusions else {}),
+                **({"moe_load": self.moe_load} if self.moe_load != "balanced" else {}),
+                **({"mtp": self.mtp} if self.mtp else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LLMSpec:
@@ -200,7 +207,15 @@ class LLMSpec:
                    # and before this one, every KV head was read once per sequence
                    parse_kv_reads(d.get("kv_reads", "shared")),
                    # and before this one, no kernel fusion
-                   parse_fusions(d.get("fusions") or ()))
+                   parse_fusions(d.get("fusions") or ()),
+                   # and before these, a balanced load and no MTP module
+                   parse_moe_load(d.get("moe_load", "balanced")), check_mtp(d.get("mtp", 0)))
+
+
+def check_moe_load(arch: Arch, moe_load: str) -> None:
+    """A load other than the default on a model without routed experts is refused (one line): it would mean nothing."""
+    if moe_load != "balanced" and not arch.experts:
+        raise RooflineError(f"moe_load {moe_load!r}: {arch.name} is a dense model (no routed experts)")
 
 
 def positive_int(value: Any, field: str) -> int:
@@ -252,10 +267,13 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
               wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
               flash: bool = True, group_size: int = 128, all_logits: bool = False,
               moe_routing: str = "expected", kv_reads: str = "shared", rbits: int | str | None = None,
-              fusions: str | tuple[str, ...] | list[str] = ()) -> LLMSpec:
+              fusions: str | tuple[str, ...] | list[str] = (), moe_load: str = "balanced", mtp: int = 0) -> LLMSpec:
     """Validate every knob (one-line errors) and resolve the model; ``rbits``: the residual stream's precision
-    (:class:`Precisions` ``residual``; None: the activations'); ``fusions``: :data:`roofline.llm.table.FUSIONS`."""
+    (:class:`Precisions` ``residual``; None: the activations'); ``fusions``: :data:`roofline.llm.table.FUSIONS`;
+    ``moe_load``: :data:`roofline.llm.moe_load.MOE_LOADS` (a MoE model's only); ``mtp``: MTP modules."""
     moe_routing = parse_moe_routing(moe_routing)
+    moe_load = parse_moe_load(moe_load)
+    mtp = check_mtp(mtp)
     fused = parse_fusions(fusions)
     kv_reads = parse_kv_reads(kv_reads)
     if phase not in PHASES:
@@ -273,8 +291,9 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))
+    check_moe_load(arch, moe_load)
     spec = LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits),
-                   moe_routing, kv_reads, fused)
+                   moe_routing, kv_reads, fused, moe_load, mtp)
     context_note(spec)  # a prompt past the model's context is refused (within its rope scaling, noted)
     return spec
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from roofline.core.errors import RooflineError
+from roofline.engine.grouped_gemm import GROUPED_GEMM
 from roofline.llm.config import Arch
 from roofline.work.costs import (
     ELEMENTWISE_FLOPS,
@@ -83,12 +84,16 @@ QUANTITIES = ("flops", "wq", "wu", "ar", "aw", "kr", "kw", "xr")
 INDEX_BYTES = 8  # token ids are int64
 #: An op's GEMM dimensions, symbolically, one row ``(mode, term, k, n, batch)`` per op:
 #:
-#: * ``NO_DIMS``: none (norms, elementwise, collectives; grouped MoE expert GEMMs, whose per-expert rows are not known);
+#: * ``NO_DIMS``: none (norms, elementwise, collectives);
 #: * ``GEMM_DIMS``: ``m`` = the value of basis ``term`` (tokens, or sequences for lm_head; keys for MLA's
 #:   decompression), ``k``, ``n`` and ``batch`` as given;
 #: * ``ATTN_DIMS``: ``batch`` = sequences x ``batch`` (heads), ``m`` = tokens / sequences (queries per sequence),
-#:   ``n`` = basis ``term`` (keys) / sequences, ``k`` = the head dim.
-NO_DIMS, GEMM_DIMS, ATTN_DIMS = range(3)
+#:   ``n`` = basis ``term`` (keys) / sequences, ``k`` = the head dim;
+#: * ``GROUPED_DIMS``: a grouped MoE expert GEMM, one group per routed expert the step touches (``batch`` = basis
+#:   ``EXP``), ``m`` = the rows of the slowest group (:func:`roofline.llm.moe_load.tokens_per_expert`: tokens per
+#:   expert, balanced or the expected maximum under ``--moe-load``), ``k`` and ``n`` as given (the row's ``batch``
+#:   slot holds the top-k, the rows each token adds; :attr:`OpTable.experts` the routed experts).
+NO_DIMS, GEMM_DIMS, ATTN_DIMS, GROUPED_DIMS = range(4)
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,8 @@ class OpTable:
     #: the fusions applied to this table (:data:`FUSIONS` order): those asked for that the model and layout
     #: allow (reduce-norm needs tp > 1 and two norms a layer, gate-up a gated MLP, qkv separate Q, K, V)
     fusions: tuple[str, ...] = ()
+    #: the routed experts of the model (0 without MoE): the groups of its grouped expert GEMMs (``GROUPED_DIMS``)
+    experts: int = 0
 
     def __len__(self) -> int:
         return len(self.names)
@@ -127,18 +134,21 @@ class _Rows:
         self.dims: list[tuple[float, float, float, float, float]] = []
         self.stream: list[tuple[bool, bool]] = []
         self.applied: set[str] = set()  # fusions an op of the table was built with
+        self.experts = 0
+        self.prefix = ""  # before every path: "mtp." for the MTP modules' ops
 
     def add(self, path: str, kind: str, role: int, count: float, *,
             dims: tuple[float, float, float, float, float] = (NO_DIMS, 0, 0, 0, 0),
-            stream: tuple[bool, bool] = (True, True), **quantities: dict[int, float]) -> None:
-        """One op; ``stream``: (reads, writes) of its activations at the residual precision (:data:`QUANTITIES`)."""
+            stream: tuple[bool, bool] = (True, True), module_type: str = "", **quantities: dict[int, float]) -> None:
+        """One op; ``stream``: (reads, writes) of its activations at the residual precision (:data:`QUANTITIES`);
+        ``module_type``: the path's last part unless given."""
         if count <= 0:
             return
         self.dims.append(dims)
         self.stream.append(stream)
-        self.names.append(f"{self.phase}.{path}")
+        self.names.append(f"{self.phase}.{self.prefix}{path}")
         self.kinds.append(kind)
-        self.mtypes.append(path.split(".")[-1])
+        self.mtypes.append(module_type or path.split(".")[-1])
         self.roles.append(role)
         self.counts.append(float(count))
         for q in QUANTITIES:
@@ -152,7 +162,7 @@ class _Rows:
                        np.asarray(self.roles, dtype=np.int64), np.asarray(self.counts),
                        {q: np.vstack(v) for q, v in self.coef.items()}, np.asarray(self.dims, dtype=float),
                        np.asarray(self.stream, dtype=bool).reshape(-1, 2),
-                       tuple(f for f in FUSIONS if f in self.applied))
+                       tuple(f for f in FUSIONS if f in self.applied), self.experts)
 
 
 def kv_heads_per_device(arch: Arch, tp: int) -> int:
@@ -249,22 +259,66 @@ def parse_kv_reads(value: object) -> str:
 
 @lru_cache(maxsize=256)
 def build_table(arch: Arch, phase: str, tp: int = 1, flash: bool = False, all_logits: bool = False,
-                kv_reads: str = "shared", fusions: tuple[str, ...] = ()) -> OpTable:
+                kv_reads: str = "shared", fusions: tuple[str, ...] = (), mtp: int = 0) -> OpTable:
     """The ops of one prefill or decode step of ``arch`` on one of ``tp`` devices (``kv_reads``: :data:`KV_READS`;
-    ``fusions``: :data:`FUSIONS`)."""
+    ``fusions``: :data:`FUSIONS`; ``mtp``: multi-token prediction modules after the model, :func:`_mtp`)."""
     check_tp(arch, tp)
     r = _Layer(phase, arch, tp, parse_fusions(fusions))
     _embedding(r)
+    _blocks(r, flash, kv_reads)
+    _lm_head(r, all_logits)
+    if mtp:
+        _mtp(r, check_mtp(mtp), flash, kv_reads, all_logits)
+    return r.table()
+
+
+def _blocks(r: _Layer, flash: bool, kv_reads: str) -> None:
+    """The transformer layers of ``r.arch``: attention, then the MLP (dense and MoE)."""
     # with reduce-norm, every layer's input norm after the first is fused into the previous layer's MLP residual
-    r.norm("layers.attn.norm", 1 if r.reduce_norm else arch.layers, arch.hidden, to_gemm=True)
-    if arch.mla:
+    r.norm("layers.attn.norm", 1 if r.reduce_norm else r.arch.layers, r.arch.hidden, to_gemm=True)
+    if r.arch.mla:
         _mla_attention(r, flash)
     else:
         _attention(r, flash, parse_kv_reads(kv_reads))
     _attention_output(r)
     _mlp_block(r)
-    _lm_head(r, all_logits)
-    return r.table()
+
+
+def check_mtp(value: object) -> int:
+    """``value`` as a count of MTP modules (an integer >= 0, at most 16); anything else is a one-line error."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= 16:
+        raise RooflineError(f"mtp must be an integer from 0 to 16 (multi-token prediction modules), got {value!r}")
+    return int(value)
+
+
+def _mtp(r: _Layer, n: int, flash: bool, kv_reads: str, all_logits: bool) -> None:
+    """``n`` multi-token prediction modules (DeepSeek-V3's ``num_nextn_predict_layers``; DeepSeek-V3 Technical
+    Report, arXiv:2412.19437, section 2.2): each embeds the next tokens with the shared embedding, RMS-normalises
+    that embedding and the previous depth's hidden state, projects their concatenation from 2 x hidden to hidden
+    (``eh_proj``, replicated over tp), runs one transformer block like the model's own (a MoE block in a MoE
+    model), and predicts through the shared output head (its own norm, then the shared lm_head).  Their ops are
+    named ``<phase>.mtp.*``, each counted ``n`` times; their weights are not in the model's parameter count."""
+    import dataclasses
+
+    arch, d = r.arch, r.arch.hidden
+    block = dataclasses.replace(arch, layers=n, dense_layers=0, window_layers=0, nope_layers=0,
+                                qk_norm_layers=n if arch.qk_norm_layers else 0)
+    saved = (r.arch, r.reduce_norm)
+    r.prefix = "mtp."
+    r.add("embed.tokens", "embedding", VEC, n, wu={TOK: d / r.tp}, xr={TOK: INDEX_BYTES}, aw={TOK: d})
+    r.all_reduce("embed.all_reduce", n, d)
+    r.norm("enorm", n, d, to_gemm=True)
+    r.norm("hnorm", n, d, to_gemm=True)
+    r.gemm("eh_proj", n, 2 * d, d)
+    r.arch, r.reduce_norm = block, False
+    _blocks(r, flash, kv_reads)
+    r.arch, r.reduce_norm = saved
+    r.norm("head.norm", n, d)
+    m = TOK if all_logits else SEQ
+    r.gemm("head.lm_head", n, d, arch.vocab / r.tp, quantized=False, tokens=m)
+    if r.tp > 1:
+        r.add("head.all_gather", "collective", LINK, n, ar={m: (r.tp - 1) / r.tp * arch.vocab})
+    r.prefix = ""
 
 
 class _Layer(_Rows):
@@ -412,29 +466,7 @@ def _mlp_block(r: _Layer) -> None:
     dense = L - arch.moe_layers
     _mlp(r, "layers.mlp.", dense, d, arch.intermediate / t, arch.gated, act, arch.mlp_bias)
     if arch.moe_layers:
-        E, k, M = arch.experts, arch.top_k, arch.moe_layers
-        fe = arch.moe_intermediate / t
-        r.gemm("layers.moe.router", M, d, E, quantized=False, bias=arch.expert_bias)
-        r.add("layers.moe.topk", "softmax", VEC, M, flops={TOK: SOFTMAX_FLOPS * E}, ar={TOK: E}, aw={TOK: 2 * k})
-        # routed experts: n*k token-expert assignments, k rows per token; weights of the experts touched (and
-        # their biases, unquantised, where the experts carry them)
-        for proj in (("gate_proj", "up_proj") if arch.gated else ("up_proj",)):
-            r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: gemm_flops(k, d, fe)},
-                  wq={EXP: d * fe}, wu={EXP: fe} if arch.expert_bias else {}, ar={TOK: k * d}, aw={TOK: k * fe},
-                  stream=(False, True))
-        r.elementwise("layers.moe.experts.act", M, act, 1, k * fe, to_gemm=not arch.gated)
-        if arch.gated:
-            r.elementwise("layers.moe.experts.mul", M, "mul", 2, k * fe, to_gemm=True)
-        r.add("layers.moe.experts.down_proj", "matmul", GEMM, M, flops={TOK: gemm_flops(k, fe, d)},
-              wq={EXP: fe * d}, wu={EXP: d} if arch.expert_bias else {}, ar={TOK: k * fe}, aw={TOK: k * d},
-              stream=(False, True))
-        shared = arch.shared_experts
-        if shared:
-            _mlp(r, "layers.moe.shared.", M, d, arch.moe_intermediate * shared / t, arch.gated, act, False)
-        # weighted sum of the k expert outputs (k fused multiply-adds), plus the shared experts' output
-        combine = k * ELEMENTWISE_FLOPS["fma"] + (ELEMENTWISE_FLOPS["add"] if shared else 0)
-        r.add("layers.moe.combine", "elementwise", VEC, M, flops={TOK: combine * d},
-              ar={TOK: (k + (1 if shared else 0)) * d}, aw={TOK: d})
+        _moe(r)
     r.all_reduce("layers.mlp.all_reduce", L, d)
     if r.reduce_norm:  # the residual add and the next layer's input norm in one kernel; the last layer's alone
         r.residual_norm("layers.mlp.residual_norm", L - 1, d)
@@ -443,6 +475,52 @@ def _mlp_block(r: _Layer) -> None:
     if arch.norms_per_layer == 4:
         r.norm("layers.mlp.post_norm", L, d)
     r.elementwise("layers.mlp.residual", L, "add", 2, d)
+
+
+def _moe(r: _Layer) -> None:
+    """A MoE layer as its kernels (as Megatron-Core's dropless token dispatcher runs them): the router (gate GEMM,
+    top-k), the permute (each token's row copied once per chosen expert into expert order, a gather by index, at
+    the width the expert GEMMs read), the grouped expert GEMMs (one group per expert touched, ``GROUPED_DIMS``:
+    rows per group from the tokens each expert receives), the shared experts, and the unpermute fused with the
+    combine (the weighted sum of each token's k outputs back in token order), then the shared experts' add.
+
+    FLOPs: n*k token-expert rows through each expert GEMM, whatever the load (``--moe-load`` sets the rows of
+    the slowest group, :mod:`roofline.llm.moe_load`, not the total); weights of the experts touched (``EXP``)."""
+    arch, d, t, act = r.arch, r.arch.hidden, r.tp, r.arch.activation
+    E, k, M = arch.experts, arch.top_k, arch.moe_layers
+    fe = arch.moe_intermediate / t
+    r.experts = E
+    r.gemm("layers.moe.router", M, d, E, quantized=False, bias=arch.expert_bias)
+    r.add("layers.moe.topk", "softmax", VEC, M, flops={TOK: SOFTMAX_FLOPS * E}, ar={TOK: E}, aw={TOK: 2 * k})
+    r.add("layers.moe.permute", "memory", VEC, M, ar={TOK: k * d}, aw={TOK: k * d}, xr={TOK: k * INDEX_BYTES},
+          stream=(False, False))
+
+    def grouped(proj: str, k_in: float, n_out: float) -> None:  # the experts' biases stay unquantised
+        r.add(f"layers.moe.experts.{proj}", "matmul", GEMM, M, flops={TOK: gemm_flops(k, k_in, n_out)},
+              wq={EXP: k_in * n_out}, wu={EXP: n_out} if arch.expert_bias else {}, ar={TOK: k * k_in},
+              aw={TOK: k * n_out}, dims=(GROUPED_DIMS, TOK, k_in, n_out, k), stream=(False, True),
+              module_type=GROUPED_GEMM)
+
+    if arch.gated and "gate-up" in r.fusions:
+        grouped("gate_up_proj", d, 2 * fe)
+        r.add("layers.moe.experts.act_mul", "elementwise", VEC, M,
+              flops={TOK: (ELEMENTWISE_FLOPS[act] + ELEMENTWISE_FLOPS["mul"]) * k * fe}, ar={TOK: 2 * k * fe},
+              aw={TOK: k * fe}, stream=(True, False))
+        r.applied.add("gate-up")
+    else:
+        for proj in (("gate_proj", "up_proj") if arch.gated else ("up_proj",)):
+            grouped(proj, d, fe)
+        r.elementwise("layers.moe.experts.act", M, act, 1, k * fe, to_gemm=not arch.gated)
+        if arch.gated:
+            r.elementwise("layers.moe.experts.mul", M, "mul", 2, k * fe, to_gemm=True)
+    grouped("down_proj", fe, d)
+    if arch.shared_experts:
+        _mlp(r, "layers.moe.shared.", M, d, arch.moe_intermediate * arch.shared_experts / t, arch.gated, act, False)
+    # unpermute + combine: read the k outputs in expert order, their indices and weights; write the weighted sum
+    r.add("layers.moe.combine", "elementwise", VEC, M, flops={TOK: k * ELEMENTWISE_FLOPS["fma"] * d},
+          ar={TOK: k * d + k}, aw={TOK: d}, xr={TOK: k * INDEX_BYTES})
+    if arch.shared_experts:
+        r.elementwise("layers.moe.shared_add", M, "add", 2, d)
 
 
 def _lm_head(r: _Layer, all_logits: bool) -> None:

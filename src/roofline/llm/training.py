@@ -46,8 +46,9 @@ from roofline.llm.basis import basis, evaluate
 from roofline.llm.config import Arch, load_arch
 from roofline.llm.metrics import device_ceilings
 from roofline.llm.model import gemm_dims, role_columns
-from roofline.llm.spec import Precisions, positive_int
-from roofline.llm.table import EXP, FULL, GEMM, KEY, KEYW, LINK, ONE, PAIR, TOK, VEC, build_table, check_tp
+from roofline.llm.moe_load import parse_moe_load
+from roofline.llm.spec import Precisions, check_moe_load, positive_int
+from roofline.llm.table import EXP, FULL, GEMM, KEY, KEYW, LINK, ONE, PAIR, TOK, VEC, build_table, check_mtp, check_tp
 from roofline.work.workload import Workload, WorkloadBuilder
 
 RECOMPUTE = ("none", "selective", "full")
@@ -116,19 +117,25 @@ class TrainingRun:
     dropout: bool = False
     main_grad_bytes: int = 2
     grad_accumulation_fusion: bool = True
+    #: multi-token prediction modules trained with the model (:func:`roofline.llm.table.build_table` ``mtp``)
+    mtp: int = 0
+    #: the grouped expert GEMMs' slowest group (:data:`roofline.llm.moe_load.MOE_LOADS`): the planner's forecast
+    moe_load: str = "balanced"
 
     @classmethod
     def of(cls, model: str | Arch, *, seq: int = 4096, global_batch: int = 1024, precision: str = "bf16",
            flash: bool = True, dropout: bool = False, main_grad_bytes: int = 2,
-           grad_accumulation_fusion: bool = True) -> TrainingRun:
+           grad_accumulation_fusion: bool = True, mtp: int = 0, moe_load: str = "balanced") -> TrainingRun:
         arch = model if isinstance(model, Arch) else load_arch(model)
+        check_moe_load(arch, parse_moe_load(moe_load))
         if precision not in TRAIN_PRECISIONS:
             raise RooflineError(f"precision: {precision!r} is not one of {', '.join(TRAIN_PRECISIONS)}")
         if isinstance(main_grad_bytes, bool) or main_grad_bytes not in MAIN_GRAD_BYTES:
             raise RooflineError(f"main_grad_bytes: {main_grad_bytes!r} is not one of 2, 4")
         return cls(arch, positive_int(seq, "seq"), positive_int(global_batch, "global_batch"), precision=precision,
                    flash=bool(flash), dropout=bool(dropout), main_grad_bytes=main_grad_bytes,
-                   grad_accumulation_fusion=bool(grad_accumulation_fusion))
+                   grad_accumulation_fusion=bool(grad_accumulation_fusion), mtp=check_mtp(mtp),
+                   moe_load=parse_moe_load(moe_load))
 
 
 def split_queries(B: np.ndarray, cp: int) -> np.ndarray:
@@ -145,7 +152,7 @@ def split_queries(B: np.ndarray, cp: int) -> np.ndarray:
 def forward_ops(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int) -> tuple[Any, dict[str, np.ndarray]]:
     """The forward op table of one micro-batch on one device's shard, and its per-op FLOPs and bytes."""
     a = run.arch
-    table = build_table(a, "prefill", tp, run.flash, True)
+    table = build_table(a, "prefill", tp, run.flash, True, mtp=run.mtp)
     B = split_queries(basis(a, micro_batch, run.seq, run.seq), cp)
     B[:, EXP] /= ep
     v = {k: x[0].copy() for k, x in evaluate(table, B, run.precisions.bytes()).items()}
@@ -181,11 +188,13 @@ def _framework_ops(run: TrainingRun, table: Any, v: dict[str, np.ndarray], b: np
 
 def table_masks(table: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(every layer's ops, the first stage's extra ops, the last stage's, the attention core) of a table;
-    its collectives (link ops) are in none: the layout times them."""
+    its collectives (link ops) are in none: the layout times them.  The MTP modules' ops (``.mtp.``) run after the
+    model's head: the last stage's."""
     names = table.names
     compute = table.roles != LINK
-    layer = np.array([".layers." in n for n in names]) & compute
-    first = np.array([".embed" in n for n in names]) & compute
+    mtp = np.array([".mtp." in n for n in names], dtype=bool)
+    layer = np.array([".layers." in n for n in names]) & compute & ~mtp
+    first = np.array([".embed" in n for n in names]) & compute & ~mtp
     last = ~layer & ~first & compute
     core = layer & np.array([k in ("attention", "softmax") for k in table.kinds])
     return layer, first, last, core

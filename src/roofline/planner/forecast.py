@@ -11,7 +11,7 @@ Backward, per forward GEMM ``Y[m, n] = X[m, k] W[k, n]``: two GEMMs of its FLOPs
 (a ``k x n`` output over ``m``); every other op (attention, norms, activations) runs backward as one op of
 twice its forward FLOPs and bytes at the forward's shape (FlashAttention's backward recomputes the scores
 and writes dQ, dK, dV).  This is the LLM model's ``backward = 2 x forward`` (:data:`~roofline.llm.training.BACKWARD`)
-with each GEMM's two backward shapes made explicit.  A fused attention's backward runs at
+with each GEMM's two backward shapes made explicit (a grouped expert GEMM's two at its forward's groups and rows).  A fused attention's backward runs at
 :func:`flash_backward_rate` of its forward's FLOP rate: the device's cited ``attention-backward`` curve by keys and
 head dim (the FlashAttention papers' figures), else :data:`FLASH_BACKWARD_RATE`.
 
@@ -42,7 +42,7 @@ import numpy as np
 from roofline.hardware.calibration_curves import TabulatedCurve, by_head_dim
 from roofline.llm.basis import basis
 from roofline.llm.model import gemm_dims
-from roofline.llm.table import EXP, GEMM_DIMS, LINK, VEC
+from roofline.llm.table import EXP, GEMM_DIMS, GROUPED_DIMS, LINK, VEC
 from roofline.llm.training import (
     BACKWARD,
     CROSS_ENTROPY_BYTES,
@@ -176,7 +176,7 @@ class ShardForecast:
 def _dims(table: Any, run: TrainingRun, cp: int, ep: int, micro_batch: int) -> dict[str, np.ndarray]:
     B = split_queries(basis(run.arch, micro_batch, run.seq, run.seq), cp)
     B[:, EXP] /= ep
-    return {k: np.asarray(v, dtype=float) for k, v in gemm_dims(table, B[0]).items()}
+    return {k: np.asarray(v, dtype=float) for k, v in gemm_dims(table, B[0], run.moe_load).items()}
 
 
 def shard_forecast(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, device: Any) -> ShardForecast:
@@ -191,19 +191,23 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     idx = np.flatnonzero(table.roles != LINK)
     d = _dims(table, run, cp, ep, mb)
     gemm = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GEMM_DIMS
+    grouped = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GROUPED_DIMS
     m, n, k = d["m"], d["n"], d["k"]
-    g, other = idx[gemm[idx]], idx[~gemm[idx]]
+    g, gg, other = idx[gemm[idx]], idx[grouped[idx]], idx[~gemm[idx] & ~grouped[idx]]
     # the weight gradients accumulated into the gradient buffer (:func:`grad_accumulation_bytes`): inside the
     # weight-gradient GEMMs when fused, else (and for every weight outside a shaped GEMM) one pass of its own
     params = row_params(run, table, tp, ep)
     sep_read, sep_written, fused = grad_accumulation_bytes(run)
     into_dw = params * fused if run.grad_accumulation_fusion else np.zeros(len(table))
-    acc = idx[(params[idx] > 0) & ~(gemm[idx] & run.grad_accumulation_fusion)]
+    acc = idx[(params[idx] > 0) & ~((gemm[idx] | grouped[idx]) & run.grad_accumulation_fusion)]
     zero = np.zeros(len(table))
     # forward; dX = dY W^T (m x k outputs, reduced over n); dW = X^T dY (k x n, over m); the rest 2x at its shape.
     # The weight-gradient GEMM reads no weight (X and dY in, dW out): no weight bytes, so the forecast looks its
     # efficiency up as the bf16 GEMM it is, not as a weight-only quantized one (8 x W bytes / (n x m) bits)
+    # A grouped expert GEMM's dX and dW: two grouped GEMMs of its FLOPs at its own groups and rows (the slowest
+    # group sets each, engine.grouped_gemm), dW reading no weight
     parts = ((idx, 1.0, m, n, k, zero, 1.0), (g, 1.0, m, k, n, zero, 1.0), (g, 1.0, k, n, m, into_dw, 0.0),
+             (gg, 1.0, m, n, k, zero, 1.0), (gg, 1.0, m, n, k, into_dw, 0.0),
              (other, float(BACKWARD), m, n, k, zero, float(BACKWARD)))
     for sel, scale, mm, nn, kk, extra, weights in parts:
         ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],

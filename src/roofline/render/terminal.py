@@ -376,7 +376,9 @@ def llm_text(r: LLMReport) -> str:
                 + (f" (int4 group {p.group_size})" if "int4" in (p.weights, p.kv_cache) else ""))
     info.append("fused attention" if s.flash else "unfused attention")
     if s.arch.experts:
-        info.append(f"MoE routing {s.moe_routing}")
+        info.append(f"MoE routing {s.moe_routing}, load {s.moe_load}")
+    if s.mtp:
+        info.append(f"{s.mtp} MTP module(s)")
     total, active = r.parameters, r.active_parameters
     lines = [f"LLM: {display(s.arch.name)} on {display(r.device)} — " + ", ".join(info)]
     lines.append(f"  parameters          {_count(total)}" + (f" ({_count(active)} active per token)"

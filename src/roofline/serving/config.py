@@ -58,15 +58,22 @@ class Kernels:
     """``flash``: fused attention (``--unfused`` turns it off); ``kv_reads``: how attention reads a KV head
     shared by query heads (:data:`roofline.llm.table.KV_READS`); ``fusions``: the kernel fusions the engine runs
     (:data:`roofline.llm.table.FUSIONS`; a comma-separated string is split); ``cuda_graphs``: every iteration
-    replays a CUDA graph (the device's ``cuda-graph`` overhead floor per kernel, not its launch floor)."""
+    replays a CUDA graph (the device's ``cuda-graph`` overhead floor per kernel, not its launch floor);
+    ``moe_load`` and ``mtp``: :attr:`roofline.llm.spec.LLMSpec.moe_load` and ``mtp`` (``--moe-load``, ``--mtp``)."""
 
     flash: bool = True
     kv_reads: str = "shared"
     fusions: tuple[str, ...] = ()
     cuda_graphs: bool = False
+    moe_load: str = "balanced"
+    mtp: int = 0
 
     def __post_init__(self) -> None:
-        from roofline.llm.table import parse_fusions, parse_kv_reads
+        from roofline.llm.moe_load import parse_moe_load
+        from roofline.llm.table import check_mtp, parse_fusions, parse_kv_reads
+
+        object.__setattr__(self, "moe_load", parse_moe_load(self.moe_load))
+        object.__setattr__(self, "mtp", check_mtp(self.mtp))
 
         arg.boolean(self.flash, "Kernels", "flash")
         arg.boolean(self.cuda_graphs, "Kernels", "cuda_graphs")
@@ -148,7 +155,7 @@ class ServeConfig:
         """The keywords of :func:`roofline.llm.spec.make_spec` this configuration sets."""
         p, k = self.precision, self.kernels
         return dict(wbits=p.wbits, abits=p.abits, kvbits=p.kvbits, rbits=p.rbits, flash=k.flash,
-                    kv_reads=k.kv_reads, fusions=k.fusions)
+                    kv_reads=k.kv_reads, fusions=k.fusions, moe_load=k.moe_load, mtp=k.mtp)
 
 
 def check_config(config: Any, func: str) -> ServeConfig:

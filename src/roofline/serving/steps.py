@@ -78,7 +78,8 @@ class StepModel:
                                 "decode tables; 'roofline serve' does not batch them together yet")
         self.spec, self.device, self.bound, self.exact = spec, device, bound, exact
         self.framework = "cuda-graph" if cuda_graphs else None  # None: the forecast's own choice (launch)
-        self.table = build_table(spec.arch, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+        self.table = build_table(spec.arch, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions,
+                                 spec.mtp)
         c = self.table.coef
         terms = np.zeros((len(self.table), len(TERMS)), dtype=bool)
         for q in c:
