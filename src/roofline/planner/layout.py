@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import shown
 from roofline.hardware.system import System
 from roofline.planner.dims import describe as describe_dims
 from roofline.planner.dims import devices as devices_of
@@ -113,7 +114,11 @@ def layout_keys(text: str, overlap: float = 0.0) -> dict[str, Any]:
     a bad key or value, or two keys that conflict, is one line.  ``stages=`` sets pp to its length."""
     values: dict[str, Any] = {"overlap": overlap}
     given: dict[str, str] = {}
-    for part in filter(None, (x.strip() for x in text.split(","))):
+    parts = [x.strip() for x in str(text).split(",")]
+    if not all(parts):
+        raise RooflineError(f"--layout {shown(text)}: an empty item; give KEY=VALUE pairs separated by single "
+                            "commas (tp=8,pp=2)")
+    for part in parts:
         key, sep, value = part.partition("=")
         if not sep or key.strip() not in LAYOUT_KEYS:
             raise RooflineError(f"--layout {part!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(LAYOUT_KEYS))}")
