@@ -15,7 +15,6 @@ A trace (CSV with a header, or JSON Lines) holds ``arrival`` (seconds, non-decre
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
