@@ -344,8 +344,54 @@ def table(results: list[Result]) -> str:
                      for row in rows) + "\n"
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line and exit 2, as the roofline command's are."""
+
+    def error(self, message: str) -> Any:
+        from roofline.core.text import one_line
+
+        self.exit(2, f"gpu_acceptance: error: {one_line(message)}\n")
+
+
+def _check_args(args: argparse.Namespace) -> Path:
+    """The output path (checked writable: a regular file, new or existing; never a folder, fifo, device or
+    symlink) and the fake kind, before any step runs; else a RooflineError."""
+    from roofline.core.errors import RooflineError
+    from roofline.core.fileio import check_writable, output_kind
+    from roofline.core.text import shown_path
+
+    if args.fake is not None:
+        from gpu_fake_kinds import KINDS
+
+        if args.fake not in KINDS:
+            raise RooflineError(f"--fake {shown_path(args.fake)!r}: not one of {', '.join(KINDS)}")
+    if not args.budget > 0 or args.budget == float("inf"):
+        raise RooflineError(f"--budget must be a finite number of seconds > 0, got {args.budget}")
+    if args.out is not None and not args.out.strip():
+        raise RooflineError("--out '': give a file name")
+    out = Path(args.out) if args.out else Path(os.environ.get("OUT") or ".") / "gpu_acceptance.json"
+    if output_kind(out) != "file":
+        raise RooflineError("cannot write: not a regular file (the results are written whole, then renamed)",
+                            where=shown_path(out))
+    return check_writable(out)
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from roofline.core.errors import RooflineError
+    from roofline.core.text import one_line
+
+    try:
+        return _main(argv)
+    except RooflineError as exc:
+        print(f"gpu_acceptance: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
+    from roofline.core.fileio import write_text_atomic
+    from roofline.core.text import display
+
+    p = _Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--only", action="append", choices=list(STEPS), metavar="STEP",
                    help=f"run only this step (repeatable): {', '.join(STEPS)}")
     p.add_argument("--out", help="the JSON results file (default: $OUT/gpu_acceptance.json, else ./)")
@@ -353,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fake", metavar="KIND", help="run on the fake GPU of benchmarks/gpu_fake.py (CI)")
     args = p.parse_args(argv)
     names = args.only or list(STEPS)
-    out = Path(args.out) if args.out else Path(os.environ.get("OUT") or ".") / "gpu_acceptance.json"
+    out = _check_args(args)
     with tempfile.TemporaryDirectory(prefix="roofline-gpu-") as tmp:
         old_cache = os.environ.get("ROOFLINE_CACHE_DIR")
         os.environ["ROOFLINE_CACHE_DIR"] = str(Path(tmp) / "cache")  # never the user's cached device
@@ -368,10 +414,9 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ["ROOFLINE_CACHE_DIR"] = old_cache
     sys.stdout.write(table(results))
     failed = [f"{r.step}: {c.name}" for r in results for c in r.checks if not c.ok]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"schema": "roofline.gpu_acceptance/1", "fake": args.fake, "failed": failed,
-                               "steps": [r.to_dict() for r in results]}, indent=1, default=str) + "\n")
-    print(f"results: {out}")
+    write_text_atomic(out, json.dumps({"schema": "roofline.gpu_acceptance/1", "fake": args.fake, "failed": failed,
+                                       "steps": [r.to_dict() for r in results]}, indent=1, default=str) + "\n")
+    print(f"results: {display(out)}")
     if failed:
         print(f"FAILED ({len(failed)}): " + "; ".join(failed), file=sys.stderr)
         return 1

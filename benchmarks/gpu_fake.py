@@ -35,13 +35,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
+
+#: The fakes: an honest H200, and one violation per acceptance check.
+from gpu_fake_kinds import KINDS  # noqa: E402  (light: gpu_acceptance checks --fake without importing torch)
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-#: The fakes: an honest H200, an honest Blackwell (B200), and one violation per acceptance check.
-KINDS = ("honest", "blackwell", "roof-above-datasheet", "roof-below-datasheet", "op-faster-than-bound", "trace-flops",
-         "unjoined-kernels")
 MARK = "fakecuda::launch#"
 WRITE_ONLY = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"})
 TB = 1e12

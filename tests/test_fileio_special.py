@@ -92,21 +92,24 @@ def test_a_descriptor_by_name_is_written_to_that_descriptor(tmp_path):
     assert std_descriptor(tmp_path / "x") is None and std_descriptor("/dev/fd/x") is None
 
 
-def test_symlinks_keep_the_link_and_refuse_what_is_not_a_file(tmp_path):
+def test_symlinks_are_refused_naming_the_link_and_its_target(tmp_path):
+    # the symlink rule (issue 53): an output path that is a symbolic link is never followed, whatever it
+    # points to (a file it would rewrite, nothing, a folder): one line naming the link and its target
     real = tmp_path / "real.json"
     real.write_text("old")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    write_files_atomic([(link, b"new")])
-    assert link.is_symlink() and real.read_text() == "new"  # the target replaced, the link kept
+    with pytest.raises(RooflineError, match=r"link.json.*a symbolic link to '.*real.json'"):
+        write_files_atomic([(link, b"new")])
+    assert link.is_symlink() and real.read_text() == "old"  # neither the link nor its target touched
     dangling = tmp_path / "dangling.json"
     dangling.symlink_to(tmp_path / "nowhere" / "x.json")
-    with pytest.raises(RooflineError, match="a symbolic link to a missing file"):
+    with pytest.raises(RooflineError, match="a symbolic link to"):
         write_files_atomic([(dangling, b"x")])
     (tmp_path / "d").mkdir()
     to_dir = tmp_path / "to_dir"
     to_dir.symlink_to(tmp_path / "d")
-    with pytest.raises(RooflineError, match="a directory"):
+    with pytest.raises(RooflineError, match="a symbolic link to"):
         write_files_atomic([(to_dir, b"x")])
     assert dangling.is_symlink() and to_dir.is_symlink() and not (tmp_path / "nowhere").exists()
 

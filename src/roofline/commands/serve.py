@@ -24,7 +24,7 @@ activations; preemption by recomputation.  --scheduler names a policy of rooflin
 (prefill-first, chunked, whole-prompts).  --max-batch and --max-tokens are off unless given.  A --rate run that
 serves under 90% of the rate its requests arrived at misses any --slo: it is saturated, or too short to reach
 steady state (give more --requests).  Not modelled: prefix caching, disaggregated prefill/decode, speculative
-decoding.  --requests at most ROOFLINE_MAX_REQUESTS (default 1,000,000).  'roofline plan --serve' ranks layouts
+decoding.  --requests at most ROOFLINE_MAX_REQUESTS (default 20,000).  'roofline plan --serve' ranks layouts
 by one decode step instead (no arrivals)."""
 
 
@@ -101,13 +101,18 @@ def _check(args: argparse.Namespace) -> None:
         raise RooflineError("--device (or --system) is required (see 'roofline devices')")
     if args.rate is not None and not 0 < args.rate < float("inf"):  # nan fails both comparisons
         raise RooflineError(f"--rate must be a number of requests/s > 0, got {args.rate:g}")
-    if args.price is not None and not args.price > 0:
-        raise RooflineError(f"--price must be above 0, got {args.price}")
+    if args.price is not None and not 0 < args.price < float("inf"):
+        raise RooflineError(f"--price must be a finite number of US$ per device-hour above 0, got {args.price}")
+    if args.engine is not None and not args.engine.strip():
+        raise RooflineError("--engine '': give an engine name (see 'roofline serve --help')")
+    for attr, flag in (("json", "--json"), ("html", "--html"), ("output", "-o")):
+        if getattr(args, attr) is not None and not getattr(args, attr).strip():
+            raise RooflineError(f"{flag} '': give a file name")
     if args.iteration_overhead < 0:
         raise RooflineError(f"--iteration-overhead must be >= 0 seconds, got {args.iteration_overhead}")
     for attr, ext in (("json", (".json",)), ("html", (".html", ".htm"))):
         path = getattr(args, attr)
-        if path:
+        if path is not None:
             if not path.lower().endswith(ext):
                 raise RooflineError(f"--{attr} expects a {ext[0]} file, got {path!r}")
             check_writable(path)

@@ -80,6 +80,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise RooflineError(f"--jobs {args.jobs}: give a number of processes >= 1")
+    from roofline.core.limits import check_work, max_jobs
+    from roofline.frontends.trace.ranks import check_address
+
+    check_work("--jobs", args.jobs, max_jobs(), "ROOFLINE_MAX_JOBS", " processes")
+    check_address(args.dask, "trace", "--dask")
     start_early(args.jobs, args.dask)  # started by roofline.cli already, unless an option was abbreviated
     check_outputs(args)
     if args.ranks:

@@ -9,7 +9,8 @@ field and value in the message ("w.json: ops[3].count must be a number, got 'x'"
 Reading goes through :func:`open_input` (regular files only, the size limit counted while streaming,
 after decompression for a gzip trace).  Outputs are written to a temporary file beside the target and
 renamed into place, so a failure never leaves a half-written file; a character device, a fifo or
-/dev/stdout is written in place instead, never replaced (:func:`output_kind`).
+/dev/stdout is written in place instead, never replaced; an output path that is a symbolic link is refused
+in one line naming the link and its target, never followed (:func:`output_kind`).
 """
 
 from __future__ import annotations
@@ -51,9 +52,10 @@ class _Capped(io.RawIOBase):
     """A binary stream that fails with one line once more than ``limit`` bytes came out of it (after
     decompression, when it wraps a gzip stream); read errors of the stream underneath are one line too."""
 
-    def __init__(self, f: Any, limit: int, where: str, what: str) -> None:
+    def __init__(self, f: Any, limit: int, where: str, what: str, raw: Any = None) -> None:
         super().__init__()
         self.f, self.limit, self.where, self.what, self.count = f, limit, where, what, 0
+        self.raw = raw  # the file under a gzip stream (GzipFile does not close a fileobj it was given)
 
     def readable(self) -> bool:
         return True
@@ -74,7 +76,11 @@ class _Capped(io.RawIOBase):
         try:
             self.f.close()
         finally:
-            super().close()
+            try:
+                if self.raw is not None:
+                    self.raw.close()
+            finally:
+                super().close()
 
 
 def open_input(path: str | os.PathLike[str], *, decompress: bool = False, limit: int | None = None) -> io.BufferedReader:
@@ -116,7 +122,7 @@ def open_input(path: str | os.PathLike[str], *, decompress: bool = False, limit:
             f, what = gzip.GzipFile(fileobj=raw, mode="rb"), " after decompression"
         else:
             raw.seek(0)
-        return io.BufferedReader(_Capped(f, top, where, what), buffer_size=1 << 16)
+        return io.BufferedReader(_Capped(f, top, where, what, raw if f is not raw else None), buffer_size=1 << 16)
     except BaseException:
         raw.close()
         raise
@@ -190,9 +196,10 @@ def std_descriptor(path: str | Path) -> int | None:
 
 def output_kind(path: str | Path) -> str:
     """How an output path is written: ``"fd"`` (a descriptor by name), ``"direct"`` (a character device or a
-    fifo, or a symlink to one: opened and written in place, never replaced), ``"file"`` (a regular file, new
-    or existing, or a symlink to one: a temporary file renamed over the link's target).  Anything else (a
-    folder, a block device, a socket, a symlink to nothing or to a folder) is one line."""
+    fifo: opened and written in place, never replaced), ``"file"`` (a regular file, new or existing: a
+    temporary file renamed over it).  Anything else is one line: a folder, a block device, a socket, and any
+    symbolic link (never followed: writing through a link would rewrite the file it points to, so the line
+    names the link and its target; give the target itself)."""
     if std_descriptor(path) is not None:
         return "fd"
     p = os.fspath(path)
@@ -202,9 +209,11 @@ def output_kind(path: str | Path) -> str:
         return "file"
     if stat.S_ISLNK(st.st_mode):
         try:
-            st = os.stat(p)
-        except FileNotFoundError:
-            raise RooflineError("cannot write: a symbolic link to a missing file (not followed)", where=p) from None
+            target = os.readlink(p)
+        except OSError:
+            target = "?"
+        raise RooflineError(f"cannot write: a symbolic link to {shown(target)} (links are not followed; give the "
+                            "target itself)", where=p)
     if stat.S_ISREG(st.st_mode):
         return "file"
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
@@ -228,7 +237,7 @@ def check_writable(path: str | Path, *, create_folders: bool = False) -> Path:
             if not os.access(path, os.W_OK):
                 raise RooflineError("cannot write: not writable", where=str(path))
             return Path(path)
-        return _check_writable(Path(os.path.realpath(path)) if os.path.islink(path) else Path(path), create_folders)
+        return _check_writable(Path(path), create_folders)
     except OSError as exc:  # ENAMETOOLONG, ELOOP...: the path itself is unusable
         raise RooflineError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
     except ValueError as exc:  # a NUL byte in the path
@@ -265,7 +274,7 @@ def write_files_atomic(files: Sequence[tuple[str | Path, bytes]]) -> None:
     existing files stay untouched.  A character device, a fifo or a descriptor by name (/dev/stdout) is
     written in place instead (:func:`output_kind`), after every temporary file is ready and before any
     rename: it is never replaced, and a failure there (a full device, a fifo nobody reads) renames nothing.
-    A symlink to a regular file keeps the link: its target is replaced."""
+    A symbolic link is refused (one line naming it and its target), never followed."""
     temps: list[tuple[str, Path]] = []
     direct: list[tuple[str | Path, str, bytes]] = []
     try:
@@ -275,7 +284,7 @@ def write_files_atomic(files: Sequence[tuple[str | Path, bytes]]) -> None:
             if kind != "file":
                 direct.append((path, kind, data))
                 continue
-            p = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+            p = Path(path)
             temps.append(_temp_copy(p, data, path))
         for path, kind, data in direct:
             _write_in_place(path, kind, data)
@@ -323,7 +332,8 @@ def _write_in_place(path: str | Path, kind: str, data: bytes) -> None:
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
         else:  # non-blocking open: a fifo that no process reads fails at once (ENXIO) instead of waiting
-            fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+            fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                         | getattr(os, "O_NOFOLLOW", 0))
             opened = True
             os.set_blocking(fd, True)
         view = memoryview(data)

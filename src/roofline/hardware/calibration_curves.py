@@ -125,9 +125,9 @@ class TabulatedCurve:
             if b.efficiency < a.efficiency and relative != "forward":  # a ratio of two curves need not rise
                 raise RooflineError(f"{f}.points[{i}].efficiency: {b.efficiency:g} falls below the previous point's "
                                     f"{a.efficiency:g}; a curve must not decrease with size", where=where)
-        head_dim = _number(d.get("head_dim") or 0, f"{f}.head_dim", where)
-        if head_dim < 0:
-            raise RooflineError(f"{f}.head_dim must be >= 0, got {head_dim:g}", where=where)
+        # absent (or null): a curve for every head dim; given: a whole number of elements >= 1 (0 is no head)
+        head_dim = 0.0 if d.get("head_dim") is None else float(as_int(d["head_dim"], f"{f}.head_dim", where,
+                                                                       minimum=1, maximum=1 << 20))
         return cls(as_str(d["kind"], f"{f}.kind", where, empty=False), term, axis, points,
                    as_str(d.get("precision") or "", f"{f}.precision", where), relative, head_dim)
 

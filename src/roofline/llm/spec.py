@@ -284,6 +284,9 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     gen = positive_int(256 if gen is None else gen, "gen")
     batch = positive_int(batch, "batch")
     group_size = positive_int(group_size, "group_size")
+    if group_size & (group_size - 1) or group_size < 2:  # GPTQ, AWQ and bitsandbytes group by 32, 64, 128...
+        raise RooflineError(f"group_size must be a power of two >= 2 (int4 weights share one scale per group of "
+                            f"32, 64, 128... values along a row), got {group_size}")
     activations = parse_precision(abits, "abits")
     precisions = Precisions(parse_precision(wbits, "wbits"), activations, parse_precision(kvbits, "kvbits"),
                             group_size, None if rbits is None else parse_residual(rbits, activations),

@@ -122,6 +122,16 @@ class TrainingRun:
     #: the grouped expert GEMMs' slowest group (:data:`roofline.llm.moe_load.MOE_LOADS`): the planner's forecast
     moe_load: str = "balanced"
 
+    def __post_init__(self) -> None:
+        from roofline.core import arguments as arg
+        from roofline.core.limits import check_work, max_global_batch
+
+        arg.need(self.arch, Arch, "TrainingRun", "arch", "an Arch (TrainingRun.of takes a model name)")
+        arg.positive_int(self.seq, "TrainingRun", "seq")
+        arg.positive_int(self.global_batch, "TrainingRun", "global_batch")
+        check_work("TrainingRun: global_batch", self.global_batch, max_global_batch(), "ROOFLINE_MAX_GLOBAL_BATCH",
+                   " sequences")
+
     @classmethod
     def of(cls, model: str | Arch, *, seq: int = 4096, global_batch: int = 1024, precision: str = "bf16",
            flash: bool = True, dropout: bool = False, main_grad_bytes: int = 2,

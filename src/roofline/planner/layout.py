@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from roofline.core.errors import RooflineError
+from roofline.core.fileio import shown
 from roofline.hardware.system import System
 from roofline.planner.dims import describe as describe_dims
 from roofline.planner.dims import devices as devices_of
@@ -145,7 +146,11 @@ def layout_keys(text: str, overlap: float = 0.0) -> dict[str, Any]:
     interleave v are named and it has pp x v entries: then they are the virtual stages in model order."""
     values: dict[str, Any] = {"overlap": overlap}
     given: dict[str, str] = {}
-    for part in filter(None, (x.strip() for x in text.split(","))):
+    parts = [x.strip() for x in str(text).split(",")]
+    if not all(parts):
+        raise RooflineError(f"--layout {shown(text)}: an empty item; give KEY=VALUE pairs separated by single "
+                            "commas (tp=8,pp=2)")
+    for part in parts:
         key, sep, value = part.partition("=")
         if not sep and key.strip() in ("embed-split", "loss-split"):  # a bare flag: on
             sep, value = "=", "true"

@@ -44,6 +44,14 @@ class Slo:
     ttft: float | None = None
     tpot: float | None = None
 
+    def __post_init__(self) -> None:
+        from roofline.core import arguments as arg
+
+        for name in ("ttft", "tpot"):
+            v = getattr(self, name)
+            if v is not None and not arg.number(v, "Slo", name, minimum=None) > 0:
+                raise arg.value_error("Slo", name, "None or a finite number of seconds > 0", v)
+
     def describe(self) -> str:
         parts = [f"{k} {v * 1e3:g} ms" for k, v in (("TTFT", self.ttft), ("TPOT", self.tpot)) if v is not None]
         return "p99 " + ", ".join(parts)
@@ -300,6 +308,13 @@ def price_per_mtok(price_per_device_hour: float, devices: int, output_tokens_per
     >>> price_per_mtok(2.5, 8, 10_000.0)  # 8 x $2.5 an hour = $20 / 3600 s / 10,000 tokens/s x 1e6
     0.5555555555555556
     """
+    from roofline.core import arguments as arg
+
+    for name, value in (("price_per_device_hour", price_per_device_hour),
+                        ("output_tokens_per_s", output_tokens_per_s)):
+        if not arg.number(value, "price_per_mtok", name, minimum=None) > 0:
+            raise arg.value_error("price_per_mtok", name, "a finite number > 0", value)
+    arg.positive_int(devices, "price_per_mtok", "devices")
     return price_per_device_hour * devices / 3600.0 / output_tokens_per_s * 1e6
 
 

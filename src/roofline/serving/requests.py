@@ -15,19 +15,16 @@ A trace (CSV with a header, or JSON Lines) holds ``arrival`` (seconds, non-decre
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from roofline.core.errors import RooflineError, env_limit
+from roofline.core.errors import RooflineError
 from roofline.core.fileio import shown
-from roofline.core.limits import max_dim
+from roofline.core.limits import max_dim, max_requests
 
-#: Default most requests one simulation takes (``ROOFLINE_MAX_REQUESTS`` overrides it).
-MAX_REQUESTS = 1_000_000
 DISTRIBUTIONS = ("uniform", "lognormal", "quantiles")
 #: Longest request length the simulator holds: it counts tokens in int32 and adds a request's input and output
 #: lengths, so each must stay below 2**30 for the sum to fit (2**31 - 1).
@@ -44,10 +41,6 @@ def _check_top(value: float, option: str, text: str) -> None:
     if value > top:
         raise RooflineError(f"{option} {text}: length {value:.6g} exceeds the limit of {top:,} tokens (the "
                             "simulator counts a request's tokens in int32; ROOFLINE_MAX_DIM can lower it)")
-
-
-def max_requests() -> int:
-    return env_limit("ROOFLINE_MAX_REQUESTS", MAX_REQUESTS)
 
 
 @dataclass(frozen=True)
@@ -171,54 +164,87 @@ def poisson_arrivals(rng: np.random.Generator, rate: float, n: int) -> np.ndarra
 
 
 def read_trace(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(arrival, input, output) columns of a CSV or JSONL trace, checked field by field (one line each)."""
-    p = Path(path)
-    if not p.is_file():
-        raise RooflineError(f"trace {path!r}: no such file")
-    text = p.read_text(encoding="utf-8", errors="replace")
-    records: list[tuple[int, dict[str, object]]] = []
-    if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        for i, raw in enumerate(text.splitlines(), 1):
-            if raw.strip():
-                try:
-                    obj = json.loads(raw)
-                except json.JSONDecodeError as e:
-                    raise RooflineError(f"trace {path!r} line {i}: not JSON ({e.msg})") from None
-                if not isinstance(obj, dict):
-                    raise RooflineError(f"trace {path!r} line {i}: expected an object with arrival, input, output")
-                records.append((i, obj))
+    """(arrival, input, output) columns of a CSV or JSONL trace, checked field by field (one line each).
+
+    Read by the guarded reader (:func:`roofline.core.fileio.read_bytes`: regular files only, the input size
+    limit); a compressed or binary file, a CSV field past the csv module's limit, JSON nested too deeply or a
+    number too long are each one line naming the file and the line."""
+    from roofline.core import arguments as arg
+    from roofline.core.fileio import read_bytes
+    from roofline.core.text import shown_path
+
+    arg.path(path, "read_trace", "path")
+    where = f"trace {shown_path(path)!r}"
+    data = read_bytes(path)
+    if data[:2] == b"\x1f\x8b":
+        raise RooflineError(f"{where}: a gzip file, not CSV or JSON Lines text (decompress it first)")
+    if b"\x00" in data[:1 << 16]:
+        raise RooflineError(f"{where}: a binary file (NUL bytes), not CSV or JSON Lines text")
+    text = data.decode("utf-8", errors="replace")
+    del data
+    if Path(path).suffix.lower() in (".jsonl", ".ndjson", ".json"):
+        records = _jsonl_records(text, where)
     else:
-        reader = csv.DictReader(text.splitlines())
-        records = [(i, dict(row)) for i, row in enumerate(reader, 2)]
+        records = _csv_records(text, where)
     if not records:
-        raise RooflineError(f"trace {path!r}: no requests")
-    check_count(len(records), f"trace {path!r}: requests")
+        raise RooflineError(f"{where}: no requests")
+    check_count(len(records), f"{where}: requests")
     cols = np.zeros((3, len(records)))
     prev = -math.inf
     for j, (line, rec) in enumerate(records):
         for k, name in enumerate(("arrival", "input", "output")):
-            cols[k, j] = _field(rec, name, path, line)
+            cols[k, j] = _field(rec, name, where, line)
         if cols[0, j] < prev:
-            raise RooflineError(f"trace {path!r} line {line}: arrival {cols[0, j]:g} is before the previous "
+            raise RooflineError(f"{where} line {line}: arrival {cols[0, j]:g} is before the previous "
                                 f"request's {prev:g} (arrivals must be in order)")
         prev = cols[0, j]
     return cols[0], cols[1].astype(np.int32), cols[2].astype(np.int32)
 
 
-def _field(rec: dict[str, object], name: str, path: str, line: int) -> float:
+def _jsonl_records(text: str, where: str) -> list[tuple[int, dict[str, object]]]:
+    from roofline.core.fileio import parse_json
+
+    records: list[tuple[int, dict[str, object]]] = []
+    top = max_requests()
+    for i, raw in enumerate(text.splitlines(), 1):
+        if raw.strip():
+            obj = parse_json(raw, f"{where} line {i}")
+            if not isinstance(obj, dict):
+                raise RooflineError(f"{where} line {i}: expected an object with arrival, input, output")
+            records.append((i, obj))
+            if len(records) > top:
+                break  # check_count names the limit
+    return records
+
+
+def _csv_records(text: str, where: str) -> list[tuple[int, dict[str, object]]]:
+    reader = csv.DictReader(text.splitlines())
+    records: list[tuple[int, dict[str, object]]] = []
+    top = max_requests()
+    try:
+        for i, row in enumerate(reader, 2):
+            records.append((i, dict(row)))
+            if len(records) > top:
+                break  # check_count names the limit
+    except csv.Error as exc:
+        raise RooflineError(f"{where} line {reader.line_num}: not CSV ({exc})") from None
+    return records
+
+
+def _field(rec: dict[str, object], name: str, where: str, line: int) -> float:
     if name not in rec or rec[name] in (None, ""):
-        raise RooflineError(f"trace {path!r} line {line}: missing field {name!r}")
+        raise RooflineError(f"{where} line {line}: missing field {name!r}")
     raw = rec[name]
     try:
-        v = float(raw) if not isinstance(raw, bool) else math.nan  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        v = float(raw) if not isinstance(raw, (bool, dict, list)) else math.nan  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past a float (400 digits)
         v = math.nan
     if name == "arrival":
         if not (math.isfinite(v) and v >= 0):
-            raise RooflineError(f"trace {path!r} line {line}: arrival {raw!r} is not a time in seconds >= 0")
+            raise RooflineError(f"{where} line {line}: arrival {shown(raw)} is not a time in seconds >= 0")
         return v
     if not (math.isfinite(v) and v.is_integer() and v >= 1 and v <= 2**31 - 1):
-        raise RooflineError(f"trace {path!r} line {line}: {name} {raw!r} is not an integer token count >= 1")
+        raise RooflineError(f"{where} line {line}: {name} {shown(raw)} is not an integer token count >= 1")
     return v
 
 

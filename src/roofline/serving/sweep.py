@@ -74,9 +74,28 @@ class Where:
 def sweep_rate(model: Any, device: str | Device | None = None, *, system: str | None = None, tps: tuple[int, ...],
                traffic: Traffic, config: ServeConfig | None = None, slo: Slo, start: float = 1.0) -> list[RateCurve]:
     """A :class:`RateCurve` per tp size of :func:`roofline.serve` runs of ``traffic`` (its ``rate`` swept from
-    ``start``; its lengths, request count and seed kept) under ``config``."""
+    ``start``; its lengths, request count and seed kept) under ``config``.  At most
+    ``len(tps) x (DOUBLINGS + BISECTIONS + 1) x traffic.requests`` request-simulations
+    (:func:`roofline.core.limits.max_serve_work`)."""
+    from roofline.core import arguments as arg
+    from roofline.core.limits import check_work, max_serve_work
+
+    arg.need(slo, Slo, "sweep_rate", "slo", "an Slo")
+    arg.need(traffic, Traffic, "sweep_rate", "traffic", "a Traffic")
+    if isinstance(tps, (str, bytes)) or not isinstance(tps, (tuple, list)):
+        raise arg.type_error("sweep_rate", "tps", "a non-empty tuple of whole numbers >= 1", tps)
+    if not tps:
+        raise arg.value_error("sweep_rate", "tps", "a non-empty tuple of whole numbers >= 1", tps)
+    for i, tp in enumerate(tps):
+        arg.positive_int(tp, "sweep_rate", f"tps[{i}]")
+    arg.number(start, "sweep_rate", "start")
+    if not start > 0:
+        raise arg.value_error("sweep_rate", "start", "a finite number of requests/s > 0", start)
     if slo.ttft is None and slo.tpot is None:
-        raise RooflineError("--sweep-rate needs --slo (e.g. ttft=2s,tpot=200ms)")
+        raise RooflineError("sweep_rate: slo must limit ttft or tpot (--sweep-rate needs --slo, e.g. "
+                            "ttft=2s,tpot=200ms)")
+    check_work("sweep_rate: requests x simulations", len(tps) * (DOUBLINGS + BISECTIONS + 1) * traffic.requests,
+               max_serve_work(), "ROOFLINE_MAX_SERVE_WORK")
     if traffic.trace is not None or traffic.concurrency is not None:
         raise RooflineError("--sweep-rate sweeps Poisson rates: drop --trace and --concurrency")
     return [_curve(model, Where(device, system), tp, traffic, config, slo, start) for tp in tps]

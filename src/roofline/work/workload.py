@@ -403,6 +403,10 @@ class Workload:
             if not isinstance(meta, dict):
                 raise RooflineError(f"line 1: the metadata comment must be a JSON object, got {json_kind(meta)}",
                                     where=where)
+            if meta.get("schema") is not None and meta["schema"] not in WORKLOAD_SCHEMAS_READ:
+                raise RooflineError(f"line 1: schema: expected {WORKLOAD_SCHEMA!r} (or an older "
+                                    f"{', '.join(WORKLOAD_SCHEMAS_READ[:-1])}), got {shown(meta['schema'])}",
+                                    where=where)
             first = 2
         checked_meta = json_meta(meta, where)
         reader = csv.reader(io.StringIO(text, newline=""))

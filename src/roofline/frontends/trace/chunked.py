@@ -152,7 +152,7 @@ class _Typed:
         except (self.msgspec.ValidationError, OverflowError):  # valid JSON, other types than a profiler writes
             _Plain(self.cols, prefilter=False).region(bytes(region))  # (or a number past int64 or float): the exact rules
             return
-        except self.msgspec.DecodeError:
+        except (self.msgspec.DecodeError, RecursionError):  # RecursionError: nested deeper than msgspec reads
             raise BadRegion from None
         if not self._keep_columns(events):
             self._keep(events)  # an odd value in the region (a time out of range, a missing pid): the exact loop

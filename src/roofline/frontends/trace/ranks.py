@@ -40,11 +40,12 @@ _MAGIC = ("*", "?", "[")
 
 def expand(patterns: Sequence[str | os.PathLike[str]]) -> list[str]:
     """Quoted globs expanded by roofline itself (sorted by the rank number in the name, then by name);
-    other paths kept as given (the worker that reads one says if it is missing)."""
+    other paths kept as given (the worker that reads one says if it is missing).  A name is a name first: a
+    path that exists is read as given, even with ``*``, ``?`` or ``[`` in it; only a missing one is a pattern."""
     out: list[str] = []
     for p in patterns:
         text = os.fspath(p)
-        if any(c in text for c in _MAGIC):
+        if any(c in text for c in _MAGIC) and not _exists(text):
             hits = sorted(glob.glob(text), key=_natural)
             if not hits:
                 raise RooflineError(f"{shown_path(text)}: no trace file matches this pattern")
@@ -52,6 +53,13 @@ def expand(patterns: Sequence[str | os.PathLike[str]]) -> list[str]:
         else:
             out.append(text)
     return out
+
+
+def _exists(text: str) -> bool:
+    try:
+        return os.path.lexists(text)
+    except (OSError, ValueError):  # a NUL byte, a name too long: not a file, and not a pattern either
+        return False
 
 
 def _natural(name: str) -> tuple[Any, ...]:
@@ -138,8 +146,11 @@ def run_ranks(files: list[str], *, jobs: int = 1, dask: str | None = None, parse
     """Every rank's summary (or its failure, one line naming it), in the order of ``files``; and, when
     ``pick`` names one of them, that rank's whole Workload, kept by the engine that read it (never read twice;
     a worker's, not the driver's, except with one process)."""
+    from roofline.core.limits import check_work, max_jobs
+
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise RooflineError(f"--jobs {jobs!r}: give a number of processes >= 1")
+    check_work("--jobs", jobs, max_jobs(), "ROOFLINE_MAX_JOBS", " processes")
     if dask is not None:
         return _on_dask(files, dask, parser, pick)
     if jobs == 1 or len(files) == 1:
@@ -230,11 +241,65 @@ def _client(address: str) -> tuple[Any, Any]:
         with dask.config.set({"distributed.worker.multiprocessing-method": method, **QUIET_LOCAL}):
             cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
         return Client(cluster), cluster
+    _probe(address)
     try:
         return Client(address, timeout=CONNECT_TIMEOUT_S), None
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise RooflineError(f"--dask {address}: no Dask scheduler answered within {CONNECT_TIMEOUT_S:g} s "
-                            f"({type(exc).__name__})") from None
+    except Exception as exc:  # OSError, TimeoutError, a protocol error, MemoryError from a junk frame length
+        raise RooflineError(f"--dask {shown_path(address)!r}: no Dask scheduler answered within "
+                            f"{CONNECT_TIMEOUT_S:g} s ({type(exc).__name__})") from None
+
+
+#: the largest first frame a scheduler's handshake may announce (bytes); a handshake is a few hundred bytes
+HANDSHAKE_LIMIT = 1 << 24
+
+
+def check_address(address: object, func: str = "read_traces", param: str = "dask") -> str | None:
+    """``address`` when it is None, ``"local"`` or a scheduler address (``tcp://HOST:PORT``, ``tls://...``,
+    ``HOST:PORT``), else one line (a type error first: an int, a Client)."""
+    from roofline.core import arguments as arg
+
+    if address is None:
+        return None
+    accepts = "None, 'local' or a Dask scheduler address (tcp://HOST:PORT)"
+    if not isinstance(address, str):
+        raise arg.type_error(func, param, accepts, address)
+    if address == "local":
+        return address
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or not address.isprintable() or " " in address:
+        raise arg.value_error(func, param, accepts, address)
+    return address
+
+
+def _probe(address: str) -> None:
+    """A TCP scheduler address answers the way a Dask scheduler does, within :data:`CONNECT_TIMEOUT_S`: it
+    accepts, then sends its handshake first (distributed.comm.core: both sides write, then read), a frame
+    whose 8-byte length is small.  A port that accepts and never speaks, or answers junk, is one line here
+    (distributed itself would wait forever, or try to allocate the junk length)."""
+    import socket
+    import struct
+
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp"):
+        return
+    host, _, port = rest.rpartition(":")
+    where = f"--dask {shown_path(address)!r}"
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S) as sock:
+            head = b""
+            while len(head) < 8:
+                part = sock.recv(8 - len(head))
+                if not part:
+                    raise RooflineError(f"{where}: the connection was closed before a Dask handshake")
+                head += part
+    except TimeoutError:
+        raise RooflineError(f"{where}: no Dask scheduler answered within {CONNECT_TIMEOUT_S:g} s") from None
+    except OSError as exc:
+        raise RooflineError(f"{where}: cannot connect ({exc.strerror or type(exc).__name__})") from None
+    (size,) = struct.unpack("<Q", head)
+    if not 0 < size <= HANDSHAKE_LIMIT:
+        raise RooflineError(f"{where}: the answer is not a Dask handshake (a first frame of {size:,} bytes)")
 
 
 def _summary_of(read: Read) -> RankSummary | str:
@@ -291,6 +356,7 @@ def read_traces(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     from roofline.core import arguments as arg
     from roofline.frontends.trace.crossrank import cross_rank
 
+    check_address(dask)
     start_early(jobs, dask)
     files = expand(arg.paths(paths, "read_traces", "paths"))
     if not files:
