@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from roofline.commands._common import (
     EXAMPLE_HELP,
     add_device_option,
+    add_ep_options,
     add_llm_model_options,
     add_output_options,
     add_phase_option,
@@ -65,6 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--group-size", type=int, default=128, metavar="N", help="int4 quantisation group (default 128)")
     add_llm_model_options(p)
     p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel devices (per-device figures)")
+    add_ep_options(p)
     p.add_argument("--flash", action="store_true", help="fused attention: no score tensor in memory")
     p.add_argument("--all-logits", action="store_true", help="lm_head on every token, not the last of each sequence")
     p.add_argument("--moe-routing", choices=("expected", "worst", "best"), default="expected",
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                          context=args.context, gen=args.gen, wbits=args.wbits, abits=args.abits, kvbits=args.kvbits,
                          tp=args.tp, flash=args.flash, group_size=args.group_size, all_logits=args.all_logits,
                          moe_routing=args.moe_routing, kv_reads=args.kv_reads, rbits=args.rbits,
-                         fusions=args.fusions)
+                         fusions=args.fusions, ep=args.ep, dp_attention=args.dp_attention)
     device = device_of(args)
     if batch_max:
         spec = spec.replace(batch=llm.fitting_batch(spec, device))

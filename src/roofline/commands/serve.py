@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_llm_model_options
+from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_ep_options, add_llm_model_options
 from roofline.core.errors import RooflineError
 from roofline.core.fileio import json_ready
 
@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--system", help="instead of --device: a catalog system; devices / tp replicas, round robin")
     p.add_argument("--tp", default="1", metavar="N[,N...]", help="tensor-parallel devices per replica (several: "
                    "one curve each with --sweep-rate)")
+    add_ep_options(p)
     for name, what in (("wbits", "weight"), ("abits", "activation"), ("kvbits", "KV-cache")):
         p.add_argument(f"--{name}", default="16", metavar="BITS", help=f"{what} precision (default 16 = bf16)")
     add_llm_model_options(p, kv_reads=False, fusions_note="; --engine trtllm-mlperf-v4.1 gives all three")
@@ -125,7 +126,7 @@ def _given(group: Any, **values: Any) -> Any:
 def _config(args: argparse.Namespace) -> Any:
     """The :class:`~roofline.serving.config.ServeConfig`: ``--engine``'s cited one (else vLLM's defaults), with
     the flags given on top of it (the flags win)."""
-    from roofline.serving.config import Precision, ServeConfig, Timing
+    from roofline.serving.config import Parallel, Precision, ServeConfig, Timing
     from roofline.serving.engines import engine_config
 
     base = engine_config(args.engine) if args.engine else ServeConfig()
@@ -136,7 +137,8 @@ def _config(args: argparse.Namespace) -> Any:
                        cuda_graphs=args.cuda_graphs or base.kernels.cuda_graphs),
         batching=_given(base.batching, scheduler=scheduler, max_batch=args.max_batch, max_tokens=args.max_tokens),
         memory=_given(base.memory, block_size=args.block_size, gpu_memory_utilization=args.gpu_memory_utilization),
-        timing=Timing(bound=args.bound, overhead=args.iteration_overhead))
+        timing=Timing(bound=args.bound, overhead=args.iteration_overhead),
+        parallel=Parallel(args.ep, args.dp_attention))
 
 
 def run(args: argparse.Namespace) -> int:

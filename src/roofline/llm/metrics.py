@@ -23,6 +23,7 @@ from roofline.core.formula import scenario_times
 from roofline.core.precision import BITS
 from roofline.hardware.device import Device
 from roofline.llm.basis import activation_element_bytes, basis
+from roofline.llm.expert_parallel import attention_tp, step_rows
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions, parse_precision
 from roofline.llm.table import ATTN, GEMM, LINK, VEC, OpTable, build_table, check_tp
@@ -145,14 +146,17 @@ def sweep_times(spec: LLMSpec, *, batch: Any = None, context: Any = None, prompt
     zero = np.zeros(b.shape)
     prefill = decode = zero
     if spec.phase in ("prefill", "generate"):
-        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
-        prefill = step_time(table, basis(a, b, P, P, moe_routing=r), eb, peaks, bws)
+        table = build_table(a, "prefill", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions)
+        prefill = step_time(table, step_rows(a, basis(a, b, P, P, moe_routing=r), r, spec.layout), eb, peaks, bws)
     if spec.phase == "decode":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
-        decode = step_time(table, basis(a, b, 1, S, moe_routing=r), eb, peaks, bws)
+        table = build_table(a, "decode", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions)
+        decode = step_time(table, step_rows(a, basis(a, b, 1, S, moe_routing=r), r, spec.layout), eb, peaks, bws)
     if spec.phase == "generate":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
-        decode = step_time(table, basis(a, b, 1, P + 1, P + N, moe_routing=r), eb, peaks, bws)  # mean over the steps
+        table = build_table(a, "decode", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions)
+        decode = step_time(table, step_rows(a, basis(a, b, 1, P + 1, P + N, moe_routing=r), r, spec.layout), eb, peaks, bws)  # mean over the steps
     total = prefill + decode * (N if spec.phase == "generate" else 1.0)
     return {"prefill": prefill.reshape(shape), "decode": decode.reshape(shape), "total": total.reshape(shape)}
 
@@ -335,13 +339,14 @@ def ridge_batch(spec: LLMSpec, device: Device, *, limit: int = MAX_BATCH) -> int
 
 @lru_cache(maxsize=256)
 def _ridge_batch(spec: LLMSpec, ceilings: tuple[tuple[str, float], ...], limit: int) -> int | None:
-    table = build_table(spec.arch, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+    table = build_table(spec.arch, "decode", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions)
     mask = np.asarray([k == "matmul" for k in table.kinds])
     peaks, bws = _roofs(dict(ceilings))
     eb = spec.precisions.bytes()
 
     def compute_bound(b: np.ndarray) -> np.ndarray:
-        ct, mt = step_time(table, basis(spec.arch, b, 1, spec.context, moe_routing=spec.moe_routing), eb, peaks, bws,
+        ct, mt = step_time(table, step_rows(spec.arch, basis(spec.arch, b, 1, spec.context, moe_routing=spec.moe_routing), spec.moe_routing, spec.layout), eb, peaks, bws,
                            mask=mask, split=True)
         return ct >= mt
 

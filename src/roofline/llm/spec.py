@@ -19,6 +19,7 @@ from roofline.core.limits import max_dim
 from roofline.core.precision import BITS, canonical, wider
 from roofline.llm.basis import MOE_ROUTINGS, parse_moe_routing
 from roofline.llm.config import Arch, load_arch
+from roofline.llm.expert_parallel import ExpertParallel, check_ep
 from roofline.llm.table import FUSIONS, KV_READS, check_tp, parse_fusions, parse_kv_reads
 
 if TYPE_CHECKING:
@@ -140,11 +141,19 @@ class LLMSpec:
     kv_reads: str = "shared"
     #: kernel fusions the engine runs (:data:`roofline.llm.table.FUSIONS`; none by default)
     fusions: tuple[str, ...] = ()
+    #: expert-parallel ranks among the tp devices, and attention data-parallel (:mod:`roofline.llm.expert_parallel`)
+    ep: int = 1
+    dp_attention: bool = False
 
     @property
     def max_context(self) -> int:
         """KV-cache length the run needs to hold."""
         return {"prefill": self.prompt, "decode": self.context, "generate": self.prompt + self.gen}[self.phase]
+
+    @property
+    def layout(self) -> ExpertParallel:
+        """The expert-parallel layout (:mod:`roofline.llm.expert_parallel`)."""
+        return ExpertParallel(self.ep, self.dp_attention)
 
     def replace(self, **changes: Any) -> LLMSpec:
         return dataclasses.replace(self, **changes)
@@ -153,7 +162,8 @@ class LLMSpec:
         return {"arch": self.arch.to_dict(), "phase": self.phase, "batch": self.batch, "prompt": self.prompt,
                 "context": self.context, "gen": self.gen, "precisions": self.precisions.to_dict(), "tp": self.tp,
                 "flash": self.flash, "all_logits": self.all_logits, "moe_routing": self.moe_routing,
-                "kv_reads": self.kv_reads, **({"fusions": list(self.fusions)} if self.fusions else {})}
+                "kv_reads": self.kv_reads, **({"fusions": list(self.fusions)} if self.fusions else {}),
+                **({"ep": self.ep, "dp_attention": self.dp_attention} if self.ep > 1 or self.dp_attention else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LLMSpec:
@@ -167,7 +177,9 @@ class LLMSpec:
                    # and before this one, every KV head was read once per sequence
                    parse_kv_reads(d.get("kv_reads", "shared")),
                    # and before this one, no kernel fusion
-                   parse_fusions(d.get("fusions") or ()))
+                   parse_fusions(d.get("fusions") or ()),
+                   # and before this one, no expert parallelism
+                   int(d.get("ep", 1)), bool(d.get("dp_attention", False)))
 
 
 def positive_int(value: Any, field: str) -> int:
@@ -219,9 +231,10 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
               wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
               flash: bool = False, group_size: int = 128, all_logits: bool = False,
               moe_routing: str = "expected", kv_reads: str = "shared", rbits: int | str | None = None,
-              fusions: str | tuple[str, ...] | list[str] = ()) -> LLMSpec:
+              fusions: str | tuple[str, ...] | list[str] = (), ep: int = 1, dp_attention: bool = False) -> LLMSpec:
     """Validate every knob (one-line errors) and resolve the model; ``rbits``: the residual stream's precision
-    (:class:`Precisions` ``residual``; None: the activations'); ``fusions``: :data:`roofline.llm.table.FUSIONS`."""
+    (:class:`Precisions` ``residual``; None: the activations'); ``fusions``: :data:`roofline.llm.table.FUSIONS`;
+    ``ep``, ``dp_attention``: :func:`roofline.llm.expert_parallel.check_ep`."""
     moe_routing = parse_moe_routing(moe_routing)
     fused = parse_fusions(fusions)
     kv_reads = parse_kv_reads(kv_reads)
@@ -239,8 +252,9 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))
+    layout = check_ep(arch, int(tp), ep, dp_attention)
     spec = LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits),
-                   moe_routing, kv_reads, fused)
+                   moe_routing, kv_reads, fused, layout.ep, layout.dp_attention)
     context_note(spec)  # a prompt past the model's context is refused (within its rope scaling, noted)
     return spec
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from roofline.core.errors import RooflineError
 from roofline.llm.basis import basis, experts_touched
+from roofline.llm.expert_parallel import attention_tp, device_rows, dispatch_combine_seconds
 from roofline.llm.model import rows_workload
 from roofline.llm.table import EXP, FULL, KEY, KEYW, ONE, PAIR, PAIRW, SEQ, TERMS, TOK, build_table
 from roofline.work.costs import aligned_causal_pairs
@@ -78,7 +79,9 @@ class StepModel:
                                 "decode tables; 'roofline serve' does not batch them together yet")
         self.spec, self.device, self.bound, self.exact = spec, device, bound, exact
         self.framework = "cuda-graph" if cuda_graphs else None  # None: the forecast's own choice (launch)
-        self.table = build_table(spec.arch, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions)
+        self.layout = spec.layout  # expert parallelism (roofline.llm.expert_parallel): rows per device, EP comms
+        self.table = build_table(spec.arch, "prefill", attention_tp(spec.tp, self.layout), spec.flash,
+                                 spec.all_logits, spec.kv_reads, spec.fusions)
         c = self.table.coef
         terms = np.zeros((len(self.table), len(TERMS)), dtype=bool)
         for q in c:
@@ -97,17 +100,25 @@ class StepModel:
 
     # -- the forecast of op subsets at basis rows ---------------------------------------------
     def times(self, rows: np.ndarray, ops: np.ndarray | None = None) -> np.ndarray:
-        """Seconds per config of ``rows`` (configs, terms): the ops ``ops`` (all by default), forecast or bound."""
+        """Seconds per config of ``rows`` (configs, terms): the ops ``ops`` (all by default), forecast or bound.
+        ``rows`` are the replica's; under expert parallelism each is one device's share
+        (:func:`roofline.llm.expert_parallel.device_rows`) and the token ops carry the EP dispatch and combine."""
         from roofline.engine.analysis import analyze
         from roofline.engine.forecast import compute_forecast
 
         rows = np.atleast_2d(rows)
+        tokens = rows[:, TOK].copy()  # the replica's
+        if self.layout.active:
+            rows = device_rows(self.spec.arch, rows, self.spec.moe_routing, self.layout)
         w = rows_workload(self.spec, self.table, rows, ops)
         a = analyze(w, self.device)
         self.evaluations += 1
         t = a.time if self.bound else compute_forecast(a, framework=self.framework).time
         per_op = t * w.columns["count"]
-        return per_op.reshape(len(rows), -1).sum(axis=1)
+        out = per_op.reshape(len(rows), -1).sum(axis=1)
+        if ops is None or ops is self.tok_ops:  # the EP dispatch and combine go with the token ops
+            out = out + dispatch_combine_seconds(self.spec.arch, tokens, self.layout)
+        return out
 
     def row(self, decode_batch: int, kv_tokens: float, chunks: list[tuple[int, int]]) -> np.ndarray:
         """The iteration's basis row: ``decode_batch`` sequences reading ``kv_tokens`` keys in all (the new
