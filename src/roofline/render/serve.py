@@ -99,7 +99,7 @@ def _setup_line(s: Mapping[str, Any]) -> str:
 
     return (f"model: wbits {s['wbits']}, abits {s['abits']}, kvbits {s['kvbits']}, rbits {s['rbits']}; "
             f"kv reads {s['kv_reads']}; isl {display(s['isl'], 80)}, osl {display(s['osl'], 80)}; "
-            f"bytes model: {s['bytes_model']}")
+            f"bytes model: {s['bytes_model']}" + (f"; {s['parallel']}" if s.get("parallel") else ""))
 
 
 def point_verdict(f: ServingFigures) -> str:

@@ -185,6 +185,7 @@ def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[
     and --rbits name them (``rbits`` the residual stream's, the activations' when not given), the fusions
     applied in the op table (and those asked for), KV reads, attention fused or not, CUDA graphs, the length
     laws and the workload's bytes-model label."""
+    from roofline.llm.expert_parallel import describe as describe_ep
     from roofline.llm.model import applied_fusions, bytes_model
 
     p = spec.precisions
@@ -192,7 +193,8 @@ def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[
     return {"wbits": p.weights, "abits": p.activations, "kvbits": p.kv_cache, "rbits": p.stream,
             "group_size": p.group_size, "fusions": list(applied), "fusions_asked": list(spec.fusions),
             "kv_reads": spec.kv_reads, "flash": spec.flash, "cuda_graphs": cuda_graphs, "isl": reqs.isl_law,
-            "osl": reqs.osl_law, "bytes_model": bytes_model(spec, applied)}
+            "osl": reqs.osl_law, "bytes_model": bytes_model(spec, applied), "ep": spec.ep,
+            "dp_attention": spec.dp_attention, "parallel": describe_ep(spec.layout, spec.tp)}
 
 
 def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batch: int = 0,

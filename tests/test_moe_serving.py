@@ -1,0 +1,144 @@
+"""Serving mixture-of-experts models: expert parallelism (--ep), attention data-parallel (--dp-attention), experts
+touched per EP rank, the DeepEP dispatch/combine, and the cited kernel tables they read."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from roofline.catalog.kernels import kernel_table
+from roofline.cli import main
+from roofline.core.errors import RooflineError
+from roofline.llm.config import load_arch
+from roofline.llm.expert_parallel import (
+    ExpertParallel,
+    check_ep,
+    deepep_bandwidths,
+    dispatch_combine_seconds,
+    experts_touched_per_rank,
+)
+from roofline.llm.model import build_workload
+from roofline.llm.spec import LLMSpec, make_spec
+from roofline.serving import ServeConfig, iteration_time
+from roofline.serving.config import Parallel
+
+
+def _expert_weight_bytes(spec: LLMSpec) -> float:
+    w = build_workload(spec)
+    names = list(w.tables["name"])
+    return float(sum(wb * c for code, wb, c in zip(w.columns["name"], w.columns["weight_bytes"], w.columns["count"],
+                                                    strict=True) if ".moe.experts." in names[int(code)]))
+
+
+def test_experts_touched_per_rank_by_hand() -> None:
+    # DeepSeek-V3 (256 experts, top-8) on EP 8: 32 experts a rank.  One token: 256/8 x (1 - (1 - 8/256)) = 1.
+    assert float(experts_touched_per_rank(256, 8, 1, 8)) == pytest.approx(1.0)
+    # 64 tokens: 32 x (1 - (31/32)^64) = 32 x (1 - 0.13068) = 27.818
+    assert float(experts_touched_per_rank(256, 8, 64, 8)) == pytest.approx(32 * (1 - (31 / 32) ** 64))
+    # grows with the batch until all 32 of the rank's experts are read
+    n = np.array([1, 2, 8, 32, 128, 1024, 8192])
+    v = experts_touched_per_rank(256, 8, n, 8)
+    assert np.all(np.diff(v) > 0) and v[-1] == pytest.approx(32.0)
+    # worst: all n x k choices on one rank, capped by its 32 experts; best: the k = 8 experts spread, one a rank
+    assert float(experts_touched_per_rank(256, 8, 3, 8, "worst")) == 24.0
+    assert float(experts_touched_per_rank(256, 8, 5, 8, "worst")) == 32.0
+    assert float(experts_touched_per_rank(256, 8, 5, 8, "best")) == 1.0
+    assert float(experts_touched_per_rank(256, 8, 0, 8)) == 0.0
+
+
+def test_check_ep_refuses_in_one_line() -> None:
+    mixtral, dense = load_arch("mixtral-8x7b"), load_arch("llama-2-7b")
+    assert check_ep(mixtral, 2, 2) == ExpertParallel(2, False)
+    assert check_ep(mixtral, 4, 1, True) == ExpertParallel(4, True)  # dp-attention: the experts over all 4
+    for args, words in (((mixtral, 4, 3), "must divide the 8 routed experts"),
+                        ((mixtral, 2, 4), "replica's 2 devices"),
+                        ((dense, 2, 2), "dense model"),
+                        ((dense, 2, 1, True), "dense model"),
+                        ((mixtral, 4, 2, True), "must be 4"),
+                        ((mixtral, 2, 0), ">= 1")):
+        with pytest.raises(RooflineError, match=words) as e:
+            check_ep(*args)
+        assert "\n" not in str(e.value)
+
+
+def test_cli_refuses_bad_ep_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "mixtral-8x7b", "--device", "h100", "--tp", "2", "--ep", "3", "--requests", "2"]) == 2
+    assert main(["llm", "llama-2-7b", "--device", "h100", "--tp", "2", "--dp-attention"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("roofline: error:") for line in err)
+
+
+def test_ep_expected_reads_what_tp_reads() -> None:
+    # Expected routing: a rank reads touched/ep experts, each ep/tp of an expert wide -> touched/tp experts' bytes,
+    # the tensor-parallel slice's (linearity of expectation): two routes to the same bytes.
+    tp = make_spec("mixtral-8x7b", phase="decode", batch=4, context=512, tp=2)
+    ep = make_spec("mixtral-8x7b", phase="decode", batch=4, context=512, tp=2, ep=2)
+    assert _expert_weight_bytes(ep) == pytest.approx(_expert_weight_bytes(tp))
+
+
+def test_ep_worst_is_the_busiest_rank() -> None:
+    # Batch 1, worst routing: the token's 2 experts.  tp 2: 2 experts x half width.  ep 2: both on one rank,
+    # whole: twice the bytes.  By hand (bf16): 2 x 3 x 4096 x 14336 x 2 B x 32 layers / 2 = 11.27 GB for tp 2.
+    kw = dict(phase="decode", batch=1, context=512, tp=2, moe_routing="worst")
+    tp = _expert_weight_bytes(make_spec("mixtral-8x7b", **kw))
+    ep = _expert_weight_bytes(make_spec("mixtral-8x7b", ep=2, **kw))
+    assert tp == pytest.approx(2 * 3 * 4096 * 14336 * 2 * 32 / 2)
+    assert ep == pytest.approx(2 * tp)
+
+
+def test_dp_attention_runs_each_devices_share_with_every_head() -> None:
+    # tp 2, dp-attention, batch 64 decode: each device projects its 32 sequences' tokens with all 32 heads:
+    # q_proj 32 x 2 x 4096 x 4096 FLOPs a layer (tensor parallel: 64 x 2 x 4096 x 2048, the same FLOPs, half the weights)
+    dp = build_workload(make_spec("mixtral-8x7b", phase="decode", batch=64, context=512, tp=2, dp_attention=True))
+    tp = build_workload(make_spec("mixtral-8x7b", phase="decode", batch=64, context=512, tp=2))
+    for w, weights in ((dp, 4096 * 4096 * 2), (tp, 4096 * 2048 * 2)):
+        i = list(w.tables["name"]).index("decode.layers.attn.q_proj")
+        row = int(np.flatnonzero(w.columns["name"] == i)[0])
+        assert w.columns["flops"][row] == pytest.approx(32 * 2 * 4096 * 4096)
+        assert w.columns["weight_bytes"][row] == pytest.approx(weights)
+    names = [list(dp.tables["name"])[int(c)] for c in dp.columns["name"]]
+    assert not any("all_reduce" in n for n in names)  # no tensor-parallel collective left
+
+
+def test_dispatch_combine_at_the_tables_own_setting() -> None:
+    # DeepEP's low-latency row: 128 tokens a rank, hidden 7168, top-8, EP 8: dispatch 77 us, combine 114 us per
+    # layer.  Our bytes over the table's bandwidth: 128 x 8 x (7168 + 7168/128 x 4 + 16) / 98 GB/s = 77.4 us;
+    # 128 x 8 x 7168 x 2 / 127 GB/s = 115.6 us: within 2% of the latencies it printed (an independent column).
+    v3 = load_arch("deepseek-v3")
+    t = float(dispatch_combine_seconds(v3, 128 * 8, ExpertParallel(8, True)))
+    per_layer = t / v3.moe_layers
+    assert per_layer == pytest.approx((77 + 114) * 1e-6, rel=0.02)
+    assert float(dispatch_combine_seconds(v3, 1024, ExpertParallel(8, False))) == 0.0  # EP alone: all-reduce
+    # between rows, log-linear in EP: EP 11.3 (half way from 8 to 16 in log2) -> (98 + 63) / 2 GB/s
+    d, _ = deepep_bandwidths(round(2 ** 3.5))
+    assert d / 1e9 == pytest.approx(98 + (63 - 98) * (math.log2(11) - 3), rel=1e-9)
+
+
+def test_serving_iteration_carries_the_dispatch() -> None:
+    # One decode iteration of 64 sequences, dp-attention over 2: the forecast of the device's ops plus the
+    # dispatch and combine of 32 tokens a rank, 2 choices each, per MoE layer (32), EP 2 -> the EP 8 row.
+    cfg = ServeConfig(parallel=Parallel(1, True))
+    t_dp = iteration_time("mixtral-8x7b", "h100", tp=2, decode_batch=64, kv_tokens=64 * 512, config=cfg)
+    mixtral = load_arch("mixtral-8x7b")
+    comm = 32 * (32 * 2 * (4096 + 4096 / 128 * 4 + 16) / 98e9 + 32 * 2 * 2 * 4096 / 127e9)
+    assert float(dispatch_combine_seconds(mixtral, 64, ExpertParallel(2, True))) == pytest.approx(comm)
+    assert t_dp > comm > 0
+
+
+def test_cited_kernel_tables() -> None:
+    ll = kernel_table("deepep-low-latency")
+    assert ll.source["commit"] == "dd758caf451848bd150e1046af3d0a73e5fff38d"
+    first = ll.records()[0]
+    assert (first["ep"], first["dispatch_latency_us"], first["combine_latency_us"]) == (8, 77, 114)
+    mla = {r["bound"]: r["value"] for r in kernel_table("flashmla-decode").records()}
+    assert mla == {"memory": 3000, "compute": 660}
+    assert kernel_table("flashmla-decode").source["commit"] == "9241ae3ef9bac614dd25e45e507e089f888280e0"
+
+
+def test_spec_round_trips_the_layout() -> None:
+    s = make_spec("mixtral-8x7b", tp=2, ep=2)
+    assert LLMSpec.from_dict(s.to_dict()) == s
+    plain = make_spec("mixtral-8x7b", tp=2)
+    assert "ep" not in plain.to_dict()  # files of runs without EP are as before
