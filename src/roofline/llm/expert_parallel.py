@@ -98,7 +98,7 @@ def experts_touched_per_rank(experts: int, top_k: int, tokens: Any, ep: int, rou
     tokens (module docs: expected, worst = the busiest rank's upper bound, best).
 
     >>> [round(float(experts_touched_per_rank(256, 8, n, 8)), 2) for n in (1, 4, 64, 4096)]  # DeepSeek-V3, EP 8
-    [1.0, 3.94, 27.43, 32.0]
+    [1.0, 3.82, 27.81, 32.0]
     >>> float(experts_touched_per_rank(256, 8, 3, 8, "worst")), float(experts_touched_per_rank(256, 8, 3, 8, "best"))
     (24.0, 1.0)
     """
