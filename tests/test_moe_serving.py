@@ -142,3 +142,39 @@ def test_spec_round_trips_the_layout() -> None:
     assert LLMSpec.from_dict(s.to_dict()) == s
     plain = make_spec("mixtral-8x7b", tp=2)
     assert "ep" not in plain.to_dict()  # files of runs without EP are as before
+
+
+def test_mla_decode_takes_flashmla_compute_rate() -> None:
+    # DeepSeek-V3 decode, attention data-parallel over 8 (128 heads a device), FP8 latent cache: 2 x 128 x (576 + 512)
+    # FLOPs per key over 576 B -> 484 FLOP/B, above the bf16 ridge (989.4 / 3.35 = 295): compute-bound.  FlashMLA's
+    # 660 TFLOPS (H800 SXM5 = H100 SXM5 compute) sets its rate: the work is FLOPs / 660 TFLOP/s.
+    from roofline.catalog import get_device
+    from roofline.engine.analysis import analyze
+    from roofline.engine.forecast import compute_forecast
+
+    s = make_spec("deepseek-v3", phase="decode", batch=1024, context=4096, tp=8, dp_attention=True, kvbits="fp8",
+                  flash=True)
+    w = build_workload(s)
+    f = compute_forecast(analyze(w, get_device("h100")))
+    names = list(w.tables["name"])
+    i = next(j for j, c in enumerate(w.columns["name"]) if names[int(c)] == "decode.layers.attn.sdpa")
+    assert f.term[i] == "compute" and w.columns["k"][i] == 576
+    assert f.work[i] == pytest.approx(w.columns["flops"][i] / 660e12, rel=1e-3)
+
+
+def test_other_attention_keeps_its_head_dim_curve() -> None:
+    # the head-dim-576 curve is picked only near 576 (log-nearest): head dims 64..256 keep FlashAttention-3's
+    from roofline.catalog.calibrations import cited_calibration
+    from roofline.hardware.calibration_curves import by_head_dim
+
+    cal = cited_calibration("NVIDIA H100 SXM5 80GB")
+    assert cal is not None
+    curve = cal.curve("attention", "compute", "bf16")
+    assert curve is not None
+    variants = cal.head_dim_variants(curve)  # type: ignore[arg-type]
+    fa3_128 = next(c for c in variants if c.head_dim == 128)
+    mla = next(c for c in variants if c.head_dim == 576)
+    got = by_head_dim(variants, np.array([2048.0, 2048.0]), np.array([128.0, 576.0]))
+    assert got[0] == pytest.approx(float(fa3_128.efficiency(2048.0)))
+    assert got[1] == pytest.approx(round(660 / 989.4, 4))
+    assert mla.sources() == ("flashmla-readme",)
