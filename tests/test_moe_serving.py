@@ -178,3 +178,25 @@ def test_other_attention_keeps_its_head_dim_curve() -> None:
     assert got[0] == pytest.approx(float(fa3_128.efficiency(2048.0)))
     assert got[1] == pytest.approx(round(660 / 989.4, 4))
     assert mla.sources() == ("flashmla-readme",)
+
+
+def test_gpt_oss_experts_read_as_mxfp4_by_hand() -> None:
+    # gpt-oss-120b decode, batch 1: 4 experts touched a layer (128 x (1 - (1 - 4/128)^1) = 4), 36 layers, each
+    # expert gate + up + down of 2880 x 2880, in MXFP4: 4 bits + one 8-bit scale per 32 = 4.25 bits = 0.53125 B;
+    # their biases (2880 each, 3 projections) stay bf16.
+    a = load_arch("gpt-oss-120b")
+    assert (a.hidden, a.moe_intermediate, a.top_k, a.moe_layers, a.expert_format) == (2880, 2880, 4, 36, "mxfp4")
+    s = make_spec("gpt-oss-120b", phase="decode", batch=1, context=1000)
+    weights = 36 * 4 * 3 * 2880 * 2880 * 0.53125
+    biases = 36 * 4 * 3 * 2880 * 2
+    assert _expert_weight_bytes(s) == pytest.approx(weights + biases)
+    assert "not yet modelled" not in " ".join(s.arch.warnings)
+    # resident: all 128 experts x 36 layers (114.7 B parameters) at 0.53125 B instead of bf16's 2 B; one H100 holds it
+    import dataclasses
+
+    from roofline.llm.sizes import weight_bytes_resident
+
+    experts = 36 * 128 * 3 * 2880 * 2880
+    bf16 = s.replace(precisions=dataclasses.replace(s.precisions, experts=""))
+    assert weight_bytes_resident(bf16) - weight_bytes_resident(s) == pytest.approx(experts * (2 - 0.53125))
+    assert weight_bytes_resident(s) < 80e9

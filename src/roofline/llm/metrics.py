@@ -26,7 +26,7 @@ from roofline.llm.basis import activation_element_bytes, basis
 from roofline.llm.expert_parallel import attention_tp, step_rows
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions, parse_precision
-from roofline.llm.table import ATTN, GEMM, LINK, VEC, OpTable, build_table, check_tp
+from roofline.llm.table import ATTN, EXP, GEMM, LINK, VEC, OpTable, build_table, check_tp
 
 #: Largest batch the ridge-batch and max-batch searches consider.
 MAX_BATCH = 1 << 16
@@ -89,9 +89,11 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
     c = table.coef
     keep = np.ones(len(table), dtype=bool) if mask is None else mask
     n = len(B)
-    eb = {**eb, "r": eb.get("r", eb["a"])}  # the residual stream: the activations' precision unless stated
-    sizes = np.stack([np.broadcast_to(np.asarray(eb[k], dtype=float), (n,)) for k in ("wq", "wu", "a", "kv", "r")],
-                     axis=1)
+    # the residual stream: the activations' precision unless stated; the routed experts' weights (the EXP
+    # column of wq): the weights' unless their format is stated
+    eb = {**eb, "r": eb.get("r", eb["a"]), "we": eb.get("we", eb["wq"])}
+    sizes = np.stack([np.broadcast_to(np.asarray(eb[k], dtype=float), (n,))
+                      for k in ("wq", "wu", "a", "kv", "r", "we")], axis=1)
     if (sizes == sizes[0]).all():  # one precision combination (the common case): no grouping
         combos, which = sizes[:1], None
     else:
@@ -103,8 +105,13 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
                   for x in activation_element_bytes(table, {"a": a, "r": r}))
         return np.asarray(c["ar"][keep] * rd + c["aw"][keep] * wr)
 
-    bytes_coef = np.stack([c["wq"][keep] * wq + c["wu"][keep] * wu + activations(a, r)
-                           + (c["kr"][keep] + c["kw"][keep]) * kv + c["xr"][keep] for wq, wu, a, kv, r in combos])
+    exp = np.arange(c["wq"].shape[1]) == EXP
+
+    def weights(wq: float, we: float) -> np.ndarray:
+        return np.asarray(c["wq"][keep] * np.where(exp, we, wq))
+
+    bytes_coef = np.stack([weights(wq, we) + c["wu"][keep] * wu + activations(a, r)
+                           + (c["kr"][keep] + c["kw"][keep]) * kv + c["xr"][keep] for wq, wu, a, kv, r, we in combos])
     roles = table.roles[keep]
     return scenario_times(B, c["flops"][keep], bytes_coef[0] if which is None else bytes_coef,
                           np.broadcast_to(peaks, (n, peaks.shape[1])), np.broadcast_to(bws, (n, bws.shape[1])),

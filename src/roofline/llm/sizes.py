@@ -69,7 +69,7 @@ def _weights_resident(a: Arch, tp: int, precisions: Precisions) -> float:
     table = build_table(a, "prefill", tp)
     wq = table.coef["wq"] * table.counts[:, None]
     wu = table.coef["wu"] * table.counts[:, None]
-    total = ((wq[:, ONE].sum() + wq[:, EXP].sum() * a.experts) * eb["wq"]
+    total = (wq[:, ONE].sum() * eb["wq"] + wq[:, EXP].sum() * a.experts * eb.get("we", eb["wq"])
              + (wu[:, ONE].sum() + wu[:, EXP].sum() * a.experts) * eb["wu"])
     embed = (0 if a.tie_embeddings else a.vocab * a.hidden / tp) + a.position_table * a.hidden
     return float(total + embed * eb["wu"])

@@ -90,6 +90,10 @@ class Precisions:
     kv_cache: str = "bf16"
     group_size: int = 128
     residual: str | None = None
+    #: the routed experts' weight format where it is not ``weights``: a block-scaled format of
+    #: :mod:`roofline.core.formats` ('mxfp4': gpt-oss's checkpoint), its bytes with the scales; the expert GEMMs
+    #: compute at the activations' precision after the upcast (no 4-bit GEMM counted); '' = the weights'
+    experts: str = ""
 
     @property
     def stream(self) -> str:
@@ -110,15 +114,18 @@ class Precisions:
 
     def bytes(self) -> dict[str, float]:
         g = self.group_size
-        return {"wq": element_bytes(self.weights, g), "wu": element_bytes(self.unquantized, g),
+        wq = element_bytes(self.weights, g)
+        return {"wq": wq, "wu": element_bytes(self.unquantized, g),
                 "a": element_bytes(self.activations, g), "kv": element_bytes(self.kv_cache, g),
-                "r": element_bytes(self.stream, g)}
+                "r": element_bytes(self.stream, g), "we": expert_element_bytes(self.experts) if self.experts else wq}
 
     def to_dict(self) -> dict[str, Any]:
         out = {"weights": self.weights, "activations": self.activations, "kv_cache": self.kv_cache,
                "group_size": self.group_size, "gemm_compute": self.gemm, "attention_compute": self.attention}
         if self.residual is not None:  # written only when stated: files of one activation precision are as before
             out["residual"] = self.residual
+        if self.experts:
+            out["experts"] = self.experts
         return out
 
 
@@ -170,7 +177,7 @@ class LLMSpec:
         p = d["precisions"]
         return cls(Arch.from_dict(d["arch"]), d["phase"], int(d["batch"]), int(d["prompt"]), int(d["context"]),
                    int(d["gen"]), Precisions(p["weights"], p["activations"], p["kv_cache"], int(p["group_size"]),
-                                             p.get("residual")),
+                                             p.get("residual"), str(p.get("experts", ""))),
                    int(d["tp"]), bool(d["flash"]), bool(d["all_logits"]),
                    # files written before the option existed used the worst case
                    parse_moe_routing(d.get("moe_routing", "worst")),
@@ -180,6 +187,17 @@ class LLMSpec:
                    parse_fusions(d.get("fusions") or ()),
                    # and before this one, no expert parallelism
                    int(d.get("ep", 1)), bool(d.get("dp_attention", False)))
+
+
+def expert_element_bytes(name: str) -> float:
+    """Bytes per routed-expert weight element in the block-scaled format ``name``, its scales included.
+
+    >>> expert_element_bytes("mxfp4")  # 4 element bits + one 8-bit E8M0 scale per 32 (OCP MX v1.0)
+    0.53125
+    """
+    from roofline.core.formats import get
+
+    return get(name).bits_per_element("weight") / 8
 
 
 def positive_int(value: Any, field: str) -> int:
@@ -248,7 +266,8 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     group_size = positive_int(group_size, "group_size")
     activations = parse_precision(abits, "abits")
     precisions = Precisions(parse_precision(wbits, "wbits"), activations, parse_precision(kvbits, "kvbits"),
-                            group_size, None if rbits is None else parse_residual(rbits, activations))
+                            group_size, None if rbits is None else parse_residual(rbits, activations),
+                            arch.expert_format)  # the checkpoint's expert format (gpt-oss: MXFP4), as served
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))

@@ -194,7 +194,7 @@ def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[
             "group_size": p.group_size, "fusions": list(applied), "fusions_asked": list(spec.fusions),
             "kv_reads": spec.kv_reads, "flash": spec.flash, "cuda_graphs": cuda_graphs, "isl": reqs.isl_law,
             "osl": reqs.osl_law, "bytes_model": bytes_model(spec, applied), "ep": spec.ep,
-            "dp_attention": spec.dp_attention, "parallel": describe_ep(spec.layout, spec.tp)}
+            "dp_attention": spec.dp_attention, "parallel": describe_ep(spec.layout, spec.tp), "experts": p.experts}
 
 
 def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batch: int = 0,
