@@ -200,3 +200,41 @@ def test_gpt_oss_experts_read_as_mxfp4_by_hand() -> None:
     bf16 = s.replace(precisions=dataclasses.replace(s.precisions, experts=""))
     assert weight_bytes_resident(bf16) - weight_bytes_resident(s) == pytest.approx(experts * (2 - 0.53125))
     assert weight_bytes_resident(s) < 80e9
+
+
+def test_mla_decode_iteration_is_the_decode_table() -> None:
+    # Two routes: serve's MLA iteration of 32 decodes at 2,048 keys each (shared ops from the prefill table, the
+    # absorbed attention and absorptions from the decode table) and the llm decode workload of the same step.
+    # Attention data-parallel adds exactly the DeepEP dispatch and combine (serve counts them, llm does not).
+    from roofline.catalog import get_device
+    from roofline.engine.analysis import analyze
+    from roofline.engine.forecast import compute_forecast
+
+    v3 = load_arch("deepseek-v3")
+    for dp in (False, True):
+        t = iteration_time("deepseek-v3", "h100", tp=8, decode_batch=32, kv_tokens=32 * 2048,
+                           config=ServeConfig(parallel=Parallel(1, dp)))
+        w = build_workload(make_spec("deepseek-v3", phase="decode", batch=32, context=2048, tp=8, flash=True,
+                                     dp_attention=dp))
+        f = compute_forecast(analyze(w, get_device("h100")))
+        comm = float(dispatch_combine_seconds(v3, 32, ExpertParallel(8, True))) if dp else 0.0
+        assert t == pytest.approx(float((f.time * w.columns["count"]).sum()) + comm, rel=1e-9)
+
+
+def test_dp_attention_kv_capacity_of_mla() -> None:
+    # MLA's latent cache is replicated under tensor parallelism; under attention data-parallel each device holds
+    # its own sequences' only: 8 x the tokens per replica at tp 8 (less what the replicated attention weights take)
+    from roofline.catalog import get_device
+    from roofline.serving.run import kv_blocks
+
+    dev = get_device("h200")
+    tp = make_spec("deepseek-v3", phase="prefill", tp=8, wbits="fp8", abits="fp8")
+    dp = make_spec("deepseek-v3", phase="prefill", tp=8, wbits="fp8", abits="fp8", dp_attention=True)
+    b_tp, m_tp = kv_blocks(tp, dev, block_size=16, utilization=0.9, act_tokens=2048)
+    b_dp, m_dp = kv_blocks(dp, dev, block_size=16, utilization=0.9, act_tokens=2048)
+    assert m_dp["weights"] > m_tp["weights"]  # attention, dense layers and embeddings whole on every device
+    # same per-token latent bytes on a device; 8 devices' worth of sequences
+    per_token = 61 * (512 + 64) * 2
+    assert m_tp["kv_bytes_per_token"] == per_token and m_dp["kv_bytes_per_token"] == per_token / 8
+    free_dp = m_dp["usable"] - m_dp["weights"] - m_dp["activations"]
+    assert b_dp == int(free_dp // (16 * per_token / 8))

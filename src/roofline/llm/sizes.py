@@ -59,20 +59,26 @@ def kv_cache_bytes(spec: LLMSpec, batch: Any = None, context: Any = None) -> Any
 
 
 def weight_bytes_resident(spec: LLMSpec) -> float:
-    """Weight bytes each device holds: every expert, the embedding shard and position table."""
-    return _weights_resident(spec.arch, spec.tp, spec.precisions)
+    """Weight bytes each device holds: every expert, the embedding shard and position table.  Under attention
+    data-parallelism (:mod:`roofline.llm.expert_parallel`) all but the routed experts are whole on every device,
+    the experts split over the ``tp`` devices as before (E / ep whole experts a rank: the same bytes)."""
+    base, experts = _weights_resident(spec.arch, spec.tp, spec.precisions)
+    if spec.dp_attention:
+        base = _weights_resident(spec.arch, 1, spec.precisions)[0]
+    return base + experts
 
 
 @lru_cache(maxsize=256)
-def _weights_resident(a: Arch, tp: int, precisions: Precisions) -> float:
+def _weights_resident(a: Arch, tp: int, precisions: Precisions) -> tuple[float, float]:
+    """(every weight but the routed experts', the routed experts') bytes per device at ``tp``."""
     eb = precisions.bytes()
     table = build_table(a, "prefill", tp)
     wq = table.coef["wq"] * table.counts[:, None]
     wu = table.coef["wu"] * table.counts[:, None]
-    total = (wq[:, ONE].sum() * eb["wq"] + wq[:, EXP].sum() * a.experts * eb.get("we", eb["wq"])
-             + (wu[:, ONE].sum() + wu[:, EXP].sum() * a.experts) * eb["wu"])
+    experts = (wq[:, EXP].sum() * eb.get("we", eb["wq"]) + wu[:, EXP].sum() * eb["wu"]) * a.experts
+    base = wq[:, ONE].sum() * eb["wq"] + wu[:, ONE].sum() * eb["wu"]
     embed = (0 if a.tie_embeddings else a.vocab * a.hidden / tp) + a.position_table * a.hidden
-    return float(total + embed * eb["wu"])
+    return float(base + embed * eb["wu"]), float(experts)
 
 
 def activation_bytes(spec: LLMSpec, batch: Any = None) -> Any:

@@ -36,6 +36,7 @@ from roofline.llm.spec import LLMSpec, make_spec
 from roofline.serving.config import Batching, ServeConfig, Timing, check_config
 from roofline.serving.engine import ReplicaResult, simulate
 from roofline.serving.figures import ServingFigures, Slo, figures, parse_slo, price_per_mtok
+from roofline.serving.mla_steps import step_model
 from roofline.serving.requests import Requests, Traffic, make_requests
 from roofline.serving.schedulers import Scheduler
 from roofline.serving.steps import StepModel
@@ -99,6 +100,8 @@ def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: fl
     act = float(activation_bytes(spec.replace(phase="prefill", prompt=max(act_tokens, 1), batch=1)))
     usable = utilization * cap
     per_token = float(kv_cache_bytes(spec, 1, 1))
+    if spec.dp_attention:  # each device caches its own sequences, every head (MLA's latent: not replicated)
+        per_token = float(kv_cache_bytes(spec.replace(tp=1), 1, 1)) / spec.tp
     free = utilization * (cap - weights - act) if of_free else usable - weights - act
     share = (f"{utilization:g} x what they leave of {format_bytes(cap)}" if of_free
              else f"of {format_bytes(usable)} ({utilization:g} x {format_bytes(cap)})")
@@ -166,7 +169,7 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     if longest > blocks * mem.block_size:
         raise RooflineError(f"a request of {longest} tokens needs more KV cache than the {blocks * mem.block_size:,} "
                             f"tokens ({format_bytes(memory['kv_cache'])} per device) left on {dev.name} (tp {tp})")
-    steps = StepModel(spec, dev, bound=timing.bound, exact=timing.exact, cuda_graphs=cfg.kernels.cuda_graphs)
+    steps = step_model(spec, dev, bound=timing.bound, exact=timing.exact, cuda_graphs=cfg.kernels.cuda_graphs)
     steps.prefetch_prompts(reqs.isl)
     if not timing.exact:
         top_batch = min(cfg.batching.max_batch or blocks, blocks, len(reqs.isl))
@@ -224,7 +227,7 @@ def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batc
     decode_batch, kv_tokens, chunks = _iteration_arguments(decode_batch, kv_tokens, chunks)
     dev, _, _ = _devices(device, None, tp)
     spec = make_spec(model, phase="prefill", tp=tp, **cfg.spec_options())
-    steps = StepModel(spec, dev, bound=cfg.timing.bound, exact=True, cuda_graphs=cfg.kernels.cuda_graphs)
+    steps = step_model(spec, dev, bound=cfg.timing.bound, exact=True, cuda_graphs=cfg.kernels.cuda_graphs)
     return steps.iteration_time(decode_batch, kv_tokens, list(chunks))
 
 

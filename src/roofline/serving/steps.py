@@ -40,7 +40,7 @@ from roofline.core.errors import RooflineError
 from roofline.llm.basis import basis, experts_touched
 from roofline.llm.expert_parallel import attention_tp, device_rows, dispatch_combine_seconds
 from roofline.llm.model import rows_workload
-from roofline.llm.table import EXP, FULL, KEY, KEYW, ONE, PAIR, PAIRW, SEQ, TERMS, TOK, build_table
+from roofline.llm.table import EXP, FULL, KEY, KEYW, ONE, PAIR, PAIRW, SEQ, TERMS, TOK, OpTable, build_table
 from roofline.work.costs import aligned_causal_pairs
 
 if TYPE_CHECKING:
@@ -72,9 +72,12 @@ def geometric_grid(top: int, ratio: float = GRID_RATIO, *, zero: bool = False) -
 class StepModel:
     """Times of serving iterations of ``spec``'s model (per device, ``spec.tp``) on ``device``."""
 
+    #: whether this model times MLA's absorbed decode apart from its naive prefill (:mod:`roofline.serving.mla_steps`)
+    absorbed_decode = False
+
     def __init__(self, spec: LLMSpec, device: Device, *, bound: bool = False, exact: bool = False,
                  cuda_graphs: bool = False) -> None:
-        if spec.arch.mla:
+        if spec.arch.mla and not self.absorbed_decode:
             raise RooflineError(f"{spec.arch.name}: multi-head latent attention runs different prefill and "
                                 "decode tables; 'roofline serve' does not batch them together yet")
         self.spec, self.device, self.bound, self.exact = spec, device, bound, exact
@@ -99,7 +102,7 @@ class StepModel:
         self.evaluations = 0  # analyze calls made
 
     # -- the forecast of op subsets at basis rows ---------------------------------------------
-    def times(self, rows: np.ndarray, ops: np.ndarray | None = None) -> np.ndarray:
+    def times(self, rows: np.ndarray, ops: np.ndarray | None = None, table: OpTable | None = None) -> np.ndarray:
         """Seconds per config of ``rows`` (configs, terms): the ops ``ops`` (all by default), forecast or bound.
         ``rows`` are the replica's; under expert parallelism each is one device's share
         (:func:`roofline.llm.expert_parallel.device_rows`) and the token ops carry the EP dispatch and combine."""
@@ -110,7 +113,7 @@ class StepModel:
         tokens = rows[:, TOK].copy()  # the replica's
         if self.layout.active:
             rows = device_rows(self.spec.arch, rows, self.spec.moe_routing, self.layout)
-        w = rows_workload(self.spec, self.table, rows, ops)
+        w = rows_workload(self.spec, self.table if table is None else table, rows, ops)
         a = analyze(w, self.device)
         self.evaluations += 1
         t = a.time if self.bound else compute_forecast(a, framework=self.framework).time
