@@ -20,8 +20,16 @@ output token), engines built ``--context_fmha enable --paged_kv_cache disable --
 a 16-bit residual stream: bench_serve.py) with fused attention; a static batch is a closed loop of ``batch``
 clients and ``batch`` requests (one batch).  Throughput per GPU x TP = the replica's.
 
-Not simulated (reported as such): DeepSeek-V3/R1 (MLA: 'roofline serve' refuses multi-head latent attention, its
-prefill and decode tables differ) and gpt-oss (no published table with the setup stated found in this session).
+DeepSeek-R1 (the V3 architecture), "H200 max-throughput" of NVIDIA/TensorRT-LLM
+docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md at commit
+01c4ece911eb569e72cf4177f83238a0520641c2: trtllm-bench throughput, deepseek-ai/DeepSeek-R1 (its FP8 checkpoint;
+no KV-cache dtype set: 16-bit), ``--tp 8 --ep 8``, ``enable_attention_dp: true``, ``--max_batch_size 128``
+(per rank), ``--max_num_tokens 1151`` (per rank; no chunked MLA context on Hopper: whole prompts),
+``--concurrency 1024 --num_requests 5120``, ISL 1,024 / OSL 2,048 fixed, ``--kv_cache_free_gpu_mem_fraction 0.8``,
+CUDA graphs: "Total Output Throughput (tokens/sec): 11489.2671".  Simulated with --dp-attention over 8 H200
+(DeepEP low-latency dispatch/combine, FlashMLA's decode rate) as that closed loop.
+
+Not simulated: gpt-oss (no published table with the setup stated found in this session).
 
 Where the time goes: the TTFT rows print the forecast's largest op groups, so a miss names the op it comes from
 (module ``diagnose``).
@@ -39,7 +47,8 @@ from roofline.engine.analysis import analyze
 from roofline.engine.forecast import compute_forecast
 from roofline.llm.model import build_workload
 from roofline.llm.spec import make_spec
-from roofline.serving import Kernels, Precision, ServeConfig, Timing, Traffic, iteration_time
+from roofline.serving import Batching, Kernels, Memory, Precision, ServeConfig, Timing, Traffic, iteration_time
+from roofline.serving.config import Parallel
 
 SOURCE = "NVIDIA/TensorRT-LLM docs/source/performance.md (v0.9.0 data), FP8, TP 2"
 #: TensorRT-LLM v0.9's FP8 recipe: FP8 GEMMs and KV cache, 16-bit residual stream (FP8Linear; bench_serve.py)
@@ -58,6 +67,13 @@ THROUGHPUT_ROWS = (
     ("h200", 64, 2, 2048, 128, 605), ("h200", 64, 2, 2048, 2048, 1_821),
 )
 MODEL = "mixtral-8x7b"
+#: (label, device, tp, requests, concurrency, isl, osl, published output tokens/s of the tp GPUs, config)
+DEEPSEEK_ROWS = (
+    ("DeepSeek-R1 H200 max-throughput", "h200", 8, 5120, 1024, 1024, 2048, 11_489.2671,
+     ServeConfig(precision=Precision("fp8", "fp8", "bf16"), kernels=Kernels(flash=True, cuda_graphs=True),
+                 batching=Batching("whole-prompts", max_batch=8 * 128, max_tokens=8 * 1151),
+                 memory=Memory(gpu_memory_utilization=0.8, kv_of_free=True), parallel=Parallel(8, True))),
+)
 
 
 def ttft(device: str, tp: int, isl: int, bound: bool = False) -> float:
@@ -117,6 +133,14 @@ def main() -> int:
         thr_r.append(f / pub)
         print(f"  {device:6} {batch:>5} {tp:>2} {isl:>5} {osl:>5} {pub:>9,} {f:>9,.0f} {f / pub:>6.2f} {b:>9,.0f} "
               f"{b / pub:>6.2f}")
+    print("\nDeepSeek (MLA, attention data-parallel, EP 8): output tokens/s of the tp GPUs, closed loop as published")
+    print(f"  {'row':34} {'published':>9} {'forecast':>9} {'ratio':>6} {'bound':>9} {'b/pub':>6}")
+    for label, device, tp, n, conc, isl, osl, pub, cfg in DEEPSEEK_ROWS:
+        traffic = Traffic(isl=isl, osl=osl, requests=n, concurrency=conc)
+        f, b = (float(roofline.serve("deepseek-r1", device, tp=tp, traffic=traffic, config=replace(
+            cfg, timing=Timing(bound=bound))).figures.output_tokens_per_s) for bound in (False, True))
+        thr_r.append(f / pub)
+        print(f"  {label:34} {pub:>9,.0f} {f:>9,.0f} {f / pub:>6.2f} {b:>9,.0f} {b / pub:>6.2f}")
     print(f"\nverdict: TTFT forecast/published median {statistics.median(ttft_r):.2f} (target within 0.75..1.25: "
           f"{'met' if all(0.75 <= r <= 1.25 for r in ttft_r) else 'MISSED'}); throughput median "
           f"{statistics.median(thr_r):.2f} (target 0.8..1.2: "
