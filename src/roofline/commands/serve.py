@@ -16,6 +16,7 @@ EPILOG = """examples:
   roofline serve llama-2-70b --device h100 --tp 8 --concurrency 64 --isl 1024 --osl 256 --json out.json
   roofline serve llama-3-70b --system dgx-h100 --tp 2,4,8 --sweep-rate --slo ttft=2s,tpot=200ms --price 2.5
   roofline serve llama-2-7b --device a100 --trace requests.csv --chunked-prefill
+  roofline serve deepseek-v3 --device h200 --tp 8 --dp-attention --wbits fp8 --abits fp8 --concurrency 1024
 
 Iteration times are the forecast of each iteration's op table (--bound: the roofline bound).  The scheduler is
 vLLM-style continuous batching: prefill-first, or --chunked-prefill (Sarathi-Serve) under --max-tokens (default

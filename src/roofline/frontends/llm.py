@@ -76,7 +76,7 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
              prompt: int | None = None, context: int | None = None, gen: int | None = None,
              wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
              flash: bool = False, *, group_size: int = 128, all_logits: bool = False,
-             moe_routing: str = "expected") -> Workload:
+             moe_routing: str = "expected", ep: int = 1, dp_attention: bool = False) -> Workload:
     """The per-op inference workload of a decoder-only transformer (per device with ``tp`` > 1).
 
     ``name_or_config``: a bundled model ('llama-2-7b', 'meta-llama/Llama-2-7b-hf'; case and
@@ -91,7 +91,9 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     ``all_logits``: lm_head over every token instead of the last of each sequence.
     ``moe_routing``: how many routed experts a step of n tokens reads (top_k of E each):
     'expected' under uniform routing, E x (1 - (1 - top_k/E)^n); 'worst', min(E, n x top_k);
-    'best', top_k (see :func:`roofline.llm.basis.experts_touched`).
+    'best', top_k (see :func:`roofline.llm.basis.experts_touched`).  ``ep``: the routed experts split ``ep``
+    ways over the ``tp`` devices; ``dp_attention``: attention data-parallel over them, the experts over all
+    (:mod:`roofline.llm.expert_parallel`).
 
     Ops are named and grouped by path ('decode.layers.attn.q_proj'); ``count`` is the number of
     layers; ``info`` holds the sizes and totals and ``assumptions`` the modelling choices.
@@ -114,5 +116,5 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
         return training_workload(run, tp=tp)
     spec = make_spec(name_or_config, phase=phase, batch=batch, prompt=prompt, context=context, gen=gen,
                      wbits=wbits, abits=abits, kvbits=kvbits, tp=tp, flash=flash, group_size=group_size,
-                     all_logits=all_logits, moe_routing=moe_routing)
+                     all_logits=all_logits, moe_routing=moe_routing, ep=ep, dp_attention=dp_attention)
     return build_workload(spec)
