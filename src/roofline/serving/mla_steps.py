@@ -24,7 +24,7 @@ import numpy as np
 from roofline.llm.basis import basis
 from roofline.llm.expert_parallel import attention_tp
 from roofline.llm.table import FULL, KEY, KEYW, ONE, PAIR, PAIRW, TERMS, TOK, build_table
-from roofline.serving.steps import BLOCK, StepModel, _axis, geometric_grid
+from roofline.serving.steps import BLOCK, StepModel, geometric_grid, grid_axis
 
 if TYPE_CHECKING:
     from roofline.hardware.device import Device
@@ -83,8 +83,8 @@ class MLAStepModel(StepModel):
             g = self._dgrid
         assert g is not None
         gb, gm, v = g
-        i, u = _axis(gb, float(b))
-        j, t = _axis(gm, m)
+        i, u = grid_axis(gb, float(b))
+        j, t = grid_axis(gm, m)
         return float((1 - u) * ((1 - t) * v[i, j] + t * v[i, j + 1]) + u * ((1 - t) * v[i + 1, j] + t * v[i + 1, j + 1]))
 
     def iteration_time(self, decode_batch: int, kv_tokens: float, chunks: list[tuple[int, int]]) -> float:

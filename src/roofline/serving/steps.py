@@ -270,7 +270,7 @@ class StepModel:
                 store[keys[i]] = float(v)
 
 
-def _axis(g: list[float], x: float) -> tuple[int, float]:
+def grid_axis(g: list[float], x: float) -> tuple[int, float]:
     """Left node index and weight of ``x`` on the sorted nodes ``g`` (two at least; clamped to the ends)."""
     if x <= g[0]:
         return 0, 0.0
@@ -280,9 +280,9 @@ def _axis(g: list[float], x: float) -> tuple[int, float]:
 
 def _trilinear(g: tuple[list[float], list[float], list[float], np.ndarray], p: float, b: float, m: float) -> float:
     gp, gb, gm, v = g
-    i, u = _axis(gp, p)
-    j, s = _axis(gb, b)
-    k, t = _axis(gm, m)
+    i, u = grid_axis(gp, p)
+    j, s = grid_axis(gb, b)
+    k, t = grid_axis(gm, m)
     c = v[i:i + 2, j:j + 2, k:k + 2].tolist()  # 2 x 2 x 2 corners as floats
     out = 0.0
     for a, wa in ((0, 1 - u), (1, u)):
