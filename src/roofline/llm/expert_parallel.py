@@ -9,6 +9,9 @@ data-parallel (``--dp-attention``), as one validated value and the per-device ba
   SGLang ``--enable-dp-attention`` deployment of DeepSeek-V3, sgl-project/sglang docs
   references/deepseek.md "Data Parallelism Attention"; vLLM ``--data-parallel-size`` with
   ``--enable-expert-parallel``).  The tokens reach their experts by a dispatch and come back by a combine.
+  Dense MLP layers (DeepSeek's first three) run data-parallel like the attention (SGLang
+  ``--moe-dense-tp-size 1``); the KV cache of a device is its own sequences', every head
+  (:func:`roofline.llm.sizes.kv_cache_bytes`), and every weight but the routed experts is whole on it.
 
 Experts touched per rank.  A step of ``n`` tokens, each choosing ``k`` of ``E`` experts uniformly, leaves a given
 expert untouched with probability ``(1 - k/E)^n`` (:func:`roofline.llm.basis.experts_touched`); a rank holds

@@ -49,11 +49,15 @@ def kv_elements_per_token(arch: Arch, tp: int = 1) -> float:
 
 
 def kv_cache_bytes(spec: LLMSpec, batch: Any = None, context: Any = None) -> Any:
-    """KV-cache bytes per device for ``batch`` sequences of ``context`` tokens (sliding-window layers cap at the window)."""
+    """KV-cache bytes per device for ``batch`` sequences of ``context`` tokens (sliding-window layers cap at the window).
+    Under attention data-parallelism a device holds every head of its ``1 / tp`` of the sequences (MLA's latent
+    cache is then not replicated)."""
     a = spec.arch
     b = np.asarray(spec.batch if batch is None else batch, dtype=float)
     S = np.asarray(spec.max_context if context is None else context, dtype=float)
-    per_layer = kv_elements_per_token(a, spec.tp) / a.layers
+    if spec.dp_attention:
+        b = b / spec.tp
+    per_layer = kv_elements_per_token(a, 1 if spec.dp_attention else spec.tp) / a.layers
     tokens = (a.layers - a.window_layers) * S + a.window_layers * np.minimum(S, a.sliding_window or math.inf)
     return b * tokens * per_layer * spec.precisions.bytes()["kv"]
 

@@ -99,9 +99,7 @@ def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: fl
     weights = weight_bytes_resident(spec)
     act = float(activation_bytes(spec.replace(phase="prefill", prompt=max(act_tokens, 1), batch=1)))
     usable = utilization * cap
-    per_token = float(kv_cache_bytes(spec, 1, 1))
-    if spec.dp_attention:  # each device caches its own sequences, every head (MLA's latent: not replicated)
-        per_token = float(kv_cache_bytes(spec.replace(tp=1), 1, 1)) / spec.tp
+    per_token = float(kv_cache_bytes(spec, 1, 1))  # a device's share of one token (attention data-parallel: 1/tp)
     free = utilization * (cap - weights - act) if of_free else usable - weights - act
     share = (f"{utilization:g} x what they leave of {format_bytes(cap)}" if of_free
              else f"of {format_bytes(usable)} ({utilization:g} x {format_bytes(cap)})")
