@@ -1,4 +1,4 @@
-"""How a serving run is set up, as one frozen value: :class:`ServeConfig`, in five groups.
+"""How a serving run is set up, as one frozen value: :class:`ServeConfig`, in six groups.
 
 * :class:`Precision`  the model's number formats (``--wbits``, ``--abits``, ``--kvbits``, ``--rbits``);
 * :class:`Kernels`    the kernels the engine runs (fused attention, KV reads, fusions, CUDA graphs);
