@@ -260,7 +260,7 @@ def test_gpt_oss_attention_sinks_and_alternating_sliding_windows_by_hand():
     assert sliding.flops == 2 * 2 * 64 * 64 * 128
     # the cache: 18 full layers of 1,000 tokens and 18 sliding ones of 128, 8 KV heads x (64 + 64), bf16, 2 seqs
     assert w.info["kv_cache_bytes"] == 2 * (18 * 1000 + 18 * 128) * 8 * 128 * 2
-    assert "expert weights as bf16: MXFP4 not yet modelled" in w.warnings
+    assert w.llm.precisions.experts == "mxfp4"  # the experts served as shipped (tests/test_moe_serving.py)
     p = from_llm("gpt-oss-20b", phase="prefill", prompt=1000, flash=False)
     sliding = op(p, "prefill.layers.attn.sliding.qk")
     # query p sees keys max(1, p - 127)..p: 128 x 129 / 2 pairs for the first 128, then 128 each

@@ -132,6 +132,17 @@ def add_moe_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> Non
                         "1); default 0")
 
 
+def add_ep_options(p: argparse.ArgumentParser) -> None:
+    """``--ep`` and ``--dp-attention`` (:mod:`roofline.llm.expert_parallel`), one definition for ``roofline serve``
+    and ``roofline llm``; checked against the model by :func:`roofline.llm.spec.make_spec` (one line)."""
+    p.add_argument("--ep", type=int, default=1, metavar="N", help="expert parallelism: the routed experts split N "
+                   "ways over the replica's --tp devices, each expert tp/N-way tensor-parallel (N divides tp and the "
+                   "experts; default 1)")
+    p.add_argument("--dp-attention", action="store_true", help="attention data-parallel: attention weights "
+                   "replicated, the sequences split over the --tp devices, the experts expert-parallel over all of "
+                   "them with a DeepEP dispatch/combine per MoE layer (SGLang --enable-dp-attention)")
+
+
 #: what each command-line quantity kind is, for :func:`cli_quantity`: (unit, example prefix)
 _CLI_UNITS = {"flops": ("FLOP/s", "G"), "bandwidth": ("B/s", "G")}
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from roofline.commands._common import (
     EXAMPLE_HELP,
     add_device_option,
+    add_ep_options,
     add_llm_model_options,
     add_moe_options,
     add_output_options,
@@ -68,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_llm_model_options(p)
     add_moe_options(p)
     p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel devices (per-device figures)")
+    add_ep_options(p)
     fused = p.add_mutually_exclusive_group()
     fused.add_argument("--flash", action="store_true",
                        help="fused attention: no score tensor in memory (the default, as in 'serve')")
@@ -112,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
                          context=args.context, gen=args.gen, wbits=args.wbits, abits=args.abits, kvbits=args.kvbits,
                          tp=args.tp, flash=not args.unfused, group_size=args.group_size, all_logits=args.all_logits,
                          moe_routing=args.moe_routing, kv_reads=args.kv_reads, rbits=args.rbits,
-                         fusions=args.fusions, moe_load=args.moe_load, mtp=args.mtp)
+                         fusions=args.fusions, moe_load=args.moe_load, mtp=args.mtp, ep=args.ep,
+                         dp_attention=args.dp_attention)
     device = device_of(args)
     if batch_max:
         spec = spec.replace(batch=llm.fitting_batch(spec, device))

@@ -7,7 +7,13 @@ import json
 import sys
 from typing import Any
 
-from roofline.commands._common import EXAMPLE_HELP, add_device_option, add_llm_model_options, add_moe_options
+from roofline.commands._common import (
+    EXAMPLE_HELP,
+    add_device_option,
+    add_ep_options,
+    add_llm_model_options,
+    add_moe_options,
+)
 from roofline.core.errors import RooflineError
 from roofline.core.fileio import json_ready
 
@@ -16,6 +22,7 @@ EPILOG = """examples:
   roofline serve llama-2-70b --device h100 --tp 8 --concurrency 64 --isl 1024 --osl 256 --json out.json
   roofline serve llama-3-70b --system dgx-h100 --tp 2,4,8 --sweep-rate --slo ttft=2s,tpot=200ms --price 2.5
   roofline serve llama-2-7b --device a100 --trace requests.csv --chunked-prefill
+  roofline serve deepseek-v3 --device h200 --tp 8 --dp-attention --wbits fp8 --abits fp8 --concurrency 1024
 
 Iteration times are the forecast of each iteration's op table (--bound: the roofline bound).  The scheduler is
 vLLM-style continuous batching: prefill-first, or --chunked-prefill (Sarathi-Serve) under --max-tokens (default
@@ -39,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--system", help="instead of --device: a catalog system; devices / tp replicas, round robin")
     p.add_argument("--tp", default="1", metavar="N[,N...]", help="tensor-parallel devices per replica (several: "
                    "one curve each with --sweep-rate)")
+    add_ep_options(p)
     for name, what in (("wbits", "weight"), ("abits", "activation"), ("kvbits", "KV-cache")):
         p.add_argument(f"--{name}", default="16", metavar="BITS", help=f"{what} precision (default 16 = bf16)")
     add_llm_model_options(p, kv_reads=False, fusions_note="; --engine trtllm-mlperf-v4.1 gives all three")
@@ -134,7 +142,7 @@ def _given(group: Any, **values: Any) -> Any:
 def _config(args: argparse.Namespace) -> Any:
     """The :class:`~roofline.serving.config.ServeConfig`: ``--engine``'s cited one (else vLLM's defaults), with
     the flags given on top of it (the flags win)."""
-    from roofline.serving.config import Precision, ServeConfig, Timing
+    from roofline.serving.config import Parallel, Precision, ServeConfig, Timing
     from roofline.serving.engines import engine_config
 
     base = engine_config(args.engine) if args.engine else ServeConfig()
@@ -146,7 +154,8 @@ def _config(args: argparse.Namespace) -> Any:
                        mtp=args.mtp),
         batching=_given(base.batching, scheduler=scheduler, max_batch=args.max_batch, max_tokens=args.max_tokens),
         memory=_given(base.memory, block_size=args.block_size, gpu_memory_utilization=args.gpu_memory_utilization),
-        timing=Timing(bound=args.bound, overhead=args.iteration_overhead))
+        timing=Timing(bound=args.bound, overhead=args.iteration_overhead),
+        parallel=Parallel(args.ep, args.dp_attention))
 
 
 def run(args: argparse.Namespace) -> int:

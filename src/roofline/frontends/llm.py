@@ -77,7 +77,8 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
              prompt: int | None = None, context: int | None = None, gen: int | None = None,
              wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
              flash: bool = True, *, group_size: int = 128, all_logits: bool = False,
-             moe_routing: str = "expected", moe_load: str = "balanced", mtp: int = 0) -> Workload:
+             moe_routing: str = "expected", moe_load: str = "balanced", mtp: int = 0, ep: int = 1,
+             dp_attention: bool = False) -> Workload:
     """The per-op inference workload of a decoder-only transformer (per device with ``tp`` > 1).
 
     ``name_or_config``: a bundled model ('llama-2-7b', 'meta-llama/Llama-2-7b-hf'; case and
@@ -95,7 +96,9 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
     'expected' under uniform routing, E x (1 - (1 - top_k/E)^n); 'worst', min(E, n x top_k);
     'best', top_k (see :func:`roofline.llm.basis.experts_touched`).  ``moe_load``: the rows of the grouped
     expert GEMMs' slowest group, 'balanced' or 'expected-max' (:mod:`roofline.llm.moe_load`; a MoE model's
-    only).  ``mtp``: multi-token prediction modules run with the model (DeepSeek-V3: 1), in training too.
+    only).  ``mtp``: multi-token prediction modules run with the model (DeepSeek-V3: 1), in training too.  ``ep``: the routed experts split ``ep``
+    ways over the ``tp`` devices; ``dp_attention``: attention data-parallel over them, the experts over all
+    (:mod:`roofline.llm.expert_parallel`).
 
     Ops are named and grouped by path ('decode.layers.attn.q_proj'); ``count`` is the number of
     layers; ``info`` holds the sizes and totals and ``assumptions`` the modelling choices.
@@ -121,5 +124,6 @@ def from_llm(name_or_config: str | Mapping[str, Any] | Arch, phase: str = "gener
         return training_workload(run, tp=tp)
     spec = make_spec(name_or_config, phase=phase, batch=batch, prompt=prompt, context=context, gen=gen,
                      wbits=wbits, abits=abits, kvbits=kvbits, tp=tp, flash=flash, group_size=group_size,
-                     all_logits=all_logits, moe_routing=moe_routing, moe_load=moe_load, mtp=mtp)
+                     all_logits=all_logits, moe_routing=moe_routing, moe_load=moe_load, mtp=mtp, ep=ep,
+                     dp_attention=dp_attention)
     return build_workload(spec)

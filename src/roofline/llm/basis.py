@@ -148,7 +148,9 @@ def evaluate(table: OpTable, B: np.ndarray, eb: Mapping[str, Any]) -> dict[str, 
         x = np.asarray(x, dtype=float)
         return x.reshape(-1, 1) if x.ndim else x
 
-    weight = mm("wq") * col(eb["wq"]) + mm("wu") * col(eb["wu"])
+    # the routed experts' weights (read per expert touched: the EXP term) at their own format where they have one
+    wq_exp = B[..., EXP:EXP + 1] * c["wq"][:, EXP]
+    weight = (mm("wq") - wq_exp) * col(eb["wq"]) + wq_exp * col(eb.get("we", eb["wq"])) + mm("wu") * col(eb["wu"])
     a_read, a_write = activation_element_bytes(table, eb)
     read = weight + mm("ar") * a_read + mm("kr") * col(eb["kv"]) + mm("xr")
     written = mm("aw") * a_write + mm("kw") * col(eb["kv"])

@@ -205,6 +205,8 @@ class Arch:
     #: groups, a token's experts chosen within ``topk_groups`` of them (0: no limit)
     expert_groups: int = 0
     topk_groups: int = 0
+    #: the routed experts' weight format as the checkpoint ships it ('mxfp4': gpt-oss), '' for the model's dtype
+    expert_format: str = ""
     #: the config's context: max_position_embeddings (n_positions) and, when its rope scaling extends it past
     #: that (original_max_position_embeddings x factor), the positions it reaches and its type (0, '': none)
     max_positions: int = 0
@@ -501,7 +503,7 @@ def _attention_extras(f: _Fields, layers: int) -> dict[str, Any]:
                       sliding_window=f.pos_int("attention_chunk_size", chunk))
     quant = cfg.get("quantization_config")
     if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == "mxfp4":
-        kw["notes"] = ("expert weights as bf16: MXFP4 not yet modelled",)
+        kw["expert_format"] = "mxfp4"  # the experts as shipped; served so (roofline.llm.spec.Precisions.experts)
     return kw
 
 

@@ -23,9 +23,10 @@ from roofline.core.formula import scenario_times
 from roofline.core.precision import BITS
 from roofline.hardware.device import Device
 from roofline.llm.basis import activation_element_bytes, basis
+from roofline.llm.expert_parallel import attention_tp, step_rows
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions, parse_precision
-from roofline.llm.table import ATTN, GEMM, LINK, VEC, OpTable, build_table, check_tp
+from roofline.llm.table import ATTN, EXP, GEMM, LINK, VEC, OpTable, build_table, check_tp
 
 #: Largest batch the ridge-batch and max-batch searches consider.
 MAX_BATCH = 1 << 16
@@ -88,9 +89,11 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
     c = table.coef
     keep = np.ones(len(table), dtype=bool) if mask is None else mask
     n = len(B)
-    eb = {**eb, "r": eb.get("r", eb["a"])}  # the residual stream: the activations' precision unless stated
-    sizes = np.stack([np.broadcast_to(np.asarray(eb[k], dtype=float), (n,)) for k in ("wq", "wu", "a", "kv", "r")],
-                     axis=1)
+    # the residual stream: the activations' precision unless stated; the routed experts' weights (the EXP
+    # column of wq): the weights' unless their format is stated
+    eb = {**eb, "r": eb.get("r", eb["a"]), "we": eb.get("we", eb["wq"])}
+    sizes = np.stack([np.broadcast_to(np.asarray(eb[k], dtype=float), (n,))
+                      for k in ("wq", "wu", "a", "kv", "r", "we")], axis=1)
     if (sizes == sizes[0]).all():  # one precision combination (the common case): no grouping
         combos, which = sizes[:1], None
     else:
@@ -102,8 +105,13 @@ def step_time(table: OpTable, B: np.ndarray, eb: Mapping[str, Any], peaks: np.nd
                   for x in activation_element_bytes(table, {"a": a, "r": r}))
         return np.asarray(c["ar"][keep] * rd + c["aw"][keep] * wr)
 
-    bytes_coef = np.stack([c["wq"][keep] * wq + c["wu"][keep] * wu + activations(a, r)
-                           + (c["kr"][keep] + c["kw"][keep]) * kv + c["xr"][keep] for wq, wu, a, kv, r in combos])
+    exp = np.arange(c["wq"].shape[1]) == EXP
+
+    def weights(wq: float, we: float) -> np.ndarray:
+        return np.asarray(c["wq"][keep] * np.where(exp, we, wq))
+
+    bytes_coef = np.stack([weights(wq, we) + c["wu"][keep] * wu + activations(a, r)
+                           + (c["kr"][keep] + c["kw"][keep]) * kv + c["xr"][keep] for wq, wu, a, kv, r, we in combos])
     roles = table.roles[keep]
     return scenario_times(B, c["flops"][keep], bytes_coef[0] if which is None else bytes_coef,
                           np.broadcast_to(peaks, (n, peaks.shape[1])), np.broadcast_to(bws, (n, bws.shape[1])),
@@ -145,14 +153,17 @@ def sweep_times(spec: LLMSpec, *, batch: Any = None, context: Any = None, prompt
     zero = np.zeros(b.shape)
     prefill = decode = zero
     if spec.phase in ("prefill", "generate"):
-        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
-        prefill = step_time(table, basis(a, b, P, P, moe_routing=r), eb, peaks, bws)
+        table = build_table(a, "prefill", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions, spec.mtp)
+        prefill = step_time(table, step_rows(a, basis(a, b, P, P, moe_routing=r), r, spec.layout), eb, peaks, bws)
     if spec.phase == "decode":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
-        decode = step_time(table, basis(a, b, 1, S, moe_routing=r), eb, peaks, bws)
+        table = build_table(a, "decode", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions, spec.mtp)
+        decode = step_time(table, step_rows(a, basis(a, b, 1, S, moe_routing=r), r, spec.layout), eb, peaks, bws)
     if spec.phase == "generate":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
-        decode = step_time(table, basis(a, b, 1, P + 1, P + N, moe_routing=r), eb, peaks, bws)  # mean over the steps
+        table = build_table(a, "decode", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions, spec.mtp)
+        decode = step_time(table, step_rows(a, basis(a, b, 1, P + 1, P + N, moe_routing=r), r, spec.layout), eb, peaks, bws)  # mean over the steps
     total = prefill + decode * (N if spec.phase == "generate" else 1.0)
     return {"prefill": prefill.reshape(shape), "decode": decode.reshape(shape), "total": total.reshape(shape)}
 
@@ -335,14 +346,14 @@ def ridge_batch(spec: LLMSpec, device: Device, *, limit: int = MAX_BATCH) -> int
 
 @lru_cache(maxsize=256)
 def _ridge_batch(spec: LLMSpec, ceilings: tuple[tuple[str, float], ...], limit: int) -> int | None:
-    table = build_table(spec.arch, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions,
-                        spec.mtp)
+    table = build_table(spec.arch, "decode", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions, spec.mtp)
     mask = np.asarray([k == "matmul" for k in table.kinds])
     peaks, bws = _roofs(dict(ceilings))
     eb = spec.precisions.bytes()
 
     def compute_bound(b: np.ndarray) -> np.ndarray:
-        ct, mt = step_time(table, basis(spec.arch, b, 1, spec.context, moe_routing=spec.moe_routing), eb, peaks, bws,
+        ct, mt = step_time(table, step_rows(spec.arch, basis(spec.arch, b, 1, spec.context, moe_routing=spec.moe_routing), spec.moe_routing, spec.layout), eb, peaks, bws,
                            mask=mask, split=True)
         return ct >= mt
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from roofline.llm.basis import basis, evaluate
+from roofline.llm.expert_parallel import attention_tp, step_rows
 from roofline.llm.moe_load import tokens_per_expert
 from roofline.llm.sizes import activation_bytes, kv_cache_bytes, memory_bytes, param_counts, weight_bytes_resident
 from roofline.llm.spec import LLMSpec, Precisions
@@ -93,14 +94,17 @@ def _steps(spec: LLMSpec) -> list[tuple[OpTable, np.ndarray, float]]:
     a, r = spec.arch, spec.moe_routing
     out = []
     if spec.phase in ("prefill", "generate"):
-        table = build_table(a, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
-        out.append((table, basis(a, spec.batch, spec.prompt, spec.prompt, moe_routing=r), 1.0))
+        table = build_table(a, "prefill", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions, spec.mtp)
+        out.append((table, step_rows(a, basis(a, spec.batch, spec.prompt, spec.prompt, moe_routing=r), r, spec.layout), 1.0))
     if spec.phase == "decode":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
-        out.append((table, basis(a, spec.batch, 1, spec.context, moe_routing=r), 1.0))
+        table = build_table(a, "decode", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions, spec.mtp)
+        out.append((table, step_rows(a, basis(a, spec.batch, 1, spec.context, moe_routing=r), r, spec.layout), 1.0))
     if spec.phase == "generate":
-        table = build_table(a, "decode", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
-        out.append((table, basis(a, spec.batch, 1, spec.prompt + 1, spec.prompt + spec.gen, moe_routing=r),
+        table = build_table(a, "decode", attention_tp(spec.tp, spec.layout), spec.flash, spec.all_logits,
+                            spec.kv_reads, spec.fusions, spec.mtp)
+        out.append((table, step_rows(a, basis(a, spec.batch, 1, spec.prompt + 1, spec.prompt + spec.gen, moe_routing=r), r, spec.layout),
                     float(spec.gen)))
     return out
 

@@ -49,32 +49,42 @@ def kv_elements_per_token(arch: Arch, tp: int = 1) -> float:
 
 
 def kv_cache_bytes(spec: LLMSpec, batch: Any = None, context: Any = None) -> Any:
-    """KV-cache bytes per device for ``batch`` sequences of ``context`` tokens (sliding-window layers cap at the window)."""
+    """KV-cache bytes per device for ``batch`` sequences of ``context`` tokens (sliding-window layers cap at the window).
+    Under attention data-parallelism a device holds every head of its ``1 / tp`` of the sequences (MLA's latent
+    cache is then not replicated)."""
     a = spec.arch
     b = np.asarray(spec.batch if batch is None else batch, dtype=float)
     S = np.asarray(spec.max_context if context is None else context, dtype=float)
-    per_layer = kv_elements_per_token(a, spec.tp) / a.layers
+    if spec.dp_attention:
+        b = b / spec.tp
+    per_layer = kv_elements_per_token(a, 1 if spec.dp_attention else spec.tp) / a.layers
     tokens = (a.layers - a.window_layers) * S + a.window_layers * np.minimum(S, a.sliding_window or math.inf)
     return b * tokens * per_layer * spec.precisions.bytes()["kv"]
 
 
 def weight_bytes_resident(spec: LLMSpec) -> float:
     """Weight bytes each device holds: every expert, the embedding shard and position table, and the MTP modules'
-    own weights (``--mtp``; their embedding and output head are the model's, held once)."""
-    return _weights_resident(spec.arch, spec.tp, spec.precisions, spec.mtp)
+    own weights (``--mtp``; their embedding and output head are the model's, held once).  Under attention
+    data-parallelism (:mod:`roofline.llm.expert_parallel`) all but the routed experts are whole on every device,
+    the experts split over the ``tp`` devices as before (E / ep whole experts a rank: the same bytes)."""
+    base, experts = _weights_resident(spec.arch, spec.tp, spec.precisions, spec.mtp)
+    if spec.dp_attention:
+        base = _weights_resident(spec.arch, 1, spec.precisions, spec.mtp)[0]
+    return base + experts
 
 
 @lru_cache(maxsize=256)
-def _weights_resident(a: Arch, tp: int, precisions: Precisions, mtp: int = 0) -> float:
+def _weights_resident(a: Arch, tp: int, precisions: Precisions, mtp: int = 0) -> tuple[float, float]:
+    """(every weight but the routed experts', the routed experts') bytes per device at ``tp``."""
     eb = precisions.bytes()
     table = build_table(a, "prefill", tp, mtp=mtp)
     own = np.array([not n.endswith(".mtp.head.lm_head") for n in table.names], dtype=float)[:, None]  # shared head
     wq = table.coef["wq"] * table.counts[:, None] * own
     wu = table.coef["wu"] * table.counts[:, None] * own
-    total = ((wq[:, ONE].sum() + wq[:, EXP].sum() * a.experts) * eb["wq"]
-             + (wu[:, ONE].sum() + wu[:, EXP].sum() * a.experts) * eb["wu"])
+    experts = (wq[:, EXP].sum() * eb.get("we", eb["wq"]) + wu[:, EXP].sum() * eb["wu"]) * a.experts
+    base = wq[:, ONE].sum() * eb["wq"] + wu[:, ONE].sum() * eb["wu"]
     embed = (0 if a.tie_embeddings else a.vocab * a.hidden / tp) + a.position_table * a.hidden
-    return float(total + embed * eb["wu"])
+    return float(base + embed * eb["wu"]), float(experts)
 
 
 def activation_bytes(spec: LLMSpec, batch: Any = None) -> Any:

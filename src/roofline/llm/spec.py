@@ -20,6 +20,7 @@ from roofline.core.limits import max_dim
 from roofline.core.precision import BITS, canonical, wider
 from roofline.llm.basis import MOE_ROUTINGS, parse_moe_routing
 from roofline.llm.config import Arch, load_arch
+from roofline.llm.expert_parallel import ExpertParallel, check_ep
 from roofline.llm.moe_load import parse_moe_load
 from roofline.llm.table import FUSIONS, KV_READS, check_mtp, check_tp, parse_fusions, parse_kv_reads
 
@@ -116,6 +117,10 @@ class Precisions:
     #: the block-scaled formats (:func:`parse_format`) of the weights, activations and KV cache, '' where plain:
     #: their bytes are the format's, scales included
     formats: tuple[str, str, str] = ("", "", "")
+    #: the routed experts' weight format where it is not ``weights``: a block-scaled format of
+    #: :mod:`roofline.core.formats` ('mxfp4': gpt-oss's checkpoint), its bytes with the scales; the expert GEMMs
+    #: compute at the activations' precision after the upcast (no 4-bit GEMM counted); '' = the weights'
+    experts: str = ""
 
     @property
     def stream(self) -> str:
@@ -137,11 +142,11 @@ class Precisions:
     def bytes(self) -> dict[str, float]:
         g = self.group_size
         fw, fa, fkv = (formats.get(f) if f else None for f in self.formats)
-        return {"wq": fw.bits_per_element("weight") / 8 if fw else element_bytes(self.weights, g),
-                "wu": element_bytes(self.unquantized, g),
+        wq = fw.bits_per_element("weight") / 8 if fw else element_bytes(self.weights, g)
+        return {"wq": wq, "wu": element_bytes(self.unquantized, g),
                 "a": fa.bits_per_element("activation") / 8 if fa else element_bytes(self.activations, g),
                 "kv": fkv.bits_per_element("activation") / 8 if fkv else element_bytes(self.kv_cache, g),
-                "r": element_bytes(self.stream, g)}
+                "r": element_bytes(self.stream, g), "we": expert_element_bytes(self.experts) if self.experts else wq}
 
     def to_dict(self) -> dict[str, Any]:
         out = {"weights": self.weights, "activations": self.activations, "kv_cache": self.kv_cache,
@@ -150,6 +155,8 @@ class Precisions:
             out["residual"] = self.residual
         if any(self.formats):  # likewise
             out["formats"] = list(self.formats)
+        if self.experts:
+            out["experts"] = self.experts
         return out
 
 
@@ -178,11 +185,19 @@ class LLMSpec:
     moe_load: str = "balanced"
     #: multi-token prediction modules run after the model (DeepSeek's ``num_nextn_predict_layers``; 0: none)
     mtp: int = 0
+    #: expert-parallel ranks among the tp devices, and attention data-parallel (:mod:`roofline.llm.expert_parallel`)
+    ep: int = 1
+    dp_attention: bool = False
 
     @property
     def max_context(self) -> int:
         """KV-cache length the run needs to hold."""
         return {"prefill": self.prompt, "decode": self.context, "generate": self.prompt + self.gen}[self.phase]
+
+    @property
+    def layout(self) -> ExpertParallel:
+        """The expert-parallel layout (:mod:`roofline.llm.expert_parallel`)."""
+        return ExpertParallel(self.ep, self.dp_attention)
 
     def replace(self, **changes: Any) -> LLMSpec:
         return dataclasses.replace(self, **changes)
@@ -193,14 +208,16 @@ class LLMSpec:
                 "flash": self.flash, "all_logits": self.all_logits, "moe_routing": self.moe_routing,
                 "kv_reads": self.kv_reads, **({"fusions": list(self.fusions)} if self.fusions else {}),
                 **({"moe_load": self.moe_load} if self.moe_load != "balanced" else {}),
-                **({"mtp": self.mtp} if self.mtp else {})}
+                **({"mtp": self.mtp} if self.mtp else {}),
+                **({"ep": self.ep, "dp_attention": self.dp_attention} if self.ep > 1 or self.dp_attention else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LLMSpec:
         p = d["precisions"]
         return cls(Arch.from_dict(d["arch"]), d["phase"], int(d["batch"]), int(d["prompt"]), int(d["context"]),
                    int(d["gen"]), Precisions(p["weights"], p["activations"], p["kv_cache"], int(p["group_size"]),
-                                             p.get("residual"), tuple(p.get("formats", ("", "", "")))),
+                                             p.get("residual"), tuple(p.get("formats", ("", "", ""))),
+                                             str(p.get("experts", ""))),
                    int(d["tp"]), bool(d["flash"]), bool(d["all_logits"]),
                    # files written before the option existed used the worst case
                    parse_moe_routing(d.get("moe_routing", "worst")),
@@ -209,13 +226,26 @@ class LLMSpec:
                    # and before this one, no kernel fusion
                    parse_fusions(d.get("fusions") or ()),
                    # and before these, a balanced load and no MTP module
-                   parse_moe_load(d.get("moe_load", "balanced")), check_mtp(d.get("mtp", 0)))
+                   parse_moe_load(d.get("moe_load", "balanced")), check_mtp(d.get("mtp", 0)),
+                   # and before this one, no expert parallelism
+                   int(d.get("ep", 1)), bool(d.get("dp_attention", False)))
 
 
 def check_moe_load(arch: Arch, moe_load: str) -> None:
     """A load other than the default on a model without routed experts is refused (one line): it would mean nothing."""
     if moe_load != "balanced" and not arch.experts:
         raise RooflineError(f"moe_load {moe_load!r}: {arch.name} is a dense model (no routed experts)")
+
+
+def expert_element_bytes(name: str) -> float:
+    """Bytes per routed-expert weight element in the block-scaled format ``name``, its scales included.
+
+    >>> expert_element_bytes("mxfp4")  # 4 element bits + one 8-bit E8M0 scale per 32 (OCP MX v1.0)
+    0.53125
+    """
+    from roofline.core.formats import get
+
+    return get(name).bits_per_element("weight") / 8
 
 
 def positive_int(value: Any, field: str) -> int:
@@ -267,10 +297,12 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
               wbits: int | str = 16, abits: int | str = 16, kvbits: int | str = 16, tp: int = 1,
               flash: bool = True, group_size: int = 128, all_logits: bool = False,
               moe_routing: str = "expected", kv_reads: str = "shared", rbits: int | str | None = None,
-              fusions: str | tuple[str, ...] | list[str] = (), moe_load: str = "balanced", mtp: int = 0) -> LLMSpec:
+              fusions: str | tuple[str, ...] | list[str] = (), moe_load: str = "balanced", mtp: int = 0,
+              ep: int = 1, dp_attention: bool = False) -> LLMSpec:
     """Validate every knob (one-line errors) and resolve the model; ``rbits``: the residual stream's precision
     (:class:`Precisions` ``residual``; None: the activations'); ``fusions``: :data:`roofline.llm.table.FUSIONS`;
-    ``moe_load``: :data:`roofline.llm.moe_load.MOE_LOADS` (a MoE model's only); ``mtp``: MTP modules."""
+    ``moe_load``: :data:`roofline.llm.moe_load.MOE_LOADS` (a MoE model's only); ``mtp``: MTP modules;
+    ``ep``, ``dp_attention``: :func:`roofline.llm.expert_parallel.check_ep`."""
     moe_routing = parse_moe_routing(moe_routing)
     moe_load = parse_moe_load(moe_load)
     mtp = check_mtp(mtp)
@@ -290,13 +322,15 @@ def make_spec(model: str | Mapping[str, Any] | Arch, phase: str = "generate", ba
     activations = parse_precision(abits, "abits")
     precisions = Precisions(parse_precision(wbits, "wbits"), activations, parse_precision(kvbits, "kvbits"),
                             group_size, None if rbits is None else parse_residual(rbits, activations),
-                            (parse_format(wbits, "wbits"), parse_format(abits, "abits"), parse_format(kvbits, "kvbits")))
+                            (parse_format(wbits, "wbits"), parse_format(abits, "abits"), parse_format(kvbits, "kvbits")),
+                            arch.expert_format)  # the checkpoint's expert format (gpt-oss: MXFP4), as served
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
         raise RooflineError(f"tp must be an integer >= 1, got {tp!r}")
     check_tp(arch, int(tp))
     check_moe_load(arch, moe_load)
+    layout = check_ep(arch, int(tp), ep, dp_attention)
     spec = LLMSpec(arch, phase, batch, prompt, context, gen, precisions, int(tp), bool(flash), bool(all_logits),
-                   moe_routing, kv_reads, fused, moe_load, mtp)
+                   moe_routing, kv_reads, fused, moe_load, mtp, layout.ep, layout.dp_attention)
     context_note(spec)  # a prompt past the model's context is refused (within its rope scaling, noted)
     return spec
 

@@ -160,5 +160,5 @@ def _expert_weight_bytes(a: Arch, tp: int, precisions: Precisions) -> float:
         return 0.0
     eb = precisions.bytes()
     table = build_table(a, "prefill", tp)
-    per = (table.coef["wq"][:, EXP] * eb["wq"] + table.coef["wu"][:, EXP] * eb["wu"]) * table.counts
+    per = (table.coef["wq"][:, EXP] * eb.get("we", eb["wq"]) + table.coef["wu"][:, EXP] * eb["wu"]) * table.counts
     return float(per.sum()) * a.experts

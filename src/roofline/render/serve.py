@@ -99,9 +99,10 @@ def _setup_line(s: Mapping[str, Any]) -> str:
     """The run's model, read from :func:`roofline.serving.run.setup`: precisions, length laws, bytes model."""
     from roofline.core.text import display
 
-    return (f"model: wbits {s['wbits']}, abits {s['abits']}, kvbits {s['kvbits']}, rbits {s['rbits']}; "
+    return (f"model: wbits {s['wbits']}, abits {s['abits']}, kvbits {s['kvbits']}, rbits {s['rbits']}"
+            + (f", routed experts {s['experts']}" if s.get("experts") else "") + "; "
             f"kv reads {s['kv_reads']}; isl {display(s['isl'], 80)}, osl {display(s['osl'], 80)}; "
-            f"bytes model: {s['bytes_model']}")
+            f"bytes model: {s['bytes_model']}" + (f"; {s['parallel']}" if s.get("parallel") else ""))
 
 
 def point_verdict(f: ServingFigures) -> str:

@@ -373,7 +373,10 @@ def llm_text(r: LLMReport) -> str:
     if s.tp > 1:
         info.append(f"tp {s.tp} (figures per device)")
     info.append(f"weights {p.weights}, activations {p.activations}, KV cache {p.kv_cache}"
-                + (f" (int4 group {p.group_size})" if "int4" in (p.weights, p.kv_cache) else ""))
+                + (f" (int4 group {p.group_size})" if "int4" in (p.weights, p.kv_cache) else "")
+                + (f", routed experts {p.experts} as shipped" if p.experts else ""))
+    if s.ep > 1 or s.dp_attention:
+        info.append(f"expert parallel {s.ep}" + (" with attention data-parallel" if s.dp_attention else ""))
     info.append("fused attention" if s.flash else "unfused attention")
     if s.arch.experts:
         info.append(f"MoE routing {s.moe_routing}, load {s.moe_load}")

@@ -16,14 +16,15 @@
 How it differs from ``roofline plan --serve`` (:mod:`roofline.planner.serve`): the planner ranks layouts
 (tp x cp x pp x dp, ep) of a system by one decode step at a fixed batch and one prompt's TTFT, with no
 arrivals, queueing, prefill/decode interference, KV-cache limit or percentiles; this package simulates a
-scheduler over requests arriving in time, tensor parallelism and data-parallel replicas only.
+scheduler over requests arriving in time, tensor parallelism, expert parallelism and attention data-parallelism
+inside a replica (:class:`Parallel`), and data-parallel replicas.
 """
 
-from roofline.serving.config import Batching, Kernels, Memory, Precision, ServeConfig, Timing
+from roofline.serving.config import Batching, Kernels, Memory, Parallel, Precision, ServeConfig, Timing
 from roofline.serving.figures import Percentiles, ServingFigures, Slo
 from roofline.serving.requests import Traffic
 from roofline.serving.run import ServeResult, iteration_time, serve
 from roofline.serving.schedulers import Plan, Scheduler, State
 
-__all__ = ["Batching", "Kernels", "Memory", "Percentiles", "Plan", "Precision", "Scheduler", "ServeConfig",
+__all__ = ["Batching", "Kernels", "Memory", "Parallel", "Percentiles", "Plan", "Precision", "Scheduler", "ServeConfig",
            "ServeResult", "ServingFigures", "Slo", "State", "Timing", "Traffic", "iteration_time", "serve"]

@@ -1,10 +1,11 @@
-"""How a serving run is set up, as one frozen value: :class:`ServeConfig`, in five groups.
+"""How a serving run is set up, as one frozen value: :class:`ServeConfig`, in six groups.
 
 * :class:`Precision`  the model's number formats (``--wbits``, ``--abits``, ``--kvbits``, ``--rbits``);
 * :class:`Kernels`    the kernels the engine runs (fused attention, KV reads, fusions, CUDA graphs);
 * :class:`Batching`   the scheduler policy (:mod:`roofline.serving.schedulers`) and its limits;
 * :class:`Memory`     the paged KV cache: block size and the share of memory it may take;
-* :class:`Timing`     how an iteration is timed: forecast or bound, tabled or exact, CPU overhead.
+* :class:`Timing`     how an iteration is timed: forecast or bound, tabled or exact, CPU overhead;
+* :class:`Parallel`   expert parallelism inside a replica (``--ep``, ``--dp-attention``).
 
 Every field is checked where it is set: a wrong one is one :class:`~roofline.RooflineError` line naming the
 group, the field (and its command-line option) and the value.  :mod:`roofline.serving.engines` gives the
@@ -137,6 +138,19 @@ class Timing:
 
 
 @dataclass(frozen=True)
+class Parallel:
+    """``ep``: expert-parallel ranks among a replica's tp devices; ``dp_attention``: attention data-parallel, the
+    experts over all of them (:mod:`roofline.llm.expert_parallel`; checked against the model by the spec)."""
+
+    ep: int = 1
+    dp_attention: bool = False
+
+    def __post_init__(self) -> None:
+        arg.positive_int(self.ep, "Parallel", _opt("ep"))
+        arg.boolean(self.dp_attention, "Parallel", "dp_attention")
+
+
+@dataclass(frozen=True)
 class ServeConfig:
     """Everything about a serving run but the model, the devices, the requests and the SLO (module docs)."""
 
@@ -145,17 +159,19 @@ class ServeConfig:
     batching: Batching = field(default_factory=Batching)
     memory: Memory = field(default_factory=Memory)
     timing: Timing = field(default_factory=Timing)
+    parallel: Parallel = field(default_factory=Parallel)
 
     def __post_init__(self) -> None:
         for name, kind in (("precision", Precision), ("kernels", Kernels), ("batching", Batching),
-                           ("memory", Memory), ("timing", Timing)):
+                           ("memory", Memory), ("timing", Timing), ("parallel", Parallel)):
             arg.need(getattr(self, name), kind, "ServeConfig", name, f"a {kind.__name__}")
 
     def spec_options(self) -> dict[str, Any]:
         """The keywords of :func:`roofline.llm.spec.make_spec` this configuration sets."""
         p, k = self.precision, self.kernels
         return dict(wbits=p.wbits, abits=p.abits, kvbits=p.kvbits, rbits=p.rbits, flash=k.flash,
-                    kv_reads=k.kv_reads, fusions=k.fusions, moe_load=k.moe_load, mtp=k.mtp)
+                    kv_reads=k.kv_reads, fusions=k.fusions, moe_load=k.moe_load, mtp=k.mtp, ep=self.parallel.ep,
+                    dp_attention=self.parallel.dp_attention)
 
 
 def check_config(config: Any, func: str) -> ServeConfig:

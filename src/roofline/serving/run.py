@@ -36,6 +36,7 @@ from roofline.llm.spec import LLMSpec, make_spec
 from roofline.serving.config import Batching, ServeConfig, Timing, check_config
 from roofline.serving.engine import ReplicaResult, simulate
 from roofline.serving.figures import ServingFigures, Slo, figures, parse_slo, price_per_mtok
+from roofline.serving.mla_steps import step_model
 from roofline.serving.requests import Requests, Traffic, make_requests
 from roofline.serving.schedulers import Scheduler
 from roofline.serving.steps import StepModel
@@ -102,7 +103,7 @@ def kv_blocks(spec: LLMSpec, device: Device, *, block_size: int, utilization: fl
     weights = weight_bytes_resident(spec)
     act = float(activation_bytes(spec.replace(phase="prefill", prompt=max(act_tokens, 1), batch=1)))
     usable = utilization * cap
-    per_token = float(kv_cache_bytes(spec, 1, 1))
+    per_token = float(kv_cache_bytes(spec, 1, 1))  # a device's share of one token (attention data-parallel: 1/tp)
     free = utilization * (cap - weights - act) if of_free else usable - weights - act
     share = (f"{utilization:g} x what they leave of {format_bytes(cap)}" if of_free
              else f"of {format_bytes(usable)} ({utilization:g} x {format_bytes(cap)})")
@@ -170,7 +171,7 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     if longest > blocks * mem.block_size:
         raise RooflineError(f"a request of {longest} tokens needs more KV cache than the {blocks * mem.block_size:,} "
                             f"tokens ({format_bytes(memory['kv_cache'])} per device) left on {dev.name} (tp {tp})")
-    steps = StepModel(spec, dev, bound=timing.bound, exact=timing.exact, cuda_graphs=cfg.kernels.cuda_graphs)
+    steps = step_model(spec, dev, bound=timing.bound, exact=timing.exact, cuda_graphs=cfg.kernels.cuda_graphs)
     steps.prefetch_prompts(reqs.isl)
     if not timing.exact:
         top_batch = min(cfg.batching.max_batch or blocks, blocks, len(reqs.isl))
@@ -199,6 +200,7 @@ def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[
     and --rbits name them (``rbits`` the residual stream's, the activations' when not given), the fusions
     applied in the op table (and those asked for), KV reads, attention fused or not, CUDA graphs, the length
     laws and the workload's bytes-model label."""
+    from roofline.llm.expert_parallel import describe as describe_ep
     from roofline.llm.model import applied_fusions, bytes_model
 
     p = spec.precisions
@@ -206,7 +208,8 @@ def setup(spec: LLMSpec, table: Any, reqs: Requests, cuda_graphs: bool) -> dict[
     return {"wbits": p.weights, "abits": p.activations, "kvbits": p.kv_cache, "rbits": p.stream,
             "group_size": p.group_size, "fusions": list(applied), "fusions_asked": list(spec.fusions),
             "kv_reads": spec.kv_reads, "flash": spec.flash, "cuda_graphs": cuda_graphs, "isl": reqs.isl_law,
-            "osl": reqs.osl_law, "bytes_model": bytes_model(spec, applied)}
+            "osl": reqs.osl_law, "bytes_model": bytes_model(spec, applied), "ep": spec.ep,
+            "dp_attention": spec.dp_attention, "parallel": describe_ep(spec.layout, spec.tp), "experts": p.experts}
 
 
 def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batch: int = 0,
@@ -236,7 +239,7 @@ def iteration_time(model: Any, device: str | Device, *, tp: int = 1, decode_batc
     decode_batch, kv_tokens, chunks = _iteration_arguments(decode_batch, kv_tokens, chunks)
     dev, _, _ = _devices(device, None, tp)
     spec = make_spec(model, phase="prefill", tp=tp, **cfg.spec_options())
-    steps = StepModel(spec, dev, bound=cfg.timing.bound, exact=True, cuda_graphs=cfg.kernels.cuda_graphs)
+    steps = step_model(spec, dev, bound=cfg.timing.bound, exact=True, cuda_graphs=cfg.kernels.cuda_graphs)
     return steps.iteration_time(decode_batch, kv_tokens, list(chunks))
 
 

@@ -38,8 +38,9 @@ import numpy as np
 
 from roofline.core.errors import RooflineError
 from roofline.llm.basis import basis, experts_touched
+from roofline.llm.expert_parallel import attention_tp, device_rows, dispatch_combine_seconds
 from roofline.llm.model import rows_workload
-from roofline.llm.table import EXP, FULL, KEY, KEYW, ONE, PAIR, PAIRW, SEQ, TERMS, TOK, build_table
+from roofline.llm.table import EXP, FULL, KEY, KEYW, ONE, PAIR, PAIRW, SEQ, TERMS, TOK, OpTable, build_table
 from roofline.work.costs import aligned_causal_pairs
 
 if TYPE_CHECKING:
@@ -71,15 +72,19 @@ def geometric_grid(top: int, ratio: float = GRID_RATIO, *, zero: bool = False) -
 class StepModel:
     """Times of serving iterations of ``spec``'s model (per device, ``spec.tp``) on ``device``."""
 
+    #: whether this model times MLA's absorbed decode apart from its naive prefill (:mod:`roofline.serving.mla_steps`)
+    absorbed_decode = False
+
     def __init__(self, spec: LLMSpec, device: Device, *, bound: bool = False, exact: bool = False,
                  cuda_graphs: bool = False) -> None:
-        if spec.arch.mla:
+        if spec.arch.mla and not self.absorbed_decode:
             raise RooflineError(f"{spec.arch.name}: multi-head latent attention runs different prefill and "
                                 "decode tables; 'roofline serve' does not batch them together yet")
         self.spec, self.device, self.bound, self.exact = spec, device, bound, exact
         self.framework = "cuda-graph" if cuda_graphs else None  # None: the forecast's own choice (launch)
-        self.table = build_table(spec.arch, "prefill", spec.tp, spec.flash, spec.all_logits, spec.kv_reads, spec.fusions,
-                                 spec.mtp)
+        self.layout = spec.layout  # expert parallelism (roofline.llm.expert_parallel): rows per device, EP comms
+        self.table = build_table(spec.arch, "prefill", attention_tp(spec.tp, self.layout), spec.flash,
+                                 spec.all_logits, spec.kv_reads, spec.fusions, spec.mtp)
         c = self.table.coef
         terms = np.zeros((len(self.table), len(TERMS)), dtype=bool)
         for q in c:
@@ -97,18 +102,26 @@ class StepModel:
         self.evaluations = 0  # analyze calls made
 
     # -- the forecast of op subsets at basis rows ---------------------------------------------
-    def times(self, rows: np.ndarray, ops: np.ndarray | None = None) -> np.ndarray:
-        """Seconds per config of ``rows`` (configs, terms): the ops ``ops`` (all by default), forecast or bound."""
+    def times(self, rows: np.ndarray, ops: np.ndarray | None = None, table: OpTable | None = None) -> np.ndarray:
+        """Seconds per config of ``rows`` (configs, terms): the ops ``ops`` (all by default), forecast or bound.
+        ``rows`` are the replica's; under expert parallelism each is one device's share
+        (:func:`roofline.llm.expert_parallel.device_rows`) and the token ops carry the EP dispatch and combine."""
         from roofline.engine.analysis import analyze
         from roofline.engine.forecast import compute_forecast
 
         rows = np.atleast_2d(rows)
-        w = rows_workload(self.spec, self.table, rows, ops)
+        tokens = rows[:, TOK].copy()  # the replica's
+        if self.layout.active:
+            rows = device_rows(self.spec.arch, rows, self.spec.moe_routing, self.layout)
+        w = rows_workload(self.spec, self.table if table is None else table, rows, ops)
         a = analyze(w, self.device)
         self.evaluations += 1
         t = a.time if self.bound else compute_forecast(a, framework=self.framework).time
         per_op = t * w.columns["count"]
-        return per_op.reshape(len(rows), -1).sum(axis=1)
+        out = per_op.reshape(len(rows), -1).sum(axis=1)
+        if ops is None or ops is self.tok_ops:  # the EP dispatch and combine go with the token ops
+            out = out + dispatch_combine_seconds(self.spec.arch, tokens, self.layout)
+        return out
 
     def row(self, decode_batch: int, kv_tokens: float, chunks: list[tuple[int, int]]) -> np.ndarray:
         """The iteration's basis row: ``decode_batch`` sequences reading ``kv_tokens`` keys in all (the new
@@ -257,7 +270,7 @@ class StepModel:
                 store[keys[i]] = float(v)
 
 
-def _axis(g: list[float], x: float) -> tuple[int, float]:
+def grid_axis(g: list[float], x: float) -> tuple[int, float]:
     """Left node index and weight of ``x`` on the sorted nodes ``g`` (two at least; clamped to the ends)."""
     if x <= g[0]:
         return 0, 0.0
@@ -267,9 +280,9 @@ def _axis(g: list[float], x: float) -> tuple[int, float]:
 
 def _trilinear(g: tuple[list[float], list[float], list[float], np.ndarray], p: float, b: float, m: float) -> float:
     gp, gb, gm, v = g
-    i, u = _axis(gp, p)
-    j, s = _axis(gb, b)
-    k, t = _axis(gm, m)
+    i, u = grid_axis(gp, p)
+    j, s = grid_axis(gb, b)
+    k, t = grid_axis(gm, m)
     c = v[i:i + 2, j:j + 2, k:k + 2].tolist()  # 2 x 2 x 2 corners as floats
     out = 0.0
     for a, wa in ((0, 1 - u), (1, u)):
