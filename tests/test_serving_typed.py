@@ -77,7 +77,8 @@ def test_a_serve_document_keeps_its_keys_and_reads_back():
     r = serve("llama-2-7b", H100, isl=64, osl=4, requests=3, concurrency=3, slo="ttft=1s,tpot=100ms")
     doc = json.loads(json.dumps(r.to_dict(headline="h")))
     old = ["schema", "model", "device", "tp", "replicas", "devices", "scheduler", "ranked_by", "requests_model",
-           "memory_per_device", "headline", *OLD_KEYS, *OLD_SLO_KEYS, "notes", "setup"]
+           "memory_per_device", "uncalibrated", "headline", *OLD_KEYS, *OLD_SLO_KEYS, "notes", "setup"]
+    # 'uncalibrated' (issue 48): None on the H100, which has a cited calibration
     assert list(doc) == old  # a closed loop offers no rate: no 'load'
     assert ServingFigures.from_dict(doc) == r.figures
 
@@ -127,7 +128,8 @@ def test_a_poisson_run_names_its_load_in_json(tmp_path, capsys):
                  "--osl", "8", "--slo", "ttft=2s,tpot=200ms", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert list(doc)[: len(doc) - 3] == ["schema", "model", "device", "tp", "replicas", "devices", "scheduler",
-                                         "ranked_by", "requests_model", "memory_per_device", "headline", *OLD_KEYS,
+                                         "ranked_by", "requests_model", "memory_per_device", "uncalibrated",
+                                         "headline", *OLD_KEYS,
                                          *OLD_SLO_KEYS]
     assert list(doc)[-3:] == ["load", "notes", "setup"]
     load = doc["load"]
