@@ -58,13 +58,22 @@ def _point(bound: str, efficiency: float) -> str:
 def analyses_lines(t: TraceAnalyses) -> list[str]:
     """Every analysis computed, as text sections, then the skipped ones and why."""
     out: list[str] = []
-    for title, part, lines in (("GPU idle time" if t.device == "cuda" else "CPU idle time", t.idle, _idle),
-                               ("kernel breakdown", t.kernels, _kernels), ("compute/communication overlap",
-                                                                           t.overlap, _overlap),
-                               ("launch delay", t.launch, _launch), ("critical path", t.critical_path, _critical),
-                               ("memory", t.memory, _memory)):
-        if part is not None:
-            out += ["", f"{title}:", *("  " + x for x in lines(part))]  # type: ignore[operator]
+
+    def section(title: str, lines: list[str]) -> None:
+        out.extend(["", f"{title}:", *("  " + x for x in lines)])
+
+    if t.idle is not None:
+        section("GPU idle time" if t.device == "cuda" else "CPU idle time", _idle(t.idle))
+    if t.kernels is not None:
+        section("kernel breakdown", _kernels(t.kernels))
+    if t.overlap is not None:
+        section("compute/communication overlap", _overlap(t.overlap))
+    if t.launch is not None:
+        section("launch delay", _launch(t.launch))
+    if t.critical_path is not None:
+        section("critical path", _critical(t.critical_path))
+    if t.memory is not None:
+        section("memory", _memory(t.memory))
     for a, why in t.skipped:
         out.append(f"  skipped {a}: {why}")
     return out
@@ -169,4 +178,4 @@ def diff_json(d: TraceDiff) -> str:
 
 
 def as_dict(x: Any) -> dict[str, Any]:
-    return json_ready(dataclasses.asdict(x))  # type: ignore[no-any-return]
+    return json_ready(dataclasses.asdict(x))

@@ -97,9 +97,8 @@ def idle_time(t: Timeline) -> IdleTime:
     top = np.argsort(-gap, kind="stable")[:TOP_GAPS]
     gaps = tuple(IdleGap(t.stream_name(int(t.stream[k])), (t.start[k] - gap[k] - t0) * US, gap[k] * US,
                          CAUSES[int(cause[k])], t.name(k - 1), t.name(k), t.op(k)) for k in top.tolist() if gap[k] > 0)
-    return IdleTime("gpu", span * US, busy * US, (span - busy) * US,
-                    *(sum(getattr(s, f) for s in streams) for f in ("host_wait", "kernel_wait", "other")),
-                    tuple(streams), gaps)
+    host, kernel, other = (float(sum(getattr(s, f) for s in streams)) for f in ("host_wait", "kernel_wait", "other"))
+    return IdleTime("gpu", span * US, busy * US, (span - busy) * US, host, kernel, other, tuple(streams), gaps)
 
 
 def _cpu_idle(t: Timeline) -> IdleTime:
