@@ -350,7 +350,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:
         from roofline.core.text import one_line
 
-        self.exit(2, f"gpu_acceptance: error: {one_line(message)}\n")
+        self.exit(2, f"roofline: error: gpu_acceptance: {one_line(message)}\n")
 
 
 def _check_args(args: argparse.Namespace) -> Path:
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except RooflineError as exc:
-        print(f"gpu_acceptance: error: {one_line(exc)}", file=sys.stderr)
+        print(f"roofline: error: gpu_acceptance: {one_line(exc)}", file=sys.stderr)
         return 2
 
 
