@@ -181,10 +181,12 @@ def test_etp_folds_the_expert_group():
     folded = {c.name: c for c in estimate(run, dataclasses.replace(lay, etp=1), system).comms}
     given_none = {c.name: c for c in estimate(run, lay, system).comms}  # not given: as etp 1
     assert given_none[epmod.BACKWARD].message_bytes == folded[epmod.BACKWARD].message_bytes
-    # etp 1 under tp 2: each rank dispatches its sequence shard, half the tokens; its 64 ep peers are consecutive
-    # ranks (8 nodes) instead of 2 apart (16 nodes): p_node over 8 nodes of one group each, vs 16 of half a group
+    # under tp 2 each rank's all-to-all carries its sequence shard's bytes, half the tokens, whatever etp (etp = tp
+    # sends the tp group's tokens at half the hidden width, all-gathered after: Megatron-Core's
+    # MoEAlltoAllTokenDispatcher, "[SEQL, H/TP]"); etp 1's 64 ep peers are consecutive ranks (8 nodes), etp 2's
+    # 2 apart (16 nodes): p_node over 8 nodes of one group each, vs 16 of half a group
     c8, c16 = epmod.copies(DSV3, 64, 8), epmod.copies(DSV3, 64, 4)
-    want8 = (2048 * (c8.scale_up + c8.scale_out) * 7168 * 2, 4096 * (c16.scale_up + c16.scale_out) * 7168 * 2)
+    want8 = (2048 * (c8.scale_up + c8.scale_out) * 7168 * 2, 2048 * (c16.scale_up + c16.scale_out) * 7168 * 2)
     assert folded[epmod.BACKWARD].message_bytes == pytest.approx(want8[0])
     assert as_tp[epmod.BACKWARD].message_bytes == pytest.approx(want8[1])
 

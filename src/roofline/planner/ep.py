@@ -186,22 +186,25 @@ def check_etp(lay: Any) -> None:
 
 
 def ep_group(lay: Any) -> tuple[float, int]:
-    """(tokens one device dispatches per micro-batch, as a share of ``micro_batch x seq / cp``; how far apart the ep
-    group's ranks are).  Megatron-Core's expert tensor parallelism (``--expert-tensor-parallel-size``): with ``etp``
-    = tp the MoE layer sees the tensor-parallel group's tokens whole and its ep ranks are dp ranks (tp x cp apart);
-    with ``etp`` < tp the MoE layers fold the ranks of a stage into ``etp x ep x edp`` (Megatron-Core "parallel
-    folding", ``etp`` fastest), each rank dispatching its sequence-parallel shard gathered over etp, ``etp / tp`` of
-    the tokens, its ep peers ``etp`` apart.  Not given (0): etp 1, what the published DeepEP layouts run (NVIDIA
+    """(token-equivalents one device dispatches per micro-batch, as a share of ``micro_batch x seq / cp``; how far
+    apart the ep group's ranks are).  Megatron-Core's expert tensor parallelism (``--expert-tensor-parallel-size``):
+    with ``etp`` = tp its ep ranks are dp ranks (tp x cp apart); with ``etp`` < tp the MoE layers fold the ranks of
+    a stage into ``etp x ep x edp`` (Megatron-Core "parallel folding", ``etp`` fastest), its ep peers ``etp`` apart.
+    Either way a device's all-to-all carries its own sequence shard's bytes, 1 / tp of the tokens: the
+    tensor-parallel group's tokens go at 1 / etp of the hidden width ("global_input_tokens: [SEQL, H/TP]") and are
+    all-gathered on the last dimension after the all-to-all, over NVLink within the group
+    (``MoEAlltoAllTokenDispatcher.token_permutation``, "Perform tensor parallel AllGather on the hidden dimension
+    to obtain the input tokens"; the gather is the expert tensor-parallel group's, not counted here).  Not given (0): etp 1, what the published DeepEP layouts run (NVIDIA
     dgxc-benchmarking's DeepSeek-V3 recipes and Megatron-MoE-ModelZoo's Qwen3 table: ETP 1 on every row).
 
     >>> from types import SimpleNamespace as L
     >>> ep_group(L(tp=2, cp=1, etp=2, ep=64)), ep_group(L(tp=2, cp=1, etp=1, ep=64)), ep_group(L(tp=2, cp=1, etp=0, ep=64))
-    ((1.0, 2), (0.5, 1), (0.5, 1))
+    ((0.5, 2), (0.5, 1), (0.5, 1))
     """
     etp = lay.etp or 1
     if etp == lay.tp:
-        return 1.0, lay.tp * lay.cp
-    return etp / lay.tp, etp
+        return 1 / lay.tp, lay.tp * lay.cp
+    return 1 / lay.tp, etp
 
 
 def ep_comms(run: Any, lay: Any, system: System, m: int, layers_here: int) -> tuple[Comm, ...]:
