@@ -107,5 +107,5 @@ def test_head_dim_choice_and_bad_head_dim():
     assert by_head_dim((c128, c64), np.array([512.0] * 3), np.array([256, 32, np.nan])).tolist() == [0.5, 0.3, 0.5]
     bad = {"kind": "attention", "term": "compute", "axis": "keys", "head_dim": -1,
            "points": [{"x": 512, "efficiency": 0.5, "source": "s"}]}
-    with pytest.raises(RooflineError, match="head_dim must be >= 0"):
+    with pytest.raises(RooflineError, match="head_dim must be a whole number from 1 to"):
         TabulatedCurve.from_dict(bad, "tables[0]", "f.json", {"s": {}})

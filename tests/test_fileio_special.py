@@ -99,7 +99,8 @@ def test_symlinks_are_refused_naming_the_link_and_its_target(tmp_path):
     real.write_text("old")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    with pytest.raises(RooflineError, match=r"link.json.*a symbolic link to '.*real.json'"):
+    # (a long target path is shortened in the middle, as every shown path)
+    with pytest.raises(RooflineError, match=r"link.json: cannot write: a symbolic link to '.*\(links are not followed"):
         write_files_atomic([(link, b"new")])
     assert link.is_symlink() and real.read_text() == "old"  # neither the link nor its target touched
     dangling = tmp_path / "dangling.json"

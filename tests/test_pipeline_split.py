@@ -70,8 +70,11 @@ def test_stages_with_virtual_stages():
     assert chunks[0] == (1, 2, 2, 2) and chunks[7] == (2, 2, 2, 0) and chunks[4] == (2, 2, 2, 2)
     assert tuple(map(sum, chunks)) == (7,) + (8,) * 6 + (6,)  # 1 + 6 = 7, 6 + 0 = 6, the rest 4 x 2
     assert describe(chunks) == "1/2x30/0"
-    # pp x v entries without pp named are per-rank stages: pp = 32 (interleave 4 then needs 4 chunks of 1-2 layers)
-    assert layout_keys("interleave=4,stages=1/2x30/0")["pp"] == 32
+    # pp x v entries without pp named are per-rank stages, where an empty stage (0) is refused: pp and v must be
+    # named for virtual stages
+    with pytest.raises(RooflineError, match="0 only for an edge of pp x v virtual stages"):
+        layout_keys("interleave=4,stages=1/2x30/0")
+    assert layout_keys("interleave=4,stages=1/2x30/1")["pp"] == 32
     # an empty virtual stage other than the first (embedding) or the last (loss)
     with pytest.raises(RooflineError, match="leaves chunk 0 of pipeline stage 2 with 0 layers"):
         split(61, 2, 2, stages=(1, 0, 30, 30))  # virtual stage 1 is chunk 0 of rank 1

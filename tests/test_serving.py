@@ -188,7 +188,7 @@ def test_bad_options(capsys, monkeypatch, tmp_path):
     line = _error(capsys, "llama-3-70b", "--device", "h100", "--rate", "1")  # 141 GB of weights on one 80 GB
     assert "does not fit" in line and "weights 141" in line
     line = _error(capsys, "llama-2-7b", "--device", "h100", "--rate", "1", "--requests", "1000001")
-    assert "exceeds the limit of 1,000,000" in line
+    assert "exceeds the limit of 20,000" in line and "ROOFLINE_MAX_REQUESTS" in line  # core.limits (issue 53)
     monkeypatch.setenv("ROOFLINE_MAX_REQUESTS", "10")
     assert "ROOFLINE_MAX_REQUESTS" in _error(capsys, "llama-2-7b", "--device", "h100", "--rate", "1",
                                              "--requests", "11")

@@ -46,7 +46,7 @@ API_BOUNDARY = [
     api("serve-config-dict", "roofline.serve('llama-2-7b', 'h100', config={'exact': True})", "config"),
     api("serve-config-max-batch-zero", "from roofline.serving.config import Batching\nBatching(max_batch=0)",
         "max_batch"),
-    api("serve-scheduler-unknown", "from roofline.serving.config import Batching\nBatching('sarathi')", "sarathi"),
+    api("serve-scheduler-unknown", "from roofline.serving.config import Batching\nBatching('fifo')", "fifo"),
     api("serve-device-int", "roofline.serve('llama-2-7b', 7)", "device"),
     api("get-system-int", "roofline.get_system(7)", "name"),
     api("get-system-nodes-string", "roofline.get_system('dgx-h100', nodes='2')", "nodes"),

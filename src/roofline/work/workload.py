@@ -419,13 +419,7 @@ class Workload:
             raise RooflineError(f"line {reader.line_num + first - 1}: not valid CSV: {exc}", where=where) from None
         if not rows:
             raise RooflineError("no header row", where=where)
-        header = rows[0][1]
-        unknown = [h for h in header if h not in COLUMNS and h != "bytes"]
-        if unknown:
-            raise RooflineError(f"header: unknown column {shown(unknown[0])}; known: {', '.join(COLUMNS)}", where=where)
-        for h in header:
-            if header.count(h) > 1:
-                raise RooflineError(f"header: column {h!r} given twice", where=where)
+        header = _csv_header(rows[0][1], where)
         body = rows[1:]
         if not body:
             raise RooflineError("no op rows below the header", where=where)
@@ -447,6 +441,17 @@ class Workload:
                 cells = csv_numbers(cells, h, where, lines)
             cols[h] = cells
         return cls._from_checked(checked_meta, cols, where, lambda c, i: f"line {lines[i]}: {c}")
+
+
+def _csv_header(header: list[str], where: str) -> list[str]:
+    """A workload CSV's header row, checked: known columns (and 'bytes'), each once."""
+    unknown = [h for h in header if h not in COLUMNS and h != "bytes"]
+    if unknown:
+        raise RooflineError(f"header: unknown column {shown(unknown[0])}; known: {', '.join(COLUMNS)}", where=where)
+    for h in header:
+        if header.count(h) > 1:
+            raise RooflineError(f"header: column {h!r} given twice", where=where)
+    return header
 
 
 #: names (titles, devices) in a repr are cut to this many characters, so every repr stays short
