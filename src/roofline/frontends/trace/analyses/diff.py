@@ -175,18 +175,27 @@ def _pair_kernels(a: Side, b: Side, ra: int, rb: int, ka: list[int], kb: list[in
         Tb = float(b.analysis.workload.columns["measured_seconds"][rb])
         _add(acc, ("op", wa.strings("name", ra), where), Ta, Tb, Ra, Rb, Ta, work_same)
         return
+    for n, k, k2 in _match_by_name(a, b, ka, kb, added, removed):
+        ta, tb = (a.t.end[k] - a.t.start[k]) * 1e-6, (b.t.end[k2] - b.t.start[k2]) * 1e-6
+        _add(acc, ("kernel", n, where), float(ta), float(tb), Ra, Rb, Ta, work_same)
+
+
+def _match_by_name(a: Side, b: Side, ka: list[int], kb: list[int], added: list[str], removed: list[str]
+                   ) -> list[tuple[str, int, int]]:
+    """(name, kernel in A, kernel in B) of the kernels of ``ka`` and ``kb`` matched by name in order over each
+    trace; the unmatched names go to ``removed`` (A's) and ``added`` (B's)."""
     names_b: dict[str, list[int]] = defaultdict(list)
     for k in kb:
         names_b[b.t.name(k)].append(k)
+    pairs = []
     for k in ka:
         n = a.t.name(k)
         if names_b.get(n):
-            k2 = names_b[n].pop(0)
-            ta, tb = (a.t.end[k] - a.t.start[k]) * 1e-6, (b.t.end[k2] - b.t.start[k2]) * 1e-6
-            _add(acc, ("kernel", n, where), float(ta), float(tb), Ra, Rb, Ta, work_same)
+            pairs.append((n, k, names_b[n].pop(0)))
         else:
             removed.append(n)
     added += [n for n, ks in names_b.items() for _ in ks]
+    return pairs
 
 
 def _add(acc: dict[tuple[str, str, str], list[float]], key: tuple[str, str, str], ta: float, tb: float, Ra: float,
@@ -205,18 +214,9 @@ def _add(acc: dict[tuple[str, str, str], list[float]], key: tuple[str, str, str]
 def _unplaced(a: Side, b: Side, ka: list[int], kb: list[int], acc: dict[tuple[str, str, str], list[float]],
               added: list[str], removed: list[str]) -> None:
     """Kernels no placed op launched, by name in order over each trace (no roof: any change is efficiency)."""
-    names_b: dict[str, list[int]] = defaultdict(list)
-    for k in kb:
-        names_b[b.t.name(k)].append(k)
-    for k in ka:
-        n = a.t.name(k)
-        if names_b.get(n):
-            k2 = names_b[n].pop(0)
-            _add(acc, ("kernel", n, "launched by no placed op"), float(a.t.end[k] - a.t.start[k]) * 1e-6,
-                 float(b.t.end[k2] - b.t.start[k2]) * 1e-6, 0.0, 0.0, float("nan"), True)
-        else:
-            removed.append(n)
-    added += [n for n, ks in names_b.items() for _ in ks]
+    for n, k, k2 in _match_by_name(a, b, ka, kb, added, removed):
+        _add(acc, ("kernel", n, "launched by no placed op"), float(a.t.end[k] - a.t.start[k]) * 1e-6,
+             float(b.t.end[k2] - b.t.start[k2]) * 1e-6, 0.0, 0.0, float("nan"), True)
 
 
 def _change(key: tuple[str, str, str], v: list[float], same_device: bool) -> Change:
