@@ -41,23 +41,28 @@ from _trace_common import ROOT  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests"))
 DEVICE = "h100-sxm"
 
-OURS = r'''
-import json, sys, time
+#: what both timed scripts measure with: peak RSS (VmHWM) and CPU seconds of the process and its children
+COMMON = r'''
 def peak():
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024
     return 0
+def cpu():
+    import resource
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+'''
+
+OURS = r'''
+import json, sys, time
+''' + COMMON + r'''
 import torch  # noqa: F401  (the import is not the reading)
 import roofline.frontends.trace as tr
 from roofline.bench.resolve import resolve_device
 path, mode, device = sys.argv[1:4]
 dev = resolve_device(device)
-def cpu():
-    import resource
-    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 t, c = time.perf_counter(), cpu()
 if mode == "plain":
     a = tr.from_trace(path, dev)
@@ -73,17 +78,8 @@ print("RESULT " + json.dumps({"seconds": time.perf_counter() - t, "cpu": cpu() -
 HTA = r'''
 import json, logging, sys, time, traceback
 logging.disable(logging.CRITICAL)
-def peak():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
+''' + COMMON + r'''
 from hta.trace_analysis import TraceAnalysis
-def cpu():
-    import resource
-    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 folder = sys.argv[1]
 out = {"cpu": {}}
 t, c = time.perf_counter(), cpu()
