@@ -322,3 +322,15 @@ def test_cli_analyses_per_rank(tmp_path, capsys):
     assert [r["overlap"]["ratio"] for r in doc["ranks"]] == pytest.approx([0.75, 0.75])
     assert main(["trace", *files, "--device", "h100-sxm", "--diff", files[0]]) == 2
     assert "--diff compares one trace file" in capsys.readouterr().err
+
+
+def test_the_analyses_fit_the_terminal(planted_trace, capsys, monkeypatch):
+    """Every line of the analyses' sections is wrapped by words to the terminal's width (issue 48, item 8's rule)."""
+    from rich.cells import cell_len
+
+    from roofline.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["trace", str(planted_trace), "--device", "h100-sxm", "--analyses", "all"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "kernel breakdown:" in lines and max(cell_len(x) for x in lines) <= 80

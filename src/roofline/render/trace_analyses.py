@@ -59,8 +59,10 @@ def analyses_lines(t: TraceAnalyses) -> list[str]:
     """Every analysis computed, as text sections, then the skipped ones and why."""
     out: list[str] = []
 
-    def section(title: str, lines: list[str]) -> None:
-        out.extend(["", f"{title}:", *("  " + x for x in lines)])
+    from roofline.render.fit import wrap_line
+
+    def section(title: str, lines: list[str]) -> None:  # each line wrapped by words to the terminal's width
+        out.extend(["", f"{title}:", *(w for x in lines for w in wrap_line("  " + x, None, "  ", "      "))])
 
     if t.idle is not None:
         section("GPU idle time" if t.device == "cuda" else "CPU idle time", _idle(t.idle))
