@@ -65,8 +65,10 @@ def divisors(n: int) -> list[int]:
 
 # -- the sizes a search tries (hooks of the table) ----------------------------------------------------
 def _tp(run: Any, system: Any, left: int, chosen: Mapping[str, int], opts: Mapping[str, Any]) -> Iterable[int]:
-    """tp within a scale-up domain (a node; an NVL72 rack), dividing the heads and the widths (:func:`roofline.llm.table.check_tp`)."""
-    return (t for t in divisors(system.domain) if tp_fits(run.arch, t))  # tp within a scale-up domain
+    """tp dividing the devices, up to a scale-up domain (a node; an NVL72 rack), dividing the heads and the widths
+    (:func:`roofline.llm.table.check_tp`); on 256 GPUs of NVL72 racks tp 16 is tried, its groups at a rack's
+    edge costed on the slower tier (:func:`roofline.planner.layout.members_per_domain`)."""
+    return (t for t in divisors(left) if t <= system.domain and tp_fits(run.arch, t))
 
 
 def tp_fits(arch: Any, tp: int) -> bool:

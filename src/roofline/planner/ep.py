@@ -40,7 +40,7 @@ from typing import Any
 from roofline.catalog.kernels import kernel_table
 from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
-from roofline.planner.layout import Comm, members_per_node
+from roofline.planner.layout import Comm, members_per_domain
 
 #: the cited table the forecast's EP efficiencies come from (and nothing else)
 DEEPEP_NORMAL = "deepep-normal"
@@ -216,7 +216,7 @@ def ep_comms(run: Any, lay: Any, system: System, m: int, layers_here: int) -> tu
         return ()
     share, apart = ep_group(lay)
     tokens = lay.micro_batch * run.seq / lay.cp * share
-    per_domain = members_per_node(apart, lay.ep, system.domain)
+    per_domain = members_per_domain(apart, lay.ep, system)
     c = copies(a, lay.ep, per_domain)
     act = float(run.precisions.bytes()["a"])
     fwd_d = call_times(system, c, tokens, dispatch_bytes(run), a.hidden, "dispatch")

@@ -3,8 +3,8 @@
 :class:`Layout` splits ``devices = tp x cp x pp x dp`` ways (ranks numbered tp fastest, then cp, dp, pp, as
 Megatron-LM does; ``ep`` carves expert groups out of dp; the dimensions are declared in
 :data:`roofline.planner.dims.DIMS`, one int field here each) with a ZeRO stage, micro-batch, recomputation and
-interleaving; :func:`members_per_node` places a group's ranks on the nodes; :class:`Comm` is one kind of collective
-in a step.  The search over layouts is :mod:`roofline.planner.search`.
+interleaving; :func:`members_per_node` places a group's ranks on the nodes and :func:`members_per_domain` on the
+scale-up domains; :class:`Comm` is one kind of collective in a step.  The search over layouts is :mod:`roofline.planner.search`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+import numpy as np
 
 from roofline.core.errors import RooflineError
 from roofline.core.fileio import shown
@@ -408,3 +410,38 @@ def members_per_node(stride: int, size: int, devices_per_node: int) -> int:
         raise RooflineError(f"a group of {size} ranks {stride} apart splits unevenly over nodes of {d} devices")
     return per
 
+
+
+def members_per_domain(stride: int, size: int, system: System) -> int:
+    """How many members of each group (``size`` ranks ``stride`` apart, every such group of the system's devices)
+    share each scale-up domain of ``system`` (NVL72 racks, the last one possibly partial), for the collective
+    cost's ``per_domain``: the count where every group holds the same number in every domain it touches.  A
+    group split unevenly over the domains (256 GPUs on racks of 72: 72/72/72/40; 16 consecutive ranks across a
+    rack's edge at 72) is costed on the slower tier: its members per *node* (the tray's NVLink reduction first,
+    then the cluster tier between nodes), as a ring over it runs at its slowest link -- instead of refused.
+
+    >>> from roofline.catalog import get_system
+    >>> s = get_system("gb200-nvl72", nodes=64)      # 256 GPUs: racks of 72, 72, 72 and 40
+    >>> members_per_domain(1, 8, s), members_per_domain(1, 16, s), members_per_domain(8, 32, s)
+    (8, 4, 1)
+    """
+    d = system.devices_per_node
+    even = _even_over(stride, size, system.domain, system.devices)
+    return even if even >= members_per_node(stride, size, d) else members_per_node(stride, size, d)
+
+
+@lru_cache(maxsize=4096)
+def _even_over(stride: int, size: int, domain: int, devices: int) -> int:
+    """Members of each group per domain of ``domain`` consecutive ranks when every group holds the same number in
+    every domain it touches; 0 when not (or when the groups do not tile the devices)."""
+    if size <= 1:
+        return 1
+    span = stride * size
+    lcm = math.lcm(span, domain)
+    n = lcm if devices % lcm == 0 else devices  # every domain full: one period of both tilings is enough
+    if n % span:
+        return 0
+    r = np.arange(n)
+    group = (r // span) * stride + r % stride
+    counts = np.unique(group * (n // domain + 1) + r // domain, return_counts=True)[1]
+    return int(counts[0]) if counts.min() == counts.max() else 0

@@ -21,7 +21,7 @@ from roofline.llm.table import EXP, build_table, check_tp, kv_heads_per_device
 from roofline.planner.cache import Cache
 from roofline.planner.dims import describe as describe_dims
 from roofline.planner.dims import device_factors, shapes, stride
-from roofline.planner.layout import Comm, Facts, Layout, check_sizes, members_per_node
+from roofline.planner.layout import Comm, Facts, Layout, check_sizes, members_per_domain, members_per_node
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def estimate_serving(run: ServingRun, layout: Layout, system: System, cache: Cac
     def on(coll: str, nbytes: float, ranks: int, stride: int) -> tuple[float, tuple[str, ...]]:
         """One call's bound and tiers, the tier chosen by the scale-up domain the group spans."""
         return cache.collective(coll, float(nbytes), ranks, members_per_node(stride, ranks, d),
-                                members_per_node(stride, ranks, system.domain))
+                                members_per_domain(stride, ranks, system))
 
     def add(label: str, coll: str, nbytes: float, ranks: int, stride: int, times: float) -> None:
         if ranks > 1 and times > 0:

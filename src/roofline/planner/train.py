@@ -45,6 +45,7 @@ from roofline.planner.layout import (
     Layout,
     check_sizes,
     in_flight,
+    members_per_domain,
     members_per_node,
     stage_layers,
 )
@@ -524,7 +525,7 @@ def _adder(cache: Cache, system: System, comms: list[Comm]) -> Any:
             params: float = 0.0, dgrad_shares: tuple[float, ...] = ()) -> None:
         if ranks > 1 and times > 0:
             per_node = members_per_node(stride, ranks, system.devices_per_node)
-            per_domain = members_per_node(stride, ranks, system.domain)
+            per_domain = members_per_domain(stride, ranks, system)
             t, tiers = cache.collective(coll, float(nbytes), ranks, per_node, per_domain)
             fc = cache.collective_forecast(coll, float(nbytes), ranks, per_node, per_domain) * times
             comms.append(Comm(label, t * times, tiers, scope, float(nbytes), times, fc, float(params), dgrad_shares))

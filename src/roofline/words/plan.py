@@ -96,4 +96,26 @@ def best_lines(r: PlanResult) -> tuple[str, ...]:
     if not isinstance(best, ServingEstimate):
         stages = f"; layers per stage {'/'.join(map(str, best.stage_layers))}" if best.layout.pp > 1 else ""
         lines.append(f"  {best.zero}; {best.run.precision}{stages}")
-    return tuple(lines)
+    return tuple(lines) + domain_lines(r)
+
+
+def domain_lines(r: PlanResult) -> tuple[str, ...]:
+    """The scale-up tier, how many devices it joins (what tp, cp and ep may span), and which of the best layout's
+    parallel groups run their collectives on it alone and which cross to other tiers ('tiers: NVLink 5 via NVLink
+    Switch (NVL72 domain) joins 72 devices, ...; on it: tp 4, cp 2; across: dp 8 over ...'); none on a system
+    without a scale-up tier.  A group's tiers are those of its collectives in the best layout's comms."""
+    node = next((t for t in r.system.tiers if t.scope == "node"), None)
+    if node is None:
+        return ()
+    on, across = [], []
+    scope_of = {t.name: t.scope for t in r.system.tiers}  # the ep all-to-alls name their tiers by the system's names
+    for dim in ("tp", "cp", "ep", "pp", "dp"):
+        size = getattr(r.best.layout, dim, 1)
+        scopes = tuple(dict.fromkeys(s for c in r.best.comms if c.name.startswith(f"{dim} ") for s in c.tiers))
+        scopes = tuple(dict.fromkeys(scope_of.get(s, s) for s in scopes))
+        if size > 1 and scopes:
+            (on if scopes == ("node",) else across).append((dim, size, scopes))
+    line = (f"  tiers: {display(node.name)} joins {r.system.domain} devices, what tp, cp and ep groups may span"
+            + (f"; on it: {', '.join(f'{d} {n}' for d, n, _ in on)}" if on else "")
+            + (f"; across: {'; '.join(f'{d} {n} over {tier_names(r, s)}' for d, n, s in across)}" if across else ""))
+    return (line,)
