@@ -41,7 +41,10 @@ Llama 3 (:func:`llama3`, held out, in no verdict line): Dubey et al. 2024 Table 
 (tp 8 pp 16 at 8k on 8,192 and 16,384 GPUs; cp 16 at 128k), measured by the paper's MFU convention (PaLM's) and
 by the planner's, against the planner's forecast of the published layout and of each interleave depth.
 
-    python benchmarks/bench_published.py [inference|training|layers|breakdown|llama3|fp8 [precision]]
+Blackwell (:func:`blackwell_rows`, held out): Megatron-Bridge's dense Llama 3 rows on GB300, GB200 and B200 (25.11
+and 26.04 releases) in FP8, MXFP8 and NVFP4, their published layouts as the recipes run them.
+
+    python benchmarks/bench_published.py [inference|training|layers|breakdown|llama3|blackwell|fp8 [precision]]
 """
 
 from __future__ import annotations
@@ -594,49 +597,150 @@ def llama3() -> str:
 BRIDGE = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md (commit 00b7660be0254ac6f95f44164ddd0c3e9cc798ed), "
           "'25.11 NeMo Container', 'Pre-Training Performance', 'System: DGX-H100': Precision FP8-CS (Transformer "
           "Engine's per-tensor FP8 with current scaling), 'Tokens / sec / GPU'")
+#: The recipe every Megatron-Bridge row runs (Megatron-Bridge at 00b7660be0254ac6f95f44164ddd0c3e9cc798ed):
+#: ``scripts/performance/configs/llama/llama3_llm_pretrain.py`` ``set_llama3_common_configs`` and
+#: ``llama31_llm_pretrain.py`` ``set_llama31_common_configs``: ``cfg.ddp.grad_reduce_in_fp32 = False`` (the gradient
+#: buffer in the weights' bf16, Megatron-Core's DDP: ``torch.float if grad_reduce_in_fp32 else param dtype``);
+#: ``src/megatron/bridge/recipes/llama/llama3.py`` ``llama31_405b_pretrain_config``:
+#: ``account_for_embedding_in_pipeline_split`` and ``account_for_loss_in_pipeline_split`` True (the 405B's 126
+#: layers + the embedding + the loss = 128 over pp x vp, the first chunk one layer short, the last one short); no
+#: recomputation is set in any of them (the recipes' ``recompute_granularity`` stays None), and the rows that run
+#: Megatron-FSDP offload activations to the CPU instead (``cpu_offloading_num_layers``), which the planner's memory
+#: model does not hold: such a row may not fit it, and runs as published.  FSDP rows set
+#: ``cfg.model.gradient_accumulation_fusion = False``.
+BRIDGE_RECIPE = ("Megatron-Bridge 00b7660be0254ac6f95f44164ddd0c3e9cc798ed: scripts/performance/configs/llama/"
+                 "llama3{,1}_llm_pretrain.py (grad_reduce_in_fp32 = False), src/megatron/bridge/recipes/llama/llama3.py "
+                 "llama31_405b_pretrain_config (account_for_embedding/loss_in_pipeline_split), no recomputation")
 #: The DGX-H100 table's dense rows: (label, model, GPUs, GBS, MBS, seq, FSDP, tp, pp, cp, vp, tokens/s/GPU).  The
 #: measured step is GBS x seq / (tokens/s/GPU x GPUs).  FSDP 1 (the 8B row) is ZeRO 3; the others use Megatron's
-#: distributed optimizer (ZeRO 1).  The page states no recomputation: the planner's best that fits.  The framework:
-#: Transformer Engine on Megatron-Core, with the tensor-parallel collectives overlapped with the GEMMs on H100
-#: (``scripts/performance/configs/llama/llama3_llm_pretrain.py`` at 2a0d46e2c554: ``llama3_70b_pretrain_config_h100``
-#: sets ``comm_overlap.tp_comm_overlap_cfg = userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192``), DP and PP overlapped
-#: as Megatron-Core's.
+#: distributed optimizer (ZeRO 1).  The framework: Transformer Engine on Megatron-Core, with the tensor-parallel
+#: collectives overlapped with the GEMMs on H100 (``scripts/performance/configs/llama/llama3_llm_pretrain.py`` at
+#: 2a0d46e2c554: ``llama3_70b_pretrain_config_h100`` sets ``comm_overlap.tp_comm_overlap_cfg =
+#: userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192``), DP and PP overlapped as Megatron-Core's; the recipe
+#: :data:`BRIDGE_RECIPE`.
 BRIDGE_OVERLAPS = (True, True, True)
 BRIDGE_ROWS = (("Llama3 8B fp8", "llama-3-8b", 8, 128, 1, 8192, 1, 1, 1, 1, 1, 14451.0),
                ("Llama3 70B fp8", "llama-3-70b", 64, 128, 1, 8192, 0, 4, 8, 1, 5, 1602.0),
                ("Llama3.1 405B fp8", "llama-3-405b", 1024, 512, 1, 8192, 0, 8, 8, 2, 8, 292.0))
 
 
+def bridge_estimate(model: str, system: object, precision: str, gbs: int, mbs: int, seq: int, fsdp: int, tp: int,
+                    pp: int, cp: int, vp: int) -> object:
+    """The planner's estimate of one Megatron-Bridge row's published layout on ``system`` as its recipe runs it
+    (:data:`BRIDGE_RECIPE`): bf16 gradient buffers, the 405B's embedding and loss counted in the pipeline split, no
+    recomputation, FSDP as ZeRO 3 (without gradient-accumulation fusion) else the distributed optimizer (ZeRO 1)."""
+    from roofline.planner import Layout, TrainingRun, estimate
+
+    framework = {**LLAMA3_FRAMEWORK, "main_grad_bytes": 2, "grad_accumulation_fusion": not fsdp}
+    run = TrainingRun.of(model, seq=seq, global_batch=gbs, precision=precision, **framework)
+    split = model == "llama-3-405b" and pp > 1
+    dp = system.devices // (tp * pp * cp)
+    over = dict(zip(("overlap_dp", "overlap_tp", "overlap_pp"), BRIDGE_OVERLAPS, strict=True))
+    lay = Layout(tp=tp, pp=pp, cp=cp, dp=dp, micro_batch=mbs, interleave=vp, zero=3 if fsdp else 1,
+                 recompute="none", embed_split=split, loss_split=split, **over)
+    return estimate(run, lay, system)
+
+
 def fp8_rows(precision: str = "fp8-current") -> str:
     """Each Megatron-Bridge DGX-H100 FP8 row: measured step, the planner's bound and forecast of the published
-    layout (tp, pp, cp, dp, micro-batch, interleaving and ZeRO fixed; recomputation its best that fits) at
-    ``precision``, forecast/measured, and where the forecast's time goes."""
+    layout run as its recipe runs it (:func:`bridge_estimate`) at ``precision``, forecast/measured, and where the
+    forecast's time goes."""
     from roofline.catalog import get_system
-    from roofline.planner import Layout, TrainingRun, estimate, plan
 
     lines = [f"{'row':<18} {'layout':<44} {'measured':>9} {'bound':>9} {'forecast':>9} {'fc/meas':>7}"]
     ratios = []
     for label, model, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, tps in BRIDGE_ROWS:
-        dp = gpus // (tp * pp * cp)
-        run = TrainingRun.of(model, seq=seq, global_batch=gbs, precision=precision, **LLAMA3_FRAMEWORK)
         system = get_system("dgx-h100", nodes=max(gpus // 8, 1))
-        zero = 3 if fsdp else 1
-        fixed = {"tp": tp, "pp": pp, "cp": cp, "dp": dp, "micro_batch": mbs, "interleave": vp, "zero": zero}
-        p = plan(run, system, top=1, fixed=fixed, zeros=(zero,), recomputes=("none", "selective", "full"),
-                 max_cp=cp, overlaps=BRIDGE_OVERLAPS)
-        over = dict(zip(("overlap_dp", "overlap_tp", "overlap_pp"), BRIDGE_OVERLAPS, strict=True))
-        e = p.ranked[0] if p.ranked else estimate(run, Layout(**fixed, **over, recompute="full"), system)
+        e = bridge_estimate(model, system, precision, gbs, mbs, seq, fsdp, tp, pp, cp, vp)
         measured = gbs * seq / (tps * gpus)
         ratios.append(e.time / measured)
         lines.append(f"{label:<18} {e.describe()[:44]:<44} {measured:>8.2f}s {e.bound:>8.2f}s {e.time:>8.2f}s "
-                     f"{e.time / measured:>7.2f}{'' if p.ranked else '  (does not fit)'}")
+                     f"{e.time / measured:>7.2f}{'' if e.fits else '  (does not fit the memory model)'}")
         lines.append(f"{'':<18}   parts: " + ", ".join(f"{k} {v:.2f}s" for k, v in e.parts().items()))
-        if e.layout.recompute != "none":  # what the memory model's recomputation costs this row
-            x = estimate(run, Layout(**fixed, **over, recompute="none"), system)
-            lines.append(f"{'':<18}   without recomputation: forecast {x.time:.2f}s ({x.time / measured:.2f}), "
-                         f"memory {x.memory_total / 1e9:.1f} GB: {'fits' if x.fits else 'does not fit the memory model'}")
     lines += [f"forecast/measured median {median(ratios):.2f}, range {min(ratios):.2f}..{max(ratios):.2f} "
-              f"(precision {precision}; held out, in no verdict line)", f"source: {BRIDGE}"]
+              f"(precision {precision}; held out, in no verdict line)", f"source: {BRIDGE}", f"recipe: {BRIDGE_RECIPE}"]
+    return "\n".join(lines)
+
+
+# -- held out: dense Llama 3 on Blackwell (Megatron-Bridge's published performance tables) ---------------------
+BRIDGE_BLACKWELL = (
+    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md: commit 00b7660be0254ac6f95f44164ddd0c3e9cc798ed, '25.11 "
+    "NeMo Container', 'Pre-Training Performance', 'System: DGX-GB300', 'DGX-GB200', 'DGX-B200' (FP8-CS; FP8-MX in "
+    "parentheses); commit 74695a06d759adcab3d782193127969213e4f005 ('2604 perf summary'), '26.04 NeMo Container', "
+    "'Model: LLAMA3_70B', 'Model: LLAMA3.1_405B' (FP8 = FP8-CS: the recipes' *_FP8_CS_* configs); 'Tokens / sec / GPU'")
+#: GB200 / GB300 jobs run on NVLink segments of 64 GPUs: Megatron-Bridge ``scripts/performance/utils/executors.py``
+#: (00b7660be and 74695a06d) passes sbatch ``--segment`` = the node count up to 18 trays, else its largest divisor
+#: up to 18: 64 GPUs = 16 trays -> one segment of 16; 256 GPUs = 64 trays -> 16 trays a segment (64 GPUs), so
+#: 4 NVLink domains of 64; 8 GPUs -> 2 trays.  The same file sets ``NCCL_NVLS_ENABLE=0`` ("Disable NVLink SHARP
+#: to save memory"): no in-switch reduction.
+SEGMENT_TRAYS = 18
+#: (release, system, model, GPUs, precision, GBS, MBS, seq, FSDP, tp, pp, cp, vp, tokens/s/GPU); FSDP 1 (25.11) or
+#: 64 (26.04: its sharding group) is Megatron-FSDP, ZeRO 3; vp n/a is 1.
+BLACKWELL_ROWS = (
+    ("25.11", "gb300", "llama-3-8b", 8, "fp8-current", 128, 2, 8192, 0, 1, 1, 1, 1, 37556.0),
+    ("25.11", "gb300", "llama-3-8b", 8, "mxfp8", 128, 2, 8192, 0, 1, 1, 1, 1, 36108.0),
+    ("25.11", "gb300", "llama-3-70b", 64, "fp8-current", 256, 2, 8192, 1, 1, 1, 1, 1, 4520.0),
+    ("25.11", "gb300", "llama-3-405b", 256, "fp8-current", 1536, 1, 8192, 0, 2, 8, 2, 4, 999.0),
+    ("25.11", "gb200", "llama-3-8b", 8, "fp8-current", 128, 2, 8192, 0, 1, 1, 1, 1, 31508.0),
+    ("25.11", "gb200", "llama-3-8b", 8, "mxfp8", 128, 2, 8192, 0, 1, 1, 1, 1, 29789.0),
+    ("25.11", "gb200", "llama-3-70b", 64, "fp8-current", 256, 2, 8192, 1, 1, 1, 1, 1, 4312.0),
+    ("25.11", "gb200", "llama-3-405b", 256, "fp8-current", 1536, 1, 8192, 0, 4, 16, 1, 4, 813.0),
+    ("25.11", "b200", "llama-3-8b", 8, "fp8-current", 128, 2, 8192, 0, 1, 1, 1, 1, 30624.0),
+    ("25.11", "b200", "llama-3-8b", 8, "mxfp8", 128, 2, 8192, 0, 1, 1, 1, 1, 29521.0),
+    ("25.11", "b200", "llama-3-405b", 128, "fp8-current", 64, 1, 8192, 0, 4, 8, 2, 8, 661.0),
+    ("25.11", "b200", "llama-3-405b", 128, "mxfp8", 64, 1, 8192, 0, 4, 8, 2, 8, 624.0),
+    ("26.04", "gb300", "llama-3-70b", 64, "nvfp4", 256, 1, 8192, 0, 1, 4, 1, 5, 7397.0),
+    ("26.04", "gb200", "llama-3-70b", 64, "nvfp4", 256, 1, 8192, 0, 2, 4, 1, 5, 4898.0),
+    ("26.04", "gb300", "llama-3-70b", 64, "mxfp8", 256, 1, 8192, 0, 1, 4, 1, 5, 4742.0),
+    ("26.04", "gb200", "llama-3-70b", 64, "mxfp8", 256, 1, 8192, 0, 2, 4, 1, 5, 3828.0),
+    ("26.04", "gb300", "llama-3-70b", 64, "fp8-current", 256, 2, 8192, 64, 1, 1, 1, 1, 5243.0),
+    ("26.04", "gb200", "llama-3-70b", 64, "fp8-current", 256, 2, 8192, 64, 1, 1, 1, 1, 4143.0),
+    ("26.04", "gb300", "llama-3-405b", 256, "nvfp4", 1536, 1, 8192, 0, 4, 8, 1, 4, 1424.0),
+    ("26.04", "gb200", "llama-3-405b", 256, "nvfp4", 1536, 1, 8192, 0, 4, 16, 1, 8, 1136.0),
+    ("26.04", "gb300", "llama-3-405b", 256, "mxfp8", 1536, 1, 8192, 0, 2, 8, 2, 4, 968.0),
+    ("26.04", "gb200", "llama-3-405b", 256, "mxfp8", 1536, 1, 8192, 0, 4, 16, 1, 8, 793.0),
+    ("26.04", "gb300", "llama-3-405b", 256, "fp8-current", 1536, 1, 8192, 0, 4, 8, 1, 4, 1036.0),
+    ("26.04", "gb200", "llama-3-405b", 256, "fp8-current", 1536, 1, 8192, 0, 4, 16, 1, 4, 842.0),
+)
+
+
+def bridge_system(device: str, gpus: int) -> object:
+    """The system a Megatron-Bridge Blackwell row ran on: DGX B200 nodes of 8; GB200 / GB300 NVL72 trays of 4 in
+    NVLink segments as its executor asks for them (:data:`SEGMENT_TRAYS`), NVLS off."""
+    from dataclasses import replace
+
+    from roofline.catalog import get_system
+
+    if device == "b200":
+        system = get_system("dgx-b200", nodes=gpus // 8)
+    else:
+        system = get_system(f"{device}-nvl72", devices=gpus)
+        trays = system.nodes if system.nodes <= SEGMENT_TRAYS else max(
+            k for k in range(1, SEGMENT_TRAYS + 1) if system.nodes % k == 0)
+        system = replace(system, domain_devices=trays * system.devices_per_node)
+    tiers = tuple(replace(t, in_switch_reduction=False) for t in system.tiers)
+    return replace(system, tiers=tiers)
+
+
+def blackwell_rows() -> str:
+    """Each Megatron-Bridge dense Llama 3 row on GB300, GB200 and B200 (:data:`BLACKWELL_ROWS`): measured step
+    (GBS x seq / (tokens/s/GPU x GPUs)), the planner's bound and forecast of the published layout as its recipe runs
+    it (:func:`bridge_estimate`), forecast/measured; then the median and range, and how many rows are bounded."""
+    lines = [f"{'rel':<5} {'system':<6} {'model':<13} {'precision':<11} {'layout':<38} {'measured':>9} {'bound':>8} "
+             f"{'forecast':>9} {'fc/meas':>7}"]
+    ratios, bounded = [], 0
+    for rel, dev, model, gpus, prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp, tps in BLACKWELL_ROWS:
+        e = bridge_estimate(model, bridge_system(dev, gpus), prec, gbs, mbs, seq, fsdp, tp, pp, cp, vp)
+        measured = gbs * seq / (tps * gpus)
+        ratios.append(e.time / measured)
+        bounded += e.bound <= measured
+        lines.append(f"{rel:<5} {dev:<6} {model:<13} {prec:<11} {e.describe()[:38]:<38} {measured:>8.2f}s "
+                     f"{e.bound:>7.2f}s {e.time:>8.2f}s {e.time / measured:>7.2f}"
+                     f"{'' if e.fits else '  (does not fit the memory model)'}")
+    lines += [f"rows {len(ratios)}: bound <= measured {bounded}/{len(ratios)}; forecast/measured median "
+              f"{median(ratios):.2f}, range {min(ratios):.2f}..{max(ratios):.2f} (held out, in no verdict line)",
+              f"source: {BRIDGE_BLACKWELL}", f"recipe: {BRIDGE_RECIPE}; GB200/GB300 NVLink segments of 64 GPUs "
+              "and NCCL_NVLS_ENABLE=0 (scripts/performance/utils/executors.py)"]
     return "\n".join(lines)
 
 
@@ -656,6 +760,9 @@ def main() -> int:
     if part == "fp8":
         print("FP8 training, dense Llama 3 on H100 (Megatron-Bridge 25.11; held out, diagnostic)")
         print(fp8_rows(*sys.argv[2:3]))
+    if part == "blackwell":
+        print("Dense Llama 3 on GB300, GB200 and B200 (Megatron-Bridge 25.11 and 26.04; held out, diagnostic)")
+        print(blackwell_rows())
     if part == "llama3":
         print("Llama 3 405B (Dubey et al. 2024 Table 4; held out, diagnostic)")
         print(llama3())
