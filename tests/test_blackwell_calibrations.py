@@ -56,3 +56,43 @@ def test_a_calibration_without_curves_for_the_binding_ops_is_labelled_uncalibrat
     assert decode.curve_share < 0.5 and decode.uncalibrated.startswith("uncalibrated")
     prefill = analyze(from_llm("llama-3-8b", phase="prefill", batch=8), dev, forecast=True).forecast
     assert prefill is not None and prefill.curve_share >= 0.5 and prefill.uncalibrated == ""
+
+
+def _table(device: str, kind: str, precision: str = "") -> object:
+    cal = effective_calibration(get_device(device))
+    assert cal is not None
+    return next(t for t in cal.tables if t.kind == kind and t.precision == precision)
+
+
+def test_cudnn_sdpa_rows_are_the_attention_curves() -> None:
+    """cuDNN's SDPA benchmark, causal, head dim 128, BF16, 8k tokens (NVIDIA/cudnn-frontend results, cited in the
+    files): B200 forward 1384.231 TFLOP/s / 2250 = 0.6152, backward 994.850 / 1384.231 = 0.7187; GB200 1574 / 2500 =
+    0.6296, 1332 / 1574 = 0.8463; GB300 1856 / 2500 = 0.7424, 1435 / 1856 = 0.7732."""
+    for dev, fwd, bwd in (("b200", 0.6152, 0.7187), ("gb200", 0.6296, 0.8463), ("gb300", 0.7424, 0.7732)):
+        f, b = _table(dev, "attention"), _table(dev, "attention-backward")
+        assert f.relative_to == "peak" and f.head_dim == 128 and b.relative_to == "forward"
+        assert float(f.efficiency(8192.0)) == pytest.approx(fwd, abs=1e-4)
+        assert float(b.efficiency(8192.0)) == pytest.approx(bwd, abs=1e-4)
+
+
+def test_b200_msmf_is_the_sustained_clock_and_gb200_carries_it() -> None:
+    """ml-engineering at 082816f9: B200 SXM BF16 MSMF 1456.3 / MAMF 1770.9 = 0.8224; FP8 2795.7 / 3435.2 = 0.8138."""
+    from roofline.planner.forecast import sustained_rate
+
+    for dev in ("b200", "gb200"):
+        assert sustained_rate(get_device(dev), "bf16") == pytest.approx(1456.3 / 1770.9, abs=5e-5)
+        assert sustained_rate(get_device(dev), "fp8") == pytest.approx(2795.7 / 3435.2, abs=5e-5)
+
+
+def test_mxfp8_is_the_fp8_curve_at_the_b300s_kernel_ratio() -> None:
+    """B300 pre-quantized per-layer GEMM time, FP8 CurrentScaling 6.812 ms / MXFP8 7.161 ms = 0.9513, times each
+    device's FP8 MAMF share: B200 0.7628 x 0.9513 = 0.7256; GB200 3615.6 / 5000 = 0.7231 x 0.9513 = 0.6879."""
+    assert float(_table("b200", "matmul", "mxfp8").efficiency(1e12)) == pytest.approx(0.7256, abs=2e-4)
+    assert float(_table("gb200", "matmul", "mxfp8").efficiency(1e12)) == pytest.approx(0.6879, abs=2e-4)
+
+
+def test_gb300_carries_the_b300s_gemm_rates() -> None:
+    """The B300's measured TFLOP/s over the GB300's peaks: BF16 1769.0 / 2500 = 0.7076; MXFP8 2677.4 / 5000 = 0.5355;
+    NVFP4 5093.7 / 15000 = 0.3396."""
+    for prec, eff in (("bf16", 0.7076), ("mxfp8", 0.5355), ("nvfp4", 0.3396)):
+        assert float(_table("gb300", "matmul", prec).efficiency(1e12)) == pytest.approx(eff, abs=1e-4)

@@ -72,20 +72,30 @@ STATED_ERROR = 0.10
 #: bars).  The backward's extra work (recomputing the scores, five GEMM-like products against the forward's two,
 #: dQ accumulated across key blocks) is why; its FLOPs are counted as 2x the forward's.
 FLASH_BACKWARD_RATE = 0.84
+#: The FLOPs the published fused-attention benchmarks count for a backward, as a multiple of the forward's: 2.5
+#: (Dao-AILab/flash-attention ``benchmarks/benchmark_flash_attention.py`` at c082294e: ``flops(..., mode="bwd")``
+#: returns ``2.5 * f``; NVIDIA/cudnn-frontend ``benchmark/sdpa_benchmark_training/benchmark_single_sdpa.py`` at
+#: 3929da2e: "Forward: 2 BMMs", "Backward: 5 BMMs").  The planner counts the backward at ``BACKWARD`` (2) x the
+#: forward's FLOPs, so a published backward / forward rate ratio ``r`` (:data:`FLASH_BACKWARD_RATE` and the cited
+#: ``attention-backward`` curves) times the planner's backward FLOPs at ``r x 2 / 2.5``: the backward's measured
+#: seconds, not 0.8 of them (0.84 -> 0.672).
+PUBLISHED_BACKWARD_FLOPS = 2.5
 
 
 def flash_backward_rate(device: Any, keys: np.ndarray, head_dim: np.ndarray, precision: str) -> np.ndarray:
     """The share of its forward's FLOP rate a fused attention's backward runs at, per op of ``keys`` keys per query
     and head dim ``head_dim``: the device's cited ``attention-backward`` curve (``relative_to`` ``forward``: the
     published backward / forward TFLOP/s of the kernel its framework uses, by keys and head dim; the catalog
-    calibrations cite each point), else :data:`FLASH_BACKWARD_RATE`."""
+    calibrations cite each point), else :data:`FLASH_BACKWARD_RATE`; either x ``BACKWARD / PUBLISHED_BACKWARD_FLOPS``
+    (the benchmarks count the backward's FLOPs at 2.5 x the forward's, the planner at 2 x)."""
     from roofline.engine.forecast import effective_calibration
 
+    counted = float(BACKWARD) / PUBLISHED_BACKWARD_FLOPS
     cal = effective_calibration(device)
     curve = None if cal is None else cal.curve("attention-backward", "compute", precision)
     if cal is None or not isinstance(curve, TabulatedCurve) or curve.relative_to != "forward":
-        return np.full(len(keys), FLASH_BACKWARD_RATE)
-    return by_head_dim(cal.head_dim_variants(curve), keys, head_dim)
+        return np.full(len(keys), FLASH_BACKWARD_RATE * counted)
+    return by_head_dim(cal.head_dim_variants(curve), keys, head_dim) * counted
 
 
 def sustained_rate(device: Any, precision: str) -> float:
