@@ -107,7 +107,8 @@ def domain_lines(r: PlanResult) -> tuple[str, ...]:
     node = next((t for t in r.system.tiers if t.scope == "node"), None)
     if node is None:
         return ()
-    on, across = [], []
+    on: list[tuple[str, int, tuple[str, ...]]] = []
+    across: list[tuple[str, int, tuple[str, ...]]] = []
     scope_of = {t.name: t.scope for t in r.system.tiers}  # the ep all-to-alls name their tiers by the system's names
     for dim in ("tp", "cp", "ep", "pp", "dp"):
         size = getattr(r.best.layout, dim, 1)
