@@ -722,6 +722,20 @@ def bridge_system(device: str, gpus: int) -> object:
     return replace(system, tiers=tiers)
 
 
+def _uncited_gemms(device: str, precision: str) -> str:
+    """' (...)' where ``device``'s cited calibration has no GEMM table of ``precision``'s kernel family nor of its
+    roof's precision: those GEMMs are forecast at their roof (efficiency 1), e.g. NVFP4 on GB200, which no published
+    kernel table covers (Transformer Engine's GEMM profiling measures NVFP4 on the B300 only)."""
+    from roofline.catalog import get_device
+    from roofline.core import formats
+    from roofline.engine.forecast import effective_calibration
+
+    fmt = formats.get(precision)
+    cal = effective_calibration(get_device(device))
+    held = {t.precision for t in cal.tables if t.kind == "matmul"} if cal is not None else set()
+    return "" if {fmt.kernel, fmt.roof} & held else f"  (no cited {precision} GEMM table: GEMMs at the {fmt.roof} roof)"
+
+
 def blackwell_rows() -> str:
     """Each Megatron-Bridge dense Llama 3 row on GB300, GB200 and B200 (:data:`BLACKWELL_ROWS`): measured step
     (GBS x seq / (tokens/s/GPU x GPUs)), the planner's bound and forecast of the published layout as its recipe runs
@@ -736,7 +750,7 @@ def blackwell_rows() -> str:
         bounded += e.bound <= measured
         lines.append(f"{rel:<5} {dev:<6} {model:<13} {prec:<11} {e.describe()[:38]:<38} {measured:>8.2f}s "
                      f"{e.bound:>7.2f}s {e.time:>8.2f}s {e.time / measured:>7.2f}"
-                     f"{'' if e.fits else '  (does not fit the memory model)'}")
+                     f"{'' if e.fits else '  (does not fit the memory model)'}{_uncited_gemms(dev, prec)}")
     lines += [f"rows {len(ratios)}: bound <= measured {bounded}/{len(ratios)}; forecast/measured median "
               f"{median(ratios):.2f}, range {min(ratios):.2f}..{max(ratios):.2f} (held out, in no verdict line)",
               f"source: {BRIDGE_BLACKWELL}", f"recipe: {BRIDGE_RECIPE}; GB200/GB300 NVLink segments of 64 GPUs "
