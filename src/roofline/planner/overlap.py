@@ -24,7 +24,8 @@ included); a collective of ``T`` forecast seconds per step exposes:
   forward's; the ``w = min(m, max(1, pp - 1))`` micro-batches of the warm-up (their forwards) and of the cool-down
   (their backwards) have no partner and expose theirs: per micro-batch ``c = T/m``, ``w c + (m - w) max(0, c - P)``
   (``P`` the partner phase's forecast).  Off: ``T x slots / m``, as the tp rule's (on the busiest stage's path).
-  While hidden DeepEP's kernels hold SMs (its example ``Buffer.set_num_sms(24)``, :data:`NCCL_CTAS` as many).
+  While hidden the dispatcher's kernels hold SMs: DeepEP's :data:`DEEPEP_SMS`, NCCL's all-to-all (``dispatcher=
+  alltoall``) :data:`NCCL_CTAS`.
 * **tensor and context parallel** (``overlap_tp``, default off): the activations' all-reduces
   (or reduce-scatter/all-gather pairs) and the context-parallel K/V exchange sit
   between the GEMMs that need their result, so they are exposed, ``T x slots / m`` (the bubble's slots
@@ -116,6 +117,11 @@ def rule_of(name: str) -> str:
 #: https://forums.developer.nvidia.com/t/compute-communication-overlap-causes-severe-gemm-performance-degradation-because-of-tail-effect/337991;
 #: a user's measurement, NCCL version and topology not stated).  Taken for every data-parallel collective.
 NCCL_CTAS = 24
+#: SMs DeepEP's normal (training) kernels hold while they run: ``Buffer.num_sms = 20``, the class default every
+#: ``get_dispatch_config`` / ``get_combine_config`` launches with (deepseek-ai/DeepEP ``deep_ep/buffer.py`` at
+#: 04b06f7a299c), and Megatron-Core's ``moe_deepep_num_sms: int = 20`` ("Number of SMs to use for DeepEP backend",
+#: ``megatron/core/transformer/transformer_config.py``).
+DEEPEP_SMS = 20
 #: SMs Transformer Engine's userbuffers communication kernels take in their ``pipeline`` and ``bulk`` overlaps:
 #: ``add_ub(..., num_sm: int = 16, ...)``, the default Megatron-Core's ``--tp-comm-overlap`` gets without
 #: ``--tp-comm-overlap-cfg`` (``transformer_engine/pytorch/module/base.py`` ``initialize_ub`` at tag v1.8;
@@ -129,7 +135,7 @@ UB_SMS = 16
 #: :data:`UB_SMS` SMs (TE v1.8 ``initialize_ub``, ``methods``): 6 / 10.
 UB_SM_SHARE = 0.6
 #: the SM counts whose slowdown the shard forecast prepares (:func:`sm_holders` returns one of them)
-CONTENTION_SMS = (UB_SMS, NCCL_CTAS)
+CONTENTION_SMS = (UB_SMS, DEEPEP_SMS, NCCL_CTAS)
 
 
 def sm_holders(comm: Any, layout: Any) -> tuple[int, float, str]:
@@ -142,7 +148,8 @@ def sm_holders(comm: Any, layout: Any) -> tuple[int, float, str]:
     if rule == "ep":  # a forward's all-to-alls beside the paired backward, a backward's beside the forward
         if not layout.overlap_ep:
             return 0, 0.0, "both"
-        return NCCL_CTAS, 1.0, "forward" if comm.name.endswith("(backward)") else "backward"
+        sms = DEEPEP_SMS if getattr(layout, "dispatcher", "deepep") == "deepep" else NCCL_CTAS
+        return sms, 1.0, "forward" if comm.name.endswith("(backward)") else "backward"
     if rule == "sp":  # a plain NCCL all-gather beside the input-gradient GEMM, unless userbuffers run it (bulk)
         return (UB_SMS, UB_SM_SHARE, "both") if layout.overlap_tp else (NCCL_CTAS, 1.0, "backward")
     if rule == "tp":  # userbuffers for tp's own collectives; NCCL for the cp exchange and the expert all-to-alls

@@ -37,7 +37,7 @@ from roofline.llm.training import (
 from roofline.planner.cache import Cache, Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
 from roofline.planner.dims import replicas as replicas_of
-from roofline.planner.ep import check_etp, ep_comms
+from roofline.planner.ep import check_dispatcher, check_etp, ep_comms
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
@@ -313,6 +313,7 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     if lay.ep > 1 and (not a.experts or a.experts % lay.ep or (lay.dp % lay.ep and not folded)):
         raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
     check_etp(lay)
+    check_dispatcher(lay)
     per_step = lay.dp * lay.micro_batch
     if run.global_batch % per_step:
         raise RooflineError(f"global batch {run.global_batch} is not a whole number of micro-batches of "
@@ -478,7 +479,7 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: Cache | No
     opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], opt_bytes / dev.main_memory.bandwidth)
     opt_fc = max(opt, opt_bytes / cache.achievable_bandwidth())
     key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, split,
-           lay.recompute == "full")
+           lay.recompute == "full", lay.etp, lay.dispatcher, lay.capacity)
     comms = cache.memo.get(key)
     if comms is None:  # the same for every ZeRO stage, and for no and selective recomputation
         comms = cache.memo[key] = _activation_comms(run, lay, system, cache, m, max(split))

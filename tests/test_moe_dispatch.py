@@ -1,0 +1,100 @@
+"""The expert all-to-all's dispatcher (roofline.planner.ep, dispatcher=alltoall|deepep): the plain NCCL all-to-all's
+copies and legs, token drop at a capacity factor, DeepEP's NVLink leg, and the SMs each holds while hidden
+(roofline.planner.overlap).  Expected values derived by hand in the comments."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import numpy as np
+import pytest
+
+from roofline.catalog import get_system
+from roofline.core.errors import RooflineError
+from roofline.llm.config import load_arch
+from roofline.llm.training import TrainingRun
+from roofline.planner import ep as epmod
+from roofline.planner.forecast import collective_efficiency, contention_factor
+from roofline.planner.layout import Comm, Layout, parse_layout
+from roofline.planner.overlap import DEEPEP_SMS, NCCL_CTAS, sm_holders
+from roofline.planner.train import estimate
+
+DSV3 = NS(experts=256, top_k=8, expert_groups=8, topk_groups=4)
+
+
+def test_alltoall_sends_one_copy_per_expert():
+    # ep 64 over 8 nodes of 8: each of a token's 8 experts is on a given rank with chance 1/64 (balanced routing,
+    # the group limit or not): 8 x 7/64 = 0.875 to the node's 7 other ranks, 8 x 56/64 = 7 off the node
+    c = epmod.copies(DSV3, 64, 8, "alltoall")
+    assert (c.scale_up, c.scale_out, c.up_peers, c.out_peers) == (0.875, 7.0, 7, 56)
+    # DeepEP sends one copy per node reached (3.175, module docs): the plain all-to-all 2.2x as much off the node
+    assert epmod.copies(DSV3, 64, 8).scale_out == pytest.approx(3.175, abs=1e-3)
+    # within one node (ep 8): 8 x 7/8 = 7 copies over NVLink, none out
+    c8 = epmod.copies(DSV3, 8, 8, "alltoall")
+    assert (c8.scale_up, c8.scale_out, c8.out_peers) == (7.0, 0.0, 0)
+
+
+def test_token_drop_at_a_capacity_factor():
+    # padded to capacity (NeMo's MegatronTokenDropCallback: factor 1.0, pad on) each expert takes exactly c x its
+    # mean rows: c k copies per token; 1.0 is the dropless balanced count, 0.5 half of it, 1.25 a quarter more
+    full = epmod.copies(DSV3, 64, 8, "alltoall", 1.0)
+    assert full == epmod.copies(DSV3, 64, 8, "alltoall")
+    half = epmod.copies(DSV3, 64, 8, "alltoall", 0.5)
+    assert (half.scale_up, half.scale_out) == (0.4375, 3.5)  # 4 x 7/64, 4 x 56/64
+    assert epmod.copies(DSV3, 64, 8, "alltoall", 1.25).scale_out == 8.75  # 10 x 56/64
+
+
+def test_alltoall_call_by_hand():
+    system = get_system("dgx-h100", nodes=8)
+    node, cluster = system.tier("node"), system.tier("cluster")
+    c = epmod.copies(DSV3, 64, 8, "alltoall")
+    t = epmod.call_times(system, c, 2048, 2, 7168, "dispatch", "alltoall")
+    up, out = 2048 * 0.875 * 7168 * 2, 2048 * 7 * 7168 * 2  # tokens x copies x hidden x bf16
+    assert (t.up_bytes, t.out_bytes) == (pytest.approx(up), pytest.approx(out))
+    alpha = 7 * node.latency + 56 * cluster.latency  # one message per peer rank: 7 in the node, 56 beyond it
+    assert t.bound == pytest.approx(max(up / 450e9, out / 50e9) + alpha)
+    # forecast: NVLink on the NCCL curve at the leg's bytes, InfiniBand at 47 of 50 GB/s (nccl-tests #290's 46-48)
+    eff_up = collective_efficiency(system.device, up)
+    assert t.forecast == pytest.approx(max(up / (450e9 * eff_up), out / 47e9) + alpha)
+    assert epmod.nccl_alltoall_nic_efficiency() == pytest.approx(0.94)
+
+
+def test_deepep_nvlink_leg():
+    # DeepEP issue 16: 337.35 GB/s logical on 8 H20 (NVLink 4, 450 GB/s a direction); the link carries 7/8 of it
+    assert epmod.deepep_nvlink_efficiency() == pytest.approx(337.35 * 7 / 8 / 450)
+    system = get_system("dgx-h100", nodes=1)
+    c = epmod.copies(DSV3, 8, 8)
+    t = epmod.call_times(system, c, 4096, 2, 7168, "combine")
+    up = 4096 * c.scale_up * 7168 * 2
+    assert t.forecast == pytest.approx(up / (450e9 * 0.6559) + 7 * system.tier("node").latency, rel=1e-3)
+
+
+def test_dispatcher_key_and_its_check():
+    lay = parse_layout("tp=2,pp=8,dp=32,ep=64,etp=1,dispatcher=alltoall,capacity=1.0")
+    assert (lay.dispatcher, lay.capacity) == ("alltoall", 1.0)
+    assert "dispatcher=alltoall" in lay.describe()
+    with pytest.raises(RooflineError, match="dispatcher must be one of deepep, alltoall"):
+        epmod.check_dispatcher(Layout(dispatcher="nccl"))
+
+
+def test_alltoall_step_carries_the_per_expert_bytes():
+    run = TrainingRun(load_arch("deepseek-v3"), seq=4096, global_batch=4096)
+    system = get_system("dgx-h100", nodes=64)
+    base = dict(tp=2, pp=8, dp=32, ep=64, etp=1, micro_batch=1, overlap_ep=False)
+    a2a = {c.name: c for c in estimate(run, Layout(**base, dispatcher="alltoall", capacity=1.0), system).comms}
+    deep = {c.name: c for c in estimate(run, Layout(**base), system).comms}
+    # etp 1 under tp 2: a device sends its 4096 / 2 sequence shard; the forward's pair (dispatch, combine) each
+    # 2048 x (0.875 + 7) x 7168 x 2 bytes
+    assert a2a[epmod.FORWARD].message_bytes == pytest.approx(2048 * 7.875 * 7168 * 2)
+    assert a2a[epmod.FORWARD].forecast > 1.5 * deep[epmod.FORWARD].forecast  # 7 copies off the node, not 3.2
+
+
+def test_sms_held_by_the_dispatcher():
+    fwd = Comm(epmod.FORWARD, 1.0, ("NVLink",), "micro-batch")
+    assert sm_holders(fwd, Layout(dispatcher="deepep")) == (DEEPEP_SMS, 1.0, "backward")
+    assert sm_holders(fwd, Layout(dispatcher="alltoall")) == (NCCL_CTAS, 1.0, "backward")
+    assert (DEEPEP_SMS, NCCL_CTAS) == (20, 24)
+    # a GEMM of many full waves runs at (132 - 20) / 132 of its roof beside DeepEP: 16384^2 in 128x128 tiles is
+    # 16384 tiles, 124.1 waves on 132 SMs, 146.3 on 112; time ratio ~ 132 / 112 (the quantization within 1%)
+    f = contention_factor(np.array(["matmul"]), np.array([16384.0]), np.array([16384.0]), np.array([1.0]), 132, 20)
+    assert float(f[0]) == pytest.approx(132 / 112, rel=0.01)
