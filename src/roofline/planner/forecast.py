@@ -42,6 +42,7 @@ import numpy as np
 from roofline.hardware.calibration_curves import TabulatedCurve, by_head_dim
 from roofline.llm.basis import basis
 from roofline.llm.model import gemm_dims
+from roofline.llm.recompute import module_masks
 from roofline.llm.table import EXP, GEMM_DIMS, GROUPED_DIMS, LINK, VEC
 from roofline.llm.training import (
     BACKWARD,
@@ -157,6 +158,11 @@ class ShardForecast:
     #: the seconds the forward's (backward's) compute-bound tensor-core ops lose per second they run beside a
     #: collective holding ``c`` SMs (:func:`contention_shares`); () on a device without an SM count
     contention: tuple[tuple[int, float, float], ...] = ()
+    #: per recompute module (:mod:`roofline.llm.recompute`), its rows' forward forecast seconds over every layer
+    modules: tuple[tuple[str, float], ...] = ()
+
+    def module_forward(self) -> dict[str, float]:
+        return dict(self.modules)
 
     def contention_share(self, sms: int, phase: str) -> float:
         """Seconds lost per second of ``phase`` (``forward``, ``backward``, ``both``: weighted by their time) run
@@ -342,9 +348,10 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
         np.add.at(fwd_t, owner[~bwd], here[~bwd])
         np.add.at(bwd_t, owner[bwd], here[bwd])
         layer, first, last, core = table_masks(table)
+        mods = tuple((name, float(fwd_t[rows].sum())) for name, rows in module_masks(table, core).items())
         out[sh] = ShardForecast(float(fwd_t[layer].sum()), float(bwd_t[layer].sum()), float(fwd_t[core].sum()),
                                 float(fwd_t[first].sum()), float(bwd_t[first].sum()), float(fwd_t[last].sum()),
-                                float(bwd_t[last].sum()), a.forecast.notes, shares)
+                                float(bwd_t[last].sum()), a.forecast.notes, shares, mods)
     return out
 
 

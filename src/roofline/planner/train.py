@@ -17,6 +17,9 @@ from typing import Any
 from roofline.core import formats
 from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
+from roofline.llm.recompute import activation_bytes as activation_bytes_per_layer
+from roofline.llm.recompute import check as check_recompute
+from roofline.llm.recompute import recomputed
 from roofline.llm.table import check_tp, kv_heads_per_device
 from roofline.llm.training import (
     BACKWARD,
@@ -25,12 +28,10 @@ from roofline.llm.training import (
     RECOMPUTE,
     WEIGHT_BYTES,
     TrainingRun,
-    activation_bytes_per_layer,
     logits_bytes,
     micro_batch_flops,
     optimizer_bytes,
     optimizer_flops,
-    recomputed,
     training_ceilings,
     training_flops,
 )
@@ -298,8 +299,7 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
                             "overlap_pp (roofline plan --overlap-dp/--overlap-tp/--overlap-pp on|off)")
     if lay.zero not in (0, 1, 2, 3):
         raise RooflineError(f"zero must be 0, 1, 2 or 3, got {lay.zero!r}")
-    if lay.recompute not in RECOMPUTE:
-        raise RooflineError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {lay.recompute!r}")
+    check_recompute(lay.recompute)  # none, selective, full, or Megatron-Core's modules (roofline.llm.recompute)
     check_tp(a, lay.tp)
     if lay.interleave > 1 and lay.pp == 1:
         raise RooflineError(f"interleave {lay.interleave} needs pipeline stages: pp is 1")
@@ -425,15 +425,20 @@ def _stages(sh: Shard, lay: Layout, split: tuple[int, ...], L: int, which: tuple
         fwd = f * sh.layers_time + first * sh.first_time + last * sh.last_time
         flops = f * sh.layers_flops + first * sh.first_flops + last * sh.last_flops
         dense = f * (sh.layer_params - sh.expert_params) + first * sh.first_params + last * sh.last_params
-        rec = recomputed(lay.recompute, fwd, f * sh.attention_time)
+        rec = recomputed(lay.recompute, fwd, _scaled(sh.module_times(), f))
         ff = fb = fr = 0.0
         if fc is not None:
             ff = max(fwd, f * fc.layers_forward + first * fc.first_forward + last * fc.last_forward)
             fb = max(BACKWARD * fwd, f * fc.layers_backward + first * fc.first_backward + last * fc.last_backward)
-            fr = max(rec, recomputed(lay.recompute, ff, f * fc.attention_forward))
-        out.append(_Stage(n, fwd, rec, flops, recomputed(lay.recompute, flops, f * sh.attention_flops), dense,
+            fr = max(rec, recomputed(lay.recompute, ff, _scaled(fc.module_forward(), f)))
+        out.append(_Stage(n, fwd, rec, flops, recomputed(lay.recompute, flops, _scaled(sh.module_flops(), f)), dense,
                           f * sh.expert_params, f * sh.gemm_params, ff, fb, fr))
     return out
+
+
+def _scaled(per_module: dict[str, float], share: float) -> dict[str, float]:
+    """A stage's part (``share`` of the layers) of each recompute module's rows (:mod:`roofline.llm.recompute`)."""
+    return {m: share * x for m, x in per_module.items()}
 
 
 @lru_cache(maxsize=4096)
