@@ -7,8 +7,8 @@ forecast's time goes (ops, bubble, each exposed collective, SM contention).  The
 forecast only: nothing in the planner is fitted to them.  Targets (issue 50): bound <= measured on every row;
 forecast/measured median in [0.85, 1.15], every row in [0.67, 1.5].
 
-What a row cannot state in the planner's grammar is said in its ``note``: recomputation of named modules taken as
-``selective``, FSDP taken as ZeRO 3.  The dispatcher is the row's (``dispatcher=alltoall`` where its publisher ran
+What a row cannot state in the planner's grammar is said in its ``note``: FSDP taken as ZeRO 3.  Recomputation is
+the row's own module list (``recompute=layernorm+moe_act``, Megatron-Core's ``--recompute-modules``).  The dispatcher is the row's (``dispatcher=alltoall`` where its publisher ran
 Megatron-Core's plain all-to-all, DeepEP else), and NeMo's token drop and uneven pipeline split where its recipe
 sets them (:data:`NEMO`).
 
@@ -50,25 +50,27 @@ class Row:
 #: capacity, the ``alltoall`` dispatcher asserted), first stage ``64 // pp - 1`` layers, last ``64 // pp - 2``;
 #: ``DeepSeekV3Config.moe_token_dispatcher_type = "alltoall"`` (nemo/collections/llm/gpt/model/deepseek.py); no MTP
 NEMO = dict(dispatcher="alltoall", capacity=1.0, overlap_ep=False)
+#: the ModelZoo table's "norm, act" recompute column: --recompute-modules layernorm moe_act
+NORM_ACT = "layernorm+moe_act"
 
 ROWS = (
     Row("deepseek-v3", 512, 4096, Layout(tp=2, pp=8, dp=32, ep=64, etp=1, zero=1, micro_batch=1,
-                                         recompute="selective", first_layers=7, last_layers=6, **NEMO), 48.948, DGXC,
-        "tp2 pp8 ep64 etp1 dp32 vp1 mbs1, recompute mla_up_proj; NeMo: alltoall, token drop at 1.0, stages 7/8x6/6"),
+                                         recompute="mla_up_proj", first_layers=7, last_layers=6, **NEMO), 48.948, DGXC,
+        "tp2 pp8 ep64 etp1 dp32 vp1 mbs1, recompute=mla_up_proj (launch.sh RM); NeMo: alltoall, token drop at 1.0, stages 7/8x6/6"),
     Row("deepseek-v3", 1024, 8192, Layout(tp=2, pp=16, dp=32, ep=64, etp=1, zero=1, micro_batch=1,
-                                          recompute="selective", first_layers=3, last_layers=2, **NEMO), 52.04, DGXC,
+                                          recompute="mla_up_proj", first_layers=3, last_layers=2, **NEMO), 52.04, DGXC,
         "tp2 pp16 ep64 etp1 dp32 vp1 mbs1; as above, stages 3/4x14/2"),
     Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=8, dp=16, ep=32, etp=1, zero=1, micro_batch=1, interleave=4,
-                                             recompute="selective", overlap_ep=False), 19.7, ZOO,
+                                             recompute=NORM_ACT, overlap_ep=False), 19.7, ZOO,
         "DeepEP tp2 ep32 pp8 vpp4 etp1 dp16 (94 layers over 32 virtual stages, uneven); recompute norm, act"),
     Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=8, dp=16, ep=32, etp=1, zero=1, micro_batch=1, interleave=4,
-                                             recompute="selective"), 17.6, ZOO,
+                                             recompute=NORM_ACT), 17.6, ZOO,
         "the same with '+1f1b overlap' (--overlap-ep on)"),
     Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=1, dp=128, ep=8, etp=1, zero=3, micro_batch=4,
                                              recompute="full", overlap_ep=False), 17.6, ZOO,
         "DeepEP tp2 ep8 edp32 dp128 FSDP (ZeRO 3) mbs4 full recompute; A2A overlap not stated (default off)"),
     Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=32, dp=4, ep=8, etp=1, zero=1, micro_batch=1, interleave=3,
-                                             recompute="selective", dispatcher="alltoall", overlap_ep=False), 24.2,
+                                             recompute=NORM_ACT, dispatcher="alltoall", overlap_ep=False), 24.2,
         ZOO, "A2A (NCCL all-to-all) tp2 ep8 pp32 vpp3 etp1 dp4 (94 layers over 96 virtual stages); recompute norm, act"),
     Row("qwen3-235b-a22b", 256, 2048, Layout(tp=4, pp=8, dp=8, ep=8, etp=1, zero=1, micro_batch=1, interleave=4,
                                              recompute="none", overlap_ep=False), 29.0, ZOO,

@@ -98,3 +98,18 @@ def test_sms_held_by_the_dispatcher():
     # 16384 tiles, 124.1 waves on 132 SMs, 146.3 on 112; time ratio ~ 132 / 112 (the quantization within 1%)
     f = contention_factor(np.array(["matmul"]), np.array([16384.0]), np.array([16384.0]), np.array([1.0]), 132, 20)
     assert float(f[0]) == pytest.approx(132 / 112, rel=0.01)
+
+
+def test_folded_layout_keeps_its_sequence_shards_routed_rows():
+    from roofline.planner.moe_memory import folded_saving, moe_memory
+
+    run = TrainingRun(load_arch("deepseek-v3"), seq=4096, global_batch=4096)
+    lay = Layout(tp=2, pp=8, dp=32, ep=64, etp=1, micro_batch=1)
+    # the dispatched input and the combine's input, 2 x 8 x 7168 elements a token, kept for 4096 / 2 tokens, not
+    # 4096: (1 - 1/2) x 2 x 8 x 7168 x 2 B x 4096 on 58 of 61 layers
+    assert folded_saving(run, lay) == pytest.approx(0.5 * 2 * 8 * 7168 * 2 * 4096 * 58 / 61)
+    assert folded_saving(run, Layout(tp=2, pp=8, dp=32, ep=64, etp=2)) == 0.0  # etp = tp: every token, 1/tp wide
+    # NCCL's all-to-all keeps no DeepEP buffer
+    _, deepep = moe_memory(run, lay, 1.0)
+    _, nccl = moe_memory(run, Layout(tp=2, pp=8, dp=32, ep=64, etp=1, dispatcher="alltoall"), 1.0)
+    assert deepep > 0 and nccl == 0.0

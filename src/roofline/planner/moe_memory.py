@@ -20,10 +20,17 @@ Every term, per device, derived:
   (README: "capacity = num_tokens_per_rank * topk * capacity_factor / num_experts"), so a rank's ``E / ep`` experts
   receive up to ``ep x E / ep x s b k c / E = c s b k`` rows, exactly that when padded to capacity
   (``--moe-pad-expert-input-to-capacity``, what a bound must assume): the routed share times ``c``.
+* **Folded expert layouts** (etp below tp, or not given: etp 1, :func:`roofline.planner.ep.ep_group`): the MoE layer
+  takes the device's sequence shard, ``s b / tp`` tokens, and dispatches them at full width (Megatron-Core's
+  parallel folding: the expert tensor-parallel group, not tp, splits the experts), so the rows of the hidden width
+  the device keeps -- the experts' GEMM input and the combine's input, ``2 k h`` per token -- are ``1 / tp`` of the
+  whole-sequence count the dense model's activations carry (:func:`folded_saving`); the experts' inner rows (``k f /
+  tp`` per token either way) are the same.
 * **All-to-all buffers.**  DeepEP's dispatch and combine run through one registered buffer per rank, allocated once
   and held all step (Megatron-Core ``fused_a2a.get_buffer``: the larger of the dispatch and the combine configs'
   ``get_nvl_buffer_size_hint`` and ``get_rdma_buffer_size_hint`` for the ep group, ``hidden_bytes = h x max(2,
-  element size)``; DeepEP ``csrc/legacy/config.hpp`` at dd758caf, :func:`deepep_buffer_bytes`).
+  element size)``; DeepEP ``csrc/legacy/config.hpp`` at dd758caf, :func:`deepep_buffer_bytes`).  The plain
+  all-to-all dispatcher (``dispatcher=alltoall``) allocates its outputs per call (counted with the routed rows).
 """
 
 from __future__ import annotations
@@ -67,6 +74,24 @@ def deepep_buffer_bytes(ep: int, hidden: int, element: int = 2) -> float:
     return float(-(-nvl // 128) * 128 + -(-rdma // 128) * 128)
 
 
+def folded_saving(run: TrainingRun, layout: Any) -> float:
+    """Activation bytes per layer (the layers' mean) a folded expert layout keeps fewer than the whole-sequence
+    count (module docs): ``(1 - 1/tp) 2 k h`` elements per token of the device's ``s b / cp``, on the MoE layers;
+    0 for etp = tp, tp 1, or full recomputation.
+
+    >>> from types import SimpleNamespace as N
+    >>> run = N(arch=N(experts=8, top_k=2, hidden=1024, layers=4, moe_layers=2), seq=16, precisions=N(bytes=lambda: {"a": 2}))
+    >>> folded_saving(run, N(tp=2, etp=1, cp=1, micro_batch=1, recompute="selective"))   # 1/2 x 2 x 2 x 1024 x 2 B x 16 x 2/4
+    32768.0
+    """
+    a, tp = run.arch, layout.tp
+    if tp <= 1 or layout.etp == tp or layout.recompute == "full" or not a.experts:
+        return 0.0
+    tokens = run.seq / layout.cp * layout.micro_batch
+    per_token = (1 - 1 / tp) * 2 * a.top_k * a.hidden * float(run.precisions.bytes()["a"])
+    return tokens * per_token * a.moe_layers / a.layers
+
+
 def moe_memory(run: TrainingRun, layout: Any, layers_in_flight: float) -> tuple[float, float]:
     """(activation bytes a capacity factor adds to a device holding ``layers_in_flight`` layers' worth of
     micro-batches, its all-to-all buffers): see the module.  (0, 0) for a dense model; the buffers only with
@@ -79,5 +104,7 @@ def moe_memory(run: TrainingRun, layout: Any, layers_in_flight: float) -> tuple[
         routed = routed_activation_bytes_per_layer(run, tp=layout.tp, cp=layout.cp, micro_batch=layout.micro_batch,
                                                    sp=layout.sp, recompute=layout.recompute)
         extra = (layout.capacity - 1) * routed * layers_in_flight
-    buffers = deepep_buffer_bytes(layout.ep, a.hidden, int(run.precisions.bytes()["a"])) if layout.ep > 1 else 0.0
+    extra -= folded_saving(run, layout) * max(layout.capacity, 1.0) * layers_in_flight
+    deepep = getattr(layout, "dispatcher", "deepep") == "deepep"
+    buffers = deepep_buffer_bytes(layout.ep, a.hidden, int(run.precisions.bytes()["a"])) if layout.ep > 1 and deepep else 0.0
     return extra, buffers
