@@ -113,3 +113,15 @@ def test_folded_layout_keeps_its_sequence_shards_routed_rows():
     _, deepep = moe_memory(run, lay, 1.0)
     _, nccl = moe_memory(run, Layout(tp=2, pp=8, dp=32, ep=64, etp=1, dispatcher="alltoall"), 1.0)
     assert deepep > 0 and nccl == 0.0
+
+
+def test_no_tp_collective_in_a_folded_moe_block_without_shared_experts():
+    run = TrainingRun(load_arch("qwen3-235b-a22b"), seq=4096, global_batch=64)
+    system = get_system("dgx-h100", nodes=4)
+    folded = {c.name: c for c in estimate(run, Layout(tp=2, pp=2, dp=8, ep=8, etp=1), system).comms}
+    whole = {c.name: c for c in estimate(run, Layout(tp=2, pp=2, dp=8, ep=8, etp=2), system).comms}
+    m = 64 // 8  # micro-batches
+    # 47 layers a stage, every one MoE without shared experts: attention's forward and backward collective only
+    # (2 x 47), plus the edge stage's embedding or lm_head one; etp = tp keeps the MLP block's two (4 x 47 + 1)
+    assert folded["tp all-reduce"].calls == (2 * 47 + 1) * m
+    assert whole["tp all-reduce"].calls == (4 * 47 + 1) * m

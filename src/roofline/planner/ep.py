@@ -301,3 +301,19 @@ def ep_comms(run: Any, lay: Any, system: System, m: int, layers_here: int) -> tu
         out.append(Comm(name, sum(t.bound for t in pairs) * moe_here, tiers, "micro-batch", sent, n,
                         sum(t.forecast for t in pairs) * moe_here))
     return tuple(out)
+
+
+def folded_moe_layers(arch: Any, lay: Any, layers_here: float) -> float:
+    """Of ``layers_here`` layers, the MoE layers whose MLP block makes no tensor-parallel collective: under a folded
+    expert layout (etp < tp, or not given) the MoE block takes the device's sequence shard straight into the
+    all-to-all and hands its shard back (``ep_group``'s docs), so without shared experts (which are tp-split and
+    gather and reduce-scatter over tp) its forward's and backward's tp collectives are absent.
+
+    >>> from types import SimpleNamespace as N
+    >>> qwen = N(experts=128, shared_experts=0, moe_layers=94, layers=94)
+    >>> folded_moe_layers(qwen, N(tp=2, etp=1), 12), folded_moe_layers(qwen, N(tp=2, etp=2), 12)
+    (12.0, 0.0)
+    """
+    if not arch.experts or lay.tp <= 1 or lay.etp == lay.tp or getattr(arch, "shared_experts", 0):
+        return 0.0
+    return float(layers_here * arch.moe_layers / arch.layers)

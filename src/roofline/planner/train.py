@@ -38,7 +38,7 @@ from roofline.llm.training import (
 from roofline.planner.cache import Cache, Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
 from roofline.planner.dims import replicas as replicas_of
-from roofline.planner.ep import check_dispatcher, check_etp, ep_comms
+from roofline.planner.ep import check_dispatcher, check_etp, ep_comms, folded_moe_layers
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
@@ -555,8 +555,8 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: Cach
     hidden_msg = tokens * a.hidden * act
     # 2 per layer forward, 2 backward; the vocabulary-parallel embedding's forward and lm_head's input
     # gradient backward (one of them per edge stage)
-    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, ((4 + 2 * rec) * layers_here + (2 if lay.pp == 1 else 1))
-        * m, "micro-batch")
+    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, ((4 + 2 * rec) * layers_here - (2 + rec)
+        * folded_moe_layers(a, lay, layers_here) + (2 if lay.pp == 1 else 1)) * m, "micro-batch")
     if lay.sp and lay.tp > 1:
         # sequence parallelism keeps only each column-parallel GEMM's sequence shard of its input, so the backward
         # all-gathers it again for the weight gradient: two per layer (the qkv and the first MLP GEMM), each
