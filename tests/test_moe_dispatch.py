@@ -125,3 +125,24 @@ def test_no_tp_collective_in_a_folded_moe_block_without_shared_experts():
     # (2 x 47), plus the edge stage's embedding or lm_head one; etp = tp keeps the MLP block's two (4 x 47 + 1)
     assert folded["tp all-reduce"].calls == (2 * 47 + 1) * m
     assert whole["tp all-reduce"].calls == (4 * 47 + 1) * m
+
+
+def test_mtp_memory_counted_on_the_last_stage():
+    from roofline.planner.moe_memory import mtp_params
+
+    a = load_arch("deepseek-v3")
+    system = get_system("dgx-h100", nodes=32)
+    lay = Layout(tp=1, pp=4, dp=64, ep=64, zero=3, micro_batch=1, recompute="full")
+    plain = estimate(TrainingRun(a, seq=4096, global_batch=512), lay, system)
+    run = TrainingRun(a, seq=4096, global_batch=512, mtp=1)
+    with_mtp = estimate(run, lay, system)
+    d, e = mtp_params(run, 1, 64)
+    # one MoE block's 256 / 64 experts: 4 x 3 x 7168 x 2048 = 176M routed parameters a device, the rest dense
+    assert e == pytest.approx(4 * 3 * 7168 * 2048)
+    from roofline.planner.train import memory_per_device
+    m = plain.micro_batches
+    last0 = memory_per_device(TrainingRun(a, seq=4096, global_batch=512), lay, 1e9, 1e9, m, layers=15, stage=3)
+    last1 = memory_per_device(run, lay, 1e9, 1e9, m, layers=15, stage=3)
+    # ZeRO 3 over dp 64 (dense) and 64 / 64 = 1 expert replica: optimizer 12 B x (d / 64 + e)
+    assert last1["optimizer"] - last0["optimizer"] == pytest.approx(12 * (d / 64 + e))
+    assert sum(with_mtp.memory.values()) >= sum(plain.memory.values())

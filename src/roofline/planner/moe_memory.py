@@ -37,7 +37,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.llm.training import TrainingRun, routed_activation_bytes_per_layer
+import numpy as np
+
+from roofline.llm.table import EXP, build_table
+from roofline.llm.training import TrainingRun, routed_activation_bytes_per_layer, row_params
 
 #: DeepEP's recommended configs (``Buffer.get_dispatch_config`` / ``get_combine_config``, ``deep_ep/buffers/legacy.py``
 #: at dd758caf): ranks -> (NVLink receive-chunk tokens, RDMA receive-chunk tokens), the larger of dispatch and
@@ -108,3 +111,31 @@ def moe_memory(run: TrainingRun, layout: Any, layers_in_flight: float) -> tuple[
     deepep = getattr(layout, "dispatcher", "deepep") == "deepep"
     buffers = deepep_buffer_bytes(layout.ep, a.hidden, int(run.precisions.bytes()["a"])) if layout.ep > 1 and deepep else 0.0
     return extra, buffers
+
+
+def mtp_params(run: TrainingRun, tp: int, ep: int) -> tuple[float, float]:
+    """(dense, routed-expert) parameters one of ``tp`` devices holds of ``run``'s multi-token prediction modules
+    (``--mtp N``, :func:`roofline.llm.table.build_table`'s ``mtp``: per module ``eh_proj``, its norms and one
+    transformer block like the model's, E / ep routed experts; the embedding and lm_head are the model's own,
+    shared): what the last pipeline stage, which runs them, keeps weights, gradients and optimizer state of.
+
+    >>> from roofline.llm.config import load_arch
+    >>> d, e = mtp_params(TrainingRun(load_arch("deepseek-v3"), seq=4096, global_batch=8, mtp=1), 1, 1)
+    >>> round((d + e) / 1e9, 2)   # 256 x 3 x 7168 x 2048 = 11.27B experts, shared 0.04B, MLA 0.19B, eh_proj 0.10B
+    11.61
+    """
+    if not run.mtp:
+        return 0.0, 0.0
+    a = run.arch
+    table = build_table(a, "prefill", tp, True, True, mtp=run.mtp)
+    rows = np.array([".mtp." in n and not n.endswith(("embed.tokens", "lm_head")) for n in table.names], dtype=bool)
+    params = row_params(run, table, tp, ep) * table.counts
+    coef = table.coef["wq"] + table.coef["wu"]
+    expert = coef[:, EXP] * (a.experts / ep if a.experts else 0) * table.counts
+    return float(params[rows].sum() - expert[rows].sum()), float(expert[rows].sum())
+
+
+def mtp_activations(run: TrainingRun, per_layer: float, flight: float, logits: float) -> float:
+    """Activation bytes the last stage keeps for ``run``'s MTP modules: each a layer's (``per_layer``, the model's
+    mean) for the ``flight`` micro-batches it holds, and its own head's logits (``logits``, the model's)."""
+    return run.mtp * (per_layer * flight + logits)

@@ -50,7 +50,7 @@ from roofline.planner.layout import (
     stage_layers,
 )
 from roofline.planner.layout import interleaves as fitting_interleaves
-from roofline.planner.moe_memory import moe_memory
+from roofline.planner.moe_memory import moe_memory, mtp_activations, mtp_params
 from roofline.planner.overlap import exposed, sm_holders, sp_dgrad_shares
 from roofline.planner.stages import bubble_skew, in_flight_layers, layout_chunks
 
@@ -347,6 +347,9 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
     layers = a.layers / lay.pp if layers is None else layers
     last = stage == lay.pp - 1 if last is None else last
+    if last and run.mtp:  # the MTP modules' states, on the stage that runs them (planner.moe_memory)
+        d_mtp, e_mtp = mtp_params(run, lay.tp, lay.ep)
+        dense, expert = dense + d_mtp, expert + e_mtp
     if per_layer is None:
         per_layer = activation_bytes_per_layer(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch, sp=lay.sp,
                                                recompute=lay.recompute)
@@ -359,6 +362,8 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
            "gradients": run.main_grad_bytes * _held(z, 2, dense, expert, replicas, expert_replicas),
            "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
            "activations": per_layer * layers * flight + logits}
+    if last and run.mtp:
+        out["activations"] += mtp_activations(run, per_layer, flight, logits)
     routed, buffers = moe_memory(run, lay, layers * flight)  # capacity factor, all-to-all buffers
     out["activations"] += routed
     if buffers:
