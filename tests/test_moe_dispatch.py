@@ -146,3 +146,21 @@ def test_mtp_memory_counted_on_the_last_stage():
     # ZeRO 3 over dp 64 (dense) and 64 / 64 = 1 expert replica: optimizer 12 B x (d / 64 + e)
     assert last1["optimizer"] - last0["optimizer"] == pytest.approx(12 * (d / 64 + e))
     assert sum(with_mtp.memory.values()) >= sum(plain.memory.values())
+
+
+def test_1f1b_a2a_overlap_pairs_each_call_with_one_segment():
+    from roofline.planner.overlap import exposed
+
+    lay = Layout(pp=4, dp=8, ep=8)
+    # 10 micro-batches, 3 unpaired (pp - 1); per micro-batch the forward's all-to-alls 0.4 s, F 1 s, B 2 s, the
+    # attention 0.1 of the compute: the combine (0.2) behind the paired backward's attention 0.2 -> 0, the dispatch
+    # (0.2) behind half the MLP segment 0.9 x 3 / 2 -> 0: only the 3 unpaired, 3 x 0.4
+    fwd = Comm(epmod.FORWARD, 4.0, ("NVLink",), "micro-batch", forecast=4.0, attention_share=0.1)
+    assert exposed(fwd, lay, 10, 13.0, 1.0, 2.0) == pytest.approx(3 * 0.4)
+    # the backward's (0.6 a micro-batch): combine 0.3 behind the forward's attention 0.1 -> 0.2 exposed, dispatch
+    # 0.3 behind 1.35 -> 0: 3 x 0.6 + 7 x 0.2
+    bwd = Comm(epmod.BACKWARD, 6.0, ("NVLink",), "micro-batch", forecast=6.0, attention_share=0.1)
+    assert exposed(bwd, lay, 10, 13.0, 1.0, 2.0) == pytest.approx(3 * 0.6 + 7 * 0.2)
+    # no share: behind the whole partner phase (F = 1 for the backward's): 0.6 - 1 -> 0
+    assert exposed(Comm(epmod.BACKWARD, 6.0, ("NVLink",), "micro-batch", forecast=6.0), lay, 10, 13.0, 1.0, 2.0
+                   ) == pytest.approx(3 * 0.6)

@@ -299,8 +299,23 @@ def ep_comms(run: Any, lay: Any, system: System, m: int, layers_here: int) -> tu
         n = len(pairs) * moe_here
         sent = sum(t.up_bytes + t.out_bytes for t in pairs) / len(pairs)
         out.append(Comm(name, sum(t.bound for t in pairs) * moe_here, tiers, "micro-batch", sent, n,
-                        sum(t.forecast for t in pairs) * moe_here))
+                        sum(t.forecast for t in pairs) * moe_here, attention_share=attention_share(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)))
     return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def attention_share(run: Any, tp: int, cp: int, ep: int, micro_batch: int) -> float:
+    """The attention block's share of an MoE layer's forward FLOPs on one device (the op table's ``.attn.`` rows
+    over those and the MoE block's ``.moe.`` rows, one layer of each), what Megatron-Core's 1F1B A2A overlap pairs
+    the combines with (:func:`roofline.planner.overlap.exposed`)."""
+    from roofline.llm.training import forward_ops
+
+    table, v = forward_ops(run, tp, cp, ep, micro_batch)
+    names = [str(n) for n in table.names]
+    flops = v["flops"]
+    attn = sum(float(flops[i]) for i, n in enumerate(names) if ".layers.attn." in n and ".mtp." not in n)
+    moe = sum(float(flops[i]) for i, n in enumerate(names) if ".layers.moe." in n and ".mtp." not in n)
+    return attn / (attn + moe) if attn + moe > 0 else 0.0
 
 
 def folded_moe_layers(arch: Any, lay: Any, layers_here: float) -> float:

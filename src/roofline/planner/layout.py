@@ -210,6 +210,9 @@ class Comm:
     #: all-gathers, :func:`roofline.planner.overlap.exposed`): per call of one layer, the share of one micro-batch's
     #: backward that GEMM's input gradient takes; () for every other collective
     dgrad_shares: tuple[float, ...] = ()
+    #: for the expert all-to-alls: the attention block's share of an MoE layer's forward FLOPs, what 1F1B's A2A
+    #: overlap pairs each call with (:func:`roofline.planner.overlap.exposed`); 0: the whole partner phase
+    attention_share: float = 0.0
 
     @property
     def bytes_per_step(self) -> float:

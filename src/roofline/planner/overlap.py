@@ -194,8 +194,7 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
         if not layout.overlap_ep or not m:
             return T * slots / m
         unpaired = min(m, max(1, layout.pp - 1))  # the warm-up's forwards, the cool-down's backwards
-        partner = forward if comm.name.endswith("(backward)") else backward
-        return unpaired * T / m + (m - unpaired) * max(0.0, T / m - partner)
+        return unpaired * T / m + (m - unpaired) * _paired(comm, T / m, forward, backward)
     if rule == "tp":
         if layout.overlap_tp:
             return slots * max(0.0, T / m - (forward + backward))
@@ -213,6 +212,31 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
     if "all-gather" in comm.name:  # ZeRO 3's prefetched weight gathers (its unit a layer, not a bucket: no floor)
         return m * (max(0.0, T / (2 * m) - forward) + max(0.0, T / (2 * m) - backward))
     return m * max(one * T / m, T / m - backward)
+
+
+def _paired(comm: Any, c: float, forward: float, backward: float) -> float:
+    """What one micro-batch's expert all-to-alls (``c`` seconds) leave exposed beside the paired micro-batch's
+    compute.  Megatron-Core's 1F1B A2A overlap pairs each call with one compute segment of the other micro-batch's
+    layer (``TransformerLayerSchedulePlan.run``, megatron/core/models/common/model_chunk_schedule_plan.py:
+    "comm_stream: combine_bwd | dispatch_fwd->dispatch_bwd | combine_fwd", "comp_stream: attn_fwd->post_attn_fwd |
+    mlp_bwd->mlp_bwd_dw->mlp_fwd | post_attn_bwd->attn_bwd"): with ``a`` the attention block's share of the
+    compute (:attr:`Comm.attention_share`) and dispatch and combine of equal time (``c / 2`` each), the forward's
+    combine hides behind the paired backward's attention ``a B``, the backward's behind the forward's ``a F``, and
+    each dispatch behind half the MLP segment ``(1 - a)(F + B) / 2``.  Without a share, behind the whole partner
+    phase (DualPipe's pairing).
+
+    >>> from types import SimpleNamespace as C
+    >>> _paired(C(name="ep all-to-all (forward)", attention_share=0.25), 1.0, 2.0, 4.0)   # 0.5 - 1 -> 0; 0.5 - 0.75 -> 0
+    0.0
+    >>> _paired(C(name="ep all-to-all (backward)", attention_share=0.25), 2.0, 1.0, 2.0)  # (1 - 0.25) + max(0, 1 - 1.125)
+    0.75
+    """
+    a = getattr(comm, "attention_share", 0.0)
+    backward_comm = comm.name.endswith("(backward)")
+    if not a:
+        return max(0.0, c - (forward if backward_comm else backward))
+    combine_partner = a * (forward if backward_comm else backward)
+    return max(0.0, c / 2 - combine_partner) + max(0.0, c / 2 - (1 - a) * (forward + backward) / 2)
 
 
 def describe(layout: Any) -> str:
