@@ -164,3 +164,24 @@ def test_1f1b_a2a_overlap_pairs_each_call_with_one_segment():
     # no share: behind the whole partner phase (F = 1 for the backward's): 0.6 - 1 -> 0
     assert exposed(Comm(epmod.BACKWARD, 6.0, ("NVLink",), "micro-batch", forecast=6.0), lay, 10, 13.0, 1.0, 2.0
                    ) == pytest.approx(3 * 0.6)
+
+
+def test_permute_backward_is_one_pass():
+    from roofline.planner.forecast import _rows
+    from roofline.work.workload import WorkloadBuilder
+
+    run = TrainingRun(load_arch("qwen3-30b-a3b"), seq=4096, global_batch=64)
+    ops = WorkloadBuilder()
+    table, owner, bwd = _rows(ops, run, (1, 1, 8, 1))
+    w = ops.build(title="t", source="test")
+    names = [str(n) for n in w.column("name")]
+    read = np.asarray(w.column("bytes_read"), dtype=float)
+    rows = [i for i, n in enumerate(names) if n.endswith("layers.moe.permute")]
+    # the forward's gather and the backward's scatter of the gradient move the same bytes (one pass each way)
+    fwd = [i for i in rows if not bwd[i]]
+    back = [i for i in rows if bwd[i]]
+    assert len(fwd) == len(back) == 1 and read[back[0]] == pytest.approx(read[fwd[0]])
+    # a norm's backward keeps its 2x
+    norm = [i for i, n in enumerate(names) if n.endswith("layers.mlp.norm")]
+    f_n, b_n = [i for i in norm if not bwd[i]], [i for i in norm if bwd[i]]
+    assert read[b_n[0]] == pytest.approx(2 * read[f_n[0]])

@@ -199,7 +199,12 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     gemm = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GEMM_DIMS
     grouped = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GROUPED_DIMS
     m, n, k = d["m"], d["n"], d["k"]
-    g, gg, other = idx[gemm[idx]], idx[grouped[idx]], idx[~gemm[idx] & ~grouped[idx]]
+    g, gg, rest = idx[gemm[idx]], idx[grouped[idx]], idx[~gemm[idx] & ~grouped[idx]]
+    # a data-movement op's backward is one pass the other way (the MoE permute's gradient unpermuted: Megatron-Core
+    # ``moe_utils.permute`` with ``--moe-permute-fusion``, Transformer Engine's ``moe_permute`` whose backward is
+    # one ``moe_unpermute`` of the gradient), not the 2x of an op with input and weight gradients
+    moved = np.array([table.kinds[i] == "memory" for i in rest], dtype=bool)
+    other, one_pass = rest[~moved], rest[moved]
     # the weight gradients accumulated into the gradient buffer (:func:`grad_accumulation_bytes`): inside the
     # weight-gradient GEMMs when fused, else (and for every weight outside a shaped GEMM) one pass of its own
     params = row_params(run, table, tp, ep)
@@ -214,7 +219,7 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     # group sets each, engine.grouped_gemm), dW reading no weight
     parts = ((idx, 1.0, m, n, k, zero, 1.0), (g, 1.0, m, k, n, zero, 1.0), (g, 1.0, k, n, m, into_dw, 0.0),
              (gg, 1.0, m, n, k, zero, 1.0), (gg, 1.0, m, n, k, into_dw, 0.0),
-             (other, float(BACKWARD), m, n, k, zero, float(BACKWARD)))
+             (other, float(BACKWARD), m, n, k, zero, float(BACKWARD)), (one_pass, 1.0, m, n, k, zero, 1.0))
     for sel, scale, mm, nn, kk, extra, weights in parts:
         ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],
                    kind=[table.kinds[i] for i in sel], module_type=[table.module_types[i] for i in sel],
