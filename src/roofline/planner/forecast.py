@@ -190,6 +190,14 @@ def shard_forecast(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int
     return shard_forecasts(run, [(tp, cp, ep, micro_batch)], device)[(tp, cp, ep, micro_batch)]
 
 
+def _moved(table: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``rows`` whose backward is 2x their forward, the data-movement ones whose backward is one pass the other way:
+    the MoE permute's gradient unpermuted -- Megatron-Core ``moe_utils.permute`` with ``--moe-permute-fusion``,
+    Transformer Engine's ``moe_permute``, whose backward is one ``moe_unpermute`` of the gradient)."""
+    moved = np.array([table.kinds[i] == "memory" for i in rows], dtype=bool)
+    return rows[~moved], rows[moved]
+
+
 def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, int]) -> tuple[Any, np.ndarray, np.ndarray]:
     """One shard's forward and backward rows into ``ops``; (its table, each row's forward op, backward or not)."""
     tp, cp, ep, mb = shard
@@ -199,12 +207,8 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     gemm = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GEMM_DIMS
     grouped = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GROUPED_DIMS
     m, n, k = d["m"], d["n"], d["k"]
-    g, gg, rest = idx[gemm[idx]], idx[grouped[idx]], idx[~gemm[idx] & ~grouped[idx]]
-    # a data-movement op's backward is one pass the other way (the MoE permute's gradient unpermuted: Megatron-Core
-    # ``moe_utils.permute`` with ``--moe-permute-fusion``, Transformer Engine's ``moe_permute`` whose backward is
-    # one ``moe_unpermute`` of the gradient), not the 2x of an op with input and weight gradients
-    moved = np.array([table.kinds[i] == "memory" for i in rest], dtype=bool)
-    other, one_pass = rest[~moved], rest[moved]
+    g, gg = idx[gemm[idx]], idx[grouped[idx]]
+    other, one_pass = _moved(table, idx[~gemm[idx] & ~grouped[idx]])
     # the weight gradients accumulated into the gradient buffer (:func:`grad_accumulation_bytes`): inside the
     # weight-gradient GEMMs when fused, else (and for every weight outside a shaped GEMM) one pass of its own
     params = row_params(run, table, tp, ep)
