@@ -7,9 +7,10 @@ forecast's time goes (ops, bubble, each exposed collective, SM contention).  The
 forecast only: nothing in the planner is fitted to them.  Targets (issue 50): bound <= measured on every row;
 forecast/measured median in [0.85, 1.15], every row in [0.67, 1.5].
 
-What a row cannot state in the planner's grammar is said in its ``note``: interleaving the planner refuses for the
-uneven stages (Megatron-Core's flexible layouts, the moe-pipe work), recomputation of named modules taken as
-``selective``, FSDP taken as ZeRO 3, the A2A dispatcher (no DeepEP) timed as DeepEP all the same.
+What a row cannot state in the planner's grammar is said in its ``note``: FSDP taken as ZeRO 3.  Recomputation is
+the row's own module list (``recompute=layernorm+moe_act``, Megatron-Core's ``--recompute-modules``).  The dispatcher is the row's (``dispatcher=alltoall`` where its publisher ran
+Megatron-Core's plain all-to-all, DeepEP else), and NeMo's token drop and uneven pipeline split where its recipe
+sets them (:data:`NEMO`).
 
 Run: ``PYTHONPATH=src python benchmarks/bench_moe.py``.
 """
@@ -44,25 +45,36 @@ class Row:
     precision: str = "bf16"
 
 
+#: NeMo 25.04's DeepSeek-V3 performance recipe (NVIDIA/NeMo scripts/performance/llm/pretrain_deepseek_v3.py at
+#: v2.3.0, 2b03b748bb7d): ``USE_TOKEN_DROP = True`` (``MegatronTokenDropCallback``: capacity factor 1.0, padded to
+#: capacity, the ``alltoall`` dispatcher asserted), first stage ``64 // pp - 1`` layers, last ``64 // pp - 2``;
+#: ``DeepSeekV3Config.moe_token_dispatcher_type = "alltoall"`` (nemo/collections/llm/gpt/model/deepseek.py); no MTP
+NEMO = dict(dispatcher="alltoall", capacity=1.0, overlap_ep=False)
+#: the ModelZoo table's "norm, act" recompute column: --recompute-modules layernorm moe_act
+NORM_ACT = "layernorm+moe_act"
+
 ROWS = (
     Row("deepseek-v3", 512, 4096, Layout(tp=2, pp=8, dp=32, ep=64, etp=1, zero=1, micro_batch=1,
-                                         recompute="selective", overlap_ep=False), 48.948, DGXC,
-        "tp2 pp8 ep64 etp1 dp32 vp1 mbs1; dispatcher not stated (NeMo 25.04: no A2A overlap, taken off)"),
+                                         recompute="mla_up_proj", first_layers=7, last_layers=6, **NEMO), 48.948, DGXC,
+        "tp2 pp8 ep64 etp1 dp32 vp1 mbs1, recompute=mla_up_proj (launch.sh RM); NeMo: alltoall, token drop at 1.0, stages 7/8x6/6"),
     Row("deepseek-v3", 1024, 8192, Layout(tp=2, pp=16, dp=32, ep=64, etp=1, zero=1, micro_batch=1,
-                                          recompute="selective", overlap_ep=False), 52.04, DGXC,
-        "tp2 pp16 ep64 etp1 dp32 vp1 mbs1; as above"),
-    Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=8, dp=16, ep=32, etp=1, zero=1, micro_batch=1,
-                                             recompute="selective", overlap_ep=False), 19.7, ZOO,
-        "DeepEP tp2 ep32 pp8 etp1 dp16; VPP 4 not taken (94 layers over 8 stages); recompute norm, act"),
-    Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=8, dp=16, ep=32, etp=1, zero=1, micro_batch=1,
-                                             recompute="selective"), 17.6, ZOO,
+                                          recompute="mla_up_proj", first_layers=3, last_layers=2, **NEMO), 52.04, DGXC,
+        "tp2 pp16 ep64 etp1 dp32 vp1 mbs1; as above, stages 3/4x14/2"),
+    Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=8, dp=16, ep=32, etp=1, zero=1, micro_batch=1, interleave=4,
+                                             recompute=NORM_ACT, overlap_ep=False), 19.7, ZOO,
+        "DeepEP tp2 ep32 pp8 vpp4 etp1 dp16 (94 layers over 32 virtual stages, uneven); recompute norm, act"),
+    Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=8, dp=16, ep=32, etp=1, zero=1, micro_batch=1, interleave=4,
+                                             recompute=NORM_ACT), 17.6, ZOO,
         "the same with '+1f1b overlap' (--overlap-ep on)"),
     Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=1, dp=128, ep=8, etp=1, zero=3, micro_batch=4,
                                              recompute="full", overlap_ep=False), 17.6, ZOO,
         "DeepEP tp2 ep8 edp32 dp128 FSDP (ZeRO 3) mbs4 full recompute; A2A overlap not stated (default off)"),
-    Row("qwen3-235b-a22b", 256, 2048, Layout(tp=4, pp=8, dp=8, ep=8, etp=1, zero=1, micro_batch=1,
+    Row("qwen3-235b-a22b", 256, 2048, Layout(tp=2, pp=32, dp=4, ep=8, etp=1, zero=1, micro_batch=1, interleave=3,
+                                             recompute=NORM_ACT, dispatcher="alltoall", overlap_ep=False), 24.2,
+        ZOO, "A2A (NCCL all-to-all) tp2 ep8 pp32 vpp3 etp1 dp4 (94 layers over 96 virtual stages); recompute norm, act"),
+    Row("qwen3-235b-a22b", 256, 2048, Layout(tp=4, pp=8, dp=8, ep=8, etp=1, zero=1, micro_batch=1, interleave=4,
                                              recompute="none", overlap_ep=False), 29.0, ZOO,
-        "DeepEP tp4 ep8 pp8 edp4 etp1 dp8; VPP 4 not taken"),
+        "DeepEP tp4 ep8 pp8 vpp4 edp4 etp1 dp8"),
     Row("deepseek-v3", 256, 512, Layout(tp=1, pp=4, dp=64, ep=64, zero=3, micro_batch=1, recompute="full"),
         8.18, ISSUE, "tp1 pp4 ep64 dp64 zero3 (DeepEP, balanced); recompute as the memory model needs"),
     Row("deepseek-v3", 1024, 8192, Layout(tp=2, pp=8, dp=64, ep=64, zero=1, micro_batch=1, recompute="full"),

@@ -83,16 +83,21 @@ def test_every_ep_efficiency_comes_from_the_file(monkeypatch):
     system = get_system("dgx-h100", nodes=8)
     c = epmod.copies(DSV3, 64, 8)
     before = epmod.call_times(system, c, 4096, 2, 7168, "combine")
-    t = kernel_table(epmod.DEEPEP_NORMAL)
-    doubled = [tuple(v * 2 if isinstance(v, int) and "GBps" in col else v for col, v in zip(t.columns, r, strict=True))
-               for r in t.rows]
-    fake = dataclasses.replace(t, rows=tuple(doubled))
-    monkeypatch.setattr(epmod, "kernel_table", lambda name: fake if name == epmod.DEEPEP_NORMAL else KernelTable)
-    epmod.efficiency.cache_clear()
+    fakes = {}
+    for name in (epmod.DEEPEP_NORMAL, epmod.DEEPEP_NVLINK4):  # the RDMA leg's table and the NVLink leg's
+        t = kernel_table(name)
+        doubled = [tuple(v * 2 if isinstance(v, (int, float)) and col.endswith("bottleneck_GBps") else v
+                         for col, v in zip(t.columns, r, strict=True)) for r in t.rows]
+        fakes[name] = dataclasses.replace(t, rows=tuple(doubled))
+    monkeypatch.setattr(epmod, "kernel_table", lambda name: fakes.get(name, KernelTable))
+    caches = (epmod.efficiency, epmod.deepep_nvlink_efficiency)
+    for f in caches:
+        f.cache_clear()
     try:
         after = epmod.call_times(system, c, 4096, 2, 7168, "combine")
     finally:
-        epmod.efficiency.cache_clear()
+        for f in caches:
+            f.cache_clear()
     latency = 7 * system.tier("node").latency + 7 * system.tier("cluster").latency
     assert after.forecast - latency == pytest.approx((before.forecast - latency) / 2)
     assert after.bound == before.bound
@@ -108,7 +113,8 @@ def test_one_call_by_hand():
     bw_up, bw_out = node.per_device_bandwidth(8), cluster.per_device_bandwidth(8)
     alpha = 7 * node.latency + 7 * cluster.latency  # a message to each of 7 peers in the node, 7 other nodes
     assert t.bound == pytest.approx(max(up / bw_up, out / bw_out) + alpha)  # the legs at once, at peak
-    eff_up, eff_out = epmod.efficiency("NVLink", "dispatch", 1), epmod.efficiency("RDMA", "dispatch", 8)
+    # the NVLink leg at DeepEP's intranode rate on a full NVLink 4 (337.35 x 7/8 / 450), the RDMA leg its EP 64 row
+    eff_up, eff_out = 337.35 * 7 / 8 / 450, epmod.efficiency("RDMA", "dispatch", 8)
     assert t.forecast == pytest.approx(max(up / (bw_up * eff_up), out / (bw_out * eff_out)) + alpha)
 
 

@@ -54,7 +54,7 @@ def test_overlap_rules_follow_each_dimension():
 def test_the_layout_grammar_and_the_search_keys_read_the_table():
     assert SEARCHED[:len(DIMS)] == names()
     assert layout_keys("tp=2,pp=4,dp=8,cp=2,ep=2", 0.0) == {"overlap": 0.0, "tp": 2, "pp": 4, "dp": 8, "cp": 2, "ep": 2}
-    with pytest.raises(RooflineError, match="expected KEY=VALUE with KEY one of capacity, cp, dp, embed-split, ep, etp, first, interleave"):
+    with pytest.raises(RooflineError, match="expected KEY=VALUE with KEY one of capacity, cp, dispatcher, dp, embed-split, ep, etp, first, interleave"):
         layout_keys("xp=2", 0.0)
 
 

@@ -17,6 +17,7 @@ from roofline.engine.collectives import cost as collective_cost
 from roofline.hardware.system import System
 from roofline.llm.basis import basis, evaluate, experts_touched
 from roofline.llm.metrics import device_ceilings
+from roofline.llm.recompute import module_masks
 from roofline.llm.spec import Precisions
 from roofline.llm.table import EXP, FULL, KEY, KEYW, LINK, PAIR, PAIRW, build_table
 from roofline.llm.training import TrainingRun, forward_ops, split_queries, stage_params, table_masks, training_ceilings
@@ -44,6 +45,14 @@ class Shard:
     expert_params: float  # the routed experts' part of layer_params (E / ep experts per device)
     attention_flops: float  # the attention core's
     gemm_params: float  # the GEMM weights' part of layer_params (fp8 caches their fp8 copy)
+    #: per recompute module (:mod:`roofline.llm.recompute`), its rows' forward (seconds, FLOPs) over every layer
+    modules: tuple[tuple[str, float, float], ...] = ()
+
+    def module_times(self) -> dict[str, float]:
+        return {m: t for m, t, _ in self.modules}
+
+    def module_flops(self) -> dict[str, float]:
+        return {m: f for m, _, f in self.modules}
 
 
 def _edges(first: float, last: float, pp: int) -> float:
@@ -203,7 +212,9 @@ def _shard_on(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int, dev
     counts = table.counts
     held = stage_params(run.arch, tp, ep)
     f = v["flops"]
+    mods = tuple((name, float(t[rows] @ counts[rows]), float(f[rows] @ counts[rows]))
+                 for name, rows in module_masks(table, core).items())
     return Shard(float(t[layer] @ counts[layer]), float(f[layer] @ counts[layer]), float(t[core] @ counts[core]),
                   float(t[first] @ counts[first]), float(t[last] @ counts[last]), float(f[first] @ counts[first]),
                   float(f[last] @ counts[last]), held.layers, held.first, held.last, held.experts,
-                  float(f[core] @ counts[core]), held.gemm)
+                  float(f[core] @ counts[core]), held.gemm, mods)

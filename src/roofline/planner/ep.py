@@ -27,7 +27,21 @@ gradient combined) in the activations' type (BF16): "FP8 dispatching and BF16 co
 **Time of one call**: the two tiers' legs run at once (DeepEP overlaps the RDMA sends with the NVLink forwarding),
 so ``max(scale-out bytes / its bandwidth, scale-up bytes / its bandwidth)``, plus ``alpha`` per message: each
 peer rank of the domain on the scale-up tier, each other domain on the scale-out tier.  The bound takes the
-tiers' peak bandwidth; the forecast each leg's efficiency from :data:`DEEPEP_NORMAL` (:func:`efficiency`).
+tiers' peak bandwidth; the forecast each leg's efficiency (:func:`leg_efficiency`): DeepEP's NVLink leg at its
+published intranode bandwidth on a full NVLink 4 (:data:`DEEPEP_NVLINK4`, 0.656 of the link), its RDMA leg from
+:data:`DEEPEP_NORMAL` (:func:`efficiency`).
+
+**The plain all-to-all dispatcher** (``dispatcher=alltoall``, Megatron-Core's ``--moe-token-dispatcher-type
+alltoall``: ``MoEAlltoAllTokenDispatcher`` permutes the tokens by expert and calls one NCCL all-to-all over the ep
+group) sends one copy per (token, expert) pair, no rank or node de-duplication and no forwarding: per token
+``k (d - 1) / ep`` copies to the domain's other ranks over the scale-up tier and ``k (ep - d) / ep`` to the other
+domains' ranks over the scale-out tier (balanced routing: each expert a token picks is on a given rank with chance
+``1 / ep``, group-limited routing or not, by symmetry), ``k`` the top-k; with a capacity factor ``c`` and
+``--moe-pad-expert-input-to-capacity`` (NeMo's ``MegatronTokenDropCallback``: ``c`` = 1.0, padded) each expert
+takes exactly ``c`` times its mean, so ``c k``.  One message per peer rank.  Its legs (NCCL runs every peer's send
+at once): the NVLink leg at the device's NCCL curve (:func:`roofline.planner.forecast.collective_efficiency`), the
+InfiniBand leg at one NIC's published all-to-all rate (:data:`NCCL_ALLTOALL`, 47 of 50 GB/s: NCCL's all-to-all does
+not aggregate NICs, each GPU's inter-node share goes over its own).
 """
 
 from __future__ import annotations
@@ -42,8 +56,13 @@ from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
 from roofline.planner.layout import Comm, members_per_domain
 
-#: the cited table the forecast's EP efficiencies come from (and nothing else)
+#: the cited tables the forecast's EP efficiencies come from (and nothing else): DeepEP's normal kernels (its RDMA
+#: leg), DeepEP's intranode kernels on a full NVLink 4 (its NVLink leg), one NIC's NCCL all-to-all rate
 DEEPEP_NORMAL = "deepep-normal"
+DEEPEP_NVLINK4 = "deepep-intranode-nvlink4"
+NCCL_ALLTOALL = "nccl-alltoall-ib"
+#: the dispatchers ``dispatcher=`` names (module docs)
+DISPATCHERS = ("deepep", "alltoall")
 #: the link maxima DeepEP's normal-kernel table states for its setup (H800 NVLink ~160 GB/s, CX7 400 Gb/s ~50 GB/s)
 DEEPEP_LINK_MAX = {"NVLink": 160e9, "RDMA": 50e9}
 #: FP8 dispatch: one fp32 scale per 128 elements beside each byte (DeepEP ``tests/test_internode.py``:
@@ -102,18 +121,25 @@ class Copies:
     out_peers: int
 
 
-def copies(arch: Any, ep: int, per_domain: int) -> Copies:
-    """What leaves a device per token (module docs), the ep group's ``ep`` ranks ``per_domain`` to a domain.
+def copies(arch: Any, ep: int, per_domain: int, dispatcher: str = "deepep", capacity: float = 0.0) -> Copies:
+    """What leaves a device per token (module docs), the ep group's ``ep`` ranks ``per_domain`` to a domain, sent by
+    ``dispatcher`` (``capacity``: the capacity factor the plain all-to-all pads to, 0 dropless).
 
     >>> from types import SimpleNamespace as A
     >>> dsv3 = A(experts=256, top_k=8, expert_groups=8, topk_groups=4)
     >>> c = copies(dsv3, 64, 8)   # 8 nodes of 8: p_dom 0.4536, p_rank 1/2 x (1 - C(124,8)/C(128,8)) = 0.1150
     >>> round(c.scale_out, 3), round(c.scale_up, 3), c.up_peers, c.out_peers   # 7 p_dom; 64 p_rank 7/8
     (3.175, 6.439, 7, 7)
+    >>> c = copies(dsv3, 64, 8, "alltoall", 1.0)   # 8 x 7/64 to the node's 7 others, 8 x 56/64 off the node
+    >>> c.scale_up, c.scale_out, c.up_peers, c.out_peers
+    (0.875, 7.0, 7, 56)
     """
     if ep <= 1:
         return Copies(0.0, 0.0, 0, 0)
     per = max(1, min(per_domain, ep))
+    if dispatcher == "alltoall":
+        k = arch.top_k * (capacity or 1.0)
+        return Copies(k * (per - 1) / ep, k * (ep - per) / ep, per - 1, ep - per)
     domains = ep // per
     rank_experts = arch.experts // ep
     p_rank = hit_probability(arch, rank_experts)
@@ -150,8 +176,43 @@ class CallTimes:
     forecast: float
 
 
-def call_times(system: System, c: Copies, tokens: float, element_bytes: float, hidden: int, direction: str
-               ) -> CallTimes:
+@lru_cache(maxsize=1)
+def deepep_nvlink_efficiency() -> float:
+    """DeepEP's intranode share of a full NVLink 4 (:data:`DEEPEP_NVLINK4`): the logical bandwidth x (n - 1)/n over
+    the link.
+
+    >>> round(deepep_nvlink_efficiency(), 3)   # 337.35 x 7/8 / 450
+    0.656
+    """
+    row = kernel_table(DEEPEP_NVLINK4).records()[0]
+    n = row["ranks"]
+    return float(row["bottleneck_GBps"]) * (n - 1) / n / float(row["link_GBps"])
+
+
+@lru_cache(maxsize=1)
+def nccl_alltoall_nic_efficiency() -> float:
+    """One NIC's share of its link in an NCCL all-to-all (:data:`NCCL_ALLTOALL`): the lowest row's midpoint.
+
+    >>> nccl_alltoall_nic_efficiency()   # (46 + 48) / 2 / 50
+    0.94
+    """
+    return min((r["low_GBps"] + r["high_GBps"]) / 2 / r["link_GBps"] for r in kernel_table(NCCL_ALLTOALL).records())
+
+
+def leg_efficiency(system: System, dispatcher: str, link: str, direction: str, peers: int, nbytes: float) -> float:
+    """The forecast's share of a leg's link (module docs): ``link`` 'NVLink' (the scale-up leg) or 'RDMA' (the
+    scale-out leg reaching ``peers`` other domains), ``nbytes`` the leg's bytes of one call."""
+    if dispatcher == "alltoall":
+        if link == "NVLink":
+            from roofline.planner.forecast import collective_efficiency
+
+            return collective_efficiency(system.device, nbytes)
+        return nccl_alltoall_nic_efficiency()
+    return deepep_nvlink_efficiency() if link == "NVLink" else efficiency("RDMA", direction, peers + 1)
+
+
+def call_times(system: System, c: Copies, tokens: float, element_bytes: float, hidden: int, direction: str,
+               dispatcher: str = "deepep") -> CallTimes:
     """The bound and the forecast of one call (module docs): the legs at once, ``alpha`` per message."""
     d = system.devices_per_node
     per_token = hidden * element_bytes
@@ -159,19 +220,26 @@ def call_times(system: System, c: Copies, tokens: float, element_bytes: float, h
     node, latency = system.tier("node"), 0.0
     up_bw = node.per_device_bandwidth(d)
     latency += c.up_peers * node.latency
-    times_peak, times_fc = [up_b / up_bw], [up_b / (up_bw * efficiency("NVLink", direction, 1))]
+    times_peak = [up_b / up_bw]
+    times_fc = [up_b / (up_bw * leg_efficiency(system, dispatcher, "NVLink", direction, 0, up_b))]
     if c.out_peers:
         cluster = system.tier("cluster")
         out_bw = cluster.per_device_bandwidth(d)
         latency += c.out_peers * cluster.latency
         times_peak.append(out_b / out_bw)
-        times_fc.append(out_b / (out_bw * efficiency("RDMA", direction, c.out_peers + 1)))
+        times_fc.append(out_b / (out_bw * leg_efficiency(system, dispatcher, "RDMA", direction, c.out_peers, out_b)))
     return CallTimes(up_b, out_b, max(times_peak) + latency, max(times_fc) + latency)
 
 
 def dispatch_bytes(run: Any) -> float:
     """Bytes per element of the forward's dispatch: FP8 with its scales for an FP8 run, else the activations'."""
     return FP8_DISPATCH_BYTES if run.precision != "bf16" else float(run.precisions.bytes()["a"])
+
+
+def check_dispatcher(lay: Any) -> None:
+    """``dispatcher`` must be one of :data:`DISPATCHERS`."""
+    if lay.dispatcher not in DISPATCHERS:
+        raise RooflineError(f"dispatcher must be one of {', '.join(DISPATCHERS)}, got {lay.dispatcher!r}")
 
 
 def check_etp(lay: Any) -> None:
@@ -217,11 +285,11 @@ def ep_comms(run: Any, lay: Any, system: System, m: int, layers_here: int) -> tu
     share, apart = ep_group(lay)
     tokens = lay.micro_batch * run.seq / lay.cp * share
     per_domain = members_per_domain(apart, lay.ep, system)
-    c = copies(a, lay.ep, per_domain)
+    c = copies(a, lay.ep, per_domain, lay.dispatcher, lay.capacity)
     act = float(run.precisions.bytes()["a"])
-    fwd_d = call_times(system, c, tokens, dispatch_bytes(run), a.hidden, "dispatch")
-    comb = call_times(system, c, tokens, act, a.hidden, "combine")
-    bwd_d = call_times(system, c, tokens, act, a.hidden, "dispatch")
+    fwd_d = call_times(system, c, tokens, dispatch_bytes(run), a.hidden, "dispatch", lay.dispatcher)
+    comb = call_times(system, c, tokens, act, a.hidden, "combine", lay.dispatcher)
+    bwd_d = call_times(system, c, tokens, act, a.hidden, "dispatch", lay.dispatcher)
     moe_here = a.moe_layers * layers_here / a.layers * m
     rec = 1 if lay.recompute == "full" else 0
     tiers = tuple(system.tier(t).name for t, b in (("node", c.scale_up), ("cluster", c.scale_out)) if b > 0)
@@ -231,5 +299,36 @@ def ep_comms(run: Any, lay: Any, system: System, m: int, layers_here: int) -> tu
         n = len(pairs) * moe_here
         sent = sum(t.up_bytes + t.out_bytes for t in pairs) / len(pairs)
         out.append(Comm(name, sum(t.bound for t in pairs) * moe_here, tiers, "micro-batch", sent, n,
-                        sum(t.forecast for t in pairs) * moe_here))
+                        sum(t.forecast for t in pairs) * moe_here, attention_share=attention_share(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)))
     return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def attention_share(run: Any, tp: int, cp: int, ep: int, micro_batch: int) -> float:
+    """The attention block's share of an MoE layer's forward FLOPs on one device (the op table's ``.attn.`` rows
+    over those and the MoE block's ``.moe.`` rows, one layer of each), what Megatron-Core's 1F1B A2A overlap pairs
+    the combines with (:func:`roofline.planner.overlap.exposed`)."""
+    from roofline.llm.training import forward_ops
+
+    table, v = forward_ops(run, tp, cp, ep, micro_batch)
+    names = [str(n) for n in table.names]
+    flops = v["flops"]
+    attn = sum(float(flops[i]) for i, n in enumerate(names) if ".layers.attn." in n and ".mtp." not in n)
+    moe = sum(float(flops[i]) for i, n in enumerate(names) if ".layers.moe." in n and ".mtp." not in n)
+    return attn / (attn + moe) if attn + moe > 0 else 0.0
+
+
+def folded_moe_layers(arch: Any, lay: Any, layers_here: float) -> float:
+    """Of ``layers_here`` layers, the MoE layers whose MLP block makes no tensor-parallel collective: under a folded
+    expert layout (etp < tp, or not given) the MoE block takes the device's sequence shard straight into the
+    all-to-all and hands its shard back (``ep_group``'s docs), so without shared experts (which are tp-split and
+    gather and reduce-scatter over tp) its forward's and backward's tp collectives are absent.
+
+    >>> from types import SimpleNamespace as N
+    >>> qwen = N(experts=128, shared_experts=0, moe_layers=94, layers=94)
+    >>> folded_moe_layers(qwen, N(tp=2, etp=1), 12), folded_moe_layers(qwen, N(tp=2, etp=2), 12)
+    (12.0, 0.0)
+    """
+    if not arch.experts or lay.tp <= 1 or lay.etp == lay.tp or getattr(arch, "shared_experts", 0):
+        return 0.0
+    return float(layers_here * arch.moe_layers / arch.layers)

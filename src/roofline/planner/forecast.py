@@ -42,6 +42,7 @@ import numpy as np
 from roofline.hardware.calibration_curves import TabulatedCurve, by_head_dim
 from roofline.llm.basis import basis
 from roofline.llm.model import gemm_dims
+from roofline.llm.recompute import module_masks
 from roofline.llm.table import EXP, GEMM_DIMS, GROUPED_DIMS, LINK, VEC
 from roofline.llm.training import (
     BACKWARD,
@@ -167,6 +168,11 @@ class ShardForecast:
     #: the seconds the forward's (backward's) compute-bound tensor-core ops lose per second they run beside a
     #: collective holding ``c`` SMs (:func:`contention_shares`); () on a device without an SM count
     contention: tuple[tuple[int, float, float], ...] = ()
+    #: per recompute module (:mod:`roofline.llm.recompute`), its rows' forward forecast seconds over every layer
+    modules: tuple[tuple[str, float], ...] = ()
+
+    def module_forward(self) -> dict[str, float]:
+        return dict(self.modules)
 
     def contention_share(self, sms: int, phase: str) -> float:
         """Seconds lost per second of ``phase`` (``forward``, ``backward``, ``both``: weighted by their time) run
@@ -194,6 +200,14 @@ def shard_forecast(run: TrainingRun, tp: int, cp: int, ep: int, micro_batch: int
     return shard_forecasts(run, [(tp, cp, ep, micro_batch)], device)[(tp, cp, ep, micro_batch)]
 
 
+def _moved(table: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``rows`` whose backward is 2x their forward, the data-movement ones whose backward is one pass the other way:
+    the MoE permute's gradient unpermuted -- Megatron-Core ``moe_utils.permute`` with ``--moe-permute-fusion``,
+    Transformer Engine's ``moe_permute``, whose backward is one ``moe_unpermute`` of the gradient)."""
+    moved = np.array([table.kinds[i] == "memory" for i in rows], dtype=bool)
+    return rows[~moved], rows[moved]
+
+
 def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, int]) -> tuple[Any, np.ndarray, np.ndarray]:
     """One shard's forward and backward rows into ``ops``; (its table, each row's forward op, backward or not)."""
     tp, cp, ep, mb = shard
@@ -203,7 +217,8 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     gemm = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GEMM_DIMS
     grouped = np.zeros(len(table), dtype=bool) if table.dims is None else table.dims[:, 0] == GROUPED_DIMS
     m, n, k = d["m"], d["n"], d["k"]
-    g, gg, other = idx[gemm[idx]], idx[grouped[idx]], idx[~gemm[idx] & ~grouped[idx]]
+    g, gg = idx[gemm[idx]], idx[grouped[idx]]
+    other, one_pass = _moved(table, idx[~gemm[idx] & ~grouped[idx]])
     # the weight gradients accumulated into the gradient buffer (:func:`grad_accumulation_bytes`): inside the
     # weight-gradient GEMMs when fused, else (and for every weight outside a shaped GEMM) one pass of its own
     params = row_params(run, table, tp, ep)
@@ -218,7 +233,7 @@ def _rows(ops: WorkloadBuilder, run: TrainingRun, shard: tuple[int, int, int, in
     # group sets each, engine.grouped_gemm), dW reading no weight
     parts = ((idx, 1.0, m, n, k, zero, 1.0), (g, 1.0, m, k, n, zero, 1.0), (g, 1.0, k, n, m, into_dw, 0.0),
              (gg, 1.0, m, n, k, zero, 1.0), (gg, 1.0, m, n, k, into_dw, 0.0),
-             (other, float(BACKWARD), m, n, k, zero, float(BACKWARD)))
+             (other, float(BACKWARD), m, n, k, zero, float(BACKWARD)), (one_pass, 1.0, m, n, k, zero, 1.0))
     for sel, scale, mm, nn, kk, extra, weights in parts:
         ops.extend(name=[table.names[i] for i in sel], group=[table.names[i] for i in sel],
                    kind=[table.kinds[i] for i in sel], module_type=[table.module_types[i] for i in sel],
@@ -352,9 +367,10 @@ def shard_forecasts(run: TrainingRun, shards: list[tuple[int, int, int, int]], d
         np.add.at(fwd_t, owner[~bwd], here[~bwd])
         np.add.at(bwd_t, owner[bwd], here[bwd])
         layer, first, last, core = table_masks(table)
+        mods = tuple((name, float(fwd_t[rows].sum())) for name, rows in module_masks(table, core).items())
         out[sh] = ShardForecast(float(fwd_t[layer].sum()), float(bwd_t[layer].sum()), float(fwd_t[core].sum()),
                                 float(fwd_t[first].sum()), float(bwd_t[first].sum()), float(fwd_t[last].sum()),
-                                float(bwd_t[last].sum()), a.forecast.notes, shares)
+                                float(bwd_t[last].sum()), a.forecast.notes, shares, mods)
     return out
 
 

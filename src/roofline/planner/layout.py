@@ -53,6 +53,7 @@ class Layout:
     embed_split: bool = False  # --account-for-embedding-in-pipeline-split
     loss_split: bool = False  # --account-for-loss-in-pipeline-split
     capacity: float = 0.0  # MoE expert capacity factor, --moe-expert-capacity-factor (0: dropless)
+    dispatcher: str = "deepep"  # the expert all-to-all's library: deepep or alltoall (NCCL; planner.ep.DISPATCHERS)
 
     @property
     def devices(self) -> int:
@@ -68,6 +69,7 @@ class Layout:
         parts += [f"last={self.last_layers}"] if self.last_layers else []
         parts += [k for k, on in (("embed-split", self.embed_split), ("loss-split", self.loss_split)) if on]
         parts += [f"capacity={self.capacity:g}"] if self.capacity else []
+        parts += [f"dispatcher={self.dispatcher}"] if self.dispatcher != "deepep" else []
         return " ".join(parts)
 
 
@@ -93,9 +95,10 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 #: Megatron-Core's pipeline-split flags and MoE capacity factor as ``--layout`` keys (none searched; each names one
 #: layout): ``first=N`` ``--decoder-first-pipeline-num-layers N``, ``last=N`` ``--decoder-last-pipeline-num-layers
 #: N``, ``embed-split`` ``--account-for-embedding-in-pipeline-split``, ``loss-split``
-#: ``--account-for-loss-in-pipeline-split`` (bare, or =true/false), ``capacity=F`` ``--moe-expert-capacity-factor F``
+#: ``--account-for-loss-in-pipeline-split`` (bare, or =true/false), ``capacity=F`` ``--moe-expert-capacity-factor F``,
+#: ``dispatcher=deepep|alltoall`` ``--moe-token-dispatcher-type flex`` with DeepEP, or ``alltoall``
 PIPELINE_KEYS = {"first": "first_layers", "last": "last_layers", "embed-split": "embed_split",
-                 "loss-split": "loss_split", "capacity": "capacity"}
+                 "loss-split": "loss_split", "capacity": "capacity", "dispatcher": "dispatcher"}
 LAYOUT_KEYS.update(PIPELINE_KEYS)
 _FLAGS = ("sp", "embed_split", "loss_split")
 
@@ -119,7 +122,7 @@ def parse_stages(part: str, value: str) -> tuple[int, ...]:
 
 def _layout_value(part: str, key: str, field: str, value: str) -> object:
     """One ``--layout`` item's value, checked."""
-    if field == "recompute":
+    if field in ("recompute", "dispatcher"):  # checked with the layout (planner.train.check, planner.ep)
         return value.strip()
     if field == "stages":
         return parse_stages(part, value)
@@ -209,6 +212,9 @@ class Comm:
     #: all-gathers, :func:`roofline.planner.overlap.exposed`): per call of one layer, the share of one micro-batch's
     #: backward that GEMM's input gradient takes; () for every other collective
     dgrad_shares: tuple[float, ...] = ()
+    #: for the expert all-to-alls: the attention block's share of an MoE layer's forward FLOPs, what 1F1B's A2A
+    #: overlap pairs each call with (:func:`roofline.planner.overlap.exposed`); 0: the whole partner phase
+    attention_share: float = 0.0
 
     @property
     def bytes_per_step(self) -> float:

@@ -24,7 +24,8 @@ included); a collective of ``T`` forecast seconds per step exposes:
   forward's; the ``w = min(m, max(1, pp - 1))`` micro-batches of the warm-up (their forwards) and of the cool-down
   (their backwards) have no partner and expose theirs: per micro-batch ``c = T/m``, ``w c + (m - w) max(0, c - P)``
   (``P`` the partner phase's forecast).  Off: ``T x slots / m``, as the tp rule's (on the busiest stage's path).
-  While hidden DeepEP's kernels hold SMs (its example ``Buffer.set_num_sms(24)``, :data:`NCCL_CTAS` as many).
+  While hidden the dispatcher's kernels hold SMs: DeepEP's :data:`DEEPEP_SMS`, NCCL's all-to-all (``dispatcher=
+  alltoall``) :data:`NCCL_CTAS`.
 * **tensor and context parallel** (``overlap_tp``, default off): the activations' all-reduces
   (or reduce-scatter/all-gather pairs) and the context-parallel K/V exchange sit
   between the GEMMs that need their result, so they are exposed, ``T x slots / m`` (the bubble's slots
@@ -116,6 +117,11 @@ def rule_of(name: str) -> str:
 #: https://forums.developer.nvidia.com/t/compute-communication-overlap-causes-severe-gemm-performance-degradation-because-of-tail-effect/337991;
 #: a user's measurement, NCCL version and topology not stated).  Taken for every data-parallel collective.
 NCCL_CTAS = 24
+#: SMs DeepEP's normal (training) kernels hold while they run: ``Buffer.num_sms = 20``, the class default every
+#: ``get_dispatch_config`` / ``get_combine_config`` launches with (deepseek-ai/DeepEP ``deep_ep/buffer.py`` at
+#: 04b06f7a299c), and Megatron-Core's ``moe_deepep_num_sms: int = 20`` ("Number of SMs to use for DeepEP backend",
+#: ``megatron/core/transformer/transformer_config.py``).
+DEEPEP_SMS = 20
 #: SMs Transformer Engine's userbuffers communication kernels take in their ``pipeline`` and ``bulk`` overlaps:
 #: ``add_ub(..., num_sm: int = 16, ...)``, the default Megatron-Core's ``--tp-comm-overlap`` gets without
 #: ``--tp-comm-overlap-cfg`` (``transformer_engine/pytorch/module/base.py`` ``initialize_ub`` at tag v1.8;
@@ -129,7 +135,7 @@ UB_SMS = 16
 #: :data:`UB_SMS` SMs (TE v1.8 ``initialize_ub``, ``methods``): 6 / 10.
 UB_SM_SHARE = 0.6
 #: the SM counts whose slowdown the shard forecast prepares (:func:`sm_holders` returns one of them)
-CONTENTION_SMS = (UB_SMS, NCCL_CTAS)
+CONTENTION_SMS = (UB_SMS, DEEPEP_SMS, NCCL_CTAS)
 
 
 def sm_holders(comm: Any, layout: Any) -> tuple[int, float, str]:
@@ -142,7 +148,8 @@ def sm_holders(comm: Any, layout: Any) -> tuple[int, float, str]:
     if rule == "ep":  # a forward's all-to-alls beside the paired backward, a backward's beside the forward
         if not layout.overlap_ep:
             return 0, 0.0, "both"
-        return NCCL_CTAS, 1.0, "forward" if comm.name.endswith("(backward)") else "backward"
+        sms = DEEPEP_SMS if getattr(layout, "dispatcher", "deepep") == "deepep" else NCCL_CTAS
+        return sms, 1.0, "forward" if comm.name.endswith("(backward)") else "backward"
     if rule == "sp":  # a plain NCCL all-gather beside the input-gradient GEMM, unless userbuffers run it (bulk)
         return (UB_SMS, UB_SM_SHARE, "both") if layout.overlap_tp else (NCCL_CTAS, 1.0, "backward")
     if rule == "tp":  # userbuffers for tp's own collectives; NCCL for the cp exchange and the expert all-to-alls
@@ -187,8 +194,7 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
         if not layout.overlap_ep or not m:
             return T * slots / m
         unpaired = min(m, max(1, layout.pp - 1))  # the warm-up's forwards, the cool-down's backwards
-        partner = forward if comm.name.endswith("(backward)") else backward
-        return unpaired * T / m + (m - unpaired) * max(0.0, T / m - partner)
+        return unpaired * T / m + (m - unpaired) * _paired(comm, T / m, forward, backward)
     if rule == "tp":
         if layout.overlap_tp:
             return slots * max(0.0, T / m - (forward + backward))
@@ -206,6 +212,31 @@ def exposed(comm: Any, layout: Any, micro_batches: int, slots: float, forward: f
     if "all-gather" in comm.name:  # ZeRO 3's prefetched weight gathers (its unit a layer, not a bucket: no floor)
         return m * (max(0.0, T / (2 * m) - forward) + max(0.0, T / (2 * m) - backward))
     return m * max(one * T / m, T / m - backward)
+
+
+def _paired(comm: Any, c: float, forward: float, backward: float) -> float:
+    """What one micro-batch's expert all-to-alls (``c`` seconds) leave exposed beside the paired micro-batch's
+    compute.  Megatron-Core's 1F1B A2A overlap pairs each call with one compute segment of the other micro-batch's
+    layer (``TransformerLayerSchedulePlan.run``, megatron/core/models/common/model_chunk_schedule_plan.py:
+    "comm_stream: combine_bwd | dispatch_fwd->dispatch_bwd | combine_fwd", "comp_stream: attn_fwd->post_attn_fwd |
+    mlp_bwd->mlp_bwd_dw->mlp_fwd | post_attn_bwd->attn_bwd"): with ``a`` the attention block's share of the
+    compute (:attr:`Comm.attention_share`) and dispatch and combine of equal time (``c / 2`` each), the forward's
+    combine hides behind the paired backward's attention ``a B``, the backward's behind the forward's ``a F``, and
+    each dispatch behind half the MLP segment ``(1 - a)(F + B) / 2``.  Without a share, behind the whole partner
+    phase (DualPipe's pairing).
+
+    >>> from types import SimpleNamespace as C
+    >>> _paired(C(name="ep all-to-all (forward)", attention_share=0.25), 1.0, 2.0, 4.0)   # 0.5 - 1 -> 0; 0.5 - 0.75 -> 0
+    0.0
+    >>> _paired(C(name="ep all-to-all (backward)", attention_share=0.25), 2.0, 1.0, 2.0)  # (1 - 0.25) + max(0, 1 - 1.125)
+    0.75
+    """
+    a = getattr(comm, "attention_share", 0.0)
+    backward_comm = comm.name.endswith("(backward)")
+    if not a:
+        return max(0.0, c - (forward if backward_comm else backward))
+    combine_partner = a * (forward if backward_comm else backward)
+    return max(0.0, c / 2 - combine_partner) + max(0.0, c / 2 - (1 - a) * (forward + backward) / 2)
 
 
 def describe(layout: Any) -> str:

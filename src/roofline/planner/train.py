@@ -17,6 +17,9 @@ from typing import Any
 from roofline.core import formats
 from roofline.core.errors import RooflineError
 from roofline.hardware.system import System
+from roofline.llm.recompute import activation_bytes as activation_bytes_per_layer
+from roofline.llm.recompute import check as check_recompute
+from roofline.llm.recompute import recomputed
 from roofline.llm.table import check_tp, kv_heads_per_device
 from roofline.llm.training import (
     BACKWARD,
@@ -25,19 +28,17 @@ from roofline.llm.training import (
     RECOMPUTE,
     WEIGHT_BYTES,
     TrainingRun,
-    activation_bytes_per_layer,
     logits_bytes,
     micro_batch_flops,
     optimizer_bytes,
     optimizer_flops,
-    recomputed,
     training_ceilings,
     training_flops,
 )
 from roofline.planner.cache import Cache, Shard
 from roofline.planner.dims import device_factors, divisors, shapes, stride
 from roofline.planner.dims import replicas as replicas_of
-from roofline.planner.ep import check_etp, ep_comms
+from roofline.planner.ep import check_dispatcher, check_etp, ep_comms, folded_moe_layers
 from roofline.planner.forecast import ShardForecast
 from roofline.planner.layout import (
     Comm,
@@ -50,7 +51,7 @@ from roofline.planner.layout import (
     stage_layers,
 )
 from roofline.planner.layout import interleaves as fitting_interleaves
-from roofline.planner.moe_memory import moe_memory
+from roofline.planner.moe_memory import moe_memory, mtp_activations, mtp_params
 from roofline.planner.overlap import exposed, sm_holders, sp_dgrad_shares
 from roofline.planner.stages import bubble_skew, in_flight_layers, layout_chunks
 
@@ -299,8 +300,7 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
                             "overlap_pp (roofline plan --overlap-dp/--overlap-tp/--overlap-pp on|off)")
     if lay.zero not in (0, 1, 2, 3):
         raise RooflineError(f"zero must be 0, 1, 2 or 3, got {lay.zero!r}")
-    if lay.recompute not in RECOMPUTE:
-        raise RooflineError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {lay.recompute!r}")
+    check_recompute(lay.recompute)  # none, selective, full, or Megatron-Core's modules (roofline.llm.recompute)
     check_tp(a, lay.tp)
     if lay.interleave > 1 and lay.pp == 1:
         raise RooflineError(f"interleave {lay.interleave} needs pipeline stages: pp is 1")
@@ -314,6 +314,7 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     if lay.ep > 1 and (not a.experts or a.experts % lay.ep or (lay.dp % lay.ep and not folded)):
         raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
     check_etp(lay)
+    check_dispatcher(lay)
     per_step = lay.dp * lay.micro_batch
     if run.global_batch % per_step:
         raise RooflineError(f"global batch {run.global_batch} is not a whole number of micro-batches of "
@@ -347,6 +348,9 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
     replicas, expert_replicas = replicas_of(lay), replicas_of(lay, expert=True)
     layers = a.layers / lay.pp if layers is None else layers
     last = stage == lay.pp - 1 if last is None else last
+    if last and run.mtp:  # the MTP modules' states, on the stage that runs them (planner.moe_memory)
+        d_mtp, e_mtp = mtp_params(run, lay.tp, lay.ep)
+        dense, expert = dense + d_mtp, expert + e_mtp
     if per_layer is None:
         per_layer = activation_bytes_per_layer(run, tp=lay.tp, cp=lay.cp, micro_batch=lay.micro_batch, sp=lay.sp,
                                                recompute=lay.recompute)
@@ -359,6 +363,8 @@ def memory_per_device(run: TrainingRun, layout: Layout, dense: float, expert: fl
            "gradients": run.main_grad_bytes * _held(z, 2, dense, expert, replicas, expert_replicas),
            "optimizer": OPTIMIZER_BYTES * _held(z, 1, dense, expert, replicas, expert_replicas),
            "activations": per_layer * layers * flight + logits}
+    if last and run.mtp:
+        out["activations"] += mtp_activations(run, per_layer, flight, logits)
     routed, buffers = moe_memory(run, lay, layers * flight)  # capacity factor, all-to-all buffers
     out["activations"] += routed
     if buffers:
@@ -425,15 +431,20 @@ def _stages(sh: Shard, lay: Layout, split: tuple[int, ...], L: int, which: tuple
         fwd = f * sh.layers_time + first * sh.first_time + last * sh.last_time
         flops = f * sh.layers_flops + first * sh.first_flops + last * sh.last_flops
         dense = f * (sh.layer_params - sh.expert_params) + first * sh.first_params + last * sh.last_params
-        rec = recomputed(lay.recompute, fwd, f * sh.attention_time)
+        rec = recomputed(lay.recompute, fwd, _scaled(sh.module_times(), f))
         ff = fb = fr = 0.0
         if fc is not None:
             ff = max(fwd, f * fc.layers_forward + first * fc.first_forward + last * fc.last_forward)
             fb = max(BACKWARD * fwd, f * fc.layers_backward + first * fc.first_backward + last * fc.last_backward)
-            fr = max(rec, recomputed(lay.recompute, ff, f * fc.attention_forward))
-        out.append(_Stage(n, fwd, rec, flops, recomputed(lay.recompute, flops, f * sh.attention_flops), dense,
+            fr = max(rec, recomputed(lay.recompute, ff, _scaled(fc.module_forward(), f)))
+        out.append(_Stage(n, fwd, rec, flops, recomputed(lay.recompute, flops, _scaled(sh.module_flops(), f)), dense,
                           f * sh.expert_params, f * sh.gemm_params, ff, fb, fr))
     return out
+
+
+def _scaled(per_module: dict[str, float], share: float) -> dict[str, float]:
+    """A stage's part (``share`` of the layers) of each recompute module's rows (:mod:`roofline.llm.recompute`)."""
+    return {m: share * x for m, x in per_module.items()}
 
 
 @lru_cache(maxsize=4096)
@@ -479,7 +490,7 @@ def estimate(run: TrainingRun, layout: Layout, system: System, cache: Cache | No
     opt = max(optimizer_flops(held) / cache.ceilings(run)["peak_vector"], opt_bytes / dev.main_memory.bandwidth)
     opt_fc = max(opt, opt_bytes / cache.achievable_bandwidth())
     key = (skey[0], lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.micro_batch, lay.interleave, split,
-           lay.recompute == "full")
+           lay.recompute == "full", lay.etp, lay.dispatcher, lay.capacity)
     comms = cache.memo.get(key)
     if comms is None:  # the same for every ZeRO stage, and for no and selective recomputation
         comms = cache.memo[key] = _activation_comms(run, lay, system, cache, m, max(split))
@@ -550,8 +561,8 @@ def _activation_comms(run: TrainingRun, lay: Layout, system: System, cache: Cach
     hidden_msg = tokens * a.hidden * act
     # 2 per layer forward, 2 backward; the vocabulary-parallel embedding's forward and lm_head's input
     # gradient backward (one of them per edge stage)
-    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, ((4 + 2 * rec) * layers_here + (2 if lay.pp == 1 else 1))
-        * m, "micro-batch")
+    add("tp all-reduce", "all_reduce", hidden_msg, lay.tp, 1, ((4 + 2 * rec) * layers_here - (2 + rec)
+        * folded_moe_layers(a, lay, layers_here) + (2 if lay.pp == 1 else 1)) * m, "micro-batch")
     if lay.sp and lay.tp > 1:
         # sequence parallelism keeps only each column-parallel GEMM's sequence shard of its input, so the backward
         # all-gathers it again for the weight gradient: two per layer (the qkv and the first MLP GEMM), each
