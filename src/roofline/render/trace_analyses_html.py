@@ -139,7 +139,8 @@ def analyses_html(t: TraceAnalyses, heading: str = "Trace analyses", anchor: str
             continue
         title, lines = section_lines(t, attr)
         lead = 1 if attr == "idle" and t.device != "cuda" else lead  # a CPU trace's idle has no line by cause
-        blocks.append(details(title[:1].upper() + title[1:], _para(lines[:lead]) + table(got), open_=True))
+        body = _para(lines[:lead]) + f'<div style="overflow-x:auto">{table(got)}</div>'  # wide tables scroll
+        blocks.append(details(title[:1].upper() + title[1:], body, open_=True))
     skipped = "".join(f"<li>{esc(a)}: {esc(why)}</li>" for a, why in t.skipped)
     return (f'<section id="{esc(anchor)}"><h2>{esc(heading)}</h2>'
             '<p class="note">Shares say what they are of: "% of step time" is of the profiler steps\' time (the '
