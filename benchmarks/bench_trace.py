@@ -2,6 +2,7 @@
 
     python benchmarks/bench_trace.py [--size-mb N] [--keep] [--no-analyze]
     python benchmarks/bench_trace.py --ranks 16 [--rank-mb 128]   # many ranks: bench_trace_ranks.py
+    python benchmarks/bench_trace.py --analyses [--size-mb 500] [--hta]   # plain vs --analyses all (and HTA)
 
 1. Records a real small trace on this machine's CPU with torch.profiler (``record_shapes=True,
    with_stack=True``) of an inline transformer-style MLP model (LayerNorm -> Linear -> GELU -> Linear,
@@ -177,6 +178,15 @@ def main() -> None:
         from bench_trace_ranks import main as ranks_main
 
         ranks_main(sys.argv[1:])
+        return
+    if "--analyses" in sys.argv[1:]:  # issue 51: a GPU trace read plain and with every analysis (wall, CPU, peak)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_trace_hta import main as analyses_main
+
+        rest = [a for a in sys.argv[1:] if a not in ("--analyses", "--hta")]
+        with_hta = "--hta" in sys.argv[1:]  # HTA beside it too (else bench_trace_hta.py --no-hta)
+        sys.argv = [sys.argv[0], *rest, *([] if with_hta else ["--no-hta"])]
+        analyses_main()
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=float, default=1024.0, help="size of the synthetic trace (default 1024)")

@@ -16,7 +16,11 @@
      ``TraceAnalysis(trace_dir=...)`` (its load), then ``get_idle_time_breakdown``,
      ``get_gpu_kernel_breakdown``, ``get_comm_comp_overlap``, ``get_cuda_kernel_launch_stats``,
      ``critical_path_analysis`` (the median step) and ``get_memory_bw_summary``, each timed; an analysis that
-     raises is listed with its error and left out of the total.
+     raises, or returns nothing (HTA logs an error and returns None), is listed with its error and left out
+     of the total.  HTA 0.5.0's critical path needs pandas < 3 (under pandas 3 it raises "Cannot specify both
+     'axis' and 'index'/'columns'"): keep HTA in its own environment, e.g.
+     ``python -m venv --system-site-packages hta && hta/bin/pip install holistictraceanalysis==0.5.0 'pandas<3'``
+     and run this script with ``hta/bin/python``.
 3. Prints a table: wall and CPU seconds (the process's and its children's user + system time: the fairer
    figure on a shared host) and peak RSS of each, the analyses' added share over the plain run (issue 51:
    <= 50%), and HTA's total over ours with every analysis on (issue 51: >= 10x).
@@ -86,9 +90,9 @@ t, c = time.perf_counter(), cpu()
 ta = TraceAnalysis(trace_dir=folder)
 out["load"] = time.perf_counter() - t
 out["cpu"]["load"] = cpu() - c
-def median_step():
+def median_step():  # an int: HTA 0.5.0 refuses numpy's int64 ("Unexpected input type instance_id") and returns None
     steps = ta.get_profiler_steps()
-    return steps[(len(steps) - 1) // 2] if steps else 0
+    return int(steps[(len(steps) - 1) // 2]) if steps else 0
 calls = {
     "idle": lambda: ta.get_idle_time_breakdown(visualize=False),
     "kernels": lambda: ta.get_gpu_kernel_breakdown(visualize=False),
@@ -101,13 +105,17 @@ errors = {}
 for name, call in calls.items():
     t, c = time.perf_counter(), cpu()
     try:
-        call()
+        got = call()
+        if got is None or isinstance(got, tuple) and got[-1] is False:  # HTA logs an error and returns nothing
+            raise RuntimeError("returned no result")
         out[name] = time.perf_counter() - t
         out["cpu"][name] = cpu() - c
     except Exception as exc:  # noqa: BLE001 - listed, not fatal
         errors[name] = f"{type(exc).__name__}: {str(exc)[:120]}"
 out["errors"] = errors
 out["peak"] = peak()
+import hta, pandas
+out["versions"] = f"hta {getattr(hta, '__version__', '?')}, pandas {pandas.__version__}"
 print("RESULT " + json.dumps(out))
 '''
 
@@ -188,6 +196,7 @@ def main() -> int:
             rows += [(f"HTA {k}", hta[k], hta["cpu"][k], None) for k in done]
             rows.append(("HTA load + analyses", hta["load"] + sum(hta[k] for k in done),
                          sum(hta["cpu"].values()), hta["peak"]))
+            print(f"HTA: {hta['versions']}")
             for k, err in hta["errors"].items():
                 print(f"HTA {k}: failed, left out of its total: {err}")
         else:

@@ -194,21 +194,39 @@ def _torch():
 
 
 def test_each_kernel_keeps_its_ops_roofline_point(planted_trace):
-    """Kernel A is all of its op's time (one mm of 256 x 512 x 256: 2 x 256 x 512 x 256 = 67,108,864 FLOPs), so
-    its efficiency is the op's: roofline time / 200 us, the same number by the analysis's route (its
-    ``efficiency`` column) and by hand (FLOPs / the op's compute peak, the op being compute-bound)."""
+    """Kernel A is all of its op's time (one mm of 256 x 512 x 256: 2 x 256 x 512 x 256 = 67,108,864 FLOPs;
+    (256 x 512 + 512 x 256 + 256 x 256) x 4 = 1,310,720 bytes: 51.2 FLOP/B), so its point is the op's:
+    compute-bound on fp32 vector, attained 67,108,864 / 200 us = 335.5 GFLOP/s, of the roof 335.5 G / the op's
+    peak; its efficiency the analysis's own column (a second route: roofline time / measured, the same number
+    for a compute-bound op).  On the critical path, op mm's kernels C (mm 32^3: 65,536 FLOPs, 12,288 B, 40 us)
+    and D (mm 64^3: 524,288 FLOPs, 49,152 B, 30 us), both memory-bound on HBM: 589,824 / 61,440 = 9.6 FLOP/B,
+    61,440 B / 70 us = 877.7 MB/s, 70 us of the 990 us step (7%) and of the 620 us path (11%)."""
     _torch()
     from roofline.frontends.trace import analyse_with_analyses
+    from roofline.render.trace_analyses import analyses_lines
 
     a, got = analyse_with_analyses(planted_trace, "h100-sxm", "kernels,critical-path")
     top = got.kernels.rows[0]
     first_mm = 0  # the first placed row: step 1's first aten::mm
     assert a.workload.strings("name", first_mm) == "mm" and a.bound[first_mm] == "compute"
-    assert top.op == "mm" and top.bound == "compute"
-    assert top.efficiency == pytest.approx(float(a.efficiency[first_mm]))
-    assert top.efficiency == pytest.approx(67_108_864 / float(a.peak_flops[first_mm]) / 200e-6)
+    p = top.point
+    assert (p.op, p.bound, p.roof, p.unit) == ("mm", "compute", "fp32 vector", "FLOP/s")
+    assert p.intensity == pytest.approx(67_108_864 / 1_310_720)  # 51.2
+    assert p.attained == pytest.approx(67_108_864 / 200e-6) and p.roof_rate == pytest.approx(float(a.peak_flops[0]))
+    assert p.of_roof == pytest.approx(67_108_864 / 200e-6 / float(a.peak_flops[first_mm]))
+    assert p.efficiency == pytest.approx(float(a.efficiency[first_mm])) == pytest.approx(p.of_roof)
+    assert (got.kernels.share_of, got.kernels.step_share_of) == ("GPU kernel time", "step time")
     c_row = got.critical_path.ops[0]  # C's op (mm of 32 x 32 x 32), its 40 us kernel + D's (mm 64^3) 30 us
     assert c_row.kernel == "elementwise_kernel_c" and c_row.seconds == pytest.approx(70 * US)
+    assert c_row.share == pytest.approx(70 / 620) and c_row.step_share == pytest.approx(70 / 990)
+    q = c_row.point
+    assert (q.bound, q.roof, q.unit) == ("memory", "HBM", "B/s")
+    assert q.intensity == pytest.approx(589_824 / 61_440) and q.attained == pytest.approx(61_440 / 70e-6)
+    assert q.of_roof == pytest.approx(61_440 / 70e-6 / a.device.main_memory.bandwidth)
+    text = "\n".join(analyses_lines(got))
+    assert "20% of step time,  34% of GPU kernel time: 400 µs x2 " in text  # 400 / 1980, 400 / 1180
+    assert "op mm, 51.2 FLOP/B: 336 GFLOP/s of fp32 vector" in text and "of its compute roof" in text
+    assert "11% of the critical path (7% of step time): 70 µs mm" in text
 
 
 def test_a_diff_of_a_trace_against_itself_is_no_change(planted_trace):
@@ -299,7 +317,8 @@ def test_the_memory_samples_keep_each_bins_peak():
 
 def test_cli_analyses_per_rank(tmp_path, capsys):
     """Two ranks (the planted trace twice, as ranks 0 and 1 of a world of 2): each rank's analyses are printed
-    after the cross-rank view, the same overlap (0.75) on each, and the JSON holds both."""
+    after the cross-rank view, the same overlap (0.75) on each, and the JSON holds both, each rank's kernels on
+    their own roofline points (kernel A: mm at 51.2 FLOP/B, as in the one-file test above)."""
     _torch()
     import json
 
@@ -313,13 +332,18 @@ def test_cli_analyses_per_rank(tmp_path, capsys):
         p.write_text(json.dumps(doc))
         files.append(str(p))
     out = tmp_path / "ranks.json"
-    assert main(["trace", *files, "--device", "h100-sxm", "--analyses", "overlap",
+    assert main(["trace", *files, "--device", "h100-sxm", "--analyses", "overlap,kernels",
                  "--analyses-json", str(out)]) == 0
     text = capsys.readouterr().out
     assert text.count("75% of the communication") == 2 and "rank 1 (" in text
+    assert text.count("op mm, 51.2 FLOP/B") == 2
     doc = json.loads(out.read_text())
     assert [r["rank"] for r in doc["ranks"]] == [0, 1]
     assert [r["overlap"]["ratio"] for r in doc["ranks"]] == pytest.approx([0.75, 0.75])
+    for r in doc["ranks"]:
+        top = r["kernels"]["rows"][0]
+        assert top["point"]["intensity"] == pytest.approx(51.2) and top["point"]["bound"] == "compute"
+        assert r["kernels"]["step_share_of"] == "step time" and r["kernels"]["share_of"] == "GPU kernel time"
     assert main(["trace", *files, "--device", "h100-sxm", "--diff", files[0]]) == 2
     assert "--diff compares one trace file" in capsys.readouterr().err
 
@@ -334,3 +358,32 @@ def test_the_analyses_fit_the_terminal(planted_trace, capsys, monkeypatch):
     assert main(["trace", str(planted_trace), "--device", "h100-sxm", "--analyses", "all"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "kernel breakdown:" in lines and max(cell_len(x) for x in lines) <= 80
+
+
+def test_the_analyses_are_sections_of_the_html_report(tmp_path, capsys):
+    """--analyses all --html: the report holds a section per analysis (kernels with their roofline point and
+    both shares, labelled), names from the trace escaped; -o takes only the chart (one line, exit 2)."""
+    _torch()
+    from roofline.cli import main
+
+    trace = planted(tmp_path / "planted.json", nccl="ncclKernel_<b>x</b>")
+    page = tmp_path / "report.html"
+    assert main(["trace", str(trace), "--device", "h100-sxm", "--analyses", "all", "--html", str(page)]) == 0
+    capsys.readouterr()
+    html = page.read_text()
+    # issue 51, defect 4 on the page too: the far-off note first, the headline per profiler step, no "one run"
+    # (the kernels' 1.14 ms over the 2.17 us bound is 526x: kernels too small for their roofs)
+    warn, head = html.index('<p class="warn">the measured time is more than 100x'), html.index('<p class="headline">')
+    assert warn < head and "2 profiler steps: median 990 µs per step" in html[head:head + 1000]
+    assert "(one run" not in html
+    body = html[html.index('<section id="analyses">'):]
+    for title in ("GPU idle time", "Kernel breakdown", "Compute/communication overlap", "Launch delay",
+                  "Critical path", "Memory"):
+        assert f"<summary>{title}</summary>" in body, title
+    assert "% of step time</th>" in body and "% of GPU kernel time</th>" in body and "of roof</th>" in body
+    assert 'data-v="51.2"' in body  # kernel A's FLOP/B (test_each_kernel_keeps_its_ops_roofline_point)
+    assert "ncclKernel_&lt;b&gt;x&lt;/b&gt;" in body and "<b>x</b>" not in body
+    bad = tmp_path / "chart.html"
+    assert main(["trace", str(trace), "--device", "h100-sxm", "--analyses", "all", "-o", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--html" in err and not bad.exists()

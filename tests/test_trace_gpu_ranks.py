@@ -162,3 +162,12 @@ def test_ranks_image_and_page(view, tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     page = render(view, str(tmp_path / "r.html")).decode()
     assert "rank 2 is a straggler" in page and page.count("Plotly.newPlot") == 3 and "texttemplate" in page
+
+
+def test_gpu_headline_agrees_with_the_table(view):
+    """GPU kernels: rank 2 (GEMM 1.30x) caused 60 us a step, 120 us over the 2 steps, the others none; the headline
+    names it with that figure, and the slowest is the table's longest step time."""
+    assert view.slowest_rank == max(view.totals, key=lambda t: t.seconds).key
+    assert max(view.delays, key=lambda d: d.caused).rank == view.stragglers[0].rank == 2
+    assert view.delays[2].caused == pytest.approx(2 * 60e-6)
+    assert "straggler: rank 2 (slower ops; the others waited 120 µs)" in view.headline()

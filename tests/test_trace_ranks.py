@@ -502,3 +502,53 @@ def test_parents_at_once_equal_the_stack_walk():
         want = stack_walk(th.tolist(), ts.tolist(), (ts + dur).tolist(), walk, 1e-3)
         for chunk in (1, 3, 16, 1 << 16):  # chunks carry the events still open into the next: the same parents
             assert parents(th, ts, ts + dur, walk, 1e-3, chunk=chunk).tolist() == want
+
+
+def test_straggler_rank_1_at_1_30x_is_charged_the_waits(tmp_path):
+    """Issue 51 accept, planted.  4 ranks, 2 steps; rank 1's mm takes 130 us against 100 (1.30x).  Per step every
+    rank starts mm at +10: ranks 0, 2, 3 arrive at the all-reduce at 110 us, rank 1 at 140; it ends at
+    10 + 130 + 50 = 190 on all.  Ranks 0, 2, 3 wait 30 us a step (60 us over the 2 steps), rank 1 none; the wait
+    is charged to the rank waited for: rank 1 caused 30 us a step (the shortest of the others' waits), 60 us in
+    all, and no other rank caused any.  Every rank's ProfilerStep lasts 1000 us, so step times tie at 2 ms: the
+    slowest (the first of them) is named with the tie; the headline's straggler, its cause and its 60 us agree
+    with the table's 'caused' column."""
+    from roofline.render.ranks import view_lines
+
+    view = read_traces(ranks(tmp_path, 4, slow=1, steps=2))
+    (s,) = view.stragglers
+    assert s.rank == 1 and s.cause == "slower ops" and s.slow_ops[0].ratio == pytest.approx(1.3)
+    assert s.caused_seconds == pytest.approx(2 * 30e-6) and s.last == 2
+    delays = {d.rank: d for d in view.delays}
+    assert delays[1].caused == pytest.approx(60e-6) and delays[1].waited == 0
+    for r in (0, 2, 3):
+        assert delays[r].caused == 0 and delays[r].waited == pytest.approx(60e-6)
+    assert max(view.delays, key=lambda d: d.caused).rank == s.rank
+    assert view.slowest_rank == max(view.totals, key=lambda t: t.seconds).key == 0
+    assert all(t.seconds == pytest.approx(2 * 1000e-6) for t in view.totals)
+    head = view.headline()
+    assert "slowest: rank 0 (longest step time, 2 ms; tied with 3 other rank(s))" in head
+    assert "straggler: rank 1 (slower ops; the others waited 60 µs)" in head
+    row = next(x for x in view_lines(view, width=200) if x.lstrip().startswith("1 "))
+    assert row.split()[-2:] == ["0.060", "straggler"]  # its 'caused' cell, 0.060 ms
+
+
+def test_no_straggler_when_every_rank_runs_the_same_work(tmp_path):
+    """4 ranks, the same work, no idle: every rank arrives at 110 us, no one waits, no straggler."""
+    view = read_traces(ranks(tmp_path, 4))
+    assert view.stragglers == () and all(d.caused == 0 and d.waited == 0 for d in view.delays)
+    assert "; no straggler" in view.headline()
+
+
+def test_the_headline_bound_label_matches_the_table_over_ranks(tmp_path):
+    """Issue 51, defect 2, over ranks: the shown (slowest) rank's headline names the same bound as its table's
+    one row (the group's bound is the binding roof's kind, tests/test_trace.py's single-trace test)."""
+    from roofline.frontends.trace import from_trace
+    from roofline.render.terminal import summary_lines
+    from roofline.words.summary import binding_roof, summarize
+
+    a = from_trace(ranks(tmp_path, 4, extra={2: 100.0}, idle={0: 40.0}, tail={0: 80.0}), "xeon-8480")
+    (row,) = a.by("group")
+    kind = binding_roof(a).kind
+    assert row.bound == kind
+    head = next(x for x in summary_lines(summarize(a)) if "(roofline bound)" in x)
+    assert f"{kind}-bound on" in head

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from roofline.core.errors import RooflineError
@@ -227,13 +228,15 @@ def check_outputs(args: argparse.Namespace) -> None:
             check_writable(path)
 
 
-def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None) -> None:
+def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None,
+         html_after: Sequence[str] = ()) -> None:
     """Terminal table (and the LLM facts, the advice when asked) + every requested output file.
 
     The facts are summarised once (:func:`roofline.words.summary.summarize`) and every renderer reads them.
     Advice is computed here, at the edge: levers on this device for the HTML report, other catalog
     devices too only with ``--advice``.  All or nothing: the terminal text and every output are rendered
-    before anything is printed or written (:func:`write_outputs`).
+    before anything is printed or written (:func:`write_outputs`).  ``html_after``: more sections of the HTML
+    report, rendered HTML (the trace analyses), placed after the analysis's own.
     """
     from roofline.core.text import display
     from roofline.render import terminal
@@ -256,7 +259,7 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
         parts.append(terminal.fit_width(terminal.llm_text(summary.llm) + "\n"))
     if getattr(args, "advice", False) and advice is not None:
         parts.append("advice:\n" + terminal.fit_width("".join(f"  {display(line, 1024)}\n" for line in advice.lines())))
-    outputs = render_outputs(analysis, args, title=title, summary=summary)
+    outputs = render_outputs(analysis, args, title=title, summary=summary, html_after=html_after)
     sys.stdout.write("".join(parts))
     write_all(outputs)
 
@@ -266,15 +269,22 @@ OUTPUTS = (("output", "chart"), ("json", "json"), ("csv", "csv"), ("html", "html
 
 
 def render_outputs(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None,
-                   summary: Summary | None = None) -> list[tuple[str, str, bytes]]:
-    """Every requested output, rendered in memory by the renderer its extension names: (label, path, bytes)."""
+                   summary: Summary | None = None, html_after: Sequence[str] = ()) -> list[tuple[str, str, bytes]]:
+    """Every requested output, rendered in memory by the renderer its extension names: (label, path, bytes);
+    ``html_after``: rendered sections the HTML report adds after the analysis's own (:func:`emit`)."""
     from roofline.render import renderer_for
 
     out = []
     for attr, label in OUTPUTS:
         path = getattr(args, attr, None)
         if path:
-            data = renderer_for(path).render(analysis, title=title, summary=summary, path=path)
+            r = renderer_for(path)
+            if html_after and r.name == "html":
+                from roofline.render.html import render_html
+
+                data: str | bytes = render_html(analysis, title, summary=summary, after=html_after)
+            else:
+                data = r.render(analysis, title=title, summary=summary, path=path)
             # a lone surrogate (a JSON "\ud800" escape in a name) cannot be UTF-8: written as its escape instead
             raw = data if isinstance(data, bytes) else data.encode("utf-8", "backslashreplace")
             out.append((label, str(path), raw))

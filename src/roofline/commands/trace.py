@@ -15,6 +15,7 @@ examples:
   roofline trace 'run/rank*.json' --device h100-sxm --dask local                  # a LocalCluster, 2 processes
   roofline trace 'run/rank*.json' --device h100-sxm --dask tcp://scheduler:8786   # each worker reads its files
   roofline trace trace.json --device h100-sxm --analyses all        # idle, kernels, overlap, launch, ...
+  roofline trace trace.json --device h100-sxm --analyses all --html report.html   # as report sections
   roofline trace before.json --device h100-sxm --diff after.json    # what got slower, and why
   roofline calibrate --from-trace trace.json --device h100-sxm --out h100.cal.json
 
@@ -57,8 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--skip-bad-ranks", action="store_true", help="go on without a rank that cannot be read")
     p.add_argument("--ranks", metavar="FILE", default=None, help="write the cross-rank view (.json, .csv, .html; .png, .svg, .pdf: its three charts)")
     p.add_argument("--analyses", metavar="LIST", default=None,
-                   help="also run these trace analyses, as report sections: 'all' or a comma-separated list of "
-                        "idle, kernels, overlap, launch, critical-path, memory")
+                   help="also run these trace analyses: 'all' or a comma-separated list of idle, kernels, overlap, "
+                        "launch, critical-path, memory; printed, and sections of the --html report (-o writes only "
+                        "the roofline chart: .png, .svg or .pdf)")
     p.add_argument("--analyses-json", metavar="FILE", default=None,
                    help="with --analyses: write them as JSON (roofline.trace-analyses/1)")
     p.add_argument("--diff", metavar="TRACE_B", default=None,
@@ -85,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
 
     check_work("--jobs", args.jobs, max_jobs(), "ROOFLINE_MAX_JOBS", " processes")
     check_address(args.dask, "trace", "--dask")
+    if args.output and str(args.output).lower().endswith((".html", ".htm")):
+        raise RooflineError(f"-o {args.output}: -o writes the roofline chart (.png, .svg or .pdf); the report, with "
+                            f"the analyses as sections, is --html {args.output}")
     start_early(args.jobs, args.dask)  # started by roofline.cli already, unless an option was abbreviated
     check_outputs(args)
     if args.ranks:
@@ -106,13 +111,14 @@ def run(args: argparse.Namespace) -> int:
                              with_workload=True)
     ranks_out = render(view, args.ranks) if args.ranks else None  # rendered before anything is written
     analysis = analyse_trace(with_ranks(view, work), device)
+    per_rank = _per_rank_analyses(view, files, device, args.analyses) if args.analyses else []
     print("\n".join(view_lines(view)))
-    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}")
+    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}", html_after=_html_ranks(args, per_rank))
     if ranks_out is not None:
         write_files_atomic([(args.ranks, ranks_out)])
         print(f"ranks: {args.ranks}")
-    if args.analyses:
-        _per_rank_analyses(args, view, files)
+    if per_rank:
+        _print_per_rank(args, view, per_rank)
     return 0
 
 
@@ -140,6 +146,7 @@ def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> i
     from roofline.core.fileio import write_files_atomic
     from roofline.frontends.trace import analyse_with_analyses, diff_traces
     from roofline.render.trace_analyses import analyses_json, analyses_lines, diff_lines
+    from roofline.render.trace_analyses_html import analyses_html
 
     if args.diff:
         d = diff_traces(files[0], args.diff, device, resolve(args.diff_device) if args.diff_device else None)
@@ -147,7 +154,8 @@ def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> i
         if not args.analyses:
             return 0
     analysis, more = analyse_with_analyses(files[0], device, args.analyses)
-    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}")  # type: ignore[attr-defined]
+    html = [analyses_html(more)] if args.html else []
+    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}", html_after=html)  # type: ignore[attr-defined]
     print("\n".join(analyses_lines(more)))
     if args.analyses_json:
         write_files_atomic([(args.analyses_json, analyses_json(more).encode())])
@@ -155,23 +163,33 @@ def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> i
     return 0
 
 
-def _per_rank_analyses(args: argparse.Namespace, view: object, files: list) -> None:
-    """``--analyses`` with several ranks: each rank's file read again for its events, its analyses printed
-    (without roofline points: the ops are placed by the rank readers)."""
-    from roofline.core.fileio import write_files_atomic
+def _per_rank_analyses(view: object, files: list, device: object, asked: str) -> list:
+    """``--analyses`` with several ranks: each rank's file read again and placed, its analyses on its own
+    roofline points: [(rank, TraceAnalyses)] in the table's order."""
     from roofline.core.text import shown_path
-    from roofline.frontends.trace.analyses.suite import parse_analyses, run_analyses
-    from roofline.frontends.trace.events import read_events
+    from roofline.frontends.trace import rank_analyses
+
+    path_of = {shown_path(f): f for f in files}  # the summaries name each file as messages show it
+    ranks = view.ranks  # type: ignore[attr-defined]
+    per_rank = rank_analyses([path_of.get(r.file, r.file) for r in ranks], device, asked)
+    return [(t.key, more) for t, more in zip(view.totals, per_rank, strict=True)]  # type: ignore[attr-defined]
+
+
+def _html_ranks(args: argparse.Namespace, per_rank: list) -> list[str]:
+    """The per-rank analyses as sections of the --html report (none without --html)."""
+    from roofline.render.trace_analyses_html import ranks_analyses_html
+
+    return [ranks_analyses_html(per_rank)] if args.html and per_rank else []
+
+
+def _print_per_rank(args: argparse.Namespace, view: object, per_rank: list) -> None:
+    """Each rank's analyses printed (after the report), and written with --analyses-json."""
+    from roofline.core.fileio import write_files_atomic
     from roofline.render.trace_analyses import analyses_lines, ranks_analyses_json
 
-    asked = parse_analyses(args.analyses)
-    path_of = {shown_path(f): f for f in files}  # the summaries name each file as messages show it
-    got = []
-    for t, r in zip(view.totals, view.ranks, strict=True):  # type: ignore[attr-defined]
-        more = run_analyses(read_events(path_of.get(r.file, r.file)), asked)
-        got.append((t.key, more))
-        print(f"\nrank {t.key} ({r.file}): analyses (kernels without roofline points: one file gives them)")
+    for (key, more), r in zip(per_rank, view.ranks, strict=True):  # type: ignore[attr-defined]
+        print(f"\nrank {key} ({r.file}): analyses")
         print("\n".join(analyses_lines(more)))
     if args.analyses_json:
-        write_files_atomic([(args.analyses_json, ranks_analyses_json(got).encode())])
+        write_files_atomic([(args.analyses_json, ranks_analyses_json(per_rank).encode())])
         print(f"analyses: {args.analyses_json}")

@@ -108,11 +108,15 @@ def _section_html(s: Section, facts: Summary, k: int, charts: list[tuple[str, di
     w = a.workload
     div = f"chart{k}"
     charts.append((div, figure(a, facts)))
-    summary = "".join(f"<li>{esc(x)}</li>" for x in summary_items(facts)[1:])  # [0] is the headline
+    from roofline.render.terminal import lead_lines
+
+    lead = lead_lines(facts)  # a trace's far-off note, then the headline (a trace's: per profiler step)
+    summary = "".join(f"<li>{esc(x)}</li>" for x in summary_items(facts)[len(lead):])
     if w.source:
         summary += f"<li>source: {esc(w.source)}</li>"
     unsupported = [f"{u.name} x{u.count} ({format_bytes(u.bytes)} counted, 0 FLOPs)" for u in w.unsupported]
-    parts = [f'<section id="s{k}"><h2>{esc(s.title)}</h2>', f'<p class="headline">{esc(headline(facts))}</p>']
+    parts = [f'<section id="s{k}"><h2>{esc(s.title)}</h2>', *(f'<p class="warn">{esc(x)}</p>' for x in lead[:-1]),
+             f'<p class="headline">{esc(lead[-1])}</p>']
     if s.note:
         parts.append(f'<p class="note">{esc(s.note)}</p>')
     parts += [f'<figure><div id="{div}" class="chart"></div><figcaption>{esc(caption(facts))} Hover a point for its '
@@ -145,7 +149,7 @@ th{background:#f2f2f2;cursor:pointer;user-select:none;position:sticky;top:0}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.above td{background:#ffe0e0}
-.note{color:#555;font-size:.85em}.chart{min-height:620px}
+.note{color:#555;font-size:.85em}.warn{background:#fff4e0;border-left:4px solid #c77700;padding:.4em .8em}.chart{min-height:620px}
 .headline{font-size:1.15em;font-weight:600;background:#f4f8fc;border-left:4px solid #1f4e79;padding:.5em .8em}
 figure{margin:0}figcaption{color:#555;font-size:.85em;margin:.3em 0 .8em}
 details{margin:.4em 0}details>summary{cursor:pointer;font-weight:600;font-size:1.05em;padding:.2em 0}
@@ -175,9 +179,11 @@ _SORT_JS = """
 
 def render_report(sections: Sequence[Section], title: str = "roofline report", *,
                   extra_charts: Sequence[tuple[str, dict[str, Any]]] = (), intro: Sequence[str] = (),
-                  extra_headlines: Sequence[str] = ()) -> str:
+                  extra_headlines: Sequence[str] = (), after: Sequence[str] = ()) -> str:
     """A whole self-contained page: one section per analysis, plotly.js inline (no network needed).
 
+    ``after``: more sections, rendered HTML from a renderer that escaped what it took from files (the trace
+    analyses: :mod:`roofline.render.trace_analyses_html`), placed after the analyses' sections.
     ``extra_charts``: (heading, plotly figure dict) pairs drawn before the sections (e.g. a device comparison);
     ``extra_headlines``: the answer sentence each of them starts with, as every section does (one per chart).
     ``intro``: plain-text paragraphs under the title.
@@ -201,6 +207,7 @@ def render_report(sections: Sequence[Section], title: str = "roofline report", *
                     f"<figcaption>{esc(COMPARE_CAPTION)}</figcaption></figure>")
     for k, (s, f) in enumerate(zip(sections, facts, strict=True)):
         body.append(_section_html(s, f, k, charts, open_summary=len(sections) == 1))
+    body += list(after)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     from roofline.core.version import __version__
 
@@ -218,11 +225,13 @@ def render_report(sections: Sequence[Section], title: str = "roofline report", *
             + f"<script>var FIG={figs};{plots}</script><script>{_SORT_JS}</script></body></html>\n")
 
 
-def render_html(analysis: Analysis, title: str | None = None, *, summary: Summary | None = None) -> str:
+def render_html(analysis: Analysis, title: str | None = None, *, summary: Summary | None = None,
+                after: Sequence[str] = ()) -> str:
     """The report of one analysis as a string.  Advice appears when ``summary`` carries it
-    (:func:`roofline.words.summary.summarize` with ``advice=``): the renderer computes none."""
+    (:func:`roofline.words.summary.summarize` with ``advice=``): the renderer computes none.  ``after``: more
+    sections, rendered (:func:`render_report`)."""
     title = title or f"{display(analysis.workload.title)} on {display(analysis.device.name)}"
-    return render_report([Section(title, analysis, summary=summary)], f"roofline report: {title}")
+    return render_report([Section(title, analysis, summary=summary)], f"roofline report: {title}", after=after)
 
 
 def save_html(analysis: Analysis, path: str | Path, title: str | None = None, *,

@@ -222,6 +222,10 @@ def llm_html(report: LLMReport | None) -> str:
     return f"<h3>LLM inference</h3><p>{esc(lines[0].removeprefix('LLM: '))}</p><ul>{items}</ul>"
 
 
+#: the table pieces other report sections build with (the trace analyses: render/trace_analyses_html.py)
+num_cell, text_cell, sortable_table = _num, _txt, _table
+
+
 def details(title: str, body: str, *, open_: bool = False) -> str:
     """A collapsed block (``<details>``): the page stays short, everything stays one click away."""
     return f"<details{' open' if open_ else ''}><summary>{esc(title)}</summary>{body}</details>" if body else ""

@@ -81,13 +81,10 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
     used = dict.fromkeys(f"{display(c.label)} {format_flops(c.flops)}" for c, _ in s.roofs_used)
     roofs = ", ".join(used)  # two asked-for pairs may share one roof after a fallback
     mems = ", ".join(f"{display(m.level)} {format_bandwidth(m.bandwidth)}" for m in a.levels)
-    s, steps, note = _trace_head(s)
-    head = headline(s, display)
-    if steps:
-        head = f"{head.removesuffix('.')}; {steps}."
+    lead = lead_lines(s)
+    s = _trace_head(s)[0]  # a trace's whole-run time is one measurement: its ops' measured time instead
     lines = [
-        *([display(note, 1024)] if note else []),
-        head,
+        *lead,
         f"device: {display(d.name)} — roofs used: {roofs or '-'}; {mems}" + _measured_by(d),
         f"workload: {display(a.workload.title)} — {len(a.workload)} ops, {format_flop(a.total_flops)}, "
         f"{format_bytes(a.total_bytes)} moved, intensity {_ai(a.total_flops / a.total_bytes if a.total_bytes else math.inf)} FLOP/B",
@@ -110,6 +107,16 @@ def summary_lines(s: Summary, *, verbose: bool = True) -> list[str]:
         lines += forecast_lines(s.forecast, verbose=verbose)
     lines.append(f"bytes model: {display(a.workload.bytes_model, 1024)}")
     return lines
+
+
+def lead_lines(s: Summary) -> list[str]:
+    """What a summary leads with: a trace's note when its measured time is far off the bound, then the headline
+    (a trace's with its time per profiler step: steps are not runs)."""
+    s, steps, note = _trace_head(s)
+    head = headline(s, display)
+    if steps:
+        head = f"{head.removesuffix('.')}; {steps}."
+    return [*([display(note, 1024)] if note else []), head]
 
 
 def _trace_head(s: Summary) -> tuple[Summary, str | None, str | None]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.core.fileio import json_ready
 from roofline.core.text import visible
-from roofline.core.units import format_bytes, format_seconds
+from roofline.core.units import format_bandwidth, format_bytes, format_flops, format_seconds
 
 if TYPE_CHECKING:
     from roofline.frontends.trace.analyses.critical import CriticalPath
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from roofline.frontends.trace.analyses.memory import MemoryTimeline
     from roofline.frontends.trace.analyses.overlap import Overlap
     from roofline.frontends.trace.analyses.suite import TraceAnalyses
+    from roofline.frontends.trace.analyses.timeline import RooflinePoint
 
 SCHEMA = "roofline.trace-analyses/1"
 DIFF_SCHEMA = "roofline.trace-diff/1"
@@ -48,36 +49,44 @@ def _name(text: str) -> str:
     return t if len(t) <= NAME else t[:NAME - 3] + "..."
 
 
-def _point(bound: str, efficiency: float) -> str:
-    """'at 0.4 of its memory roof', or '' without a roofline point."""
-    if not bound or not math.isfinite(efficiency):
+def point_text(p: RooflinePoint | None) -> str:
+    """'op mm, 45.8 FLOP/B: 1.2 TB/s of HBM 3.35 TB/s, at 0.36 of its memory roof' ('' without a point)."""
+    if p is None:
         return ""
-    return f"at {efficiency:.2g} of its {bound} roof"
+    rate = format_flops if p.unit == "FLOP/s" else format_bandwidth
+    ai = f", {p.intensity:.3g} FLOP/B" if math.isfinite(p.intensity) else ""
+    if not math.isfinite(p.of_roof):
+        return f"op {visible(p.op)}{ai}: {p.bound}-bound, no work on its {visible(p.roof)} roof"
+    return (f"op {visible(p.op)}{ai}: {rate(p.attained, 3)} of {visible(p.roof)} {rate(p.roof_rate, 3)}, "
+            f"at {p.of_roof:.2g} of its {p.bound} roof")
+
+
+def section_lines(t: TraceAnalyses, attr: str) -> tuple[str, list[str]]:
+    """One analysis's section (``attr``: a field of :class:`TraceAnalyses` it is not None in): its title and
+    lines, unwrapped (the terminal wraps them, the HTML report makes paragraphs of its first ones)."""
+    got = getattr(t, attr)
+    if attr == "idle":
+        return ("GPU idle time" if t.device == "cuda" else "CPU idle time"), _idle(got)
+    title, lines_of = _SECTIONS[attr]
+    return title, lines_of(got)
+
+
+#: the analyses' fields of TraceAnalyses, in report order
+FIELDS = ("idle", "kernels", "overlap", "launch", "critical_path", "memory")
 
 
 def analyses_lines(t: TraceAnalyses) -> list[str]:
-    """Every analysis computed, as text sections, then the skipped ones and why."""
-    out: list[str] = []
-
+    """Every analysis computed, as text sections, then the skipped ones and why (each line wrapped by words to
+    the terminal's width)."""
     from roofline.render.fit import wrap_line
 
-    def section(title: str, lines: list[str]) -> None:  # each line wrapped by words to the terminal's width
-        out.extend(["", f"{title}:", *(w for x in lines for w in wrap_line("  " + x, None, "  ", "      "))])
-
-    if t.idle is not None:
-        section("GPU idle time" if t.device == "cuda" else "CPU idle time", _idle(t.idle))
-    if t.kernels is not None:
-        section("kernel breakdown", _kernels(t.kernels))
-    if t.overlap is not None:
-        section("compute/communication overlap", _overlap(t.overlap))
-    if t.launch is not None:
-        section("launch delay", _launch(t.launch))
-    if t.critical_path is not None:
-        section("critical path", _critical(t.critical_path))
-    if t.memory is not None:
-        section("memory", _memory(t.memory))
+    out: list[str] = []
+    for attr in FIELDS:
+        if getattr(t, attr) is not None:
+            title, lines = section_lines(t, attr)
+            out.extend(["", f"{title}:", *(w for x in lines for w in wrap_line("  " + x, None, "  ", "      "))])
     for a, why in t.skipped:
-        out.append(f"  skipped {a}: {why}")
+        out.extend(wrap_line(f"  skipped {a}: {why}", None, "  ", "      "))
     return out
 
 
@@ -97,13 +106,13 @@ def _idle(i: IdleTime) -> list[str]:
 
 
 def _kernels(k: KernelBreakdown) -> list[str]:
-    out = [f"{k.kernels:,} kernels ({k.distinct:,} distinct), {_s(k.seconds)}: "
+    out = [f"{k.kernels:,} kernels ({k.distinct:,} distinct), {_s(k.seconds)} of {k.share_of}: "
            + ", ".join(f"{name} {_pct(share)}" for name, _, share in k.by_kind)]
     for r in k.rows:
-        point = _point(r.bound, r.efficiency)
-        out.append(f"{_pct(r.step_share):>4} of the steps  {_s(r.seconds):>9}  x{r.count:<6} {_name(r.name)} "
-                   f"[{r.kind}]; median {_s(r.q[2])} (quartiles {_s(r.q[1])}..{_s(r.q[3])}, max {_s(r.q[4])})"
-                   + (f"; op {visible(r.op)} {point}" if r.op else ""))
+        point = point_text(r.point)
+        out.append(f"{_pct(r.step_share):>4} of {k.step_share_of}, {_pct(r.share):>4} of {k.share_of}: "
+                   f"{_s(r.seconds)} x{r.count} {_name(r.name)} [{r.kind}]; median {_s(r.q[2])} (quartiles "
+                   f"{_s(r.q[1])}..{_s(r.q[3])}, max {_s(r.q[4])})" + (f"; {point}" if point else ""))
     return out
 
 
@@ -129,9 +138,9 @@ def _critical(c: CriticalPath) -> list[str]:
     out = [f"{visible(c.step)} ({_s(c.step_seconds)}): path {_s(c.seconds)} through {c.kernels} kernel(s): "
            + ", ".join(f"{k} {_s(v)}" for k, v in c.by_segment if v > 0)]
     for o in c.ops:
-        point = _point(o.bound, o.efficiency)
-        out.append(f"{_pct(o.share):>4} of the path  {_s(o.seconds):>9}  {visible(o.op) or '(no op)'}: "
-                   f"{_name(o.kernel)}" + (f"; {point}" if point else ""))
+        point = point_text(o.point)
+        out.append(f"{_pct(o.share):>4} of {c.share_of} ({_pct(o.step_share)} of {c.step_share_of}): "
+                   f"{_s(o.seconds)} {visible(o.op) or '(no op)'}: {_name(o.kernel)}" + (f"; {point}" if point else ""))
     return out
 
 
@@ -146,6 +155,13 @@ def _memory(m: MemoryTimeline) -> list[str]:
             out.append("  at each step's end: " + ", ".join(format_bytes(s.end) for s in d.steps[:8])
                        + (" ..." if len(d.steps) > 8 else ""))
     return out
+
+
+#: each analysis but idle (whose title names the device): its section's title and its lines
+_SECTIONS: dict[str, tuple[str, Any]] = {"kernels": ("kernel breakdown", _kernels),
+                                        "overlap": ("compute/communication overlap", _overlap),
+                                        "launch": ("launch delay", _launch), "critical_path": ("critical path", _critical),
+                                        "memory": ("memory", _memory)}
 
 
 def analyses_json(t: TraceAnalyses) -> str:

@@ -132,6 +132,19 @@ def analyse_with_analyses(path: str | os.PathLike[str], device: Any, analyses: s
     return a, run_analyses(ev, asked, placer.owner, a)
 
 
+def rank_analyses(paths: Sequence[str | os.PathLike[str]], device: Any, analyses: str | Sequence[str] = "all"
+                  ) -> list[TraceAnalyses]:
+    """The trace analyses of each rank's file (:func:`analyse_with_analyses`, without the forecast), each
+    kernel and op on its rank's own roofline points, in the order of ``paths``.
+
+    >>> # per_rank = rank_analyses(["rank0.json", "rank1.json"], "h100-sxm", "kernels,critical-path")
+    """
+    from roofline.core import arguments as arg
+
+    files = arg.paths(paths, "rank_analyses", "paths")
+    return [analyse_with_analyses(f, device, analyses, forecast=False)[1] for f in files]
+
+
 def diff_traces(a: str | os.PathLike[str], b: str | os.PathLike[str], device: Any, device_b: Any = None) -> TraceDiff:
     """Trace ``b`` against trace ``a`` (each one file, one rank), each under its device's roofs (``device_b``:
     B's, when it ran elsewhere; default ``device``): ops and kernels matched, each change attributed to the
@@ -195,5 +208,5 @@ def with_ranks(view: MultiRankTrace, work: Workload) -> Workload:
                         assumptions=[*work.assumptions, note])
 
 
-__all__ = ["ANALYSES", "HOW_TO_RECORD", "TraceAnalyses", "TraceDiff", "diff_traces", "analyse_with_analyses", "run_analyses", "MultiRankTrace", "TraceNotes", "Unmatched", "analyse_trace", "from_trace", "read_events",
+__all__ = ["ANALYSES", "HOW_TO_RECORD", "TraceAnalyses", "TraceDiff", "diff_traces", "analyse_with_analyses", "rank_analyses", "run_analyses", "MultiRankTrace", "TraceNotes", "Unmatched", "analyse_trace", "from_trace", "read_events",
            "read_trace", "read_traces", "trace_notes", "with_ranks"]

@@ -163,10 +163,13 @@ class MultiRankTrace:
 
         t = self.step_time
         slow = next(b for b in self.totals if b.key == self.slowest_rank)
+        # ranks whose step time equals the slowest's (the first of them is named): the table shows them alike
+        tied = sum(abs(b.seconds - slow.seconds) <= 1e-9 * slow.seconds for b in self.totals) - 1
         text = (f"{len(self.ranks)} ranks, {len(self.steps)} common step(s): median step {format_seconds(t.median)}"
                 + (f" ({format_seconds(t.low)}..{format_seconds(t.high)} over {t.repeats} steps)" if t.repeats > 1
                    else "")
-                + f"; slowest: rank {self.slowest_rank} (longest step time, {format_seconds(slow.seconds)})")
+                + f"; slowest: rank {self.slowest_rank} (longest step time, {format_seconds(slow.seconds)}"
+                + (f"; tied with {tied} other rank(s)" if tied else "") + ")")
         if self.stragglers:
             s = self.stragglers[0]
             text += f"; straggler: rank {s.rank} ({s.cause}; the others waited {format_seconds(s.caused_seconds)})" \

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.frontends.trace.analyses.timeline import US, Timeline
+from roofline.frontends.trace.analyses.timeline import US, RooflinePoint, Timeline, point_of
 from roofline.frontends.trace.columns import RUNTIME
 
 SEGMENTS = ("kernel", "cpu", "launch", "sync", "idle")
@@ -35,9 +35,9 @@ class PathOp:
     op: str  # '' for kernels launched by no placed op (then `kernel` names it)
     kernel: str  # the op's longest kernel on the path
     seconds: float  # kernel time on the path
-    share: float  # of the path
-    bound: str
-    efficiency: float
+    share: float  # of the path's length (CriticalPath.share_of)
+    step_share: float  # of the step's time (CriticalPath.step_share_of)
+    point: RooflinePoint | None  # its kernels on the path on their ops' roofs (:func:`~.timeline.point_of`)
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class CriticalPath:
     by_segment: tuple[tuple[str, float], ...]  # (segment kind, seconds)
     kernels: int  # kernels on the path
     ops: tuple[PathOp, ...]  # the ops with the most kernel time on the path
+    share_of: str = "the critical path"  # what PathOp.share is a share of
+    step_share_of: str = "step time"  # what PathOp.step_share is a share of
 
 
 def critical_path(t: Timeline) -> CriticalPath:
@@ -61,8 +63,8 @@ def critical_path(t: Timeline) -> CriticalPath:
     on: list[int] = []
     if len(mine):
         _walk(t, int(mine[np.argmax(t.end[mine])]), w0, seg, on)
-    ops = _path_ops(t, np.asarray(on, dtype=np.int64), sum(seg.values()))
     step_span = (w1 - w0) if t.steps else float(t.end.max() - w0)
+    ops = _path_ops(t, np.asarray(on, dtype=np.int64), sum(seg.values()), step_span)
     return CriticalPath(name, step_span * US, sum(seg.values()) * US, tuple((k, v * US) for k, v in seg.items()),
                         len(on), ops)
 
@@ -132,29 +134,19 @@ def _last_sync(sync: dict[int, tuple[np.ndarray, np.ndarray]], thread: int, befo
     return int(idx[j]) if j >= 0 and ends[j] > w0 else -1
 
 
-def _path_ops(t: Timeline, on: np.ndarray, total: float) -> tuple[PathOp, ...]:
-    """The kernels on the path summed by op name (by kernel name for kernels no placed op launched), each with
-    its time-weighted roofline efficiency (:mod:`.kernels`' rule) and the bound of its longest instance."""
+def _path_ops(t: Timeline, on: np.ndarray, total: float, step: float) -> tuple[PathOp, ...]:
+    """The kernels on the path summed by op name (by kernel name for kernels no placed op launched), each on
+    its roofline point (:func:`~.timeline.point_of`, over its kernels on the path)."""
     if not len(on):
         return ()
-    p = t.points
     dur = t.end[on] - t.start[on]
     groups: dict[str, list[int]] = {}
     for j, k in enumerate(on.tolist()):
         groups.setdefault(t.op(k) or t.name(k), []).append(j)
     out = []
     for js in sorted(groups.values(), key=lambda v: -float(dur[v].sum()))[:TOP]:
-        d = dur[js]
-        longest = int(on[js[int(np.argmax(d))]])
-        r = int(t.row[longest])
-        bound, eff = "", float("nan")
-        if p is not None and r >= 0:
-            rows = t.row[on[js]]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                roof = p.roof_seconds[rows] * d / p.measured[rows]
-            ok = (rows >= 0) & np.isfinite(roof)
-            bound = str(p.bound[r])
-            eff = float(roof[ok].sum() / d[ok].sum()) if d[ok].sum() > 0 else float("nan")
-        out.append(PathOp(t.op(longest), t.name(longest), float(d.sum()) * US, float(d.sum()) / total if total > 0
-                          else 0.0, bound, eff))
+        d = float(dur[js].sum())
+        longest = int(on[js[int(np.argmax(dur[js]))]])
+        out.append(PathOp(t.op(longest), t.name(longest), d * US, d / total if total > 0 else 0.0,
+                          d / step if step > 0 else 0.0, point_of(t, on[js])))
     return tuple(out)

@@ -1,11 +1,10 @@
 """The kernel breakdown: the top kernels by time, their duration distributions, the share of communication,
-compute and memory kernels (kinds: :mod:`.timeline`), each kernel on its ops' roofline points.
+compute and memory kernels (kinds: :mod:`.timeline`), each kernel on its ops' roofline point
+(:func:`~.timeline.point_of`: intensity, attained rate against the binding roof, efficiency).
 
-A kernel's roofline point is its launching ops': each instance is given the share of its op's judged roofline
-time that its duration is of the op's measured time, so a kernel name's efficiency is
-``sum(roof share) / sum(duration)`` over its instances joined to a placed op (the time-weighted efficiency of
-the ops that launch it), and its bound is the bound of the op it spends the most time under.  On a CPU-only
-trace the breakdown is of the placed ops' own times (the report's table), so it is skipped.
+Two shares, each saying what it is of: ``share`` of all GPU kernel time (:data:`SHARE_OF`), ``step_share`` of
+the profiler steps' time (:data:`STEP_SHARE_OF`; without steps, of the kernels' span: :data:`SPAN_OF`).  On a
+CPU-only trace the breakdown is of the placed ops' own times (the report's table), so it is skipped.
 """
 
 from __future__ import annotations
@@ -14,9 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.frontends.trace.analyses.timeline import KINDS, US, Timeline
+from roofline.frontends.trace.analyses.timeline import KINDS, US, RooflinePoint, Timeline, point_of
 
 TOP = 10
+SHARE_OF = "GPU kernel time"
+STEP_SHARE_OF = "step time"
+SPAN_OF = "the kernels' span"  # a trace without profiler steps
 
 
 @dataclass(frozen=True)
@@ -25,12 +27,10 @@ class KernelRow:
     kind: str  # 'compute', 'communication', 'memory'
     count: int
     seconds: float
-    share: float  # of all kernel time
-    step_share: float  # of the profiler steps' time (of the kernels' span without steps)
+    share: float  # of all GPU kernel time (KernelBreakdown.share_of)
+    step_share: float  # of the profiler steps' time (KernelBreakdown.step_share_of)
     q: tuple[float, float, float, float, float]  # duration min, 25%, median, 75%, max (s)
-    op: str  # the op it spends the most time under ('' when launched by none)
-    bound: str  # that op's bound
-    efficiency: float  # judged roofline time / measured, over its ops (nan: no roofline point)
+    point: RooflinePoint | None  # on its ops' roofs (None: launched by no placed op, or no analysis)
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class KernelBreakdown:
     seconds: float  # all kernel time
     by_kind: tuple[tuple[str, float, float], ...]  # (kind, seconds, share)
     rows: tuple[KernelRow, ...]  # the top kernels by time
+    share_of: str = SHARE_OF  # what KernelRow.share is a share of
+    step_share_of: str = STEP_SHARE_OF  # what KernelRow.step_share is a share of
 
 
 def kernel_breakdown(t: Timeline, top: int = TOP) -> KernelBreakdown:
@@ -53,40 +55,13 @@ def kernel_breakdown(t: Timeline, top: int = TOP) -> KernelBreakdown:
     by_kind = tuple((KINDS[j], float(dur[t.kind == j].sum()) * US, float(dur[t.kind == j].sum()) / total if total
                      else 0.0) for j in range(len(KINDS)))
     steps = sum(e - s for _, s, e in t.steps) or (float(t.end.max() - t.start.min()) if len(dur) else 0.0)
-    roof = _roof_share(t, dur)
     rows = []
     for c in np.argsort(-per, kind="stable")[:top].tolist():
         mine = np.flatnonzero(inverse == c)
-        d = dur[mine]
-        q = tuple(float(x) * US for x in np.percentile(d, [0, 25, 50, 75, 100]))
-        op, bound, eff = _point(t, mine, d, roof)
+        q = tuple(float(x) * US for x in np.percentile(dur[mine], [0, 25, 50, 75, 100]))
         rows.append(KernelRow(t.ev.names[int(codes[c])], KINDS[int(t.kind[mine[0]])], len(mine), float(per[c]) * US,
                               float(per[c]) / total if total else 0.0, float(per[c]) / steps if steps else 0.0,
-                              q, op, bound, eff))  # type: ignore[arg-type]
-    return KernelBreakdown(len(dur), len(codes), total * US, by_kind, tuple(rows))
+                              q, point_of(t, mine)))  # type: ignore[arg-type]
+    return KernelBreakdown(len(dur), len(codes), total * US, by_kind, tuple(rows),
+                           step_share_of=STEP_SHARE_OF if t.steps else SPAN_OF)
 
-
-def _roof_share(t: Timeline, dur: np.ndarray) -> np.ndarray:
-    """Per kernel, its share of its op's judged roofline time (us; nan: no op or no roofline point)."""
-    out = np.full(len(dur), np.nan)
-    p = t.points
-    if p is None:
-        return out
-    has = t.row >= 0
-    r = t.row[has]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out[has] = p.roof_seconds[r] / US * dur[has] / (p.measured[r] / US)
-    return out
-
-
-def _point(t: Timeline, mine: np.ndarray, d: np.ndarray, roof: np.ndarray) -> tuple[str, str, float]:
-    """(op, bound, efficiency) of one kernel name's instances ``mine`` (durations ``d``)."""
-    p = t.points
-    rows = t.row[mine]
-    has = (rows >= 0) & np.isfinite(roof[mine])
-    if p is None or not has.any():
-        return "", "", float("nan")
-    r, w = np.unique(rows[has], return_inverse=True)
-    main = int(r[int(np.argmax(np.bincount(w.reshape(-1), weights=d[has])))])
-    eff = float(roof[mine][has].sum() / d[has].sum()) if d[has].sum() > 0 else float("nan")
-    return p.name[main], str(p.bound[main]), eff

@@ -41,14 +41,80 @@ class OpPoints:
     efficiency: np.ndarray  # per row: judged roofline time / measured time (nan: not measured)
     roof_seconds: np.ndarray  # per row: judged roofline time, s
     measured: np.ndarray  # per row: measured seconds (nan: none)
+    flops: np.ndarray  # per row: FLOPs of one call
+    bytes: np.ndarray  # per row: bytes moved by one call
+    roof: np.ndarray  # per row: the binding roof's name ('fp32 vector', 'HBM', 'interconnect')
+    roof_rate: np.ndarray  # per row: that roof, FLOP/s when compute-bound, else B/s
 
     @classmethod
     def of(cls, analysis: Any) -> OpPoints:
-        w = analysis.workload
+        """Each op's point: a compute-bound op on its compute ceiling, any other on the memory level (or link)
+        it is judged at (the analysis's ``judged_level``), at that level's bandwidth."""
+        a, w = analysis, analysis.workload
         names = [w.strings("name", i) for i in range(len(w))]
-        return cls(names, np.asarray(analysis.bound), np.asarray(analysis.efficiency, dtype=float),
-                   np.asarray(analysis.judged_time, dtype=float),
-                   np.asarray(w.columns["measured_seconds"], dtype=float))
+        bound = np.asarray(a.bound)
+        compute = bound == "compute"
+        labels = np.asarray([c.label for c in a.ceilings] + [""])[np.where(compute, a.ceiling_index, -1)]
+        level_bw = np.asarray([m.bandwidth for m in a.levels] + [0.0])[a.judged_level_index]
+        bandwidth = np.where(a.judged_level_index >= 0, level_bw, np.asarray(a.bandwidth, dtype=float))
+        return cls(names, bound, np.asarray(a.efficiency, dtype=float), np.asarray(a.judged_time, dtype=float),
+                   np.asarray(w.columns["measured_seconds"], dtype=float),
+                   np.asarray(w.columns["flops"], dtype=float), np.asarray(w.bytes, dtype=float),
+                   np.where(compute, labels, np.asarray(a.judged_level)),
+                   np.where(compute, np.asarray(a.peak_flops, dtype=float), bandwidth))
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """Where some kernel instances sit under their ops' roofs (:func:`point_of`)."""
+
+    op: str  # the op they spend the most time under
+    bound: str  # that op's bound: 'compute', 'memory', 'interconnect', 'latency'
+    roof: str  # its binding roof: 'fp32 vector', 'HBM', 'interconnect'
+    unit: str  # the binding unit: 'FLOP/s' (compute-bound) or 'B/s'
+    intensity: float  # FLOP/B of their share of the ops' work (nan: no bytes)
+    attained: float  # their rate in the binding unit, over the instances under that roof
+    roof_rate: float  # the roof, in that unit
+    of_roof: float  # attained / roof_rate (nan: no work in that unit)
+    efficiency: float  # judged roofline time / measured, over every instance with a point
+
+
+def point_of(t: Timeline, pos: np.ndarray) -> RooflinePoint | None:
+    """The roofline point of the kernels at timeline positions ``pos`` (None: none launched by a placed op
+    with a measured time).
+
+    Each instance, ``d`` long under an op measured ``m`` (the sum of its kernels), carries ``d / m`` of the
+    op's FLOPs, bytes and judged roofline time.  The point's op, bound and roof are those of the op the
+    instances spend the most time under; ``attained`` is the FLOPs (compute-bound) or bytes carried by the
+    instances under that roof over their duration, so ``of_roof = attained / roof_rate``; ``efficiency`` is
+    ``sum(carried roofline time) / sum(d)`` over every instance (the ops' time-weighted efficiency)."""
+    p = t.points
+    if p is None or not len(pos):
+        return None
+    rows = t.row[pos]
+    d = (t.end[pos] - t.start[pos]) * US
+    ok = rows >= 0
+    r0 = np.maximum(rows, 0)
+    ok &= np.isfinite(p.measured[r0]) & (p.measured[r0] > 0)
+    if not ok.any():
+        return None
+    rows, d = rows[ok], d[ok]
+    w = d / p.measured[rows]  # each instance's share of its op's call
+    by_op, inverse = np.unique(rows, return_inverse=True)
+    main = int(by_op[int(np.argmax(np.bincount(inverse.reshape(-1), weights=d)))])
+    flops, moved = float((w * p.flops[rows]).sum()), float((w * p.bytes[rows]).sum())
+    compute = str(p.bound[main]) == "compute"
+    same = p.roof[rows] == p.roof[main]
+    work = (w * (p.flops[rows] if compute else p.bytes[rows]))[same]
+    seconds = float(d[same].sum())
+    attained = float(work.sum()) / seconds if seconds > 0 else float("nan")
+    rate = float(p.roof_rate[main])
+    roof_time = w * p.roof_seconds[rows]
+    fin = np.isfinite(roof_time)
+    return RooflinePoint(p.name[main], str(p.bound[main]), str(p.roof[main]), "FLOP/s" if compute else "B/s",
+                         flops / moved if moved > 0 else float("nan"), attained, rate,
+                         attained / rate if rate > 0 and work.sum() > 0 else float("nan"),
+                         float(roof_time[fin].sum() / d[fin].sum()) if d[fin].sum() > 0 else float("nan"))
 
 
 @dataclass(frozen=True)
