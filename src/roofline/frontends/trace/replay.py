@@ -176,7 +176,7 @@ class Replayer:
             except RooflineError:  # a user's cost formula failed: the meta route would say the same
                 raise
             except Exception:  # noqa: BLE001 -- Unknown, or a rule that met arguments it did not expect
-                pass  # the meta route decides
+                self._spent -= 1  # the meta route decides, at the price of a rebuild
         self._spend(CLOSED_FORM_CALLS)
         self.calls["meta"] += 1
         return self._meta(overloads, short, recorded, fused)
