@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("torch")
 
 import trace_shapes_calls as calls  # noqa: E402
+
 from roofline.core.errors import RooflineError  # noqa: E402
 from roofline.frontends.trace.placer import FUSED  # noqa: E402
 from roofline.frontends.trace.replay import NotReplayed, Replayer  # noqa: E402

@@ -59,6 +59,8 @@ Costed = tuple[str, costs.Cost, str, dict[str, float] | None]
 
 
 _MISSING = object()
+#: a call's recorded columns: Input type, Input Dims, Input Strides, Concrete Inputs (one entry per argument)
+_Columns = tuple[list[Any], list[Any], list[Any], list[Any]]
 
 
 class _Arg(NamedTuple):
@@ -165,7 +167,7 @@ class Replayer:
         strides = strides if isinstance(strides, list) and len(strides) == len(types) else [None] * len(types)
         concrete = call.get("Concrete Inputs")
         concrete = concrete if isinstance(concrete, list) and len(concrete) == len(types) else [""] * len(types)
-        recorded = (types, dims, strides, concrete)
+        recorded: _Columns = (types, dims, strides, concrete)
         short = name.partition("::")[2]
         if self.closed is not None:
             self._spend(1)
@@ -199,7 +201,7 @@ class Replayer:
                                            (getattr(packet, o) for o in packet.overloads())]
         return got
 
-    def _closed(self, overloads: list[tuple[Any, int]], short: str, recorded: tuple[list[Any], ...], fused: bool
+    def _closed(self, overloads: list[tuple[Any, int]], short: str, recorded: _Columns, fused: bool
                 ) -> Costed | None | str:
         """The meta route's first overload, its outputs in closed form (:mod:`.shapes`); :class:`Unknown` where
         the closed form cannot say (the meta route then decides, from the same first overload on)."""
@@ -218,7 +220,7 @@ class Replayer:
             return self._finish(op, short, args, kwargs, out, fused)
         raise Unknown("no overload takes the recorded arguments")
 
-    def _meta(self, overloads: list[tuple[Any, int]], short: str, recorded: tuple[list[Any], ...], fused: bool
+    def _meta(self, overloads: list[tuple[Any, int]], short: str, recorded: _Columns, fused: bool
               ) -> Costed | None | str:
         """The first overload whose schema takes the recorded arguments and which runs on meta tensors, costed."""
         why = "no overload matches the recorded argument types"
