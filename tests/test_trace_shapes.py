@@ -32,6 +32,7 @@ def test_closed_form_agrees_with_meta_route_on_2000_random_calls() -> None:
     bytes read and written, precision, GEMM dims; or not replayed and why) is the same by both routes."""
     drawn = calls.draw(2000, seed=0)
     fast, meta = Replayer(), Replayer(closed_form=False)
+    meta.rec.flop_registry = meta.rec.flop_registry._registry  # flop_counter's own wrappers (pytree), untouched
     mismatched = []
     closed_by_group: Counter[str] = Counter()
     for i, (name, args) in enumerate(drawn):
@@ -40,7 +41,7 @@ def test_closed_form_agrees_with_meta_route_on_2000_random_calls() -> None:
         if got != want:
             mismatched.append((name, args, got, want))
         closed_by_group[name] += fast.calls["closed form"] - before
-    assert mismatched == []
+    assert mismatched == [], mismatched[:3]
     assert meta.calls["closed form"] == 0 and meta.calls["meta"] == 2000
     # the closed form answers nearly all of them: the invalid ones (about 1 in 30) go to the meta route
     assert fast.calls["closed form"] >= 0.95 * 2000, fast.calls
