@@ -134,7 +134,7 @@ class Replayer:
 
         self.rec = Recorder(self.torch, set(), {"Global": ("", "")})
         self.rec.Tensor = (self.torch.Tensor, Recorded)  # it costs recorded tensors as it costs meta ones
-        self.rec.flop_registry = _Shapes(self.rec.flop_registry, self.rec.Tensor)
+        self.rec.flop_registry = _Shapes(self.rec.flop_registry, self.rec.Tensor)  # type: ignore[assignment]  # .get only
         self.closed = ClosedForm(self.torch) if closed_form else None
         self._cache: dict[tuple[str, int], Costed | str | None | NotReplayed] = {}
         self._overloads: dict[str, list[tuple[Any, int]]] = {}  # op name -> its overloads and their arities
