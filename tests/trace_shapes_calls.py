@@ -191,14 +191,14 @@ class Draw:
         dt = self.dt()
         kind = self.r.random()
         b = _Args().tensor(a, dt)
-        if kind < 0.2:  # a Python number
+        if kind < 0.2 and name not in ("maximum", "minimum"):  # a Python number
             b.scalar(self.r.choice([2, 0.5, -1, 3.0]))
         elif kind < 0.3:  # a 0-dim tensor of another dtype (a wrapped number as the profiler records it)
             b.tensor([], self.r.choice(["double", "long int", "float"]), [])
         else:
             other = list(a) if name.endswith("_") and self.r.random() < 0.5 else self.broadcast_partner(a)
             b.tensor(other, dt if self.r.random() < 0.8 else self.dt())
-        if name.rstrip("_") in ("add", "sub") and b.types[-1] != "Scalar":
+        if name.rstrip("_") in ("add", "sub"):  # alpha: add.Tensor's keyword, add.Scalar's third argument
             b.scalar(self.r.choice([1, 1, 2]))
         return b.call(name)
 

@@ -59,6 +59,13 @@ Costed = tuple[str, costs.Cost, str, dict[str, float] | None]
 
 
 _MISSING = object()
+
+
+class _Failed(NamedTuple):
+    """A call not rebuilt, and why (what :class:`NotReplayed` says)."""
+
+    why: str
+
 #: a call's recorded columns: Input type, Input Dims, Input Strides, Concrete Inputs (one entry per argument)
 _Columns = tuple[list[Any], list[Any], list[Any], list[Any]]
 
@@ -136,7 +143,7 @@ class Replayer:
         self.rec.Tensor = (self.torch.Tensor, Recorded)  # it costs recorded tensors as it costs meta ones
         self.rec.flop_registry = _Shapes(self.rec.flop_registry, self.rec.Tensor)  # type: ignore[assignment]  # .get only
         self.closed = ClosedForm(self.torch) if closed_form else None
-        self._cache: dict[tuple[str, int], Costed | str | None | NotReplayed] = {}
+        self._cache: dict[tuple[str, int], Costed | str | None | _Failed] = {}
         self._overloads: dict[str, list[tuple[Any, int]]] = {}  # op name -> its overloads and their arities
         self._composite: dict[Any, bool] = {}
         self._schemas: dict[Any, list[_Arg]] = {}
@@ -179,11 +186,11 @@ class Replayer:
         if key not in self._cache:
             try:
                 self._cache[key] = self._cost(name, call, fused)
-            except NotReplayed as exc:
-                self._cache[key] = exc
+            except NotReplayed as exc:  # kept as its message: an exception keeps its traceback's frames alive
+                self._cache[key] = _Failed(str(exc))
         got = self._cache[key]
-        if isinstance(got, NotReplayed):
-            raise got
+        if isinstance(got, _Failed):
+            raise NotReplayed(got.why)
         return got
 
     def _spend(self, share: int) -> None:
