@@ -77,8 +77,8 @@ def test_broadcast() -> None:
 
 
 def test_meta_rebuilds_past_the_limit_are_left_unplaced(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ROOFLINE_MAX_TRACE_CALLS=2: 2 meta rebuilds (18 ninths); a closed-form call costs 1 ninth.  Three
-    group norms (meta route): 2 rebuilt, the third past the limit; then 0 ninths are left for an mm."""
+    """ROOFLINE_MAX_TRACE_CALLS=2: 2 meta rebuilds, and 2 x 9 = 18 closed-form calls apart.  Three group norms
+    (meta route): 2 rebuilt, the third past the limit; an mm after them is still costed (closed form)."""
     monkeypatch.setenv("ROOFLINE_MAX_TRACE_CALLS", "2")
     r = Replayer()
     norm = {"Input type": ["float", "float", "float", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"],
@@ -86,15 +86,17 @@ def test_meta_rebuilds_past_the_limit_are_left_unplaced(monkeypatch: pytest.Monk
             "Concrete Inputs": ["", "", "", "2", "8", "16", "4", "1e-05"]}
     assert r.cost("aten::native_group_norm", 0, norm)[1].kind == "norm"
     assert r.cost("aten::native_group_norm", 1, norm)[1].kind == "norm"
-    assert r._spent == 2 * 9  # a closed-form attempt that falls through costs a rebuild, no more
+    assert r._left == {"meta": 0, "closed form": 18}  # a closed-form attempt that falls through costs a rebuild only
     with pytest.raises(NotReplayed, match="ROOFLINE_MAX_TRACE_CALLS"):
         r.cost("aten::native_group_norm", 2, norm)
     assert r.calls == {"closed form": 0, "meta": 2, "past the limit": 1}
+    mm = {"Input type": ["float", "float"], "Input Dims": [[8, 16], [16, 4]], "Concrete Inputs": ["", ""]}
+    assert r.cost("aten::mm", 3, mm)[1].flops == 2 * 8 * 16 * 4
     assert "1 distinct recorded call(s) not costed" in r.notes()[0] and "ROOFLINE_MAX_TRACE_CALLS" in r.notes()[0]
 
 
 def test_trace_past_the_limit_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A trace of 40 distinct closed-form calls under a limit of 2 meta rebuilds (18 ninths): 18 placed, 22 not,
+    """A trace of 40 distinct closed-form calls under a limit of 2 meta rebuilds (18 closed-form calls): 18 placed, 22 not,
     and the warning says how many and names the variable."""
     from roofline.frontends.trace import read_trace
 

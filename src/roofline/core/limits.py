@@ -84,9 +84,9 @@ def max_nesting() -> int:
 
 
 #: most distinct recorded calls one trace file rebuilds on meta tensors to cost them (``ROOFLINE_MAX_TRACE_CALLS``);
-#: a call costed in closed form instead (:mod:`roofline.frontends.trace.shapes`) counts as 1/CLOSED_FORM_CALLS of
-#: one, about its share of the time.  Past the limit the calls left are not placed, and the trace's warnings say how
-#: many.  Measured here (benchmarks/bench_trace_shapes.py): ~300 us a meta rebuild, ~30 us a closed-form one, so
+#: calls costed in closed form instead (:mod:`roofline.frontends.trace.shapes`) have CLOSED_FORM_CALLS times that
+#: allowance, apart (each takes about that share of a rebuild's time).  Past either the calls left are not placed,
+#: and the trace's warnings say how many.  Measured here (benchmarks/bench_trace_shapes.py): ~300 us a meta rebuild, ~30 us a closed-form one, so
 #: the limit is about 9 s of rebuilding, and a 250,000-shape trace of closed-form ops is placed whole
 MAX_TRACE_CALLS = 30_000
 CLOSED_FORM_CALLS = 9

@@ -14,7 +14,7 @@ Most calls need no meta tensors: for the common overloads (matmuls, convolutions
 reductions, norms, softmax, copies, cat, gathers, fused attention) :mod:`.shapes` gives the outputs in closed
 form on recorded tensors (shape, strides, dtype), and the same recorder costs them.  The meta route takes the
 rest, at most ``ROOFLINE_MAX_TRACE_CALLS`` calls a trace (:func:`roofline.core.limits.max_trace_calls`; a
-closed-form call counts as a ninth of one); past it the calls left are not placed and :meth:`Replayer.notes`
+closed-form call has nine times the allowance); past it the calls left are not placed and :meth:`Replayer.notes`
 says how many.
 
 What a trace cannot say: string arguments (gelu's ``approximate`` is taken as
@@ -152,7 +152,9 @@ class Replayer:
         self.unsupported: set[str] = set()  # ops replayed but without a FLOP formula
         self.calls = {"closed form": 0, "meta": 0, "past the limit": 0}  # distinct calls by route
         self._limit = max_trace_calls()
-        self._spent = 0  # in 1/CLOSED_FORM_CALLS of a meta rebuild
+        # allowances: meta rebuilds, and CLOSED_FORM_CALLS times as many closed-form calls (each about that
+        # share of a rebuild's time), apart, so that rebuilds early in a trace never starve the cheap calls after
+        self._left = {"meta": self._limit, "closed form": self._limit * CLOSED_FORM_CALLS}
 
     def composite(self, op: Any) -> bool:
         """True for an overload that decomposes into other aten ops before dispatch (what a trace shows as its
@@ -173,8 +175,8 @@ class Replayer:
         if not past:
             return []
         return [f"{past:,} distinct recorded call(s) not costed: past the limit of {self._limit:,} rebuilt on meta "
-                f"tensors ({self.calls['meta']:,} were, and {self.calls['closed form']:,} in closed form at "
-                f"1/{CLOSED_FORM_CALLS} each); set ROOFLINE_MAX_TRACE_CALLS to raise it"]
+                f"tensors ({self.calls['meta']:,} were; and of {self._limit * CLOSED_FORM_CALLS:,} costed in closed "
+                f"form, {self.calls['closed form']:,} were); set ROOFLINE_MAX_TRACE_CALLS to raise it"]
 
     def cost(self, name: str, call_id: int, call: Mapping[str, Any], fused: bool = False) -> Costed | None | str:
         """The cost of ``name`` called with ``call`` (an event's recorded arguments); ``None`` for a view or a
@@ -193,13 +195,13 @@ class Replayer:
             raise NotReplayed(got.why)
         return got
 
-    def _spend(self, share: int) -> None:
-        """Charge ``share`` ninths of a meta rebuild; past the limit the call is not rebuilt."""
-        if self._spent + share > self._limit * CLOSED_FORM_CALLS:
+    def _spend(self, route: str) -> None:
+        """One call of ``route``'s allowance; past it the call is not rebuilt."""
+        if not self._left[route]:
             self.calls["past the limit"] += 1
             raise NotReplayed(f"past the limit of {self._limit:,} calls rebuilt per trace "
                               "(set ROOFLINE_MAX_TRACE_CALLS to raise it)")
-        self._spent += share
+        self._left[route] -= 1
 
     def _cost(self, name: str, call: Mapping[str, Any], fused: bool) -> Costed | None | str:
         overloads = self._packet(name)
@@ -214,7 +216,7 @@ class Replayer:
         recorded: _Columns = (types, dims, strides, concrete)
         short = name.partition("::")[2]
         if self.closed is not None:
-            self._spend(1)
+            self._spend("closed form")
             try:
                 got = self._closed(overloads, short, recorded, fused)
                 self.calls["closed form"] += 1
@@ -222,8 +224,8 @@ class Replayer:
             except RooflineError:  # a user's cost formula failed: the meta route would say the same
                 raise
             except Exception:  # noqa: BLE001 -- Unknown, or a rule that met arguments it did not expect
-                self._spent -= 1  # the meta route decides, at the price of a rebuild
-        self._spend(CLOSED_FORM_CALLS)
+                self._left["closed form"] += 1  # the meta route decides, at the price of a rebuild
+        self._spend("meta")
         self.calls["meta"] += 1
         return self._meta(overloads, short, recorded, fused)
 
