@@ -292,7 +292,8 @@ class ReferencePlacer:
         if (per_step := steps_info([float(s) * 1e-6 for s in steps])) is not None:
             info[STEPS_KEY] = per_step
         assumptions = [
-            "ops and FLOPs/bytes: each recorded aten call rebuilt on meta tensors and costed by the PyTorch frontend's "
+            "ops and FLOPs/bytes: each recorded aten call rebuilt (its outputs in closed form for common ops, else on "
+            "meta tensors) and costed by the PyTorch frontend's "
             "tables (roofline.frontends.torch); ops that decompose before dispatch are costed through their children",
             "weights cannot be told from activations in a trace (weight bytes 0); string arguments are not recorded "
             "(gelu counted as approximate='none')",

@@ -83,6 +83,20 @@ def max_nesting() -> int:
     return env_limit("ROOFLINE_MAX_NESTING", MAX_NESTING)
 
 
+#: most distinct recorded calls one trace file rebuilds on meta tensors to cost them (``ROOFLINE_MAX_TRACE_CALLS``);
+#: calls costed in closed form instead (:mod:`roofline.frontends.trace.shapes`) have CLOSED_FORM_CALLS times that
+#: allowance, apart (each takes about that share of a rebuild's time).  Past either the calls left are not placed,
+#: and the trace's warnings say how many.  Measured here (benchmarks/bench_trace_shapes.py): ~300 us a meta rebuild, ~30 us a closed-form one, so
+#: the limit is about 9 s of rebuilding, and a 250,000-shape trace of closed-form ops is placed whole
+MAX_TRACE_CALLS = 30_000
+CLOSED_FORM_CALLS = 9
+
+
+def max_trace_calls() -> int:
+    """The most meta-tensor rebuilds one trace may take: ``ROOFLINE_MAX_TRACE_CALLS``, else :data:`MAX_TRACE_CALLS`."""
+    return env_limit("ROOFLINE_MAX_TRACE_CALLS", MAX_TRACE_CALLS)
+
+
 def check_work(what: str, work: int, top: int, env: str, unit: str = "") -> int:
     """``work`` when it is at most ``top``, else one line naming the limit and ``env``, the variable raising it.
 

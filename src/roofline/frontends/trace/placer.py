@@ -508,6 +508,7 @@ class Placer:
                 short = key.removeprefix("aten.")
                 mine = (names == short) | (names == short + " (backward)")
                 unsupported.append(UnsupportedOp(key, int(mine.sum()), float(nbytes[mine].sum())))
+        warnings.extend(self.replay.notes())  # calls left unplaced past ROOFLINE_MAX_TRACE_CALLS
         if gpu and not np.isfinite(seconds).all():
             warnings.append(f"{int((~np.isfinite(seconds)).sum())} placed op(s) launched no kernel (they ran on the "
                             "CPU or only moved metadata); they have no measured time")
@@ -523,7 +524,8 @@ class Placer:
         if (per_step := steps_info([float(s) * 1e-6 for s in steps])) is not None:  # steps are not runs
             info[STEPS_KEY] = per_step
         assumptions = [
-            "ops and FLOPs/bytes: each recorded aten call rebuilt on meta tensors and costed by the PyTorch frontend's "
+            "ops and FLOPs/bytes: each recorded aten call rebuilt (its outputs in closed form for common ops, else on "
+            "meta tensors) and costed by the PyTorch frontend's "
             "tables (roofline.frontends.torch); ops that decompose before dispatch are costed through their children",
             "weights cannot be told from activations in a trace (weight bytes 0); string arguments are not recorded "
             "(gelu counted as approximate='none')",
