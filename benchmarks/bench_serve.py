@@ -3,8 +3,10 @@
     python benchmarks/bench_serve.py [--speed-only | --table 1 | --table 2 | --table 3 [--scheduler NAME]]
 
 Speed: 10,000 requests of Llama-3-70B on 8x H100 (tp 8; input 128..1024, output 64..512 tokens uniform,
-Poisson 20 req/s, seed 0), prefill-first and chunked prefill: wall time (the step tables' build included),
-iterations simulated per second, bytes kept per finished request.  Target: <= 5 s on 2 cores.
+Poisson 20 req/s, seed 0), prefill-first and chunked prefill, and a saturating closed loop (Llama-3-8B FP8 on
+one H100, 2,048 clients, 1000/1000 tokens; prefill-first and trtllm): wall time (the step tables' build
+included), iterations simulated per second, bytes kept per finished request.  Target (issue 52): one serve of
+10,000 requests <= 3 s of CPU on 2 cores.
 
 Accuracy: published serving results, each row cited, against the simulation of the same setup.  No constant
 is fitted to serving figures; no per-iteration CPU overhead is counted (none cited in seconds: see
@@ -315,19 +317,25 @@ def speed() -> None:
     print(f"Speed (load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; machine shared)")
     print(f"  {'scheduler':16} {'requests':>8} {'iterations':>10} {'wall s':>8} {'CPU s':>7} {'iter/s':>9} "
           f"{'B/request':>9}  target (on CPU time: the machine is shared)")
-    for label, scheduler in (("prefill-first", "prefill-first"), ("chunked 2048", "chunked")):
+    poisson = Traffic(isl="128:1024:uniform", osl="64:512:uniform", requests=10_000, rate=20.0, seed=0)
+    closed = Traffic(isl=1000, osl=1000, requests=10_000, concurrency=2048)
+    fp8 = Precision(wbits="fp8", abits="fp8", kvbits="fp8")
+    for label, model, tp, traffic, cfg in (
+            ("prefill-first", "llama-3-70b", 8, poisson, ServeConfig(batching=Batching("prefill-first"))),
+            ("chunked 2048", "llama-3-70b", 8, poisson, ServeConfig(batching=Batching("chunked"))),
+            ("sat. pf 8B", "llama-3-8b", 1, closed, ServeConfig(precision=fp8)),
+            ("sat. trtllm 8B", "llama-3-8b", 1, closed, ServeConfig(precision=fp8, batching=Batching("trtllm")))):
         walls, cpus = [], []
         for _ in range(2):
             t0, c0 = time.perf_counter(), time.process_time()
-            r = roofline.serve("llama-3-70b", "h100", tp=8, traffic=Traffic(isl="128:1024:uniform", osl="64:512:uniform",
-                               requests=10_000, rate=20.0, seed=0), config=ServeConfig(batching=Batching(scheduler)))
+            r = roofline.serve(model, "h100", tp=tp, traffic=traffic, config=cfg)
             walls.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)
         wall, w = statistics.median(walls), statistics.median(cpus)
         it = r.figures.iterations
         per = bytes_per_request()
-        print(f"  {label:16} {10_000:>8,} {it:>10,} {wall:>8.2f} {w:>7.2f} {it / w:>9,.0f} {per:>9}  <= 5 s: "
-              f"{'met' if w <= 5 else 'MISSED'} (x{w / 5:.2f})")
+        print(f"  {label:16} {10_000:>8,} {it:>10,} {wall:>8.2f} {w:>7.2f} {it / w:>9,.0f} {per:>9}  <= 3 s: "
+              f"{'met' if w <= 3 else 'MISSED'} (x{w / 3:.2f})")
 
 
 def mlperf_engine(rnd: str) -> str:
