@@ -29,7 +29,6 @@ from roofline.core import arguments as arg
 from roofline.core.errors import RooflineError
 from roofline.serving.schedulers import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, Scheduler, get
 
-
 #: who may set a run's batching limits (:attr:`Batching.tuning`)
 TUNINGS = (None, "trtllm-bench")
 
