@@ -91,5 +91,5 @@ def test_table2_runs_the_v05_engine_in_fp8():
 
 
 def test_table_flag_bad_value(capsys):
-    assert _bench().main(["--table", "3"]) == 2
-    assert capsys.readouterr().err.strip() == "bench_serve.py: error: --table takes 1 or 2, got '3'"
+    assert _bench().main(["--table", "4"]) == 2
+    assert capsys.readouterr().err.strip() == "bench_serve.py: error: --table takes 1, 2 or 3, got '4'"

@@ -54,16 +54,17 @@ def test_little_law_on_a_closed_loop():
     assert f.max_running == c  # fixed lengths that fit: a static batch of C, as vendors measure
 
 
-def _cache_run(concurrency, blocks=128):
+def _cache_run(concurrency, blocks=128, policy="whole-prompts"):
     spec = make_spec("llama-2-7b", phase="prefill", flash=True)
     steps = StepModel(spec, H100)
     n = 4 * concurrency
     isl, osl = np.full(n, 16), np.full(n, 240)
-    return simulate(steps, get("prefill-first")(), np.zeros(n), isl, osl, blocks=blocks, block_size=16, concurrency=concurrency)
+    return simulate(steps, get(policy)(), np.zeros(n), isl, osl, blocks=blocks, block_size=16, concurrency=concurrency)
 
 
 def test_kv_cache_fills_at_the_predicted_concurrency():
-    # each request ends holding ceil((16 + 240 - 1) / 16) = 16 blocks; 128 blocks hold 128 / 16 = 8 of them
+    # a policy admitting by the prompt's blocks (whole-prompts: 1 block each, no watermark): each request ends
+    # holding ceil((16 + 240 - 1) / 16) = 16 blocks; 128 blocks hold 128 / 16 = 8 of them
     below, at, past = _cache_run(7), _cache_run(8), _cache_run(9)
     assert np.isnan(below.first_full) and below.preemptions == 0
     assert not np.isnan(at.first_full) and at.preemptions == 0  # full, exactly, and no one evicted

@@ -16,10 +16,10 @@ def _admitted(policy: str, isl: list[int], free_blocks: int, **kw: int) -> list[
 
 def test_vllm_v0_admission_leaves_its_watermark_free():
     # 1000 blocks: the watermark is int(0.01 * 1000) = 10 blocks.  A prompt of 985 blocks leaves 15 >= 10: admitted;
-    # one of 991 blocks would leave 9 < 10: it waits (prefill-first, with no watermark, admits it)
+    # one of 991 blocks would leave 9 < 10: it waits (whole-prompts, with no watermark, admits it)
     assert _admitted("vllm-v0", [16 * 985], 1000) == [0]
     assert _admitted("vllm-v0", [16 * 991], 1000) == []
-    assert _admitted("prefill-first", [16 * 991], 1000) == [0]
+    assert _admitted("whole-prompts", [16 * 991], 1000) == [0]
     assert get("vllm-v0")().max_batch == 256 and get("vllm")().max_batch == 256  # vLLM's max_num_seqs
 
 

@@ -71,8 +71,9 @@ def test_engine_configs_are_frozen_and_unknown_names_are_one_line():
         a.batching.max_batch = 1  # type: ignore[misc]
     assert replace(a.batching, max_batch=1).max_batch == 1
     assert ENGINES["vllm-v0"].batching.max_batch == 256  # vLLM SchedulerConfig's max_num_seqs default
-    assert ENGINES["vllm-v0"].batching.scheduler == "prefill-first"
-    with pytest.raises(RooflineError, match="unknown engine .sglang.; known: trtllm-mlperf-v4, trtllm-mlperf-v4.1, vllm-v0"):
+    assert ENGINES["vllm-v0"].batching.scheduler == "vllm-v0"  # the preset names vLLM V0's own policy
+    with pytest.raises(RooflineError, match="unknown engine .sglang.; known: trtllm-bench, trtllm-mlperf-v4, "
+                       "trtllm-mlperf-v4.1, vllm-v0"):
         engine_config("sglang")
 
 

@@ -25,10 +25,13 @@ EPILOG = """examples:
   roofline serve deepseek-v3 --device h200 --tp 8 --dp-attention --wbits fp8 --abits fp8 --concurrency 1024
 
 Iteration times are the forecast of each iteration's op table (--bound: the roofline bound).  The scheduler is
-vLLM-style continuous batching: prefill-first, or --chunked-prefill (Sarathi-Serve) under --max-tokens (default
-2048); a paged KV cache of --block-size tokens (16) in --gpu-memory-utilization (0.9) of memory after weights and
-activations; preemption by recomputation.  --scheduler names a policy of roofline.serving.schedulers
-(prefill-first, chunked, whole-prompts).  --max-batch and --max-tokens are off unless given.  A --rate run that
+continuous batching: prefill-first (admitting a request only when the KV blocks of its prompt and whole output
+are free above a 1% watermark, so a saturating load does not thrash), or --chunked-prefill (Sarathi-Serve) under
+--max-tokens (default 2048); a paged KV cache of --block-size tokens (16) in --gpu-memory-utilization (0.9) of
+memory after weights and activations; preemption by recomputation where a policy admits by the prompt's blocks
+only (preemptions are counted; over 5% of the requests, a note names --scheduler trtllm).  --scheduler names a
+policy of roofline.serving.schedulers; --engine a preset, which is a policy plus an engine's costs.  --max-batch
+and --max-tokens are off unless given.  A --rate run that
 serves under 90% of the rate its requests arrived at misses any --slo: it is saturated, or too short to reach
 steady state (give more --requests).  Not modelled: prefix caching, disaggregated prefill/decode, speculative
 decoding.  --requests at most ROOFLINE_MAX_REQUESTS (default 20,000).  'roofline plan --serve' ranks layouts
@@ -63,9 +66,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--requests", type=int, default=1000, metavar="N", help="requests simulated (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="random seed of lengths and arrivals (default 0)")
     p.add_argument("--scheduler", metavar="NAME", help="the scheduler policy (roofline.serving.schedulers: "
-                   "prefill-first, the default; chunked; whole-prompts; the engines' own: vllm-v0 (prefill-first, "
-                   "1%% KV watermark), vllm (V1 chunked, no admission after a preemption), sarathi (stall-free, "
-                   "512-token budget), trtllm (GUARANTEED_NO_EVICT: KV reserved for the whole output))")
+                   "prefill-first, the default (KV reserved for prompt + output at admission: never preempts); "
+                   "chunked; whole-prompts; the engines' own: vllm-v0 (prefill-first, the prompt's blocks above a "
+                   "1%% KV watermark, preempts), vllm (V1 chunked, no admission after a preemption), sarathi "
+                   "(stall-free, 512-token budget), trtllm (GUARANTEED_NO_EVICT: KV reserved for the whole output))")
     p.add_argument("--chunked-prefill", action="store_true", help="mix prefill chunks with decodes (Sarathi-Serve): "
                    "--scheduler chunked")
     p.add_argument("--max-batch", type=int, metavar="N", help="most running sequences (default: off)")
@@ -76,9 +80,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="share of device memory used (default 0.9, vLLM's)")
     p.add_argument("--cuda-graphs", action="store_true", help="every iteration replays a CUDA graph (the "
                    "device's cuda-graph overhead floor per kernel, not its launch floor)")
-    p.add_argument("--engine", metavar="NAME", help="an engine preset: a scheduler policy plus the engine's cited "
-                   "kernel, batching and KV-cache settings (roofline.serving.engines: trtllm-mlperf-v4, "
-                   "trtllm-mlperf-v4.1, vllm-v0); the flags you give win (--scheduler picks the policy alone)")
+    p.add_argument("--engine", metavar="NAME", help="an engine preset, which is a scheduler policy plus the "
+                   "engine's costs: its cited kernels, batching limits and KV-cache settings "
+                   "(roofline.serving.engines: trtllm-bench (the trtllm policy, max batch and tokens by "
+                   "trtllm-bench's heuristic, CUDA graphs), trtllm-mlperf-v4, trtllm-mlperf-v4.1, vllm-v0 (the "
+                   "vllm-v0 policy)); the flags you give win (--scheduler swaps the policy and keeps the costs)")
     p.add_argument("--iteration-overhead", type=float, default=0.0, metavar="SECONDS",
                    help="CPU time added to each iteration (default 0: none counted)")
     p.add_argument("--slo", metavar="ttft=2s,tpot=200ms", help="latency limits on the p99s (units required)")

@@ -29,6 +29,9 @@ from roofline.core import arguments as arg
 from roofline.core.errors import RooflineError
 from roofline.serving.schedulers import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, Scheduler, get
 
+#: who may set a run's batching limits (:attr:`Batching.tuning`)
+TUNINGS = (None, "trtllm-bench")
+
 
 def _opt(name: str) -> str:
     """The field and its command-line option, as a message names them."""
@@ -86,16 +89,21 @@ class Kernels:
 class Batching:
     """``scheduler``: a policy name of :mod:`roofline.serving.schedulers` (``prefill-first``, ``chunked``,
     ``whole-prompts``); ``max_batch``: most running sequences; ``max_tokens``: the token budget per iteration
-    (the policy's default when None: none for prefill-first, 2048 for the chunked ones)."""
+    (the policy's default when None: none for prefill-first, 2048 for the chunked ones); ``tuning``: who sets
+    the limits not given, per run: ``'trtllm-bench'``, trtllm-bench's heuristic from the model, the devices and
+    the requests' mean lengths (:mod:`roofline.serving.trtllm_bench`); None: nobody."""
 
     scheduler: str = "prefill-first"
     max_batch: int | None = None
     max_tokens: int | None = None
+    tuning: str | None = None
 
     def __post_init__(self) -> None:
         get(self.scheduler)
         arg.optional_int(self.max_batch, "Batching", _opt("max_batch"))
         arg.optional_int(self.max_tokens, "Batching", _opt("max_tokens"))
+        if self.tuning not in TUNINGS:
+            raise arg.value_error("Batching", "tuning", f"one of {', '.join(map(repr, TUNINGS))}", self.tuning)
 
     def policy(self) -> Scheduler:
         """A fresh scheduler of this policy and limits (a scheduler holds no state between runs)."""

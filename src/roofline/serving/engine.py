@@ -71,20 +71,25 @@ class ReplicaResult:
 
 
 def simulate(steps: StepModel, scheduler: Scheduler, arrival: np.ndarray, isl: np.ndarray, osl: np.ndarray, *,
-             blocks: int, block_size: int, concurrency: int | None = None, overhead: float = 0.0) -> ReplicaResult:
+             blocks: int, block_size: int, concurrency: int | None = None, overhead: float = 0.0,
+             stretches: bool = True) -> ReplicaResult:
     """Run ``scheduler`` over the requests (``arrival`` sorted; with ``concurrency`` the arrivals past the
-    first C are set as the loop runs) on a cache of ``blocks`` blocks of ``block_size`` tokens."""
+    first C are set as the loop runs) on a cache of ``blocks`` blocks of ``block_size`` tokens.
+    ``stretches=False`` plans every iteration (module docs: the same figures, slower)."""
     n = len(isl)
     arrival = np.array(arrival, dtype=float)
     if concurrency is not None:
         arrival[:] = math.inf
         arrival[: min(concurrency, n)] = 0.0
     i32 = np.int32
-    s = State(np.asarray(isl, dtype=i32), np.asarray(osl, dtype=i32), np.zeros(n, i32), np.asarray(isl, dtype=i32),
+    # copies: the prefill target grows on a preemption while the prompt does not (one array for both, as the
+    # caller's int32 input made them before, counted a preempted request's generated tokens twice)
+    s = State(np.array(isl, dtype=i32), np.array(osl, dtype=i32), np.zeros(n, i32), np.array(isl, dtype=i32),
               np.zeros(n, i32), np.zeros(n, i32), block_size, blocks, total_blocks=blocks)
     first, last = np.full(n, np.nan), np.full(n, np.nan)
     usage = UsageTrace()
     t, nxt, issued, finished, iters, full, peak = 0.0, 0, min(concurrency or n, n), 0, 0, math.nan, 0
+    stretch = stretches and scheduler.decode_stretches
     while finished < n:
         while nxt < n and arrival[nxt] <= t:
             s.waiting.append(nxt)
@@ -102,6 +107,14 @@ def simulate(steps: StepModel, scheduler: Scheduler, arrival: np.ndarray, isl: n
         iters += 1
         peak = max(peak, len(s.running))
         done_ids = _advance(s, plan, t, first, last)
+        if stretch and not done_ids and not plan.chunks and len(dec) and not s.preempted_now:
+            full = _record(s, usage, t, blocks, full)
+            nxt_t = float(arrival[nxt]) if nxt < n and not s.waiting else math.inf
+            t, extra, full = _stretch(s, steps, dec, t, overhead, nxt_t, usage, blocks, full, last)
+            iters += extra
+            done_ids = [int(r) for r in dec[s.gen[dec] >= s.osl[dec]]] if extra else []
+            if not done_ids:  # every iteration run is recorded
+                continue
         for r in done_ids:
             s.running.remove(r)
             s.release(r)
@@ -109,10 +122,53 @@ def simulate(steps: StepModel, scheduler: Scheduler, arrival: np.ndarray, isl: n
             if concurrency is not None and issued < n:
                 arrival[issued] = t
                 issued += 1
-        if s.free_blocks == 0 and math.isnan(full):
-            full = t
-        usage.add(t, blocks - s.free_blocks)
+        full = _record(s, usage, t, blocks, full)
     return ReplicaResult(arrival, s.isl, s.osl, first, last, iters, s.preemptions, usage, blocks, full, peak)
+
+
+def _record(s: State, usage: UsageTrace, t: float, blocks: int, full: float) -> float:
+    """An iteration's end at ``t``: the KV use sampled; the time the cache first filled (returned)."""
+    if s.free_blocks == 0 and math.isnan(full):
+        full = t
+    usage.add(t, blocks - s.free_blocks)
+    return full
+
+
+def _stretch(s: State, steps: StepModel, dec: np.ndarray, t: float, overhead: float, next_arrival: float,
+             usage: UsageTrace, blocks: int, full: float, last: np.ndarray) -> tuple[float, int, float]:
+    """The pure-decode iterations of ``dec`` that follow the one just run at ``t`` unchanged (module docs), run
+    together: (the clock after them, how many, the time the cache first filled).  The run ends at the first
+    iteration that finishes a sequence (included; the caller releases it and records that iteration), before
+    the first that needs more blocks than are free, and, when none waits, before the first that starts at or
+    after ``next_arrival``.  Each iteration is timed on its own and the clock summed in order, as stepping
+    one at a time does; every one but a finishing last one is recorded here."""
+    isl, gen0, held = s.isl[dec].astype(np.int64), s.gen[dec].astype(np.int64), s.blocks[dec].astype(np.int64)
+    finish = top = int((s.osl[dec] - gen0).min())  # iterations until the first sequence finishes, in the last
+    if top <= 0:
+        return t, 0, full
+    bs, b = s.block_size, len(dec)
+    # extra iteration j (1..top) writes token gen0 + j - 1 and holds isl + gen0 + j - 1 tokens: a sequence needs a
+    # new block at j = held x bs - isl - gen0 + 2 and every bs iterations after
+    j1 = held * bs - isl - gen0 + 2
+    crossings = np.maximum((top - j1) // bs + 1, 0)
+    per = np.repeat(j1, crossings) + bs * (np.arange(int(crossings.sum())) - np.repeat(np.cumsum(crossings) - crossings, crossings))
+    new_blocks = np.cumsum(np.bincount(per, minlength=top + 1)[: top + 1])  # new_blocks[j]: taken by 1..j
+    top = min(top, int(np.searchsorted(new_blocks, s.free_blocks, side="right")) - 1)
+    kv0 = float((isl + gen0).sum())
+    free0, k = s.free_blocks, 0
+    for j in range(1, top + 1):
+        if t >= next_arrival:
+            break
+        t += steps.iteration_time(b, kv0 + (j - 1) * b, []) + overhead
+        k = j
+        s.free_blocks = free0 - int(new_blocks[j])
+        if j < finish:
+            full = _record(s, usage, t, blocks, full)
+    if k:
+        s.gen[dec] += k
+        last[dec] = t
+        s.blocks[dec] = np.maximum(held, -(-(isl + gen0 + k - 1) // bs))
+    return t, k, full
 
 
 def _advance(s: State, plan: object, t: float, first: np.ndarray, last: np.ndarray) -> list[int]:

@@ -1,8 +1,9 @@
 """Settings of the serving engines people run, each value cited: a :class:`~roofline.serving.config.ServeConfig`
 per engine.
 
-A profile states how an engine forms its batches and sizes its KV cache; it is not fitted to any throughput or
-latency figure.  ``cfg = engine_config("trtllm-mlperf-v4")``, then ``roofline.serve(model, device, traffic=...,
+A profile is a scheduler policy (:mod:`roofline.serving.schedulers`) plus the engine's costs and limits: how it
+forms its batches, sizes its KV cache and runs its kernels; it is not fitted to any throughput or latency
+figure.  ``cfg = engine_config("trtllm-mlperf-v4")``, then ``roofline.serve(model, device, traffic=...,
 config=replace(cfg, batching=replace(cfg.batching, max_batch=806)))`` (``dataclasses.replace``).
 
 ``trtllm-mlperf-v4``: NVIDIA's MLPerf Inference v4.0/v4.1 Llama-2-70B harness (TensorRT-LLM):
@@ -45,10 +46,28 @@ caller gives it (``wbits = abits = kvbits = 'fp8'`` and ``rbits = 'fp16'``: the 
 outputs and the tensor-parallel all-reduce carry 16-bit values, but a norm or activation feeding an FP8 GEMM
 writes its output at ``abits``; :class:`roofline.llm.spec.Precisions`).
 
-``vllm-v0``: vLLM's defaults before V1 (vllm/config.py ``SchedulerConfig`` and ``CacheConfig``): prefill-first,
-``max_num_seqs = 256`` running sequences, blocks of 16 tokens, ``gpu_memory_utilization = 0.9`` of the total.
+``vllm-v0``: vLLM's defaults before V1 (vllm/config.py ``SchedulerConfig`` and ``CacheConfig``): the ``vllm-v0``
+policy (prefill-first, admission by the prompt's blocks above a 1 % watermark, preemption by recomputation:
+:mod:`roofline.serving.schedulers.engines_named`), ``max_num_seqs = 256`` running sequences, blocks of 16
+tokens, ``gpu_memory_utilization = 0.9`` of the total.
 vLLM replays CUDA graphs for decode batches but runs prefills eager; ``cuda_graphs`` here switches every
 iteration at once, so the profile leaves it off (the launch floor, an upper bound on decode iterations).
+
+``trtllm-bench``: ``trtllm-bench throughput`` on the PyTorch backend, as NVIDIA's perf overview runs it
+(NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at 00f37686aa854010d68bcbd0f4ab000221541ca6,
+"Reproducing Benchmarked Results"):
+
+* the ``trtllm`` policy: in-flight batching under ``GUARANTEED_NO_EVICT``, the capacity scheduler's default
+  (a request starts only when the blocks of its prompt and whole output are free; never evicted);
+* whole prompts: ``get_settings`` (tensorrt_llm/bench/benchmark/utils/general.py at
+  0171265edef1c67ef334e0db2427148161aa2815) leaves ``enable_chunked_prefill`` False unless the options file
+  sets it, and the perf overview's ``llm_options.yml`` does not;
+* max batch and max num tokens from trtllm-bench's heuristic for each run (``Batching.tuning =
+  'trtllm-bench'``, :mod:`roofline.serving.trtllm_bench`), the values a user does not give;
+* the KV cache ``kv_cache_free_gpu_mem_fraction = 0.90`` of the memory left after the model (trtllm-bench's
+  default; the perf overview ran "in many cases" at 0.95: ``--gpu-memory-utilization 0.95``), in blocks of 32
+  tokens (``KvCacheConfig.tokens_per_block``, tensorrt_llm/llmapi/llm_args.py);
+* CUDA graphs: ``get_settings`` turns them on (``cuda_graphs: True``, up to the max batch, padded).
 
 Not modelled, and why.  In the MLPerf engine: the quantisation of the fused all-reduce kernel's 16-bit
 output before the next FP8 GEMM (roofline.llm.table.FUSIONS).  Streaming: the harness streams every token in Server and
@@ -75,8 +94,11 @@ ENGINES: dict[str, ServeConfig] = {
     "trtllm-mlperf-v4.1": ServeConfig(batching=Batching("whole-prompts", max_tokens=4096),
                                       memory=Memory(gpu_memory_utilization=0.90, kv_of_free=True),
                                       kernels=Kernels(fusions=("qkv", "gate-up", "reduce-norm"))),
-    "vllm-v0": ServeConfig(batching=Batching("prefill-first", max_batch=256),
+    "vllm-v0": ServeConfig(batching=Batching("vllm-v0", max_batch=256),
                            memory=Memory(block_size=16, gpu_memory_utilization=0.9)),
+    "trtllm-bench": ServeConfig(batching=Batching("trtllm", tuning="trtllm-bench"),
+                                memory=Memory(block_size=32, gpu_memory_utilization=0.90, kv_of_free=True),
+                                kernels=Kernels(cuda_graphs=True)),
 }
 
 

@@ -43,6 +43,9 @@ from roofline.serving.steps import StepModel
 
 __all__ = ["Batching", "ServeConfig", "ServeResult", "Timing", "Traffic", "iteration_time", "kv_blocks", "serve"]
 
+#: Preemptions above this share of the requests earn a note naming a scheduler that does not thrash (issue 52's
+#: acceptance bound on published rows: preemptions <= 5% of requests).
+PREEMPTION_NOTE = 0.05
 #: Activations are sized for at least this many tokens (vLLM profiles a step of max_num_batched_tokens,
 #: at least 2048 by default).
 PROFILE_TOKENS = 2048
@@ -163,6 +166,7 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     dev, replicas, name = _devices(device, system, tp)
     spec = make_spec(model, phase="prefill", tp=tp, **cfg.spec_options())
     reqs = make_requests(traffic_)
+    cfg = tuned(cfg, spec, dev, reqs)
     sched, mem, timing = cfg.batching.policy(), cfg.memory, cfg.timing
     act_tokens = max(int(reqs.isl.max() + reqs.osl.max()), sched.token_budget or 0, PROFILE_TOKENS)
     blocks, memory = kv_blocks(spec, dev, block_size=mem.block_size, utilization=mem.gpu_memory_utilization,
@@ -179,11 +183,33 @@ def serve(model: Any, device: str | Device | None = None, *, system: str | None 
     results = _replicas(steps, sched, reqs, replicas, blocks, mem.block_size, timing.overhead)
     figs = figures(results, tp * replicas, slo_, reqs.rate)
     notes = ["prefix caching, disaggregated prefill/decode and speculative decoding are not modelled"]
+    if figs.preemptions > PREEMPTION_NOTE * figs.requests:
+        notes.append(f"{figs.preemptions:,} preemptions, {figs.preemptions / figs.requests:.0%} of the requests: "
+                     "the KV cache thrashes (admitted prompts outgrow it); --scheduler trtllm (or prefill-first) "
+                     "reserves each request's whole output at admission and never preempts")
     if timing.overhead == 0:
         notes.append("no per-iteration CPU overhead counted (scheduling, sampling, detokenization)")
     return ServeResult(spec.arch.name, name, tp, replicas, sched.describe(), "bound" if timing.bound else "forecast",
                        figs, memory, reqs.text, tuple(notes), setup(spec, steps.table, reqs, cfg.kernels.cuda_graphs),
                        uncalibrated=_uncalibrated(dev, timing.bound))
+
+
+def tuned(cfg: ServeConfig, spec: LLMSpec, dev: Device, reqs: Requests) -> ServeConfig:
+    """``cfg`` with the batching limits its :attr:`~roofline.serving.config.Batching.tuning` sets for this run
+    (those given are kept): ``'trtllm-bench'``, the max batch and max num tokens of trtllm-bench's heuristic
+    (:mod:`roofline.serving.trtllm_bench`) for this model and precision on ``spec.tp`` of ``dev``, its KV
+    cache fraction the run's ``gpu_memory_utilization`` (as trtllm-bench passes ``kv_cache_free_gpu_mem_fraction``
+    to it), the requests' mean input and output lengths and their longest input."""
+    from dataclasses import replace
+
+    from roofline.serving.trtllm_bench import limits
+
+    b = cfg.batching
+    if b.tuning != "trtllm-bench" or (b.max_batch is not None and b.max_tokens is not None):
+        return cfg
+    bs, tokens = limits(spec, dev, isl=float(reqs.isl.mean()), osl=float(reqs.osl.mean()),
+                        max_isl=int(reqs.isl.max()), fraction=cfg.memory.gpu_memory_utilization)
+    return replace(cfg, batching=replace(b, max_batch=b.max_batch or bs, max_tokens=b.max_tokens or tokens))
 
 
 def _uncalibrated(dev: Device, bound: bool) -> str:

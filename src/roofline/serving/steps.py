@@ -99,6 +99,7 @@ class StepModel:
         self._memo: dict[tuple[float, ...], float] = {}
         self._attn: dict[tuple[float, ...], float] = {}
         self._grid: tuple[list[float], list[float], list[float], np.ndarray] | None = None
+        self._decodes: dict[tuple[int, float], float] = {}  # decode-only iteration times (the step-time cache)
         self.evaluations = 0  # analyze calls made
 
     # -- the forecast of op subsets at basis rows ---------------------------------------------
@@ -186,6 +187,7 @@ class StepModel:
         rows = basis(a, Bt, 1, M) * (Bt > 0)[:, None] + basis(a, 1, np.maximum(P, 1), np.maximum(P, 1)) * (P > 0)[:, None]
         rows[:, ONE] = 1.0
         vals = self.times(rows, self.attn_ops) if len(self.attn_ops) else np.zeros(len(rows))
+        self._decodes.clear()  # times interpolated in the old table
         self._grid = (gp.astype(float).tolist(), gb.astype(float).tolist(), gm.astype(float).tolist(),
                       vals.reshape(len(gp), len(gb), len(gm)))
 
@@ -213,6 +215,13 @@ class StepModel:
         prefill ``chunks`` (new, cached) (module docs: exact for prefill-only, interpolated otherwise)."""
         if self.exact:
             return self.exact_time(self.row(decode_batch, kv_tokens, chunks))
+        if not chunks and decode_batch:  # decode-only: kept by (batch, keys) until the attention table is rebuilt
+            key = (decode_batch, kv_tokens)
+            t = self._decodes.get(key)
+            if t is None:
+                t = self._decodes[key] = (self.token_time(decode_batch) + self.seq_time(decode_batch)
+                                          + self.attention_time(decode_batch, kv_tokens, chunks))
+            return t
         n = decode_batch + sum(c for c, _ in chunks)
         attn = (self.attention_time(decode_batch, kv_tokens, chunks) if decode_batch
                 else self.exact_attention(self.row(0, 0.0, chunks)))

@@ -1,6 +1,8 @@
 """Scheduler policies, one class per file, registered by name: :func:`get` ``(name)`` gives the class.
 
-``prefill-first``  vLLM's default before V1: whole prompts prefilled alone, else every sequence decodes;
+``prefill-first``  vLLM's default before V1: whole prompts prefilled alone, else every sequence decodes; a
+                   request is admitted only when the blocks of its prompt and whole output are free above a 1%
+                   watermark (a lifetime reservation: it never preempts);
 ``chunked``        chunked prefill (Sarathi-Serve; vLLM V1): decodes plus prompt chunks under a token budget;
 ``whole-prompts``  TensorRT-LLM's in-flight batching of whole prompts under a token budget;
 ``vllm-v0``, ``vllm``, ``sarathi``, ``trtllm``: the engines' policies, each with its source's behaviour

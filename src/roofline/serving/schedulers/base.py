@@ -16,9 +16,17 @@ Mechanisms, as the engines people run have them:
   limits the batch.
 
 Admission is by free blocks above a watermark (:meth:`Scheduler.watermark_blocks`), and a policy may reserve
-more than the prompt's blocks (:meth:`Scheduler.reserve`: TensorRT-LLM's ``GUARANTEED_NO_EVICT`` reserves the
-whole output) or admit nothing in an iteration that preempted (vLLM V1): what keeps a saturating load from
-thrashing.
+more than the prompt's blocks (:attr:`Scheduler.reserve_lifetime`: the blocks of the prompt and of the whole
+maximum output, as TensorRT-LLM's ``GUARANTEED_NO_EVICT`` reserves them; the default ``prefill-first`` does
+too) or admit nothing in an iteration that preempted (vLLM V1): what keeps a saturating load from thrashing.
+A lifetime reservation never preempts: every admitted request holds, from its admission, every block it
+will write (a test plants a saturating load).
+
+**Decode stretches.**  A pure-decode iteration repeats unchanged while no request arrives to an empty queue,
+none finishes and the blocks its sequences grow into are free: the engine
+(:func:`roofline.serving.engine.simulate`) advances such a run of iterations in one go, each still timed and
+counted on its own, so the figures are those of stepping one at a time (a test runs both routes).  A policy
+whose pure-decode plan depends on anything else sets :attr:`Scheduler.decode_stretches` False.
 
 Out of scope: prefix caching, disaggregated prefill/decode, speculative decoding, priorities, pipeline
 parallelism.
@@ -100,6 +108,11 @@ class Scheduler(ABC):
     watermark: ClassVar[float] = 0.0
     #: no waiting prompt is admitted in an iteration that preempted (vLLM V1)
     hold_after_preemption: ClassVar[bool] = False
+    #: admission takes the blocks of the prompt and of the whole maximum output (a lifetime reservation: the
+    #: request never needs another block, so nothing is ever preempted); False: the prompt's blocks only
+    reserve_lifetime: ClassVar[bool] = False
+    #: a pure-decode plan repeats while nothing arrives, finishes or runs out of blocks (module docs)
+    decode_stretches: ClassVar[bool] = True
 
     def __init__(self, *, token_budget: int | None = None, max_batch: int | None = None) -> None:
         self.token_budget = token_budget if token_budget is not None else self.default_budget
@@ -135,7 +148,12 @@ class Scheduler(ABC):
         return [f"max batch {self.max_batch}"] if self.max_batch else []
 
     def reserve(self, s: State, r: int) -> int:
-        """Blocks taken when request ``r`` is admitted: its prefill's (a policy may reserve more)."""
+        """Blocks taken when request ``r`` is admitted: its prefill's, or with :attr:`reserve_lifetime` those
+        of its prefill and every output token it may still make (``osl - gen``; the last output token's KV is
+        never written, so this is one token more than a decode to the end holds: kept, as TensorRT-LLM's
+        ``GUARANTEED_NO_EVICT`` counts the prompt plus ``maxNewTokens``)."""
+        if self.reserve_lifetime:
+            return s.blocks_for(int(s.target[r]) + int(s.osl[r]) - int(s.gen[r]))
         return s.blocks_for(s.target[r])
 
     def watermark_blocks(self, s: State) -> int:

@@ -24,14 +24,11 @@ Each is a subclass of the mechanism it shares (:mod:`.prefill_first`, :mod:`.chu
 
 from __future__ import annotations
 
-from roofline.serving.schedulers.base import State
 from roofline.serving.schedulers.chunked import ChunkedPrefill
-from roofline.serving.schedulers.prefill_first import PrefillFirst
+from roofline.serving.schedulers.prefill_first import VLLM_WATERMARK, PrefillFirst
 from roofline.serving.schedulers.registry import register
 from roofline.serving.schedulers.whole_prompts import WholePrompts
 
-#: vLLM V0's ``CacheConfig.watermark`` default.
-VLLM_WATERMARK = 0.01
 #: vLLM's ``SchedulerConfig.max_num_seqs`` default.
 VLLM_MAX_SEQS = 256
 
@@ -41,12 +38,12 @@ class VllmV0(PrefillFirst):
     """Prefill-first, 1 % watermark, 256 running sequences at most (module docs)."""
 
     watermark = VLLM_WATERMARK
+    #: vLLM V0 takes a prompt's blocks only, and preempts when a decode finds none free
+    reserve_lifetime = False
+    mode = "vLLM V0: prefill-first, 1% KV watermark"
 
     def __init__(self, *, token_budget: int | None = None, max_batch: int | None = None) -> None:
         super().__init__(token_budget=token_budget, max_batch=max_batch or VLLM_MAX_SEQS)
-
-    def describe(self) -> str:
-        return super().describe().replace("(prefill-first)", "(vLLM V0: prefill-first, 1% KV watermark)")
 
 
 @register("vllm")
@@ -76,6 +73,5 @@ class TrtllmNoEvict(WholePrompts):
     default_budget = 8192
     mode = "TensorRT-LLM in-flight batching, GUARANTEED_NO_EVICT"
 
-    def reserve(self, s: State, r: int) -> int:
-        # the prompt's blocks and those of every output token it may still make: never evicted
-        return s.blocks_for(int(s.target[r]) + int(s.osl[r]) - int(s.gen[r]))
+    #: the prompt's blocks and those of every output token it may still make: never evicted
+    reserve_lifetime = True
