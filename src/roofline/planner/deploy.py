@@ -205,7 +205,6 @@ class Options:
     spec: Speculation | None = None
     prefix_hit: float = 0.0
     kv_overlap: bool = False
-    disaggregate: bool = True
 
     def __post_init__(self) -> None:
         if not 0 <= self.prefix_hit < 1:

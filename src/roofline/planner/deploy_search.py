@@ -81,8 +81,8 @@ class Row:
 @dataclass(frozen=True)
 class SearchResult:
     """What ``plan --serve`` answers: ``ranked`` (within the SLO, best first by ``slo_stat``: the simulated short
-    list first), ``front`` (every priced deployment on the Pareto front of tokens/s per device against tokens/s
-    per user), how many were ``tried`` and the search's seconds."""
+    list first), ``front`` (the priced deployments on the Pareto front of tokens/s per device against tokens/s
+    per user, how many were ``tried`` and the search's seconds."""
 
     model: str
     system: System
@@ -145,21 +145,21 @@ def _pool(role: str, lay: tuple[int, int, int, bool], workers: int, batch: int =
     return Pool(role, tp, workers, pp, ep, adp, batch, chunk)
 
 
-def deployments(arch: Arch, system: System, opts: Options, fixed: dict[str, int] | None = None
-                ) -> Iterator[Deployment]:
-    """Every deployment of the module docs (``fixed``: tp/pp/ep keys every aggregated replica keeps, and then no
-    disaggregated ones)."""
+def deployments(arch: Arch, system: System, opts: Options, fixed: dict[str, int] | None = None,
+                disagg: str = "on", batches: tuple[int, ...] = BATCHES) -> Iterator[Deployment]:
+    """Every deployment of the module docs: aggregated unless ``disagg`` is 'only', disaggregated unless it is
+    'off' or a replica's tp/pp/ep are ``fixed``; each worker at the max ``batches``."""
     n = system.devices
     lays = [lay for lay in worker_layouts(arch, system)
             if not fixed or all(lay[("tp", "pp", "ep").index(k)] == v for k, v in fixed.items())]
-    for lay in lays:
+    for lay in lays if disagg != "only" else []:
         size = lay[0] * lay[1]
         if n % size == 0:
-            for b in BATCHES:
+            for b in batches:
                 for c in CHUNKS if b > 1 else CHUNKS[-1:]:
                     if b == 1 or b - math.ceil(c / max(opts.fresh, 1)) >= 1:  # AIConfigurator's: a decode beside
                         yield Deployment((_pool("replica", lay, n // size, b, c),))
-    if fixed or not opts.disaggregate:
+    if fixed or disagg == "off":
         return
     for pl in lays:
         for dl in lays:
@@ -167,15 +167,15 @@ def deployments(arch: Arch, system: System, opts: Options, fixed: dict[str, int]
             for x in range(1, n // sp):
                 rest = n - x * sp
                 if rest > 0 and rest % sd == 0:
-                    for b in BATCHES:
+                    for b in batches:
                         yield Deployment((_pool("prefill", pl, x, 1), _pool("decode", dl, rest // sd, b)))
 
 
-def enumerate_deployments(arch: Arch, system: System, opts: Options, fixed: dict[str, int] | None = None
-                          ) -> list[Deployment]:
+def enumerate_deployments(arch: Arch, system: System, opts: Options, fixed: dict[str, int] | None = None,
+                          disagg: str = "on", batches: tuple[int, ...] = BATCHES) -> list[Deployment]:
     """:func:`deployments` as a list, refused in one line past ``ROOFLINE_MAX_DEPLOYMENTS``."""
     limit, out = max_deployments(), []
-    for d in deployments(arch, system, opts, fixed):
+    for d in deployments(arch, system, opts, fixed, disagg, batches):
         out.append(d)
         if len(out) > limit:
             raise RooflineError(f"the search of {arch.name} on {system.devices} devices has more than {limit:,} "
@@ -213,7 +213,7 @@ def _simulate_and_rank(pricer: Pricer, within: list[Row], short_list: int, sched
                        stat: str) -> list[Row]:
     """Stage two: the first ``short_list`` rows (mean-static order) simulated, each at the highest Poisson rate
     within the SLO (the search starts at its mean-static rate); the simulated rows ranked under ``stat``
-    (p99: by their goodput, the mean-static order breaking ties), then the rest in mean-static order."""
+    (p99: by their goodput, tokens/s per user breaking ties), then the rest in mean-static order."""
     o = pricer.opts
     head = []
     for r in within[:short_list]:
@@ -221,14 +221,15 @@ def _simulate_and_rank(pricer: Pricer, within: list[Row], short_list: int, sched
         life = r.static.ttft + o.osl * r.static.tpot if r.static is not None else 0.0
         head.append(Row(r.deployment, r.static, best_rate(pricer, r.deployment, scheduler, start=start,
                                                           step=RATE_STEP, lifetime=life)))
-    if stat == "p99":
-        head.sort(key=lambda r: -r.figures("p99")[0])
+    if stat == "p99":  # ties (a prefill pool's limit) go to the faster per user
+        head.sort(key=lambda r: (-r.figures("p99")[0], -r.figures("p99")[1]))
     return head + within[short_list:]
 
 
 def search(arch: Arch, system: System, opts: Options, *, slo_stat: str = "p99", short_list: int = 3,
-           scheduler: str = "vllm", fixed: dict[str, int] | None = None) -> SearchResult:
-    """The search of the module docs.
+           scheduler: str = "vllm", fixed: dict[str, int] | None = None, disagg: str = "on",
+           batches: tuple[int, ...] = BATCHES) -> SearchResult:
+    """The search of the module docs (``fixed``, ``disagg``, ``batches``: :func:`deployments`).
 
     >>> from roofline.catalog import resolve_system
     >>> from roofline.llm.config import load_arch
@@ -238,25 +239,40 @@ def search(arch: Arch, system: System, opts: Options, *, slo_stat: str = "p99", 
     >>> r.best is not None and r.best.simulated
     True
     """
-    if slo_stat not in SLO_STATS:
-        raise RooflineError(f"--slo-stat {slo_stat!r} is not one of {', '.join(SLO_STATS)}")
-    if short_list < 1:
-        raise RooflineError(f"--short-list must be >= 1, got {short_list}")
-    from roofline.serving.schedulers import get
-
-    get(scheduler)  # an unknown name: one line before any work
+    _check(arch, opts, slo_stat, short_list, scheduler, disagg)
     t0 = time.perf_counter()
     pricer = Pricer(arch, system, opts)
-    found = enumerate_deployments(arch, system, opts, fixed)
+    found = enumerate_deployments(arch, system, opts, fixed, disagg, batches)
     rows = _price(pricer, found)
     if not rows:
         raise RooflineError(f"no deployment of {arch.name} fits {system.devices} devices of {system.name}: "
                             "add devices, or lower --precision")
     within = sorted((r for r in rows if r.static is not None and r.static.within(opts.slo)),
-                    key=lambda r: -r.figures("mean-static")[0])
+                    key=lambda r: (-r.figures("mean-static")[0], -r.figures("mean-static")[1]))
     ranked = _simulate_and_rank(pricer, within, short_list, scheduler, slo_stat)
-    return SearchResult(arch.name, system, opts, slo_stat, scheduler, tuple(ranked), tuple(pareto(rows)),
-                        len(found), time.perf_counter() - t0, len(within))
+    timely = [r for r in rows if r.static is not None and r.static.ttft <= (opts.slo.ttft or math.inf)]
+    front = [f for kind in (False, True) for f in pareto([r for r in timely if r.deployment.disaggregated == kind])]
+    return SearchResult(arch.name, system, opts, slo_stat, scheduler, tuple(ranked), tuple(front), len(found),
+                        time.perf_counter() - t0, len(within))
+
+
+def _check(arch: Arch, opts: Options, slo_stat: str, short_list: int, scheduler: str, disagg: str) -> None:
+    """Each setting checked before any work, in one line: the statistic, the short list, the scheduler's name,
+    and the lengths against the model's context."""
+    from roofline.llm.spec import make_spec
+    from roofline.serving.schedulers import get
+
+    if slo_stat not in SLO_STATS:
+        raise RooflineError(f"--slo-stat {slo_stat!r} is not one of {', '.join(SLO_STATS)}")
+    if disagg not in ("on", "off", "only"):
+        raise RooflineError(f"--disagg {disagg!r} is not one of on, off, only")
+    if short_list < 1:
+        raise RooflineError(f"--short-list must be >= 1, got {short_list}")
+    get(scheduler)
+    make_spec(arch, phase="generate", prompt=opts.isl, gen=opts.osl, wbits=opts.precision, abits=opts.precision,
+              kvbits=opts.precision)
+    if opts.spec is not None and not opts.spec.mtp:
+        make_spec(opts.spec.draft, phase="generate", prompt=opts.isl, gen=opts.osl)
 
 
 # -- files ----------------------------------------------------------------------------------------------
