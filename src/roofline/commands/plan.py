@@ -199,6 +199,9 @@ def _serve_layout(text: str | None) -> dict[str, int] | None:
     if other:
         raise RooflineError(f"--layout with --serve fixes a replica's tp, pp and ep (dp follows from the devices); "
                             f"{', '.join(other)} are training's")
+    for k, v in keys.items():
+        if int(v) < 1:
+            raise RooflineError(f"--layout: {k} must be a whole number >= 1, got {v}")
     return {k: int(v) for k, v in keys.items() if k in ("tp", "pp", "ep")}
 
 
