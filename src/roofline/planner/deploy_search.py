@@ -209,11 +209,17 @@ def pareto(rows: list[Row]) -> list[Row]:
     return out[::-1]
 
 
+def _stages(r: Row) -> int:
+    """Pipeline stages in all: on a tie the simpler deployment first (a stage's sends are not priced)."""
+    return sum(p.pp for p in r.deployment.pools)
+
+
 def _simulate_and_rank(pricer: Pricer, within: list[Row], short_list: int, scheduler: str,
                        stat: str) -> list[Row]:
     """Stage two: the first ``short_list`` rows (mean-static order) simulated, each at the highest Poisson rate
     within the SLO (the search starts at its mean-static rate); the simulated rows ranked under ``stat``
-    (p99: by their goodput, tokens/s per user breaking ties), then the rest in mean-static order."""
+    (p99: by their goodput, tokens/s per user then fewer pipeline stages breaking ties), then the rest in
+    mean-static order."""
     o = pricer.opts
     head = []
     for r in within[:short_list]:
@@ -222,7 +228,7 @@ def _simulate_and_rank(pricer: Pricer, within: list[Row], short_list: int, sched
         head.append(Row(r.deployment, r.static, best_rate(pricer, r.deployment, scheduler, start=start,
                                                           step=RATE_STEP, lifetime=life)))
     if stat == "p99":  # ties (a prefill pool's limit) go to the faster per user
-        head.sort(key=lambda r: (-r.figures("p99")[0], -r.figures("p99")[1]))
+        head.sort(key=lambda r: (-r.figures("p99")[0], -r.figures("p99")[1], _stages(r)))
     return head + within[short_list:]
 
 
@@ -248,7 +254,7 @@ def search(arch: Arch, system: System, opts: Options, *, slo_stat: str = "p99", 
         raise RooflineError(f"no deployment of {arch.name} fits {system.devices} devices of {system.name}: "
                             "add devices, or lower --precision")
     within = sorted((r for r in rows if r.static is not None and r.static.within(opts.slo)),
-                    key=lambda r: (-r.figures("mean-static")[0], -r.figures("mean-static")[1]))
+                    key=lambda r: (-r.figures("mean-static")[0], -r.figures("mean-static")[1], _stages(r)))
     ranked = _simulate_and_rank(pricer, within, short_list, scheduler, slo_stat)
     timely = [r for r in rows if r.static is not None and r.static.ttft <= (opts.slo.ttft or math.inf)]
     front = [f for kind in (False, True) for f in pareto([r for r in timely if r.deployment.disaggregated == kind])]
