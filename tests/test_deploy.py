@@ -14,10 +14,24 @@ from roofline.catalog import resolve_system
 from roofline.cli import main
 from roofline.core.errors import RooflineError
 from roofline.llm.config import load_arch
-from roofline.planner.deploy import (AIC_TTFT_CAP, Deployment, Options, Pool, Pricer, Speculation, stage_arch,
-                                     tokens_per_step)
-from roofline.planner.deploy_search import (SCHEMA, enumerate_deployments, pareto, read_plan_serve, search,
-                                            worker_layouts)
+from roofline.planner.deploy import (
+    AIC_TTFT_CAP,
+    Deployment,
+    Options,
+    Pool,
+    Pricer,
+    Speculation,
+    stage_arch,
+    tokens_per_step,
+)
+from roofline.planner.deploy_search import (
+    SCHEMA,
+    enumerate_deployments,
+    pareto,
+    read_plan_serve,
+    search,
+    worker_layouts,
+)
 from roofline.planner.deploy_sim import requests_for
 from roofline.serving.figures import Slo
 

@@ -31,8 +31,8 @@ goodput is the highest rate within the SLO, as output tokens per second per devi
 
 from __future__ import annotations
 
-import math
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
