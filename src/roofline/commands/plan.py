@@ -93,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 #: --serve's options and their defaults: each one given with --train is refused (module epilog)
-SERVE_DEFAULTS = {"isl": 4000, "osl": 500, "batch": None, "slo": "ttft=1s,tpot=50ms", "slo_stat": "p99", "spec": None,
+SERVE_DEFAULTS = {"isl": 1024, "osl": 256, "batch": None, "slo": "ttft=1s,tpot=50ms", "slo_stat": "p99", "spec": None,
                   "accept": None, "accept_len": None, "prefix_hit": 0.0, "kv_overlap": "off", "disagg": "on",
                   "scheduler": "vllm", "short_list": 3}
 
@@ -103,9 +103,9 @@ def _add_serve_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("--serve: the deployment search")
     d = SERVE_DEFAULTS
     g.add_argument("--isl", "--prompt", dest="isl", type=count_arg, default=d["isl"], metavar="TOKENS",
-                   help="prompt tokens per request (default 4000; --prompt is the same)")
+                   help="prompt tokens per request (default 1024; --prompt is the same)")
     g.add_argument("--osl", "--gen", dest="osl", type=count_arg, default=d["osl"], metavar="TOKENS",
-                   help="output tokens per request (default 500; --gen is the same)")
+                   help="output tokens per request (default 256; --gen is the same)")
     g.add_argument("--batch", type=count_arg, default=None, metavar="SEQS",
                    help="fix every worker's max batch (default: search 1 to 1024)")
     g.add_argument("--slo", default=d["slo"], metavar="ttft=...,tpot=...", help="the latency limits (default "

@@ -24,7 +24,7 @@ deployment's mean-static TTFT + OSL x TPOT), at least :data:`REQUESTS` requests 
 admitted at once), which flatters TPOT.  A saturated rate misses through its queueing TTFT.
 
 The rate search: from a start (the deployment's mean-static rate in a search, else 1 request/s) the rate steps
-up while the p99s meet the SLO and down while they miss, until a bracket; then bisections (at most
+up while the p99s meet the SLO and down while they miss, each step the square of the last, until a bracket; then bisections (at most
 :data:`BISECTIONS`) until the bracket is within :data:`RESOLUTION`; every rate's run uses the same seed.  The
 goodput is the highest rate within the SLO, as output tokens per second per device.
 """
@@ -194,8 +194,8 @@ class Poisson:
 
 def best_rate(pricer: Pricer, d: Deployment, scheduler: str, start: float = 1.0, step: float = 2.0,
               lifetime: float = 0.0) -> Poisson:
-    """The rate search of the module docs: from ``start``, steps of ``step`` up while within the SLO (down while
-    not) until a bracket, then bisections until it is narrower than :data:`RESOLUTION`; each run's requests
+    """The rate search of the module docs: from ``start``, steps up while within the SLO (down while not) until a
+    bracket, the step ``step`` squared after each step that finds none, then bisections until it is narrower than :data:`RESOLUTION`; each run's requests
     span :data:`STEADY_LIFETIMES` of ``lifetime`` (seconds from arrival to last token)."""
     seen: dict[float, ServingFigures] = {}
 
@@ -213,6 +213,7 @@ def best_rate(pricer: Pricer, d: Deployment, scheduler: str, start: float = 1.0,
             hi, rate = rate, rate / step
             if lo is not None:
                 break
+        step *= step  # still no bracket: the next step squares (1.25, 1.56, 2.44, ...)
     for _ in range(BISECTIONS):
         if lo is None or hi is None or hi / lo <= RESOLUTION:
             break
