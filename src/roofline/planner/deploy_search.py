@@ -41,6 +41,8 @@ PP_SIZES = (1, 2, 4, 8)
 SCHEMA = "roofline.plan-serve/2"
 OLD_SCHEMA = "roofline.plan-serve/1"
 SLO_STATS = ("p99", "mean-static")
+#: Significant digits two deployments' figures are compared to: closer ones tie (module docs of :func:`rank_key`).
+TIE_DIGITS = 3
 #: The simulated rate search's step from the mean-static rate (a p99 goodput is most often 0.6 to 1 of it).
 RATE_STEP = 1.25
 
@@ -108,7 +110,7 @@ class SearchResult:
         """The best row under ``stat`` (p99: among the simulated)."""
         rows = self.simulated if stat == "p99" else tuple(r for r in self.ranked if r.static is not None)
         rows = tuple(r for r in rows if r.figures(stat)[0] > 0)
-        return max(rows, key=lambda r: r.figures(stat)[0]) if rows else None
+        return min(rows, key=lambda r: rank_key(r, stat)) if rows else None
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         o, s = self.opts, self.system
@@ -209,9 +211,15 @@ def pareto(rows: list[Row]) -> list[Row]:
     return out[::-1]
 
 
-def _stages(r: Row) -> int:
-    """Pipeline stages in all: on a tie the simpler deployment first (a stage's sends are not priced)."""
-    return sum(p.pp for p in r.deployment.pools)
+def rank_key(r: Row, stat: str) -> tuple[float, float, int]:
+    """Best first: tokens/s per device, then per user (both to :data:`TIE_DIGITS` significant digits: closer is
+    a tie, within the models' resolution), then fewer pipeline stages in all (a stage's sends are not priced)."""
+    dev, user = r.figures(stat)[:2]
+    return -_sig(dev), -_sig(user), sum(p.pp for p in r.deployment.pools)
+
+
+def _sig(x: float) -> float:
+    return float(f"{x:.{TIE_DIGITS}g}") if math.isfinite(x) else x
 
 
 def _simulate_and_rank(pricer: Pricer, within: list[Row], short_list: int, scheduler: str,
@@ -228,7 +236,7 @@ def _simulate_and_rank(pricer: Pricer, within: list[Row], short_list: int, sched
         head.append(Row(r.deployment, r.static, best_rate(pricer, r.deployment, scheduler, start=start,
                                                           step=RATE_STEP, lifetime=life)))
     if stat == "p99":  # ties (a prefill pool's limit) go to the faster per user
-        head.sort(key=lambda r: (-r.figures("p99")[0], -r.figures("p99")[1], _stages(r)))
+        head.sort(key=lambda r: rank_key(r, "p99"))
     return head + within[short_list:]
 
 
@@ -254,7 +262,7 @@ def search(arch: Arch, system: System, opts: Options, *, slo_stat: str = "p99", 
         raise RooflineError(f"no deployment of {arch.name} fits {system.devices} devices of {system.name}: "
                             "add devices, or lower --precision")
     within = sorted((r for r in rows if r.static is not None and r.static.within(opts.slo)),
-                    key=lambda r: (-r.figures("mean-static")[0], -r.figures("mean-static")[1], _stages(r)))
+                    key=lambda r: rank_key(r, "mean-static"))
     ranked = _simulate_and_rank(pricer, within, short_list, scheduler, slo_stat)
     timely = [r for r in rows if r.static is not None and r.static.ttft <= (opts.slo.ttft or math.inf)]
     front = [f for kind in (False, True) for f in pareto([r for r in timely if r.deployment.disaggregated == kind])]
