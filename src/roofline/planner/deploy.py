@@ -63,6 +63,8 @@ from roofline.serving.steps import StepModel
 AIC_TTFT_BASE, AIC_TTFT_SLOPE, AIC_TTFT_CAP = 2.0, 1 / 20, 4.0
 #: The largest prompt tokens per step and decode batch a worker's attention table covers (a search's largest).
 TABLE_PREFILL, TABLE_BATCH = 16384, 1024
+#: The deepest pipeline a search tries.
+MAX_PP = 8
 
 
 def tokens_per_step(k: int, accept: float) -> float:
@@ -274,6 +276,7 @@ class Pricer:
     opts: Options
     workers: dict[tuple[int, int, int, bool], Worker | None] = field(default_factory=dict)
     models: dict[tuple[int, int, bool], tuple[StepModel, StepModel | None]] = field(default_factory=dict)
+    kept: dict[tuple[Any, ...], float] = field(default_factory=dict)
 
     def spec(self, pool: Pool, arch: Arch | str | None = None, mtp: int = 0) -> LLMSpec:
         p = self.opts.precision
@@ -305,15 +308,19 @@ class Pricer:
                               utilization=GPU_MEMORY_UTILIZATION, act_tokens=max(self.opts.isl, pool.chunk, 2048))
         key = (pool.tp, pool.ep, pool.dp_attention)
         if key not in self.models:  # the whole model's steps, shared by every pp (module docs)
-            most = 2 * blocks * BLOCK_SIZE // (self.opts.fresh + self.opts.osl) + 2  # sequences a batch can hold
+            # the sequences a worker's batch can hold at the deepest pipeline (a stage holds 1 / pp of the layers)
+            deep = max(p for p in (1, 2, 4, 8) if p <= MAX_PP and self.arch.layers % p == 0)
+            most, _ = kv_blocks(self.spec(dataclasses.replace(pool, pp=deep), mtp=mtp), dev, block_size=BLOCK_SIZE,
+                                utilization=GPU_MEMORY_UTILIZATION, act_tokens=max(self.opts.isl, 2048))
+            most = max(most, blocks) * BLOCK_SIZE // (self.opts.fresh + self.opts.osl) + 2
             draft = self._steps(self.spec(pool, arch=s.draft), most) if s is not None and not s.mtp else None
             self.models[key] = (self._steps(self.spec(pool, arch=self.arch, mtp=mtp), most), draft)
         steps, draft = self.models[key]
         return Worker(pool.pp, steps, draft, blocks * BLOCK_SIZE, blocks)
 
     def _steps(self, spec: LLMSpec, most: int) -> StepModel:
-        """A step model with its attention table built once over the sizes a search asks of it (``most``: twice
-        the sequences the KV cache holds at pp 1; grown on demand, it would be rebuilt each time a size passes
+        """A step model with its attention table built once over the sizes a search asks of it (``most``: the
+        sequences the KV cache holds at the deepest pipeline; grown on demand, it would be rebuilt each time a size passes
         its edge)."""
         o = self.opts
         m = StepModel(spec, self.system.device_on("node"))
@@ -326,9 +333,12 @@ class Pricer:
         return self.must(pool).steps.iteration_time(decode, kv, chunks)
 
     def prefill(self, pool: Pool, b: int) -> float:
-        """Seconds to prefill ``b`` prompts together (the cached prefix skipped)."""
-        o = self.opts
-        return self.time(pool, 0, 0.0, [(o.fresh, o.cached)] * b)
+        """Seconds to prefill ``b`` prompts together (the cached prefix skipped); kept per layout and batch."""
+        key = (pool.layout, b, -1)
+        if key not in self.kept:
+            o = self.opts
+            self.kept[key] = self.time(pool, 0, 0.0, [(o.fresh, o.cached)] * b)
+        return self.kept[key]
 
     def step(self, pool: Pool, b: int, context: float) -> float:
         """Seconds per output token of a decode batch of ``b`` (``pp`` micro-batches of ``b / pp``) at ``context``
@@ -344,10 +354,14 @@ class Pricer:
         return (drafts + verify) / s.tokens
 
     def tpot(self, pool: Pool, b: int) -> float:
-        """Mean decode step over the output (Simpson's rule at the first, middle and last context)."""
-        o = self.opts
-        a, m, z = (self.step(pool, b, o.isl + j) for j in (0, (o.osl - 1) / 2, o.osl - 1))
-        return (a + 4 * m + z) / 6
+        """Mean decode step over the output (Simpson's rule at the first, middle and last context); kept per
+        layout and batch (many disaggregated deployments share a decode pool)."""
+        key = (pool.layout, b, -2)
+        if key not in self.kept:
+            o = self.opts
+            a, m, z = (self.step(pool, b, o.isl + j) for j in (0, (o.osl - 1) / 2, o.osl - 1))
+            self.kept[key] = (a + 4 * m + z) / 6
+        return self.kept[key]
 
     def fits(self, pool: Pool, b: int) -> bool:
         """``b`` sequences' own KV (their uncached prompt and output) and the shared prefix once fit."""
