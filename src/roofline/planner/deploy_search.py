@@ -10,10 +10,11 @@ Enumerated on the system's devices (all of them, as AIConfigurator's ``--total_g
 
 Two stages (DESIGN: "Deployments are searched in two stages"): the **analytic filter** prices every deployment
 at the mean-static statistic (:class:`~roofline.planner.deploy.Pricer`) and ranks those within the SLO by
-tokens/s per device; the first ``short_list`` are then **simulated** under Poisson arrivals
-(:func:`~roofline.planner.deploy_sim.best_rate`: the highest rate whose p99 TTFT and TPOT are within the SLO) and
-ranked by that goodput.  ``slo_stat`` picks which ranking decides (``p99``, the default, or ``mean-static``,
-AIConfigurator's); both are kept.  ``ROOFLINE_MAX_DEPLOYMENTS`` bounds the deployments one search may price.
+tokens/s per device; the first ``short_list`` (twins with the same figures passed over) are then **simulated**
+under Poisson arrivals (:func:`~roofline.planner.deploy_sim.best_rate`: the highest rate whose p99 TTFT and TPOT
+are within the SLO) and ranked by that goodput. ``slo_stat`` picks which ranking decides (``p99``, the default,
+or ``mean-static``, AIConfigurator's); both are kept. ``ROOFLINE_MAX_DEPLOYMENTS`` bounds the deployments one
+search may price.
 """
 
 from __future__ import annotations
@@ -224,20 +225,27 @@ def _sig(x: float) -> float:
 
 def _simulate_and_rank(pricer: Pricer, within: list[Row], short_list: int, scheduler: str,
                        stat: str) -> list[Row]:
-    """Stage two: the first ``short_list`` rows (mean-static order) simulated, each at the highest Poisson rate
-    within the SLO (the search starts at its mean-static rate); the simulated rows ranked under ``stat``
-    (p99: by their goodput, tokens/s per user then fewer pipeline stages breaking ties), then the rest in
-    mean-static order."""
+    """Stage two: the first ``short_list`` rows in mean-static order whose figures differ (a twin, the same
+    figures to :data:`TIE_DIGITS` digits, e.g. one prefill worker of pp 4 for four of pp 1, is passed over)
+    simulated, each at the highest Poisson rate within the SLO (the search starts at its mean-static rate); the
+    simulated rows ranked under ``stat`` (p99: :func:`rank_key`), then the rest in mean-static order."""
     o = pricer.opts
-    head = []
-    for r in within[:short_list]:
+    head: list[Row] = []
+    rest: list[Row] = []
+    seen: set[tuple[float, float]] = set()
+    for r in within:
+        twin = rank_key(r, "mean-static")[:2]
+        if len(head) == short_list or twin in seen:
+            rest.append(r)
+            continue
+        seen.add(twin)
         start = max(r.figures("mean-static")[0] * r.deployment.devices / o.osl / RATE_STEP, 1e-3)
         life = r.static.ttft + o.osl * r.static.tpot if r.static is not None else 0.0
         head.append(Row(r.deployment, r.static, best_rate(pricer, r.deployment, scheduler, start=start,
                                                           step=RATE_STEP, lifetime=life)))
-    if stat == "p99":  # ties (a prefill pool's limit) go to the faster per user
+    if stat == "p99":
         head.sort(key=lambda r: rank_key(r, "p99"))
-    return head + within[short_list:]
+    return head + rest
 
 
 def search(arch: Arch, system: System, opts: Options, *, slo_stat: str = "p99", short_list: int = 3,
