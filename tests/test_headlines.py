@@ -199,15 +199,13 @@ def test_plan_answers_first(capsys, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")  # one line per sentence: the content, not the wrap (tests/test_widths.py)
     from roofline.cli import main
 
-    assert main(["plan", "llama-3-8b", "--system", "dgx-h100", "--serve", "--top", "2"]) == 0
+    # plan --serve answers with a capacity at the SLO (issue 52), never a decode step's price
+    assert main(["plan", "llama-3-8b", "--system", "dgx-h100", "--serve", "--top", "2", "--short-list", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    m = re.match(r"best layout: (\S+ \S+ \S+): per output token ([\d.]+) ms .*; ([\d,]+) output tokens/s over (\d) "
-                 r"replica\(s\) of batch 64", lines[0])
+    m = re.match(r"best deployment: (.+): ([\d,]+) output tokens/s per GPU, ([\d.]+) tokens/s per user \(p99 TTFT "
+                 r".*\): the capacity at TTFT <= 1 s, TPOT <= 50 ms", lines[0])
     assert m, lines[0]
-    # the rate is dp x batch / the time per token
-    dp = int(m[4])
-    assert float(m[3].replace(",", "")) == pytest.approx(dp * 64 / (float(m[2]) * 1e-3), rel=2e-3)
-    assert lines[-1].startswith("times: per token = one decode step")
+    assert lines[-1].startswith("  prefill)") or "columns: tok/s/GPU" in "\n".join(lines[-4:])
 
 
 def test_compare_outputs_carry_the_answer_and_the_basis(tmp_path, capsys, monkeypatch) -> None:

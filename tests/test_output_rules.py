@@ -146,7 +146,7 @@ def test_an_output_into_a_missing_folder_is_one_line_and_creates_nothing(capsys,
 
 def test_plan_says_what_the_layouts_left_out_are(capsys):
     """'N past memory' read as a size; the line now says what N counts."""
-    assert main(["plan", "llama-3-70b", "--system", "dgx-h100", "--serve"]) == 0
+    assert main(["plan", "llama-3-70b", "--system", "dgx-h100", "--nodes", "4", "--train", "--global-batch", "64"]) == 0
     # the first sentence, which the terminal's width may wrap onto several lines (render.fit.wrap)
     first = " ".join(capsys.readouterr().out.split("\n\n")[0].split())
     assert "of them left out as they do not fit in device memory" in first and "past memory" not in first

@@ -37,6 +37,9 @@ MAX_SERVE_WORK = 200_000
 MAX_GLOBAL_BATCH = 2**24
 #: most local processes reading trace ranks (``ROOFLINE_MAX_JOBS``): each is a Python process of ~100 MB
 MAX_JOBS = 256
+#: most deployments one ``plan --serve`` search may price (``ROOFLINE_MAX_DEPLOYMENTS``): a search prices about
+#: 1,000 a second on a 2-core machine (benchmarks/bench_serve_search.py), so 20 s at the limit; 8 H100s have ~700
+MAX_DEPLOYMENTS = 20_000
 #: deepest nesting of a trace's "Input Dims" (``ROOFLINE_MAX_NESTING``): a tensor list of lists is depth 2; 64
 #: leaves room for any real argument and stays far below Python's recursion limit
 MAX_NESTING = 64
@@ -127,3 +130,8 @@ __all__ = ["MAX_DIM", "MAX_GLOBAL_BATCH", "MAX_JOBS", "MAX_NESTING", "MAX_REQUES
            "MAX_TRACE_EVENTS", "MAX_TRACE_MICROSECONDS", "MAX_TRACE_NAMES", "check_dims", "check_work", "max_dim",
            "max_global_batch", "max_jobs", "max_nesting", "max_requests", "max_serve_work", "max_trace_events",
            "max_trace_names"]
+
+
+def max_deployments() -> int:
+    """The most deployments one search prices: ``ROOFLINE_MAX_DEPLOYMENTS`` when set, else :data:`MAX_DEPLOYMENTS`."""
+    return env_limit("ROOFLINE_MAX_DEPLOYMENTS", MAX_DEPLOYMENTS)
