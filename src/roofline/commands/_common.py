@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from roofline.core.errors import RooflineError
@@ -227,13 +228,15 @@ def check_outputs(args: argparse.Namespace) -> None:
             check_writable(path)
 
 
-def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None) -> None:
+def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None, more_text: str = "",
+         more_outputs: Sequence[tuple[str, str, bytes]] = ()) -> None:
     """Terminal table (and the LLM facts, the advice when asked) + every requested output file.
 
     The facts are summarised once (:func:`roofline.words.summary.summarize`) and every renderer reads them.
     Advice is computed here, at the edge: levers on this device for the HTML report, other catalog
     devices too only with ``--advice``.  All or nothing: the terminal text and every output are rendered
-    before anything is printed or written (:func:`write_outputs`).
+    before anything is printed or written (:func:`write_outputs`); ``more_text`` (printed after the table) and
+    ``more_outputs`` (a command's own files, (label, path, bytes)) join them, written with them or not at all.
     """
     from roofline.core.text import display
     from roofline.render import terminal
@@ -256,8 +259,8 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
         parts.append(terminal.fit_width(terminal.llm_text(summary.llm) + "\n"))
     if getattr(args, "advice", False) and advice is not None:
         parts.append("advice:\n" + terminal.fit_width("".join(f"  {display(line, 1024)}\n" for line in advice.lines())))
-    outputs = render_outputs(analysis, args, title=title, summary=summary)
-    sys.stdout.write("".join(parts))
+    outputs = render_outputs(analysis, args, title=title, summary=summary) + list(more_outputs)
+    sys.stdout.write("".join(parts) + more_text)
     write_all(outputs)
 
 

@@ -82,7 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=10, metavar="N", help="layouts shown (default 10)")
     p.add_argument("--json", metavar="FILE", help="also write the ranked layouts as JSON")
     p.add_argument("-o", "--output", metavar="CHART", help="write where each layout's time goes (.png, .svg, .pdf)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, cli_parameters={"resolve_system.spec": "--system", "with_devices.devices": "--devices",
+                                             "with_nodes.nodes": "--nodes"})
 
 
 def run(args: argparse.Namespace) -> int:

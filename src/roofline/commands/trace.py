@@ -67,12 +67,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--diff-device", metavar="DEVICE", default=None,
                    help="with --diff: the device TRACE_B ran on, when not --device (the roofs' expected ratio)")
     add_output_options(p, group_by=("module", "type", "kind"))
-    p.set_defaults(func=run, group_by="module")
+    p.set_defaults(func=run, group_by="module", cli_parameters={"diff_traces.b": "--diff"})
 
 
 def run(args: argparse.Namespace) -> int:
     from roofline.core.errors import RooflineError
-    from roofline.core.fileio import check_writable, write_files_atomic
+    from roofline.core.fileio import check_writable
     from roofline.frontends.trace import analyse_trace, from_trace, read_traces, with_ranks
     from roofline.frontends.trace.ranks import expand
     from roofline.frontends.workers import start_early
@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise RooflineError(f"--jobs {args.jobs}: give a number of processes >= 1")
+    _check_given(args)
     from roofline.core.limits import check_work, max_jobs
     from roofline.frontends.trace.ranks import check_address
 
@@ -104,16 +105,33 @@ def run(args: argparse.Namespace) -> int:
 
     view, work = read_traces(files, jobs=args.jobs, dask=args.dask, skip_bad_ranks=args.skip_bad_ranks,
                              with_workload=True)
-    ranks_out = render(view, args.ranks) if args.ranks else None  # rendered before anything is written
+    # every output rendered before any is written, and all written together (or none: a fifo nobody reads)
+    more = [("ranks", args.ranks, render(view, args.ranks))] if args.ranks else []
+    text, analyses_out = _per_rank_analyses(args, view, files) if args.analyses else ("", None)
     analysis = analyse_trace(with_ranks(view, work), device)
     print("\n".join(view_lines(view)))
-    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}")
-    if ranks_out is not None:
-        write_files_atomic([(args.ranks, ranks_out)])
-        print(f"ranks: {args.ranks}")
-    if args.analyses:
-        _per_rank_analyses(args, view, files)
+    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}", more_text=text,
+         more_outputs=more + ([("analyses", args.analyses_json, analyses_out)] if analyses_out is not None else []))
     return 0
+
+
+def _check_given(args: argparse.Namespace) -> None:
+    """An option given is never read as not given: an empty --diff, --diff-device, --analyses or --analyses-json is
+    one line (not the report without it); --analyses-json names a .json file; --jobs and --dask (two ways of reading
+    the ranks in parallel) are not given together."""
+    from roofline.core.errors import RooflineError
+    from roofline.core.fileio import shown
+
+    for option in ("diff", "diff_device", "analyses", "analyses_json"):
+        value = getattr(args, option)
+        if value is not None and not value.strip():
+            flag = "--" + option.replace("_", "-")
+            raise RooflineError(f"{flag} {shown(value)}: empty; give {flag} a value, or leave the option out")
+    if args.analyses_json and not args.analyses_json.lower().endswith(".json"):
+        raise RooflineError(f"--analyses-json {shown(args.analyses_json)}: give a .json file (the analyses are "
+                            "written as JSON, roofline.trace-analyses/1)")
+    if args.dask is not None and args.jobs != 1:
+        raise RooflineError(f"--jobs {args.jobs} and --dask: give one (local processes, or a Dask cluster's workers)")
 
 
 def _check_extras(args: argparse.Namespace, one_file: bool) -> None:
@@ -137,7 +155,6 @@ def _check_extras(args: argparse.Namespace, one_file: bool) -> None:
 
 def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> int:
     """``--diff`` and ``--analyses`` on one trace file (one rank)."""
-    from roofline.core.fileio import write_files_atomic
     from roofline.frontends.trace import analyse_with_analyses, diff_traces
     from roofline.render.trace_analyses import analyses_json, analyses_lines, diff_lines
 
@@ -147,18 +164,15 @@ def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> i
         if not args.analyses:
             return 0
     analysis, more = analyse_with_analyses(files[0], device, args.analyses)
-    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}")  # type: ignore[attr-defined]
-    print("\n".join(analyses_lines(more)))
-    if args.analyses_json:
-        write_files_atomic([(args.analyses_json, analyses_json(more).encode())])
-        print(f"analyses: {args.analyses_json}")
+    out = [("analyses", args.analyses_json, analyses_json(more).encode())] if args.analyses_json else []
+    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}",  # type: ignore[attr-defined]
+         more_text="\n".join(analyses_lines(more)) + "\n", more_outputs=out)
     return 0
 
 
-def _per_rank_analyses(args: argparse.Namespace, view: object, files: list) -> None:
-    """``--analyses`` with several ranks: each rank's file read again for its events, its analyses printed
-    (without roofline points: the ops are placed by the rank readers)."""
-    from roofline.core.fileio import write_files_atomic
+def _per_rank_analyses(args: argparse.Namespace, view: object, files: list) -> tuple[str, bytes | None]:
+    """``--analyses`` with several ranks: each rank's file read again for its events, its analyses as text
+    (without roofline points: the ops are placed by the rank readers), and the JSON --analyses-json asks for."""
     from roofline.core.text import shown_path
     from roofline.frontends.trace.analyses.suite import parse_analyses, run_analyses
     from roofline.frontends.trace.events import read_events
@@ -166,12 +180,10 @@ def _per_rank_analyses(args: argparse.Namespace, view: object, files: list) -> N
 
     asked = parse_analyses(args.analyses)
     path_of = {shown_path(f): f for f in files}  # the summaries name each file as messages show it
-    got = []
+    got, text = [], []
     for t, r in zip(view.totals, view.ranks, strict=True):  # type: ignore[attr-defined]
         more = run_analyses(read_events(path_of.get(r.file, r.file)), asked)
         got.append((t.key, more))
-        print(f"\nrank {t.key} ({r.file}): analyses (kernels without roofline points: one file gives them)")
-        print("\n".join(analyses_lines(more)))
-    if args.analyses_json:
-        write_files_atomic([(args.analyses_json, ranks_analyses_json(got).encode())])
-        print(f"analyses: {args.analyses_json}")
+        text += [f"\nrank {t.key} ({r.file}): analyses (kernels without roofline points: one file gives them)",
+                 *analyses_lines(more)]
+    return "\n".join(text) + "\n", ranks_analyses_json(got).encode() if args.analyses_json else None

@@ -37,6 +37,9 @@ MAX_SERVE_WORK = 200_000
 MAX_GLOBAL_BATCH = 2**24
 #: most local processes reading trace ranks (``ROOFLINE_MAX_JOBS``): each is a Python process of ~100 MB
 MAX_JOBS = 256
+#: most pipeline stages ``--layout stages=`` may list, 'NxK' counted K times (``ROOFLINE_MAX_STAGES``): 2**16, past
+#: any model's layers (the largest bundled has 126), so ``stages=1x1000000000000`` is one line, not a MemoryError
+MAX_STAGES = 2**16
 #: deepest nesting of a trace's "Input Dims" (``ROOFLINE_MAX_NESTING``): a tensor list of lists is depth 2; 64
 #: leaves room for any real argument and stays far below Python's recursion limit
 MAX_NESTING = 64
@@ -83,6 +86,11 @@ def max_nesting() -> int:
     return env_limit("ROOFLINE_MAX_NESTING", MAX_NESTING)
 
 
+def max_stages() -> int:
+    """The most stages ``stages=`` may list: ``ROOFLINE_MAX_STAGES`` when set, else :data:`MAX_STAGES`."""
+    return env_limit("ROOFLINE_MAX_STAGES", MAX_STAGES)
+
+
 def check_work(what: str, work: int, top: int, env: str, unit: str = "") -> int:
     """``work`` when it is at most ``top``, else one line naming the limit and ``env``, the variable raising it.
 
@@ -109,7 +117,7 @@ def check_dims(shape: tuple[int, ...], what: str) -> tuple[int, ...]:
     return shape
 
 
-__all__ = ["MAX_DIM", "MAX_GLOBAL_BATCH", "MAX_JOBS", "MAX_NESTING", "MAX_REQUESTS", "MAX_SERVE_WORK",
+__all__ = ["MAX_DIM", "MAX_GLOBAL_BATCH", "MAX_JOBS", "MAX_NESTING", "MAX_REQUESTS", "MAX_SERVE_WORK", "MAX_STAGES",
            "MAX_TRACE_EVENTS", "MAX_TRACE_MICROSECONDS", "MAX_TRACE_NAMES", "check_dims", "check_work", "max_dim",
-           "max_global_batch", "max_jobs", "max_nesting", "max_requests", "max_serve_work", "max_trace_events",
+           "max_global_batch", "max_jobs", "max_nesting", "max_requests", "max_serve_work", "max_stages", "max_trace_events",
            "max_trace_names"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from roofline.core import arguments as arg
 from roofline.core.errors import RooflineError
-from roofline.serving.schedulers import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, Scheduler, get
+from roofline.serving.schedulers import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, Scheduler, get, names
 
 
 def _opt(name: str) -> str:
@@ -93,7 +93,7 @@ class Batching:
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        get(self.scheduler)
+        arg.choice(self.scheduler, names(), "Batching", "scheduler")
         arg.optional_int(self.max_batch, "Batching", _opt("max_batch"))
         arg.optional_int(self.max_tokens, "Batching", _opt("max_tokens"))
 
