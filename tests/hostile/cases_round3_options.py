@@ -278,5 +278,35 @@ ESCAPES = [
     err(EN, "llm-fusions", (*LLM, "--fusions", ESC), "--fusions"),
 ]
 
-CASES = (PLAN_DEVICES + PLAN_PRECISION + PLAN_LAYOUT + MOE_OPTIONS + SERVE_SCHEDULER + TRACE_DIFF + TRACE_ANALYSES
+# -- the API boundary on the functions these options reach: each names itself and the parameter at fault ---------
+API = "api-boundary"
+
+
+def api(name: str, body: str, names: str) -> Case:
+    return Case(f"r3o/{API}/{name}", API, "api", code="import math, roofline\n" + body, names=names)
+
+
+API_CASES = [
+    api("cost-system-none", "from roofline.engine import collectives\n"
+        "collectives.cost('all_reduce', 1e6, None, ranks=8)", "collectives.cost: system"),
+    api("cost-system-name", "from roofline.engine import collectives\n"
+        "collectives.cost('all_reduce', 1e6, 'dgx-h100', ranks=8)", "collectives.cost: system"),
+    api("resolve-system-none", "from roofline.catalog import resolve_system\nresolve_system(None)",
+        "resolve_system: spec"),
+    api("get-system-devices-huge", "from roofline.catalog import get_system\nget_system('dgx-h100', devices=10**18)",
+        "with_devices: devices"),
+    api("get-system-both", "from roofline.catalog import get_system\nget_system('dgx-h100', nodes=1, devices=8)",
+        "get_system: give nodes or devices"),
+    api("measure-callable-flops-raises", "roofline.measure_callable(lambda: None, flops=lambda: 1 / 0, bytes=1)",
+        "measure_callable: flops"),
+    api("measure-callable-bytes-nan", "roofline.measure_callable(lambda: None, flops=1, bytes=lambda: math.nan)",
+        "measure_callable: bytes"),
+    api("batching-fifo", "from roofline.serving.config import Batching\nBatching('fifo')", "Batching: scheduler"),
+    api("engine-config-bogus", "from roofline.serving.engines import engine_config\nengine_config('sglang')",
+        "engine_config: name"),
+    api("traffic-isl-negative", "from roofline.serving.requests import Traffic\nTraffic(isl=-1)", "Traffic: isl"),
+    api("traffic-osl-float", "from roofline.serving.requests import Traffic\nTraffic(osl=1.5)", "Traffic: osl"),
+]
+
+CASES = (API_CASES + PLAN_DEVICES + PLAN_PRECISION + PLAN_LAYOUT + MOE_OPTIONS + SERVE_SCHEDULER + TRACE_DIFF + TRACE_ANALYSES
          + TRACE_JOBS + CALIBRATION_V2 + GPU_ACCEPTANCE + ESCAPES)
