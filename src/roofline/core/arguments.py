@@ -33,6 +33,7 @@ import contextvars
 import math
 import os
 import re
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -57,7 +58,8 @@ def got(value: Any) -> str:
 
 
 #: the command-line option that sets each parameter, while a command runs (:func:`as_cli`); empty from Python
-_OPTIONS: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("roofline_cli_options", default={})
+_OPTIONS: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "roofline_cli_options", default=types.MappingProxyType({}))
 _UNSET = object()
 #: the Python words of a rule that a command line has no use for: "(int)", "(str or os.PathLike)"
 _PYTHON_WORDS = re.compile(r" \((?:int|str|float|bool|str or os\.PathLike)\)")
