@@ -19,18 +19,24 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the corpus by round (issue 33; issue 41; issue 53): its modules
+ROUNDS = {"round 1": ("cases_seed", "cases_names", "cases_formats", "cases_special", "cases_ranges"),
+          "round 2": ("cases_api", "cases_frontends", "cases_plan", "cases_trace"),
+          "round 3": ("cases_round3", "cases_round3_options")}
 
 RUNNER = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])          # the tree's src/
 sys.path.insert(0, sys.argv[2])          # this checkout's tests/ (the corpus and the harness)
 from hostile import harness
-from hostile.test_hostile import corpus
+import importlib, pkgutil
+from pathlib import Path
 rows = []
-for case in corpus():
+mods = sorted(m.name for m in pkgutil.iter_modules([str(Path(sys.argv[2]) / "hostile")]) if m.name.startswith("cases_"))
+for case, module in ((c, m) for m in mods for c in importlib.import_module(f"hostile.{m}").CASES):
     r = harness.run_case(case)
     bad = harness.problems(case, r)
-    rows.append({"name": case.name, "cls": case.cls, "expect": case.expect, "code": r.code, "seconds": r.seconds,
+    rows.append({"name": case.name, "module": module, "cls": case.cls, "expect": case.expect, "code": r.code, "seconds": r.seconds,
                  "cpu": getattr(r, "cpu_seconds", r.seconds),
                  "rss": r.peak_rss, "timed_out": r.timed_out, "problems": bad, "wrote": r.new_files})
 print(json.dumps(rows))
@@ -89,6 +95,14 @@ def main() -> int:
     print(f"{'':36s}" + "".join(f"{lb:>48s}" for lb in labels))
     for key in results[labels[0]]:
         print(f"{key:36s}" + "".join(f"{str(results[lb][key]):>48s}" for lb in labels))
+    print()
+    print(f"{'passed by round (of cases)':36s}" + "".join(f"{lb:>48s}" for lb in labels))
+    for rnd, modules in [*ROUNDS.items(), ("total", tuple(m for ms in ROUNDS.values() for m in ms))]:
+        cells = []
+        for lb in labels:
+            mine = [r for r in rows[lb] if r["module"] in modules]
+            cells.append(f"{sum(not r['problems'] for r in mine)}/{len(mine)}")
+        print(f"{rnd:36s}" + "".join(f"{c:>48s}" for c in cells))
     print()
     print(f"{'failures by class (of cases)':36s}" + "".join(f"{lb:>48s}" for lb in labels))
     for cls in sorted({r["cls"] for r in rows[labels[-1]]}):

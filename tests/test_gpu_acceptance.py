@@ -232,3 +232,37 @@ def test_fake_bench_measures_the_catalog_precisions() -> None:
     bf16 = dev.ceiling("matrix", "bf16").flops
     work = 2.0 * 4096**3
     assert abs(bf16 / (0.8 * 989.4e12 * 0.98 * work / (work + 1e9)) - 1) < 0.02
+
+
+# -- the script's own arguments (issue 53 class 10): one line, exit 2, checked before any step -------------------
+def _refused(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as info:
+        sys.exit(gpu_acceptance.main(argv))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2 and len(err) == 1 and err[0].startswith("roofline: error: "), err
+    return err[0]
+
+
+@pytest.mark.parametrize("kind", ["bogus", "", "HONEST", "\x1b[31mx"])
+def test_an_unknown_fake_kind_is_one_line(kind, capsys, tmp_path) -> None:
+    line = _refused(["--fake", kind, "--out", str(tmp_path / "o.json")], capsys)
+    assert "--fake" in line and "\x1b" not in line
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_out_a_folder_a_fifo_or_a_link_is_refused_untouched(capsys, tmp_path) -> None:
+    import os
+
+    (tmp_path / "d").mkdir()
+    os.mkfifo(tmp_path / "f.json")  # never opened: a hang would be a write onto it
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "l.json").symlink_to(tmp_path / "real.json")
+    assert "a directory" in _refused(["--fake", "honest", "--out", str(tmp_path / "d")], capsys)
+    assert "f.json" in _refused(["--fake", "honest", "--out", str(tmp_path / "f.json")], capsys)
+    assert "symbolic link" in _refused(["--fake", "honest", "--out", str(tmp_path / "l.json")], capsys)
+    assert (tmp_path / "f.json").is_fifo() and (tmp_path / "real.json").read_text() == "old"
+
+
+def test_an_escape_in_the_out_name_is_shown_escaped(capsys, tmp_path) -> None:
+    line = _refused(["--out", str(tmp_path / "\x1b[2Jno" / "x.json")], capsys)
+    assert "\x1b" not in line and "\\x1b[2Jno" in line

@@ -416,7 +416,7 @@ def test_plan_cli_review_edges(tmp_path, capsys):
     one.write_text(json.dumps({"schema": "roofline.system/1", "name": "solo", "device": "h100",
                                "devices_per_node": 8, "nodes": 1,
                                "tiers": [{"name": "nv", "scope": "node", "bandwidth": "450 GB/s", "latency": "1 us"}]}))
-    for nodes, message in (("-3", "nodes must be"), ("0", "nodes must be"), ("2", "no cluster tier")):
+    for nodes, message in (("-3", "--nodes '-3': must be"), ("0", "--nodes '0': must be"), ("2", "no cluster tier")):
         assert main(["plan", "llama-2-7b", "--system", str(one), "--nodes", nodes, "--train"]) == 2
         assert message in capsys.readouterr().err
     assert main(["plan", "llama-2-7b", "--system", "dgx-h100", "--nodes", "2", "--serve",

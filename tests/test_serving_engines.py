@@ -72,8 +72,8 @@ def test_engine_configs_are_frozen_and_unknown_names_are_one_line():
     assert replace(a.batching, max_batch=1).max_batch == 1
     assert ENGINES["vllm-v0"].batching.max_batch == 256  # vLLM SchedulerConfig's max_num_seqs default
     assert ENGINES["vllm-v0"].batching.scheduler == "vllm-v0"  # the preset names vLLM V0's own policy
-    with pytest.raises(RooflineError, match="unknown engine .sglang.; known: trtllm-bench, trtllm-mlperf-v4, "
-                       "trtllm-mlperf-v4.1, vllm-v0"):
+    with pytest.raises(RooflineError, match="engine_config: name must be one of .trtllm-bench., .trtllm-mlperf-v4., "
+                       ".trtllm-mlperf-v4.1., .vllm-v0., got str .sglang."):
         engine_config("sglang")
 
 
@@ -95,7 +95,7 @@ def test_cli_engine_and_flags_that_win(tmp_path, capsys):
     capsys.readouterr()
     code = main(["serve", "llama-2-7b", "--device", "h100", "--engine", "nope", "--rate", "1"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "unknown engine 'nope'" in err[0]
+    assert code == 2 and len(err) == 1 and "--engine 'nope': must be one of 'trtllm-mlperf-v4'" in err[0]
 
 
 def test_hostile_engine_names_are_one_short_line():

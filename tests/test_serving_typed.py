@@ -142,8 +142,8 @@ def test_a_poisson_run_names_its_load_in_json(tmp_path, capsys):
 def test_serve_config_checks_each_field_in_one_line():
     cases = [(lambda: Batching(max_batch=0), "max_batch (--max-batch)"),
              (lambda: Batching(max_tokens=1.5), "max_tokens (--max-tokens)"),
-             (lambda: Batching("orca"), "unknown scheduler 'orca'; known: chunked, prefill-first, sarathi, trtllm, vllm, "
-              "vllm-v0, whole-prompts"),
+             (lambda: Batching("orca"), "Batching: scheduler must be one of 'chunked', 'prefill-first', 'sarathi', "
+              "'trtllm', 'vllm', 'vllm-v0', 'whole-prompts', got str 'orca'"),
              (lambda: Memory(block_size=0), "block_size (--block-size)"),
              (lambda: Memory(gpu_memory_utilization=1.5), "gpu_memory_utilization (--gpu-memory-utilization)"),
              (lambda: Memory(kv_of_free="yes"), "kv_of_free"),
@@ -259,10 +259,10 @@ def test_cli_scheduler_flag_and_config_errors_are_one_line(tmp_path, capsys):
     assert json.loads(out.read_text())["scheduler"] == ("continuous batching (inflight batching of whole prompts, "
                                                        "512 tokens per iteration)")
     capsys.readouterr()
-    for argv, needle in ((["--scheduler", "orca"], "unknown scheduler 'orca'; known: chunked, prefill-first"),
-                         (["--max-batch", "0"], "max_batch (--max-batch)"),
-                         (["--block-size", "0"], "block_size (--block-size)"),
-                         (["--gpu-memory-utilization", "2"], "gpu_memory_utilization (--gpu-memory-utilization)")):
+    for argv, needle in ((["--scheduler", "orca"], "--scheduler 'orca': must be one of 'chunked', 'prefill-first'"),
+                         (["--max-batch", "0"], "--max-batch '0': must be a whole number >= 1"),
+                         (["--block-size", "0"], "--block-size '0': must be a whole number >= 1"),
+                         (["--gpu-memory-utilization", "2"], "--gpu-memory-utilization '2.0': must be in (0, 1]")):
         code = main(["serve", "llama-2-7b", "--device", "h100", "--rate", "1", *argv])
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and needle in err[0], err

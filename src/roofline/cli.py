@@ -200,7 +200,25 @@ def _run(argv: list[str] | None) -> int:
         return _main(argv)
 
 
+def command_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """The options of the command ``args`` runs, by destination (``{"max_tokens": "--max-tokens"}``), with the
+    command's ``cli_parameters`` default (an API parameter set by an option of another name: ``{"diff_traces.b":
+    "--diff"}``, ``p.set_defaults(cli_parameters=...)``):
+    what :func:`roofline.core.arguments.as_cli` names in a check's error."""
+    options: dict[str, str] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and getattr(args, action.dest, None) in action.choices:
+            sub = action.choices[getattr(args, action.dest)]
+            for a in sub._actions:
+                longest = max(a.option_strings, key=len, default="")
+                if longest.startswith("--"):
+                    options[a.dest] = longest
+    options.update(getattr(args, "cli_parameters", None) or {})
+    return options
+
+
 def _main(argv: list[str] | None) -> int:
+    from roofline.core.arguments import as_cli
     from roofline.frontends import workers
 
     # the trace reader's worker processes are forked from a server that takes ~2.5 s to warm up: started first,
@@ -212,7 +230,8 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with as_cli(command_options(parser, args)):
+            return int(args.func(args) or 0)
     except RooflineError as exc:
         print(f"roofline: error: {one_line(exc)}", file=sys.stderr)
         return 2

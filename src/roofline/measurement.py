@@ -105,11 +105,8 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
     arg.positive_int(repeats, "measure_callable", "repeats")
     arg.positive_int(warmup, "measure_callable", "warmup", minimum=0)
     kw = dict(kwargs or {})
-    f = float(flops(*args) if callable(flops) else flops)
-    b = float(bytes(*args) if callable(bytes) else bytes)
-    for label, v in (("flops", f), ("bytes", b)):
-        if not (v >= 0 and math.isfinite(v)):
-            raise RooflineError(f"measure_callable: {label} must be a finite number >= 0, got {v!r}")
+    f = _evaluated("measure_callable", "flops", flops, args)
+    b = _evaluated("measure_callable", "bytes", bytes, args)
     label = str(name or getattr(fn, "__name__", "callable"))
     dev = _resolve(device)
     try:
@@ -126,6 +123,20 @@ def measure_callable(fn: Callable[..., Any], *args: Any, flops: float | Callable
         assumptions=["FLOPs and bytes as given by the caller; bytes counted as reads"],
         info={"frontend": "callable"}, measured=MeasuredRun(timing, method="perf_counter around the callable"))
     return analyze(work, dev, above_roof_tolerance=timing.tolerance(), forecast=True)
+
+
+def _evaluated(func: str, param: str, value: Any, args: tuple[Any, ...]) -> float:
+    """``value``, or what the callable ``value`` gives for ``*args``: a finite number >= 0, else one line naming
+    ``func`` and ``param`` (an exception the callable raises too: ``flops=lambda x: 1 / 0``)."""
+    from roofline.core import arguments as arg
+
+    if callable(value):
+        try:
+            value = value(*args)
+        except Exception as exc:
+            raise RooflineError(f"{func}: {param}(*args) raised {type(exc).__name__}: {first_line(exc)}") from None
+        return arg.number(value, func, f"{param}(*args)")
+    return arg.number(value, func, param)
 
 
 def _check_kernel(func: str, flops: Any, nbytes: Any, name: Any, kind: Any, unit: Any) -> None:

@@ -207,7 +207,7 @@ RAISING_FORMULA = (
     "costs.register_op('torch', 'aten.mm', boom, override=True)\n"
     "ev = {'ph': 'X', 'cat': 'cpu_op', 'name': 'aten::mm', 'pid': 1, 'tid': 1, 'ts': 1.0, 'dur': 5.0, 'args': {\n"
     "    'Input type': ['float', 'float'], 'Input Dims': [[8, 16], [16, 4]], 'Concrete Inputs': ['', '']}}\n"
-    "open('{tmp}/t.json', 'w').write(json.dumps({'schemaVersion': 1, 'traceEvents': [ev]}))\n"
+    "with open('{tmp}/t.json', 'w') as f:\n    f.write(json.dumps({'schemaVersion': 1, 'traceEvents': [ev]}))\n"
     "try:\n    roofline.from_trace('{tmp}/t.json', 'h100')\nfinally:\n    import os; os.unlink('{tmp}/t.json')\n")
 
 BAD_VALUES = [

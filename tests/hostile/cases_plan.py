@@ -25,7 +25,7 @@ CASES = [
     bad("zero-5", ("--layout", "dp=8,zero=5"), "zero must be"),
     bad("recompute-bogus", ("--layout", "dp=8,recompute=bogus"), "recompute must be"),
     bad("interleave-zero", ("--layout", "pp=8,interleave=0"), "interleave must be"),
-    bad("nodes-zero", ("--nodes", "0"), "nodes must be"),
+    bad("nodes-zero", ("--nodes", "0"), "--nodes '0': must be"),
     bad("global-batch-zero", ("--global-batch", "0"), "global_batch must be"),
     bad("seq-huge", ("--seq", str(10**13)), "seq"),
     bad("overlap-negative", ("--overlap", "-1"), "--overlap"),

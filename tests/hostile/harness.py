@@ -136,6 +136,9 @@ def _vm_size() -> int:
 
 def _child_main(case: Case, tmp: Path) -> int:
     """What runs in the child: the CLI or the API snippet, with errors as the CLI reports them."""
+    import warnings
+
+    warnings.simplefilter("error", ResourceWarning)  # a file left open is a failure (issue 53), as in a subprocess
     if case.argv:
         from roofline import cli
 
@@ -278,7 +281,7 @@ def run_case_in(case: Case, src: Path, python: str = sys.executable) -> Result:
     with tempfile.TemporaryDirectory(prefix="hostile-") as d:
         tmp = Path(d)
         before = _prepare(case, tmp)
-        env = {**os.environ, "PYTHONPATH": str(src), "COLUMNS": "120"}
+        env = {**os.environ, "PYTHONPATH": str(src), "COLUMNS": "120", "PYTHONWARNINGS": "error::ResourceWarning"}
         t0 = time.perf_counter()
 
         def limit() -> None:

@@ -153,11 +153,19 @@ def get_system(name: str, *, nodes: int | None = None, devices: int | None = Non
 
 
 def _scaled(system: System, nodes: int | None, devices: int | None) -> System:
+    from roofline.core import arguments as arg
+
     if nodes is not None and devices is not None:
-        raise RooflineError("give the nodes or the devices, not both")
+        both = [arg.option_for("get_system", k) for k in ("nodes", "devices")]
+        raise RooflineError(f"{both[0]} and {both[1]}: give one, not both" if all(both) else
+                            "get_system: give nodes or devices, not both")
     if devices is not None:
         return with_devices(system, devices)
     return system if nodes is None else with_nodes(system, nodes)
+
+
+#: most nodes a system is scaled to (2**20: a million nodes, far past any machine built)
+MAX_NODES = 2**20
 
 
 def with_nodes(system: System, nodes: int) -> System:
@@ -165,10 +173,9 @@ def with_nodes(system: System, nodes: int) -> System:
     tier)."""
     from dataclasses import replace
 
-    from roofline.core.fileio import shown
+    from roofline.core import arguments as arg
 
-    if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 2**20:
-        raise RooflineError(f"nodes must be a whole number from 1 to {2**20}, got {shown(nodes)}")
+    arg.positive_int(nodes, "with_nodes", "nodes", maximum=MAX_NODES)
     domain = system.domain_devices or system.devices_per_node
     if nodes * system.devices_per_node > domain and not any(t.scope == "cluster" for t in system.tiers):
         raise RooflineError(f"system {system.name!r} has no cluster tier: it cannot span {nodes} nodes "
@@ -181,14 +188,14 @@ def with_devices(system: System, devices: int) -> System:
     4 GPUs, so any multiple of 4, a partial rack included; a DGX in whole nodes of 8), else one line naming the
     granularity.  The nodes follow (:func:`with_nodes`), and the racks or pods from the domain
     (:attr:`System.domains`)."""
-    from roofline.core.fileio import shown
+    from roofline.core import arguments as arg
 
     per = system.devices_per_node
-    if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
-        raise RooflineError(f"devices must be a whole number >= 1, got {shown(devices)}")
+    arg.positive_int(devices, "with_devices", "devices", maximum=MAX_NODES * per)
     if devices % per:
         unit = "node" if (system.domain_devices or per) == per else "node (tray)"
-        raise RooflineError(f"--devices {devices}: {system.name} comes in whole nodes of {per} devices (one {unit} "
+        raise RooflineError(f"{arg.called('with_devices', 'devices', devices)} {system.name} comes in whole nodes of "
+                            f"{per} devices (one {unit} "
                             f"is the smallest part), so the count must be a multiple of {per} "
                             f"(nearest: {max(per, devices // per * per)} or {-(-devices // per) * per})")
     return with_nodes(system, devices // per)
@@ -196,6 +203,9 @@ def with_devices(system: System, devices: int) -> System:
 
 def resolve_system(spec: str, *, nodes: int | None = None, devices: int | None = None) -> System:
     """A System from a catalog name or a system JSON file (``roofline.system/2``, or an older one)."""
+    from roofline.core import arguments as arg
+
+    arg.text(spec, "resolve_system", "spec")
     if spec.lower().endswith(".json") or _is_file(spec):
         return _scaled(System.load(spec), nodes, devices)
     return get_system(spec, nodes=nodes, devices=devices)

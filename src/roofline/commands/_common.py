@@ -228,15 +228,17 @@ def check_outputs(args: argparse.Namespace) -> None:
             check_writable(path)
 
 
-def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None,
-         html_after: Sequence[str] = ()) -> None:
+def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = None, more_text: str = "",
+         more_outputs: Sequence[tuple[str, str, bytes]] = (), html_after: Sequence[str] = ()) -> None:
     """Terminal table (and the LLM facts, the advice when asked) + every requested output file.
 
     The facts are summarised once (:func:`roofline.words.summary.summarize`) and every renderer reads them.
     Advice is computed here, at the edge: levers on this device for the HTML report, other catalog
     devices too only with ``--advice``.  All or nothing: the terminal text and every output are rendered
-    before anything is printed or written (:func:`write_outputs`).  ``html_after``: more sections of the HTML
-    report, rendered HTML (the trace analyses), placed after the analysis's own.
+    before anything is printed or written (:func:`write_outputs`); ``more_text`` (printed after the table) and
+    ``more_outputs`` (a command's own files, (label, path, bytes)) join them, written with them or not at all.
+    ``html_after``: more sections of the HTML report, rendered HTML (the trace analyses), placed after the
+    analysis's own.
     """
     from roofline.core.text import display
     from roofline.render import terminal
@@ -259,8 +261,8 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
         parts.append(terminal.fit_width(terminal.llm_text(summary.llm) + "\n"))
     if getattr(args, "advice", False) and advice is not None:
         parts.append("advice:\n" + terminal.fit_width("".join(f"  {display(line, 1024)}\n" for line in advice.lines())))
-    outputs = render_outputs(analysis, args, title=title, summary=summary, html_after=html_after)
-    sys.stdout.write("".join(parts))
+    outputs = render_outputs(analysis, args, title=title, summary=summary, html_after=html_after) + list(more_outputs)
+    sys.stdout.write("".join(parts) + more_text)
     write_all(outputs)
 
 

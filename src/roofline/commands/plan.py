@@ -89,7 +89,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the ranked layouts (deployments) as JSON")
     p.add_argument("-o", "--output", metavar="CHART",
                    help="--train: where each layout's time goes; --serve: the Pareto front (.png, .svg, .pdf)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, cli_parameters={"resolve_system.spec": "--system", "with_devices.devices": "--devices",
+                                             "with_nodes.nodes": "--nodes"})
 
 
 #: --serve's options and their defaults: each one given with --train is refused (module epilog)

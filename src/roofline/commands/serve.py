@@ -95,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--html", metavar="FILE", help="write an HTML report")
     p.add_argument("-o", "--output", metavar="CHART", help="with --sweep-rate: latency vs throughput (.png/.svg/.pdf)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, cli_parameters={"resolve_system.spec": "--system", "engine_config.name": "--engine"})
 
 
 def _tps(text: str) -> tuple[int, ...]:

@@ -69,12 +69,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--diff-device", metavar="DEVICE", default=None,
                    help="with --diff: the device TRACE_B ran on, when not --device (the roofs' expected ratio)")
     add_output_options(p, group_by=("module", "type", "kind"))
-    p.set_defaults(func=run, group_by="module")
+    p.set_defaults(func=run, group_by="module", cli_parameters={"diff_traces.b": "--diff"})
 
 
 def run(args: argparse.Namespace) -> int:
     from roofline.core.errors import RooflineError
-    from roofline.core.fileio import check_writable, write_files_atomic
+    from roofline.core.fileio import check_writable
     from roofline.frontends.trace import analyse_trace, from_trace, read_traces, with_ranks
     from roofline.frontends.trace.ranks import expand
     from roofline.frontends.workers import start_early
@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise RooflineError(f"--jobs {args.jobs}: give a number of processes >= 1")
+    _check_given(args)
     from roofline.core.limits import check_work, max_jobs
     from roofline.frontends.trace.ranks import check_address
 
@@ -109,17 +110,35 @@ def run(args: argparse.Namespace) -> int:
 
     view, work = read_traces(files, jobs=args.jobs, dask=args.dask, skip_bad_ranks=args.skip_bad_ranks,
                              with_workload=True)
-    ranks_out = render(view, args.ranks) if args.ranks else None  # rendered before anything is written
     analysis = analyse_trace(with_ranks(view, work), device)
     per_rank = _per_rank_analyses(view, files, device, args.analyses) if args.analyses else []
+    # every output rendered before any is written, and all written together (or none: a fifo nobody reads)
+    more = [("ranks", args.ranks, render(view, args.ranks))] if args.ranks else []
+    text, analyses_out = _per_rank_text(args, view, per_rank) if per_rank else ("", None)
     print("\n".join(view_lines(view)))
-    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}", html_after=_html_ranks(args, per_rank))
-    if ranks_out is not None:
-        write_files_atomic([(args.ranks, ranks_out)])
-        print(f"ranks: {args.ranks}")
-    if per_rank:
-        _print_per_rank(args, view, per_rank)
+    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}", html_after=_html_ranks(args, per_rank),
+         more_text=text,
+         more_outputs=more + ([("analyses", args.analyses_json, analyses_out)] if analyses_out is not None else []))
     return 0
+
+
+def _check_given(args: argparse.Namespace) -> None:
+    """An option given is never read as not given: an empty --diff, --diff-device, --analyses or --analyses-json is
+    one line (not the report without it); --analyses-json names a .json file; --jobs and --dask (two ways of reading
+    the ranks in parallel) are not given together."""
+    from roofline.core.errors import RooflineError
+    from roofline.core.fileio import shown
+
+    for option in ("diff", "diff_device", "analyses", "analyses_json"):
+        value = getattr(args, option)
+        if value is not None and not value.strip():
+            flag = "--" + option.replace("_", "-")
+            raise RooflineError(f"{flag} {shown(value)}: empty; give {flag} a value, or leave the option out")
+    if args.analyses_json and not args.analyses_json.lower().endswith(".json"):
+        raise RooflineError(f"--analyses-json {shown(args.analyses_json)}: give a .json file (the analyses are "
+                            "written as JSON, roofline.trace-analyses/1)")
+    if args.dask is not None and args.jobs != 1:
+        raise RooflineError(f"--jobs {args.jobs} and --dask: give one (local processes, or a Dask cluster's workers)")
 
 
 def _check_extras(args: argparse.Namespace, one_file: bool) -> None:
@@ -143,7 +162,6 @@ def _check_extras(args: argparse.Namespace, one_file: bool) -> None:
 
 def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> int:
     """``--diff`` and ``--analyses`` on one trace file (one rank)."""
-    from roofline.core.fileio import write_files_atomic
     from roofline.frontends.trace import analyse_with_analyses, diff_traces
     from roofline.render.trace_analyses import analyses_json, analyses_lines, diff_lines
     from roofline.render.trace_analyses_html import analyses_html
@@ -155,11 +173,9 @@ def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> i
             return 0
     analysis, more = analyse_with_analyses(files[0], device, args.analyses)
     html = [analyses_html(more)] if args.html else []
-    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}", html_after=html)  # type: ignore[attr-defined]
-    print("\n".join(analyses_lines(more)))
-    if args.analyses_json:
-        write_files_atomic([(args.analyses_json, analyses_json(more).encode())])
-        print(f"analyses: {args.analyses_json}")
+    out = [("analyses", args.analyses_json, analyses_json(more).encode())] if args.analyses_json else []
+    emit(analysis, args, title=f"{analysis.workload.title} on {device.name}",  # type: ignore[attr-defined]
+         html_after=html, more_text="\n".join(analyses_lines(more)) + "\n", more_outputs=out)
     return 0
 
 
@@ -182,14 +198,11 @@ def _html_ranks(args: argparse.Namespace, per_rank: list) -> list[str]:
     return [ranks_analyses_html(per_rank)] if args.html and per_rank else []
 
 
-def _print_per_rank(args: argparse.Namespace, view: object, per_rank: list) -> None:
-    """Each rank's analyses printed (after the report), and written with --analyses-json."""
-    from roofline.core.fileio import write_files_atomic
+def _per_rank_text(args: argparse.Namespace, view: object, per_rank: list) -> tuple[str, bytes | None]:
+    """Each rank's analyses as text (printed after the report) and the JSON --analyses-json asks for."""
     from roofline.render.trace_analyses import analyses_lines, ranks_analyses_json
 
+    text = []
     for (key, more), r in zip(per_rank, view.ranks, strict=True):  # type: ignore[attr-defined]
-        print(f"\nrank {key} ({r.file}): analyses")
-        print("\n".join(analyses_lines(more)))
-    if args.analyses_json:
-        write_files_atomic([(args.analyses_json, ranks_analyses_json(per_rank).encode())])
-        print(f"analyses: {args.analyses_json}")
+        text += [f"\nrank {key} ({r.file}): analyses", *analyses_lines(more)]
+    return "\n".join(text) + "\n", ranks_analyses_json(per_rank).encode() if args.analyses_json else None

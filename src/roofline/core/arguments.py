@@ -9,6 +9,14 @@ names the function, the parameter, what it accepts and what it got, as numpy and
 so ``except TypeError`` / ``except ValueError`` work as in any Python library, and ``except
 RooflineError`` (what the CLI turns into one ``roofline: error:`` line) catches both.
 
+The same check speaks to whoever called it.  From Python it names the function and the parameter; from the
+command line (the CLI runs each command inside :func:`as_cli`, naming the option that sets each parameter) it
+names the option and the value as typed, the way argparse's own errors read::
+
+    --devices '0': must be a whole number >= 1
+
+:func:`called` gives that subject for a message a check writes itself.
+
 >>> positive_int(3, "f", "n")
 3
 >>> try:
@@ -20,9 +28,13 @@ f: n must be a whole number (int) >= 1, got str '3'
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+import re
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from roofline.core.errors import RooflineError
@@ -45,12 +57,78 @@ def got(value: Any) -> str:
     return f"{type(value).__name__} {text}".strip()
 
 
+#: the command-line option that sets each parameter, while a command runs (:func:`as_cli`); empty from Python
+_OPTIONS: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "roofline_cli_options", default=types.MappingProxyType({}))
+_UNSET = object()
+#: the Python words of a rule that a command line has no use for: "(int)", "(str or os.PathLike)"
+_PYTHON_WORDS = re.compile(r" \((?:int|str|float|bool|str or os\.PathLike)\)")
+
+
+@contextlib.contextmanager
+def as_cli(options: Mapping[str, str]) -> Iterator[None]:
+    """Inside, a check on a parameter named in ``options`` (``"devices"``, or ``"diff_traces.b"`` for one function's)
+    speaks of its option (``"--devices"``): the CLI's run of a command, with the command's options by destination.
+
+    >>> with as_cli({"devices": "--devices"}):
+    ...     try:
+    ...         positive_int(0, "get_system", "devices")
+    ...     except RooflineError as exc:
+    ...         print(exc)
+    --devices '0': must be a whole number >= 1
+    """
+    token = _OPTIONS.set({**_OPTIONS.get(), **options})
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)
+
+
+def option_for(func: str, param: str) -> str | None:
+    """The command-line option setting ``func``'s ``param`` inside :func:`as_cli` (None from Python).  A parameter
+    named with its option, as the serving config's are ("block_size (--block-size)"), is looked up by its name."""
+    options = _OPTIONS.get()
+    if not options:
+        return None
+    name = param.split(" (", 1)[0]
+    return options.get(f"{func}.{name}") or options.get(name)
+
+
+def as_typed(value: Any) -> str:
+    """A value as the command line typed it, quoted and escaped: ``'0'``, ``'fifo'``, ``'\\x1b[31m'``."""
+    from roofline.core.fileio import shown
+
+    return shown("" if value is None else str(value), 80)
+
+
+def called(func: str, param: str, value: Any = _UNSET) -> str:
+    """The subject of a message about ``func``'s ``param``: ``"func: param"`` from Python, ``"--option 'value'"`` from
+    the command line (:func:`as_cli`); a check writes ``f"{called(...)} must be ..."``.
+
+    >>> called("Traffic", "isl", -1)
+    'Traffic: isl'
+    >>> with as_cli({"isl": "--isl"}):
+    ...     called("Traffic", "isl", -1)
+    "--isl '-1':"
+    """
+    flag = option_for(func, param)
+    if flag is None:
+        return f"{func}: {param}"
+    return f"{flag}:" if value is _UNSET else f"{flag} {as_typed(value)}:"
+
+
+def _message(func: str, param: str, accepts: str, value: Any) -> str:
+    if option_for(func, param) is None:
+        return f"{func}: {param} must be {accepts}, got {got(value)}"
+    return f"{called(func, param, value)} must be {_PYTHON_WORDS.sub('', accepts)}"
+
+
 def type_error(func: str, param: str, accepts: str, value: Any) -> ArgumentTypeError:
-    return ArgumentTypeError(f"{func}: {param} must be {accepts}, got {got(value)}")
+    return ArgumentTypeError(_message(func, param, accepts, value))
 
 
 def value_error(func: str, param: str, accepts: str, value: Any) -> RooflineError:
-    return RooflineError(f"{func}: {param} must be {accepts}, got {got(value)}")
+    return RooflineError(_message(func, param, accepts, value))
 
 
 def need(value: Any, types: type | tuple[type, ...], func: str, param: str, accepts: str) -> Any:
@@ -165,6 +243,6 @@ def mapping(value: Any, func: str, param: str, accepts: str) -> Mapping[str, Any
     return value
 
 
-__all__ = ["ArgumentTypeError", "boolean", "choice", "function", "got", "mapping", "need", "number",
-           "number_or_callable", "optional_int", "path", "paths", "positive_int", "text", "type_error",
+__all__ = ["ArgumentTypeError", "as_cli", "as_typed", "boolean", "called", "choice", "function", "got", "mapping", "need", "number",
+           "number_or_callable", "option_for", "optional_int", "path", "paths", "positive_int", "text", "type_error",
            "value_error"]

@@ -40,9 +40,40 @@ MAX_JOBS = 256
 #: most deployments one ``plan --serve`` search may price (``ROOFLINE_MAX_DEPLOYMENTS``): a search prices about
 #: 1,000 a second on a 2-core machine (benchmarks/bench_serve_search.py), so 20 s at the limit; 8 H100s have ~700
 MAX_DEPLOYMENTS = 20_000
+#: most pipeline stages ``--layout stages=`` may list, 'NxK' counted K times (``ROOFLINE_MAX_STAGES``): 2**16, past
+#: any model's layers (the largest bundled has 126), so ``stages=1x1000000000000`` is one line, not a MemoryError
+MAX_STAGES = 2**16
 #: deepest nesting of a trace's "Input Dims" (``ROOFLINE_MAX_NESTING``): a tensor list of lists is depth 2; 64
 #: leaves room for any real argument and stays far below Python's recursion limit
 MAX_NESTING = 64
+
+
+#: every stated limit, in one table: environment variable -> (default, what it bounds).  The limits of this module
+#: are read here; those of a lower-level reader (the input size) or of one file format (an LLM config's sizes, an
+#: ONNX graph's) are read where that format is parsed, and listed here so that the table is whole
+#: (tests/hostile/test_legality.py checks it against the code and docs/legality.md).
+LIMITS: dict[str, tuple[int, str]] = {
+    "ROOFLINE_MAX_INPUT_BYTES": (1 << 30, "bytes read from one input file (a gzip trace: bytes it decompresses to)"),
+    "ROOFLINE_MAX_DIM": (MAX_DIM, "any dimension: a shape's, an LLM run's batch and lengths"),
+    "ROOFLINE_MAX_TRACE_EVENTS": (MAX_TRACE_EVENTS, "events one trace keeps"),
+    "ROOFLINE_MAX_TRACE_NAMES": (MAX_TRACE_NAMES, "distinct names and argument lists one trace interns"),
+    "ROOFLINE_MAX_TRACE_DEPTH": (100_000, "nesting of a trace's ops on one thread"),
+    "ROOFLINE_MAX_NESTING": (MAX_NESTING, "nesting of a trace argument (Input Dims)"),
+    "ROOFLINE_MAX_REQUESTS": (MAX_REQUESTS, "requests one serving simulation takes (--requests, a --trace file)"),
+    "ROOFLINE_MAX_SERVE_WORK": (MAX_SERVE_WORK, "requests x simulations of one serve (--sweep-rate, several --tp)"),
+    "ROOFLINE_MAX_GLOBAL_BATCH": (MAX_GLOBAL_BATCH, "sequences in one training step (--global-batch)"),
+    "ROOFLINE_MAX_JOBS": (MAX_JOBS, "local processes reading trace ranks (--jobs)"),
+    "ROOFLINE_MAX_STAGES": (MAX_STAGES, "pipeline stages --layout stages= lists"),
+    "ROOFLINE_MAX_SWEEP_POINTS": (100_000, "points of an llm --sweep"),
+    "ROOFLINE_MAX_LAYERS": (10_000, "an LLM config's layers"),
+    "ROOFLINE_MAX_HIDDEN": (10**6, "an LLM config's widths (hidden, intermediate, head_dim, ranks)"),
+    "ROOFLINE_MAX_VOCAB": (10**7, "an LLM config's vocabulary"),
+    "ROOFLINE_MAX_HEADS": (100_000, "an LLM config's attention and KV heads"),
+    "ROOFLINE_MAX_EXPERTS": (100_000, "an LLM config's experts and experts per token"),
+    "ROOFLINE_MAX_POSITIONS": (10**8, "an LLM config's positions and sliding window"),
+    "ROOFLINE_ONNX_MAX_DEPTH": (8, "ONNX Loop/Scan/If subgraphs nested"),
+    "ROOFLINE_ONNX_MAX_NODES": (1_000_000, "ONNX nodes walked in all, subgraphs expanded"),
+}
 
 
 def max_dim() -> int:
@@ -100,6 +131,11 @@ def max_trace_calls() -> int:
     return env_limit("ROOFLINE_MAX_TRACE_CALLS", MAX_TRACE_CALLS)
 
 
+def max_stages() -> int:
+    """The most stages ``stages=`` may list: ``ROOFLINE_MAX_STAGES`` when set, else :data:`MAX_STAGES`."""
+    return env_limit("ROOFLINE_MAX_STAGES", MAX_STAGES)
+
+
 def check_work(what: str, work: int, top: int, env: str, unit: str = "") -> int:
     """``work`` when it is at most ``top``, else one line naming the limit and ``env``, the variable raising it.
 
@@ -126,9 +162,9 @@ def check_dims(shape: tuple[int, ...], what: str) -> tuple[int, ...]:
     return shape
 
 
-__all__ = ["MAX_DIM", "MAX_GLOBAL_BATCH", "MAX_JOBS", "MAX_NESTING", "MAX_REQUESTS", "MAX_SERVE_WORK",
+__all__ = ["LIMITS", "MAX_DIM", "MAX_GLOBAL_BATCH", "MAX_JOBS", "MAX_NESTING", "MAX_REQUESTS", "MAX_SERVE_WORK", "MAX_STAGES",
            "MAX_TRACE_EVENTS", "MAX_TRACE_MICROSECONDS", "MAX_TRACE_NAMES", "check_dims", "check_work", "max_dim",
-           "max_global_batch", "max_jobs", "max_nesting", "max_requests", "max_serve_work", "max_trace_events",
+           "max_global_batch", "max_jobs", "max_nesting", "max_requests", "max_serve_work", "max_stages", "max_trace_events",
            "max_trace_names"]
 
 

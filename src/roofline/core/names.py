@@ -95,16 +95,16 @@ def resolve(name: str, index: Mapping[str, T], what: str, *, shown: Callable[[T]
     key = normalize(name)
     if key in index:
         return index[key]
-    typed = display(name, 100)
+    typed = f"'{display(name, 100)}'"  # escaped once: display() already shows control characters
     matches = prefix_matches(name, index, shown)
     if len(matches) == 1:
-        warnings.warn(NameResolved(f"{typed!r} taken as {shown(matches[0])} (the one {what} it starts)"),
+        warnings.warn(NameResolved(f"{typed} taken as {shown(matches[0])} (the one {what} it starts)"),
                       stacklevel=2)
         return matches[0]
     if matches:
         listed = ", ".join(shown(m) for m in matches[:MAX_LISTED])
         more = f" and {len(matches) - MAX_LISTED} more" if len(matches) > MAX_LISTED else ""
-        raise RooflineError(f"ambiguous {what} {typed!r}: it starts {len(matches)} names ({listed}{more}); give more of it{hint}")
+        raise RooflineError(f"ambiguous {what} {typed}: it starts {len(matches)} names ({listed}{more}); give more of it{hint}")
     near = closest(name[:100], {k: shown(v) for k, v in index.items()}, 3, TYPO_CUTOFF)
-    raise RooflineError(f"unknown {what} {typed!r}; closest: {', '.join(near)}{hint}" if near
-                        else f"unknown {what} {typed!r}{hint}")
+    raise RooflineError(f"unknown {what} {typed}; closest: {', '.join(near)}{hint}" if near
+                        else f"unknown {what} {typed}{hint}")

@@ -264,6 +264,7 @@ def cost(collective: str, message_bytes: float, system: System, *, ranks: int, p
     _check_group(ranks, per_node)
     from roofline.core import arguments as arg
 
+    arg.need(system, System, "collectives.cost", "system", "a System (roofline.catalog.get_system('dgx-h100'))")
     arg.optional_int(per_domain, "collectives.cost", "per_domain")
     d = system.devices_per_node
     per = min(ranks, d) if per_node is None else per_node

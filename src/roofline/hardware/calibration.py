@@ -270,24 +270,24 @@ class Calibration:
         for key in ("device", "curves"):
             if key not in d:
                 raise RooflineError(f"{f}: missing field {key!r}", where=where)
-        text = {k: as_str(d.get(k) or "", f"{f}.{k}", where) for k in ("machine", "framework", "date", "suite")}
+        text = {k: as_str(_given(d, k, ""), f"{f}.{k}", where) for k in ("machine", "framework", "date", "suite")}
         sources = read_sources(d.get("sources"), f"{f}.sources", where)
         tables = tuple(TabulatedCurve.from_dict(t, f"{f}.tables[{i}]", where, sources)
-                       for i, t in enumerate(as_list(d.get("tables") or [], f"{f}.tables", where)))
+                       for i, t in enumerate(as_list(_given(d, "tables", []), f"{f}.tables", where)))
         raw_q = d.get("quantization")
         quant = None if raw_q is None else Quantization.from_dict(raw_q, f"{f}.quantization", where, sources)
         return cls(as_str(d["device"], f"{f}.device", where, empty=False), text["machine"],
                    text["framework"] or "torch-eager", text["date"], text["suite"],
-                   as_number(d.get("overhead") or 0.0, f"{f}.overhead", where, minimum=0.0),
+                   as_number(_given(d, "overhead", 0.0), f"{f}.overhead", where, minimum=0.0),
                    tuple(EfficiencyCurve.from_dict(c, f"{f}.curves[{i}]", where)
                          for i, c in enumerate(as_list(d["curves"], f"{f}.curves", where))),
                    tuple(SuitePoint.from_dict(p, f"{f}.points[{i}]", where)
-                         for i, p in enumerate(as_list(d.get("points") or [], f"{f}.points", where))),
+                         for i, p in enumerate(as_list(_given(d, "points", []), f"{f}.points", where))),
                    tuple(as_str(x, f"{f}.failed[{i}]", where)
-                         for i, x in enumerate(as_list(d.get("failed") or [], f"{f}.failed", where))),
+                         for i, x in enumerate(as_list(_given(d, "failed", []), f"{f}.failed", where))),
                    tables, quant, sources,
                    tuple(as_str(x, f"{f}.quality[{i}]", where)
-                         for i, x in enumerate(as_list(d.get("quality") or [], f"{f}.quality", where))))
+                         for i, x in enumerate(as_list(_given(d, "quality", []), f"{f}.quality", where))))
 
     def check_applies(self, name: str, machine: str, where: str) -> None:
         """One line when this calibration was measured on another device than (``name``, ``machine``)."""
@@ -465,3 +465,10 @@ def fit_measured(a: Any, *, device: str, machine: str, date: str, source: str) -
                       f"(about 1 in {HELD_OUT}, by a hash of name and size)", over, curves,
                       with_forecasts(used, curves, over))
     return TraceFit(cal, with_forecasts(held, curves, over))
+
+
+def _given(d: Any, key: str, default: Any) -> Any:
+    """``d[key]``, or ``default`` when it is absent or null: a value of the wrong type (``"tables": {}``, an empty
+    string for a number) is checked as given, never read as the default."""
+    value = d.get(key)
+    return default if value is None else value

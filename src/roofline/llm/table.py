@@ -230,21 +230,24 @@ FUSIONS = ("qkv", "gate-up", "reduce-norm")
 def parse_fusions(value: object) -> tuple[str, ...]:
     """A tuple of :data:`FUSIONS` names, in that order, no repeats (from a comma-separated string or a sequence);
     a name not among them is a one-line error."""
+    from roofline.core.arguments import option_for
     from roofline.core.fileio import shown
 
+    flag = option_for("parse_fusions", "fusions")  # from the command line: --fusions 'x': ...
+    said = f"{flag} {shown(value)}:" if flag else f"fusions {shown(value)}"
     items = value.split(",") if isinstance(value, str) else value
     if items is None:
         return ()
     if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
-        raise RooflineError(f"fusions {shown(value)} is not a list of names among {', '.join(FUSIONS)}")
+        raise RooflineError(f"{said} is not a list of names among {', '.join(FUSIONS)}")
     if isinstance(value, str) and not value.strip():
         return ()  # '' clears: no fusion
     if any(not x.strip() for x in items):
-        raise RooflineError(f"fusions {shown(value)} holds an empty name (give '' for none)")
+        raise RooflineError(f"{said} holds an empty name (give '' for none)")
     names = {x.strip().lower() for x in items}
     bad = sorted(names - set(FUSIONS))
     if bad:
-        raise RooflineError(f"fusion {shown(bad[0])} is not one of {', '.join(FUSIONS)}")
+        raise RooflineError(f"{said + ' ' if flag else ''}fusion {shown(bad[0])} is not one of {', '.join(FUSIONS)}")
     return tuple(f for f in FUSIONS if f in names)
 
 

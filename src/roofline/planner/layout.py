@@ -106,7 +106,10 @@ _FLAGS = ("sp", "embed_split", "loss_split")
 def parse_stages(part: str, value: str) -> tuple[int, ...]:
     """'7/8x14/7' -> (7, 8, ..., 8, 7): layers per stage, 'NxK' for K stages of N (``part``: the ``--layout``
     item, for the error)."""
+    from roofline.core.limits import check_work, max_stages
+
     out: list[int] = []
+    top = max_stages()
     for item in value.strip().split("/"):
         n, _, k = item.partition("x")
         try:
@@ -116,6 +119,7 @@ def parse_stages(part: str, value: str) -> tuple[int, ...]:
         if layers < 0 or times < 1:  # 0: a virtual stage of only the embedding or the loss (pp x v entries)
             raise RooflineError(f"--layout {part!r}: stages= needs whole numbers >= 1 (0 only for an edge of pp x v "
                                 "virtual stages)")
+        check_work(f"--layout {part[:40]!r}: stages=", len(out) + times, top, "ROOFLINE_MAX_STAGES", " stages")
         out.extend([layers] * times)
     return tuple(out)
 
@@ -140,9 +144,13 @@ def _layout_value(part: str, key: str, field: str, value: str) -> object:
             raise RooflineError(f"--layout {part!r}: capacity is the experts' capacity factor, a number > 0 (e.g. 1.25)")
         return factor
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise RooflineError(f"--layout {part!r}: {key} must be a whole number") from None
+    if field == "etp" and number < 1:  # 0 is the default's marker inside Layout, never a value to give
+        raise RooflineError(f"--layout {part!r}: etp is the experts' tensor-parallel size, a whole number >= 1 "
+                            "(leave it out for the default)")
+    return number
 
 
 def layout_keys(text: str, overlap: float = 0.0) -> dict[str, Any]:

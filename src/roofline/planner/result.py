@@ -176,6 +176,9 @@ def plan_layouts(run: TrainingRun | ServingRun, system: System, *, layout: str |
     keys: dict[str, Any] = {}
     if layout:
         keys = layout_keys(layout, overlap)
+        if keys.get("etp") and not run.arch.experts:
+            raise RooflineError(f"--layout etp={keys['etp']}: etp splits the routed experts, and {run.arch.name} is a "
+                                "dense model (no experts)")
         if not serving:
             keys.update({f"overlap_{k}": v for k, v in rules.items()})
     fixed = {k: v for k, v in keys.items() if k in SEARCHED}

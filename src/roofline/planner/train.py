@@ -313,6 +313,8 @@ def check(run: TrainingRun, layout: Layout, system: System) -> int:
     folded = 0 < lay.etp < lay.tp  # Megatron-Core's parallel folding: ep x etp out of tp x cp x dp (planner.ep)
     if lay.ep > 1 and (not a.experts or a.experts % lay.ep or (lay.dp % lay.ep and not folded)):
         raise RooflineError(f"ep {lay.ep} must divide the {a.experts} experts of {a.name} and dp {lay.dp}")
+    if lay.etp and not a.experts:
+        raise RooflineError(f"etp {lay.etp} splits the routed experts, and {a.name} is a dense model (no experts)")
     check_etp(lay)
     check_dispatcher(lay)
     per_step = lay.dp * lay.micro_batch

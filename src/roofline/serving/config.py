@@ -27,7 +27,7 @@ from typing import Any
 
 from roofline.core import arguments as arg
 from roofline.core.errors import RooflineError
-from roofline.serving.schedulers import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, Scheduler, get
+from roofline.serving.schedulers import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, Scheduler, get, names
 
 #: who may set a run's batching limits (:attr:`Batching.tuning`)
 TUNINGS = (None, "trtllm-bench")
@@ -99,7 +99,7 @@ class Batching:
     tuning: str | None = None
 
     def __post_init__(self) -> None:
-        get(self.scheduler)
+        arg.choice(self.scheduler, names(), "Batching", "scheduler")
         arg.optional_int(self.max_batch, "Batching", _opt("max_batch"))
         arg.optional_int(self.max_tokens, "Batching", _opt("max_tokens"))
         if self.tuning not in TUNINGS:

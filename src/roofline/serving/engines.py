@@ -82,8 +82,6 @@ block reuse and vLLM's prefix caching are not enabled in these configurations).
 
 from __future__ import annotations
 
-from roofline.core.errors import RooflineError
-from roofline.core.fileio import shown
 from roofline.serving.config import Batching, Kernels, Memory, ServeConfig
 
 #: Cited settings per engine (module docs).
@@ -105,6 +103,6 @@ ENGINES: dict[str, ServeConfig] = {
 def engine_config(name: str) -> ServeConfig:
     """The configuration of engine ``name`` (frozen: ``dataclasses.replace`` derives another); an unknown name
     is one line naming the known ones."""
-    if not isinstance(name, str) or name not in ENGINES:
-        raise RooflineError(f"unknown engine {shown(name)}; known: {', '.join(sorted(ENGINES))}")
-    return ENGINES[name]
+    from roofline.core import arguments as arg
+
+    return ENGINES[arg.choice(name, sorted(ENGINES), "engine_config", "name")]

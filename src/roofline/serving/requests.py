@@ -273,6 +273,15 @@ class Traffic:
 
         if self.rate is not None and not arg.number(self.rate, "Traffic", "rate", minimum=None) > 0:
             raise arg.value_error("Traffic", "rate", "a finite number of requests per second > 0", self.rate)
+        for name in ("isl", "osl"):  # a length law checked where it is given, named as the caller named it
+            law = getattr(self, name)
+            said = arg.option_for("Traffic", name) or f"Traffic: {name}"
+            if isinstance(law, Lengths):
+                law.check(said)
+            elif isinstance(law, bool) or not isinstance(law, (str, int)):
+                raise arg.type_error("Traffic", name, "a length law (1024, '512:2048:uniform', ...) or a Lengths", law)
+            else:
+                parse_lengths(law, said)
         arg.optional_int(self.concurrency, "Traffic", "concurrency")
         arg.positive_int(self.requests, "Traffic", "requests")
         arg.positive_int(self.seed, "Traffic", "seed", minimum=0)
