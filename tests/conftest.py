@@ -1,5 +1,5 @@
 """Tests never read or write the user's bench cache: each gets an empty one unless it sets its own.  Subprocesses run
-with ResourceWarning an error; tests/hostile is marked ``hostile`` and runs when named."""
+with ResourceWarning an error; tests/hostile is marked ``hostile``."""
 
 from pathlib import Path
 
@@ -9,19 +9,11 @@ HOSTILE = Path(__file__).parent / "hostile"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every test under tests/hostile is marked ``hostile``.  The corpus (800+ cases, minutes on two cores) runs
-    when asked for, by its path (``pytest tests/hostile``) or its mark (``-m hostile``): a run of the whole
-    suite leaves it out, so CI runs it as its own job without slowing the normal suite."""
-    mark = pytest.mark.hostile
-    hostile = [item for item in items if HOSTILE in Path(str(item.fspath)).parents]
-    for item in hostile:
-        item.add_marker(mark)
-    asked = "hostile" in (config.getoption("markexpr") or "") or any(
-        HOSTILE == p or HOSTILE in p.parents for p in (Path(a.split("::")[0]).resolve() for a in config.args))
-    if hostile and not asked:
-        config.hook.pytest_deselected(items=hostile)
-        drop = set(hostile)
-        items[:] = [item for item in items if item not in drop]
+    """Every test under tests/hostile is marked ``hostile``: the whole suite (CI's one command) runs the corpus, and
+    ``-m "not hostile"`` leaves it out of a quick local run, ``-m hostile`` runs it alone."""
+    for item in items:
+        if HOSTILE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.hostile)
 
 
 @pytest.fixture(autouse=True)

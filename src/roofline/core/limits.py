@@ -64,6 +64,8 @@ LIMITS: dict[str, tuple[int, str]] = {
     "ROOFLINE_MAX_GLOBAL_BATCH": (MAX_GLOBAL_BATCH, "sequences in one training step (--global-batch)"),
     "ROOFLINE_MAX_JOBS": (MAX_JOBS, "local processes reading trace ranks (--jobs)"),
     "ROOFLINE_MAX_STAGES": (MAX_STAGES, "pipeline stages --layout stages= lists"),
+    "ROOFLINE_MAX_DEPLOYMENTS": (MAX_DEPLOYMENTS, "deployments one plan --serve search prices"),
+    "ROOFLINE_MAX_TRACE_CALLS": (30_000, "distinct recorded calls one trace rebuilds on meta tensors (closed-form calls: 9 times as many, apart)"),
     "ROOFLINE_MAX_SWEEP_POINTS": (100_000, "points of an llm --sweep"),
     "ROOFLINE_MAX_LAYERS": (10_000, "an LLM config's layers"),
     "ROOFLINE_MAX_HIDDEN": (10**6, "an LLM config's widths (hidden, intermediate, head_dim, ranks)"),
