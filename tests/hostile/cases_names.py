@@ -94,7 +94,7 @@ def exists(*paths: str) -> str:
 
 def csv_cell(text: str) -> str:
     """The CSV has the cell ``text`` (csv module quoting undone)."""
-    return f"any({text!r} in row for row in __import__('csv').reader(open(tmp / 'r.csv', newline='')))"
+    return f"any({text!r} in row for row in __import__('csv').reader(__import__('io').StringIO((tmp / 'r.csv').read_bytes().decode(), newline='')))"
 
 
 CASES: list[Case] = []
@@ -217,7 +217,7 @@ add(
     Case("names/csv-numbers-stay-numbers", "csv-injection", "analyze", CSV, files={"w.json": named(SUM)},
          expect="ok", check="all(not r['flops'].startswith(\"'\") and float(r['flops']) >= 0 and "
                             "not r['share'].startswith(\"'\") for r in "
-                            "__import__('csv').DictReader(open(tmp / 'r.csv', newline='')))"),
+                            "__import__('csv').DictReader(__import__('io').StringIO((tmp / 'r.csv').read_bytes().decode(), newline='')))"),
     Case("names/csv-api-to-csv", "csv-injection", "api",
          code=api("from roofline.render.export import to_csv\n"
                   "a = analyze(Workload.from_ops([Op('@x', group='=A1', flops=1e9, bytes_read=1e6)]),\n"
@@ -227,8 +227,8 @@ add(
     Case("names/csv-level-from-device-file", "csv-injection", "analyze",
          ("analyze", "w.json", "--device", "d.json", "--csv", "r.csv"),
          files={"w.json": named("a"), "d.json": dev(FORMULA, level="=cmd|'/C calc'!A0")}, expect="ok",
-         check="not any(c.startswith(('=', '@', '+', '-')) for row in __import__('csv').reader(open(tmp / 'r.csv', "
-               "newline='')) for c in row[1:] if not c[:1].isdigit())"),
+         check="not any(c.startswith(('=', '@', '+', '-')) for row in __import__('csv').reader(__import__('io').StringIO("
+               "(tmp / 'r.csv').read_bytes().decode(), newline='')) for c in row[1:] if not c[:1].isdigit())"),
 )
 
 # ----------------------------------------------------------------------------- plotly (HTML) names

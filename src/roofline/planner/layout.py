@@ -440,8 +440,15 @@ def members_per_domain(stride: int, size: int, system: System) -> int:
     (8, 4, 1)
     """
     d = system.devices_per_node
+    if system.domain == d:  # the scale-up domain is the node: the node's rule, without counting ranks
+        return members_per_node(stride, size, d)
     even = _even_over(stride, size, system.domain, system.devices)
     return even if even >= members_per_node(stride, size, d) else members_per_node(stride, size, d)
+
+
+#: most ranks :func:`_even_over` counts one by one (8 MiB of int64 each array); a larger period is costed on the
+#: slower tier, as an uneven split is (a million-node plan stays bounded: tests/hostile plan/a-million-nodes)
+EVEN_OVER_MAX_RANKS = 1 << 20
 
 
 @lru_cache(maxsize=4096)
@@ -453,7 +460,7 @@ def _even_over(stride: int, size: int, domain: int, devices: int) -> int:
     span = stride * size
     lcm = math.lcm(span, domain)
     n = lcm if devices % lcm == 0 else devices  # every domain full: one period of both tilings is enough
-    if n % span:
+    if n % span or n > EVEN_OVER_MAX_RANKS:  # past the count: the slower tier (the caller's members per node)
         return 0
     r = np.arange(n)
     group = (r // span) * stride + r % stride
