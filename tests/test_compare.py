@@ -197,7 +197,7 @@ def test_an_uncalibrated_forecast_is_labelled_and_is_the_bound() -> None:
     f = bare.forecast
     assert f is not None and f.uncalibrated == "uncalibrated: forecast = bound" and f.overhead == 0
     assert f.total_time == pytest.approx(bare.total_time, rel=1e-12)
-    gb = analyze(w, get_device("gb300"), forecast=True)
+    gb = analyze(w, get_device("h20"), forecast=True)  # H20: no cited calibration
     fb = gb.forecast
     assert fb is not None and fb.overhead > 0 and fb.uncalibrated == "uncalibrated: forecast = bound + cuda-launch floor"
     assert fb.total_time == pytest.approx(gb.total_time + fb.overhead * float(fb.counts.sum()), rel=1e-9)
@@ -206,22 +206,22 @@ def test_an_uncalibrated_forecast_is_labelled_and_is_the_bound() -> None:
 
 
 def test_forecasts_of_unlike_devices_say_so_in_the_first_line(tmp_path, capsys, monkeypatch) -> None:
-    """H100 (cited calibration) against GB300 (none): ranked by forecast, the first line says the forecasts are not
-    alike, names the uncalibrated device and the fastest by the bound; the GB300's forecast is marked and the mark
+    """H100 (cited calibration) against H20 (none; the GB300 now has cited curves): ranked by forecast, the first line says the forecasts are not
+    alike, names the uncalibrated device and the fastest by the bound; the H20's forecast is marked and the mark
     explained; 'vs best' has one 'best' and follows the ranking, on the forecast it was ranked by."""
     from roofline.frontends.llm import from_llm
 
     monkeypatch.setenv("COLUMNS", "200")
     out = tmp_path / "r.json"
-    assert main(["compare", "llama-3-8b", "--devices", "h100,gb300", "--phase", "decode", "--forecast",
+    assert main(["compare", "llama-3-8b", "--devices", "h100,h20", "--phase", "decode", "--forecast",
                  "--json", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     w = from_llm("llama-3-8b", phase="decode")
-    a = {d: analyze(w, get_device(d), forecast=True) for d in ("h100", "gb300")}
-    # decode is memory-bound: the GB300's 8 TB/s HBM against the H100's 3.35 TB/s makes it the faster by the bound
-    assert a["gb300"].total_time < a["h100"].total_time
-    assert lines[0].startswith("forecasts not alike: 1 of 2 devices uncalibrated (forecast = bound): NVIDIA GB300 "
-                               "(NVL72, Blackwell Ultra); by the bound, NVIDIA GB300 (NVL72, Blackwell Ultra) is the fastest")
+    a = {d: analyze(w, get_device(d), forecast=True) for d in ("h100", "h20")}
+    # decode is memory-bound: the H20's 4.0 TB/s HBM3 against the H100's 3.35 TB/s makes it the faster by the bound
+    assert a["h20"].total_time < a["h100"].total_time
+    assert lines[0].startswith("forecasts not alike: 1 of 2 devices uncalibrated (forecast = bound): "
+                               "NVIDIA H20 (HGX, 96GB); by the bound, NVIDIA H20 (HGX, 96GB) is the fastest")
     rows = json.loads(out.read_text())["rows"]
     forecast = {r["device"]: r["forecast_s"] for r in rows}
     by_forecast = sorted(a, key=lambda d: a[d].forecast.total_time)
@@ -229,14 +229,14 @@ def test_forecasts_of_unlike_devices_say_so_in_the_first_line(tmp_path, capsys, 
     best = a[by_forecast[0]].forecast.total_time
     # x_best on the basis the rows were ranked by: each forecast over the best forecast
     assert [r["x_best"] for r in rows] == pytest.approx([forecast[r["device"]] / best for r in rows])
-    assert [r["uncalibrated"] for r in rows if r["device"].startswith("NVIDIA GB300")] == [
+    assert [r["uncalibrated"] for r in rows if r["device"].startswith("NVIDIA H20")] == [
         "uncalibrated: forecast = bound + cuda-launch floor"]
     table = lines[lines.index(next(x for x in lines if x.startswith("#  device"))):]
     vs = [x for x in table[1:3]]
     assert sum(" best " in x for x in vs) == 1 and " best " in vs[0]
-    gb300_row = next(x for x in vs if "GB300" in x)
+    gb300_row = next(x for x in vs if "H20" in x)
     assert re.search(r"\d (ms|s)\*", gb300_row)  # the uncalibrated forecast is marked
-    assert "* NVIDIA GB300 (NVL72, Blackwell Ultra): uncalibrated: forecast = bound + cuda-launch floor" in lines
+    assert "* NVIDIA H20 (HGX, 96GB): uncalibrated: forecast = bound + cuda-launch floor" in lines
 
 
 def test_alike_forecasts_lead_with_the_answer() -> None:

@@ -261,8 +261,8 @@ def emit(analysis: Analysis, args: argparse.Namespace, *, title: str | None = No
         parts.append(terminal.fit_width(terminal.llm_text(summary.llm) + "\n"))
     if getattr(args, "advice", False) and advice is not None:
         parts.append("advice:\n" + terminal.fit_width("".join(f"  {display(line, 1024)}\n" for line in advice.lines())))
-    outputs = render_outputs(analysis, args, title=title, summary=summary, html_after=html_after) + list(more_outputs)
-    sys.stdout.write("".join(parts) + more_text)
+    outputs = [*render_outputs(analysis, args, title=title, summary=summary, html_after=html_after), *more_outputs]
+    sys.stdout.write("".join([*parts, more_text]))
     write_all(outputs)
 
 

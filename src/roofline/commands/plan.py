@@ -196,7 +196,7 @@ def _serve_layout(text: str | None) -> dict[str, int] | None:
     from roofline.planner.layout import layout_keys
 
     keys = {k: v for k, v in layout_keys(text).items() if k != "overlap"}
-    other = sorted(set(keys) - {"tp", "pp", "ep", "dp"})
+    other = sorted(set(keys).difference(("tp", "pp", "ep", "dp")))
     if other:
         raise RooflineError(f"--layout with --serve fixes a replica's tp, pp and ep (dp follows from the devices); "
                             f"{', '.join(other)} are training's")

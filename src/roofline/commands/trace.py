@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(view_lines(view)))
     emit(analysis, args, title=f"{analysis.workload.title} on {device.name}", html_after=_html_ranks(args, per_rank),
          more_text=text,
-         more_outputs=more + ([("analyses", args.analyses_json, analyses_out)] if analyses_out is not None else []))
+         more_outputs=[*more, *([("analyses", args.analyses_json, analyses_out)] if analyses_out is not None else [])])
     return 0
 
 
@@ -175,7 +175,7 @@ def _one_file_extras(args: argparse.Namespace, files: list, device: object) -> i
     html = [analyses_html(more)] if args.html else []
     out = [("analyses", args.analyses_json, analyses_json(more).encode())] if args.analyses_json else []
     emit(analysis, args, title=f"{analysis.workload.title} on {device.name}",  # type: ignore[attr-defined]
-         html_after=html, more_text="\n".join(analyses_lines(more)) + "\n", more_outputs=out)
+         html_after=html, more_text="".join(f"{line}\n" for line in analyses_lines(more)), more_outputs=out)
     return 0
 
 
@@ -202,7 +202,7 @@ def _per_rank_text(args: argparse.Namespace, view: object, per_rank: list) -> tu
     """Each rank's analyses as text (printed after the report) and the JSON --analyses-json asks for."""
     from roofline.render.trace_analyses import analyses_lines, ranks_analyses_json
 
-    text = []
+    text: list[str] = []
     for (key, more), r in zip(per_rank, view.ranks, strict=True):  # type: ignore[attr-defined]
-        text += [f"\nrank {key} ({r.file}): analyses", *analyses_lines(more)]
-    return "\n".join(text) + "\n", ranks_analyses_json(per_rank).encode() if args.analyses_json else None
+        text.extend([f"\nrank {key} ({r.file}): analyses", *analyses_lines(more)])
+    return "".join(f"{line}\n" for line in text), ranks_analyses_json(per_rank).encode() if args.analyses_json else None
