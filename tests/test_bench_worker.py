@@ -77,6 +77,8 @@ def test_sigterm_to_the_parent_stops_the_child_first(tmp_path: Path) -> None:
     finally:
         if _running(child):
             os.kill(child, signal.SIGKILL)
+        if parent.stderr is not None:
+            parent.stderr.close()  # the pipe closed here (a ResourceWarning is an error in this suite)
 
 
 def test_a_parent_killed_outright_takes_the_child_with_it(tmp_path: Path) -> None:
@@ -88,3 +90,5 @@ def test_a_parent_killed_outright_takes_the_child_with_it(tmp_path: Path) -> Non
     finally:
         if _running(child):
             os.kill(child, signal.SIGKILL)
+        if parent.stderr is not None:
+            parent.stderr.close()  # the pipe closed here (a ResourceWarning is an error in this suite)
