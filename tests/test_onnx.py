@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -428,7 +429,7 @@ def test_not_an_onnx_file(tmp_path):
 
 def test_truncated_file(tmp_path):
     p = tmp_path / "cut.onnx"
-    data = open(os.path.join(LIGHT, "light_squeezenet.onnx"), "rb").read() if LIGHT_MODELS else \
+    data = Path(LIGHT, "light_squeezenet.onnx").read_bytes() if LIGHT_MODELS else \
         _relu_batch().SerializeToString()
     p.write_bytes(data[: len(data) // 2])
     with pytest.raises(RooflineError, match=r"cut\.onnx: truncated"):
