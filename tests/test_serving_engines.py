@@ -95,7 +95,7 @@ def test_cli_engine_and_flags_that_win(tmp_path, capsys):
     capsys.readouterr()
     code = main(["serve", "llama-2-7b", "--device", "h100", "--engine", "nope", "--rate", "1"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "--engine 'nope': must be one of 'trtllm-mlperf-v4'" in err[0]
+    assert code == 2 and len(err) == 1 and "--engine 'nope': must be one of 'trtllm-bench', 'trtllm-mlperf-v4'" in err[0]
 
 
 def test_hostile_engine_names_are_one_short_line():
