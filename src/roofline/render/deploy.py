@@ -38,7 +38,7 @@ def deploy_table(r: SearchResult, top: int, price: float | None) -> list[str]:
     rows = [_cells(row, k, r.slo_stat, price) for k, row in enumerate(r.ranked[:top], 1)]
     if not rows:
         return ["(no deployment within the SLO)"]
-    columns = [Column("#", keep=True), Column("deployment", kind="label", keep=True),
+    columns = [Column("#", keep=True), Column("deployment", kind="wrap", keep=True, min_width=24),
                Column("stat", keep=True), Column("tok/s/GPU", keep=True), Column("tok/s/user", keep=True),
                Column("TTFT", priority=5), Column("TPOT", priority=4), Column("GPUs", priority=2),
                Column("static tok/s/GPU", priority=3), *((Column("$/Mtok", priority=6),) if price else ())]
