@@ -247,13 +247,18 @@ def _mm(cf: ClosedForm, a: dict[str, Any]) -> Recorded:
     return cf.out((x.shape[0], y.shape[1]), dt)
 
 
+def _plus_product(cf: ClosedForm, a: dict[str, Any], out: Recorded, first: str) -> Recorded:
+    """``beta * self + alpha * (first @ ...)``: the product ``out``, once ``self`` (of ``first``'s dtype)
+    broadcasts to it and beta and alpha are numbers."""
+    cf.same(a["self"], a[first])
+    if not (_number(a["beta"]) and _number(a["alpha"])) or broadcast(a["self"].shape, out.shape) != out.shape:
+        raise Unknown("input does not broadcast to the product")
+    return out
+
+
 @rule("addmm.default")
 def _addmm(cf: ClosedForm, a: dict[str, Any]) -> Recorded:
-    out = _mm(cf, {"self": a["mat1"], "mat2": a["mat2"]})
-    cf.same(a["self"], a["mat1"])
-    if not (_number(a["beta"]) and _number(a["alpha"])) or broadcast(a["self"].shape, out.shape) != out.shape:
-        raise Unknown("bias does not broadcast to the product")
-    return out
+    return _plus_product(cf, a, _mm(cf, {"self": a["mat1"], "mat2": a["mat2"]}), "mat1")
 
 
 @rule("bmm.default")
@@ -267,11 +272,7 @@ def _bmm(cf: ClosedForm, a: dict[str, Any]) -> Recorded:
 
 @rule("baddbmm.default")
 def _baddbmm(cf: ClosedForm, a: dict[str, Any]) -> Recorded:
-    out = _bmm(cf, {"self": a["batch1"], "mat2": a["batch2"]})
-    cf.same(a["self"], a["batch1"])
-    if not (_number(a["beta"]) and _number(a["alpha"])) or broadcast(a["self"].shape, out.shape) != out.shape:
-        raise Unknown("input does not broadcast to the product")
-    return out
+    return _plus_product(cf, a, _bmm(cf, {"self": a["batch1"], "mat2": a["batch2"]}), "batch1")
 
 
 # -- convolution ----------------------------------------------------------------------------------------------
