@@ -227,11 +227,17 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _kind(arg: Any) -> tuple[str, Callable[[Any], bool], bool]:
-    """(name, check, optional) of a schema argument; a dtype (schema type ``int``) is a ``torch.dtype`` here."""
+def schema_type(arg: Any) -> tuple[str, bool]:
+    """(its type less ``Optional[...]``, whether optional) of a schema argument, as ``str(argument.type)`` writes it
+    (slow: read once per overload)."""
     kind = str(arg.type)
     optional = kind.startswith("Optional[")
-    inner = kind[9:-1] if optional else kind
+    return (kind[9:-1] if optional else kind), optional
+
+
+def _kind(arg: Any) -> tuple[str, Callable[[Any], bool], bool]:
+    """(name, check, optional) of a schema argument; a dtype (schema type ``int``) is a ``torch.dtype`` here."""
+    inner, optional = schema_type(arg)
     if arg.name == "dtype":
         return arg.name, lambda v: type(v).__name__ == "dtype", optional
     return arg.name, _CHECKS.get(inner, lambda v: False), optional
