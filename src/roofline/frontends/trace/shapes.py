@@ -191,17 +191,16 @@ class ClosedForm:
             raise Unknown("mixed dtypes")
         return ts[0].dtype
 
-    def promote(self, *xs: Any) -> Any:
-        """``torch.result_type`` of tensors and numbers (0-dim tensors and numbers rank below dimensioned
+    def promote(self, x: Any, y: Any) -> Any:
+        """``torch.result_type`` of two tensors or numbers (0-dim tensors and numbers rank below dimensioned
         tensors), on cached one-element meta tensors."""
-        key = tuple((x.dtype, len(x.shape) == 0) if isinstance(x, Recorded) else type(x) for x in xs)
+        key = tuple((v.dtype, len(v.shape) == 0) if isinstance(v, Recorded) else type(v) for v in (x, y))
         got = self._promoted.get(key)
         if got is None:
             torch = self.torch
-            args = [torch.empty(() if x.shape == () else (1,), dtype=x.dtype, device="meta")
-                    if isinstance(x, Recorded) else x for x in xs]
-            got = torch.result_type(*args) if len(args) == 2 else torch.result_type(args[0], args[0])
-            self._promoted[key] = got
+            args = [torch.empty(() if v.shape == () else (1,), dtype=v.dtype, device="meta")
+                    if isinstance(v, Recorded) else v for v in (x, y)]
+            got = self._promoted[key] = torch.result_type(*args)
         return got
 
 
