@@ -365,8 +365,7 @@ def other_call(r: random.Random) -> Call:
         b.scalar([2, 2]).scalar([2, 2]).scalar([0, 0]).scalar([1, 1]).scalar(False)
     else:
         b.scalar([1]).scalar([2])
-    return name, {"Input type": b.types, "Input Dims": b.dims, "Input Strides": b.strides,
-                  "Concrete Inputs": b.concrete}
+    return b.call(name.removeprefix("aten::"))
 
 
 def write_trace(path: Path, calls: int, seed: int = 0, other: float = 0.0) -> int:

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from roofline.core.errors import RooflineError, require
 from roofline.core.limits import CLOSED_FORM_CALLS, max_trace_calls
-from roofline.frontends.trace.shapes import ClosedForm, Recorded, Unknown
+from roofline.frontends.trace.shapes import ClosedForm, Recorded, Unknown, schema_type
 from roofline.work import costs
 
 #: c10 type names the profiler writes -> torch dtype attribute names.
@@ -85,9 +85,7 @@ class _Arg(NamedTuple):
 
     @classmethod
     def of(cls, arg: Any) -> _Arg:
-        kind = str(arg.type)
-        optional = kind.startswith("Optional[")
-        inner = kind[9:-1] if optional else kind
+        inner, optional = schema_type(arg)
         return cls(arg.name, inner, optional, bool(arg.kwarg_only), inner == "Device" or arg.name == "device",
                    arg.name == "dtype" or inner == "ScalarType", arg.default_value is not None or arg.has_default_value(),
                    bool(arg.has_default_value()), arg.default_value)

@@ -191,17 +191,16 @@ class ClosedForm:
             raise Unknown("mixed dtypes")
         return ts[0].dtype
 
-    def promote(self, *xs: Any) -> Any:
-        """``torch.result_type`` of tensors and numbers (0-dim tensors and numbers rank below dimensioned
+    def promote(self, x: Any, y: Any) -> Any:
+        """``torch.result_type`` of two tensors or numbers (0-dim tensors and numbers rank below dimensioned
         tensors), on cached one-element meta tensors."""
-        key = tuple((x.dtype, len(x.shape) == 0) if isinstance(x, Recorded) else type(x) for x in xs)
+        key = tuple((v.dtype, len(v.shape) == 0) if isinstance(v, Recorded) else type(v) for v in (x, y))
         got = self._promoted.get(key)
         if got is None:
             torch = self.torch
-            args = [torch.empty(() if x.shape == () else (1,), dtype=x.dtype, device="meta")
-                    if isinstance(x, Recorded) else x for x in xs]
-            got = torch.result_type(*args) if len(args) == 2 else torch.result_type(args[0], args[0])
-            self._promoted[key] = got
+            args = [torch.empty(() if v.shape == () else (1,), dtype=v.dtype, device="meta")
+                    if isinstance(v, Recorded) else v for v in (x, y)]
+            got = self._promoted[key] = torch.result_type(*args)
         return got
 
 
@@ -227,11 +226,17 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _kind(arg: Any) -> tuple[str, Callable[[Any], bool], bool]:
-    """(name, check, optional) of a schema argument; a dtype (schema type ``int``) is a ``torch.dtype`` here."""
+def schema_type(arg: Any) -> tuple[str, bool]:
+    """(its type less ``Optional[...]``, whether optional) of a schema argument, as ``str(argument.type)`` writes it
+    (slow: read once per overload)."""
     kind = str(arg.type)
     optional = kind.startswith("Optional[")
-    inner = kind[9:-1] if optional else kind
+    return (kind[9:-1] if optional else kind), optional
+
+
+def _kind(arg: Any) -> tuple[str, Callable[[Any], bool], bool]:
+    """(name, check, optional) of a schema argument; a dtype (schema type ``int``) is a ``torch.dtype`` here."""
+    inner, optional = schema_type(arg)
     if arg.name == "dtype":
         return arg.name, lambda v: type(v).__name__ == "dtype", optional
     return arg.name, _CHECKS.get(inner, lambda v: False), optional
@@ -247,13 +252,18 @@ def _mm(cf: ClosedForm, a: dict[str, Any]) -> Recorded:
     return cf.out((x.shape[0], y.shape[1]), dt)
 
 
+def _plus_product(cf: ClosedForm, a: dict[str, Any], out: Recorded, first: str) -> Recorded:
+    """``beta * self + alpha * (first @ ...)``: the product ``out``, once ``self`` (of ``first``'s dtype)
+    broadcasts to it and beta and alpha are numbers."""
+    cf.same(a["self"], a[first])
+    if not (_number(a["beta"]) and _number(a["alpha"])) or broadcast(a["self"].shape, out.shape) != out.shape:
+        raise Unknown("input does not broadcast to the product")
+    return out
+
+
 @rule("addmm.default")
 def _addmm(cf: ClosedForm, a: dict[str, Any]) -> Recorded:
-    out = _mm(cf, {"self": a["mat1"], "mat2": a["mat2"]})
-    cf.same(a["self"], a["mat1"])
-    if not (_number(a["beta"]) and _number(a["alpha"])) or broadcast(a["self"].shape, out.shape) != out.shape:
-        raise Unknown("bias does not broadcast to the product")
-    return out
+    return _plus_product(cf, a, _mm(cf, {"self": a["mat1"], "mat2": a["mat2"]}), "mat1")
 
 
 @rule("bmm.default")
@@ -267,11 +277,7 @@ def _bmm(cf: ClosedForm, a: dict[str, Any]) -> Recorded:
 
 @rule("baddbmm.default")
 def _baddbmm(cf: ClosedForm, a: dict[str, Any]) -> Recorded:
-    out = _bmm(cf, {"self": a["batch1"], "mat2": a["batch2"]})
-    cf.same(a["self"], a["batch1"])
-    if not (_number(a["beta"]) and _number(a["alpha"])) or broadcast(a["self"].shape, out.shape) != out.shape:
-        raise Unknown("input does not broadcast to the product")
-    return out
+    return _plus_product(cf, a, _bmm(cf, {"self": a["batch1"], "mat2": a["batch2"]}), "batch1")
 
 
 # -- convolution ----------------------------------------------------------------------------------------------
