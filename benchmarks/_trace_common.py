@@ -35,3 +35,13 @@ def record_small(path: Path, forwards: int = 4) -> None:
             for _ in range(forwards):
                 model(x)
     prof.export_chrome_trace(str(path))
+
+
+def load_line(load0: float) -> str:
+    """The machine's load beside a run's figures: the 1-minute load average at the start (``load0``) and now,
+    the cores, the time of day (the benchmarks are read side by side on shared machines)."""
+    import os
+    import time
+
+    return (f"load average (1 min): {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, on "
+            f"{os.cpu_count()} cores; {time.strftime('%H:%M UTC', time.gmtime())}")

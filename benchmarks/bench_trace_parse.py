@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trace_common import load_line  # noqa: E402
 from bench_trace import ROOT, build_big, record_small  # noqa: E402
 
 CHILD = ("import sys, time, json, torch\nimport numpy as np\nfrom roofline.frontends.trace.events import read_events\n"
@@ -158,8 +159,7 @@ def main() -> None:
             print(f"{r[0]:50} {r[1]:>10} {r[2]:>8} {r[3]:>6}")
         if args.ab:
             print("walls [s]: " + "; ".join(f"{t.name} " + ", ".join(f"{w:.2f}" for w in walls[t]) for t in trees))
-        print(f"load average (1 min): {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, on {os.cpu_count()} cores; "
-              f"{time.strftime('%H:%M UTC', time.gmtime())}")
+        print(load_line(load0))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

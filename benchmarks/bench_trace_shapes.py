@@ -29,7 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trace_common import ROOT, load_line  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests"))
 import trace_shapes_calls  # noqa: E402
 
@@ -106,8 +108,7 @@ def main() -> None:
             print(row("  meta, no limit", run(path, "meta", str(10**9), args.timeout)))
             print(row("  meta, limit 30,000", run(path, "meta", None, args.timeout)))
             print(row("  closed form (+ meta), limit", run(path, "closed", None, args.timeout)))
-        print(f"load average (1 min): {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, on "
-              f"{os.cpu_count()} cores; {time.strftime('%H:%M UTC', time.gmtime())}")
+        print(load_line(load0))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
