@@ -270,20 +270,19 @@ BENCH_MAX_REQUESTS = max(
 
 
 def perf_config(model: str, device: str, tp: int, isl: int, osl: int, scheduler: str = "trtllm") -> ServeConfig:
-    """The 'trtllm-bench' engine as the perf overview ran it (module docs), its limits by trtllm-bench's heuristic
-    (roofline.serving.trtllm_bench.limits, what the preset's tuning runs per run), stated here field by field;
-    ``scheduler`` another policy, the rest kept."""
+    """The 'trtllm-bench' engine as the perf overview ran it (module docs): the preset at the perf overview's
+    precision and KV share, its limits by trtllm-bench's heuristic (roofline.serving.trtllm_bench.limits, what
+    the preset's tuning runs per run) set here so the table can print them; ``scheduler`` another policy."""
     from roofline.bench.resolve import resolve_device
     from roofline.llm.spec import make_spec
-    from roofline.serving.config import Memory
     from roofline.serving.trtllm_bench import limits
 
     p = PERF_PRECISION
     spec = make_spec(model, phase="prefill", tp=tp, wbits=p.wbits, abits=p.abits, kvbits=p.kvbits, rbits=p.rbits)
     bs, tokens = limits(spec, resolve_device(device), isl=isl, osl=osl, max_isl=isl, fraction=PERF_KV_FRACTION)
-    return ServeConfig(precision=p, kernels=Kernels(cuda_graphs=True),
-                       batching=Batching(scheduler, max_batch=bs, max_tokens=tokens),
-                       memory=Memory(block_size=32, gpu_memory_utilization=PERF_KV_FRACTION, kv_of_free=True))
+    cfg = engine_config("trtllm-bench")
+    return replace(cfg, precision=p, memory=replace(cfg.memory, gpu_memory_utilization=PERF_KV_FRACTION),
+                   batching=replace(cfg.batching, scheduler=scheduler, max_batch=bs, max_tokens=tokens))
 
 
 def accuracy_perf_overview(scheduler: str | None = None) -> list[float]:

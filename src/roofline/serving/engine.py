@@ -150,8 +150,9 @@ def _stretch(s: State, steps: StepModel, dec: np.ndarray, t: float, overhead: fl
     # extra iteration j (1..top) writes token gen0 + j - 1 and holds isl + gen0 + j - 1 tokens: a sequence needs a
     # new block at j = held x bs - isl - gen0 + 2 and every bs iterations after
     j1 = held * bs - isl - gen0 + 2
-    crossings = np.maximum((top - j1) // bs + 1, 0)
-    per = np.repeat(j1, crossings) + bs * (np.arange(int(crossings.sum())) - np.repeat(np.cumsum(crossings) - crossings, crossings))
+    crossings = np.maximum((top - j1) // bs + 1, 0)  # new blocks each sequence takes in 1..top
+    nth = np.arange(int(crossings.sum())) - np.repeat(np.cumsum(crossings) - crossings, crossings)  # 0, 1, ... each
+    per = np.repeat(j1, crossings) + bs * nth  # the iteration taking each new block
     new_blocks = np.cumsum(np.bincount(per, minlength=top + 1)[: top + 1])  # new_blocks[j]: taken by 1..j
     top = min(top, int(np.searchsorted(new_blocks, s.free_blocks, side="right")) - 1)
     kv0 = float((isl + gen0).sum())

@@ -82,6 +82,7 @@ block reuse and vLLM's prefix caching are not enabled in these configurations).
 
 from __future__ import annotations
 
+from roofline.core import arguments as arg
 from roofline.serving.config import Batching, Kernels, Memory, ServeConfig
 
 #: Cited settings per engine (module docs).
@@ -103,6 +104,4 @@ ENGINES: dict[str, ServeConfig] = {
 def engine_config(name: str) -> ServeConfig:
     """The configuration of engine ``name`` (frozen: ``dataclasses.replace`` derives another); an unknown name
     is one line naming the known ones."""
-    from roofline.core import arguments as arg
-
     return ENGINES[arg.choice(name, sorted(ENGINES), "engine_config", "name")]

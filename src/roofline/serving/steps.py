@@ -215,17 +215,17 @@ class StepModel:
         prefill ``chunks`` (new, cached) (module docs: exact for prefill-only, interpolated otherwise)."""
         if self.exact:
             return self.exact_time(self.row(decode_batch, kv_tokens, chunks))
-        if not chunks and decode_batch:  # decode-only: kept by (batch, keys) until the attention table is rebuilt
-            key = (decode_batch, kv_tokens)
-            t = self._decodes.get(key)
-            if t is None:
-                t = self._decodes[key] = (self.token_time(decode_batch) + self.seq_time(decode_batch)
-                                          + self.attention_time(decode_batch, kv_tokens, chunks))
-            return t
+        key = (decode_batch, kv_tokens) if decode_batch and not chunks else None
+        cached = self._decodes.get(key) if key else None  # decode-only: kept until the attention table is rebuilt
+        if cached is not None:
+            return cached
         n = decode_batch + sum(c for c, _ in chunks)
         attn = (self.attention_time(decode_batch, kv_tokens, chunks) if decode_batch
                 else self.exact_attention(self.row(0, 0.0, chunks)))
-        return self.token_time(n) + self.seq_time(decode_batch + len(chunks)) + attn
+        t = self.token_time(n) + self.seq_time(decode_batch + len(chunks)) + attn
+        if key:
+            self._decodes[key] = t
+        return t
 
     def exact_attention(self, r: np.ndarray) -> float:
         """The attention ops at row ``r``, exactly (kept by row)."""

@@ -61,19 +61,17 @@ def engine_setting(*, kv_max_requests: float, isl: float, osl: float, max_isl: i
     then raised to fit the longest prompt with chunked prefill off (module docs)."""
     raw_bs = min(kv_max_requests, MAX_BATCH_CAP) / pp
     raw_token = min(raw_bs * (1 + isl / osl), MAX_TOKENS_CAP)
-    if raw_bs < 256:
-        bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        bs = 256 * math.ceil(raw_bs / 256)
-    if raw_token < 4096:
-        tokens = max(2048, 256 * math.ceil(raw_token / 256))
-    elif raw_token < 8192:
-        tokens = 512 * math.ceil(raw_token / 512)
-    else:
-        tokens = 1024 * math.ceil(raw_token / 1024)
+    bs = _ladder(raw_bs, least=64, bounds=(256, 1024), steps=(32, 128, 256))
+    tokens = _ladder(raw_token, least=2048, bounds=(4096, 8192), steps=(256, 512, 1024))
     return bs, max(tokens, max_isl + bs)
+
+
+def _ladder(raw: float, *, least: int, bounds: tuple[int, int], steps: tuple[int, int, int]) -> int:
+    """``raw`` rounded up as ``finetune_setting`` rounds (module docs): to a multiple of ``steps[0]`` under
+    ``bounds[0]``, of ``steps[1]`` under ``bounds[1]``, else of ``steps[2]``; ``least`` at least (reached on the
+    first rung only)."""
+    step = steps[0] if raw < bounds[0] else steps[1] if raw < bounds[1] else steps[2]
+    return max(least, step * math.ceil(raw / step))
 
 
 def limits(spec: LLMSpec, device: Device, *, isl: float, osl: float, max_isl: int, fraction: float) -> tuple[int, int]:
