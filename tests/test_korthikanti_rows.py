@@ -5,23 +5,13 @@ README at commit 2e90a342f5 (2022-05-19), which states those runs' utilisations 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.published_bench import load_bench_published
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_published", ROOT / "benchmarks" / "bench_published.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_published"] = mod  # its dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench_published()
 
 
 def _rows(bench, source):

@@ -46,6 +46,13 @@ MAX_STAGES = 2**16
 #: deepest nesting of a trace's "Input Dims" (``ROOFLINE_MAX_NESTING``): a tensor list of lists is depth 2; 64
 #: leaves room for any real argument and stays far below Python's recursion limit
 MAX_NESTING = 64
+#: most distinct recorded calls one trace file rebuilds on meta tensors to cost them (``ROOFLINE_MAX_TRACE_CALLS``);
+#: calls costed in closed form instead (:mod:`roofline.frontends.trace.shapes`) have CLOSED_FORM_CALLS times that
+#: allowance, apart (each takes about that share of a rebuild's time).  Past either the calls left are not placed,
+#: and the trace's warnings say how many.  Measured here (benchmarks/bench_trace_shapes.py): ~300 us a meta rebuild, ~30 us a closed-form one, so
+#: the limit is about 9 s of rebuilding, and a 250,000-shape trace of closed-form ops is placed whole
+MAX_TRACE_CALLS = 30_000
+CLOSED_FORM_CALLS = 9
 
 
 #: every stated limit, in one table: environment variable -> (default, what it bounds).  The limits of this module
@@ -65,7 +72,7 @@ LIMITS: dict[str, tuple[int, str]] = {
     "ROOFLINE_MAX_JOBS": (MAX_JOBS, "local processes reading trace ranks (--jobs)"),
     "ROOFLINE_MAX_STAGES": (MAX_STAGES, "pipeline stages --layout stages= lists"),
     "ROOFLINE_MAX_DEPLOYMENTS": (MAX_DEPLOYMENTS, "deployments one plan --serve search prices"),
-    "ROOFLINE_MAX_TRACE_CALLS": (30_000, "distinct recorded calls one trace rebuilds on meta tensors (closed-form calls: 9 times as many, apart)"),
+    "ROOFLINE_MAX_TRACE_CALLS": (MAX_TRACE_CALLS, "distinct recorded calls one trace rebuilds on meta tensors (closed-form calls: 9 times as many, apart)"),
     "ROOFLINE_MAX_SWEEP_POINTS": (100_000, "points of an llm --sweep"),
     "ROOFLINE_MAX_LAYERS": (10_000, "an LLM config's layers"),
     "ROOFLINE_MAX_HIDDEN": (10**6, "an LLM config's widths (hidden, intermediate, head_dim, ranks)"),
@@ -119,15 +126,6 @@ def max_nesting() -> int:
     return env_limit("ROOFLINE_MAX_NESTING", MAX_NESTING)
 
 
-#: most distinct recorded calls one trace file rebuilds on meta tensors to cost them (``ROOFLINE_MAX_TRACE_CALLS``);
-#: calls costed in closed form instead (:mod:`roofline.frontends.trace.shapes`) have CLOSED_FORM_CALLS times that
-#: allowance, apart (each takes about that share of a rebuild's time).  Past either the calls left are not placed,
-#: and the trace's warnings say how many.  Measured here (benchmarks/bench_trace_shapes.py): ~300 us a meta rebuild, ~30 us a closed-form one, so
-#: the limit is about 9 s of rebuilding, and a 250,000-shape trace of closed-form ops is placed whole
-MAX_TRACE_CALLS = 30_000
-CLOSED_FORM_CALLS = 9
-
-
 def max_trace_calls() -> int:
     """The most meta-tensor rebuilds one trace may take: ``ROOFLINE_MAX_TRACE_CALLS``, else :data:`MAX_TRACE_CALLS`."""
     return env_limit("ROOFLINE_MAX_TRACE_CALLS", MAX_TRACE_CALLS)
@@ -136,6 +134,11 @@ def max_trace_calls() -> int:
 def max_stages() -> int:
     """The most stages ``stages=`` may list: ``ROOFLINE_MAX_STAGES`` when set, else :data:`MAX_STAGES`."""
     return env_limit("ROOFLINE_MAX_STAGES", MAX_STAGES)
+
+
+def max_deployments() -> int:
+    """The most deployments one search prices: ``ROOFLINE_MAX_DEPLOYMENTS`` when set, else :data:`MAX_DEPLOYMENTS`."""
+    return env_limit("ROOFLINE_MAX_DEPLOYMENTS", MAX_DEPLOYMENTS)
 
 
 def check_work(what: str, work: int, top: int, env: str, unit: str = "") -> int:
@@ -168,8 +171,3 @@ __all__ = ["LIMITS", "MAX_DIM", "MAX_GLOBAL_BATCH", "MAX_JOBS", "MAX_NESTING", "
            "MAX_TRACE_EVENTS", "MAX_TRACE_MICROSECONDS", "MAX_TRACE_NAMES", "check_dims", "check_work", "max_dim",
            "max_global_batch", "max_jobs", "max_nesting", "max_requests", "max_serve_work", "max_stages", "max_trace_events",
            "max_trace_names"]
-
-
-def max_deployments() -> int:
-    """The most deployments one search prices: ``ROOFLINE_MAX_DEPLOYMENTS`` when set, else :data:`MAX_DEPLOYMENTS`."""
-    return env_limit("ROOFLINE_MAX_DEPLOYMENTS", MAX_DEPLOYMENTS)

@@ -293,13 +293,14 @@ def ep_comms(run: Any, lay: Any, system: System, m: int, layers_here: int) -> tu
     moe_here = a.moe_layers * layers_here / a.layers * m
     rec = 1 if lay.recompute == "full" else 0
     tiers = tuple(system.tier(t).name for t, b in (("node", c.scale_up), ("cluster", c.scale_out)) if b > 0)
+    share_attn = attention_share(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)
     out = []
     for name, calls in ((FORWARD, ((fwd_d, comb),)), (BACKWARD, ((comb, bwd_d),) + ((fwd_d, comb),) * rec)):
         pairs = [t for pair in calls for t in pair]
         n = len(pairs) * moe_here
         sent = sum(t.up_bytes + t.out_bytes for t in pairs) / len(pairs)
         out.append(Comm(name, sum(t.bound for t in pairs) * moe_here, tiers, "micro-batch", sent, n,
-                        sum(t.forecast for t in pairs) * moe_here, attention_share=attention_share(run, lay.tp, lay.cp, lay.ep, lay.micro_batch)))
+                        sum(t.forecast for t in pairs) * moe_here, attention_share=share_attn))
     return tuple(out)
 
 

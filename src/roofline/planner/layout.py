@@ -439,11 +439,10 @@ def members_per_domain(stride: int, size: int, system: System) -> int:
     >>> members_per_domain(1, 8, s), members_per_domain(1, 16, s), members_per_domain(8, 32, s)
     (8, 4, 1)
     """
-    d = system.devices_per_node
-    if system.domain == d:  # the scale-up domain is the node: the node's rule, without counting ranks
-        return members_per_node(stride, size, d)
-    even = _even_over(stride, size, system.domain, system.devices)
-    return even if even >= members_per_node(stride, size, d) else members_per_node(stride, size, d)
+    per_node = members_per_node(stride, size, system.devices_per_node)
+    if system.domain == system.devices_per_node:  # the scale-up domain is the node: no ranks to count
+        return per_node
+    return max(per_node, _even_over(stride, size, system.domain, system.devices))
 
 
 #: most ranks :func:`_even_over` counts one by one (8 MiB of int64 each array); a larger period is costed on the
