@@ -56,6 +56,7 @@ from roofline.hardware.system import System
 from roofline.llm.config import Arch
 from roofline.llm.sizes import kv_cache_bytes
 from roofline.llm.spec import LLMSpec, make_spec
+from roofline.planner.dims import tp_fits
 from roofline.serving.figures import Slo
 from roofline.serving.steps import StepModel
 
@@ -435,14 +436,9 @@ class Pricer:
 
 def tp_sizes(arch: Arch, system: System) -> list[int]:
     """tp sizes within a node that divide the model's heads (powers of two)."""
-    from roofline.llm.table import check_tp
-
     out, tp = [], 1
     while tp <= system.devices_per_node and tp <= system.devices:
-        try:
-            check_tp(arch, tp)
+        if tp_fits(arch, tp):
             out.append(tp)
-        except RooflineError:
-            pass
         tp *= 2
     return out
