@@ -29,15 +29,13 @@ from roofline.core.errors import RooflineError
 from roofline.core.limits import max_deployments
 from roofline.hardware.system import System
 from roofline.llm.config import Arch
-from roofline.planner.deploy import MAX_PP, Deployment, Options, Pool, Pricer, Static, tp_sizes
+from roofline.planner.deploy import PP_SIZES, Deployment, Options, Pool, Pricer, Static, tp_sizes
 from roofline.planner.deploy_sim import Poisson, best_rate
 
 #: Max batch per worker tried (sequences): powers of two, as AIConfigurator's list thins out above 64.
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 #: Max tokens per step tried for an aggregated replica (chunked prefill; TensorRT-LLM's default is 8192).
 CHUNKS = (1024, 2048, 4096, 8192, 16384)
-#: Pipeline depths tried (dividing the layers, within the devices).
-PP_SIZES = tuple(2**k for k in range(MAX_PP.bit_length()))
 #: The schema ``--json`` writes, and the earlier one read back (a decode-step price per layout).
 SCHEMA = "roofline.plan-serve/2"
 OLD_SCHEMA = "roofline.plan-serve/1"
