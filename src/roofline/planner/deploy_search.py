@@ -69,6 +69,13 @@ class Row:
         assert s is not None
         return s.tokens_per_s_per_device, s.tokens_per_s_per_user, ttft, tpot
 
+    def times(self, stat: str) -> tuple[float | None, float | None]:
+        """TTFT and TPOT as a row under ``stat`` shows them: the static batch's means at mean-static, else the
+        p99s of :meth:`figures`."""
+        if stat == "mean-static" and self.static is not None:
+            return self.static.ttft, self.static.tpot
+        return self.figures(stat)[2:]
+
     def to_dict(self, stat: str, rank: int) -> dict[str, Any]:
         dev, user, ttft, tpot = self.figures(stat)
         return {"rank": rank, "describe": self.deployment.describe(), "statistic": stat if self.simulated else

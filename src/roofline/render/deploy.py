@@ -48,10 +48,9 @@ def deploy_table(r: SearchResult, top: int, price: float | None) -> list[str]:
 
 def _cells(row: Row, rank: int, stat: str, price: float | None) -> dict[str, str]:
     shown = stat if row.simulated else "mean-static"
-    dev, user, ttft, tpot = row.figures(shown)
+    dev, user = row.figures(shown)[:2]
+    ttft, tpot = row.times(shown)
     s = row.static
-    if shown == "mean-static" and s is not None:
-        ttft, tpot = s.ttft, s.tpot
     usd = price / 3600 / dev * 1e6 if price and dev > 0 else None
     return {"#": str(rank), "deployment": display(row.deployment.describe()), "stat": shown,
             "tok/s/GPU": format_count(dev), "tok/s/user": f"{user:.3g}",
