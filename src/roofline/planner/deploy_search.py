@@ -48,11 +48,10 @@ RATE_STEP = 1.25
 
 @dataclass(frozen=True)
 class Row:
-    """One deployment: its mean-static figures (None: its batch does not fit) and, when simulated, its
-    Poisson figures."""
+    """One deployment whose batch fits: its mean-static figures and, when simulated, its Poisson figures."""
 
     deployment: Deployment
-    static: Static | None
+    static: Static
     poisson: Poisson | None = None
 
     @property
@@ -66,13 +65,12 @@ class Row:
         tpot = p.figures.tpot.p99 if p is not None and p.figures is not None else None
         if stat == "p99" and p is not None:
             return p.tokens_per_s_per_device, p.tokens_per_s_per_user, ttft, tpot
-        assert s is not None
         return s.tokens_per_s_per_device, s.tokens_per_s_per_user, ttft, tpot
 
     def times(self, stat: str) -> tuple[float | None, float | None]:
         """TTFT and TPOT as a row under ``stat`` shows them: the static batch's means at mean-static, else the
         p99s of :meth:`figures`."""
-        if stat == "mean-static" and self.static is not None:
+        if stat == "mean-static":
             return self.static.ttft, self.static.tpot
         return self.figures(stat)[2:]
 
@@ -82,7 +80,7 @@ class Row:
                 "mean-static", "tokens_per_s_per_device": dev, "tokens_per_s_per_user": user, "ttft_p99_s": ttft,
                 "tpot_p99_s": tpot, "simulated": self.simulated,
                 "p99": self.poisson.to_dict() if self.poisson is not None else None,
-                "mean_static": self.static.to_dict() if self.static is not None else None,
+                "mean_static": self.static.to_dict(),
                 "deployment": self.deployment.to_dict()}
 
 
@@ -114,8 +112,7 @@ class SearchResult:
 
     def best_by(self, stat: str) -> Row | None:
         """The best row under ``stat`` (p99: among the simulated)."""
-        rows = self.simulated if stat == "p99" else tuple(r for r in self.ranked if r.static is not None)
-        rows = tuple(r for r in rows if r.figures(stat)[0] > 0)
+        rows = tuple(r for r in (self.simulated if stat == "p99" else self.ranked) if r.figures(stat)[0] > 0)
         return min(rows, key=lambda r: rank_key(r, stat)) if rows else None
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
@@ -245,7 +242,7 @@ def _simulate_and_rank(pricer: Pricer, within: list[Row], short_list: int, sched
             continue
         seen.add(twin)
         start = max(r.figures("mean-static")[0] * r.deployment.devices / o.osl / RATE_STEP, 1e-3)
-        life = r.static.ttft + o.osl * r.static.tpot if r.static is not None else 0.0
+        life = r.static.ttft + o.osl * r.static.tpot
         head.append(Row(r.deployment, r.static, best_rate(pricer, r.deployment, scheduler, start=start,
                                                           step=RATE_STEP, lifetime=life)))
     if stat == "p99":
@@ -274,10 +271,10 @@ def search(arch: Arch, system: System, opts: Options, *, slo_stat: str = "p99", 
     if not rows:
         raise RooflineError(f"no deployment of {arch.name} fits {system.devices} devices of {system.name}: "
                             "add devices, or lower --precision")
-    within = sorted((r for r in rows if r.static is not None and r.static.within(opts.slo)),
+    within = sorted((r for r in rows if r.static.within(opts.slo)),
                     key=lambda r: rank_key(r, "mean-static"))
     ranked = _simulate_and_rank(pricer, within, short_list, scheduler, slo_stat)
-    timely = [r for r in rows if r.static is not None and r.static.ttft <= (opts.slo.ttft or math.inf)]
+    timely = [r for r in rows if r.static.ttft <= (opts.slo.ttft or math.inf)]
     front = [f for kind in (False, True) for f in pareto([r for r in timely if r.deployment.disaggregated == kind])]
     return SearchResult(arch.name, system, opts, slo_stat, scheduler, tuple(ranked), tuple(front), len(found),
                         time.perf_counter() - t0, len(within))
