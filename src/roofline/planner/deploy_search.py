@@ -194,10 +194,9 @@ def _price(pricer: Pricer, found: list[Deployment]) -> list[Row]:
     """Stage one: every deployment's mean-static figures, those whose batch fits kept."""
     rows = []
     for d in found:
-        if all(pricer.worker(p) is not None for p in d.pools):
-            s = pricer.static(d)
-            if s is not None:
-                rows.append(Row(d, s))
+        s = pricer.static(d)  # None where a pool's worker or batch does not fit (Pricer.fits)
+        if s is not None:
+            rows.append(Row(d, s))
     return rows
 
 
