@@ -98,9 +98,8 @@ def recommendations(found: dict[str, SearchResult]) -> None:
             if row is None:
                 print(f"  {name:8} {stat:12} none within the SLO")
                 continue
-            dev, user, ttft, tpot = row.figures(stat)
-            if stat == "mean-static" and row.static is not None:
-                ttft, tpot = row.static.ttft, row.static.tpot
+            dev, user = row.figures(stat)[:2]
+            ttft, tpot = row.times(stat)
             print(f"  {name:8} {stat:12} {row.deployment.describe():44} {dev:>9,.0f} {user:>10.1f} "
                   f"{(ttft or 0) * 1e3:>5.0f}ms {(tpot or 0) * 1e3:>5.1f}ms")
         d, dev, user, ttft, tpot = AIC[name]

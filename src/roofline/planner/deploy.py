@@ -56,6 +56,7 @@ from roofline.hardware.system import System
 from roofline.llm.config import Arch
 from roofline.llm.sizes import kv_cache_bytes
 from roofline.llm.spec import LLMSpec, make_spec
+from roofline.planner.dims import tp_fits
 from roofline.serving.figures import Slo
 from roofline.serving.steps import StepModel
 
@@ -63,8 +64,9 @@ from roofline.serving.steps import StepModel
 AIC_TTFT_BASE, AIC_TTFT_SLOPE, AIC_TTFT_CAP = 2.0, 1 / 20, 4.0
 #: The largest prompt tokens per step and decode batch a worker's attention table covers (a search's largest).
 TABLE_PREFILL, TABLE_BATCH = 16384, 1024
-#: The deepest pipeline a search tries.
+#: The deepest pipeline a search tries, and the depths it tries (dividing the layers, within the devices).
 MAX_PP = 8
+PP_SIZES = tuple(2**k for k in range(MAX_PP.bit_length()))
 
 
 def tokens_per_step(k: int, accept: float) -> float:
@@ -309,7 +311,7 @@ class Pricer:
         key = (pool.tp, pool.ep, pool.dp_attention)
         if key not in self.models:  # the whole model's steps, shared by every pp (module docs)
             # the sequences a worker's batch can hold at the deepest pipeline (a stage holds 1 / pp of the layers)
-            deep = max(p for p in (1, 2, 4, 8) if p <= MAX_PP and self.arch.layers % p == 0)
+            deep = max(p for p in PP_SIZES if self.arch.layers % p == 0)
             most, _ = kv_blocks(self.spec(dataclasses.replace(pool, pp=deep), mtp=mtp), dev, block_size=BLOCK_SIZE,
                                 utilization=GPU_MEMORY_UTILIZATION, act_tokens=max(self.opts.isl, 2048))
             most = max(most, blocks) * BLOCK_SIZE // (self.opts.fresh + self.opts.osl) + 2
@@ -435,14 +437,9 @@ class Pricer:
 
 def tp_sizes(arch: Arch, system: System) -> list[int]:
     """tp sizes within a node that divide the model's heads (powers of two)."""
-    from roofline.llm.table import check_tp
-
     out, tp = [], 1
     while tp <= system.devices_per_node and tp <= system.devices:
-        try:
-            check_tp(arch, tp)
+        if tp_fits(arch, tp):
             out.append(tp)
-        except RooflineError:
-            pass
         tp *= 2
     return out

@@ -29,15 +29,13 @@ from roofline.core.errors import RooflineError
 from roofline.core.limits import max_deployments
 from roofline.hardware.system import System
 from roofline.llm.config import Arch
-from roofline.planner.deploy import MAX_PP, Deployment, Options, Pool, Pricer, Static, tp_sizes
+from roofline.planner.deploy import PP_SIZES, Deployment, Options, Pool, Pricer, Static, tp_sizes
 from roofline.planner.deploy_sim import Poisson, best_rate
 
 #: Max batch per worker tried (sequences): powers of two, as AIConfigurator's list thins out above 64.
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 #: Max tokens per step tried for an aggregated replica (chunked prefill; TensorRT-LLM's default is 8192).
 CHUNKS = (1024, 2048, 4096, 8192, 16384)
-#: Pipeline depths tried (dividing the layers, within the devices).
-PP_SIZES = tuple(2**k for k in range(MAX_PP.bit_length()))
 #: The schema ``--json`` writes, and the earlier one read back (a decode-step price per layout).
 SCHEMA = "roofline.plan-serve/2"
 OLD_SCHEMA = "roofline.plan-serve/1"
@@ -50,11 +48,10 @@ RATE_STEP = 1.25
 
 @dataclass(frozen=True)
 class Row:
-    """One deployment: its mean-static figures (None: its batch does not fit) and, when simulated, its
-    Poisson figures."""
+    """One deployment whose batch fits: its mean-static figures and, when simulated, its Poisson figures."""
 
     deployment: Deployment
-    static: Static | None
+    static: Static
     poisson: Poisson | None = None
 
     @property
@@ -68,8 +65,14 @@ class Row:
         tpot = p.figures.tpot.p99 if p is not None and p.figures is not None else None
         if stat == "p99" and p is not None:
             return p.tokens_per_s_per_device, p.tokens_per_s_per_user, ttft, tpot
-        assert s is not None
         return s.tokens_per_s_per_device, s.tokens_per_s_per_user, ttft, tpot
+
+    def times(self, stat: str) -> tuple[float | None, float | None]:
+        """TTFT and TPOT as a row under ``stat`` shows them: the static batch's means at mean-static, else the
+        p99s of :meth:`figures`."""
+        if stat == "mean-static":
+            return self.static.ttft, self.static.tpot
+        return self.figures(stat)[2:]
 
     def to_dict(self, stat: str, rank: int) -> dict[str, Any]:
         dev, user, ttft, tpot = self.figures(stat)
@@ -77,7 +80,7 @@ class Row:
                 "mean-static", "tokens_per_s_per_device": dev, "tokens_per_s_per_user": user, "ttft_p99_s": ttft,
                 "tpot_p99_s": tpot, "simulated": self.simulated,
                 "p99": self.poisson.to_dict() if self.poisson is not None else None,
-                "mean_static": self.static.to_dict() if self.static is not None else None,
+                "mean_static": self.static.to_dict(),
                 "deployment": self.deployment.to_dict()}
 
 
@@ -109,8 +112,7 @@ class SearchResult:
 
     def best_by(self, stat: str) -> Row | None:
         """The best row under ``stat`` (p99: among the simulated)."""
-        rows = self.simulated if stat == "p99" else tuple(r for r in self.ranked if r.static is not None)
-        rows = tuple(r for r in rows if r.figures(stat)[0] > 0)
+        rows = tuple(r for r in (self.simulated if stat == "p99" else self.ranked) if r.figures(stat)[0] > 0)
         return min(rows, key=lambda r: rank_key(r, stat)) if rows else None
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
@@ -192,10 +194,9 @@ def _price(pricer: Pricer, found: list[Deployment]) -> list[Row]:
     """Stage one: every deployment's mean-static figures, those whose batch fits kept."""
     rows = []
     for d in found:
-        if all(pricer.worker(p) is not None for p in d.pools):
-            s = pricer.static(d)
-            if s is not None:
-                rows.append(Row(d, s))
+        s = pricer.static(d)  # None where a pool's worker or batch does not fit (Pricer.fits)
+        if s is not None:
+            rows.append(Row(d, s))
     return rows
 
 
@@ -240,7 +241,7 @@ def _simulate_and_rank(pricer: Pricer, within: list[Row], short_list: int, sched
             continue
         seen.add(twin)
         start = max(r.figures("mean-static")[0] * r.deployment.devices / o.osl / RATE_STEP, 1e-3)
-        life = r.static.ttft + o.osl * r.static.tpot if r.static is not None else 0.0
+        life = r.static.ttft + o.osl * r.static.tpot
         head.append(Row(r.deployment, r.static, best_rate(pricer, r.deployment, scheduler, start=start,
                                                           step=RATE_STEP, lifetime=life)))
     if stat == "p99":
@@ -269,10 +270,10 @@ def search(arch: Arch, system: System, opts: Options, *, slo_stat: str = "p99", 
     if not rows:
         raise RooflineError(f"no deployment of {arch.name} fits {system.devices} devices of {system.name}: "
                             "add devices, or lower --precision")
-    within = sorted((r for r in rows if r.static is not None and r.static.within(opts.slo)),
+    within = sorted((r for r in rows if r.static.within(opts.slo)),
                     key=lambda r: rank_key(r, "mean-static"))
     ranked = _simulate_and_rank(pricer, within, short_list, scheduler, slo_stat)
-    timely = [r for r in rows if r.static is not None and r.static.ttft <= (opts.slo.ttft or math.inf)]
+    timely = [r for r in rows if r.static.ttft <= (opts.slo.ttft or math.inf)]
     front = [f for kind in (False, True) for f in pareto([r for r in timely if r.deployment.disaggregated == kind])]
     return SearchResult(arch.name, system, opts, slo_stat, scheduler, tuple(ranked), tuple(front), len(found),
                         time.perf_counter() - t0, len(within))

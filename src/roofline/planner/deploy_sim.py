@@ -31,7 +31,6 @@ goodput is the highest rate within the SLO, as output tokens per second per devi
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -78,7 +77,7 @@ class _Steps:
         p, pool = self.pricer, self.pool
         if p.opts.spec is None:
             return self.steps.iteration_time(decode_batch, kv_tokens, ch) if decode_batch or ch else 0.0
-        t = p.time(pool, 0, 0.0, ch) if ch else 0.0
+        t = self.steps.iteration_time(0, 0.0, ch) if ch else 0.0
         if decode_batch:
             context = 64 * round(kv_tokens / decode_batch / 64)  # a grid of 64 tokens: the step's times are kept
             t += p.step(pool, decode_batch * pool.pp, max(context - 1, 0))  # a lane is one of pp micro-batches
@@ -86,14 +85,12 @@ class _Steps:
 
 
 def _pool(pricer: Pricer, pool: Pool, scheduler: str, arrival: np.ndarray, isl: np.ndarray,
-          osl: np.ndarray, prefilled: bool, lane_of: Pool | None = None) -> tuple[list[ReplicaResult], list[np.ndarray]]:
+          osl: np.ndarray, prefilled: bool, lanes: int | None = None) -> tuple[list[ReplicaResult], list[np.ndarray]]:
     """Each lane's run over its round-robin share (``arrival`` sorted) and the ids it served (module docs);
-    ``lane_of``: ``pool`` is one lane of that pool (its worker's blocks, batch and pp)."""
-    whole = lane_of or pool
-    w = pricer.must(whole)
-    steps = _Steps(pricer, whole, prefilled)
-    lanes = 1 if lane_of is not None else pool.workers * pool.pp
-    pool = whole
+    ``lanes``: how many of the pool's ``workers x pp`` lanes to run (1: one standing for all of them)."""
+    w = pricer.must(pool)
+    steps = _Steps(pricer, pool, prefilled)
+    lanes = pool.workers * pool.pp if lanes is None else lanes
     # a decode worker admits whole KV-carrying prompts beside its decodes; an aggregated one chunks at its chunk
     budget = 10**9 if prefilled else (pool.chunk or None)
     cap = max(1, pool.batch // pool.pp) if pool.batch else None
@@ -134,8 +131,7 @@ def run(pricer: Pricer, d: Deployment, scheduler: str, rate: float, lifetime: fl
         n = requests_for(rate / lanes, lifetime)
         arrival = poisson_arrivals(rng, rate / lanes, n)
         isl, osl = np.full(n, o.isl, dtype=np.int32), np.full(n, o.osl, dtype=np.int32)
-        res, _ = _pool(pricer, dataclasses.replace(pool, workers=1, pp=1), scheduler, arrival, isl, osl, False,
-                       lane_of=pool)
+        res, _ = _pool(pricer, pool, scheduler, arrival, isl, osl, False, lanes=1)
         return figures(res, pool.tp, o.slo, rate / lanes)
     n = requests_for(rate, lifetime)
     arrival = poisson_arrivals(rng, rate, n)

@@ -48,16 +48,14 @@ def deploy_table(r: SearchResult, top: int, price: float | None) -> list[str]:
 
 def _cells(row: Row, rank: int, stat: str, price: float | None) -> dict[str, str]:
     shown = stat if row.simulated else "mean-static"
-    dev, user, ttft, tpot = row.figures(shown)
-    s = row.static
-    if shown == "mean-static" and s is not None:
-        ttft, tpot = s.ttft, s.tpot
+    dev, user = row.figures(shown)[:2]
+    ttft, tpot = row.times(shown)
     usd = price / 3600 / dev * 1e6 if price and dev > 0 else None
     return {"#": str(rank), "deployment": display(row.deployment.describe()), "stat": shown,
             "tok/s/GPU": format_count(dev), "tok/s/user": f"{user:.3g}",
             "TTFT": format_seconds(ttft) if ttft is not None else "", "TPOT": format_seconds(tpot) if tpot is not None
             else "", "GPUs": str(row.deployment.devices),
-            "static tok/s/GPU": format_count(s.tokens_per_s_per_device) if s is not None else "",
+            "static tok/s/GPU": format_count(row.static.tokens_per_s_per_device),
             "$/Mtok": f"{usd:.3g}" if usd is not None else ""}
 
 

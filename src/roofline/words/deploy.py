@@ -45,7 +45,6 @@ def row_clause(row: Row, stat: str) -> str:
     if stat == "p99":
         times = f"p99 TTFT {format_seconds(ttft or 0)}, p99 TPOT {format_seconds(tpot or 0)}"
     else:
-        assert s is not None
         times = f"mean TTFT {format_seconds(s.ttft)}, mean TPOT {format_seconds(s.tpot)}"
     return (f"{row.deployment.describe()}: {format_count(dev)} output tokens/s per GPU, {user:.3g} tokens/s per "
             f"user ({times})")

@@ -112,8 +112,8 @@ def domain_lines(r: PlanResult) -> tuple[str, ...]:
     scope_of = {t.name: t.scope for t in r.system.tiers}  # the ep all-to-alls name their tiers by the system's names
     for dim in ("tp", "cp", "ep", "pp", "dp"):
         size = getattr(r.best.layout, dim, 1)
-        scopes = tuple(dict.fromkeys(s for c in r.best.comms if c.name.startswith(f"{dim} ") for s in c.tiers))
-        scopes = tuple(dict.fromkeys(scope_of.get(s, s) for s in scopes))
+        scopes = tuple(dict.fromkeys(scope_of.get(s, s) for c in r.best.comms if c.name.startswith(f"{dim} ")
+                                     for s in c.tiers))
         if size > 1 and scopes:
             (on if scopes == ("node",) else across).append((dim, size, scopes))
     line = (f"  tiers: {display(node.name)} joins {r.system.domain} devices, what tp, cp and ep groups may span"
